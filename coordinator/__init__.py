@@ -1,0 +1,15 @@
+"""The coordinator core: Kafka's group and transaction coordinators as pure state machines.
+
+No Spark, Kafka or clock: a `CoordinatorPartition` takes requests with their times and returns
+responses, events, state-log records and its next deadline. Importing this package registers
+every API and component.
+"""
+from . import find_coordinator  # noqa: F401  (registers FindCoordinator)
+from .batch import InputRecord, run_batch
+from .config import CoordinatorConfig
+from .errors import ApiError, Error, Errors
+from .routing import coordinator_partition, java_string_hashcode
+from .runtime import CoordinatorPartition
+
+__all__ = ["ApiError", "CoordinatorConfig", "CoordinatorPartition", "Error", "Errors", "InputRecord",
+           "coordinator_partition", "java_string_hashcode", "run_batch"]

@@ -1,0 +1,89 @@
+"""Coordinator settings, named as Kafka names them, with Kafka's defaults.
+
+`conf/defaults.toml` ([coordinator] table) can override any of them; unknown names are rejected so
+that a typo does not silently fall back to a default.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+INT_MAX = 2**31 - 1
+
+DEFAULTS: dict[str, Any] = {
+    # Routing (offsets.topic.num.partitions / transaction.state.log.num.partitions in Kafka).
+    "coordinator.partitions": 50,
+    # Timers fire only once the coordinator clock is this far past their deadline, so that a request
+    # appended just before a deadline but read in the next micro-batch is applied first. 0 in the
+    # pure core (Kafka's exact timing); the stream sets it from [stream] timer_grace_ms.
+    "coordinator.timer.grace.ms": 0,
+    # What FindCoordinator reports as the coordinator's endpoint.
+    "coordinator.endpoint.host": "127.0.0.1",
+    "coordinator.endpoint.port": 9092,
+    # Topics a request may name in `replyTo` (they must exist, or the broker must auto-create them).
+    "coordinator.reply.to.pattern": r"coordinator-responses(\.[A-Za-z0-9._-]{1,200})?",
+    # Largest request record value accepted (larger ones get INVALID_REQUEST).
+    "coordinator.request.max.bytes": 1048576,
+    # Classic groups (GroupCoordinatorConfig).
+    "group.initial.rebalance.delay.ms": 3000,
+    "group.max.size": INT_MAX,
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1800000,
+    "group.classic.new.member.join.timeout.ms": 300000,
+    # Offsets.
+    "offsets.retention.minutes": 10080,
+    "offsets.retention.check.interval.ms": 600000,
+    "offset.metadata.max.bytes": 4096,
+    "offsets.commit.timeout.ms": 5000,
+    # KIP-848 consumer groups.
+    "group.consumer.session.timeout.ms": 45000,
+    "group.consumer.min.session.timeout.ms": 45000,
+    "group.consumer.max.session.timeout.ms": 60000,
+    "group.consumer.heartbeat.interval.ms": 5000,
+    "group.consumer.min.heartbeat.interval.ms": 5000,
+    "group.consumer.max.heartbeat.interval.ms": 15000,
+    "group.consumer.max.size": INT_MAX,
+    "group.consumer.assignors": ["uniform", "range"],
+    "group.consumer.migration.policy": "bidirectional",
+    # Transactions (TransactionStateManagerConfigs).
+    "transaction.max.timeout.ms": 900000,
+    "transactional.id.expiration.ms": 604800000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
+    "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+}
+
+
+class CoordinatorConfig(Mapping[str, Any]):
+    def __init__(self, overrides: Mapping[str, Any] | None = None):
+        values = dict(DEFAULTS)
+        for name, value in (overrides or {}).items():
+            if name not in DEFAULTS:
+                raise ValueError(f"unknown coordinator setting {name!r}")
+            expected = type(DEFAULTS[name])
+            if expected is int and (type(value) is not int):
+                raise ValueError(f"coordinator setting {name!r} must be an integer")
+            if expected is not int and not isinstance(value, expected):
+                raise ValueError(f"coordinator setting {name!r} must be a {expected.__name__}")
+            values[name] = value
+        if values["coordinator.partitions"] < 1:
+            raise ValueError("coordinator.partitions must be at least 1")
+        self._values = values
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def with_overrides(self, **kv: Any) -> "CoordinatorConfig":
+        """Overrides by Kafka name with dots written as underscores, for tests:
+        `cfg.with_overrides(group_max_size=10)`."""
+        merged = {k: v for k, v in self._values.items() if v != DEFAULTS[k]}
+        for k, v in kv.items():
+            merged[k.replace("_", ".")] = v
+        return CoordinatorConfig(merged)
+
+    def to_json(self) -> dict:
+        return dict(self._values)

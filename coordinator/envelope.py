@@ -1,0 +1,154 @@
+"""Parsing a request record into a `Request`, or into the error it deserves.
+
+A request record's value is a JSON envelope:
+    {"apiKey": "JoinGroup", "apiVersion": 9, "correlationId": 7, "clientId": "c1",
+     "replyTo": null, "request": {...Kafka's fields in camelCase...}}
+Anything wrong with it yields a `Rejection`: an error response when a correlation id can be read
+(even from malformed JSON, on a best-effort scan), and an event otherwise. Nothing here touches
+coordinator state.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from .api import ApiSpec, lookup
+from .errors import Error, Errors
+from .messages import ReplyTo, Request
+from .schema import MAX_STRING_BYTES, SchemaError
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_CORRELATION_RE = re.compile(rb'"correlationId"\s*:\s*(-?\d{1,11})\b')
+_CLIENT_RE = re.compile(rb'"clientId"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
+_API_RE = re.compile(rb'"apiKey"\s*:\s*"([A-Za-z]{1,64})"')
+_VERSION_RE = re.compile(rb'"apiVersion"\s*:\s*(-?\d{1,6})\b')
+MAX_CLIENT_ID_BYTES = MAX_STRING_BYTES
+
+
+@dataclass
+class Rejection:
+    """A request that cannot be applied. `reply` is None when no correlation id could be read,
+    in which case the rejection becomes an event instead of a response."""
+
+    error: Error
+    message: str
+    reply: ReplyTo | None
+    spec: ApiSpec | None = None
+    body: dict | None = None
+    key: str | None = None  # the record key, for the event
+    source: tuple[int, int] = (-1, -1)  # (request-topic partition, offset)
+
+    def response_body(self) -> dict:
+        if self.spec is not None and self.reply is not None:
+            return self.spec.error_response(self.reply.api_version, self.body, self.error, self.message)
+        return {"throttleTimeMs": 0, "errorCode": self.error.code, "errorMessage": self.message}
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _scan_reply(raw: bytes) -> ReplyTo | None:
+    """Best effort: find the correlation id (and client id, api, version) in a damaged envelope."""
+    m = _CORRELATION_RE.search(raw)
+    if not m:
+        return None
+    cid = int(m.group(1))
+    if not INT32_MIN <= cid <= INT32_MAX:
+        return None
+    client = _CLIENT_RE.search(raw)
+    api = _API_RE.search(raw)
+    version = _VERSION_RE.search(raw)
+    client_id = ""
+    if client:
+        try:
+            client_id = json.loads(b'"' + client.group(1) + b'"')
+        except ValueError:
+            client_id = ""
+    return ReplyTo(
+        api_key=api.group(1).decode() if api else "",
+        api_version=int(version.group(1)) if version else -1,
+        correlation_id=cid,
+        client_id=client_id,
+    )
+
+
+def parse_request(raw: bytes | None, *, key: str | None, time_ms: int,
+                  source: tuple[int, int] = (-1, -1), max_bytes: int = 1 << 20,
+                  value_size: int | None = None) -> Request | Rejection:
+    """Turn one request record into a validated `Request`, or a `Rejection`.
+
+    `value_size` is the record's full size when `raw` was truncated upstream (the stream passes at
+    most max_bytes + 1 bytes into Python)."""
+    result = _parse(raw, key, time_ms, source, max_bytes, value_size)
+    if isinstance(result, Rejection):
+        result.key, result.source = key, source
+    return result
+
+
+def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Rejection:
+    size = value_size if value_size is not None else (len(raw) if raw is not None else 0)
+    if raw is None:
+        return Rejection(Errors.INVALID_REQUEST, "request record has no value", None)
+    if size > max_bytes:
+        return Rejection(Errors.INVALID_REQUEST,
+                         f"request of {size} bytes exceeds the limit of {max_bytes} bytes",
+                         _scan_reply(raw[:4096]))
+    try:
+        envelope = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:
+        reason = "request nesting is too deep" if isinstance(e, RecursionError) else f"malformed JSON: {e}"
+        return Rejection(Errors.INVALID_REQUEST, reason, _scan_reply(raw[:4096]))
+    if not isinstance(envelope, dict):
+        return Rejection(Errors.INVALID_REQUEST, "request envelope must be a JSON object", None)
+
+    cid = envelope.get("correlationId")
+    if type(cid) is not int or not INT32_MIN <= cid <= INT32_MAX:
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'correlationId' must be an int32", None)
+    client_id = envelope.get("clientId", "")
+    if client_id is None:
+        client_id = ""
+    if not _is_valid_string(client_id):
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'clientId' must be a string "
+                         f"of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes", ReplyTo("", -1, cid, ""))
+    api_name = envelope.get("apiKey")
+    version = envelope.get("apiVersion")
+    reply_to = envelope.get("replyTo")
+    if reply_to is not None and not _is_valid_string(reply_to):
+        reply_to = 0  # rejected below
+    reply = ReplyTo(api_name if isinstance(api_name, str) else "",
+                    version if type(version) is int else -1, cid, client_id,
+                    reply_to if isinstance(reply_to, str) else None)
+    if reply_to is not None and not isinstance(reply_to, str):
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'replyTo' must be a string or null",
+                         ReplyTo(reply.api_key, reply.api_version, cid, client_id))
+    if not isinstance(api_name, str):
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiKey' must be an API name", reply)
+    spec = lookup(api_name)
+    if spec is None:
+        return Rejection(Errors.INVALID_REQUEST, f"unknown apiKey {api_name[:64]!r}", reply)
+    if type(version) is not int:
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiVersion' must be an integer", reply)
+    if not spec.min_version <= version <= spec.max_version:
+        return Rejection(Errors.UNSUPPORTED_VERSION,
+                         f"{api_name} version {version} is not supported "
+                         f"(supported: {spec.min_version}-{spec.max_version})", reply, spec)
+    if "request" not in envelope:
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
+    try:
+        body = spec.request.validate(envelope["request"], version)
+    except SchemaError as e:
+        return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
+    except RecursionError:
+        return Rejection(Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
+    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source)
+
+
+def _is_valid_string(s) -> bool:
+    if not isinstance(s, str):
+        return False
+    try:
+        return len(s.encode("utf-8")) <= MAX_CLIENT_ID_BYTES
+    except UnicodeEncodeError:  # lone surrogates
+        return False

@@ -1,0 +1,84 @@
+"""FindCoordinator (API key 10): which coordinator partition owns a group or transactional id.
+
+Kafka answers with the broker leading the owning partition of __consumer_offsets or
+__transaction_state. Here every coordinator partition is reached through the same request topic,
+so the answer's `nodeId` is the coordinator partition and `host`/`port` describe the service's
+endpoint (its Kafka bootstrap address, from `coordinator.endpoint.*`).
+
+Versions 1-6 as in Kafka 4.x (version 0 was removed by KIP-896): 1-3 carry one `key`, 4+ a batch of
+`coordinatorKeys`. Like KafkaApis, the single-key form reports errorMessage "NONE" on success.
+"""
+from __future__ import annotations
+
+from .api import ApiSpec, register
+from .errors import ApiError, Error, Errors
+from .messages import Request
+from .routing import coordinator_partition
+from .runtime import register_component
+from .schema import Array, F, Struct
+
+GROUP, TRANSACTION, SHARE = 0, 1, 2
+
+
+def _error_response(version: int, body: dict | None, error: Error, message: str | None) -> dict:
+    if version >= 4:
+        keys = (body or {}).get("coordinatorKeys") or []
+        return {"throttleTimeMs": 0, "coordinators": [
+            {"key": k, "nodeId": -1, "host": "", "port": -1, "errorCode": error.code,
+             "errorMessage": message} for k in keys]}
+    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message or error.message,
+            "nodeId": -1, "host": "", "port": -1}
+
+
+register(ApiSpec(
+    name="FindCoordinator", api_key=10, min_version=1, max_version=6,
+    request=Struct(
+        F("key", "string", versions=(0, 3)),
+        F("keyType", "int8", versions=(1, None), default=0),
+        F("coordinatorKeys", Array("string"), versions=(4, None)),
+    ),
+    component="find_coordinator",
+    error_response=_error_response,
+))
+
+
+@register_component
+class FindCoordinator:
+    """Stateless: any partition answers for any key."""
+
+    name = "find_coordinator"
+    handlers = {"FindCoordinator": "find_coordinator"}
+    timer_handlers: dict = {}
+
+    def __init__(self, partition):
+        self.p = partition
+
+    def find_coordinator(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        key_type = body["keyType"]
+        if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
+            raise ApiError(Errors.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}")
+        if key_type == SHARE:
+            raise ApiError(Errors.INVALID_REQUEST, "share groups are not supported by this coordinator")
+        host = self.p.config["coordinator.endpoint.host"]
+        port = self.p.config["coordinator.endpoint.port"]
+        partitions = self.p.config["coordinator.partitions"]
+        if version >= 4:
+            return {"throttleTimeMs": 0, "coordinators": [
+                {"key": k, "nodeId": coordinator_partition(k, partitions), "host": host, "port": port,
+                 "errorCode": 0, "errorMessage": None} for k in body["coordinatorKeys"]]}
+        return {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
+                "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port}
+
+    # Stateless: nothing to snapshot or replay.
+    def to_json(self) -> dict:
+        return {}
+
+    def load_json(self, data: dict) -> None:
+        pass
+
+    def replay(self, record) -> bool:
+        return False
+
+    def after_replay(self) -> None:
+        pass

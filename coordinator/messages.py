@@ -1,0 +1,120 @@
+"""What goes in and out of a coordinator partition: requests, reply handles and outputs.
+
+Everything here is plain data that survives a JSON round trip, because parked replies and
+timers live in the partition's encoded state.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ReplyTo:
+    """Where and how to answer a request; stored when a response is parked (JoinGroup, SyncGroup)."""
+
+    api_key: str
+    api_version: int
+    correlation_id: int
+    client_id: str = ""
+    reply_to: str | None = None  # response topic override; None = the configured response topic
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict) -> "ReplyTo":
+        return ReplyTo(**d)
+
+
+@dataclass
+class Request:
+    """A validated request, ready for a handler."""
+
+    reply: ReplyTo
+    body: dict
+    time_ms: int  # the broker's append time of the request record
+    key: str | None = None  # the record key (routing key)
+    source: tuple[int, int] = (-1, -1)  # (request-topic partition, offset), for diagnostics
+
+    @property
+    def api_key(self) -> str:
+        return self.reply.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.reply.api_version
+
+
+@dataclass
+class Response:
+    reply: ReplyTo
+    body: dict
+
+
+@dataclass
+class Event:
+    """A timer-driven or state-change event for the events topic."""
+
+    key: str
+    body: dict
+
+
+@dataclass
+class StateRecord:
+    """One record of the state log (the role of __consumer_offsets / __transaction_state).
+
+    `key` is unique per entity so that compaction keeps the latest value; `value` None is a
+    tombstone."""
+
+    key: str
+    value: dict | None
+
+
+@dataclass
+class InternalRequest:
+    """A request one coordinator partition sends to another through the request topic."""
+
+    key: str
+    envelope: dict
+
+
+@dataclass
+class DataRecord:
+    """A record written into a data topic partition (transaction markers)."""
+
+    topic: str
+    partition: int
+    key: str | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Outputs:
+    responses: list[Response] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    records: list[StateRecord] = field(default_factory=list)
+    requests: list[InternalRequest] = field(default_factory=list)
+    data: list[DataRecord] = field(default_factory=list)
+
+    def extend(self, other: "Outputs") -> None:
+        self.responses += other.responses
+        self.events += other.events
+        self.records += other.records
+        self.requests += other.requests
+        self.data += other.data
+
+    def __len__(self) -> int:
+        return (len(self.responses) + len(self.events) + len(self.records)
+                + len(self.requests) + len(self.data))
+
+
+def response_envelope(reply: ReplyTo, body: dict[str, Any]) -> dict:
+    return {
+        "correlationId": reply.correlation_id,
+        "apiKey": reply.api_key,
+        "apiVersion": reply.api_version,
+        "clientId": reply.client_id,
+        "response": body,
+    }

@@ -1,0 +1,241 @@
+"""One coordinator partition: components, timers, a logical clock, and the outputs they produce.
+
+This is the sans-IO core's centre. Given a request and a time it calls the component that owns
+the API; components schedule timers, answer, park answers for later, append state-log records and
+emit events through this object. Nothing here reads a clock or does I/O: time comes in with each
+request (its append time) and with each batch (the batch time).
+
+A component is a class with:
+    name                      key of its state in the snapshot
+    handlers: dict            API name -> method name
+    timer_handlers: dict      timer kind -> method name
+    __init__(partition)       empty state
+    to_json() / load_json(d)  its part of the snapshot
+    replay(record) -> bool    rebuild from one state-log record (True if it was this component's)
+    after_replay()            rebuild what Kafka keeps only in memory (timers) after a replay
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from .api import ApiSpec, lookup
+from .config import CoordinatorConfig
+from .envelope import Rejection
+from .errors import ApiError, Errors
+from .messages import (DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response,
+                       StateRecord)
+from .routing import coordinator_partition
+from .timers import Timer, Timers
+
+# Version of the snapshot's data model (the dict this module produces). Bump it and add a
+# migration in state/ when the model changes incompatibly.
+SNAPSHOT_SCHEMA = 1
+
+_COMPONENTS: list[type] = []
+
+
+def register_component(cls: type) -> type:
+    if cls not in _COMPONENTS:
+        if any(c.name == cls.name for c in _COMPONENTS):
+            raise ValueError(f"component {cls.name} registered twice")
+        _COMPONENTS.append(cls)
+    return cls
+
+
+def unregister_component(cls: type) -> None:
+    """For tests that plug in a component of their own."""
+    if cls in _COMPONENTS:
+        _COMPONENTS.remove(cls)
+
+
+class CoordinatorPartition:
+    def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
+                 snapshot: dict | None = None):
+        self.partition_id = int(partition_id)
+        self.config = config or CoordinatorConfig()
+        self.clock_ms = 0
+        self.timers = Timers()
+        self.out = Outputs()
+        self.firing: Timer | None = None  # the timer being fired, for crash reports
+        self.components: dict[str, Any] = {cls.name: cls(self) for cls in _COMPONENTS}
+        self._reply_to_re = re.compile(self.config["coordinator.reply.to.pattern"])
+        if snapshot is not None:
+            self._load(snapshot)
+
+    # ----------------------------------------------------------------- snapshot
+    def to_json(self) -> dict:
+        return {
+            "schema": SNAPSHOT_SCHEMA,
+            "partition": self.partition_id,
+            "clock": self.clock_ms,
+            "timers": self.timers.to_json(),
+            "components": {name: c.to_json() for name, c in self.components.items()},
+        }
+
+    def _load(self, snap: dict) -> None:
+        if snap.get("schema") != SNAPSHOT_SCHEMA:
+            raise ValueError(f"snapshot schema {snap.get('schema')} needs migration to {SNAPSHOT_SCHEMA}")
+        if snap.get("partition", self.partition_id) != self.partition_id:
+            raise ValueError("snapshot belongs to another coordinator partition")
+        self.clock_ms = int(snap.get("clock", 0))
+        self.timers = Timers.from_json(snap.get("timers", {}))
+        for name, data in snap.get("components", {}).items():
+            if name in self.components:
+                self.components[name].load_json(data)
+
+    def logical_state(self) -> dict:
+        """The snapshot without the clock and timers: what must be equal between a run that was
+        killed and restarted and one that was not (their batch boundaries differ)."""
+        snap = self.to_json()
+        return snap["components"]
+
+    # ----------------------------------------------------------------- context for components
+    def owns(self, key: str | None) -> bool:
+        return coordinator_partition(key, self.config["coordinator.partitions"]) == self.partition_id
+
+    def respond(self, reply: ReplyTo, body: dict) -> None:
+        self.out.responses.append(Response(reply, body))
+
+    def emit_event(self, key: str, event: str, **fields: Any) -> None:
+        body = {"event": event, "timeMs": self.clock_ms, "coordinatorPartition": self.partition_id}
+        body.update(fields)
+        self.out.events.append(Event(key, body))
+
+    def append_record(self, key: str, value: dict | None) -> None:
+        self.out.records.append(StateRecord(key, value))
+
+    def send_request(self, routing_key: str, api_key: str, api_version: int, body: dict,
+                     correlation_id: int, client_id: str) -> None:
+        self.out.requests.append(InternalRequest(routing_key, {
+            "apiKey": api_key, "apiVersion": api_version, "correlationId": correlation_id,
+            "clientId": client_id, "request": body}))
+
+    def write_data(self, record: DataRecord) -> None:
+        self.out.data.append(record)
+
+    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None) -> None:
+        self.timers.schedule(key, deadline_ms, kind, payload)
+
+    def cancel(self, key: str) -> None:
+        self.timers.cancel(key)
+
+    def component(self, name: str):
+        return self.components[name]
+
+    # ----------------------------------------------------------------- time
+    @property
+    def grace_ms(self) -> int:
+        return self.config["coordinator.timer.grace.ms"]
+
+    def advance_to(self, now_ms: int, horizon_ms: int | None = None,
+                   skip: Callable[[Timer], bool] = lambda t: False) -> None:
+        """Fire, in deadline order, every timer due by `now_ms` but not past `horizon_ms`, then move
+        the clock to `now_ms`. A timer runs with the clock at its deadline (or later, never
+        backwards), so what it does does not depend on how late the batch ran.
+
+        The horizon is how far time is known to be complete: the stream passes the batch time less
+        `coordinator.timer.grace.ms`, because a request appended just before the batch time may only
+        be read by the next batch, and must still be applied before a later deadline fires."""
+        limit = now_ms if horizon_ms is None else min(now_ms, horizon_ms)
+        while True:
+            timer = self.timers.pop_due(limit)
+            if timer is None:
+                break
+            self.clock_ms = max(self.clock_ms, timer.deadline_ms)
+            if skip(timer):
+                self.emit_event(timer.key, "TimerDropped", timer=timer.key, kind=timer.kind,
+                                reason="its handler failed; see the TimerFailed event")
+                continue
+            self.fire(timer)
+        self.clock_ms = max(self.clock_ms, now_ms)
+
+    def fire(self, timer: Timer) -> None:
+        owner = next((c for c in self.components.values()
+                      if timer.kind in getattr(c, "timer_handlers", {})), None)
+        if owner is None:
+            raise KeyError(f"no handler for timer kind {timer.kind!r}")
+        self.firing = timer
+        getattr(owner, owner.timer_handlers[timer.kind])(timer)
+        self.firing = None
+
+    def next_deadline(self) -> int | None:
+        """When the partition next needs to run (the earliest deadline plus the grace)."""
+        deadline = self.timers.next_deadline()
+        return None if deadline is None else deadline + self.grace_ms
+
+    # ----------------------------------------------------------------- requests
+    def handle(self, item: Request | Rejection) -> None:
+        """Apply one request (or answer one rejected input). The clock must already have been
+        advanced to the request's time with `advance_to`."""
+        if isinstance(item, Rejection):
+            self._reject(item)
+            return
+        request = item
+        spec = lookup(request.api_key)
+        assert spec is not None, "parse_request only lets registered APIs through"
+        if request.reply.reply_to is not None and not self._reply_to_re.fullmatch(request.reply.reply_to):
+            reply = ReplyTo(request.reply.api_key, request.reply.api_version,
+                            request.reply.correlation_id, request.reply.client_id, None)
+            self._reject(Rejection(Errors.INVALID_REQUEST,
+                                   "replyTo must name a response topic matching "
+                                   f"{self._reply_to_re.pattern!r}", reply, spec, request.body))
+            return
+        if spec.routing_field is not None and not self.owns(request.body.get(spec.routing_field)):
+            self.respond(request.reply, spec.error_response(
+                request.api_version, request.body, Errors.NOT_COORDINATOR, None))
+            return
+        component = self.components[spec.component]
+        method = getattr(component, component.handlers[spec.name])
+        mark = _mark(self.out)
+        try:
+            body = method(request)
+        except ApiError as e:
+            # A handler raises ApiError before it changes anything; outputs it made are dropped.
+            _rollback(self.out, mark)
+            body = spec.error_response(request.api_version, request.body, e.error, e.message)
+        if body is not None:  # None: the response is parked and sent later
+            self.respond(request.reply, body)
+
+    def _reject(self, rejection: Rejection) -> None:
+        if rejection.reply is not None:
+            self.respond(rejection.reply, rejection.response_body())
+        else:
+            self.emit_event(rejection.key or "", "RequestRejected", errorCode=rejection.error.code,
+                            errorName=rejection.error.name, errorMessage=rejection.message,
+                            requestPartition=rejection.source[0], requestOffset=rejection.source[1])
+
+    def drain(self) -> Outputs:
+        out, self.out = self.out, Outputs()
+        return out
+
+    # ----------------------------------------------------------------- state log
+    @classmethod
+    def from_records(cls, partition_id: int, records: list[StateRecord],
+                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> "CoordinatorPartition":
+        """Rebuild a partition by replaying its state-log records in log order, as a Kafka
+        coordinator loads __consumer_offsets / __transaction_state."""
+        part = cls(partition_id, config)
+        part.clock_ms = now_ms
+        for record in records:
+            if not any(c.replay(record) for c in part.components.values()):
+                raise ValueError(f"no component replays state-log record {record.key!r}")
+        for c in part.components.values():
+            c.after_replay()
+        return part
+
+
+def _mark(out: Outputs) -> tuple[int, ...]:
+    return (len(out.responses), len(out.events), len(out.records), len(out.requests), len(out.data))
+
+
+def _rollback(out: Outputs, mark: tuple[int, ...]) -> None:
+    del out.responses[mark[0]:]
+    del out.events[mark[1]:]
+    del out.records[mark[2]:]
+    del out.requests[mark[3]:]
+    del out.data[mark[4]:]
+
+
+__all__ = ["CoordinatorPartition", "register_component", "SNAPSHOT_SCHEMA", "ApiSpec",
+           "StateRecord", "Event", "DataRecord", "InternalRequest"]

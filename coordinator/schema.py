@@ -1,0 +1,155 @@
+"""Request-body schemas with the semantics of Kafka's generated JSON converters.
+
+A schema lists the fields of one message with the versions they exist in. Validation of a body
+for a version returns a new dict holding exactly the fields of that version: values are type-checked
+(Kafka's int8/16/32/64 ranges, strings within Kafka's 32767-byte limit, base64 bytes, arrays, nested
+structs), absent optional fields get their default, and an absent mandatory field is an error, as
+in `XxxJsonConverter.read` ("unable to locate field 'x', which is mandatory in version N").
+Fields not in the version are ignored, as Kafka's converters ignore them.
+
+A field is optional when Kafka's schema declares a default for it, when it is nullable in that
+version (default null) or when it is a tagged field; otherwise it is mandatory.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_STRING_BYTES = 32767  # Kafka STRING: int16 length prefix
+
+
+class SchemaError(ValueError):
+    """The body does not fit the schema; the message says where and why."""
+
+
+_REQUIRED = object()
+_INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+}
+
+
+@dataclass(frozen=True)
+class Array:
+    item: Any  # a type name or a Struct
+
+
+@dataclass(frozen=True)
+class F:
+    name: str
+    type: Any  # "string" | "bytes" | "bool" | "int8".."int64" | "uuid" | Array | Struct
+    versions: tuple[int, int | None] = (0, None)
+    default: Any = _REQUIRED
+    nullable: tuple[int, int | None] | None = None  # versions in which null is allowed
+    tagged: bool = False
+
+    def in_version(self, v: int) -> bool:
+        lo, hi = self.versions
+        return v >= lo and (hi is None or v <= hi)
+
+    def nullable_in(self, v: int) -> bool:
+        if self.nullable is None:
+            return False
+        lo, hi = self.nullable
+        return v >= lo and (hi is None or v <= hi)
+
+
+@dataclass(frozen=True)
+class Struct:
+    fields: tuple[F, ...] = field(default_factory=tuple)
+
+    def __init__(self, *fields: F):
+        object.__setattr__(self, "fields", tuple(fields))
+
+    def validate(self, body: Any, version: int, path: str = "") -> dict:
+        if not isinstance(body, dict):
+            raise SchemaError(f"{path or 'request'} must be a JSON object")
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            if not f.in_version(version):
+                continue
+            where = f"{path}{f.name}"
+            if f.name not in body:
+                if f.default is not _REQUIRED:
+                    out[f.name] = _copy_default(f.default)
+                elif f.nullable_in(version) or f.tagged:
+                    out[f.name] = None if f.nullable_in(version) else _zero(f.type)
+                else:
+                    raise SchemaError(
+                        f"unable to locate field '{where}', which is mandatory in version {version}")
+                continue
+            value = body[f.name]
+            if value is None:
+                if f.nullable_in(version):
+                    out[f.name] = None
+                    continue
+                raise SchemaError(f"field '{where}' must not be null in version {version}")
+            out[f.name] = _check(f.type, value, version, where)
+        return out
+
+
+def _copy_default(d):
+    return list(d) if isinstance(d, list) else d
+
+
+def _zero(t):
+    if isinstance(t, Array):
+        return []
+    if t in _INT_RANGES:
+        return 0
+    return {"string": "", "bytes": "", "bool": False, "uuid": "AAAAAAAAAAAAAAAAAAAAAA"}.get(t)
+
+
+def _check(t: Any, value: Any, version: int, where: str) -> Any:
+    if isinstance(t, Struct):
+        return t.validate(value, version, where + ".")
+    if isinstance(t, Array):
+        if not isinstance(value, list):
+            raise SchemaError(f"field '{where}' must be an array")
+        return [_check(t.item, item, version, f"{where}[{i}]") for i, item in enumerate(value)]
+    if t in _INT_RANGES:
+        # bool is an int subclass in Python; JSON true is not a number.
+        if type(value) is not int:
+            raise SchemaError(f"field '{where}' must be an integer ({t})")
+        lo, hi = _INT_RANGES[t]
+        if not lo <= value <= hi:
+            raise SchemaError(f"field '{where}' is out of range for {t}")
+        return value
+    if t == "bool":
+        if type(value) is not bool:
+            raise SchemaError(f"field '{where}' must be a boolean")
+        return value
+    if t == "string":
+        if not isinstance(value, str):
+            raise SchemaError(f"field '{where}' must be a string")
+        try:
+            n = len(value.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise SchemaError(f"field '{where}' is not valid unicode") from None
+        if n > MAX_STRING_BYTES:
+            raise SchemaError(f"field '{where}' is longer than {MAX_STRING_BYTES} bytes")
+        return value
+    if t == "bytes":
+        # Kafka's JSON converters print bytes as base64.
+        if not isinstance(value, str):
+            raise SchemaError(f"field '{where}' must be a base64 string")
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise SchemaError(f"field '{where}' is not valid base64") from None
+        return value
+    if t == "uuid":
+        # Kafka prints a Uuid as 22 characters of url-safe base64 without padding.
+        if not isinstance(value, str) or len(value) != 22:
+            raise SchemaError(f"field '{where}' must be a base64 Uuid")
+        try:
+            base64.urlsafe_b64decode(value + "==")
+        except (binascii.Error, ValueError):
+            raise SchemaError(f"field '{where}' must be a base64 Uuid") from None
+        return value
+    raise AssertionError(f"unknown schema type {t!r}")

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Install everything the project needs that is missing: a Python virtualenv with the pinned
+# packages (.venv) and the Kafka broker and Spark-Kafka connector jars from Maven Central
+# (.cache/jars). Idempotent: each step is skipped when its inputs have not changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PYTHON="${PYTHON:-python3}"
+mkdir -p .cache
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is required but not installed" >&2; exit 1; }; }
+need "$PYTHON"; need java; need mvn
+
+# --- Python packages -------------------------------------------------------------------------
+stamp=.cache/venv.stamp
+want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing Python packages into .venv" >&2
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
+  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  echo "$want" > "$stamp"
+fi
+
+# --- JVM artifacts ---------------------------------------------------------------------------
+fetch_jars() {  # pom, output dir
+  local pom="$1" out="$2" stamp="$2.stamp"
+  local want; want="$(sha256sum "$pom" deploy/maven-settings.xml | sha256sum | cut -d' ' -f1)"
+  if [ -d "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: resolving $(basename "$pom") from Maven Central into $out" >&2
+  rm -rf "$out"
+  # Our own settings file: Spark's parent POM names a mirror this machine cannot reach.
+  mvn -q -B -Dstyle.color=never -s deploy/maven-settings.xml -f "$pom" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$ROOT/$out"
+  echo "$want" > "$stamp"
+}
+fetch_jars deploy/kafka-broker.pom.xml .cache/jars/kafka
+fetch_jars deploy/spark-kafka.pom.xml .cache/jars/spark
