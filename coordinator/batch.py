@@ -87,6 +87,10 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int,
         except Exception as e:  # noqa: BLE001 - a bug in a timer handler
             raise _ItemFailed(_current_timer(partition), e) from e
 
+    try:
+        partition.run_deferred(skip_timer)
+    except Exception as e:  # noqa: BLE001 - a bug in a deferred handler
+        raise _ItemFailed(_current_timer(partition), e) from e
     for t, rec in ordered:
         advance(t)
         item = parse_request(rec.value, key=rec.key, time_ms=t, source=(rec.partition, rec.offset),

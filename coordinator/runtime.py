@@ -56,6 +56,9 @@ class CoordinatorPartition:
         self.config = config or CoordinatorConfig()
         self.clock_ms = 0
         self.timers = Timers()
+        # Work for the start of the next micro-batch, i.e. after this batch's outputs are durable
+        # (Spark commits a batch only after its sink writes succeed): key -> [kind, payload].
+        self.deferred: dict[str, list] = {}
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self.components: dict[str, Any] = {cls.name: cls(self) for cls in _COMPONENTS}
@@ -70,6 +73,7 @@ class CoordinatorPartition:
             "partition": self.partition_id,
             "clock": self.clock_ms,
             "timers": self.timers.to_json(),
+            "deferred": self.deferred,
             "components": {name: c.to_json() for name, c in self.components.items()},
         }
 
@@ -80,6 +84,7 @@ class CoordinatorPartition:
             raise ValueError("snapshot belongs to another coordinator partition")
         self.clock_ms = int(snap.get("clock", 0))
         self.timers = Timers.from_json(snap.get("timers", {}))
+        self.deferred = snap.get("deferred", {})
         for name, data in snap.get("components", {}).items():
             if name in self.components:
                 self.components[name].load_json(data)
@@ -119,6 +124,20 @@ class CoordinatorPartition:
 
     def cancel(self, key: str) -> None:
         self.timers.cancel(key)
+
+    def defer(self, key: str, kind: str, payload: dict | None = None) -> None:
+        """Run timer handler `kind` at the start of the next micro-batch: by then everything this
+        batch emitted (markers, internal requests) has been written. Same key replaces."""
+        self.deferred[key] = [kind, payload or {}]
+
+    def run_deferred(self, skip: Callable[[Timer], bool] = lambda t: False) -> None:
+        while self.deferred:
+            key = next(iter(self.deferred))
+            kind, payload = self.deferred.pop(key)
+            timer = Timer(key, self.clock_ms, kind, payload)
+            if skip(timer):
+                continue
+            self.fire(timer)
 
     def component(self, name: str):
         return self.components[name]
@@ -162,7 +181,11 @@ class CoordinatorPartition:
     def next_deadline(self) -> int | None:
         """When the partition next needs to run (the earliest deadline plus the grace)."""
         deadline = self.timers.next_deadline()
-        return None if deadline is None else deadline + self.grace_ms
+        if deadline is not None:
+            deadline += self.grace_ms
+        if self.deferred:  # as soon as possible: the next batch
+            deadline = self.clock_ms + 1 if deadline is None else min(deadline, self.clock_ms + 1)
+        return deadline
 
     # ----------------------------------------------------------------- requests
     def handle(self, item: Request | Rejection) -> None:

@@ -253,3 +253,30 @@ def test_format_1_payload_written_by_the_first_release_decodes():
     snap = state.decode(1, legacy)
     part = CoordinatorPartition(7, CoordinatorConfig(), snap)
     assert part.clock_ms == 123 and part.timers.next_deadline() == 500
+
+
+def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
+    class Deferring(Probe):
+        name = "deferring"
+        handlers = {"Touch2": "touch2"}
+        timer_handlers = {"deferred-done": "done"}
+
+        def touch2(self, request):
+            self.p.defer("d-1", "deferred-done", {"id": request.body["id"]})
+            return {"errorCode": 0}
+
+        def done(self, timer):
+            self.p.emit_event("d", "DeferredRan", id=timer.payload["id"])
+
+    register_component(Deferring)
+    register(ApiSpec("Touch2", 9002, 0, 0, Struct(F("id", "int32")), component="deferring"))
+    try:
+        part, out = run_batch(loader(fresh_blob()), [InputRecord(None, env("Touch2", 1, {"id": 4}), 10)], 5000)
+        assert out.events == []  # not in the batch that deferred it
+        assert part.next_deadline() == 5001  # ask Spark for the next batch
+        part, out = run_batch(loader(state.encode(part.to_json())), [], 5200)
+        assert [e.body["event"] for e in out.events] == ["DeferredRan"]
+        assert part.next_deadline() is None
+    finally:
+        unregister_component(Deferring)
+        unregister("Touch2")
