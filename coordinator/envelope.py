@@ -40,9 +40,17 @@ class Rejection:
     source: tuple[int, int] = (-1, -1)  # (request-topic partition, offset)
 
     def response_body(self) -> dict:
-        if self.spec is not None and self.reply is not None:
-            return self.spec.error_response(self.reply.api_version, self.body, self.error, self.message)
-        return {"throttleTimeMs": 0, "errorCode": self.error.code, "errorMessage": self.message}
+        """The API's own error shape where the version is one it has (per-item errors included,
+        as Kafka's getErrorResponse builds them), always with a top-level errorCode and
+        errorMessage, so that a client can read any rejection the same way."""
+        body: dict = {}
+        spec, version = self.spec, self.reply.api_version if self.reply else -1
+        if spec is not None and spec.min_version <= version <= spec.max_version:
+            body = spec.error_response(version, self.body, self.error, self.message)
+        body.setdefault("throttleTimeMs", 0)
+        body["errorCode"] = self.error.code
+        body["errorMessage"] = self.message
+        return body
 
 
 def _reject_constant(name: str):

@@ -1,0 +1,190 @@
+"""A real single-node KRaft Kafka broker on 127.0.0.1, run from the Maven-resolved jars.
+
+    python -m deploy.kafka_local start [--dir .run/kafka] [--port 9092]
+    python -m deploy.kafka_local stop  [--dir .run/kafka]
+
+The jars come from deploy/setup.sh (.cache/jars/kafka). The broker's data, log and pid file live
+in --dir; `start` formats the storage the first time and returns once the broker answers.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KAFKA_JARS = ROOT / ".cache" / "jars" / "kafka"
+
+LOG4J2 = """\
+appender.console.type=Console
+appender.console.name=STDOUT
+appender.console.layout.type=PatternLayout
+appender.console.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=warn
+rootLogger.appenderRef.stdout.ref=STDOUT
+logger.kafka.name=kafka.server.KafkaServer
+logger.kafka.level=info
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class LocalKafka:
+    def __init__(self, workdir: str | os.PathLike, port: int = 9092, controller_port: int | None = None,
+                 heap: str = "512m"):
+        self.dir = Path(workdir).resolve()
+        self.port = port
+        self.controller_port = controller_port or port + 1
+        self.heap = heap
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.dir / "broker.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.dir / "broker.log"
+
+    def _classpath(self) -> str:
+        if not any(KAFKA_JARS.glob("kafka_2.13-*.jar")):
+            raise RuntimeError(f"Kafka jars missing in {KAFKA_JARS}: run deploy/setup.sh")
+        return str(KAFKA_JARS / "*")
+
+    def _write_config(self) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        props = self.dir / "server.properties"
+        props.write_text(f"""\
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{self.controller_port}
+listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={self.dir / 'data'}
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+num.network.threads=2
+num.io.threads=2
+log.cleaner.backoff.ms=5000
+""")
+        (self.dir / "log4j2.properties").write_text(LOG4J2)
+        return props
+
+    def _format(self, props: Path) -> None:
+        if (self.dir / "data" / "meta.properties").exists():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(["java", "-cp", self._classpath(), "kafka.tools.StorageTool", "format",
+                        "-t", cluster_id, "-c", str(props)], check=True, capture_output=True)
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text())
+        except (OSError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return None
+        return pid
+
+    def start(self, timeout: float = 90) -> "LocalKafka":
+        if self.pid() is not None and _port_open(self.port):
+            return self
+        props = self._write_config()
+        self._format(props)
+        log = open(self.logfile, "ab")
+        proc = subprocess.Popen(
+            ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+             f"-Dkafka.logs.dir={self.dir}", "-cp", self._classpath(), "kafka.Kafka", str(props)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.pidfile.write_text(str(proc.pid))
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"Kafka broker exited with {proc.returncode}; see {self.logfile}")
+            if _port_open(self.port) and self._answers():
+                return self
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"Kafka broker did not come up within {timeout}s; see {self.logfile}")
+
+    def _answers(self) -> bool:
+        from kafka import KafkaAdminClient
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+            try:
+                admin.list_topics()
+                return True
+            finally:
+                admin.close()
+        except Exception:  # noqa: BLE001 - not ready yet
+            return False
+
+    def stop(self, timeout: float = 30) -> None:
+        pid = self.pid()
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(pid, signal.SIGKILL)
+        self.pidfile.unlink(missing_ok=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Run a local single-node KRaft Kafka broker")
+    ap.add_argument("action", choices=["start", "stop", "status"])
+    ap.add_argument("--dir", default=str(ROOT / ".run" / "kafka"))
+    ap.add_argument("--port", type=int, default=9092)
+    args = ap.parse_args(argv)
+    broker = LocalKafka(args.dir, args.port)
+    if args.action == "start":
+        broker.start()
+        print(f"Kafka broker up at {broker.bootstrap} (pid {broker.pid()}, log {broker.logfile})")
+    elif args.action == "stop":
+        broker.stop()
+        print("Kafka broker stopped")
+    else:
+        pid = broker.pid()
+        print(f"running (pid {pid}) at {broker.bootstrap}" if pid else "not running")
+        return 0 if pid else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Create (or check) the service's topics.
+
+    python -m deploy.topics [--config override.toml]
+
+- requests:  message.timestamp.type=LogAppendTime, so a request's time is the broker's;
+- responses, events: plain;
+- state log: cleanup.policy=compact, one partition per coordinator partition (as __consumer_offsets).
+Existing topics are checked: a request topic without LogAppendTime or a state log with the wrong
+partition count is an error, not something to silently run with.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+from streaming.config import StreamConfig
+
+
+def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
+    t = cfg.topics
+    return [
+        NewTopic(t["requests"], int(t["requests_partitions"]), 1,
+                 topic_configs={"message.timestamp.type": "LogAppendTime"}),
+        NewTopic(t["responses"], int(t["responses_partitions"]), 1),
+        NewTopic(t["events"], int(t["events_partitions"]), 1),
+        NewTopic(t["state_log"], cfg.coordinator_partitions, 1,
+                 topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
+                                "segment.ms": "600000"}),
+    ]
+
+
+def ensure_topics(cfg: StreamConfig, timeout_s: float = 30) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap, request_timeout_ms=15000)
+    try:
+        wanted = desired_topics(cfg)
+        existing = set(admin.list_topics())
+        for topic in wanted:
+            if topic.name in existing:
+                continue
+            try:
+                admin.create_topics([topic])
+            except TopicAlreadyExistsError:
+                pass
+        deadline = time.time() + timeout_s
+        while True:
+            meta = {m["name"]: m for m in admin.describe_topics([t.name for t in wanted])
+                    if m.get("error_code") == 0}
+            if all(meta.get(t.name) and meta[t.name]["partitions"] for t in wanted):
+                break
+            if time.time() > deadline:
+                raise RuntimeError("topics were not created in time")
+            time.sleep(0.2)
+        _check(admin, cfg, meta)
+    finally:
+        admin.close()
+
+
+def _check(admin: KafkaAdminClient, cfg: StreamConfig, meta: dict) -> None:
+    t = cfg.topics
+    n = len(meta[t["state_log"]]["partitions"])
+    if n != cfg.coordinator_partitions:
+        raise RuntimeError(f"topic {t['state_log']} has {n} partitions; it needs one per coordinator "
+                           f"partition ({cfg.coordinator_partitions})")
+    result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t["requests"])])
+    entry = result.get("topic", {}).get(t["requests"], {}).get("message.timestamp.type", {})
+    if entry.get("value") != "LogAppendTime":
+        raise RuntimeError(f"topic {t['requests']} must have message.timestamp.type=LogAppendTime")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Create the coordinator topics")
+    ap.add_argument("--config")
+    args = ap.parse_args(argv)
+    cfg = StreamConfig.load(args.config)
+    ensure_topics(cfg)
+    print("topics ready:", ", ".join(t.name for t in desired_topics(cfg)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

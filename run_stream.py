@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Start the coordinator streaming job and run until stopped.
+
+    python run_stream.py [--config override.toml] [--checkpoint DIR] [--bootstrap HOST:PORT]
+
+Kafka and the topics must exist (deploy/run-local.sh starts both for the local setup).
+SIGTERM/SIGINT stop the query cleanly; SIGKILL is safe too: a restart resumes from the checkpoint.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from streaming.config import StreamConfig
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", help="TOML file overriding conf/defaults.toml")
+    ap.add_argument("--checkpoint", help="checkpoint directory (overrides [stream] checkpoint)")
+    ap.add_argument("--bootstrap", help="Kafka bootstrap servers (overrides [kafka] bootstrap_servers)")
+    args = ap.parse_args(argv)
+
+    overrides: dict = {}
+    if args.checkpoint:
+        overrides.setdefault("stream", {})["checkpoint"] = args.checkpoint
+    if args.bootstrap:
+        overrides.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
+    cfg = StreamConfig.load(args.config, overrides)
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("run_stream")
+
+    from streaming.query import start
+    from streaming.session import build_session
+
+    spark = build_session(cfg)
+    query = start(spark, cfg)
+    log.info("coordinator query %s started: requests=%s checkpoint=%s", query.id,
+             cfg.topics["requests"], cfg.checkpoint)
+    print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
+
+    stopping = threading.Event()
+
+    def stop(signum, _frame):
+        log.info("signal %s: stopping the query", signum)
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not stopping.is_set():
+        if not query.isActive:
+            exc = query.exception()
+            log.error("query terminated: %s", exc)
+            return 1
+        stopping.wait(1.0)
+    query.stop()
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Configuration of the stream: conf/defaults.toml, an optional override file, then environment.
+
+Environment variables COORD_<TABLE>_<KEY> override single values (e.g.
+COORD_KAFKA_BOOTSTRAP_SERVERS, COORD_STREAM_CHECKPOINT); values are read as TOML literals when
+they parse as one (numbers, booleans, quoted strings), otherwise as plain strings.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from coordinator.config import CoordinatorConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULTS_FILE = ROOT / "conf" / "defaults.toml"
+
+
+def _merge(base: dict, over: Mapping) -> dict:
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
+            _merge(base[k], v)
+        else:
+            base[k] = copy.deepcopy(v)
+    return base
+
+
+def _env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+@dataclass
+class StreamConfig:
+    raw: dict
+
+    @classmethod
+    def load(cls, override_file: str | os.PathLike | None = None,
+             overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> "StreamConfig":
+        with open(DEFAULTS_FILE, "rb") as f:
+            raw = tomllib.load(f)
+        if override_file:
+            with open(override_file, "rb") as f:
+                _merge(raw, tomllib.load(f))
+        env = os.environ if environ is None else environ
+        for name, value in env.items():
+            if not name.startswith("COORD_"):
+                continue
+            for table in ("kafka", "topics", "stream", "spark"):
+                prefix = f"COORD_{table.upper()}_"
+                if name.startswith(prefix):
+                    key = name[len(prefix):].lower()
+                    if key in raw.get(table, {}):
+                        raw[table][key] = _env_value(value)
+        if overrides:
+            _merge(raw, overrides)
+        cfg = cls(raw)
+        cfg.coordinator_config()  # validate early
+        return cfg
+
+    # --------------------------------------------------------------- accessors
+    @property
+    def bootstrap(self) -> str:
+        return self.raw["kafka"]["bootstrap_servers"]
+
+    @property
+    def topics(self) -> dict:
+        return self.raw["topics"]
+
+    @property
+    def stream(self) -> dict:
+        return self.raw["stream"]
+
+    @property
+    def spark(self) -> dict:
+        return self.raw["spark"]
+
+    @property
+    def coordinator_partitions(self) -> int:
+        return self.coordinator_config()["coordinator.partitions"]
+
+    @property
+    def checkpoint(self) -> Path:
+        p = Path(self.stream["checkpoint"])
+        return p if p.is_absolute() else ROOT / p
+
+    def coordinator_config(self) -> CoordinatorConfig:
+        settings = dict(self.raw.get("coordinator", {}))
+        host, _, port = self.bootstrap.split(",")[0].strip().rpartition(":")
+        settings.setdefault("coordinator.endpoint.host", host or "127.0.0.1")
+        settings.setdefault("coordinator.endpoint.port", int(port or 9092))
+        settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
+        settings.setdefault("coordinator.reply.to.pattern",
+                            re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?")
+        return CoordinatorConfig(settings)

@@ -1,0 +1,66 @@
+"""Read the coordinator state out of a checkpoint (the job may be stopped or running).
+
+    python -m streaming.inspect_state --checkpoint .run/checkpoint [--partition 12] [--batch N]
+
+Prints one JSON object: coordinator partition -> decoded snapshot (and its Spark timeout). Uses
+Spark's `statestore` batch reader, so it needs no running job; for recovery drills and support.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import state as state_codec
+from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
+
+
+def read_states(checkpoint: str, *, state_store: str = "rocksdb", batch_id: int | None = None,
+                spark=None) -> dict[int, dict]:
+    from pyspark.sql import SparkSession
+
+    own = spark is None
+    if own:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        spark = (SparkSession.builder.master("local[1]").appName("inspect-state")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.streaming.stateStore.providerClass",
+                         ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER)
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        reader = spark.read.format("statestore")
+        if batch_id is not None:
+            reader = reader.option("batchId", batch_id)
+        out: dict[int, dict] = {}
+        for row in reader.load(checkpoint).collect():
+            gs = row.value.groupState
+            if gs is None:
+                continue
+            snapshot = state_codec.decode(gs.format, bytes(gs.payload))
+            snapshot["sparkTimeoutTimestamp"] = row.value.timeoutTimestamp
+            out[int(row.key.cp)] = snapshot
+        return out
+    finally:
+        if own:
+            spark.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--partition", type=int)
+    ap.add_argument("--batch", type=int, help="batch id (default: the latest committed)")
+    ap.add_argument("--state-store", default="rocksdb", choices=["rocksdb", "hdfs"])
+    args = ap.parse_args(argv)
+    states = read_states(args.checkpoint, state_store=args.state_store, batch_id=args.batch)
+    if args.partition is not None:
+        states = {args.partition: states.get(args.partition)}
+    json.dump({str(k): v for k, v in sorted(states.items())}, sys.stdout, indent=1, ensure_ascii=False)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The state function of `applyInPandasWithState`: one call per coordinator partition per batch.
+
+It decodes the partition's state, hands the batch's request records and the batch time to the
+pure core, encodes the new state, re-arms the single Spark timeout at the partition's next
+deadline, and turns the core's outputs into sink rows (the `topic` column picks the topic).
+Everything it uses arrives through `StepSettings`, which pickles into the Python workers.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Iterator
+
+import pandas as pd
+
+import state as state_codec
+from coordinator import CoordinatorConfig, CoordinatorPartition
+from coordinator.batch import InputRecord, run_batch
+from coordinator.messages import Outputs, response_envelope
+
+# The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
+STATE_SCHEMA = "format int, payload binary"
+OUTPUT_SCHEMA = ("topic string, key string, value binary, partition int, "
+                 "headers array<struct<key:string,value:binary>>")
+OUTPUT_COLUMNS = ["topic", "key", "value", "partition", "headers"]
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    coordinator: dict  # CoordinatorConfig values by Kafka name
+    responses_topic: str
+    events_topic: str
+    state_log_topic: str
+    requests_topic: str
+
+
+def _json_bytes(obj) -> bytes:
+    # backslashreplace turns a stray lone surrogate into a JSON \u escape instead of failing.
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+
+
+def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> list[tuple]:
+    rows: list[tuple] = []
+    for r in out.responses:
+        rows.append((r.reply.reply_to or s.responses_topic, r.reply.client_id,
+                     _json_bytes(response_envelope(r.reply, r.body)), None, []))
+    for e in out.events:
+        rows.append((s.events_topic, e.key, _json_bytes(e.body), None, []))
+    for rec in out.records:
+        value = None if rec.value is None else _json_bytes(rec.value)
+        rows.append((s.state_log_topic, rec.key, value, coordinator_partition, []))
+    for q in out.requests:
+        rows.append((s.requests_topic, q.key, _json_bytes(q.envelope), None, []))
+    for d in out.data:
+        rows.append((d.topic, d.key, d.value, int(d.partition),
+                     [{"key": k, "value": v} for k, v in d.headers]))
+    return rows
+
+
+def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> list[InputRecord]:
+    records: list[InputRecord] = []
+    for pdf in pdfs:
+        if pdf.empty:
+            continue
+        for key, value, size, ts, part, off in zip(pdf["key"], pdf["value"], pdf["value_size"],
+                                                   pdf["ts_ms"], pdf["src_partition"], pdf["src_offset"]):
+            records.append(InputRecord(
+                key=None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key),
+                value=None if value is None else bytes(value),
+                time_ms=int(ts), partition=int(part), offset=int(off),
+                value_size=None if size is None or pd.isna(size) else int(size)))
+    return records
+
+
+def make_step(settings: StepSettings):
+    config = CoordinatorConfig(settings.coordinator)
+
+    def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
+        cp = int(key[0])
+        batch_time = int(gstate.getCurrentProcessingTimeMs())
+        records = records_from_frames(pdfs)
+        blob = tuple(gstate.get) if gstate.exists else None
+
+        def load() -> CoordinatorPartition:
+            if blob is None:
+                return CoordinatorPartition(cp, config)
+            return CoordinatorPartition(cp, config, state_codec.decode(int(blob[0]), bytes(blob[1])))
+
+        partition, out = run_batch(load, records, batch_time)
+        new_blob = state_codec.encode(partition.to_json())
+        if blob is None or new_blob[0] != blob[0] or new_blob[1] != bytes(blob[1]):
+            gstate.update(new_blob)
+        deadline = partition.next_deadline()
+        if deadline is not None:
+            gstate.setTimeoutDuration(max(1, deadline - batch_time))
+        rows = output_rows(out, cp, settings)
+        if rows:
+            frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+            frame["partition"] = frame["partition"].astype("Int32")
+            yield frame
+
+    return step

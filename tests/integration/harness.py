@@ -1,0 +1,138 @@
+"""Real services for integration tests: the Kafka broker and the coordinator job as a process.
+
+One broker serves the whole test run. Each test module starts its own job with its own topics and
+checkpoint, so that drills can kill and restart it without disturbing other tests.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from client import CoordinatorClient
+from deploy.topics import ensure_topics
+from streaming.config import ROOT, StreamConfig
+
+
+class StreamJob:
+    """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
+
+    def __init__(self, bootstrap: str, workdir: Path, prefix: str, *, stream: dict | None = None,
+                 coordinator: dict | None = None):
+        self.bootstrap = bootstrap
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.prefix = prefix
+        self.config_file = self.workdir / "job.toml"
+        self.log_file = self.workdir / "job.log"
+        overrides = {
+            "kafka": {"bootstrap_servers": bootstrap},
+            "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}"
+                       for name in ("requests", "responses", "events", "state_log")},
+            "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
+            "coordinator": coordinator or {},
+        }
+        self.config_file.write_text(_to_toml(overrides))
+        self.cfg = StreamConfig.load(self.config_file, environ={})
+        ensure_topics(self.cfg)
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    @property
+    def topics(self) -> dict:
+        return self.cfg.topics
+
+    def start(self, timeout: float = 120) -> "StreamJob":
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONUNBUFFERED="1")
+        log = open(self.log_file, "ab")
+        log.write(f"\n===== start {self.starts} =====\n".encode())
+        log.flush()
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "run_stream.py"), "--config",
+                                      str(self.config_file)], cwd=ROOT, env=env, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.starts += 1
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"job exited with {self.proc.returncode}:\n{self.tail()}")
+            if self.log_file.read_text(errors="replace").count("COORDINATOR-STREAM-STARTED") >= self.starts:
+                return self
+            time.sleep(0.3)
+        raise RuntimeError(f"job did not start in {timeout}s:\n{self.tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL the whole job: driver, JVM and Python workers, mid-whatever-it-was-doing."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+        self._reap_group()
+
+    def stop(self, timeout: float = 60) -> None:
+        if self.proc and self.proc.poll() is None:
+            # Only the driver: it stops the query and Spark itself (signalling the JVM too would
+            # race its shutdown against the driver's py4j calls).
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        self._reap_group()
+
+    def _reap_group(self) -> None:
+        # Children (the JVM) may outlive the driver for a moment; make sure the group is gone so a
+        # restart does not meet a RocksDB lock held by a dying JVM.
+        if self.proc is None:
+            return
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                os.killpg(self.proc.pid, 0)
+            except ProcessLookupError:
+                return
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+
+    def tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def client(self, client_id: str | None = None, **kw) -> CoordinatorClient:
+        return CoordinatorClient(self.bootstrap, client_id, requests_topic=self.topics["requests"],
+                                 responses_topic=self.topics["responses"], **kw)
+
+
+def _to_toml(d: dict, prefix: str = "") -> str:
+    lines, tables = [], []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        else:
+            lines.append(f"{_key(k)} = {_value(v)}")
+    out = "\n".join(lines) + ("\n" if lines else "")
+    for k, v in tables:
+        name = f"{prefix}.{_key(k)}" if prefix else _key(k)
+        out += f"\n[{name}]\n" + _to_toml(v, name)
+    return out
+
+
+def _key(k: str) -> str:
+    return k if k.replace("_", "").isalnum() else '"' + k + '"'
+
+
+def _value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
