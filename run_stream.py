@@ -57,9 +57,20 @@ def main(argv: list[str] | None = None) -> int:
             log.error("query terminated: %s", exc)
             return 1
         stopping.wait(1.0)
-    query.stop()
+    stop_between_batches(query)
     spark.stop()
     return 0
+
+
+def stop_between_batches(query, wait_s: float = 30.0) -> None:
+    """Stop when no micro-batch is running, so that a clean stop leaves no batch to re-run (a
+    stop in mid-batch is safe too, just slower to recover)."""
+    import time
+
+    deadline = time.time() + wait_s
+    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive"):
+        time.sleep(0.02)
+    query.stop()
 
 
 if __name__ == "__main__":

@@ -11,9 +11,26 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 import state as state_codec
 from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
+
+
+def committed_progress(checkpoint: str) -> tuple[int, dict[str, dict[int, int]], int] | None:
+    """(batch id, source end offsets {topic: {partition: offset}}, batch time) of the latest
+    committed micro-batch, read from the checkpoint's offset and commit logs; None before the
+    first commit."""
+    root = Path(checkpoint)
+    commits = [int(p.name) for p in (root / "commits").glob("[0-9]*")] if (root / "commits").exists() else []
+    if not commits:
+        return None
+    batch = max(commits)
+    lines = (root / "offsets" / str(batch)).read_text().splitlines()
+    meta = json.loads(lines[1])
+    offsets = {topic: {int(p): o for p, o in parts.items()}
+               for topic, parts in json.loads(lines[2]).items()}
+    return batch, offsets, int(meta.get("batchTimestampMs", 0))
 
 
 def read_states(checkpoint: str, *, state_store: str = "rocksdb", batch_id: int | None = None,

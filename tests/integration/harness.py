@@ -99,6 +99,30 @@ class StreamJob:
                 return
             time.sleep(0.2)
 
+    def wait_caught_up(self, timeout: float = 120) -> int:
+        """Wait until a committed micro-batch covers every record now in the request topic;
+        returns that batch's time."""
+        from kafka import KafkaConsumer, TopicPartition
+
+        from streaming.inspect_state import committed_progress
+
+        topic = self.topics["requests"]
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None)
+        try:
+            tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
+            end = {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}
+        finally:
+            consumer.close()
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            progress = committed_progress(str(self.cfg.checkpoint))
+            if progress is not None:
+                done = progress[1].get(topic, {})
+                if all(done.get(p, 0) >= o for p, o in end.items()):
+                    return progress[2]
+            time.sleep(0.3)
+        raise TimeoutError(f"the job did not catch up with {end} in {timeout}s:\n{self.tail()}")
+
     def tail(self, n: int = 60) -> str:
         try:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])

@@ -1,0 +1,65 @@
+"""Recovery drill helpers: a steady request load, and the reference state of an uninterrupted run."""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from client import CoordinatorClient
+from client.topic_reader import read_records
+from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
+from coordinator.batch import InputRecord, run_batch
+
+
+class Load(threading.Thread):
+    """Sends `make(i) -> (api, version, body, key)` requests at a steady rate until stopped, and
+    remembers what it sent."""
+
+    def __init__(self, client: CoordinatorClient, make: Callable[[int], tuple], rate_per_s: float = 20):
+        super().__init__(daemon=True)
+        self.client, self.make, self.interval = client, make, 1.0 / rate_per_s
+        self.sent: dict[int, tuple] = {}
+        self._halt = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        i = 0
+        try:
+            while not self._halt.is_set():
+                api, version, body, key = self.make(i)
+                cid = self.client.send(api, version, body, key=key)
+                self.sent[cid] = (api, version, body, key)
+                i += 1
+                time.sleep(self.interval)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=30)
+
+
+def request_log(bootstrap: str, topic: str) -> list[InputRecord]:
+    """Every record of the request topic, as the stream saw them (key, value, append time)."""
+    return [InputRecord(r.key.decode("utf-8") if r.key is not None else None, r.value, r.timestamp,
+                        r.partition, r.offset, None)
+            for r in read_records(bootstrap, topic, timeout_s=30)]
+
+
+def reference_states(records: list[InputRecord], config: CoordinatorConfig,
+                     batch_time_ms: int) -> dict[int, dict]:
+    """The logical state each coordinator partition has after applying `records` in one
+    uninterrupted batch: what a run without kills ends with."""
+    n = config["coordinator.partitions"]
+    by_partition: dict[int, list[InputRecord]] = {}
+    for r in records:
+        by_partition.setdefault(coordinator_partition(r.key, n), []).append(r)
+    out = {}
+    for p, recs in by_partition.items():
+        part, _ = run_batch(lambda p=p: CoordinatorPartition(p, config), recs, batch_time_ms)
+        out[p] = part.logical_state()
+    return out
+
+
+def logical(snapshot: dict) -> dict:
+    return snapshot["components"]
