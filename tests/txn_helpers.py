@@ -35,6 +35,17 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     return m
 
 
+def same_partition_ids(n: int, partition: int, prefix: str = "t", partitions: int = 50) -> list[str]:
+    """`n` transactional ids owned by coordinator partition `partition`."""
+    from coordinator.routing import coordinator_partition
+    out, i = [], 0
+    while len(out) < n:
+        if coordinator_partition(f"{prefix}{i}", partitions) == partition:
+            out.append(f"{prefix}{i}")
+        i += 1
+    return out
+
+
 def records_of(d: CoreDriver, tid: str = TID) -> list:
     key = f'["TransactionLog","{tid}"]'
     return [v for k, v in d.records if k == key]
