@@ -6,6 +6,8 @@ at the first such scan tick (a multiple of the interval) at which the scan's con
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from coordinator.errors import Errors
@@ -95,18 +97,37 @@ def test_should_handle_timeout_at_epoch_overflow_boundary_correctly_tv2():
     d.advance(ABORT_INTERVAL + 2000)
     m = txn(d)
     assert (m.state, m.producer_id, m.producer_epoch) == (S.PREPARE_ABORT, 10, SHORT_MAX)  # one bump
+    new_pid = m.next_producer_id
+    assert new_pid not in (-1, 10)  # deviation: Kafka 4.1-4.3 keep producer id 10 at epoch 32767
+    assert [json.loads(r.value)["producerEpoch"] for r in d.data] == [SHORT_MAX]
     d.advance(1)
     m = txn(d)
-    assert (m.state, m.producer_id, m.producer_epoch) == (S.COMPLETE_ABORT, 10, SHORT_MAX)
-    # With TV2 the late EndTxn of the producer that timed out looks like a retry of the abort
-    # (epoch + 1 in CompleteAbort): its commit is refused, its abort acknowledged.
+    assert (m.state, m.producer_id, m.producer_epoch, m.prev_producer_id) == (S.COMPLETE_ABORT, new_pid, 0, 10)
+    # With TV2 the late EndTxn of the producer that timed out looks like a retry (the overflow
+    # retry from the previous producer id): its commit is refused, its abort acknowledged with the
+    # new producer id, with which it can go on.
     late = {"transactionalId": TID, "producerId": 10, "producerEpoch": SHORT_MAX - 1}
     assert d.send("EndTxn", 5, dict(late, committed=True))["errorCode"] == Errors.INVALID_TXN_STATE.code
     r = d.send("EndTxn", 5, dict(late, committed=False))
-    assert (r["errorCode"], r["producerId"], r["producerEpoch"]) == (0, 10, SHORT_MAX)
-    # A new producer instance gets a new producer id (the epoch is exhausted).
-    r = d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})
-    assert r["errorCode"] == 0 and r["producerId"] != 10 and r["producerEpoch"] == 0
+    assert (r["errorCode"], r["producerId"], r["producerEpoch"]) == (0, new_pid, 0)
+    p = Producer(d)
+    p.producer_id, p.epoch = new_pid, 0
+    assert p.add_error(("t", 1), version=3) == 0
+    assert p.end(True)["errorCode"] == 0 and (p.producer_id, p.epoch) == (new_pid, 1)
+
+
+def test_fence_at_epoch_32766_never_wedges_the_transactional_id():
+    # Without the rotation on the fence path the id would end at epoch 32767, where the next
+    # transaction can be neither fenced (InitProducerId, timeout) nor ended (EndTxn): every such
+    # request would fail with UNKNOWN_SERVER_ERROR for ever.
+    d = driver()
+    seed(d, state=S.ONGOING, producer_epoch=SHORT_MAX - 1, partitions=[("t", 0)], timeout_ms=1000, tv=TV_2)
+    assert d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})["errorCode"] == \
+        Errors.CONCURRENT_TRANSACTIONS.code
+    r = d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000,
+                                     "producerId": 10, "producerEpoch": SHORT_MAX - 1})
+    assert r["errorCode"] == 0 and r["producerId"] != 10
+    assert d.events_named("RequestFailed") == []
 
 
 def test_timed_out_transaction_with_a_group_sends_write_txn_markers():

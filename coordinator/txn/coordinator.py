@@ -410,9 +410,11 @@ class TransactionCoordinator:
             return _Result(Errors.CONCURRENT_TRANSACTIONS)
 
         def complete_with(next_state: TransactionState, no_partition_added: bool) -> _Result:
-            # An exhausted epoch moves to a new producer id at completion (not for a fence).
-            next_pid = (self.pids.generate_producer_id()
-                        if not is_fence and md.is_producer_epoch_exhausted() else NO_PRODUCER_ID)
+            # An exhausted epoch moves to a new producer id at completion. Kafka 4.1-4.3 skip this
+            # for an epoch fence, which leaves the id at epoch 32767 after a fence at 32766; a TV2
+            # "retry" answer then hands 32767 to the client and its next transaction can be neither
+            # fenced nor ended (the epoch would overflow). So the fence path rotates too.
+            next_pid = self.pids.generate_producer_id() if md.is_producer_epoch_exhausted() else NO_PRODUCER_ID
             if next_state == S.PREPARE_ABORT and is_fence:
                 # Make way for PrepareAbort; prepare_abort_or_commit bumps the epoch once (Kafka 4.1+:
                 # the fenced epoch is not applied first, which overflowed at epoch 32766).
