@@ -40,8 +40,6 @@ from .pid import ProducerIdManager
 S = TransactionState
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-# Regex features RE2 (which Kafka uses for ListTransactions' pattern) rejects.
-_NOT_RE2 = re.compile(r"\\[1-9]|\(\?[=!]|\(\?<[=!]|\(\?P=|\(\?\(")
 
 TIMEOUT_TIMER = "txn-abort-timed-out"
 EXPIRE_TIMER = "txn-expire-transactional-id"
@@ -592,16 +590,6 @@ class TransactionCoordinator:
                     unknown.append(name)
             else:
                 states.add(state)
-        pattern = body.get("transactionalIdPattern")
-        regex = None
-        if pattern:
-            try:
-                if _NOT_RE2.search(pattern):
-                    raise re.error("not RE2 syntax")
-                regex = re.compile(pattern)
-            except (re.error, RecursionError, OverflowError):
-                return {"throttleTimeMs": 0, "errorCode": Errors.INVALID_REGULAR_EXPRESSION.code,
-                        "unknownStateFilters": [], "transactionStates": []}
         producer_ids = set(body["producerIdFilters"])
         duration = body.get("durationFilter", -1)
         now = self._now
@@ -615,8 +603,6 @@ class TransactionCoordinator:
             if body["stateFilters"] and md.state not in states:
                 continue
             if duration >= 0 and now - md.txn_start_timestamp <= duration:
-                continue
-            if regex is not None and not regex.fullmatch(tid):
                 continue
             out.append({"transactionalId": tid, "producerId": md.producer_id,
                         "transactionState": md.state.state_name})
