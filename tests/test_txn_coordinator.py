@@ -228,6 +228,15 @@ def test_init_producer_id_with_invalid_epoch_after_producer_id_rotation():
     assert init(d, producerId=PID, producerEpoch=SHORT_MAX - 2)["errorCode"] == E.PRODUCER_FENCED.code
 
 
+def test_exhausted_epoch_with_another_expected_epoch_is_an_unknown_server_error():
+    # Kafka 4.3: prepareIncrementProducerEpoch throws, answered with Errors.forException.
+    d = driver()
+    seed(d, state=S.EMPTY, producer_epoch=SHORT_MAX - 1, last_epoch=SHORT_MAX - 2, start=-1)
+    r = init(d, producerId=PID, producerEpoch=SHORT_MAX - 2)
+    assert (r["errorCode"], r["producerId"]) == (E.UNKNOWN_SERVER_ERROR.code, -1)
+    assert d.events_named("RequestFailed") == [] and records_of(d) == [] and txn(d).pending_state is None
+
+
 def test_producer_fenced_is_invalid_producer_epoch_before_init_producer_id_v4():
     d = driver()
     seed(d, state=S.EMPTY, producer_id=PID + 1, producer_epoch=EPOCH, start=-1)

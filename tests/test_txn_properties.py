@@ -50,8 +50,7 @@ op = st.one_of(
 
 class Harness:
     def __init__(self):
-        # Two coordinator partitions so that groups land on another partition sometimes; both
-        # transactional ids live on partition 0.
+        # One coordinator partition: both transactional ids and both groups live on partition 0.
         self.d = CoreDriver(partition=0, coordinator_partitions=1, transaction_max_timeout_ms=900000)
         self.clients = [{"tid": TIDS[i % 2], "pid": -1, "epoch": -1} for i in range(CLIENTS)]
         self.latest_init: dict[str, int] = {}  # tid -> client that initialized last

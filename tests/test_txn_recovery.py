@@ -5,13 +5,13 @@ import copy
 import json
 
 import state as state_codec
-from coordinator import CoordinatorConfig, CoordinatorPartition
+from coordinator import CoordinatorPartition
 from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import StateRecord
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import SHORT_MAX, TV_2, TransactionState
-from tests.txn_helpers import Producer, driver, same_partition_ids, seed, txn
+from tests.txn_helpers import Producer, driver, same_partition_ids, seed
 
 S = TransactionState
 

@@ -188,7 +188,12 @@ class TransactionCoordinator:
                                                           self._now, expected is not None)
                 reason = "producer id rotation (epoch exhausted)"
             else:
-                transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now)
+                try:
+                    transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now)
+                except IllegalStateError as e:
+                    # Kafka 4.3 answers Errors.forException: an exhausted epoch with another expected
+                    # epoch (e.g. the previous one) cannot be bumped.
+                    raise ApiError(Errors.UNKNOWN_SERVER_ERROR, str(e)) from None
                 reason = "epoch bump" if transit.producer_epoch != md.producer_epoch else "retry"
             self._write(md, transit)
             self._event(tid, "ProducerInitialized", producerId=transit.producer_id,
