@@ -221,3 +221,25 @@ def test_tv2_overflow_completion_survives_a_replay():
     part, _ = run(part, d.now + 2)
     m = part.component("transactions").txns["ovf"]
     assert (m.state, m.producer_id, m.producer_epoch) == (S.COMPLETE_COMMIT, r["producerId"], 0)
+
+
+def test_snapshot_is_json_with_string_keys_and_round_trips():
+    d, _ = busy_partition()
+    p = Producer(d, "snap")
+    if coordinator_partition("snap", 50) == d.partition_id:
+        p.init()
+    snap = d.partition.to_json()
+
+    def check(o):
+        if isinstance(o, dict):
+            assert all(isinstance(k, str) for k in o)
+            for v in o.values():
+                check(v)
+        elif isinstance(o, list):
+            for v in o:
+                check(v)
+        else:
+            assert o is None or isinstance(o, (str, int, float, bool))
+    check(snap)
+    assert json.loads(json.dumps(snap)) == snap
+    assert CoordinatorPartition(d.partition_id, d.config, json.loads(json.dumps(snap))).to_json() == snap
