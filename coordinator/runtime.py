@@ -131,8 +131,11 @@ class CoordinatorPartition:
         self.deferred[key] = [kind, payload or {}]
 
     def run_deferred(self, skip: Callable[[Timer], bool] = lambda t: False) -> None:
-        while self.deferred:
-            key = next(iter(self.deferred))
+        # Only the work deferred by earlier batches: work a deferred handler defers in turn waits
+        # for the next batch, after this batch's outputs are durable.
+        for key in list(self.deferred):
+            if key not in self.deferred:
+                continue
             kind, payload = self.deferred.pop(key)
             timer = Timer(key, self.clock_ms, kind, payload)
             if skip(timer):
