@@ -155,11 +155,14 @@ def subscribed_topic_counts(members: Iterable[ConsumerGroupMember],
     (distinct, resolved) regexes matching it. Topics need not exist."""
     by_name: dict[str, int] = {}
     regexes = set()
+    same: dict = {}  # members mostly share subscriptions: count each distinct one once
     for m in members:
-        for t in m.subscribed_topic_names:
-            by_name[t] = by_name.get(t, 0) + 1
+        same[m.subscribed_topic_names] = same.get(m.subscribed_topic_names, 0) + 1
         if m.subscribed_topic_regex:
             regexes.add(m.subscribed_topic_regex)
+    for names, n in same.items():
+        for t in names:
+            by_name[t] = by_name.get(t, 0) + n
     by_regex: dict[str, int] = {}
     for regex in regexes:
         resolved = (resolved_regular_expressions or {}).get(regex)

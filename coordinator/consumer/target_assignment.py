@@ -119,6 +119,7 @@ class TargetAssignmentBuilder:
         describer = SubscribedTopicDescriber(self.topics)
         members = self.effective_members()
         specs: dict[str, MemberSubscriptionAndAssignment] = {}
+        subscriptions: dict = {}  # members mostly share subscriptions: resolve each once
         for member_id, member in members.items():
             current = self._current_target(member_id)
             if member_id in self.updated_members and member.instance_id is not None:
@@ -126,10 +127,14 @@ class TargetAssignmentBuilder:
                 previous = self.static_members.get(member.instance_id)
                 if previous is not None and previous != member_id:
                     current = self._current_target(previous)
-            assignment = restrict_to_topics(freeze(current), describer.num_partitions)
+            assignment = restrict_to_topics(_frozen(current), describer.num_partitions)
+            key = (member.subscribed_topic_names, member.subscribed_topic_regex)
+            subscribed = subscriptions.get(key)
+            if subscribed is None:
+                subscribed = subscriptions[key] = subscribed_topics(
+                    member, self.resolved_regular_expressions, self.topics)
             specs[member_id] = MemberSubscriptionAndAssignment(
-                subscribed_topics(member, self.resolved_regular_expressions, self.topics),
-                assignment, member.instance_id, member.rack_id)
+                subscribed, assignment, member.instance_id, member.rack_id)
 
         subscription_type = self.subscription_type
         if subscription_type is None:
@@ -140,9 +145,18 @@ class TargetAssignmentBuilder:
         target: dict = {}
         changed: dict = {}
         for member_id in sorted(specs, key=order_key):
-            new = freeze(new_assignment.get(member_id))
+            new = _frozen(new_assignment.get(member_id))
             target[member_id] = new
             old = self.target_assignment.get(member_id)
-            if old is None or freeze(old) != new:
+            if old is None or (new is not old and _frozen(old) != new):
                 changed[member_id] = new
         return TargetAssignmentResult(self.group_id, self.group_epoch, target, changed)
+
+
+def _frozen(assignment) -> dict:
+    """`assignment` itself when already normalised ({topic: non-empty frozenset}), else a copy."""
+    if assignment is None:
+        return {}
+    if type(assignment) is dict and all(type(p) is frozenset and p for p in assignment.values()):
+        return assignment
+    return freeze(assignment)

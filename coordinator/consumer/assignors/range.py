@@ -77,13 +77,17 @@ class RangeAssignor:
                       for t in sorted(subscribed, key=order_key)]
             for member_id in member_ids:
                 assignment: dict = {}
+                exhausted = False
                 for topic in topics:
                     topic.take(assignment)
+                    exhausted = exhausted or topic.next_range >= topic.num_partitions
                 result[member_id] = assignment
+                if exhausted:  # the remaining members get nothing more from these topics
+                    topics = [t for t in topics if t.next_range < t.num_partitions]
         else:
             topics: dict = {}
             for member_id in member_ids:
-                for t in sorted(group_spec.members[member_id].subscribed_topics, key=order_key):
+                for t in group_spec.members[member_id].subscribed_topics:
                     topic = topics.get(t)
                     if topic is None:
                         topic = topics[t] = _Topic(t, _check(describer, t), 0)

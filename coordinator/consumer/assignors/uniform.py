@@ -142,6 +142,12 @@ def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> G
 
 # --------------------------------------------------------------------------- heterogeneous
 
+def _raise_unknown_topic(topics, describer) -> None:
+    missing = min((t for t in topics if describer.num_partitions(t) == -1), key=order_key)
+    raise PartitionAssignorException(
+        f"Members are subscribed to topic {missing} which doesn't exist in the topic metadata.")
+
+
 MAX_ITERATION_COUNT = 16
 
 
@@ -160,7 +166,8 @@ class _Balancer:
         if not members:
             raise ValueError("Cannot balance an empty subscriber list.")
         sizes = self.sizes
-        self.sorted_members = sm = sorted(members, key=lambda m: (sizes[m], m))
+        # By load, then member index: `members` is ascending and the sort is stable.
+        self.sorted_members = sm = sorted(members, key=sizes.__getitem__)
         self.least_end = 0
         self.least_count = sizes[sm[0]] - 1
         self.next_least = 0
@@ -214,18 +221,18 @@ class UniformHeterogeneousAssignmentBuilder:
         self.member_ids = spec.member_ids
         self.topic_subscribers: dict = {}  # topic -> [member index], ascending
         self.num_partitions: dict = {}
+        num_partitions = self.num_partitions
+        subscribers = self.topic_subscribers
         for index, member_id in enumerate(self.member_ids):
-            for topic in sorted(spec.members[member_id].subscribed_topics, key=order_key):
-                n = self.num_partitions.get(topic)
-                if n is None:
+            for topic in spec.members[member_id].subscribed_topics:
+                if topic not in num_partitions:
                     n = describer.num_partitions(topic)
                     if n == -1:
-                        raise PartitionAssignorException(
-                            f"Members are subscribed to topic {topic} which doesn't exist in the "
-                            "topic metadata.")
-                    self.num_partitions[topic] = n
-                    self.topic_subscribers[topic] = []
-                self.topic_subscribers[topic].append(index)
+                        _raise_unknown_topic(spec.members[member_id].subscribed_topics, describer)
+                    num_partitions[topic] = n
+                    subscribers[topic] = [index]
+                else:
+                    subscribers[topic].append(index)
         self.sizes = [0] * len(self.member_ids)
         self.owners = {t: [-1] * n for t, n in self.num_partitions.items()}
         self.target: dict = {}
