@@ -144,3 +144,7 @@ def should_send_assignment(member_epoch: int, rebalance_timeout_ms: int,
     full = member_epoch == 0 or (rebalance_timeout_ms != -1 and subscribed_topic_names is not None
                                  and owned is not None)
     return full or old.has_assigned_partitions_changed(new)
+
+
+# Kafka's name, for readers coming from GroupMetadataManager.
+throw_if_consumer_group_heartbeat_request_is_invalid = throw_if_request_is_invalid

@@ -165,3 +165,35 @@ def test_revocation_before_assignment_holds_at_every_step():
             assert len(flat) == len(set(flat))
     assert group.state == ConsumerGroupState.STABLE
     assert sum(sum(map(len, a.values())) for a in owned.values()) == 9
+
+
+def _rejoin_case(state, group_epoch, assigned, pending, target):
+    group = ConsumerGroup("fooup")
+    group.group_epoch = group.target_assignment_epoch = group_epoch
+    group.update_member(ConsumerGroupMember(
+        "m", member_epoch=100, previous_member_epoch=99, state=state, rebalance_timeout_ms=5000,
+        subscribed_topic_names=frozenset({FOO}), server_assignor_name="range",
+        assigned_partitions=assigned, partitions_pending_revocation=pending))
+    group.update_target_assignment("m", target)
+    coordinator = MiniCoordinator(group, {FOO: 3}, PreparedAssignor({}))
+    r = coordinator.heartbeat("m", 0, subscribed_topic_names=[FOO], owned={}, rebalance_timeout_ms=5000)
+    assert group.group_epoch == group_epoch and coordinator.target_computations == 0  # no bump
+    return r
+
+
+def test_member_can_rejoin_with_epoch_zero_in_stable_state():
+    r = _rejoin_case(STABLE, 100, mk_assignment(tp(FOO, 0, 1, 2)), {}, mk_assignment(tp(FOO, 0, 1, 2)))
+    assert (r.member_epoch, r.assignment) == (100, mk_assignment(tp(FOO, 0, 1, 2)))
+
+
+def test_member_can_rejoin_with_epoch_zero_in_unrevoked_partitions_state():
+    # The group moved to epoch 101 with target [0, 1]; the member still had 2 to revoke. It
+    # rejoins owning nothing, so it has revoked: epoch 101, [0, 1].
+    r = _rejoin_case(UNREVOKED, 101, mk_assignment(tp(FOO, 0, 1)), mk_assignment(tp(FOO, 2)),
+                     mk_assignment(tp(FOO, 0, 1)))
+    assert (r.member_epoch, r.assignment) == (101, mk_assignment(tp(FOO, 0, 1)))
+
+
+def test_member_can_rejoin_with_epoch_zero_in_unreleased_partitions_state():
+    r = _rejoin_case(UNRELEASED, 100, mk_assignment(tp(FOO, 0)), {}, mk_assignment(tp(FOO, 0, 1, 2)))
+    assert (r.member_epoch, r.assignment) == (100, mk_assignment(tp(FOO, 0, 1, 2)))
