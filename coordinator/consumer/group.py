@@ -1,0 +1,194 @@
+"""A KIP-848 consumer group's state (a standalone sketch of Kafka's ConsumerGroup for phase 2).
+
+Persistent part, one field per record type Kafka writes for a consumer group:
+    group epoch                      ConsumerGroupMetadata
+    members (subscription part)      ConsumerGroupMemberMetadata
+    members (current assignment)     ConsumerGroupCurrentMemberAssignment
+    target assignment per member     ConsumerGroupTargetAssignmentMember
+    target assignment epoch          ConsumerGroupTargetAssignmentMetadata
+    resolved regexes                 ConsumerGroupRegularExpression
+Derived on every change (Kafka keeps them in memory and rebuilds them on replay): static members
+(instance id -> member id), partition epochs, and the group state.
+
+`to_json` / `from_json` snapshot the persistent part only (string keys, JSON types).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..errors import ApiError, Errors
+from .assignors.api import SubscriptionType
+from .group_state import (ConsumerGroupState, PartitionEpochs, derive_group_state,
+                          preferred_server_assignor, subscription_type)
+from .heartbeat import unknown_member
+from .member import ConsumerGroupMember, ResolvedRegularExpression
+from .topic_partitions import freeze, invert, to_json as assignment_to_json
+
+# JoinGroupRequest.UNKNOWN_GENERATION_ID / UNKNOWN_MEMBER_ID, used by TxnOffsetCommit.
+UNKNOWN_GENERATION_ID = -1
+UNKNOWN_MEMBER_ID = ""
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.target_assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target_assignment: dict[str, dict] = {}
+        self.resolved_regular_expressions: dict[str, ResolvedRegularExpression] = {}
+        # derived
+        self.static_members: dict[str, str] = {}
+        self.partition_epochs = PartitionEpochs()
+
+    # ------------------------------------------------------------------ record-shaped updates
+    def update_member(self, member: ConsumerGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        self.partition_epochs.update_member(old, member)
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self.partition_epochs.remove_member(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def update_target_assignment(self, member_id: str, assignment: Mapping) -> None:
+        self.target_assignment[member_id] = freeze(assignment)
+
+    def remove_target_assignment(self, member_id: str) -> None:
+        self.target_assignment.pop(member_id, None)
+
+    def update_resolved_regular_expression(self, regex: str,
+                                           resolved: ResolvedRegularExpression | None) -> None:
+        if resolved is None:
+            self.resolved_regular_expressions.pop(regex, None)
+        else:
+            self.resolved_regular_expressions[regex] = resolved
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def state(self) -> ConsumerGroupState:
+        return derive_group_state(self.members.values(), self.group_epoch, self.target_assignment_epoch)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def static_member_id(self, instance_id: str | None) -> str | None:
+        return None if instance_id is None else self.static_members.get(instance_id)
+
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        member_id = self.static_member_id(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def get_member(self, member_id: str) -> ConsumerGroupMember:
+        member = self.members.get(member_id)
+        if member is None:
+            raise unknown_member(member_id, self.group_id)
+        return member
+
+    def get_or_create_member(self, member_id: str, create_if_not_exists: bool) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeCreateMember: the member, or a new one (not yet added)."""
+        member = self.members.get(member_id)
+        if member is not None:
+            return member
+        if not create_if_not_exists:
+            raise unknown_member(member_id, self.group_id)
+        return ConsumerGroupMember(member_id)
+
+    def target_assignment_of(self, member_id: str, instance_id: str | None = None) -> dict:
+        """The member's target; for a static member, the target of the member currently holding
+        its instance id (what a replacing static member inherits)."""
+        if instance_id is not None:
+            previous = self.static_member_id(instance_id)
+            return self.target_assignment.get(previous, {}) if previous is not None else {}
+        return self.target_assignment.get(member_id, {})
+
+    def current_partition_epoch(self, topic: str, partition: int) -> int:
+        return self.partition_epochs.get(topic, partition)
+
+    def inverted_target_assignment(self) -> dict:
+        return invert(self.target_assignment)
+
+    def subscription_type(self) -> SubscriptionType:
+        return subscription_type(self.members.values(), self.resolved_regular_expressions)
+
+    def preferred_server_assignor(self, default: str | None = None) -> str | None:
+        return preferred_server_assignor(self.members.values(), default)
+
+    # ------------------------------------------------------------------ offset validation
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, member_epoch: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit."""
+        # Epoch -1 with no members: the admin client, or a consumer without group management.
+        if member_epoch < 0 and not self.members:
+            return
+        # TxnOffsetCommit may omit member id, generation and instance id.
+        if (is_transactional and member_epoch == UNKNOWN_GENERATION_ID
+                and member_id == UNKNOWN_MEMBER_ID and group_instance_id is None):
+            return
+        member = self.get_member(member_id)
+        if not is_transactional and not member.use_classic_protocol and api_version < 9:
+            raise ApiError(Errors.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
+                                                       "by members using the modern group protocol")
+        self._validate_member_epoch(member_epoch, member)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetFetch (at the latest committed state)."""
+        if member_id is None and member_epoch < 0:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise unknown_member(member_id, self.group_id)
+        self._validate_member_epoch(member_epoch, member)
+
+    def validate_delete_group(self) -> None:
+        if self.state != ConsumerGroupState.EMPTY:
+            raise ApiError(Errors.NON_EMPTY_GROUP)
+
+    @staticmethod
+    def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> None:
+        if received != member.member_epoch:
+            if member.use_classic_protocol:
+                raise ApiError(Errors.ILLEGAL_GENERATION,
+                               f"The received generation id {received} does not match the "
+                               f"expected member epoch {member.member_epoch}.")
+            raise ApiError(Errors.STALE_MEMBER_EPOCH,
+                           f"The received member epoch {received} does not match the expected "
+                           f"member epoch {member.member_epoch}.")
+
+    # ------------------------------------------------------------------ snapshot
+    def to_json(self) -> dict:
+        return {
+            "groupId": self.group_id,
+            "groupEpoch": self.group_epoch,
+            "assignmentEpoch": self.target_assignment_epoch,
+            "members": {m: self.members[m].to_json() for m in sorted(self.members)},
+            "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
+            "resolvedRegularExpressions": {r: v.to_json()
+                                           for r, v in sorted(self.resolved_regular_expressions.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "ConsumerGroup":
+        group = cls(data["groupId"])
+        group.group_epoch = int(data.get("groupEpoch", 0))
+        group.target_assignment_epoch = int(data.get("assignmentEpoch", 0))
+        for m in (data.get("members") or {}).values():
+            group.update_member(ConsumerGroupMember.from_json(m))
+        for member_id, a in (data.get("targetAssignment") or {}).items():
+            group.update_target_assignment(member_id, a)
+        for regex, v in (data.get("resolvedRegularExpressions") or {}).items():
+            group.resolved_regular_expressions[regex] = ResolvedRegularExpression.from_json(v)
+        return group
+
+    def __repr__(self) -> str:
+        return (f"ConsumerGroup({self.group_id!r}, epoch={self.group_epoch}, "
+                f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})")
