@@ -45,7 +45,9 @@ class Rejection:
         errorMessage, so that a client can read any rejection the same way."""
         body: dict = {}
         spec, version = self.spec, self.reply.api_version if self.reply else -1
-        if spec is not None and spec.min_version <= version <= spec.max_version:
+        if spec is not None:
+            # An unsupported version is answered in the shape of the nearest supported one.
+            version = min(max(version, spec.min_version), spec.max_version)
             body = spec.error_response(version, self.body, self.error, self.message)
         body.setdefault("throttleTimeMs", 0)
         body["errorCode"] = self.error.code
