@@ -37,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.query import start
     from streaming.session import build_session
 
+    from streaming.metadata_publisher import MetadataPublisher
+
+    publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["requests"], int(cfg.stream["metadata_refresh_ms"]))
+    publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
+    publisher.start()
     spark = build_session(cfg)
     query = start(spark, cfg)
     log.info("coordinator query %s started: requests=%s checkpoint=%s", query.id,
@@ -57,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             log.error("query terminated: %s", exc)
             return 1
         stopping.wait(1.0)
+    publisher.stop()
     stop_between_batches(query)
     spark.stop()
     return 0

@@ -5,6 +5,7 @@ responses, events, state-log records and its next deadline. Importing this packa
 every API and component.
 """
 from . import find_coordinator  # noqa: F401  (registers FindCoordinator)
+from . import metadata  # noqa: F401  (registers UpdateMetadata, the topic metadata component)
 from . import txn  # noqa: F401  (registers the transaction coordinator)
 from .batch import InputRecord, run_batch
 from .config import CoordinatorConfig

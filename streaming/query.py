@@ -6,6 +6,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from coordinator.metadata import BROADCAST_KEY
+
 from .config import StreamConfig
 from .routing import with_coordinator_partition
 from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_step
@@ -40,7 +42,12 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         F.col("partition").alias("src_partition"),
         F.col("offset").alias("src_offset"),
     )
-    return with_coordinator_partition(rows, "key", cfg.coordinator_partitions, out_col="cp")
+    n = cfg.coordinator_partitions
+    routed = with_coordinator_partition(rows, "key", n, out_col="owner")
+    # A broadcast record (the metadata publisher's UpdateMetadata) goes to every partition.
+    return routed.withColumn("cp", F.explode(
+        F.when(F.col("key") == BROADCAST_KEY, F.sequence(F.lit(0), F.lit(n - 1)))
+        .otherwise(F.array(F.col("owner"))))).drop("owner")
 
 
 def coordinator_outputs(spark: SparkSession, cfg: StreamConfig) -> DataFrame:

@@ -9,6 +9,7 @@ from client import CoordinatorClient
 from client.topic_reader import read_records
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.batch import InputRecord, run_batch
+from coordinator.metadata import BROADCAST_KEY
 
 
 class Load(threading.Thread):
@@ -46,6 +47,10 @@ def request_log(bootstrap: str, topic: str) -> list[InputRecord]:
             for r in read_records(bootstrap, topic, timeout_s=30)]
 
 
+def client_requests(records: list[InputRecord]) -> list[InputRecord]:
+    return [r for r in records if r.key != BROADCAST_KEY]
+
+
 def reference_states(records: list[InputRecord], config: CoordinatorConfig,
                      batch_time_ms: int) -> dict[int, dict]:
     """The logical state each coordinator partition has after applying `records` in one
@@ -53,7 +58,9 @@ def reference_states(records: list[InputRecord], config: CoordinatorConfig,
     n = config["coordinator.partitions"]
     by_partition: dict[int, list[InputRecord]] = {}
     for r in records:
-        by_partition.setdefault(coordinator_partition(r.key, n), []).append(r)
+        targets = range(n) if r.key == BROADCAST_KEY else [coordinator_partition(r.key, n)]
+        for p in targets:
+            by_partition.setdefault(p, []).append(r)
     out = {}
     for p, recs in by_partition.items():
         part, _ = run_batch(lambda p=p: CoordinatorPartition(p, config), recs, batch_time_ms)

@@ -1,0 +1,90 @@
+"""Topic metadata, as the coordinators see it: which topics exist and how many partitions they have.
+
+Kafka's coordinators read the broker's metadata cache: AddPartitionsToTxn rejects partitions that
+do not exist (UNKNOWN_TOPIC_OR_PARTITION), markers are not written to deleted partitions, and
+KIP-848 groups assign the partitions of their subscribed topics and rebalance when a topic grows.
+
+Here the metadata must reach the core deterministically (a replayed batch must see what the
+original saw), so it arrives as a request: the stream's metadata publisher reads the real broker's
+metadata every `[stream] metadata_refresh_ms` and, when it changed, appends one UpdateMetadata
+request (Kafka's name for the controller→broker metadata push, API key 6, in a reduced form) to
+the request topic with the broadcast key; the stream delivers it to every coordinator partition.
+
+Until the first UpdateMetadata arrives, `available` is False and callers should not reject
+anything for being unknown.
+"""
+from __future__ import annotations
+
+from .api import ApiSpec, register
+from .messages import Request
+from .runtime import register_component
+from .schema import Array, F, Struct
+
+# The record key the stream explodes to every coordinator partition.
+BROADCAST_KEY = "__coordinator_broadcast__"
+
+register(ApiSpec(
+    name="UpdateMetadata", api_key=6, min_version=0, max_version=0,
+    request=Struct(
+        F("topicStates", Array(Struct(
+            F("topicName", "string"),
+            F("topicId", "uuid", default="AAAAAAAAAAAAAAAAAAAAAA"),
+            F("numPartitions", "int32"),
+        ))),
+    ),
+    component="metadata",
+    internal=True,
+))
+
+
+@register_component
+class TopicMetadata:
+    name = "metadata"
+    handlers = {"UpdateMetadata": "update_metadata"}
+    timer_handlers: dict = {}
+
+    def __init__(self, partition):
+        self.p = partition
+        self.available = False
+        self.topics: dict[str, int] = {}  # topic -> number of partitions
+        self.topic_ids: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ queries
+    def partitions(self, topic: str) -> int | None:
+        return self.topics.get(topic)
+
+    def exists(self, topic: str, partition: int | None = None) -> bool:
+        """Whether a topic (partition) exists; True for anything while no metadata has arrived."""
+        if not self.available:
+            return True
+        n = self.topics.get(topic)
+        return n is not None and (partition is None or 0 <= partition < n)
+
+    # ------------------------------------------------------------------ API
+    def update_metadata(self, request: Request) -> None:
+        new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
+        ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
+        old = self.topics
+        changed = not self.available or new != old
+        self.topics, self.topic_ids, self.available = new, ids, True
+        if changed:
+            for component in self.p.components.values():
+                hook = getattr(component, "on_metadata_change", None)
+                if hook is not None:
+                    hook(old, new)
+        return None  # a broadcast from the stream's own publisher: nobody awaits an answer
+
+    # ------------------------------------------------------------------ snapshot
+    def to_json(self) -> dict:
+        return {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids}
+
+    def load_json(self, d: dict) -> None:
+        self.available = d["available"]
+        self.topics = d["topics"]
+        self.topic_ids = d.get("topicIds", {})
+
+    def replay(self, record) -> bool:
+        return False  # metadata is not coordinator state; it is re-sent by the publisher
+
+    def after_replay(self) -> None:
+        pass

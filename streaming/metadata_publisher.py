@@ -1,0 +1,83 @@
+"""Publishes the real broker's topic metadata into the request topic, for the coordinators.
+
+Every `[stream] metadata_refresh_ms` it lists the broker's topics and partition counts; when they
+differ from what it last published (and once at start), it appends one UpdateMetadata request with
+the broadcast key, which the query delivers to every coordinator partition. Going through the
+request topic keeps the core deterministic: a replayed batch sees the same metadata.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+
+from kafka import KafkaAdminClient, KafkaProducer
+
+from coordinator.metadata import BROADCAST_KEY
+
+log = logging.getLogger(__name__)
+
+
+def read_topic_metadata(admin: KafkaAdminClient) -> list[dict]:
+    topics = []
+    for t in admin.describe_topics():
+        if t.get("error_code") or t.get("is_internal"):
+            continue
+        topic_id = t.get("topic_id")
+        topics.append({"topicName": t["name"], "topicId": _uuid_base64(topic_id),
+                       "numPartitions": len(t["partitions"])})
+    return sorted(topics, key=lambda t: t["topicName"])
+
+
+def _uuid_base64(topic_id) -> str:
+    """Kafka prints a Uuid as 22 characters of url-safe base64."""
+    import base64
+    import uuid
+
+    if not topic_id:
+        return "AAAAAAAAAAAAAAAAAAAAAA"
+    raw = uuid.UUID(str(topic_id)).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def update_metadata_request(topics: list[dict], correlation_id: int) -> bytes:
+    return json.dumps({"apiKey": "UpdateMetadata", "apiVersion": 0, "correlationId": correlation_id,
+                       "clientId": "coordinator-metadata-publisher",
+                       "request": {"topicStates": topics}}).encode()
+
+
+class MetadataPublisher(threading.Thread):
+    def __init__(self, bootstrap: str, requests_topic: str, interval_ms: int):
+        super().__init__(name="metadata-publisher", daemon=True)
+        self.bootstrap, self.requests_topic, self.interval = bootstrap, requests_topic, interval_ms / 1000
+        self._halt = threading.Event()
+        self._last: list[dict] | None = None
+        self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="coordinator-metadata")
+        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                       client_id="coordinator-metadata")
+        self._sent = 0
+
+    def publish_if_changed(self) -> bool:
+        topics = read_topic_metadata(self._admin)
+        if topics == self._last:
+            return False
+        self._sent += 1
+        self._producer.send(self.requests_topic, key=BROADCAST_KEY.encode(),
+                            value=update_metadata_request(topics, self._sent))
+        self._producer.flush()
+        self._last = topics
+        log.info("published topic metadata: %d topics", len(topics))
+        return True
+
+    def run(self) -> None:
+        while not self._halt.wait(self.interval):
+            try:
+                self.publish_if_changed()
+            except Exception as e:  # noqa: BLE001 - the broker may be briefly unavailable
+                log.warning("metadata refresh failed: %s", e)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=10)
+        self._admin.close()
+        self._producer.close()
