@@ -17,8 +17,9 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: installing Python packages into .venv" >&2
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-  .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  if ! .venv/bin/python -m pip install --quiet -e ".[dev]" > .cache/pip.log 2>&1; then
+    cat .cache/pip.log >&2; exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 
