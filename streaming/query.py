@@ -10,7 +10,7 @@ from coordinator.metadata import BROADCAST_KEY
 
 from .config import StreamConfig
 from .routing import with_coordinator_partition
-from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_step
+from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_identity_step, make_step
 
 
 def step_settings(cfg: StreamConfig) -> StepSettings:
@@ -51,8 +51,9 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
 
 
 def coordinator_outputs(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
+    factory = {"coordinator": make_step, "identity": make_identity_step}[cfg.stream.get("step", "coordinator")]
     return request_records(spark, cfg).groupBy("cp").applyInPandasWithState(
-        make_step(step_settings(cfg)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        factory(step_settings(cfg)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
         GroupStateTimeout.ProcessingTimeTimeout)
 
 

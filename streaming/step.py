@@ -100,3 +100,28 @@ def make_step(settings: StepSettings):
             yield frame
 
     return step
+
+
+def make_identity_step(settings: StepSettings):
+    """The same pipeline without the coordinator: answer each request with an empty response
+    (only its envelope read). The floor the benchmark compares the real step against
+    (`[stream] step = "identity"`); never used in production."""
+
+    def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
+        rows = []
+        for r in records_from_frames(pdfs):
+            try:
+                env = json.loads(r.value)
+                reply = {"correlationId": env["correlationId"], "apiKey": env.get("apiKey"),
+                         "apiVersion": env.get("apiVersion"), "clientId": env.get("clientId", ""),
+                         "response": {"errorCode": 0}}
+            except (ValueError, KeyError, TypeError):
+                continue
+            rows.append((settings.responses_topic, reply["clientId"], _json_bytes(reply), None, []))
+        gstate.update((0, b""))
+        if rows:
+            frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
+            frame["partition"] = frame["partition"].astype("Int32")
+            yield frame
+
+    return step
