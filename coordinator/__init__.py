@@ -5,6 +5,7 @@ responses, events, state-log records and its next deadline. Importing this packa
 every API and component.
 """
 from . import find_coordinator  # noqa: F401  (registers FindCoordinator)
+from . import group  # noqa: F401  (registers the group coordinator: classic groups and offsets)
 from .batch import InputRecord, run_batch
 from .config import CoordinatorConfig
 from .errors import ApiError, Error, Errors
