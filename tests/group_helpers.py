@@ -57,6 +57,7 @@ class GroupTestClient:
     def mutate(self, fn: Callable[[Any], None]) -> None:
         """Change the component's state directly (as Kafka's tests call group.transitionTo)."""
         part = self.d.partition
+        part.clock_ms = max(part.clock_ms, self.d.now)
         fn(part.component("groups"))
         self.d._state = part
         self.d._blob = state.encode(part.to_json())
@@ -193,7 +194,8 @@ def static_members_join_and_rebalance(c: GroupTestClient, leader_instance: str, 
     lcid, lresp = c.join("", instance_id=leader_instance, **kw)
     fcid, fresp = c.join("", instance_id=follower_instance, **kw)
     assert lresp is None and fresp is None
-    c.sleep(c.d.config["group.initial.rebalance.delay.ms"])
+    # The second member extends the initial delay, up to the rebalance timeout.
+    c.sleep(max(rebalance_timeout, c.d.config["group.initial.rebalance.delay.ms"]))
     leader, follower = c.response(lcid), c.response(fcid)
     assert leader["errorCode"] == 0 and follower["errorCode"] == 0
     assert leader["leader"] == leader["memberId"]
