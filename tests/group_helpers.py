@@ -154,6 +154,13 @@ class GroupTestClient:
         return resp["groups"][0]["topics"][0]["partitions"][0]["committedOffset"]
 
 
+def group_on_partition(partition: int, prefix: str = "g", other: bool = False) -> str:
+    """A group id that the given coordinator partition owns (or, with other=True, does not)."""
+    from coordinator.routing import coordinator_partition
+    return next(g for g in (f"{prefix}{i}" for i in range(10000))
+                if (coordinator_partition(g) == partition) != other)
+
+
 def error_of(resp: dict) -> int:
     return resp["errorCode"]
 
