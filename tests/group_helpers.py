@@ -54,11 +54,23 @@ class GroupTestClient:
     def group(self, group_id: str | None = None):
         return self.groups().groups.get(group_id or self.group_id)
 
+    def sibling(self, group_id: str) -> "GroupTestClient":
+        """A client for another group of the same coordinator partition (same driver)."""
+        other = GroupTestClient.__new__(GroupTestClient)
+        other.group_id, other.d = group_id, self.d
+        return other
+
     def mutate(self, fn: Callable[[Any], None]) -> None:
-        """Change the component's state directly (as Kafka's tests call group.transitionTo)."""
+        """Run `fn` on the component directly (as Kafka's tests call group.transitionTo or the
+        manager's methods), keeping what it writes and emits."""
         part = self.d.partition
         part.clock_ms = max(part.clock_ms, self.d.now)
         fn(part.component("groups"))
+        out = part.drain()
+        self.d.records += [(r.key, r.value) for r in out.records]
+        self.d.events += [e.body for e in out.events]
+        for r in out.responses:
+            self.d.responses[r.reply.correlation_id] = r.body
         self.d._state = part
         self.d._blob = state.encode(part.to_json())
 
