@@ -250,3 +250,25 @@ def test_join_group_to_a_share_group_is_inconsistent(fake_types):
     _, resp = c.join("")
     assert resp["errorCode"] == INCONSISTENT and resp["memberId"] == ""
     assert c.sync("m", 1)[1]["errorCode"] == UNKNOWN_MEMBER  # empty: UNKNOWN_MEMBER_ID
+
+
+# ====================================================================== rejected requests
+@pytest.mark.parametrize("api,version,body", [
+    ("OffsetCommit", 9, {"groupId": "group-id", "topics": []}),  # memberId is mandatory
+    ("JoinGroup", 9, {"groupId": "group-id"}),
+    ("DeleteGroups", 2, {}),
+    ("OffsetFetch", 1, {"groupId": "group-id"}),
+])
+def test_rejected_requests_carry_the_reason(api, version, body):
+    c = client()
+    _, resp = c.send(api, version, body)
+    assert resp["errorCode"] == 42 and "mandatory" in resp["errorMessage"]
+
+
+def test_unsupported_versions_are_rejected():
+    c = client()
+    for api, version in [("JoinGroup", 1), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
+                         ("DescribeGroups", 7), ("ListGroups", 6), ("DeleteGroups", 3), ("LeaveGroup", 6),
+                         ("SyncGroup", 6), ("Heartbeat", 5)]:
+        _, resp = c.send(api, version, {"groupId": "group-id"})
+        assert resp["errorCode"] == 35, (api, version, resp)

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from coordinator.group.classic import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE,
                                        VALID_PREVIOUS_STATES)
 from coordinator.records import record_key
-from tests.group_helpers import GroupTestClient, protocols
+from tests.group_helpers import GroupTestClient
 
 PARTITIONS = 6
 MEMBERS = 4
