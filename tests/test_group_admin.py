@@ -272,3 +272,47 @@ def test_unsupported_versions_are_rejected():
                          ("SyncGroup", 6), ("Heartbeat", 5)]:
         _, resp = c.send(api, version, {"groupId": "group-id"})
         assert resp["errorCode"] == 35, (api, version, resp)
+
+
+# ====================================================================== extension points
+def test_extensions_add_apis_timers_replay_and_load_steps():
+    from coordinator import CoordinatorPartition
+    from coordinator.api import ApiSpec, register, unregister
+    from coordinator.group.component import GroupCoordinator
+    from coordinator.messages import StateRecord
+    from coordinator.schema import F, Struct
+
+    saved = (GroupCoordinator.handlers, GroupCoordinator.timer_handlers, GroupCoordinator._replay_extensions,
+             GroupCoordinator._load_extensions)
+
+    def ping(comp, request):
+        comp.extensions["pings"] = comp.extensions.get("pings", 0) + 1
+        comp.p.schedule("ext-timer", comp.p.clock_ms + 10, "ext-kind")
+        return {"errorCode": 0, "pings": comp.extensions["pings"]}
+
+    def fired(comp, timer):
+        comp.emit("x", "ExtTimerFired")
+
+    def replay(comp, record):
+        if record.key == '["Ext"]':
+            comp.extensions["replayed"] = True
+            return True
+        return False
+
+    def on_load(comp):
+        comp.extensions["loaded"] = True
+
+    register(ApiSpec("ExtPing", 9100, 0, 0, Struct(F("groupId", "string")), component="groups"))
+    try:
+        GroupCoordinator.extend(apis={"ExtPing": ping}, timers={"ext-kind": fired}, replay=replay, on_load=on_load)
+        c = client()
+        assert c.send("ExtPing", 0, {"groupId": c.group_id})[1]["pings"] == 1
+        assert c.send("ExtPing", 0, {"groupId": c.group_id})[1]["pings"] == 2  # persisted in the snapshot
+        c.sleep(10)
+        assert c.events("ExtTimerFired")
+        part = CoordinatorPartition.from_records(0, [StateRecord('["Ext"]', {})])
+        assert part.component("groups").extensions == {"replayed": True, "loaded": True}
+    finally:
+        unregister("ExtPing")
+        (GroupCoordinator.handlers, GroupCoordinator.timer_handlers, GroupCoordinator._replay_extensions,
+         GroupCoordinator._load_extensions) = saved

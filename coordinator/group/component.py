@@ -11,6 +11,11 @@ State-log records (keys from `coordinator.records.record_key`):
 An OffsetCommit value with a "producerId" (>= 0) is a transactional offset of an open
 transaction (TxnOffsetCommit), as Kafka tells them apart by the producer id of the record batch.
 
+Extension points (KIP-848 consumer groups, TxnOffsetCommit): `GroupCoordinator.extend(...)` adds
+APIs, timer kinds, state-log replay and load steps without editing this class; new group types
+register with `group.register_group_type`; `self.extensions` is a JSON-compatible dict persisted in
+the snapshot for any extra per-partition state.
+
 Public methods for the transaction coordinator's TxnOffsetCommit and marker handling:
     validate_transactional_offset_commit(...)   checks a TxnOffsetCommit like Kafka
     append_transactional_offset(...)            writes and stores one pending offset
@@ -58,9 +63,33 @@ class GroupCoordinator:
         T_EXPIRATION: "_on_expiration_timer",
     }
 
+    _replay_extensions: tuple = ()
+    _load_extensions: tuple = ()
+
+    @classmethod
+    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None) -> None:
+        """Plug more into the component:
+            apis      {"ConsumerGroupHeartbeat": fn(component, request) -> body | None}
+            timers    {"consumer-session": fn(component, timer)}
+            replay    fn(component, StateRecord) -> bool (True if it was this extension's record)
+            on_load   fn(component), run by after_replay (Kafka's onLoaded)"""
+        for api, fn in (apis or {}).items():
+            attr = f"_ext_api_{api}"
+            setattr(cls, attr, fn)
+            cls.handlers = {**cls.handlers, api: attr}
+        for kind, fn in (timers or {}).items():
+            attr = f"_ext_timer_{kind}"
+            setattr(cls, attr, fn)
+            cls.timer_handlers = {**cls.timer_handlers, kind: attr}
+        if replay is not None and replay not in cls._replay_extensions:
+            cls._replay_extensions = (*cls._replay_extensions, replay)
+        if on_load is not None and on_load not in cls._load_extensions:
+            cls._load_extensions = (*cls._load_extensions, on_load)
+
     def __init__(self, partition):
         self.p = partition
         self.groups: dict[str, Group] = {}
+        self.extensions: dict = {}  # extra JSON state of extensions, persisted in the snapshot
         self.offsets = OffsetStore()
         # Count of OffsetCommit records written or replayed: the log position used to order a
         # transaction's offsets against regular commits (Kafka's record offset).
@@ -245,7 +274,7 @@ class GroupCoordinator:
             else:
                 self.offsets.put(group_id, topic, partition, value)
             return True
-        return False
+        return any(fn(self, record) for fn in self._replay_extensions)
 
     def after_replay(self) -> None:
         """onLoaded: session timers for every classic member (from now), rebalance groups over
@@ -253,6 +282,8 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             if isinstance(group, ClassicGroup):
                 self.classic.on_loaded(group)
+        for fn in self._load_extensions:
+            fn(self)
         if self.groups:
             self.ensure_expiration_timer()
 
@@ -260,10 +291,12 @@ class GroupCoordinator:
     def to_json(self) -> dict:
         return {"groups": {gid: g.to_json() for gid, g in self.groups.items()},
                 "offsets": self.offsets.to_json(),
-                "nextRecordSeq": self.next_record_seq}
+                "nextRecordSeq": self.next_record_seq,
+                "extensions": self.extensions}
 
     def load_json(self, data: dict) -> None:
         self.groups = {gid: group_from_json(g) for gid, g in data.get("groups", {}).items()}
         self.offsets = OffsetStore.from_json(data.get("offsets", {}))
         self.offset_manager.store = self.offsets
         self.next_record_seq = data.get("nextRecordSeq", 0)
+        self.extensions = data.get("extensions", {})
