@@ -59,6 +59,13 @@ def test_offset_commit_creates_a_simple_group():
     assert c.events("GroupCreated")[0]["reason"] == "simple group created by OffsetCommit"
 
 
+def test_offset_commit_of_no_partitions_does_not_reach_the_coordinator():
+    c = client()
+    _, resp = c.send("OffsetCommit", 9, {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "",
+                                         "topics": []})
+    assert resp == {"throttleTimeMs": 0, "topics": []} and c.group() is None
+
+
 def test_offset_commit_accepts_the_empty_group_id():
     # The coordinator service supports offset commits for "" for backwards compatibility.
     c = GroupTestClient(group_id="")

@@ -48,6 +48,9 @@ class OffsetManager:
 
     def commit_offset(self, request: Request) -> dict:
         body, version = request.body, request.api_version
+        if not body["topics"]:
+            # KafkaApis answers a commit of no partitions without calling the coordinator.
+            return offset_commit_response(version, [])
         self.validate_offset_commit(request)
         now = self.p.clock_ms
         retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
