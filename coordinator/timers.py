@@ -4,6 +4,10 @@ Spark gives each key a single processing-time timeout, so every timer of the par
 timeouts, rebalance timeouts, transaction timeouts, retention sweeps) lives here, keyed by name, and
 the partition re-arms the Spark timeout at the earliest deadline. A timer with the same key
 replaces the previous one, as Kafka's `CoordinatorTimer.schedule` does.
+
+Timers due at the same time fire in the order they were scheduled (a timer rescheduled counts as
+newly scheduled), as tasks of one tick of Kafka's timing wheel expire in insertion order. The
+schedule sequence is part of the snapshot (older snapshots without it load in key order).
 """
 from __future__ import annotations
 
@@ -17,9 +21,10 @@ class Timer:
     deadline_ms: int
     kind: str  # selects the handler
     payload: dict
+    seq: int = 0  # schedule order: breaks ties between equal deadlines
 
     def to_json(self) -> list:
-        return [self.deadline_ms, self.kind, self.payload]
+        return [self.deadline_ms, self.kind, self.payload, self.seq]
 
 
 class Timers:
@@ -27,12 +32,17 @@ class Timers:
 
     def __init__(self) -> None:
         self._timers: dict[str, Timer] = {}
-        self._heap: list[tuple[int, str]] = []
+        self._heap: list[tuple[int, int, str]] = []
+        self._next_seq = 0
 
-    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None) -> None:
-        timer = Timer(key, int(deadline_ms), kind, payload or {})
+    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None,
+                 seq: int | None = None) -> None:
+        if seq is None:
+            seq = self._next_seq
+        self._next_seq = max(self._next_seq, seq + 1)
+        timer = Timer(key, int(deadline_ms), kind, payload or {}, seq)
         self._timers[key] = timer
-        heapq.heappush(self._heap, (timer.deadline_ms, key))
+        heapq.heappush(self._heap, (timer.deadline_ms, seq, key))
 
     def cancel(self, key: str) -> None:
         self._timers.pop(key, None)
@@ -47,14 +57,14 @@ class Timers:
         return len(self._timers)
 
     def __iter__(self):
-        return iter(sorted(self._timers.values(), key=lambda t: (t.deadline_ms, t.key)))
+        return iter(sorted(self._timers.values(), key=lambda t: (t.deadline_ms, t.seq)))
 
     def _drop_stale(self) -> None:
         heap = self._heap
         while heap:
-            deadline, key = heap[0]
+            deadline, seq, key = heap[0]
             timer = self._timers.get(key)
-            if timer is not None and timer.deadline_ms == deadline:
+            if timer is not None and timer.deadline_ms == deadline and timer.seq == seq:
                 return
             heapq.heappop(heap)
 
@@ -63,12 +73,17 @@ class Timers:
         return self._heap[0][0] if self._heap else None
 
     def pop_due(self, now_ms: int) -> Timer | None:
-        """The earliest timer with deadline <= now (ties broken by key, for determinism)."""
+        """The earliest timer with deadline <= now (ties broken by schedule order)."""
         self._drop_stale()
         if not self._heap or self._heap[0][0] > now_ms:
             return None
-        _, key = heapq.heappop(self._heap)
+        _, _, key = heapq.heappop(self._heap)
         return self._timers.pop(key)
+
+    def schedule_view(self) -> dict:
+        """{key: (deadline, kind, payload)}: what is scheduled, without the tie-break sequence
+        (which depends on scheduling history, e.g. live versus rebuilt from the state log)."""
+        return {k: (t.deadline_ms, t.kind, t.payload) for k, t in sorted(self._timers.items())}
 
     def to_json(self) -> dict:
         return {k: t.to_json() for k, t in sorted(self._timers.items())}
@@ -76,6 +91,7 @@ class Timers:
     @staticmethod
     def from_json(d: dict) -> "Timers":
         timers = Timers()
-        for key, (deadline, kind, payload) in d.items():
-            timers.schedule(key, deadline, kind, payload)
+        for key, value in d.items():
+            deadline, kind, payload = value[:3]
+            timers.schedule(key, deadline, kind, payload, value[3] if len(value) > 3 else None)
         return timers

@@ -1,0 +1,678 @@
+"""The classic group protocol: Kafka's GroupMetadataManager classicGroup* methods, line by line.
+
+Differences that come from the architecture, not from choice:
+- A parked JoinGroup / SyncGroup response is the request's `ReplyTo`, kept in the member;
+  completing Kafka's future sends the response with `partition.respond`.
+- Appending to the state log cannot fail, so Kafka's append-failure branches
+  (appendGroupMetadataErrorToResponseError, reverting a static member replacement) never run:
+  the success branch runs at once, in the same request.
+- Time is the partition clock: the request's append time, or a timer's deadline.
+- Member ids are `clientId-UUID` (or `groupInstanceId-UUID`) as in Kafka, but the UUID is derived
+  from the request (group id, request-topic partition and offset, correlation id, client id),
+  so that re-running a batch produces the same ids.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+
+from ..errors import ApiError, Error, Errors
+from ..messages import ReplyTo, Request
+from ..records import record_key
+from .apis import heartbeat_response, join_response, leave_response, sync_response
+from .classic import (COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, NO_LEADER, PREPARING_REBALANCE,
+                      STABLE, ClassicGroup, ClassicGroupMember, IllegalStateError)
+from .group import CLASSIC, CONSUMER, STREAMS
+
+UNKNOWN_MEMBER_ID = ""
+
+# Timer kinds (the component maps them to handlers).
+T_JOIN = "classic-join"
+T_INITIAL_JOIN = "classic-initial-join"
+T_SYNC = "classic-sync"
+T_SESSION = "classic-session"
+
+
+# Timer keys. Timers with equal deadlines fire in key order: join, then session, then sync.
+def join_timer_key(group_id: str) -> str:
+    return record_key("classic-join", group_id)
+
+
+def session_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("classic-session", group_id, member_id)
+
+
+def sync_timer_key(group_id: str) -> str:
+    return record_key("classic-sync", group_id)
+
+
+def join_reason(body: dict) -> str:
+    reason = body.get("reason")
+    return reason if reason else "not provided"
+
+
+def canonical_b64(value: str) -> str:
+    """One spelling per byte string, so that metadata comparisons compare bytes."""
+    return base64.b64encode(base64.b64decode(value)).decode("ascii")
+
+
+def request_protocols(body: dict) -> list[tuple[str, str]]:
+    return [(p["name"], canonical_b64(p["metadata"])) for p in body["protocols"]]
+
+
+class ClassicGroupManager:
+    def __init__(self, coordinator):
+        self.c = coordinator
+        self.p = coordinator.p
+        self.config = coordinator.p.config
+
+    # ================================================================ helpers
+    @property
+    def now(self) -> int:
+        return self.p.clock_ms
+
+    def generate_member_id(self, request: Request, group_id: str, instance_id: str | None) -> str:
+        """ClassicGroup.generateMemberId with a UUID derived from the request, not random."""
+        seed = "\x00".join([group_id, str(request.source[0]), str(request.source[1]),
+                            str(request.reply.correlation_id), request.reply.client_id,
+                            instance_id or "", str(request.time_ms)])
+        uid = uuid.UUID(bytes=hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest()[:16], version=4)
+        prefix = instance_id if instance_id is not None else request.reply.client_id
+        return f"{prefix}-{uid}"
+
+    @staticmethod
+    def client_host(request: Request) -> str:
+        # Kafka records the client's socket address ("/10.0.0.1"); requests reach this service
+        # through a topic, so there is none to record.
+        return ""
+
+    def transition(self, group: ClassicGroup, target: str) -> None:
+        previous = group.transition_to(target, self.now)
+        self.c.emit(group.group_id, "GroupStateChanged", groupType=CLASSIC, fromState=previous,
+                    toState=target, generationId=group.generation_id)
+
+    def reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None):
+        delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        self.p.schedule(session_timer_key(group.group_id, member.member_id), self.now + delay, T_SESSION,
+                        {"groupId": group.group_id, "memberId": member.member_id})
+
+    def cancel_session(self, group_id: str, member_id: str) -> None:
+        self.p.cancel(session_timer_key(group_id, member_id))
+
+    def complete_join_future(self, member: ClassicGroupMember, error: Error = Errors.NONE, **fields) -> bool:
+        if member.awaiting_join is None:
+            return False
+        reply, member.awaiting_join = member.awaiting_join, None
+        self.p.respond(reply, join_response(reply.api_version, error, **fields))
+        return True
+
+    def complete_sync_future(self, member: ClassicGroupMember, error: Error = Errors.NONE, **fields) -> bool:
+        if member.awaiting_sync is None:
+            return False
+        reply, member.awaiting_sync = member.awaiting_sync, None
+        self.p.respond(reply, sync_response(reply.api_version, error, **fields))
+        return True
+
+    def fence_member(self, member: ClassicGroupMember) -> None:
+        """replaceStaticMember: the replaced member's parked join and sync get FENCED_INSTANCE_ID."""
+        self.complete_join_future(member, Errors.FENCED_INSTANCE_ID, member_id=member.member_id,
+                                  protocol_name=None, protocol_type=None, leader=NO_LEADER)
+        self.complete_sync_future(member, Errors.FENCED_INSTANCE_ID, assignment=EMPTY_ASSIGNMENT)
+
+    def classic_group(self, group_id: str) -> ClassicGroup | None:
+        group = self.c.groups.get(group_id)
+        return group if isinstance(group, ClassicGroup) else None
+
+    def respond_join(self, reply: ReplyTo, error: Error = Errors.NONE, **fields) -> None:
+        self.p.respond(reply, join_response(reply.api_version, error, **fields))
+
+    # ================================================================ JoinGroup
+    def join_group(self, request: Request) -> dict | None:
+        body, version, reply = request.body, request.api_version, request.reply
+        group_id, member_id = body["groupId"], body["memberId"]
+        # GroupCoordinatorService checks.
+        if group_id == "":
+            return join_response(version, Errors.INVALID_GROUP_ID, member_id=member_id)
+        session = body["sessionTimeoutMs"]
+        if session < self.config["group.min.session.timeout.ms"] or session > self.config["group.max.session.timeout.ms"]:
+            return join_response(version, Errors.INVALID_SESSION_TIMEOUT, member_id=member_id)
+
+        existing = self.c.groups.get(group_id)
+        convert = False
+        if existing is not None and existing.type != CLASSIC:
+            if existing.type == CONSUMER and not existing.is_empty():
+                # classicGroupJoinToConsumerGroup: the KIP-848 migration path of the group type.
+                return existing.classic_join(self.c, request)
+            if existing.type == CONSUMER or (existing.type == STREAMS and existing.is_empty()):
+                convert = True
+            else:
+                return join_response(version, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)
+
+        is_unknown = member_id == UNKNOWN_MEMBER_ID
+        if (existing is None or convert) and not is_unknown:
+            # A missing group is only created for a member without an id.
+            return join_response(version, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
+        if convert:
+            self.c.delete_group(existing, reason="converted to a classic group by JoinGroup")
+        is_new_group = group_id not in self.c.groups
+        mark = len(self.p.out.records)
+        group = self.classic_group(group_id)
+        if group is None:
+            group = self.c.create_classic_group(group_id, reason="JoinGroup")
+
+        if not self.accept_joining_member(group, member_id):
+            group.remove(member_id)
+            self.cancel_session(group_id, member_id)
+            self.respond_join(reply, Errors.GROUP_MAX_SIZE_REACHED, member_id=UNKNOWN_MEMBER_ID)
+        elif is_unknown:
+            self.join_new_member(request, group)
+        else:
+            self.join_existing_member(request, group)
+
+        if is_new_group and len(self.p.out.records) == mark:
+            # A newly created group is committed to the log even when the join wrote nothing.
+            self.c.append_group_metadata(group_id, group.empty_metadata_record_value())
+        return None
+
+    def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        max_size = self.config["group.max.size"]
+        if group.state in (EMPTY, DEAD):
+            return True
+        if group.state == PREPARING_REBALANCE:
+            member = group.member(member_id)
+            return (member is not None and member.is_awaiting_join) or group.num_awaiting_join_response() < max_size
+        return group.has_member(member_id) or group.num_members() < max_size
+
+    def join_new_member(self, request: Request, group: ClassicGroup) -> None:
+        body, reply = request.body, request.reply
+        if group.state == DEAD:
+            self.respond_join(reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID)
+        elif not group.supports_protocols(body["protocolType"], {p["name"] for p in body["protocols"]}):
+            self.respond_join(reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)
+        else:
+            instance_id = body.get("groupInstanceId")
+            new_member_id = self.generate_member_id(request, group.group_id, instance_id)
+            if instance_id is not None:
+                existing = group.static_member_id(instance_id)
+                if existing is not None:
+                    self.update_static_member_then_rebalance_or_complete_join(request, group, existing, new_member_id)
+                else:
+                    self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
+            elif request.api_version >= 4:  # JoinGroupRequest.requiresKnownMemberId
+                group.add_pending_member(new_member_id)
+                self.p.schedule(session_timer_key(group.group_id, new_member_id), self.now + body["sessionTimeoutMs"],
+                                T_SESSION, {"groupId": group.group_id, "memberId": new_member_id})
+                self.respond_join(reply, Errors.MEMBER_ID_REQUIRED, member_id=new_member_id)
+            else:
+                self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
+
+    def join_existing_member(self, request: Request, group: ClassicGroup) -> None:
+        body, reply = request.body, request.reply
+        member_id, instance_id = body["memberId"], body.get("groupInstanceId")
+        if group.state == DEAD:
+            self.respond_join(reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
+            return
+        if not group.supports_protocols(body["protocolType"], {p["name"] for p in body["protocols"]}):
+            self.respond_join(reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
+            return
+        if group.is_pending_member(member_id):
+            if instance_id is not None:
+                raise IllegalStateError(f"Received unexpected JoinGroup with groupInstanceId={instance_id} "
+                                        f"for pending member with memberId={member_id}")
+            self.add_member_then_rebalance_or_complete_join(request, group, member_id)
+            return
+        try:
+            group.validate_member(member_id, instance_id)
+        except ApiError as e:
+            self.respond_join(reply, e.error, member_id=member_id, protocol_type=None, protocol_name=None)
+            return
+        member = group.member(member_id)
+        protocols = request_protocols(body)
+        reason = join_reason(body)
+        if group.state == PREPARING_REBALANCE:
+            self.update_member_then_rebalance_or_complete_join(
+                request, group, member, f"Member {member_id} is joining group during {group.state}; "
+                                        f"client reason: {reason}")
+        elif group.state == COMPLETING_REBALANCE:
+            if member.matches(protocols):
+                # The member lost its JoinGroup response: answer with the current generation.
+                self.respond_join(reply, member_id=member_id, generation_id=group.generation_id,
+                                  protocol_name=group.protocol_name, protocol_type=group.protocol_type,
+                                  leader=group.leader_id,
+                                  members=group.current_members_for_join() if group.is_leader(member_id) else [])
+            else:
+                self.update_member_then_rebalance_or_complete_join(
+                    request, group, member, f"Updating metadata for member {member_id} during {group.state}; "
+                                            f"client reason: {reason}")
+        elif group.state == STABLE:
+            if group.is_leader(member_id):
+                # A leader's JoinGroup always rebalances: it may know of changes the metadata hides.
+                self.update_member_then_rebalance_or_complete_join(
+                    request, group, member, f"Leader {member_id} re-joining group during {group.state}; "
+                                            f"client reason: {reason}")
+            elif not member.matches(protocols):
+                self.update_member_then_rebalance_or_complete_join(
+                    request, group, member, f"Updating metadata for member {member_id} during {group.state}; "
+                                            f"client reason: {reason}")
+            else:
+                self.respond_join(reply, member_id=member_id, generation_id=group.generation_id,
+                                  protocol_name=group.protocol_name, protocol_type=group.protocol_type,
+                                  leader=group.leader_id, members=[])
+        else:
+            # Empty: let the member reset its generation and rejoin.
+            self.respond_join(reply, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
+
+    def add_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
+                                                   member_id: str) -> None:
+        body = request.body
+        member = ClassicGroupMember(member_id, body.get("groupInstanceId"), request.reply.client_id,
+                                    self.client_host(request), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"],
+                                    body["protocolType"], request_protocols(body))
+        member.is_new = True
+        if group.state == PREPARING_REBALANCE and group.previous_state == EMPTY:
+            group.new_member_added = True  # lets the initial rebalance wait longer
+        group.add(member, request.reply)
+        # A new member cannot heartbeat while its JoinGroup is parked: a retried and abandoned join
+        # must not keep it in the group for ever (KAFKA-7610).
+        self.reschedule_session(group, member, self.config["group.classic.new.member.join.timeout.ms"])
+        self.c.emit(group.group_id, "MemberJoined", memberId=member_id,
+                    groupInstanceId=member.group_instance_id, clientId=member.client_id)
+        self.maybe_prepare_rebalance_or_complete_join(
+            group, f"Adding new member {member_id} with group instance id {member.group_instance_id}; "
+                   f"client reason: {join_reason(body)}")
+
+    def update_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
+                                                      member: ClassicGroupMember, reason: str) -> None:
+        body = request.body
+        group.update_member(member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"],
+                            request.reply)
+        self.maybe_prepare_rebalance_or_complete_join(group, reason)
+
+    def update_static_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
+                                                             old_member_id: str, new_member_id: str) -> None:
+        body, reply, version = request.body, request.reply, request.api_version
+        instance_id = body["groupInstanceId"]
+        current_leader = group.leader_id
+        new_member = group.replace_static_member(instance_id, old_member_id, new_member_id, self.fence_member)
+        # The old id's session timer would expire without effect; it goes now.
+        self.cancel_session(group.group_id, old_member_id)
+        self.reschedule_session(group, new_member)
+        group.update_member(new_member, request_protocols(body), body["rebalanceTimeoutMs"],
+                            body["sessionTimeoutMs"], reply)
+        self.c.emit(group.group_id, "StaticMemberReplaced", groupInstanceId=instance_id,
+                    oldMemberId=old_member_id, newMemberId=new_member_id)
+        reason = join_reason(body)
+        if group.state == STABLE:
+            # Rebalance only if the group's selected protocol would change.
+            if (group.protocol_name or "") == group.select_protocol():
+                self.c.append_group_metadata(group.group_id, group.metadata_record_value(group.group_assignment()))
+                # The append cannot fail here, so Kafka's success callback runs at once.
+                if version >= 9:  # JoinGroupRequest.supportsSkippingAssignment
+                    is_leader = group.is_leader(new_member_id)
+                    self.complete_join_future(
+                        new_member, member_id=new_member_id, generation_id=group.generation_id,
+                        protocol_name=group.protocol_name, protocol_type=group.protocol_type,
+                        leader=group.leader_id, skip_assignment=is_leader,
+                        members=group.current_members_for_join() if is_leader else [])
+                else:
+                    self.complete_join_future(
+                        new_member, member_id=new_member_id, generation_id=group.generation_id,
+                        protocol_name=group.protocol_name, protocol_type=group.protocol_type,
+                        leader=current_leader, skip_assignment=False)
+            else:
+                self.maybe_prepare_rebalance_or_complete_join(
+                    group, f"Group's selectedProtocol will change because static member {new_member_id} with "
+                           f"instance id {instance_id} joined with change of protocol; client reason: {reason}")
+        elif group.state == COMPLETING_REBALANCE:
+            # The old member id may already be in the leader's hands: rebalance.
+            self.prepare_rebalance(group, f"Updating metadata for static member {new_member_id} with instance id "
+                                          f"{instance_id}; client reason: {reason}")
+        elif group.state in (EMPTY, DEAD):
+            raise IllegalStateError(f"Group {group.group_id} was not supposed to be in the state {group.state} "
+                                    f"when the unknown static member {instance_id} rejoins.")
+        else:
+            self.maybe_complete_join_phase(group)
+
+    # ================================================================ rebalance
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
+        if group.can_rebalance():
+            self.prepare_rebalance(group, reason)
+        else:
+            self.maybe_complete_join_phase(group)
+
+    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+        if group.state == COMPLETING_REBALANCE:
+            # Members parked in SyncGroup must rejoin.
+            self.reset_and_propagate_assignment_with_error(group, Errors.REBALANCE_IN_PROGRESS)
+        self.remove_sync_expiration(group)
+        initial = group.state == EMPTY
+        if initial:
+            delay = self.config["group.initial.rebalance.delay.ms"]
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            self.p.schedule(join_timer_key(group.group_id), self.now + delay, T_INITIAL_JOIN,
+                            {"groupId": group.group_id, "delayMs": delay, "remainingMs": remaining})
+        self.transition(group, PREPARING_REBALANCE)
+        self.c.emit(group.group_id, "RebalanceStarted", reason=reason, generationId=group.generation_id,
+                    members=len(group.members), initial=initial)
+        if not initial:
+            self.maybe_complete_join_else_schedule(group)
+
+    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> None:
+        if group.has_all_members_joined():
+            self.complete_join(group)
+        else:
+            self.p.schedule(join_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_JOIN,
+                            {"groupId": group.group_id})
+
+    def maybe_complete_join_phase(self, group: ClassicGroup) -> None:
+        if group.state != PREPARING_REBALANCE:
+            return
+        if group.previous_state == EMPTY:
+            return  # the initial rebalance waits for its delay
+        if not group.has_all_members_joined():
+            return
+        self.complete_join(group)
+
+    def complete_join(self, group: ClassicGroup) -> None:
+        """completeClassicGroupJoin."""
+        self.p.cancel(join_timer_key(group.group_id))
+        gone = [m for m in group.not_yet_rejoined_members() if not m.is_static]
+        for m in gone:
+            group.remove(m.member_id)
+            self.cancel_session(group.group_id, m.member_id)
+        if gone:
+            self.c.emit(group.group_id, "MembersRemoved", memberIds=[m.member_id for m in gone],
+                        reason="dynamic members did not rejoin before the rebalance timeout")
+        if group.state == DEAD:
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Nobody rejoined (only static members that did not rejoin are left): wait another
+            # rebalance timeout until session timeouts remove them.
+            self.p.schedule(join_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_JOIN,
+                            {"groupId": group.group_id})
+            self.c.emit(group.group_id, "JoinPhaseExtended", reason="no member rejoined",
+                        generationId=group.generation_id)
+            return
+        previous = group.state
+        group.init_next_generation(self.now)
+        self.c.emit(group.group_id, "GroupStateChanged", groupType=CLASSIC, fromState=previous,
+                    toState=group.state, generationId=group.generation_id)
+        if group.state == EMPTY:
+            self.c.append_group_metadata(group.group_id, group.metadata_record_value({}))
+            self.c.emit(group.group_id, "JoinCompleted", generationId=group.generation_id, memberIds=[],
+                        protocolName=None, leaderId=None)
+            return
+        for member in list(group.members.values()):
+            self.complete_join_future(
+                member, member_id=member.member_id, generation_id=group.generation_id,
+                protocol_name=group.protocol_name, protocol_type=group.protocol_type, leader=group.leader_id,
+                skip_assignment=False,
+                members=group.current_members_for_join() if group.is_leader(member.member_id) else [])
+            self.reschedule_session(group, member)
+            member.is_new = False
+            group.add_pending_sync_member(member.member_id)
+        self.p.schedule(sync_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_SYNC,
+                        {"groupId": group.group_id, "generationId": group.generation_id})
+        self.c.emit(group.group_id, "JoinCompleted", generationId=group.generation_id,
+                    memberIds=list(group.members), protocolName=group.protocol_name, leaderId=group.leader_id)
+
+    def reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: Error) -> None:
+        if group.state != COMPLETING_REBALANCE:
+            raise IllegalStateError(f"Group {group.group_id} must be in CompletingRebalance state but is in "
+                                    f"{group.state}.")
+        for m in group.members.values():
+            m.assignment = EMPTY_ASSIGNMENT
+        self.propagate_assignment(group, error)
+
+    def set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, str]) -> None:
+        if group.state != COMPLETING_REBALANCE:
+            raise IllegalStateError("The group must be in CompletingRebalance state to set and propagate assignment.")
+        for m in group.members.values():
+            m.assignment = assignment.get(m.member_id, EMPTY_ASSIGNMENT)
+        self.propagate_assignment(group, Errors.NONE)
+
+    def propagate_assignment(self, group: ClassicGroup, error: Error) -> None:
+        protocol_name = group.protocol_name if error is Errors.NONE else None
+        protocol_type = group.protocol_type if error is Errors.NONE else None
+        for m in list(group.members.values()):
+            if self.complete_sync_future(m, error, protocol_name=protocol_name, protocol_type=protocol_type,
+                                         assignment=m.assignment):
+                # Expirations while the member waited were ignored: expect heartbeats again.
+                self.reschedule_session(group, m)
+
+    def remove_sync_expiration(self, group: ClassicGroup) -> None:
+        group.pending_sync_members.clear()
+        self.p.cancel(sync_timer_key(group.group_id))
+
+    # ================================================================ timers
+    def on_join_timeout(self, payload: dict) -> None:
+        group = self.classic_group(payload["groupId"])
+        if group is not None:
+            self.complete_join(group)
+
+    def on_initial_join_timeout(self, payload: dict) -> None:
+        """tryCompleteInitialRebalanceElseSchedule: while members keep arriving, wait another delay,
+        up to the rebalance timeout in total."""
+        group = self.classic_group(payload["groupId"])
+        if group is None:
+            return
+        delay, remaining = payload["delayMs"], payload["remainingMs"]
+        if group.new_member_added and remaining != 0:
+            group.new_member_added = False
+            new_delay = min(self.config["group.initial.rebalance.delay.ms"], remaining)
+            new_remaining = max(remaining - delay, 0)
+            self.p.schedule(join_timer_key(group.group_id), self.now + new_delay, T_INITIAL_JOIN,
+                            {"groupId": group.group_id, "delayMs": new_delay, "remainingMs": new_remaining})
+        else:
+            self.complete_join(group)
+
+    def on_sync_timeout(self, payload: dict) -> None:
+        """expirePendingSync: members that did not send SyncGroup in time are removed."""
+        group = self.classic_group(payload["groupId"])
+        if group is None or payload["generationId"] != group.generation_id:
+            return
+        if group.state not in (COMPLETING_REBALANCE, STABLE) or group.has_received_sync_from_all_members():
+            return
+        pending = list(group.pending_sync_members)
+        for member_id in pending:
+            group.remove(member_id)
+            self.cancel_session(group.group_id, member_id)
+        self.c.emit(group.group_id, "MembersRemoved", memberIds=pending,
+                    reason="members did not send SyncGroup before the rebalance timeout")
+        self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
+
+    def on_session_timeout(self, payload: dict) -> None:
+        """expireClassicGroupMemberHeartbeat."""
+        group = self.classic_group(payload["groupId"])
+        member_id = payload["memberId"]
+        if group is None or group.state == DEAD:
+            return
+        if group.is_pending_member(member_id):
+            self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None,
+                        pending=True)
+            group.remove(member_id)
+            if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
+                self.complete_join(group)
+            return
+        member = group.member(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return
+        self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id,
+                    groupInstanceId=member.group_instance_id, pending=False)
+        self.remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration.")
+
+    def remove_member_and_update_group(self, group: ClassicGroup, member: ClassicGroupMember, reason: str) -> None:
+        # A new member may time out with a parked JoinGroup: it retries after UNKNOWN_MEMBER_ID.
+        self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+        group.remove(member.member_id)
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            self.maybe_prepare_rebalance_or_complete_join(group, reason)
+        elif group.state == PREPARING_REBALANCE and group.has_all_members_joined():
+            self.complete_join(group)
+
+    # ================================================================ SyncGroup
+    def sync_group(self, request: Request) -> dict | None:
+        body, version = request.body, request.api_version
+        if body["groupId"] == "":
+            return sync_response(version, Errors.INVALID_GROUP_ID)
+        group = self.c.groups.get(body["groupId"])
+        if group is None or group.is_empty():
+            return sync_response(version, Errors.UNKNOWN_MEMBER_ID)
+        if group.type == CLASSIC:
+            return self.classic_sync(request, group)
+        if group.type == CONSUMER:
+            return group.classic_sync(self.c, request)
+        return sync_response(version, Errors.UNKNOWN_MEMBER_ID)
+
+    def validate_sync(self, group: ClassicGroup, body: dict) -> Error | None:
+        if group.state == DEAD:
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        try:
+            group.validate_member(body["memberId"], body.get("groupInstanceId"))
+        except ApiError as e:
+            return e.error
+        if body["generationId"] != group.generation_id:
+            return Errors.ILLEGAL_GENERATION
+        if _inconsistent(body.get("protocolType"), group.protocol_type) or \
+                _inconsistent(body.get("protocolName"), group.protocol_name):
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
+        return None
+
+    def classic_sync(self, request: Request, group: ClassicGroup) -> dict | None:
+        body, version, reply = request.body, request.api_version, request.reply
+        member_id = body["memberId"]
+        error = self.validate_sync(group, body)
+        if error is not None:
+            return sync_response(version, error)
+        if group.state == PREPARING_REBALANCE:
+            return sync_response(version, Errors.REBALANCE_IN_PROGRESS)
+        if group.state == COMPLETING_REBALANCE:
+            group.member(member_id).awaiting_sync = reply
+            self.remove_pending_sync_member(group, member_id)
+            if group.is_leader(member_id):
+                assignment: dict[str, str] = {}
+                for a in body["assignments"]:
+                    assignment[a["memberId"]] = canonical_b64(a["assignment"])
+                missing = [m for m in group.members if m not in assignment]
+                for m in missing:
+                    assignment[m] = EMPTY_ASSIGNMENT
+                self.c.append_group_metadata(group.group_id, group.metadata_record_value(assignment))
+                # The append succeeded (it cannot fail): Kafka's callback runs now.
+                if group.state == COMPLETING_REBALANCE and body["generationId"] == group.generation_id:
+                    self.set_and_propagate_assignment(group, assignment)
+                    self.transition(group, STABLE)
+                    self.c.emit(group.group_id, "RebalanceCompleted", generationId=group.generation_id,
+                                protocolName=group.protocol_name, leaderId=group.leader_id,
+                                memberIds=list(group.members), membersWithoutAssignment=missing)
+            return None
+        if group.state == STABLE:
+            self.remove_pending_sync_member(group, member_id)
+            member = group.member(member_id)
+            return sync_response(version, Errors.NONE, protocol_type=group.protocol_type,
+                                 protocol_name=group.protocol_name, assignment=member.assignment)
+        raise IllegalStateError(f"Reached unexpected condition for Dead group {group.group_id}")
+
+    def remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.remove_pending_sync_member(member_id)
+        if group.state in (DEAD, EMPTY, PREPARING_REBALANCE) or group.has_received_sync_from_all_members():
+            self.p.cancel(sync_timer_key(group.group_id))
+
+    # ================================================================ Heartbeat
+    def heartbeat(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        if body["groupId"] == "":
+            return heartbeat_response(version, Errors.INVALID_GROUP_ID)
+        group = self.c.groups.get(body["groupId"])
+        if group is None:
+            raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Group {body['groupId']} not found.")
+        if group.type == CONSUMER:
+            return group.classic_heartbeat(self.c, request)
+        if group.type != CLASSIC:
+            raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Group {body['groupId']} not found.")
+        if group.state == DEAD:
+            raise ApiError(Errors.COORDINATOR_NOT_AVAILABLE)
+        group.validate_member(body["memberId"], body.get("groupInstanceId"))
+        if body["generationId"] != group.generation_id:
+            raise ApiError(Errors.ILLEGAL_GENERATION)
+        if group.state == EMPTY:
+            return heartbeat_response(version, Errors.UNKNOWN_MEMBER_ID)
+        self.reschedule_session(group, group.member(body["memberId"]))
+        if group.state == PREPARING_REBALANCE:
+            return heartbeat_response(version, Errors.REBALANCE_IN_PROGRESS)
+        return heartbeat_response(version, Errors.NONE)
+
+    # ================================================================ LeaveGroup
+    def leave_group(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        if body["groupId"] == "":
+            return leave_response(version, Errors.INVALID_GROUP_ID)
+        identities = body["members"] if version >= 3 else [
+            {"memberId": body["memberId"], "groupInstanceId": None, "reason": None}]
+        group = self.c.groups.get(body["groupId"])
+        if group is not None and group.type == CONSUMER:
+            return group.classic_leave(self.c, request, identities)
+        if group is None or group.type != CLASSIC:
+            # The service turns "group not found" into UNKNOWN_MEMBER_ID for every member.
+            return leave_response(version, Errors.NONE, [
+                {"memberId": i["memberId"], "groupInstanceId": i.get("groupInstanceId"),
+                 "errorCode": Errors.UNKNOWN_MEMBER_ID.code} for i in identities])
+        if group.state == DEAD:
+            return leave_response(version, Errors.COORDINATOR_NOT_AVAILABLE)
+
+        responses = []
+        for ident in identities:
+            member_id, instance_id = ident["memberId"], ident.get("groupInstanceId")
+            reason = ident.get("reason") or "not provided"
+            entry = {"memberId": member_id, "groupInstanceId": instance_id, "errorCode": 0}
+            if member_id == UNKNOWN_MEMBER_ID:
+                # Administrative removal of a static member by instance id.
+                static_id = group.static_member_id(instance_id) if instance_id is not None else None
+                if static_id is not None:
+                    self.remove_current_member(group, static_id, reason)
+                else:
+                    entry["errorCode"] = Errors.UNKNOWN_MEMBER_ID.code
+            elif group.is_pending_member(member_id):
+                group.remove(member_id)
+                self.cancel_session(group.group_id, member_id)
+                self.c.emit(group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=None,
+                            pending=True, reason=reason)
+            else:
+                try:
+                    group.validate_member(member_id, instance_id)
+                    self.remove_current_member(group, member_id, reason)
+                except ApiError as e:
+                    entry["errorCode"] = e.error.code
+            responses.append(entry)
+
+        left = [r["memberId"] for r in responses if r["errorCode"] == 0]
+        if left:
+            reason = f"explicit `LeaveGroup` request for ({', '.join(left)}) members."
+            if group.state in (STABLE, COMPLETING_REBALANCE):
+                self.maybe_prepare_rebalance_or_complete_join(group, reason)
+            elif group.state == PREPARING_REBALANCE:
+                self.maybe_complete_join_phase(group)
+        return leave_response(version, Errors.NONE, responses)
+
+    def remove_current_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
+        member = group.member(member_id)
+        self.cancel_session(group.group_id, member_id)
+        self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+        group.remove(member_id)
+        self.c.emit(group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=member.group_instance_id,
+                    pending=False, reason=reason)
+
+    # ================================================================ load
+    def on_loaded(self, group: ClassicGroup) -> None:
+        """GroupMetadataManager.onLoaded for a classic group: session timers for every member, and a
+        rebalance if the group is larger than group.max.size now allows."""
+        for member in group.members.values():
+            self.reschedule_session(group, member)
+        if group.num_members() > self.config["group.max.size"]:
+            self.prepare_rebalance(group, f"Freshly-loaded group {group.group_id} (size {group.num_members()}) "
+                                          f"is over capacity {self.config['group.max.size']}. Rebalancing in "
+                                          "order to give a chance for consumers to commit offsets")
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current

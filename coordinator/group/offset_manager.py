@@ -1,0 +1,213 @@
+"""OffsetCommit, OffsetFetch, OffsetDelete and offset expiry: Kafka's OffsetMetadataManager.
+
+Generic over group types: it talks to groups through the `Group` interface only.
+"""
+from __future__ import annotations
+
+from ..errors import ApiError, Errors
+from ..messages import Request
+from .apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
+                   offset_fetch_response, request_fetch_groups)
+from .classic import PREPARING_REBALANCE, STABLE, ClassicGroup
+from .group import group_not_found
+from .javautil import java_utf16_length
+from .offsets import OffsetAndMetadata
+
+DEFAULT_RETENTION_TIME = -1
+
+
+class OffsetManager:
+    def __init__(self, coordinator):
+        self.c = coordinator
+        self.p = coordinator.p
+        self.config = coordinator.p.config
+        self.store = coordinator.offsets
+
+    def is_metadata_invalid(self, metadata: str | None) -> bool:
+        """Metadata longer than offset.metadata.max.bytes (Kafka compares String.length())."""
+        return metadata is not None and java_utf16_length(metadata) > self.config["offset.metadata.max.bytes"]
+
+    # ================================================================ OffsetCommit
+    def validate_offset_commit(self, request: Request):
+        body, version = request.body, request.api_version
+        group_id, generation = body["groupId"], body["generationIdOrMemberEpoch"]
+        group = self.c.groups.get(group_id)
+        if group is None:
+            if generation < 0:
+                # The admin client or a consumer without group management: a "simple" group.
+                group = self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit")
+            elif version >= 9:
+                raise group_not_found(group_id)
+            else:
+                raise ApiError(Errors.ILLEGAL_GENERATION)
+        group.validate_offset_commit(body["memberId"], body.get("groupInstanceId"), generation, False, version)
+        # Classic members keep their session alive by committing while Stable or PreparingRebalance.
+        if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
+            self.c.classic.reschedule_session(group, group.member(body["memberId"]))
+        return group
+
+    def commit_offset(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        if not body["topics"]:
+            # KafkaApis answers a commit of no partitions without calling the coordinator.
+            return offset_commit_response(version, [])
+        self.validate_offset_commit(request)
+        now = self.p.clock_ms
+        retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
+        expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
+        topics = []
+        for topic in body["topics"]:
+            partitions = []
+            for part in topic["partitions"]:
+                metadata = part["committedMetadata"]
+                if self.is_metadata_invalid(metadata):
+                    partitions.append({"partitionIndex": part["partitionIndex"],
+                                       "errorCode": Errors.OFFSET_METADATA_TOO_LARGE.code})
+                    continue
+                epoch = part.get("committedLeaderEpoch", -1)
+                value = OffsetAndMetadata(part["committedOffset"], None if epoch == -1 else epoch,
+                                          metadata if metadata is not None else "", now, expire)
+                self.c.append_offset_commit(body["groupId"], topic["name"], part["partitionIndex"], value)
+                partitions.append({"partitionIndex": part["partitionIndex"], "errorCode": Errors.NONE.code})
+            topics.append({"name": topic["name"], "partitions": partitions})
+        return offset_commit_response(version, topics)
+
+    # ================================================================ OffsetFetch
+    def fetch_offsets(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        require_stable = body.get("requireStable", False)
+        groups = []
+        for g in request_fetch_groups(version, body):
+            if not self.p.owns(g["groupId"]):
+                groups.append(fetch_group_error(version, g, Errors.NOT_COORDINATOR))
+                continue
+            try:
+                if g["topics"] is None:
+                    groups.append(self.fetch_all_offsets(version, g, require_stable))
+                else:
+                    groups.append(self.fetch_group_offsets(version, g, require_stable))
+            except ApiError as e:
+                groups.append(fetch_group_error(version, g, e.error))
+        return offset_fetch_response(version, groups)
+
+    def _validate_fetch(self, g: dict) -> bool:
+        """False when the group is unknown (Kafka's GroupIdNotFoundException); other errors raise."""
+        group = self.c.groups.get(g["groupId"])
+        if group is None:
+            return False
+        try:
+            group.validate_offset_fetch(g["memberId"], g["memberEpoch"])
+        except ApiError as e:
+            if e.error is Errors.GROUP_ID_NOT_FOUND:
+                return False
+            raise
+        return True
+
+    def fetch_group_offsets(self, version: int, g: dict, require_stable: bool) -> dict:
+        group_id = g["groupId"]
+        known = self._validate_fetch(g)
+        topics = []
+        for topic in g["topics"]:
+            partitions = []
+            for index in topic["partitionIndexes"]:
+                value = self.store.get(group_id, topic["name"], index) if known else None
+                if require_stable and self.store.has_pending(group_id, topic["name"], index):
+                    partitions.append(fetch_partition(version, index, error=Errors.UNSTABLE_OFFSET_COMMIT))
+                elif value is None:
+                    partitions.append(fetch_partition(version, index))
+                else:
+                    partitions.append(fetch_partition(
+                        version, index, value.committed_offset,
+                        -1 if value.leader_epoch is None else value.leader_epoch, value.metadata))
+            topics.append({"name": topic["name"], "partitions": partitions})
+        return {"groupId": group_id, "topics": topics, "errorCode": Errors.NONE.code}
+
+    def fetch_all_offsets(self, version: int, g: dict, require_stable: bool) -> dict:
+        group_id = g["groupId"]
+        if not self._validate_fetch(g):
+            return {"groupId": group_id, "topics": [], "errorCode": Errors.NONE.code}
+        topics = []
+        for topic, partitions in (self.store.group_offsets(group_id) or {}).items():
+            out = []
+            for index, value in partitions.items():
+                if require_stable and self.store.has_pending(group_id, topic, index):
+                    out.append(fetch_partition(version, index, error=Errors.UNSTABLE_OFFSET_COMMIT))
+                else:
+                    out.append(fetch_partition(version, index, value.committed_offset,
+                                               -1 if value.leader_epoch is None else value.leader_epoch,
+                                               value.metadata))
+            topics.append({"name": topic, "partitions": out})
+        return {"groupId": group_id, "topics": topics, "errorCode": Errors.NONE.code}
+
+    # ================================================================ OffsetDelete
+    def delete_offsets(self, request: Request) -> dict:
+        body = request.body
+        group_id = body["groupId"]
+        if group_id == "":
+            return offset_delete_response(Errors.INVALID_GROUP_ID)
+        group = self.c.groups.get(group_id)
+        if group is None:
+            raise group_not_found(group_id)
+        group.validate_offset_delete()
+        topics, tombstones = [], []
+        for topic in body["topics"]:
+            name = topic["name"]
+            if group.is_subscribed_to_topic(name):
+                partitions = [{"partitionIndex": p["partitionIndex"],
+                               "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code} for p in topic["partitions"]]
+            else:
+                partitions = []
+                for p in topic["partitions"]:
+                    index = p["partitionIndex"]
+                    partitions.append({"partitionIndex": index, "errorCode": Errors.NONE.code})
+                    # A tombstone if there is an offset, committed or pending.
+                    if self.store.has_committed_offset(group_id, name, index) or \
+                            self.store.has_pending(group_id, name, index):
+                        tombstones.append((name, index))
+            topics.append({"name": name, "partitions": partitions})
+        for name, index in tombstones:
+            self.c.append_offset_tombstone(group_id, name, index)
+        if tombstones:
+            self.c.emit(group_id, "OffsetsDeleted", partitions=[[t, p] for t, p in tombstones])
+        return offset_delete_response(Errors.NONE, topics)
+
+    def delete_all_offsets(self, group_id: str) -> int:
+        """Tombstones for every offset of the group, committed or pending (DeleteGroups)."""
+        partitions = [(t, p) for t, p, _ in self.store.iter_group(group_id)]
+        partitions += [(t, p) for t, p in self.store.pending_partitions(group_id)
+                       if not self.store.has_committed_offset(group_id, t, p)]
+        for topic, partition in partitions:
+            self.c.append_offset_tombstone(group_id, topic, partition)
+        return len(partitions)
+
+    # ================================================================ expiry
+    def cleanup_expired_offsets(self, group_id: str) -> bool:
+        """Expire the group's offsets whose retention has passed. True if no offsets are left and
+        no transaction has pending offsets for the group."""
+        offsets = self.store.group_offsets(group_id)
+        if offsets is None:
+            return not self.store.has_pending(group_id)
+        group = self.c.groups[group_id]
+        base = group.offset_expiration_base()
+        if base is None:
+            return False
+        now = self.p.clock_ms
+        retention_ms = self.config["offsets.retention.minutes"] * 60 * 1000
+        all_expired = True
+        expired = []
+        for topic, partitions in offsets.items():
+            if group.is_subscribed_to_topic(topic):
+                all_expired = False
+                continue
+            for partition, value in partitions.items():
+                # A partition with a pending transactional offset does not expire yet.
+                if value.is_expired(now, retention_ms, base) and not self.store.has_pending(group_id, topic, partition):
+                    expired.append((topic, partition))
+                else:
+                    all_expired = False
+        for topic, partition in expired:
+            self.c.append_offset_tombstone(group_id, topic, partition)
+        if expired:
+            self.c.emit(group_id, "OffsetsExpired", partitions=[[t, p] for t, p in expired],
+                        retentionMs=retention_ms, groupState=group.state_as_string())
+        return all_expired and not self.store.has_pending(group_id)
