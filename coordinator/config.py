@@ -44,12 +44,56 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.max.size": INT_MAX,
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
+    "group.consumer.regex.refresh.interval.ms": 600000,
     # Transactions (TransactionStateManagerConfigs).
     "transaction.max.timeout.ms": 900000,
     "transactional.id.expiration.ms": 604800000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
     "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
 }
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+def _check_consumer_group_settings(v: dict) -> None:
+    """GroupCoordinatorConfig's checks of the KIP-848 settings (same rules, same wording)."""
+    for name in ("group.consumer.min.session.timeout.ms", "group.consumer.min.heartbeat.interval.ms",
+                 "group.consumer.max.size", "group.consumer.regex.refresh.interval.ms"):
+        _require(v[name] >= 1, f"{name} must be at least 1")
+    _require(v["group.consumer.max.heartbeat.interval.ms"] >= v["group.consumer.min.heartbeat.interval.ms"],
+             "group.consumer.max.heartbeat.interval.ms must be greater than or equal to "
+             "group.consumer.min.heartbeat.interval.ms")
+    _require(v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.min.heartbeat.interval.ms"],
+             "group.consumer.heartbeat.interval.ms must be greater than or equal to "
+             "group.consumer.min.heartbeat.interval.ms")
+    _require(v["group.consumer.heartbeat.interval.ms"] <= v["group.consumer.max.heartbeat.interval.ms"],
+             "group.consumer.heartbeat.interval.ms must be less than or equal to "
+             "group.consumer.max.heartbeat.interval.ms")
+    _require(v["group.consumer.max.session.timeout.ms"] >= v["group.consumer.min.session.timeout.ms"],
+             "group.consumer.max.session.timeout.ms must be greater than or equal to "
+             "group.consumer.min.session.timeout.ms")
+    _require(v["group.consumer.session.timeout.ms"] >= v["group.consumer.min.session.timeout.ms"],
+             "group.consumer.session.timeout.ms must be greater than or equal to "
+             "group.consumer.min.session.timeout.ms")
+    _require(v["group.consumer.session.timeout.ms"] <= v["group.consumer.max.session.timeout.ms"],
+             "group.consumer.session.timeout.ms must be less than or equal to "
+             "group.consumer.max.session.timeout.ms")
+    _require(v["group.consumer.heartbeat.interval.ms"] < v["group.consumer.session.timeout.ms"],
+             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    assignors = v["group.consumer.assignors"]
+    _require(len(assignors) > 0 and all(isinstance(a, str) for a in assignors),
+             "group.consumer.assignors must name at least one assignor")
+    from .consumer.assignors import ASSIGNORS  # late: the assignors import nothing from here
+    unknown = [a for a in assignors if a not in ASSIGNORS]
+    _require(not unknown, f"group.consumer.assignors: unknown assignor(s) {unknown}; "
+                          f"available: {sorted(ASSIGNORS)}")
+    _require(len(set(assignors)) == len(assignors), "group.consumer.assignors must not repeat a name")
+    _require(str(v["group.consumer.migration.policy"]).lower() in ("disabled", "upgrade", "downgrade",
+                                                                   "bidirectional"),
+             "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional")
 
 
 class CoordinatorConfig(Mapping[str, Any]):
@@ -66,6 +110,7 @@ class CoordinatorConfig(Mapping[str, Any]):
             values[name] = value
         if values["coordinator.partitions"] < 1:
             raise ValueError("coordinator.partitions must be at least 1")
+        _check_consumer_group_settings(values)
         self._values = values
 
     def __getitem__(self, name: str) -> Any:

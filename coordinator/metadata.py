@@ -53,6 +53,16 @@ class TopicMetadata:
     def partitions(self, topic: str) -> int | None:
         return self.topics.get(topic)
 
+    def topic_id(self, topic: str) -> str | None:
+        return self.topic_ids.get(topic)
+
+    def topic_name(self, topic_id: str) -> str | None:
+        """The topic with this id (Kafka's Uuid as 22 characters of url-safe base64), if known."""
+        for name, tid in self.topic_ids.items():
+            if tid == topic_id:
+                return name
+        return None
+
     def exists(self, topic: str, partition: int | None = None) -> bool:
         """Whether a topic (partition) exists; True for anything while no metadata has arrived."""
         if not self.available:
@@ -65,7 +75,8 @@ class TopicMetadata:
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
         old = self.topics
-        changed = not self.available or new != old
+        # A topic re-created under the same name has a new id: that is a change too.
+        changed = not self.available or new != old or ids != self.topic_ids
         self.topics, self.topic_ids, self.available = new, ids, True
         if changed:
             for component in self.p.components.values():

@@ -65,14 +65,18 @@ class GroupCoordinator:
 
     _replay_extensions: tuple = ()
     _load_extensions: tuple = ()
+    _metadata_extensions: tuple = ()
 
     @classmethod
-    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None) -> None:
+    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None,
+               on_metadata_change=None) -> None:
         """Plug more into the component:
             apis      {"ConsumerGroupHeartbeat": fn(component, request) -> body | None}
             timers    {"consumer-session": fn(component, timer)}
             replay    fn(component, StateRecord) -> bool (True if it was this extension's record)
-            on_load   fn(component), run by after_replay (Kafka's onLoaded)"""
+            on_load   fn(component), run by after_replay (Kafka's onLoaded)
+            on_metadata_change  fn(component, old, new), run when the topic metadata changes
+                      (Kafka's GroupMetadataManager.onMetadataUpdate)"""
         for api, fn in (apis or {}).items():
             attr = f"_ext_api_{api}"
             setattr(cls, attr, fn)
@@ -85,6 +89,8 @@ class GroupCoordinator:
             cls._replay_extensions = (*cls._replay_extensions, replay)
         if on_load is not None and on_load not in cls._load_extensions:
             cls._load_extensions = (*cls._load_extensions, on_load)
+        if on_metadata_change is not None and on_metadata_change not in cls._metadata_extensions:
+            cls._metadata_extensions = (*cls._metadata_extensions, on_metadata_change)
 
     def __init__(self, partition):
         self.p = partition
@@ -244,6 +250,12 @@ class GroupCoordinator:
     def has_pending_transactional_offsets(self, group_id: str, topic: str | None = None,
                                           partition: int | None = None) -> bool:
         return self.offsets.has_pending(group_id, topic, partition)
+
+    # ================================================================ topic metadata
+    def on_metadata_change(self, old: dict, new: dict) -> None:
+        """Called by the metadata component when the broker's topics change."""
+        for fn in self._metadata_extensions:
+            fn(self, old, new)
 
     # ================================================================ replay (coordinator load)
     def replay(self, record: StateRecord) -> bool:
