@@ -1,12 +1,15 @@
-"""The group coordinator: classic groups, the offset store and the group admin APIs.
+"""The group coordinator: classic groups, KIP-848 consumer groups, the offset store and the group
+admin APIs.
 
 Importing this package registers the "groups" component and its APIs (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups).
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
 """
 from . import apis  # noqa: F401  (registers the APIs)
+from . import consumer_apis  # noqa: F401  (registers ConsumerGroupHeartbeat / ConsumerGroupDescribe)
 from .classic import ClassicGroup, ClassicGroupMember, IllegalStateError
 from .component import GroupCoordinator
+from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)
 from .group import Group, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
 

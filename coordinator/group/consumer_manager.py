@@ -1,0 +1,897 @@
+"""KIP-848 consumer groups in the groups component: Kafka's GroupMetadataManager consumer-group
+path (consumerGroupHeartbeat, consumerGroupLeave, the session and rebalance timers, the regex
+refresh, consumerGroupDescribe, the record replay and onLoaded), on top of phase 1's algorithmic
+core (`coordinator/consumer/`).
+
+How a request changes state (as in Kafka): the handler validates, computes everything on the group
+as it is, and accumulates state-log records; only when nothing can fail any more are the records
+appended and replayed into the group (`_apply`). A request answered with an error therefore
+changes nothing. Live state is thus always what replaying the log gives.
+
+Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+from typing import Iterable
+
+from ..consumer._java import order_key
+from ..consumer.assignors import ASSIGNORS, PartitionAssignorException
+from ..consumer.group_state import IllegalStateError, server_assignor_counts, subscribed_topic_counts
+from ..consumer.group_state import subscription_type as derive_subscription_type
+from ..consumer.heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
+                                  throw_if_instance_id_is_unreleased, throw_if_member_epoch_is_invalid,
+                                  throw_if_request_is_invalid, throw_if_static_member_is_unknown)
+from ..consumer.member import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
+                               MemberState, ResolvedRegularExpression)
+from ..consumer.reconciliation import reconcile
+from ..consumer.regex import RegexError, compile_regex
+from ..consumer.target_assignment import TargetAssignmentBuilder
+from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
+from ..errors import ApiError, Errors
+from ..messages import Request, StateRecord
+from ..records import parse_record_key, record_key
+from ..timers import Timer
+from .admin import GROUP_AUTHORIZED_OPERATIONS
+from .apis import INT32_MIN, leave_response
+from .classic import ClassicGroup
+from .component import GroupCoordinator
+from .consumer_apis import described_group, describe_response, heartbeat_response
+from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
+                             R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, rebalance_timer_key,
+                             regex_task_key, session_timer_key, unknown_member)
+from .group import CONSUMER
+
+T_SESSION = "consumer-session"
+T_REBALANCE = "consumer-rebalance"
+T_REGEX = "consumer-regex"
+
+# GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+LONG_MIN = -(2**63)
+
+# UpdateRegularExpressionStatus
+NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = "NO_CHANGE", "REGEX_UPDATED", "REGEX_UPDATED_AND_RESOLVED"
+
+EXT = "consumer"  # key of this module's state in component.extensions
+
+
+def manager(component: GroupCoordinator) -> "ConsumerGroupManager":
+    m = component.__dict__.get("_consumer_manager")
+    if m is None:
+        m = component.__dict__["_consumer_manager"] = ConsumerGroupManager(component)
+    return m
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: ConsumerGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(assignment) -> dict:
+    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: ConsumerGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
+
+
+def regex_value(resolved: ResolvedRegularExpression) -> dict:
+    return {"type": R_REGEX, **resolved.to_json()}
+
+
+def is_simple_classic_group(group) -> bool:
+    """ClassicGroup.isSimpleGroup: created by an offset commit, never joined by anyone."""
+    return (isinstance(group, ClassicGroup) and group.protocol_type is None and not group.members
+            and not group.pending_join_members)
+
+
+def kafka_uuid(seed: str) -> str:
+    """A Kafka Uuid string (22 characters of url-safe base64) derived from `seed`; like
+    Uuid.randomUuid it never starts with '-'."""
+    n = 0
+    while True:
+        raw = hashlib.sha256(f"{seed}\x00{n}".encode("utf-8", "surrogatepass")).digest()[:16]
+        raw = uuid.UUID(bytes=raw, version=4).bytes
+        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+        if not text.startswith("-"):
+            return text
+        n += 1
+
+
+def topic_hash(name: str, topic_id: str | None, partitions: int) -> int:
+    """A signed 64-bit hash of what Kafka's Utils.computeTopicHash covers (topic id, name, number of
+    partitions; racks are not known here). Kafka uses XXH3 over its own serialisation; the value
+    differs, the behaviour (a changed hash bumps the group epoch) does not."""
+    h = hashlib.sha256(f"\x00{topic_id or ''}\x00{name}\x00{partitions}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(h[:8], "big", signed=True)
+
+
+def group_hash(topic_hashes: dict[str, int]) -> int:
+    """Utils.computeGroupHash: 0 for no topics, else an ordered combination by topic name."""
+    if not topic_hashes:
+        return 0
+    acc = hashlib.sha256()
+    for name in sorted(topic_hashes, key=order_key):
+        acc.update(topic_hashes[name].to_bytes(8, "big", signed=True))
+    return int.from_bytes(acc.digest()[:8], "big", signed=True)
+
+
+class ConsumerGroupManager:
+    def __init__(self, coordinator: GroupCoordinator):
+        self.c = coordinator
+        self.p = coordinator.p
+        self.config = coordinator.p.config
+
+    # ================================================================ helpers
+    @property
+    def now(self) -> int:
+        return self.p.clock_ms
+
+    @property
+    def metadata(self):
+        return self.p.component("metadata")
+
+    def topics(self) -> dict[str, int]:
+        """The broker's topics and partition counts (empty until the first UpdateMetadata)."""
+        meta = self.metadata
+        return meta.topics if meta.available else {}
+
+    def ext(self) -> dict:
+        return self.c.extensions.setdefault(EXT, {})
+
+    @property
+    def default_assignor(self) -> str:
+        return self.config["group.consumer.assignors"][0]
+
+    def compute_metadata_hash(self, topic_names: Iterable[str]) -> int:
+        """ModernGroup.computeMetadataHash over the subscribed topics that exist."""
+        topics, ids = self.topics(), self.metadata.topic_ids
+        return group_hash({t: topic_hash(t, ids.get(t), topics[t]) for t in topic_names if t in topics})
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup:
+        """GroupMetadataManager.consumerGroup(groupId)."""
+        group = self.c.groups.get(group_id)
+        if group is None:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not isinstance(group, ConsumerGroup):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return group
+
+    def _state(self, group_id: str) -> str | None:
+        group = self.c.groups.get(group_id)
+        return str(group.state) if isinstance(group, ConsumerGroup) else None
+
+    def _apply(self, group_id: str, records: list[tuple[str, dict | None]]) -> None:
+        """Append the records to the state log and replay them into the groups, as Kafka's runtime
+        does once a write operation succeeded."""
+        for key, value in records:
+            self.c.append_and_replay(key, value)
+
+    def _report_state_change(self, group_id: str, before: str | None) -> None:
+        after = self._state(group_id)
+        if after != before and after is not None:
+            group = self.c.groups[group_id]
+            self.c.emit(group_id, "GroupStateChanged", groupType=CONSUMER, fromState=before, toState=after,
+                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+
+    def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
+        """The request's owned partitions by topic name (topic ids the metadata does not know map to
+        a key no topic has, so they match no assignment, as an unknown id does in Kafka)."""
+        if topic_partitions is None:
+            return None
+        names = {tid: name for name, tid in self.metadata.topic_ids.items()}
+        owned: dict[str, set] = {}
+        for tp in topic_partitions:
+            name = names.get(tp["topicId"], f"<unknown topic id {tp['topicId']}>")
+            owned.setdefault(name, set()).update(tp["partitions"])
+        return {t: frozenset(p) for t, p in owned.items()}
+
+    def wire_assignment(self, assignment, with_names: bool = False) -> list[dict]:
+        """{topic: partitions} -> [{topicId, (topicName,) partitions}], topics by name; a topic the
+        metadata no longer knows (deleted) has no id and is left out, as Kafka leaves out ids its
+        image does not know when it describes a group."""
+        ids = self.metadata.topic_ids
+        out = []
+        for topic in sorted(assignment, key=order_key):
+            tid = ids.get(topic)
+            if tid is None:
+                continue
+            entry = {"topicId": tid}
+            if with_names:
+                entry["topicName"] = topic
+            entry["partitions"] = sorted(assignment[topic])
+            out.append(entry)
+        return out
+
+    # ================================================================ ConsumerGroupHeartbeat
+    def consumer_group_heartbeat(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        throw_if_request_is_invalid(body, version, self.config["group.consumer.assignors"])
+        if body["memberEpoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self.consumer_group_leave(body)
+        return self._heartbeat(request)
+
+    def _heartbeat(self, request: Request) -> dict:
+        body = request.body
+        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        instance_id = body["instanceId"]
+        subscribed_names, regex = body["subscribedTopicNames"], body.get("subscribedTopicRegex")
+        owned = self._owned(body["topicPartitions"])
+        now = self.now
+        records: list[tuple[str, dict | None]] = []
+        events: list[tuple[str, dict]] = []
+        state_before = self._state(group_id)
+
+        # Get or create the group.
+        create = member_epoch == 0
+        group, converted = self._get_or_maybe_create_group(group_id, create)
+        is_new_group = group_id not in self.c.groups or converted is not None
+        throw_if_group_is_full(len(group.members), group.has_member(member_id), member_id,
+                               self.config["group.consumer.max.size"])
+
+        # Get or create the member.
+        if member_id == "":
+            member_id = self._generate_member_id(request, group_id)
+        if instance_id is None:
+            member = group.get_or_create_member(member_id, create)
+            if member_epoch != 0:
+                throw_if_member_epoch_is_invalid(member, member_epoch, owned)
+        else:
+            member = self._get_or_maybe_subscribe_static_member(group, member_id, member_epoch, instance_id, owned,
+                                                                create, records, events)
+        is_new_member = member_id not in group.members
+
+        # 1. Create or update the member; bump the group epoch if the subscription changed.
+        updated = member.with_heartbeat(
+            instance_id=instance_id, rack_id=body["rackId"], rebalance_timeout_ms=body["rebalanceTimeoutMs"],
+            server_assignor=body["serverAssignor"], subscribed_topic_names=subscribed_names,
+            subscribed_topic_regex=regex, client_id=request.reply.client_id, client_host="")
+        names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
+        regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
+        has_subscription_changed = names_changed or regex_status != NO_CHANGE
+
+        group_epoch = group.group_epoch
+        subscription_type = group.subscription_type()
+        bump = group_epoch == 0 or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
+        if bump or (self.metadata.available and group.has_metadata_expired(now)):
+            group_epoch, subscription_type = self._update_subscription_metadata(group, bump, member, updated,
+                                                                                records, events)
+
+        # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
+        if group_epoch > group.target_assignment_epoch:
+            target = self._update_target_assignment(group, group_epoch, member, updated, subscription_type,
+                                                    records, events)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.target_assignment_epoch
+            target = group.target_assignment_of(updated.member_id, updated.instance_id)
+
+        # 3. Reconcile the member with its target (revoke before assign).
+        after: list = []
+        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, has_subscription_changed, owned,
+                                           records, after)
+
+        # Nothing can fail any more: write, replay, and the soft state.
+        if converted is not None:
+            self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
+        self._apply(group_id, records)
+        for fn in after:
+            fn()
+        self._schedule_session_timeout(group_id, member_id)
+        if is_new_group:
+            self.c.emit(group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
+            self.c.ensure_expiration_timer()
+        if is_new_member:
+            self.c.emit(group_id, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
+                        clientId=request.reply.client_id, memberEpochSent=member_epoch)
+        for name, fields in events:
+            self.c.emit(group_id, name, **fields)
+        if reconciled != updated or is_new_member:
+            self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
+                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
+                        assignedPartitions=assignment_to_json(reconciled.assigned_partitions),
+                        partitionsPendingRevocation=assignment_to_json(reconciled.partitions_pending_revocation))
+        self._report_state_change(group_id, state_before)
+
+        # The response. The assignment goes back on a full request (joining with epoch 0, or
+        # rebalance timeout, subscription and owned partitions all set) or when it changed.
+        response = heartbeat_response(member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
+                                      heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"])
+        full = (body["rebalanceTimeoutMs"] != -1 and (subscribed_names is not None or regex is not None)
+                and body["topicPartitions"] is not None)
+        if member_epoch == 0 or full or member.assigned_partitions != reconciled.assigned_partitions:
+            response["assignment"] = {"topicPartitions": self.wire_assignment(reconciled.assigned_partitions)}
+        return response
+
+    def _generate_member_id(self, request: Request, group_id: str) -> str:
+        """Version 0 lets the coordinator generate the member id (Uuid.randomUuid in Kafka); here
+        derived from the request so that a replayed batch generates the same id."""
+        return kafka_uuid("\x00".join([group_id, str(request.source[0]), str(request.source[1]),
+                                       str(request.reply.correlation_id), request.reply.client_id,
+                                       str(request.time_ms)]))
+
+    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> tuple[ConsumerGroup, object]:
+        """getOrMaybeCreateConsumerGroup. Returns the group (a new one is not in the groups map
+        until its records are replayed) and the empty classic group it replaces, if any."""
+        group = self.c.groups.get(group_id)
+        if group is None and not create:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        if group is None:
+            return ConsumerGroup(group_id), None
+        if create and isinstance(group, ClassicGroup) and group.is_empty():
+            return ConsumerGroup(group_id), group  # maybeDeleteEmptyClassicGroup
+        if isinstance(group, ConsumerGroup):
+            return group, None
+        if create and isinstance(group, ClassicGroup):
+            self._validate_online_upgrade(group)
+        raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+
+    def _validate_online_upgrade(self, group: ClassicGroup) -> None:
+        """validateOnlineUpgrade. Passing it, Kafka converts the non-empty classic group online; that
+        migration (classic members inside a consumer group) is not implemented here."""
+        gid = group.group_id
+        policy = str(self.config["group.consumer.migration.policy"]).lower()
+        if policy not in ("upgrade", "bidirectional"):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
+                                                      "because online upgrade is disabled.")
+        if not group.uses_consumer_group_protocol():
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
+                                                      "because the group does not use the consumer embedded protocol.")
+        if group.num_members() > self.config["group.consumer.max.size"]:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
+                                                      "because the group size exceeds the consumer group maximum size.")
+        raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group because "
+                                                  "online upgrade of a non-empty classic group is not supported by "
+                                                  "this coordinator; the group must be empty.")
+
+    def _get_or_maybe_subscribe_static_member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
+                                              instance_id: str, owned, create: bool, records: list,
+                                              events: list) -> ConsumerGroupMember:
+        """getOrMaybeSubscribeStaticConsumerGroupMember."""
+        existing = group.static_member(instance_id)
+        if create:
+            if existing is None:
+                return group.get_or_create_member(member_id, True)
+            # Only a member that left with epoch -2 releases its instance id (KAFKA-16566: the
+            # newcomer is rejected, not the holder).
+            throw_if_instance_id_is_unreleased(existing, group.group_id, member_id, instance_id)
+            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            self._replace_member(records, group, existing, new)
+            events.append(("StaticMemberReplaced", {"groupInstanceId": instance_id, "oldMemberId": existing.member_id,
+                                                    "newMemberId": member_id}))
+            return new
+        throw_if_static_member_is_unknown(existing, instance_id)
+        throw_if_instance_id_is_fenced(existing, group.group_id, member_id, instance_id)
+        throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
+        return existing
+
+    @staticmethod
+    def _remove_member_records(group_id: str, member_id: str) -> list:
+        """removeMember: the tombstones of a member, in the order replay expects."""
+        return [(record_key(R_CURRENT, group_id, member_id), None),
+                (record_key(R_TARGET, group_id, member_id), None),
+                (record_key(R_MEMBER, group_id, member_id), None)]
+
+    def _replace_member(self, records: list, group: ConsumerGroup, old: ConsumerGroupMember,
+                        new: ConsumerGroupMember) -> None:
+        """replaceMember: the old member's tombstones (its timers stay and will find nothing), then
+        the new member with the old one's target assignment."""
+        gid = group.group_id
+        records += self._remove_member_records(gid, old.member_id)
+        records.append((record_key(R_MEMBER, gid, new.member_id), member_value(new)))
+        records.append((record_key(R_TARGET, gid, new.member_id),
+                        target_value(group.target_assignment.get(old.member_id, {}))))
+        records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
+
+    @staticmethod
+    def _has_member_subscription_changed(group_id: str, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                                         records: list) -> bool:
+        """A ConsumerGroupMemberMetadata record if anything about the member changed; True if its
+        subscribed topic names did."""
+        if updated != member:
+            records.append((record_key(R_MEMBER, group_id, updated.member_id), member_value(updated)))
+            return updated.subscribed_topic_names != member.subscribed_topic_names
+        return False
+
+    def _effective_members(self, group: ConsumerGroup, updated: ConsumerGroupMember) -> dict:
+        """The members once `updated` is in: a static member replacing another takes its place."""
+        previous = group.static_member_id(updated.instance_id)
+        removed = [previous] if previous is not None and previous != updated.member_id else []
+        return group.with_members_replaced(removed, updated)
+
+    def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
+                                      updated: ConsumerGroupMember, records: list, events: list):
+        """updateSubscriptionMetadata: the new metadata hash of the subscribed topics and the
+        subscription type; bumps the group epoch when asked to or when the hash changed."""
+        members = self._effective_members(group, updated)
+        counts = subscribed_topic_counts(members.values(), group.resolved_regular_expressions)
+        metadata_hash = self.compute_metadata_hash(counts)
+        subscription_type = derive_subscription_type(members.values(), group.resolved_regular_expressions)
+        reason = ("new group" if group.group_epoch == 0 else
+                  f"member {updated.member_id} changed its subscription" if bump else None)
+        if metadata_hash != group.metadata_hash:
+            bump = True
+            reason = reason or "the metadata of the subscribed topics changed"
+        group_epoch = group.group_epoch
+        if bump:
+            group_epoch += 1
+            records.append((record_key(R_GROUP, group.group_id), group_epoch_value(group_epoch, metadata_hash)))
+            events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
+                                                "reason": reason}))
+        group.set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+        return group_epoch, subscription_type
+
+    def _preferred_assignor(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                            updated: ConsumerGroupMember) -> str:
+        """computePreferredServerAssignor: the assignor most members name, else the default."""
+        counts = server_assignor_counts(group.members.values())
+        for name, delta in ((member.server_assignor_name, -1), (updated.server_assignor_name, 1)):
+            if name is not None:
+                counts[name] = counts.get(name, 0) + delta
+                if counts[name] <= 0:
+                    del counts[name]
+        if not counts:
+            return self.default_assignor
+        best = max(counts.values())
+        return min((n for n, c in counts.items() if c == best), key=order_key)
+
+    def _update_target_assignment(self, group: ConsumerGroup, group_epoch: int, member: ConsumerGroupMember,
+                                  updated: ConsumerGroupMember, subscription_type, records: list, events: list):
+        """updateTargetAssignment: run the preferred assignor; records for the members whose target
+        changed and for the new assignment epoch. Returns the updated member's new target."""
+        assignor = self._preferred_assignor(group, member, updated)
+        builder = (TargetAssignmentBuilder(group.group_id, group_epoch, ASSIGNORS[assignor])
+                   .with_members(group.members).with_static_members(group.static_members)
+                   .with_subscription_type(subscription_type).with_target_assignment(group.target_assignment)
+                   .with_topic_metadata(self.topics())
+                   .with_resolved_regular_expressions(group.resolved_regular_expressions)
+                   .add_or_update_member(updated.member_id, updated))
+        previous = group.static_member_id(updated.instance_id)
+        if previous is not None and previous != updated.member_id:
+            builder.remove_member(previous)
+        try:
+            result = builder.build()
+        except PartitionAssignorException as ex:
+            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
+                           f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}") from ex
+        gid = group.group_id
+        for m, assignment in result.changed.items():
+            records.append((record_key(R_TARGET, gid, m), target_value(assignment)))
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        events.append(("TargetAssignmentComputed", {
+            "assignmentEpoch": group_epoch, "assignor": assignor, "members": len(result.target_assignment),
+            "changedMembers": list(result.changed),
+            "targetAssignment": result.target_assignment_json()}))
+        return result.target_assignment.get(updated.member_id, {})
+
+    def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target,
+                         has_subscription_changed: bool, owned, records: list, after: list) -> ConsumerGroupMember:
+        """maybeReconcile: the member's next state; a current-assignment record if it changed, and
+        the rebalance timeout armed while the member has partitions to revoke."""
+        if not has_subscription_changed and member.is_reconciled_to(target_epoch):
+            return member
+        new = reconcile(member, target_epoch, target, group.current_partition_epoch, owned,
+                        has_subscription_changed=has_subscription_changed,
+                        resolved_regular_expressions=group.resolved_regular_expressions, topics=self.topics())
+        if new != member:
+            gid = group.group_id
+            records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
+            if not new.use_classic_protocol:
+                if new.state == MemberState.UNREVOKED_PARTITIONS:
+                    after.append(lambda: self._schedule_rebalance_timeout(gid, new.member_id, new.member_epoch,
+                                                                          new.rebalance_timeout_ms))
+                else:
+                    after.append(lambda: self.p.cancel(rebalance_timer_key(gid, new.member_id)))
+        return new
+
+    # ================================================================ leaving and fencing
+    def consumer_group_leave(self, body: dict) -> dict:
+        """consumerGroupLeave: epoch -1 leaves (the member is fenced: tombstones and a group epoch
+        bump); epoch -2 is a static member leaving for a while (only its member epoch changes, its
+        assignment is kept until its session expires)."""
+        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        instance_id = body["instanceId"]
+        group = self.consumer_group(group_id)
+        response = heartbeat_response(member_id=member_id, member_epoch=member_epoch)
+        if instance_id is None:
+            member = group.get_member(member_id)
+            self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
+            return response
+        member = group.static_member(instance_id)
+        throw_if_static_member_is_unknown(member, instance_id)
+        throw_if_instance_id_is_fenced(member, group_id, member_id, instance_id)
+        if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            before = self._state(group_id)
+            self._apply(group_id, [(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))])
+            self.c.emit(group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
+                        temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
+                                               "assignment until its session expires")
+            self._report_state_change(group_id, before)
+            return heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
+        return response
+
+    def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], event: str,
+                      reason: str) -> None:
+        """consumerGroupFenceMembers: tombstones for each member (and for resolved regexes nobody
+        subscribes to any more), then one group epoch bump; the members' timers are cancelled."""
+        if not members:
+            return
+        gid = group.group_id
+        records: list = []
+        for m in members:
+            records += self._remove_member_records(gid, m.member_id)
+        removed_ids = [m.member_id for m in members]
+        remaining = group.with_members_replaced(removed_ids)
+        regex_counts: dict[str, int] = {}
+        for m in members:
+            if m.subscribed_topic_regex:
+                regex_counts[m.subscribed_topic_regex] = regex_counts.get(m.subscribed_topic_regex, 0) + 1
+        deleted = set()
+        for regex in sorted(regex_counts):
+            if group.num_subscribed_members(regex) == regex_counts[regex]:
+                records.append((record_key(R_REGEX, gid, regex), None))
+                deleted.add(regex)
+        resolved = {r: v for r, v in group.resolved_regular_expressions.items() if r not in deleted}
+        metadata_hash = self.compute_metadata_hash(subscribed_topic_counts(remaining.values(), resolved))
+        group_epoch = group.group_epoch + 1
+        records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
+        before = self._state(gid)
+        self._apply(gid, records)
+        for m in members:
+            self._cancel_timers(gid, m.member_id)
+            self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
+                        reason=reason, memberEpoch=m.member_epoch)
+        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+                    reason=f"{len(members)} member(s) removed: {reason}")
+        self._report_state_change(gid, before)
+
+    def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
+        """classicGroupLeaveToConsumerGroup: each identity is validated; the valid ones are fenced
+        together (one group epoch bump)."""
+        responses, valid = [], {}
+        for ident in identities:
+            member_id, instance_id = ident["memberId"], ident.get("groupInstanceId")
+            entry = {"memberId": member_id, "groupInstanceId": instance_id, "errorCode": 0}
+            try:
+                if instance_id is None:
+                    member = group.get_member(member_id)
+                else:
+                    member = group.static_member(instance_id)
+                    throw_if_static_member_is_unknown(member, instance_id)
+                    # Administrative removal by instance id comes without a member id.
+                    if member_id != "":
+                        throw_if_instance_id_is_fenced(member, group.group_id, member_id, instance_id)
+                valid.setdefault(member.member_id, member)
+            except ApiError as e:
+                entry["errorCode"] = e.error.code
+            responses.append(entry)
+        self.fence_members(group, list(valid.values()), "MemberLeft",
+                           "removed by a LeaveGroup request (classic protocol)")
+        return leave_response(request.api_version, Errors.NONE, responses)
+
+    # ================================================================ timers
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.p.schedule(session_timer_key(group_id, member_id),
+                        self.now + self.config["group.consumer.session.timeout.ms"], T_SESSION,
+                        {"groupId": group_id, "memberId": member_id})
+
+    def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int,
+                                    rebalance_timeout_ms: int) -> None:
+        self.p.schedule(rebalance_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_REBALANCE,
+                        {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
+                         "rebalanceTimeoutMs": rebalance_timeout_ms})
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.p.cancel(session_timer_key(group_id, member_id))
+        self.p.cancel(rebalance_timer_key(group_id, member_id))
+
+    def on_session_timeout(self, timer: Timer) -> None:
+        """consumerGroupFenceMemberOperation(..., "the member session expired")."""
+        group = self.c.groups.get(timer.payload["groupId"])
+        if not isinstance(group, ConsumerGroup):
+            return
+        member = group.members.get(timer.payload["memberId"])
+        if member is None:
+            return
+        self.fence_members(group, [member], "MemberFenced", "the member session expired")
+
+    def on_rebalance_timeout(self, timer: Timer) -> None:
+        """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
+        moved on from that epoch."""
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, ConsumerGroup):
+            return
+        member = group.members.get(payload["memberId"])
+        if member is None or member.member_epoch != payload["memberEpoch"]:
+            return
+        self.fence_members(group, [member], "MemberFenced",
+                           f"it failed to transition from epoch {payload['memberEpoch']} within "
+                           f"{payload['rebalanceTimeoutMs']}ms")
+
+    # ================================================================ regular expressions
+    def _maybe_update_regular_expressions(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                                          updated: ConsumerGroupMember, records: list) -> str:
+        """maybeUpdateRegularExpressions: whether the member's regex changed (and is already
+        resolved), and whether the group's regexes must be (re)resolved; resolution runs at the start
+        of the next micro-batch (Kafka runs it on an executor and applies the result as a later
+        write)."""
+        now = self.now
+        gid = group.group_id
+        old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+        require_refresh = False
+        status = NO_CHANGE
+        if (old or "") != (new or ""):
+            status = REGEX_UPDATED
+            if old and group.num_subscribed_members(old) == 1:
+                records.append((record_key(R_REGEX, gid, old), None))
+            if new:
+                if group.num_subscribed_members(new) == 0:
+                    try:
+                        compile_regex(new)
+                    except RegexError as e:
+                        raise ApiError(Errors.INVALID_REGULAR_EXPRESSION,
+                                       f"SubscribedTopicRegex `{new}` is not a valid regular expression: "
+                                       f"{e.description}.") from e
+                    require_refresh = True
+                elif new in group.resolved_regular_expressions:
+                    status = REGEX_UPDATED_AND_RESOLVED
+            elif old:
+                status = REGEX_UPDATED_AND_RESOLVED
+        subscribed = group.subscribed_regular_expressions()
+        if not require_refresh and not subscribed:
+            return status
+        key = regex_task_key(gid)
+        if key in self.p.deferred:
+            return status
+        resolved = group.resolved_regular_expressions
+        first = resolved[min(resolved, key=order_key)] if resolved else None
+        last_refresh = first.timestamp if first is not None else LONG_MIN
+        if now <= last_refresh + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return status
+        if old:
+            subscribed[old] = subscribed.get(old, 0) - 1
+            if subscribed[old] <= 0:
+                del subscribed[old]
+        if new:
+            subscribed[new] = subscribed.get(new, 0) + 1
+        require_refresh |= len(subscribed) != len(resolved)
+        require_refresh |= (first.version if first is not None else 0) < self.ext().get("newTopicsVersion", -1)
+        require_refresh |= now > last_refresh + self.config["group.consumer.regex.refresh.interval.ms"]
+        if require_refresh and subscribed:
+            self.p.defer(key, T_REGEX, {"groupId": gid, "memberId": updated.member_id,
+                                        "regexes": sorted(subscribed, key=order_key)})
+        return status
+
+    def on_resolve_regexes(self, timer: Timer) -> None:
+        """TopicRegexResolver.resolveRegularExpressions then handleRegularExpressionsResult."""
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, ConsumerGroup):
+            return
+        gid = group.group_id
+        topics = sorted(self.topics(), key=order_key)
+        version = self.ext().get("metadataVersion", 0)
+        records: list = []
+        new_resolved = dict(group.resolved_regular_expressions)
+        bump = False
+        for regex in payload["regexes"]:
+            if group.num_subscribed_members(regex) == 0:
+                continue
+            try:
+                pattern = compile_regex(regex)
+                matched = frozenset(t for t in topics if pattern.fullmatch(t))
+            except RegexError:
+                matched = frozenset()
+            resolved = ResolvedRegularExpression(matched, version, self.now)
+            old = group.resolved_regular_expressions.get(regex)
+            if old is None or old.topics != resolved.topics:
+                bump = True
+            new_resolved[regex] = resolved
+            records.append((record_key(R_REGEX, gid, regex), regex_value(resolved)))
+        counts = subscribed_topic_counts(group.members.values(), new_resolved)
+        metadata_hash = self.compute_metadata_hash(counts)
+        if metadata_hash != group.metadata_hash:
+            bump = True
+        group_epoch = group.group_epoch
+        if bump:
+            group_epoch += 1
+            records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
+        if not records:
+            return
+        before = self._state(gid)
+        self._apply(gid, records)
+        self.c.emit(gid, "RegularExpressionsResolved",
+                    resolved={r: sorted(new_resolved[r].topics) for r in payload["regexes"] if r in new_resolved})
+        if bump:
+            self.c.groups[gid].set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+            self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+                        reason="regular expressions resolved to new topics")
+        self._report_state_change(gid, before)
+
+    # ================================================================ metadata
+    def on_metadata_change(self, old: dict, new: dict) -> None:
+        """onMetadataUpdate: the groups subscribed to changed topics refresh their metadata hash on
+        their next heartbeat (here every consumer group is asked: a refresh only recomputes the hash,
+        and the epoch is bumped only if the hash of the group's own topics changed)."""
+        ext = self.ext()
+        ext["metadataVersion"] = self.now
+        if "newTopicsVersion" not in ext or set(new) - set(old):
+            ext["newTopicsVersion"] = self.now
+        for group in self.c.groups.values():
+            if isinstance(group, ConsumerGroup):
+                group.request_metadata_refresh()
+
+    # ================================================================ ConsumerGroupDescribe
+    def consumer_group_describe(self, request: Request) -> dict:
+        body, version = request.body, request.api_version
+        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
+        out = []
+        for group_id in body["groupIds"]:
+            if group_id == "":
+                out.append(described_group(version, group_id, Errors.INVALID_GROUP_ID))
+                continue
+            if not self.p.owns(group_id):
+                out.append(described_group(version, group_id, Errors.NOT_COORDINATOR))
+                continue
+            try:
+                group = self.consumer_group(group_id)
+            except ApiError as e:
+                out.append(described_group(version, group_id, e.error, message=e.message))
+                continue
+            out.append(self.describe(version, group, operations))
+        return describe_response(out)
+
+    def describe(self, version: int, group: ConsumerGroup, operations: int = INT32_MIN) -> dict:
+        """ConsumerGroup.asDescribedGroup."""
+        members = []
+        for member_id in sorted(group.members, key=order_key):
+            m = group.members[member_id]
+            members.append({
+                "memberId": m.member_id, "instanceId": m.instance_id, "rackId": m.rack_id,
+                "memberEpoch": m.member_epoch, "clientId": m.client_id, "clientHost": m.client_host,
+                "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+                "subscribedTopicRegex": m.subscribed_topic_regex or None,
+                "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
+                "targetAssignment": {"topicPartitions": self.wire_assignment(
+                    group.target_assignment.get(m.member_id, {}), True)},
+                "memberType": 0 if m.use_classic_protocol else 1})
+        return described_group(version, group.group_id, state=str(group.state), group_epoch=group.group_epoch,
+                               assignment_epoch=group.target_assignment_epoch,
+                               assignor_name=group.preferred_server_assignor(self.default_assignor),
+                               members=members, authorized_operations=operations)
+
+    # ================================================================ replay and load
+    def _persisted_group(self, group_id: str, create: bool) -> ConsumerGroup | None:
+        """getOrMaybeCreatePersistedConsumerGroup (None where Kafka throws GroupIdNotFound: a
+        tombstone for a group that is gone)."""
+        group = self.c.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.c.groups[group_id] = ConsumerGroup(group_id)
+            return group
+        if isinstance(group, ConsumerGroup):
+            return group
+        if not create:
+            return None  # a tombstone for a group of another type: nothing of it is here
+        if is_simple_classic_group(group):
+            # Offsets replayed before the group's records created a simple group: not backed by
+            # any record, it is replaced.
+            group = self.c.groups[group_id] = ConsumerGroup(group_id)
+            return group
+        raise IllegalStateError(f"Group {group_id} is not a consumer group")
+
+    def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        gid = ids[0]
+        group = self._persisted_group(gid, value is not None)
+        if group is None:
+            return
+        if kind == R_GROUP:
+            if value is not None:
+                group.group_epoch = int(value["epoch"])
+                group.metadata_hash = int(value.get("metadataHash", 0))
+                return
+            if group.members:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
+                                        f"has {len(group.members)} members.")
+            if group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the target "
+                                        f"assignment still has {len(group.target_assignment)} members.")
+            if group.target_assignment_epoch != -1:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but did not receive "
+                                        "ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+            del self.c.groups[gid]
+        elif kind == R_PARTITION_METADATA:
+            pass  # pre-4.1 subscription metadata: Kafka only deletes it
+        elif kind == R_MEMBER:
+            member_id = ids[1]
+            if value is not None:
+                old = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                group.update_member(old.with_metadata_value(value))
+                return
+            old = group.members.get(member_id)
+            if old is None:
+                return
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but did not "
+                                        "receive ConsumerGroupCurrentMemberAssignmentValue tombstone.")
+            if member_id in group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but did not "
+                                        "receive ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+            group.remove_member(member_id)
+        elif kind == R_TARGET:
+            if value is not None:
+                group.update_target_assignment(ids[1], freeze(value["topicPartitions"]))
+            else:
+                group.remove_target_assignment(ids[1])
+        elif kind == R_TARGET_EPOCH:
+            if value is not None:
+                group.target_assignment_epoch = int(value["assignmentEpoch"])
+                return
+            if group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete target assignment of {gid} but "
+                                        f"the assignment still has {len(group.target_assignment)} members.")
+            group.target_assignment_epoch = -1
+        elif kind == R_CURRENT:
+            member_id = ids[1]
+            if value is not None:
+                old = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                group.update_member(old.with_assignment_value(value))
+                return
+            old = group.members.get(member_id)
+            if old is None:
+                return
+            group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                            previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                            assigned_partitions={}, partitions_pending_revocation={}))
+        elif kind == R_REGEX:
+            regex = ids[1]
+            group.update_resolved_regular_expression(
+                regex, None if value is None else ResolvedRegularExpression.from_json(value))
+
+    def on_loaded(self) -> None:
+        """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
+        members with partitions to revoke."""
+        for group in self.c.groups.values():
+            if not isinstance(group, ConsumerGroup):
+                continue
+            for member in group.members.values():
+                self._schedule_session_timeout(group.group_id, member.member_id)
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
+                    self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
+                                                     member.rebalance_timeout_ms)
+
+
+# ====================================================================== wiring
+def _replay(component, record: StateRecord) -> bool:
+    kind, ids = parse_record_key(record.key)
+    if kind not in RECORD_TYPES:
+        return False
+    manager(component).replay(kind, ids, record.value)
+    return True
+
+
+GroupCoordinator.extend(
+    apis={"ConsumerGroupHeartbeat": lambda c, request: manager(c).consumer_group_heartbeat(request),
+          "ConsumerGroupDescribe": lambda c, request: manager(c).consumer_group_describe(request)},
+    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer),
+            T_REBALANCE: lambda c, timer: manager(c).on_rebalance_timeout(timer),
+            T_REGEX: lambda c, timer: manager(c).on_resolve_regexes(timer)},
+    replay=_replay,
+    on_load=lambda c: manager(c).on_loaded(),
+    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
+)

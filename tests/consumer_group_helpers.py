@@ -1,0 +1,120 @@
+"""Helpers for the KIP-848 consumer group tests: a thin client over CoreDriver that speaks
+ConsumerGroupHeartbeat / ConsumerGroupDescribe with topic names (converted to the topic ids the
+coordinator knows from UpdateMetadata), like GroupMetadataManagerTestContext's builders."""
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator import CoordinatorPartition
+from coordinator.group.consumer_manager import kafka_uuid
+from coordinator.messages import StateRecord
+from coordinator.metadata import BROADCAST_KEY
+from tests.core_driver import CoreDriver
+
+GROUP = "fooup"
+HB_V = 1
+
+NONE, UNKNOWN_SERVER_ERROR, INVALID_REQUEST = 0, -1, 42
+UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL = 25, 22, 23
+GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID = 69, 81, 82
+FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH = 110, 111, 112, 113
+NON_EMPTY_GROUP, NOT_COORDINATOR, INVALID_GROUP_ID, UNSUPPORTED_VERSION = 68, 16, 24, 35
+INVALID_REGULAR_EXPRESSION, MEMBER_ID_REQUIRED = 128, 79
+
+
+def topic_id(name: str) -> str:
+    return kafka_uuid("topic:" + name)
+
+
+class ConsumerGroupTestClient:
+    def __init__(self, group_id: str = GROUP, topics: dict[str, int] | None = None, **overrides: Any):
+        self.group_id = group_id
+        self.d = CoreDriver(group_id=group_id, **overrides)
+        self.names: dict[str, str] = {}
+        if topics is not None:
+            self.set_topics(topics)
+
+    # ---------------------------------------------------------------- metadata
+    def set_topics(self, topics: dict[str, int], ids: dict[str, str] | None = None) -> None:
+        ids = ids or {}
+        states = []
+        for t, n in topics.items():
+            tid = ids.get(t) or topic_id(t)
+            self.names[tid] = t
+            states.append({"topicName": t, "topicId": tid, "numPartitions": n})
+        self.d.send("UpdateMetadata", 0, {"topicStates": states}, key=BROADCAST_KEY)
+
+    # ---------------------------------------------------------------- plumbing
+    @property
+    def now(self) -> int:
+        return self.d.now
+
+    def sleep(self, ms: int) -> None:
+        self.d.advance(ms)
+
+    def send(self, api: str, version: int, body: dict, client_id: str | None = None) -> dict | None:
+        cid, raw = self.d.envelope(api, version, body, client_id=client_id)
+        self.d.send_raw(raw, key=body.get("groupId", self.group_id))
+        return self.d.response(cid)
+
+    def groups(self):
+        return self.d.component("groups")
+
+    def group(self, group_id: str | None = None):
+        return self.groups().groups.get(group_id or self.group_id)
+
+    def member(self, member_id: str, group_id: str | None = None):
+        return self.group(group_id).members[member_id]
+
+    def records(self, since: int = 0):
+        return self.d.records[since:]
+
+    def events(self, name: str | None = None) -> list[dict]:
+        return [e for e in self.d.events if name is None or e["event"] == name]
+
+    def timers(self) -> dict:
+        return self.d.partition.timers.schedule_view()
+
+    # ---------------------------------------------------------------- requests
+    def heartbeat(self, member_id: str, member_epoch: int, *, version: int = HB_V, group_id: str | None = None,
+                  instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout: int = -1,
+                  topics: list[str] | None = None, regex: str | None = None, assignor: str | None = None,
+                  owned: dict[str, list[int]] | None = None, owned_ids: list[dict] | None = None,
+                  client_id: str | None = None) -> dict:
+        body: dict = {"groupId": group_id if group_id is not None else self.group_id, "memberId": member_id,
+                      "memberEpoch": member_epoch, "instanceId": instance_id, "rackId": rack_id,
+                      "rebalanceTimeoutMs": rebalance_timeout, "subscribedTopicNames": topics,
+                      "serverAssignor": assignor}
+        if version >= 1:
+            body["subscribedTopicRegex"] = regex
+        if owned_ids is not None:
+            body["topicPartitions"] = owned_ids
+        elif owned is not None:
+            body["topicPartitions"] = [{"topicId": topic_id(t), "partitions": list(p)} for t, p in owned.items()]
+        else:
+            body["topicPartitions"] = None
+        return self.send("ConsumerGroupHeartbeat", version, body, client_id=client_id)
+
+    def join(self, member_id: str, topics: list[str] | None, *, rebalance_timeout: int = 5000, **kw) -> dict:
+        return self.heartbeat(member_id, 0, topics=topics, rebalance_timeout=rebalance_timeout, owned={}, **kw)
+
+    def describe(self, *group_ids: str, version: int = 1, include_operations: bool = False) -> list[dict]:
+        resp = self.send("ConsumerGroupDescribe", version, {"groupIds": list(group_ids) or [self.group_id],
+                                                            "includeAuthorizedOperations": include_operations})
+        return resp["groups"]
+
+    def assignment(self, resp: dict) -> dict | None:
+        """The response's assignment by topic name, or None if not sent."""
+        if resp.get("assignment") is None:
+            return None
+        return {self.names[tp["topicId"]]: sorted(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]}
+
+    # ---------------------------------------------------------------- replay
+    def rebuilt(self) -> CoordinatorPartition:
+        """The partition rebuilt from every state-log record written so far."""
+        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in self.d.records],
+                                                 self.d.config, now_ms=self.d.now)
+
+
+def assignment_of(member) -> dict:
+    return {t: sorted(p) for t, p in member.assigned_partitions.items()}
