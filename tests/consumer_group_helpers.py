@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+import state
 from coordinator import CoordinatorPartition
+from coordinator.consumer.assignors import ASSIGNORS
+from coordinator.consumer.member import ConsumerGroupMember
+from coordinator.consumer.topic_partitions import freeze
+from coordinator.group.consumer_manager import current_value, group_epoch_value, member_value, target_epoch_value, target_value
 from coordinator.group.consumer_manager import kafka_uuid
 from coordinator.messages import StateRecord
 from coordinator.metadata import BROADCAST_KEY
@@ -109,6 +116,42 @@ class ConsumerGroupTestClient:
             return None
         return {self.names[tp["topicId"]]: sorted(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]}
 
+    def inject(self, records: list[tuple[str, dict | None]]) -> None:
+        """Append and replay records directly (Kafka's context.replay(record) in its tests)."""
+        part = self.d.partition
+        part.clock_ms = max(part.clock_ms, self.d.now)
+        comp = part.component("groups")
+        for key, value in records:
+            comp.append_and_replay(key, value)
+        out = part.drain()
+        self.d.records += [(r.key, r.value) for r in out.records]
+        self.d._state = part
+        self.d._blob = state.encode(part.to_json())
+
+    def inject_group(self, epoch: int, members: list[ConsumerGroupMember], targets: dict | None = None,
+                     assignment_epoch: int | None = None, metadata_hash: int | None = None,
+                     group_id: str | None = None) -> None:
+        """A group as Kafka's ConsumerGroupBuilder writes it: members, epoch, target, current."""
+        from coordinator.records import record_key
+        gid = group_id or self.group_id
+        records = [(record_key("ConsumerGroupMemberMetadata", gid, m.member_id), member_value(m)) for m in members]
+        if metadata_hash is None:
+            subscribed = set().union(*(m.subscribed_topic_names for m in members)) if members else set()
+            metadata_hash = self._manager().compute_metadata_hash(subscribed)
+        records.append((record_key("ConsumerGroupMetadata", gid), group_epoch_value(epoch, metadata_hash)))
+        targets = targets if targets is not None else {m.member_id: m.assigned_partitions for m in members}
+        for mid, a in targets.items():
+            records.append((record_key("ConsumerGroupTargetAssignmentMember", gid, mid), target_value(freeze(a))))
+        records.append((record_key("ConsumerGroupTargetAssignmentMetadata", gid),
+                        target_epoch_value(epoch if assignment_epoch is None else assignment_epoch)))
+        for m in members:
+            records.append((record_key("ConsumerGroupCurrentMemberAssignment", gid, m.member_id), current_value(m)))
+        self.inject(records)
+
+    def _manager(self):
+        from coordinator.group.consumer_manager import manager
+        return manager(self.d.partition.component("groups"))
+
     # ---------------------------------------------------------------- replay
     def rebuilt(self) -> CoordinatorPartition:
         """The partition rebuilt from every state-log record written so far."""
@@ -118,3 +161,27 @@ class ConsumerGroupTestClient:
 
 def assignment_of(member) -> dict:
     return {t: sorted(p) for t, p in member.assigned_partitions.items()}
+
+
+class PreparedAssignor:
+    """Kafka's MockPartitionAssignor: returns the prepared assignment."""
+
+    def __init__(self, name: str = "mock"):
+        self.name = name
+        self.assignment: dict = {}
+        self.calls = 0
+
+    def prepare(self, assignment: dict) -> None:
+        self.assignment = {m: freeze(a) for m, a in assignment.items()}
+
+    def assign(self, spec, describer):
+        self.calls += 1
+        return {m: self.assignment.get(m, {}) for m in spec.members}
+
+
+@pytest.fixture
+def mock_assignor():
+    assignor = PreparedAssignor()
+    ASSIGNORS[assignor.name] = assignor
+    yield assignor
+    ASSIGNORS.pop(assignor.name, None)
