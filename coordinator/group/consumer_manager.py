@@ -728,9 +728,11 @@ class ConsumerGroupManager:
         their next heartbeat (here every consumer group is asked: a refresh only recomputes the hash,
         and the epoch is bumped only if the hash of the group's own topics changed)."""
         ext = self.ext()
-        ext["metadataVersion"] = self.now
+        # The image version: strictly increasing, and not below the clock so that it stays ahead of
+        # the versions in resolved regexes after the partition is rebuilt from its log.
+        ext["metadataVersion"] = max(self.now, ext.get("metadataVersion", -1) + 1)
         if "newTopicsVersion" not in ext or set(new) - set(old):
-            ext["newTopicsVersion"] = self.now
+            ext["newTopicsVersion"] = ext["metadataVersion"]
         for group in self.c.groups.values():
             if isinstance(group, ConsumerGroup):
                 group.request_metadata_refresh()
