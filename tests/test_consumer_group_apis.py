@@ -440,3 +440,28 @@ def test_rebuilt_members_resume_their_rebalance_timeouts():
     assert c.member("m1").state.name == "UNREVOKED_PARTITIONS"
     rebuilt = c.rebuilt()
     assert record_key("consumer-rebalance", GROUP, "m1") in rebuilt.timers.schedule_view()
+
+
+def test_offset_expiry_deletes_an_empty_consumer_group_without_offsets():
+    c = client(offsets_retention_check_interval_ms=1000)
+    c.join("m1", ["foo"])
+    c.heartbeat("m1", -1)
+    c.sleep(1000)
+    assert c.group() is None
+    [deleted] = c.events("GroupDeleted")
+    assert deleted["groupType"] == "consumer"
+
+
+def test_replay_replaces_a_simple_group_made_by_offsets_replayed_first():
+    from coordinator import CoordinatorPartition
+    from coordinator.messages import StateRecord
+    c = client()
+    c.join("m1", ["foo"])
+    assert commit(c, "m1", 1) == 0
+    records = [StateRecord(k, v) for k, v in c.records()]
+    offsets = [r for r in records if r.key.startswith('["OffsetCommit"')]
+    rest = [r for r in records if not r.key.startswith('["OffsetCommit"')]
+    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, offsets + rest, c.d.config)
+    groups = rebuilt.component("groups")
+    assert groups.groups[GROUP].type == "consumer" and set(groups.groups[GROUP].members) == {"m1"}
+    assert groups.offsets.get(GROUP, "foo", 0).committed_offset == 10
