@@ -192,3 +192,35 @@ def test_random_membership_histories(actions):
     live = sim.c.groups()
     strip = lambda g: {k: v for k, v in g.to_json().items() if k != "metadataRefreshDeadline"}  # noqa: E731
     assert {gid: strip(g) for gid, g in rebuilt.groups.items()} == {gid: strip(g) for gid, g in live.groups.items()}
+
+
+def test_a_large_group_converges_through_heartbeats():
+    """300 members, 3,000 partitions of two topics, joining one by one and acknowledging; then 30
+    leave: each time complete, exactly once, balanced within one partition."""
+    c = ConsumerGroupTestClient(topics={"foo": 2000, "bar": 1000}, roundtrip=False)
+    ids = [f"m{i:04d}" for i in range(300)]
+    for mid in ids:
+        c.join(mid, TOPICS)
+
+    def settle(members):
+        for _ in range(6):
+            for mid in members:
+                m = c.member(mid)
+                c.heartbeat(mid, m.member_epoch, owned={t: sorted(p) for t, p in m.assigned_partitions.items()})
+            if str(c.group().state) == "Stable":
+                return
+        raise AssertionError(c.group().state)
+
+    def check(members):
+        owned = [(t, p) for mid in members for t, ps in c.member(mid).assigned_partitions.items() for p in ps]
+        assert sorted(owned) == sorted([("foo", p) for p in range(2000)] + [("bar", p) for p in range(1000)])
+        sizes = [sum(len(p) for p in c.member(mid).assigned_partitions.values()) for mid in members]
+        assert max(sizes) - min(sizes) <= 1
+
+    settle(ids)
+    check(ids)
+    for mid in ids[::10]:
+        c.heartbeat(mid, -1)
+    rest = [m for m in ids if m not in ids[::10]]
+    settle(rest)
+    check(rest)

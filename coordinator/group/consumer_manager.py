@@ -57,6 +57,16 @@ NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = "NO_CHANGE", "REGEX_UPDAT
 
 EXT = "consumer"  # key of this module's state in component.extensions
 
+# Events carry assignments only up to this many partitions (an event must stay well below Kafka's
+# 1 MB record limit); larger ones carry counts.
+EVENT_MAX_PARTITIONS = 10_000
+
+
+def event_assignment(assignment) -> dict | int:
+    """{topic: [partitions]} for an event, or the number of partitions if that would be too big."""
+    n = sum(len(p) for p in assignment.values())
+    return assignment_to_json(assignment) if n <= EVENT_MAX_PARTITIONS else n
+
 
 def manager(component: GroupCoordinator) -> "ConsumerGroupManager":
     m = component.__dict__.get("_consumer_manager")
@@ -294,14 +304,14 @@ class ConsumerGroupManager:
             self.c.ensure_expiration_timer()
         if is_new_member:
             self.c.emit(group_id, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
-                        clientId=request.reply.client_id, memberEpochSent=member_epoch)
+                        clientId=request.reply.client_id)
         for name, fields in events:
             self.c.emit(group_id, name, **fields)
         if reconciled != updated or is_new_member:
             self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
                         previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
-                        assignedPartitions=assignment_to_json(reconciled.assigned_partitions),
-                        partitionsPendingRevocation=assignment_to_json(reconciled.partitions_pending_revocation))
+                        assignedPartitions=event_assignment(reconciled.assigned_partitions),
+                        partitionsPendingRevocation=event_assignment(reconciled.partitions_pending_revocation))
         self._report_state_change(group_id, state_before)
 
         # The response. The assignment goes back on a full request (joining with epoch 0, or
@@ -469,10 +479,11 @@ class ConsumerGroupManager:
         for m, assignment in result.changed.items():
             records.append((record_key(R_TARGET, gid, m), target_value(assignment)))
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        total = sum(len(p) for a in result.target_assignment.values() for p in a.values())
         events.append(("TargetAssignmentComputed", {
             "assignmentEpoch": group_epoch, "assignor": assignor, "members": len(result.target_assignment),
-            "changedMembers": list(result.changed),
-            "targetAssignment": result.target_assignment_json()}))
+            "changedMembers": list(result.changed) if len(result.changed) <= 1000 else len(result.changed),
+            "targetAssignment": result.target_assignment_json() if total <= EVENT_MAX_PARTITIONS else total}))
         return result.target_assignment.get(updated.member_id, {})
 
     def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target,
