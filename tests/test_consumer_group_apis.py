@@ -10,8 +10,8 @@ from coordinator.records import record_key
 from tests.consumer_group_helpers import (GROUP, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
                                           INVALID_REGULAR_EXPRESSION, MEMBER_ID_REQUIRED, NON_EMPTY_GROUP,
                                           NOT_COORDINATOR, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION,
-                                          ConsumerGroupTestClient, assignment_of, topic_id)
-from tests.group_helpers import GroupTestClient, group_on_partition, protocols
+                                          ConsumerGroupTestClient, topic_id)
+from tests.group_helpers import GroupTestClient, group_on_partition
 
 FENCED_INSTANCE_ID, GROUP_SUBSCRIBED_TO_TOPIC = 82, 86
 

@@ -41,7 +41,7 @@ from .component import GroupCoordinator
 from .consumer_apis import described_group, describe_response, heartbeat_response
 from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
                              R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, rebalance_timer_key,
-                             regex_task_key, session_timer_key, unknown_member)
+                             regex_task_key, session_timer_key)
 from .group import CONSUMER
 
 T_SESSION = "consumer-session"
