@@ -9,6 +9,10 @@ Modules
     group                ConsumerGroup: a group's state, record-shaped updates, offset validation
     heartbeat            ConsumerGroupHeartbeat request / epoch / static-member checks
     topic_partitions     assignment helpers ({topic: frozenset} <-> {topic: [sorted]})
+    regex                subscription regexes matched in linear time (RE2's guarantee)
+
+The coordinator wiring (ConsumerGroupHeartbeat, ConsumerGroupDescribe, records, timers) is
+`coordinator/group/consumer_manager.py`.
 
 Behaviour follows Apache Kafka 4.2's group coordinator (see each module for the exact Kafka
 change it tracks).
