@@ -70,12 +70,18 @@ def test_responses_events_and_state_log_rows():
     assert g.exists and g.timeout is not None  # the offsets sweep timer re-armed the timeout
 
 
-def test_timeout_call_and_replay_are_deterministic():
+def test_timeout_call_fires_due_timers_and_replays_identically():
     step = make_step(SETTINGS)
-    g = GroupStateStandIn()
-    run(step, 3, [frame((BROADCAST_KEY, env("UpdateMetadata", 0, 1, {"topicStates": []}), 60, 1, 0, 0))], g)
-    before = g.value
-    a = run(step, 3, [frame()], GroupStateStandIn(before, now=20_000))  # Spark's timeout call: one empty frame
-    b = run(step, 3, [frame()], GroupStateStandIn(before, now=20_000))
-    assert a.equals(b)
-
+    g = GroupStateStandIn(now=10_000)
+    join = {"groupId": "my-group", "sessionTimeoutMs": 6000, "rebalanceTimeoutMs": 6000, "memberId": "",
+            "groupInstanceId": None, "protocolType": "consumer",
+            "protocols": [{"name": "range", "metadata": ""}], "reason": None}
+    out = run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, join), 100, 9_000, 0, 0))], g)
+    assert json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == 79  # MEMBER_ID_REQUIRED
+    after_join = g.value
+    # Spark's timeout call: one empty frame, at a batch time past the pending member's session.
+    replays = [run(step, 12, [frame()], GroupStateStandIn(after_join, now=16_000)) for _ in range(2)]
+    assert not replays[0].empty and replays[0].equals(replays[1])
+    # The Spark timeout was re-armed at the pending member's session deadline (appended at 9 000,
+    # 6 000 ms session), relative to the batch time 10 000.
+    assert g.timeout == (9_000 + 6_000) - 10_000
