@@ -97,8 +97,8 @@ def test_generic_group_transactional_offset_commit():
     resp = txn_commit(c, {("bar", 0): 100}, member_id="member", generation=1, epoch=3)
     assert resp == {"throttleTimeMs": 0, "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0,
                                                                                      "errorCode": 0}]}]}
-    assert c.records(mark) == [(record_key("OffsetCommit", "foo", "bar", 0), {
-        "type": "OffsetCommit", "offset": 100, "leaderEpoch": 10, "metadata": "metadata",
+    assert c.records(mark) == [(record_key("TxnOffsetCommit", PID, "foo", "bar", 0), {
+        "type": "TxnOffsetCommit", "offset": 100, "leaderEpoch": 10, "metadata": "metadata",
         "commitTimestamp": c.now, "expireTimestamp": -1, "producerId": PID, "producerEpoch": 3})]
     # Pending: not visible as committed; requireStable reports it.
     assert fetch_parts(c, {"bar": [0]}) == {("bar", 0): -1}
@@ -334,30 +334,50 @@ def test_markers_for_partitions_this_partition_does_not_host():
     assert fetch_parts(c, {"bar": [0]}) == {("bar", 0): 1}
 
 
-def test_marker_records_and_re_appended_resolutions():
+def test_marker_records_re_appended_offsets_and_deleted_pending_records():
     c = client()
     c.commit({("t", 0): 10, ("t", 1): 20})
     txn_commit(c, {("t", 0): 11, ("t", 1): 21, ("t", 2): 31}, producer_id=7, epoch=0)
-    c.commit({("t", 1): 22})  # supersedes the pending t-1 record
+    c.commit({("t", 1): 22})  # newer than the pending t-1 offset
     mark = len(c.records())
     marker(c, 7, True, epoch=1)
     k = lambda p: record_key("OffsetCommit", "foo", "t", p)  # noqa: E731
+    pk = lambda p: record_key("TxnOffsetCommit", 7, "foo", "t", p)  # noqa: E731
     written = c.records(mark)
     assert written[0] == (record_key("EndTransactionMarker", 7), {
         "type": "EndTransactionMarker", "producerId": 7, "producerEpoch": 1, "transactionResult": "COMMIT",
         "coordinatorEpoch": 0, "transactionVersion": 2, "timestamp": c.now})
-    # t-0 and t-2 were still the latest records of their keys: their committed values are re-stated
-    # (with their original commit time); t-1 had a newer record already.
-    assert [(key, v["offset"], "producerId" in v) for key, v in written[1:]] == [(k(0), 11, False), (k(2), 31, False)]
-    assert written[1][1]["commitTimestamp"] == c.records()[mark - 2][1]["commitTimestamp"]
+    # The materialized offsets become regular OffsetCommit records (with their original commit
+    # time); t-1 lost to the newer regular commit. Then the pending records are deleted.
+    assert [(key, v and v["offset"]) for key, v in written[1:]] == [
+        (k(0), 11), (k(2), 31), (pk(0), None), (pk(1), None), (pk(2), None)]
+    assert "producerId" not in written[1][1]
     assert fetch_parts(c, {"t": [0, 1, 2]}) == {("t", 0): 11, ("t", 1): 22, ("t", 2): 31}
 
-    # ABORT: the committed value is re-stated, or the key is deleted when there is none.
+    # ABORT: the committed offsets are untouched, the pending records deleted.
     txn_commit(c, {("t", 0): 12, ("t", 3): 40}, producer_id=7, epoch=1)
     mark = len(c.records())
     marker(c, 7, False, epoch=2)
-    assert [(key, v and v["offset"]) for key, v in c.records(mark)[1:]] == [(k(0), 11), (k(3), None)]
+    assert [(key, v) for key, v in c.records(mark)[1:]] == [(pk(0), None), (pk(3), None)]
     assert fetch_parts(c, {"t": [0, 3]}) == {("t", 0): 11, ("t", 3): -1}
+
+
+def test_pending_records_neither_hide_nor_lose_committed_offsets_under_compaction():
+    # Kafka's cleaner never cleans past the last stable offset; a compacted state log must give
+    # the same result during a transaction: the committed offset stays, the pending one too, and a
+    # regular commit made during the transaction does not erase the pending offset.
+    c = client()
+    c.commit({("t", 0): 10})
+    txn_commit(c, {("t", 0): 11, ("t", 1): 21}, producer_id=7, epoch=0)
+    c.commit({("t", 1): 22})
+    for compact in (False, True):
+        records = compacted(c.records()) if compact else c.records()
+        rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
+                                                    config=c.d.config, now_ms=c.now).component("groups")
+        assert observable(rebuilt) == observable(c.groups())
+        assert observable(rebuilt)["committed"][("foo", "t", 0)][0] == 10
+        assert observable(rebuilt)["pending"] == {(7, "foo", "t", 0): 11, (7, "foo", "t", 1): 21}
+        assert observable(rebuilt)["newer"] == {(7, "foo", "t", 0): True, (7, "foo", "t", 1): False}
 
 
 def scenario() -> GroupTestClient:
@@ -406,10 +426,9 @@ def test_rebuilding_from_the_state_log_gives_the_same_offsets(compact):
     assert fetch_parts(c, {"t": [3]}, require_stable=True) == {("t", 3): 43}
 
 
-def test_compaction_without_re_appending_would_resolve_an_offset_with_a_later_marker():
-    # Why resolutions are re-appended: producer 7 aborts t-5, then commits other offsets. In the
-    # compacted log the ABORT marker is gone (superseded by the COMMIT marker of the same producer);
-    # only the re-appended tombstone keeps t-5 from being committed on a rebuild.
+def test_a_compacted_log_resolves_each_transaction_with_its_own_marker():
+    # Producer 7 aborts t-5, then commits t-6: the compacted log keeps only the COMMIT marker of
+    # producer 7, and t-5 must not come back as committed.
     c = client()
     txn_commit(c, {("t", 5): 1}, producer_id=7, epoch=0)
     marker(c, 7, False, epoch=1)
@@ -420,11 +439,7 @@ def test_compaction_without_re_appending_would_resolve_an_offset_with_a_later_ma
     rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in log],
                                                 config=c.d.config, now_ms=c.now).component("groups")
     assert rebuilt.offsets.get("foo", "t", 5) is None and rebuilt.offsets.get("foo", "t", 6).committed_offset == 2
-    without = [(k, v) for k, v in log if not (k == record_key("OffsetCommit", "foo", "t", 5) and v is None)]
-    without.insert(0, (record_key("OffsetCommit", "foo", "t", 5), c.records()[0][1]))
-    wrong = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in without],
-                                              config=c.d.config, now_ms=c.now).component("groups")
-    assert wrong.offsets.get("foo", "t", 5).committed_offset == 1  # the hazard the re-append removes
+    assert rebuilt.offsets.pending == {}
 
 
 # ====================================================================== expiry and deletion

@@ -65,19 +65,14 @@ class GroupCoordinator:
 
     _replay_extensions: tuple = ()
     _load_extensions: tuple = ()
-    _offset_commit_observers: tuple = ()
 
     @classmethod
-    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None,
-               observe_offset_commit=None) -> None:
+    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None) -> None:
         """Plug more into the component:
             apis      {"ConsumerGroupHeartbeat": fn(component, request) -> body | None}
             timers    {"consumer-session": fn(component, timer)}
             replay    fn(component, StateRecord) -> bool (True if it was this extension's record)
-            on_load   fn(component), run by after_replay (Kafka's onLoaded)
-            observe_offset_commit  fn(component, StateRecord, record_seq), called after every
-                      OffsetCommit record was replayed (live appends included): what the log layer
-                      sees of each batch, e.g. the producer id and epoch of transactional offsets"""
+            on_load   fn(component), run by after_replay (Kafka's onLoaded)"""
         for api, fn in (apis or {}).items():
             attr = f"_ext_api_{api}"
             setattr(cls, attr, fn)
@@ -90,8 +85,6 @@ class GroupCoordinator:
             cls._replay_extensions = (*cls._replay_extensions, replay)
         if on_load is not None and on_load not in cls._load_extensions:
             cls._load_extensions = (*cls._load_extensions, on_load)
-        if observe_offset_commit is not None and observe_offset_commit not in cls._offset_commit_observers:
-            cls._offset_commit_observers = (*cls._offset_commit_observers, observe_offset_commit)
 
     def __init__(self, partition):
         self.p = partition
@@ -202,12 +195,10 @@ class GroupCoordinator:
         self.replay(StateRecord(key, value))
 
     def append_offset_commit(self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
-                             producer_id: int | None = None, producer_epoch: int | None = None) -> None:
+                             producer_id: int | None = None) -> None:
         record = value.record_value()
         if producer_id is not None:
             record["producerId"] = producer_id
-            if producer_epoch is not None:
-                record["producerEpoch"] = producer_epoch
         self.append_and_replay(record_key("OffsetCommit", group_id, topic, partition), record)
 
     def append_offset_tombstone(self, group_id: str, topic: str, partition: int) -> None:
@@ -235,14 +226,12 @@ class GroupCoordinator:
         return self.offset_manager.is_metadata_invalid(metadata)
 
     def append_transactional_offset(self, producer_id: int, group_id: str, topic: str, partition: int,
-                                    offset: int, leader_epoch: int = -1, metadata: str | None = "",
-                                    producer_epoch: int | None = None) -> None:
-        """Write one TxnOffsetCommit offset (an OffsetCommit record tagged with the producer id and
-        epoch, as Kafka's record batch is) and keep it pending until the transaction's marker."""
+                                    offset: int, leader_epoch: int = -1, metadata: str | None = "") -> None:
+        """Write one TxnOffsetCommit offset (an OffsetCommit record tagged with the producer id) and
+        keep it pending until the transaction's marker."""
         value = OffsetAndMetadata(offset, None if leader_epoch == -1 else leader_epoch, metadata or "",
                                   self.p.clock_ms, None)
-        self.append_offset_commit(group_id, topic, partition, value, producer_id=producer_id,
-                                  producer_epoch=producer_epoch)
+        self.append_offset_commit(group_id, topic, partition, value, producer_id=producer_id)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[tuple[str, str, int]]:
         """Apply a COMMIT or ABORT marker for `producer_id` to the offset store
@@ -274,18 +263,16 @@ class GroupCoordinator:
             self.next_record_seq += 1
             if record.value is None:
                 self.offsets.remove(group_id, topic, partition)
+                return True
+            if group_id not in self.groups:
+                # Offsets without membership: a simple group.
+                self.groups[group_id] = ClassicGroup(group_id, now_ms=self.p.clock_ms)
+            value = OffsetAndMetadata.from_record(record.value, seq)
+            producer_id = record.value.get("producerId", -1)
+            if producer_id >= 0:
+                self.offsets.add_pending(producer_id, group_id, topic, partition, value)
             else:
-                if group_id not in self.groups:
-                    # Offsets without membership: a simple group.
-                    self.groups[group_id] = ClassicGroup(group_id, now_ms=self.p.clock_ms)
-                value = OffsetAndMetadata.from_record(record.value, seq)
-                producer_id = record.value.get("producerId", -1)
-                if producer_id >= 0:
-                    self.offsets.add_pending(producer_id, group_id, topic, partition, value)
-                else:
-                    self.offsets.put(group_id, topic, partition, value)
-            for fn in self._offset_commit_observers:
-                fn(self, record, seq)
+                self.offsets.put(group_id, topic, partition, value)
             return True
         return any(fn(self, record) for fn in self._replay_extensions)
 

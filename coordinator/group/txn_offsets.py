@@ -10,22 +10,29 @@ materializes the producer's pending offsets, newer record wins; ABORT drops them
 the log layer a `__consumer_offsets` partition applies to every append: the producer state
 (`ProducerStateManager`), whose epoch check fences zombies (INVALID_PRODUCER_EPOCH).
 
-State-log records written here (besides the OffsetCommit records of the offsets themselves, which
-carry "producerId" and "producerEpoch" as Kafka's record batch header does):
+State-log records (keys from `coordinator.records.record_key`):
 
-    ["EndTransactionMarker", producerId] -> {"type": "EndTransactionMarker", "producerId",
-        "producerEpoch", "transactionResult": "COMMIT"|"ABORT", "coordinatorEpoch": 0,
-        "transactionVersion", "timestamp"}            (Kafka's control record in the log)
-        or null when the producer's state expires (producer.id.expiration.ms)
+    ["TxnOffsetCommit", producerId, groupId, topic, partition]
+        -> {"type": "TxnOffsetCommit", <OffsetCommitValue fields>, "producerId", "producerEpoch"}
+           a pending transactional offset (Kafka: an OffsetCommit record in a transactional batch),
+           or null once the producer's marker resolved it
+    ["EndTransactionMarker", producerId]
+        -> {"type": "EndTransactionMarker", "producerId", "producerEpoch",
+            "transactionResult": "COMMIT"|"ABORT", "coordinatorEpoch": 0, "transactionVersion",
+            "timestamp"}                       (Kafka's control record in __consumer_offsets)
+           or null when the producer's state expires (producer.id.expiration.ms)
 
-Replaying a marker record applies it exactly as the live marker did. Compaction needs one more
-step, because it keeps only the latest record of each key: a transactional offset that is still
-the latest record of its key when its marker is applied would otherwise be resolved by whatever
-marker of the same producer survives compaction. So, after a marker, each such key gets its resolved
-value re-appended: the materialized offset (COMMIT), or the committed offset / a tombstone (ABORT).
-Re-appending is exact (it changes no comparison Kafka would make) except when another producer
-also has a pending offset on the same key at that moment; then nothing is re-appended, and a
-rebuild from a compacted log may resolve that offset differently (see docs/protocol.md).
+Why pending offsets have keys of their own: the state log is compacted, and Kafka's log cleaner
+never cleans past the last stable offset of `__consumer_offsets`, so an open transaction's records
+neither vanish nor hide the committed offsets before them. A plain compacted topic has no such
+rule: a pending offset under the OffsetCommit key would supersede the committed offset (a rebuild
+during the transaction would lose it), and a later regular commit would erase the pending offset.
+Under keys of their own they supersede nothing. When the marker comes, the marker record is written
+(a rebuild replays it as Kafka replays the control record), a materialized offset is re-appended as
+a regular OffsetCommit record (so that it survives compaction of the pending record), and the
+producer's pending records are deleted. Re-appending gives the committed offset a later position;
+so that no comparison Kafka makes changes, pending offsets of other producers that were written
+after the materialized one are re-appended after it (same values).
 
 Kafka answers TxnOffsetCommit only after verifying the transaction with the transaction
 coordinator (KIP-890; for v5 it also adds the partition to the transaction). That needs a reply
@@ -40,10 +47,12 @@ from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
 from ..timers import Timer
 from ..txn.apis import producer_fenced_for
+from .classic import ClassicGroup
 from .component import GroupCoordinator
 from .offsets import OffsetAndMetadata
 
 CONSUMER_OFFSETS = "__consumer_offsets"
+TXN_OFFSET_RECORD = "TxnOffsetCommit"
 MARKER_RECORD = "EndTransactionMarker"
 EXT = "txnOffsets"  # key of this extension's state in component.extensions
 T_PRODUCER_EXPIRATION = "txn-producer-expiration"
@@ -58,12 +67,12 @@ def marker_key(producer_id: int) -> str:
 # ====================================================================== extension state
 # component.extensions[EXT] = {
 #   "producers": {"<producerId>": [epoch, lastTimestampMs]},   the partition's producer state
-#   "lastRecord": {"<OffsetCommit record key>": record seq},   only for keys with pending offsets
+#   "keys": {"<producerId>": [TxnOffsetCommit record keys not yet deleted]},
 # }
 def _state(comp, create: bool = False) -> dict:
     st = comp.extensions.get(EXT)
     if st is None:
-        st = {"producers": {}, "lastRecord": {}}
+        st = {"producers": {}, "keys": {}}
         if create:
             comp.extensions[EXT] = st
     return st
@@ -71,7 +80,7 @@ def _state(comp, create: bool = False) -> dict:
 
 def _prune(comp) -> None:
     st = comp.extensions.get(EXT)
-    if st is not None and not st["producers"] and not st["lastRecord"]:
+    if st is not None and not st["producers"] and not st["keys"]:
         del comp.extensions[EXT]
 
 
@@ -91,24 +100,35 @@ def _update_producer(comp, producer_id: int, epoch: int, timestamp: int) -> None
     _ensure_expiration_timer(comp)
 
 
+def txn_offset_key(producer_id: int, group_id: str, topic: str, partition: int) -> str:
+    return record_key(TXN_OFFSET_RECORD, producer_id, group_id, topic, partition)
+
+
 # ====================================================================== replay
-def observe_offset_commit(comp, record: StateRecord, seq: int) -> None:
-    """Every OffsetCommit record, live or replayed: the producer state of transactional offsets, and
-    the position of the latest record of every key that has pending offsets."""
-    _, (group_id, topic, partition) = parse_record_key(record.key)
-    value = record.value
-    if value is not None and value.get("producerId", -1) >= 0:
-        _update_producer(comp, value["producerId"], value.get("producerEpoch", -1), value["commitTimestamp"])
-    st = _state(comp)
-    if value is not None and comp.offsets.has_pending(group_id, topic, partition):
-        _state(comp, create=True)["lastRecord"][record.key] = seq
-    elif record.key in st["lastRecord"]:
-        del st["lastRecord"][record.key]
-        _prune(comp)
-
-
 def replay(comp, record: StateRecord) -> bool:
     kind, ids = parse_record_key(record.key)
+    if kind == TXN_OFFSET_RECORD:
+        producer_id, group_id, topic, partition = ids
+        keys = _state(comp, create=True)["keys"]
+        if record.value is None:  # resolved by the producer's marker (already replayed)
+            mine = keys.get(str(producer_id), [])
+            if record.key in mine:
+                mine.remove(record.key)
+            if not mine:
+                keys.pop(str(producer_id), None)
+            _prune(comp)
+            return True
+        # OffsetMetadataManager.replay of an OffsetCommit record in a transactional batch.
+        seq = comp.next_record_seq
+        comp.next_record_seq += 1
+        if group_id not in comp.groups:
+            comp.groups[group_id] = ClassicGroup(group_id, now_ms=comp.p.clock_ms)  # a simple group
+        comp.offsets.add_pending(producer_id, group_id, topic, partition, OffsetAndMetadata.from_record(record.value, seq))
+        mine = keys.setdefault(str(producer_id), [])
+        if record.key not in mine:
+            mine.append(record.key)
+        _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["commitTimestamp"])
+        return True
     if kind != MARKER_RECORD:
         return False
     producer_id = ids[0]
@@ -116,14 +136,9 @@ def replay(comp, record: StateRecord) -> bool:
         _state(comp)["producers"].pop(str(producer_id), None)
         _prune(comp)
         return True
-    keys = _pending_keys(comp, producer_id)
+    # GroupCoordinatorShard.replayEndTransactionMarker
     comp.complete_transaction(producer_id, record.value["transactionResult"] == COMMIT)
     _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["timestamp"])
-    last = _state(comp)["lastRecord"]
-    for key, (group_id, topic, partition) in keys:
-        if key in last and not comp.offsets.has_pending(group_id, topic, partition):
-            del last[key]
-    _prune(comp)
     return True
 
 
@@ -132,13 +147,9 @@ def on_load(comp) -> None:
         _ensure_expiration_timer(comp)
 
 
-def _pending_keys(comp, producer_id: int) -> list[tuple[str, tuple[str, str, int]]]:
-    out = []
-    for group_id, topics in comp.offsets.pending.get(producer_id, {}).items():
-        for topic, partitions in topics.items():
-            for partition in partitions:
-                out.append((record_key("OffsetCommit", group_id, topic, partition), (group_id, topic, partition)))
-    return out
+def _pending_of(comp, producer_id: int) -> list[tuple[str, str, int, OffsetAndMetadata]]:
+    return [(g, t, p, v) for g, topics in comp.offsets.pending.get(producer_id, {}).items()
+            for t, partitions in topics.items() for p, v in partitions.items()]
 
 
 # ====================================================================== TxnOffsetCommit
@@ -227,10 +238,18 @@ def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, o
         if comp.is_offset_metadata_invalid(part["committedMetadata"]):
             out.add(name, index, Errors.OFFSET_METADATA_TOO_LARGE)
             continue
-        comp.append_transactional_offset(producer_id, group_id, name, index, part["committedOffset"],
-                                         part.get("committedLeaderEpoch", -1), part["committedMetadata"],
-                                         producer_epoch=epoch)
+        leader_epoch = part.get("committedLeaderEpoch", -1)
+        _append_pending(comp, producer_id, epoch, group_id, name, index, OffsetAndMetadata(
+            part["committedOffset"], None if leader_epoch == -1 else leader_epoch, part["committedMetadata"] or "",
+            comp.p.clock_ms, None))
         out.add(name, index, Errors.NONE)
+
+
+def _append_pending(comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
+                    offset: OffsetAndMetadata) -> None:
+    value = offset.record_value()
+    value.update(type=TXN_OFFSET_RECORD, producerId=producer_id, producerEpoch=epoch)
+    comp.append_and_replay(txn_offset_key(producer_id, group_id, topic, partition), value)
 
 
 # ====================================================================== WriteTxnMarkers
@@ -256,8 +275,9 @@ def write_txn_markers(comp, request: Request) -> dict:
 
 
 def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transaction_version: int) -> Error:
-    """Write the marker (a state-log record replayed as replayEndTransactionMarker), then re-append
-    the resolved value of every key whose latest record was the producer's pending offset."""
+    """Write the marker (a state-log record, replayed as replayEndTransactionMarker), re-append the
+    offsets it materialized as regular OffsetCommit records and delete the producer's pending
+    records."""
     result = COMMIT if committed else ABORT
     current = producer_epoch(comp, producer_id)
     # ProducerAppendInfo.checkProducerEpoch for a marker: a TV2 marker carries a bumped epoch, so it
@@ -267,38 +287,29 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
                           producerEpoch=epoch, result=result, lastProducerEpoch=current,
                           transactionVersion=transaction_version)
         return Errors.INVALID_PRODUCER_EPOCH
-    last = _state(comp)["lastRecord"]
-    before = []
-    for key, (group_id, topic, partition) in _pending_keys(comp, producer_id):
-        value = comp.offsets.pending_offset(producer_id, group_id, topic, partition)
-        latest = last.get(key) == value.record_seq
-        others = any(pid != producer_id for pid in
-                     comp.offsets.open_transactions.get(group_id, {}).get(topic, {}).get(partition, {}))
-        before.append((group_id, topic, partition, value, latest, others))
+    before = _pending_of(comp, producer_id)
     comp.append_and_replay(marker_key(producer_id), {
         "type": MARKER_RECORD, "producerId": producer_id, "producerEpoch": epoch, "transactionResult": result,
         "coordinatorEpoch": 0, "transactionVersion": transaction_version, "timestamp": comp.p.clock_ms})
     by_group: dict[str, dict] = {}
-    for group_id, topic, partition, value, latest, others in before:
-        committed_now = comp.offsets.get(group_id, topic, partition)
-        materialized = committed and committed_now is value
+    for group_id, topic, partition, value in before:
         summary = by_group.setdefault(group_id, {"partitions": [], "skipped": []})
-        if committed:
-            if materialized:
-                summary["partitions"].append([topic, partition, value.committed_offset])
-            else:
-                summary["skipped"].append([topic, partition])
-        else:
+        if not committed:
             summary["partitions"].append([topic, partition])
-        if not latest:
-            continue  # a later record of the key supersedes the pending one in the log already
-        if materialized:
+        elif comp.offsets.get(group_id, topic, partition) is value:
+            summary["partitions"].append([topic, partition, value.committed_offset])
             comp.append_offset_commit(group_id, topic, partition, _copy(value))
-        elif not committed and not others:
-            if committed_now is not None:
-                comp.append_offset_commit(group_id, topic, partition, _copy(committed_now))
-            else:
-                comp.append_offset_tombstone(group_id, topic, partition)
+            # The re-appended offset has a later position than the pending record it comes from.
+            # Pending offsets of other producers written in between must still be newer than it
+            # (Kafka compares them with the pending record's position): they are re-appended too.
+            for other in sorted(comp.offsets.open_transactions.get(group_id, {}).get(topic, {}).get(partition, {})):
+                theirs = comp.offsets.pending_offset(other, group_id, topic, partition)
+                if theirs.record_seq > value.record_seq:
+                    _append_pending(comp, other, producer_epoch(comp, other), group_id, topic, partition, theirs)
+        else:
+            summary["skipped"].append([topic, partition])  # a newer regular commit wins
+    for key in list(_state(comp)["keys"].get(str(producer_id), [])):
+        comp.append_and_replay(key, None)
     for group_id, summary in by_group.items():
         if committed:
             comp.emit(group_id, "TransactionalOffsetsCommitted", producerId=producer_id, producerEpoch=epoch,
@@ -323,11 +334,13 @@ def _ensure_expiration_timer(comp) -> None:
 
 
 def on_producer_expiration(comp, timer: Timer) -> None:
-    """ProducerStateManager.removeExpiredProducers: producers without pending offsets whose last
-    append is older than producer.id.expiration.ms are forgotten (their marker record too)."""
+    """ProducerStateManager.removeExpiredProducers: producers without an open transaction (no
+    pending offset records) whose last append is older than producer.id.expiration.ms are
+    forgotten (their marker record too)."""
     now, expiration = comp.p.clock_ms, comp.p.config["producer.id.expiration.ms"]
-    for pid, (_, last_ts) in sorted(_state(comp)["producers"].items(), key=lambda kv: int(kv[0])):
-        if int(pid) not in comp.offsets.pending and now - last_ts >= expiration:
+    st = _state(comp)
+    for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0])):
+        if pid not in st["keys"] and now - last_ts >= expiration:
             comp.append_and_replay(marker_key(int(pid)), None)
     if _state(comp)["producers"]:
         _ensure_expiration_timer(comp)
@@ -338,5 +351,4 @@ GroupCoordinator.extend(
     timers={T_PRODUCER_EXPIRATION: on_producer_expiration},
     replay=replay,
     on_load=on_load,
-    observe_offset_commit=observe_offset_commit,
 )
