@@ -494,3 +494,27 @@ def test_producer_state_expires_without_pending_offsets():
     c.sleep(11 * MINUTE)
     assert "txnOffsets" not in c.groups().extensions
     assert '["txn-producer-expiration"]' not in c.timers()
+
+
+def test_several_producers_pending_on_one_partition_resolve_like_kafka():
+    # Kafka materializes a transactional offset only if its record is newer than the committed
+    # offset's. Re-appending a materialized offset moves it later in the log, so the pending offsets
+    # of other producers written after it are re-appended after it, in their order.
+    c = client()
+    c.commit({("t", 0): 100})
+    txn_commit(c, {("t", 0): 200}, producer_id=10)
+    txn_commit(c, {("t", 0): 300}, producer_id=12)
+    txn_commit(c, {("t", 0): 400}, producer_id=11)
+    marker(c, 10, True)   # 200: newer than 100
+    txn_commit(c, {("t", 0): 600}, producer_id=10, epoch=1)
+    marker(c, 11, True)   # 400: written after 200
+    marker(c, 12, True)   # 300: written before 400, not materialized
+    assert fetch_parts(c, {"t": [0]}, require_stable=True) == {("t", 0): "UNSTABLE"}
+    assert fetch_parts(c, {"t": [0]}) == {("t", 0): 400}
+    marker(c, 10, True, epoch=2)  # 600: the newest record
+    assert fetch_parts(c, {"t": [0]}, require_stable=True) == {("t", 0): 600}
+    for compact in (False, True):
+        records = compacted(c.records()) if compact else c.records()
+        rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
+                                                    config=c.d.config, now_ms=c.now).component("groups")
+        assert observable(rebuilt) == observable(c.groups())

@@ -301,11 +301,15 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
             comp.append_offset_commit(group_id, topic, partition, _copy(value))
             # The re-appended offset has a later position than the pending record it comes from.
             # Pending offsets of other producers written in between must still be newer than it
-            # (Kafka compares them with the pending record's position): they are re-appended too.
-            for other in sorted(comp.offsets.open_transactions.get(group_id, {}).get(topic, {}).get(partition, {})):
+            # (Kafka compares them with the pending record's position): they are re-appended too,
+            # in their order.
+            later = []
+            for other in comp.offsets.open_transactions.get(group_id, {}).get(topic, {}).get(partition, {}):
                 theirs = comp.offsets.pending_offset(other, group_id, topic, partition)
                 if theirs.record_seq > value.record_seq:
-                    _append_pending(comp, other, producer_epoch(comp, other), group_id, topic, partition, theirs)
+                    later.append((theirs.record_seq, other, theirs))
+            for _, other, theirs in sorted(later, key=lambda x: x[0]):
+                _append_pending(comp, other, producer_epoch(comp, other), group_id, topic, partition, theirs)
         else:
             summary["skipped"].append([topic, partition])  # a newer regular commit wins
     for key in list(_state(comp)["keys"].get(str(producer_id), [])):
