@@ -56,16 +56,43 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    progress = ProgressLog(log, every_s=60.0)
     while not stopping.is_set():
         if not query.isActive:
             exc = query.exception()
             log.error("query terminated: %s", exc)
             return 1
+        progress.maybe_log(query)
         stopping.wait(1.0)
     publisher.stop()
     stop_between_batches(query)
     spark.stop()
     return 0
+
+
+class ProgressLog:
+    """A line every `every_s` seconds: micro-batches, input rows and batch durations since the
+    last line (from Spark's progress reports)."""
+
+    def __init__(self, log, every_s: float):
+        import time
+
+        self.log, self.every_s, self._time = log, every_s, time.monotonic
+        self.last_at, self.last_batch = self._time(), -1
+
+    def maybe_log(self, query) -> None:
+        if self._time() - self.last_at < self.every_s:
+            return
+        self.last_at = self._time()
+        new = [p for p in query.recentProgress if p["batchId"] > self.last_batch]
+        if not new:
+            return
+        self.last_batch = new[-1]["batchId"]
+        durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in new)
+        rows = sum(p["numInputRows"] for p in new)
+        self.log.info("progress: batches %d-%d, %d input rows, batch ms p50 %d max %d",
+                      new[0]["batchId"], new[-1]["batchId"], rows, durations[len(durations) // 2],
+                      durations[-1])
 
 
 def stop_between_batches(query, wait_s: float = 30.0) -> None:

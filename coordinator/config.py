@@ -23,6 +23,10 @@ DEFAULTS: dict[str, Any] = {
     "coordinator.reply.to.pattern": r"coordinator-responses(\.[A-Za-z0-9._-]{1,200})?",
     # Largest request record value accepted (larger ones get INVALID_REQUEST).
     "coordinator.request.max.bytes": 1048576,
+    # The service's own topics (requests, responses, events, state log). Like Kafka's internal
+    # topics, they never join a transaction, so no marker is ever written into them. The stream
+    # sets them from its [topics] table.
+    "coordinator.internal.topics": [],
     # Classic groups (GroupCoordinatorConfig).
     "group.initial.rebalance.delay.ms": 3000,
     "group.max.size": INT_MAX,
@@ -50,6 +54,10 @@ DEFAULTS: dict[str, Any] = {
     "transactional.id.expiration.ms": 604800000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10000,
     "transaction.remove.expired.transaction.cleanup.interval.ms": 3600000,
+    # Producer state of the group coordinator's partitions (the log layer's ProducerStateManager of
+    # a __consumer_offsets partition): how long a producer id without pending offsets is remembered.
+    "producer.id.expiration.ms": 86400000,
+    "producer.id.expiration.check.interval.ms": 600000,
 }
 
 

@@ -14,7 +14,7 @@ from .api import ApiSpec, register
 from .errors import ApiError, Error, Errors
 from .messages import Request
 from .routing import coordinator_partition
-from .runtime import register_component
+from .runtime import Component, register_component
 from .schema import Array, F, Struct
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -43,15 +43,11 @@ register(ApiSpec(
 
 
 @register_component
-class FindCoordinator:
+class FindCoordinator(Component):
     """Stateless: any partition answers for any key."""
 
     name = "find_coordinator"
     handlers = {"FindCoordinator": "find_coordinator"}
-    timer_handlers: dict = {}
-
-    def __init__(self, partition):
-        self.p = partition
 
     def find_coordinator(self, request: Request) -> dict:
         body, version = request.body, request.api_version
@@ -69,16 +65,3 @@ class FindCoordinator:
                  "errorCode": 0, "errorMessage": None} for k in body["coordinatorKeys"]]}
         return {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
                 "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port}
-
-    # Stateless: nothing to snapshot or replay.
-    def to_json(self) -> dict:
-        return {}
-
-    def load_json(self, data: dict) -> None:
-        pass
-
-    def replay(self, record) -> bool:
-        return False
-
-    def after_replay(self) -> None:
-        pass

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .api import ApiSpec, register
 from .messages import Request
-from .runtime import register_component
+from .runtime import Component, register_component
 from .schema import Array, F, Struct
 
 # The record key the stream explodes to every coordinator partition.
@@ -38,13 +38,12 @@ register(ApiSpec(
 
 
 @register_component
-class TopicMetadata:
+class TopicMetadata(Component):
     name = "metadata"
     handlers = {"UpdateMetadata": "update_metadata"}
-    timer_handlers: dict = {}
 
     def __init__(self, partition):
-        self.p = partition
+        super().__init__(partition)
         self.available = False
         self.topics: dict[str, int] = {}  # topic -> number of partitions
         self.topic_ids: dict[str, str] = {}
@@ -94,8 +93,4 @@ class TopicMetadata:
         self.topics = d["topics"]
         self.topic_ids = d.get("topicIds", {})
 
-    def replay(self, record) -> bool:
-        return False  # metadata is not coordinator state; it is re-sent by the publisher
-
-    def after_replay(self) -> None:
-        pass
+    # replay: metadata is not coordinator state; the publisher sends it again (no state-log records).

@@ -35,6 +35,29 @@ SNAPSHOT_SCHEMA = 1
 _COMPONENTS: list[type] = []
 
 
+class Component:
+    """Defaults for a component without state-log records: override what applies."""
+
+    name = ""
+    handlers: dict = {}
+    timer_handlers: dict = {}
+
+    def __init__(self, partition: "CoordinatorPartition"):
+        self.p = partition
+
+    def to_json(self) -> dict:
+        return {}
+
+    def load_json(self, data: dict) -> None:
+        pass
+
+    def replay(self, record: StateRecord) -> bool:
+        return False
+
+    def after_replay(self) -> None:
+        pass
+
+
 def register_component(cls: type) -> type:
     if cls not in _COMPONENTS:
         if any(c.name == cls.name for c in _COMPONENTS):

@@ -3,10 +3,12 @@ admin APIs.
 
 Importing this package registers the "groups" component and its APIs (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe).
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the group side of transactions
+(TxnOffsetCommit, WriteTxnMarkers).
 """
 from . import apis  # noqa: F401  (registers the APIs)
 from . import consumer_apis  # noqa: F401  (registers ConsumerGroupHeartbeat / ConsumerGroupDescribe)
+from . import txn_offsets  # noqa: F401  (TxnOffsetCommit and WriteTxnMarkers: the group side of transactions)
 from .classic import ClassicGroup, ClassicGroupMember, IllegalStateError
 from .component import GroupCoordinator
 from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)

@@ -6,7 +6,7 @@ Versions are those of Apache Kafka 4.3 (`validVersions` of the `*Request.json` f
 versions a 4.x broker does not serve): InitProducerId 0-5 (v6, KIP-939 two-phase commit, is still
 `latestVersionUnstable`), AddPartitionsToTxn 0-5 (4+ is the batched broker form), AddOffsetsToTxn
 0-4, EndTxn 0-5 (5 = transaction version 2, KIP-890), WriteTxnMarkers 1-2 (v0 removed by KIP-896,
-v2 adds transactionVersion, KIP-1228), TxnOffsetCommit 0-5, DescribeTransactions 0,
+v2 adds transactionVersion, KIP-1228), TxnOffsetCommit 0-4 (see below), DescribeTransactions 0,
 ListTransactions 0-1 (v1 durationFilter, KIP-994; v2, the transactionalIdPattern of Kafka 4.1, is not
 served, see below).
 
@@ -200,8 +200,13 @@ def _txn_offset_commit_error(version, body, error, message):
         for t in (body or {}).get("topics") or []]}, error, message)
 
 
+# Version 5 (KIP-890 part 2, transaction version 2) asks the group coordinator to add the offsets
+# partition to the transaction itself (AddPartitionsToTxn to the transaction coordinator, answered
+# before the offsets are written). Coordinator partitions here cannot await each other's answers, so
+# v5 is not served: a client calls AddOffsetsToTxn and then TxnOffsetCommit v0-4, as Kafka clients
+# without transaction version 2 do.
 TXN_OFFSET_COMMIT = register(ApiSpec(
-    name="TxnOffsetCommit", api_key=28, min_version=0, max_version=5,
+    name="TxnOffsetCommit", api_key=28, min_version=0, max_version=4,
     request=Struct(
         F("transactionalId", "string"),
         F("groupId", "string"),

@@ -248,9 +248,9 @@ class TransactionCoordinator:
         # partition fails the whole transaction, the others get OPERATION_NOT_ATTEMPTED.
         bad = {}
         for topic, p in parts:
-            if version < 4 and topic in INTERNAL_TOPICS:
+            if version < 4 and (topic in INTERNAL_TOPICS or self._is_service_topic(topic)):
                 bad[(topic, p)] = Errors.TOPIC_AUTHORIZATION_FAILED
-            elif not self._partition_can_exist(topic, p):
+            elif not self._partition_exists(topic, p):
                 bad[(topic, p)] = Errors.UNKNOWN_TOPIC_OR_PARTITION
         if bad:
             return {tp: bad.get(tp, Errors.OPERATION_NOT_ATTEMPTED) for tp in parts}
@@ -260,15 +260,24 @@ class TransactionCoordinator:
         error = apis.producer_fenced_for(version, 2, error)
         return {tp: error for tp in parts}
 
-    def _partition_can_exist(self, topic: str, partition: int) -> bool:
-        """What a broker's metadata cache could contain. Topic existence is not known here (see
-        docs/protocol.md); `__consumer_offsets` has one partition per coordinator partition and the
-        other internal topics do not exist in this service."""
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        """`metadataCache.contains(topicPartition)`: `__consumer_offsets` has one partition per
+        coordinator partition, the other internal topics and the service's own topics are never
+        part of a transaction, and data topics exist as the broker's metadata says (the metadata
+        component; before the first UpdateMetadata arrived, any legal name is taken to exist)."""
         if partition < 0 or not _LEGAL_TOPIC.fullmatch(topic) or topic in (".", ".."):
             return False
         if topic == CONSUMER_OFFSETS:
             return partition < self.p.config["coordinator.partitions"]
-        return topic not in INTERNAL_TOPICS
+        if topic in INTERNAL_TOPICS or self._is_service_topic(topic):
+            return False
+        return self.p.component("metadata").exists(topic, partition)
+
+    def _is_service_topic(self, topic: str) -> bool:
+        """The service's requests, responses, events and state-log topics (and the response topics
+        a request may name in replyTo): a marker written into them would corrupt them."""
+        return topic in self.p.config["coordinator.internal.topics"] or \
+            self.p._reply_to_re.fullmatch(topic) is not None
 
     def _verify_partitions(self, tid: str, pid: int, epoch: int, parts: list) -> dict:
         """handleVerifyPartitionsInTransaction (KIP-890 part 1): nothing is written."""
@@ -465,16 +474,27 @@ class TransactionCoordinator:
         return complete
 
     def _send_markers(self, md: TransactionMetadata, commit: bool) -> bool:
-        """Emit a marker per data partition and a WriteTxnMarkers request per group coordinator
-        partition. Returns whether anything was sent."""
+        """Emit a marker per existing data partition and a WriteTxnMarkers request per group
+        coordinator partition. Returns whether anything was sent."""
         tid = md.transactional_id
         parts = sorted_partitions(md.topic_partitions)
+        sent = False
+        metadata = self.p.component("metadata")
         for topic, p in parts:
-            if topic != CONSUMER_OFFSETS:
-                self.p.write_data(marker_record(
-                    topic, p, committed=commit, transactional_id=tid, producer_id=md.producer_id,
-                    producer_epoch=md.producer_epoch, coordinator_partition=self.p.partition_id,
-                    transaction_version=md.client_transaction_version))
+            if topic == CONSUMER_OFFSETS:
+                continue
+            if not metadata.exists(topic, p):
+                # TransactionMarkerChannelManager drops the markers of deleted partitions. Writing one
+                # would fail the sink (and with it the query) or re-create the topic.
+                self._event(tid, "TransactionMarkerDropped", producerId=md.producer_id,
+                            producerEpoch=md.producer_epoch, result="COMMIT" if commit else "ABORT",
+                            topic=topic, partition=p, reason="the partition does not exist")
+                continue
+            self.p.write_data(marker_record(
+                topic, p, committed=commit, transactional_id=tid, producer_id=md.producer_id,
+                producer_epoch=md.producer_epoch, coordinator_partition=self.p.partition_id,
+                transaction_version=md.client_transaction_version))
+            sent = True
         n = self.p.config["coordinator.partitions"]
         for topic, p in parts:
             if topic == CONSUMER_OFFSETS:
@@ -486,7 +506,8 @@ class TransactionCoordinator:
                                                 transaction_version=md.client_transaction_version),
                     correlation_id=self._next_correlation_id(),
                     client_id=f"transaction-coordinator-{self.p.partition_id}")
-        return bool(parts)
+                sent = True
+        return sent
 
     def _complete(self, tid: str) -> None:
         """TransactionMarkerChannelManager.writeTxnCompletion: write the prepared Complete*."""

@@ -21,7 +21,7 @@ class StreamJob:
     """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
 
     def __init__(self, bootstrap: str, workdir: Path, prefix: str, *, stream: dict | None = None,
-                 coordinator: dict | None = None):
+                 coordinator: dict | None = None, spark: dict | None = None):
         self.bootstrap = bootstrap
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -34,6 +34,7 @@ class StreamJob:
                        for name in ("requests", "responses", "events", "state_log")},
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
+            "spark": spark or {},
         }
         self.config_file.write_text(_to_toml(overrides))
         self.cfg = StreamConfig.load(self.config_file, environ={})

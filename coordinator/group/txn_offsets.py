@@ -1,0 +1,358 @@
+"""The group side of transactions: TxnOffsetCommit (API key 28) and WriteTxnMarkers (API key 27).
+
+Plugged into the "groups" component with `GroupCoordinator.extend`. It follows Kafka 4.x:
+`KafkaApis.handleTxnOffsetCommitRequest` (partitions of unknown topics are answered
+UNKNOWN_TOPIC_OR_PARTITION, the others go to the coordinator), `GroupCoordinatorService.
+commitTransactionalOffsets` (empty group id), `OffsetMetadataManager.commitTransactionalOffset`
+(group validation, OFFSET_METADATA_TOO_LARGE per partition), `KafkaApis.
+handleWriteTxnMarkersRequest` + `GroupCoordinatorShard.replayEndTransactionMarker` (COMMIT
+materializes the producer's pending offsets, newer record wins; ABORT drops them), and the part of
+the log layer a `__consumer_offsets` partition applies to every append: the producer state
+(`ProducerStateManager`), whose epoch check fences zombies (INVALID_PRODUCER_EPOCH).
+
+State-log records (keys from `coordinator.records.record_key`):
+
+    ["TxnOffsetCommit", producerId, groupId, topic, partition]
+        -> {"type": "TxnOffsetCommit", <OffsetCommitValue fields>, "producerId", "producerEpoch"}
+           a pending transactional offset (Kafka: an OffsetCommit record in a transactional batch),
+           or null once the producer's marker resolved it
+    ["EndTransactionMarker", producerId]
+        -> {"type": "EndTransactionMarker", "producerId", "producerEpoch",
+            "transactionResult": "COMMIT"|"ABORT", "coordinatorEpoch": 0, "transactionVersion",
+            "timestamp"}                       (Kafka's control record in __consumer_offsets)
+           or null when the producer's state expires (producer.id.expiration.ms)
+
+Why pending offsets have keys of their own: the state log is compacted, and Kafka's log cleaner
+never cleans past the last stable offset of `__consumer_offsets`, so an open transaction's records
+neither vanish nor hide the committed offsets before them. A plain compacted topic has no such
+rule: a pending offset under the OffsetCommit key would supersede the committed offset (a rebuild
+during the transaction would lose it), and a later regular commit would erase the pending offset.
+Under keys of their own they supersede nothing. When the marker comes, the marker record is written
+(a rebuild replays it as Kafka replays the control record), a materialized offset is re-appended as
+a regular OffsetCommit record (so that it survives compaction of the pending record), and the
+producer's pending records are deleted. Re-appending gives the committed offset a later position;
+so that no comparison Kafka makes changes, pending offsets of other producers that were written
+after the materialized one are re-appended after it (same values).
+
+Kafka answers TxnOffsetCommit only after verifying the transaction with the transaction
+coordinator (KIP-890; for v5 it also adds the partition to the transaction). That needs a reply
+path between coordinator partitions that the service does not have, so it is not done: the producer
+must have called AddOffsetsToTxn, as Kafka clients before KIP-890 did, and TxnOffsetCommit v5 is not
+served (see coordinator/txn/apis.py).
+"""
+from __future__ import annotations
+
+from ..errors import ApiError, Error, Errors
+from ..messages import Request, StateRecord
+from ..records import parse_record_key, record_key
+from ..timers import Timer
+from ..txn.apis import producer_fenced_for
+from .classic import ClassicGroup
+from .component import GroupCoordinator
+from .offsets import OffsetAndMetadata
+
+CONSUMER_OFFSETS = "__consumer_offsets"
+TXN_OFFSET_RECORD = "TxnOffsetCommit"
+MARKER_RECORD = "EndTransactionMarker"
+EXT = "txnOffsets"  # key of this extension's state in component.extensions
+T_PRODUCER_EXPIRATION = "txn-producer-expiration"
+PRODUCER_EXPIRATION_KEY = record_key(T_PRODUCER_EXPIRATION)
+COMMIT, ABORT = "COMMIT", "ABORT"
+
+
+def marker_key(producer_id: int) -> str:
+    return record_key(MARKER_RECORD, producer_id)
+
+
+# ====================================================================== extension state
+# component.extensions[EXT] = {
+#   "producers": {"<producerId>": [epoch, lastTimestampMs]},   the partition's producer state
+#   "keys": {"<producerId>": [TxnOffsetCommit record keys not yet deleted]},
+# }
+def _state(comp, create: bool = False) -> dict:
+    st = comp.extensions.get(EXT)
+    if st is None:
+        st = {"producers": {}, "keys": {}}
+        if create:
+            comp.extensions[EXT] = st
+    return st
+
+
+def _prune(comp) -> None:
+    st = comp.extensions.get(EXT)
+    if st is not None and not st["producers"] and not st["keys"]:
+        del comp.extensions[EXT]
+
+
+def producer_epoch(comp, producer_id: int) -> int | None:
+    """The last epoch this partition has seen for `producer_id` (None: unknown producer)."""
+    entry = _state(comp)["producers"].get(str(producer_id))
+    return None if entry is None else entry[0]
+
+
+def _update_producer(comp, producer_id: int, epoch: int, timestamp: int) -> None:
+    producers = _state(comp, create=True)["producers"]
+    entry = producers.get(str(producer_id))
+    if entry is None or epoch >= entry[0]:
+        producers[str(producer_id)] = [epoch, timestamp]
+    else:
+        entry[1] = max(entry[1], timestamp)
+    _ensure_expiration_timer(comp)
+
+
+def txn_offset_key(producer_id: int, group_id: str, topic: str, partition: int) -> str:
+    return record_key(TXN_OFFSET_RECORD, producer_id, group_id, topic, partition)
+
+
+# ====================================================================== replay
+def replay(comp, record: StateRecord) -> bool:
+    kind, ids = parse_record_key(record.key)
+    if kind == TXN_OFFSET_RECORD:
+        producer_id, group_id, topic, partition = ids
+        keys = _state(comp, create=True)["keys"]
+        if record.value is None:  # resolved by the producer's marker (already replayed)
+            mine = keys.get(str(producer_id), [])
+            if record.key in mine:
+                mine.remove(record.key)
+            if not mine:
+                keys.pop(str(producer_id), None)
+            _prune(comp)
+            return True
+        # OffsetMetadataManager.replay of an OffsetCommit record in a transactional batch.
+        seq = comp.next_record_seq
+        comp.next_record_seq += 1
+        if group_id not in comp.groups:
+            comp.groups[group_id] = ClassicGroup(group_id, now_ms=comp.p.clock_ms)  # a simple group
+        comp.offsets.add_pending(producer_id, group_id, topic, partition, OffsetAndMetadata.from_record(record.value, seq))
+        mine = keys.setdefault(str(producer_id), [])
+        if record.key not in mine:
+            mine.append(record.key)
+        _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["commitTimestamp"])
+        return True
+    if kind != MARKER_RECORD:
+        return False
+    producer_id = ids[0]
+    if record.value is None:  # the producer's state expired
+        _state(comp)["producers"].pop(str(producer_id), None)
+        _prune(comp)
+        return True
+    # GroupCoordinatorShard.replayEndTransactionMarker
+    comp.complete_transaction(producer_id, record.value["transactionResult"] == COMMIT)
+    _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["timestamp"])
+    return True
+
+
+def on_load(comp) -> None:
+    if _state(comp)["producers"]:
+        _ensure_expiration_timer(comp)
+
+
+def _pending_of(comp, producer_id: int) -> list[tuple[str, str, int, OffsetAndMetadata]]:
+    return [(g, t, p, v) for g, topics in comp.offsets.pending.get(producer_id, {}).items()
+            for t, partitions in topics.items() for p, v in partitions.items()]
+
+
+# ====================================================================== TxnOffsetCommit
+class _ResponseBuilder:
+    """TxnOffsetCommitResponse.Builder: topics in insertion order, `merge` appends."""
+
+    def __init__(self) -> None:
+        self.topics: list[dict] = []
+        self._by_name: dict[str, dict] = {}
+
+    def add(self, topic: str, partition: int, error: Error) -> None:
+        entry = self._by_name.get(topic)
+        if entry is None:
+            entry = self._by_name[topic] = {"name": topic, "partitions": []}
+            self.topics.append(entry)
+        entry["partitions"].append({"partitionIndex": partition, "errorCode": error.code})
+
+    def body(self) -> dict:
+        return {"throttleTimeMs": 0, "topics": self.topics}
+
+
+def txn_offset_commit(comp, request: Request) -> dict:
+    body, version = request.body, request.api_version
+    metadata = comp.p.component("metadata")
+    response = _ResponseBuilder()
+    # KafkaApis: unknown topics and partitions are answered here; the rest go to the coordinator.
+    valid: list[tuple[str, dict]] = []
+    for topic in body["topics"]:
+        for part in topic["partitions"]:
+            if metadata.exists(topic["name"], part["partitionIndex"]):
+                valid.append((topic["name"], part))
+            else:
+                response.add(topic["name"], part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    if not valid:
+        return response.body()
+    coordinator = _ResponseBuilder()
+    try:
+        _commit_transactional_offsets(comp, body, version, valid, coordinator)
+    except ApiError as e:
+        coordinator = _ResponseBuilder()
+        error = producer_fenced_for(version, 3, e.error)
+        for name, part in valid:
+            coordinator.add(name, part["partitionIndex"], error)
+    for entry in coordinator.topics:  # TxnOffsetCommitResponse.Builder.merge
+        for p in entry["partitions"]:
+            response.add(entry["name"], p["partitionIndex"], Errors.for_code(p["errorCode"]))
+    return response.body()
+
+
+def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, out: _ResponseBuilder) -> None:
+    """GroupCoordinatorService.commitTransactionalOffsets + OffsetMetadataManager.
+    commitTransactionalOffset + the log's producer-epoch check. Raises ApiError before it changes
+    anything."""
+    group_id, producer_id, epoch = body["groupId"], body["producerId"], body["producerEpoch"]
+    if group_id == "":
+        raise ApiError(Errors.INVALID_GROUP_ID)
+    if producer_id < 0:
+        # What the transaction verification answers for a producer id no transaction has.
+        raise ApiError(Errors.INVALID_PRODUCER_ID_MAPPING)
+    member_id = body.get("memberId", "")
+    instance_id = body.get("groupInstanceId")
+    generation = body.get("generationId", -1)
+    group = comp.groups.get(group_id)
+    if group is None:
+        if generation >= 0:
+            raise ApiError(Errors.ILLEGAL_GENERATION)
+    else:
+        try:
+            group.validate_offset_commit(member_id, instance_id, generation, True, version)
+        except ApiError as e:
+            if e.error is Errors.STALE_MEMBER_EPOCH:
+                raise ApiError(Errors.ILLEGAL_GENERATION) from e
+            raise
+    accepted = [(name, part) for name, part in valid if not comp.is_offset_metadata_invalid(part["committedMetadata"])]
+    if accepted:
+        # The log layer: an append with an epoch older than the producer's last one is fenced.
+        current = producer_epoch(comp, producer_id)
+        if current is not None and epoch < current:
+            raise ApiError(Errors.INVALID_PRODUCER_EPOCH,
+                           f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last "
+                           f"seen epoch {current}")
+    if group is None:
+        comp.validate_transactional_offset_commit(group_id, member_id, instance_id, generation, version)
+    for name, part in valid:
+        index = part["partitionIndex"]
+        if comp.is_offset_metadata_invalid(part["committedMetadata"]):
+            out.add(name, index, Errors.OFFSET_METADATA_TOO_LARGE)
+            continue
+        leader_epoch = part.get("committedLeaderEpoch", -1)
+        _append_pending(comp, producer_id, epoch, group_id, name, index, OffsetAndMetadata(
+            part["committedOffset"], None if leader_epoch == -1 else leader_epoch, part["committedMetadata"] or "",
+            comp.p.clock_ms, None))
+        out.add(name, index, Errors.NONE)
+
+
+def _append_pending(comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
+                    offset: OffsetAndMetadata) -> None:
+    value = offset.record_value()
+    value.update(type=TXN_OFFSET_RECORD, producerId=producer_id, producerEpoch=epoch)
+    comp.append_and_replay(txn_offset_key(producer_id, group_id, topic, partition), value)
+
+
+# ====================================================================== WriteTxnMarkers
+def write_txn_markers(comp, request: Request) -> dict:
+    """KafkaApis.handleWriteTxnMarkersRequest for the partitions this coordinator partition hosts:
+    only `__consumer_offsets-<own partition>`. Any other partition is not hosted here
+    (UNKNOWN_TOPIC_OR_PARTITION, as a broker answers for partitions it does not have)."""
+    markers = []
+    for marker in request.body["markers"]:
+        topics = []
+        for topic in marker["topics"]:
+            partitions = []
+            for index in topic["partitionIndexes"]:
+                if topic["name"] == CONSUMER_OFFSETS and index == comp.p.partition_id:
+                    error = apply_marker(comp, marker["producerId"], marker["producerEpoch"],
+                                         marker["transactionResult"], marker.get("transactionVersion", 0))
+                else:
+                    error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                partitions.append({"partitionIndex": index, "errorCode": error.code})
+            topics.append({"name": topic["name"], "partitions": partitions})
+        markers.append({"producerId": marker["producerId"], "topics": topics})
+    return {"markers": markers}
+
+
+def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transaction_version: int) -> Error:
+    """Write the marker (a state-log record, replayed as replayEndTransactionMarker), re-append the
+    offsets it materialized as regular OffsetCommit records and delete the producer's pending
+    records."""
+    result = COMMIT if committed else ABORT
+    current = producer_epoch(comp, producer_id)
+    # ProducerAppendInfo.checkProducerEpoch for a marker: a TV2 marker carries a bumped epoch, so it
+    # must be newer than anything seen; an older-version marker may repeat the current epoch.
+    if current is not None and (epoch <= current if transaction_version >= 2 else epoch < current):
+        comp.p.emit_event(str(producer_id), "TransactionMarkerRejected", producerId=producer_id,
+                          producerEpoch=epoch, result=result, lastProducerEpoch=current,
+                          transactionVersion=transaction_version)
+        return Errors.INVALID_PRODUCER_EPOCH
+    before = _pending_of(comp, producer_id)
+    comp.append_and_replay(marker_key(producer_id), {
+        "type": MARKER_RECORD, "producerId": producer_id, "producerEpoch": epoch, "transactionResult": result,
+        "coordinatorEpoch": 0, "transactionVersion": transaction_version, "timestamp": comp.p.clock_ms})
+    by_group: dict[str, dict] = {}
+    for group_id, topic, partition, value in before:
+        summary = by_group.setdefault(group_id, {"partitions": [], "skipped": []})
+        if not committed:
+            summary["partitions"].append([topic, partition])
+        elif comp.offsets.get(group_id, topic, partition) is value:
+            summary["partitions"].append([topic, partition, value.committed_offset])
+            comp.append_offset_commit(group_id, topic, partition, _copy(value))
+            # The re-appended offset has a later position than the pending record it comes from.
+            # Pending offsets of other producers written in between must still be newer than it
+            # (Kafka compares them with the pending record's position): they are re-appended too,
+            # in their order.
+            later = []
+            for other in comp.offsets.open_transactions.get(group_id, {}).get(topic, {}).get(partition, {}):
+                theirs = comp.offsets.pending_offset(other, group_id, topic, partition)
+                if theirs.record_seq > value.record_seq:
+                    later.append((theirs.record_seq, other, theirs))
+            for _, other, theirs in sorted(later, key=lambda x: x[0]):
+                _append_pending(comp, other, producer_epoch(comp, other), group_id, topic, partition, theirs)
+        else:
+            summary["skipped"].append([topic, partition])  # a newer regular commit wins
+    for key in list(_state(comp)["keys"].get(str(producer_id), [])):
+        comp.append_and_replay(key, None)
+    for group_id, summary in by_group.items():
+        if committed:
+            comp.emit(group_id, "TransactionalOffsetsCommitted", producerId=producer_id, producerEpoch=epoch,
+                      partitions=summary["partitions"], skipped=summary["skipped"])
+        else:
+            comp.emit(group_id, "TransactionalOffsetsAborted", producerId=producer_id, producerEpoch=epoch,
+                      partitions=summary["partitions"])
+    return Errors.NONE
+
+
+def _copy(value: OffsetAndMetadata) -> OffsetAndMetadata:
+    return OffsetAndMetadata(value.committed_offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
+                             value.expire_timestamp_ms)
+
+
+# ====================================================================== producer expiration
+def _ensure_expiration_timer(comp) -> None:
+    if PRODUCER_EXPIRATION_KEY not in comp.p.timers:
+        comp.p.schedule(PRODUCER_EXPIRATION_KEY,
+                        comp.p.clock_ms + comp.p.config["producer.id.expiration.check.interval.ms"],
+                        T_PRODUCER_EXPIRATION)
+
+
+def on_producer_expiration(comp, timer: Timer) -> None:
+    """ProducerStateManager.removeExpiredProducers: producers without an open transaction (no
+    pending offset records) whose last append is older than producer.id.expiration.ms are
+    forgotten (their marker record too)."""
+    now, expiration = comp.p.clock_ms, comp.p.config["producer.id.expiration.ms"]
+    st = _state(comp)
+    for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0])):
+        if pid not in st["keys"] and now - last_ts >= expiration:
+            comp.append_and_replay(marker_key(int(pid)), None)
+    if _state(comp)["producers"]:
+        _ensure_expiration_timer(comp)
+
+
+GroupCoordinator.extend(
+    apis={"TxnOffsetCommit": txn_offset_commit, "WriteTxnMarkers": write_txn_markers},
+    timers={T_PRODUCER_EXPIRATION: on_producer_expiration},
+    replay=replay,
+    on_load=on_load,
+)
