@@ -453,27 +453,27 @@ class GroupMember:
 
     def _handle_heartbeat(self, resp: dict, sent_with: Generation) -> None:
         code = resp["errorCode"]
-        with self._cond:
+        if code == Errors.NONE.code:
+            return
+        name = Errors.for_code(code).name
+        with self._cond:  # check and act at once: the membership thread may be starting a join
             # An answer for an older generation, or one arriving while the member is already
             # rejoining, says nothing about the current one.
             if self.generation != sent_with or self.state not in (COMPLETING, STABLE):
                 return
-        if code == Errors.NONE.code:
-            return
-        name = Errors.for_code(code).name
-        if code == Errors.REBALANCE_IN_PROGRESS.code:
-            log.info("%s: group %s is rebalancing; rejoining", self.client_id, self.group_id)
-            self._request_rejoin("group is already rebalancing")
-        elif code == Errors.ILLEGAL_GENERATION.code:
-            log.warning("%s: heartbeat: %s", self.client_id, name)
-            self._reset_generation(f"encountered {name} from HEARTBEAT response", sent_with.member_id)
-        elif code == Errors.UNKNOWN_MEMBER_ID.code:
-            log.warning("%s: heartbeat: %s", self.client_id, name)
-            self._reset_generation(f"encountered {name} from HEARTBEAT response")
-        elif code == Errors.FENCED_INSTANCE_ID.code:
-            self._fail(FatalGroupError(code, "Heartbeat"))
-        else:
-            log.warning("%s: heartbeat failed: %s", self.client_id, name)
+            if code == Errors.REBALANCE_IN_PROGRESS.code:
+                log.info("%s: group %s is rebalancing; rejoining", self.client_id, self.group_id)
+                self._request_rejoin("group is already rebalancing")
+            elif code == Errors.ILLEGAL_GENERATION.code:
+                log.warning("%s: heartbeat: %s", self.client_id, name)
+                self._reset_generation(f"encountered {name} from HEARTBEAT response", sent_with.member_id)
+            elif code == Errors.UNKNOWN_MEMBER_ID.code:
+                log.warning("%s: heartbeat: %s", self.client_id, name)
+                self._reset_generation(f"encountered {name} from HEARTBEAT response")
+            elif code == Errors.FENCED_INSTANCE_ID.code:
+                self._fail(FatalGroupError(code, "Heartbeat"))
+            else:
+                log.warning("%s: heartbeat failed: %s", self.client_id, name)
 
     # ================================================================ offsets
     def commit(self, offsets: dict[tuple[str, int], int], metadata: str = "",
