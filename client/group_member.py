@@ -29,7 +29,7 @@ kafka-python's `BaseCoordinator`):
 
 Observable state: `generation`, `assignment` (None while not Stable), `state`, `is_leader`,
 `fatal_error`, `join_sync_ms` (from the first JoinGroup of a rebalance to its SyncGroup answer),
-`joins_sent`, callbacks `on_assignment(member, assignment)` / `on_revoked(member, assignment)`.
+`first_join_sent` / `synced_at` (perf_counter times), `joins_sent`, callbacks `on_assignment(member, assignment)` / `on_revoked(member, assignment)`.
 
 The bytes in protocol metadata and assignments are Kafka's ConsumerProtocol encodings
 (`coordinator.group.consumer_protocol`), base64 in the JSON requests.
@@ -115,6 +115,7 @@ class GroupMember:
         self.requests_topic, self.responses_topic = requests_topic, responses_topic
         self.on_assignment, self.on_revoked = on_assignment, on_revoked
         self._client = client
+        self._client_closed = False
         self._partitions_for = partitions_for
         self._metadata_consumer = None
 
@@ -125,6 +126,8 @@ class GroupMember:
         self.is_leader = False
         self.fatal_error: FatalGroupError | None = None
         self.join_sync_ms: list[float] = []
+        self.first_join_sent: float | None = None  # time.perf_counter() of the very first JoinGroup
+        self.synced_at: dict[int, float] = {}  # generation -> time.perf_counter() of its SyncGroup answer
         self.joins_sent = 0
         self.last_join_response: dict | None = None
         self._rejoin_needed = True
@@ -189,7 +192,8 @@ class GroupMember:
                 t.join(timeout=30)
 
     def _close_clients(self) -> None:
-        if self._client is not None:
+        if self._client is not None and not self._client_closed:
+            self._client_closed = True
             self._client.close()
         if self._metadata_consumer is not None:
             self._metadata_consumer.close()
@@ -314,6 +318,8 @@ class GroupMember:
             self.on_revoked(self, previous)
 
         self.joins_sent += 1
+        if self.first_join_sent is None:
+            self.first_join_sent = time.perf_counter()
         resp = self._request("JoinGroup", JOIN_VERSION, {
             "groupId": self.group_id, "sessionTimeoutMs": self.session_timeout_ms,
             "rebalanceTimeoutMs": self.rebalance_timeout_ms, "memberId": generation.member_id,
@@ -348,7 +354,9 @@ class GroupMember:
         with self._cond:
             if self.generation != generation:
                 raise _Retry("the generation changed during SyncGroup")
-            self.join_sync_ms.append((time.perf_counter() - self._join_started) * 1000)
+            now = time.perf_counter()
+            self.join_sync_ms.append((now - self._join_started) * 1000)
+            self.synced_at[generation.generation_id] = now
             self._join_started = None
             self.assignment = assignment
             self.state = STABLE
