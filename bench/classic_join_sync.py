@@ -5,7 +5,7 @@
 
 For each `group.initial.rebalance.delay.ms` in --delays it starts a job (one after the other; the
 machine has 2 cores), then, --rounds times each, forms a new group of 1 and of 3 members
-(client/group_member.py, started together) and takes, per member, the time from its first
+(client/classic_group.py, started together) and takes, per member, the time from its first
 JoinGroup sent to its SyncGroup answer received. A new dynamic member's path is: JoinGroup →
 MEMBER_ID_REQUIRED, JoinGroup with the id (parked for the initial delay, extended once more when
 members keep arriving within it, as Kafka does) → SyncGroup. Also measured: the sequential
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kafka import KafkaAdminClient  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 
-from client.group_member import GroupMember  # noqa: E402
+from client.classic_group import ClassicGroupMember  # noqa: E402
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from tests.integration.harness import StreamJob  # noqa: E402
 
@@ -37,7 +37,7 @@ TOPICS = {"bench-orders": 12, "bench-payments": 4}
 def form_group(job: StreamJob, group_id: str, n: int) -> tuple[list[float], int]:
     """Start n members together; when all are Stable in one generation, each member's time from
     its first JoinGroup to the SyncGroup answer of that generation, and the generation."""
-    members = [GroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
+    members = [ClassicGroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
                            responses_topic=job.topics["responses"], session_timeout_ms=30000,
                            heartbeat_interval_ms=3000, rebalance_timeout_ms=60000) for _ in range(n)]
     threads = [threading.Thread(target=m.start) for m in members]

@@ -5,7 +5,7 @@ what a heartbeat costs in the coordinator core.
     .venv/bin/python bench/consumer_groups.py e2e  [--members 10] [--rounds 3] [--interval-ms 5000]
     .venv/bin/python bench/consumer_groups.py core [--quick]
 
-e2e: one broker and the real Spark job (local[2], trigger 200 ms). `--members - 1` GroupMember
+e2e: one broker and the real Spark job (local[2], trigger 200 ms). `--members - 1` ConsumerGroupMember
 clients join a topic of `--partitions` partitions and settle; then, `--rounds` times, one more member
 joins (a group of `--members`) and the time until the group has converged is measured: from the
 joining member's first heartbeat to the last partition handed over, i.e. every member owns exactly
@@ -35,7 +35,7 @@ def e2e(args) -> int:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
-    from client import GroupMember, TopicNames
+    from client import ConsumerGroupMember, TopicNames
     from deploy.kafka_local import LocalKafka, free_port
     from tests.integration.harness import StreamJob
 
@@ -66,7 +66,7 @@ def e2e(args) -> int:
                 last_change[0] = time.monotonic()
 
         def member(i):
-            return GroupMember(cc, group, [topic], member_id=None, response_timeout_s=10,
+            return ConsumerGroupMember(cc, group, [topic], member_id=None, response_timeout_s=10,
                                on_assign=touched, on_revoke=touched, on_response=responded).start()
 
         def converged(members) -> bool:

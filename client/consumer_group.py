@@ -2,7 +2,7 @@
 side (membership and reconciliation only; fetching records is the application's business).
 
     with CoordinatorClient(bootstrap, "orders-app") as cc:
-        m = GroupMember(cc, "orders", topics=["orders"], on_assign=..., on_revoke=...)
+        m = ConsumerGroupMember(cc, "orders", topics=["orders"], on_assign=..., on_revoke=...)
         m.start()              # joins, then heartbeats every heartbeatIntervalMs in a thread
         ...m.owned()           # {topicId: {partitions}} this member may consume right now
         m.stop()               # leaves the group (member epoch -1; -2 for a static member with
@@ -89,7 +89,7 @@ class TopicNames:
         self._admin.close()
 
 
-class GroupMember:
+class ConsumerGroupMember:
     def __init__(self, client: CoordinatorClient, group_id: str, topics: list[str] | None = None, *,
                  regex: str | None = None, member_id: str | None = None, instance_id: str | None = None,
                  rack_id: str | None = None, rebalance_timeout_ms: int = 60000, server_assignor: str | None = None,
@@ -214,7 +214,7 @@ class GroupMember:
             self._ack_needed = True
 
     # ---------------------------------------------------------------- the heartbeat thread
-    def start(self) -> "GroupMember":
+    def start(self) -> "ConsumerGroupMember":
         self._thread = threading.Thread(target=self._run, name=f"member-{self.member_id}", daemon=True)
         self._thread.start()
         return self

@@ -25,7 +25,7 @@ from kafka.errors import TopicAlreadyExistsError
 
 from client import CoordinatorClient
 from client.admin import GroupAdmin
-from client.group_member import STABLE, GroupMember
+from client.classic_group import STABLE, ClassicGroupMember
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -70,14 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     for t in topics:
         ensure_topic(args.bootstrap, t, args.partitions)
 
-    def on_assignment(member: GroupMember, assignment: dict) -> None:
+    def on_assignment(member: ClassicGroupMember, assignment: dict) -> None:
         print(f"[{member.client_id}] generation {member.generation.generation_id}"
               f"{' (leader)' if member.is_leader else ''}: {json.dumps(assignment)}", flush=True)
 
     members = []
     for i in range(args.members):
         instance = None if args.static is None else (args.static if i == 0 else f"{args.static}-{i + 1}")
-        members.append(GroupMember(args.bootstrap, args.group, topics, group_instance_id=instance,
+        members.append(ClassicGroupMember(args.bootstrap, args.group, topics, group_instance_id=instance,
                                    session_timeout_ms=args.session_timeout_ms,
                                    requests_topic=args.requests_topic, responses_topic=args.responses_topic,
                                    on_assignment=on_assignment).start())

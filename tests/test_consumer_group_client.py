@@ -1,9 +1,9 @@
-"""The client's GroupMember against the coordinator core in-process (the same requests it sends
+"""The client's ConsumerGroupMember against the coordinator core in-process (the same requests it sends
 through Kafka in the end-to-end test): join, incremental heartbeats, revoke-then-assign with an
 immediate acknowledgement, fencing and rejoin, lost responses, leaving."""
 from __future__ import annotations
 
-from client.consumer_group import GroupMember, new_member_id
+from client.consumer_group import ConsumerGroupMember, new_member_id
 from client.request_client import ResponseTimeout
 from tests.consumer_group_helpers import ConsumerGroupTestClient, topic_id
 
@@ -33,8 +33,8 @@ def test_join_heartbeat_reconcile_and_leave():
     c = ConsumerGroupTestClient(topics={"foo": 4})
     net = InProcess(c)
     revoked, assigned = [], []
-    m1 = GroupMember(net, c.group_id, ["foo"], member_id="m1", on_revoke=revoked.append, on_assign=assigned.append)
-    m2 = GroupMember(net, c.group_id, ["foo"], member_id="m2")
+    m1 = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m1", on_revoke=revoked.append, on_assign=assigned.append)
+    m2 = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m2")
     m1.heartbeat_once()
     assert names(c, m1.owned()) == {"foo": [0, 1, 2, 3]} and m1.member_epoch == 1
     assert net.sent[0]["topicPartitions"] == [] and net.sent[0]["rebalanceTimeoutMs"] == 60000
@@ -59,7 +59,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins_with_the_same_id():
     c = ConsumerGroupTestClient(topics={"foo": 2})
     net = InProcess(c)
     lost = []
-    m = GroupMember(net, c.group_id, ["foo"], member_id=new_member_id(), on_lost=lost.append)
+    m = ConsumerGroupMember(net, c.group_id, ["foo"], member_id=new_member_id(), on_lost=lost.append)
     m.heartbeat_once()
     c.sleep(45_000)  # the session expires
     m.heartbeat_once()
@@ -71,7 +71,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins_with_the_same_id():
 def test_a_lost_response_is_followed_by_a_full_heartbeat():
     c = ConsumerGroupTestClient(topics={"foo": 2})
     net = InProcess(c)
-    m = GroupMember(net, c.group_id, ["foo"], member_id="m")
+    m = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m")
     m.heartbeat_once()
     m.heartbeat_once()
     net.drop = 1
@@ -84,6 +84,6 @@ def test_a_lost_response_is_followed_by_a_full_heartbeat():
 
 def test_fatal_errors_stop_the_member():
     c = ConsumerGroupTestClient(topics={"foo": 2})
-    m = GroupMember(InProcess(c), c.group_id, ["foo"], member_id="m", server_assignor="nope")
+    m = ConsumerGroupMember(InProcess(c), c.group_id, ["foo"], member_id="m", server_assignor="nope")
     m.heartbeat_once()
     assert m.fatal["errorCode"] == 112 and m._stop.is_set()

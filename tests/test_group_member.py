@@ -1,4 +1,4 @@
-"""The classic group member client (client/group_member.py) against the real coordinator core served
+"""The classic group member client (client/classic_group.py) against the real coordinator core served
 in-process on the wall clock (tests/local_service.py): the protocol logic of the client, in
 seconds. The same client runs through the real broker and Spark job in
 tests/integration/test_classic_groups_e2e.py."""
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from client.admin import GroupAdmin
-from client.group_member import STABLE, GroupMember
+from client.classic_group import STABLE, ClassicGroupMember
 from coordinator.errors import Errors
 
 from .local_service import LocalService
@@ -31,14 +31,14 @@ _ids = itertools.count()
 
 @pytest.fixture
 def members(service):
-    made: list[GroupMember] = []
+    made: list[ClassicGroupMember] = []
 
-    def make(group_id: str, topics=("orders", "payments"), instance_id: str | None = None, **kw) -> GroupMember:
+    def make(group_id: str, topics=("orders", "payments"), instance_id: str | None = None, **kw) -> ClassicGroupMember:
         client = service.client(f"consumer-{group_id}-{next(_ids)}")
         kw.setdefault("session_timeout_ms", SESSION)
         kw.setdefault("heartbeat_interval_ms", 100)
         kw.setdefault("rebalance_timeout_ms", 3000)
-        m = GroupMember(None, group_id, list(topics), group_instance_id=instance_id, client=client,
+        m = ClassicGroupMember(None, group_id, list(topics), group_instance_id=instance_id, client=client,
                         partitions_for=TOPICS.get, **kw)
         made.append(m)
         return m.start()
@@ -62,7 +62,7 @@ def expected_range(member_ids: list[str]) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def converged(ms: list[GroupMember], generation: int, exact: bool = True) -> int:
+def converged(ms: list[ClassicGroupMember], generation: int, exact: bool = True) -> int:
     """Wait until every member is Stable in one generation (`generation`, or with exact=False at
     least that one) holding the range assignment of exactly these members; returns it."""
     deadline = time.monotonic() + 15
@@ -113,8 +113,8 @@ def test_commit_then_fetch_and_a_killed_member_is_replaced_after_its_session_tim
     assert set(victim_commit(service, victim).values()) == {"UNKNOWN_MEMBER_ID"}
 
 
-def victim_commit(service, victim: GroupMember) -> dict:
-    ghost = GroupMember(None, victim.group_id, [], client=service.client("ghost"), partitions_for=TOPICS.get)
+def victim_commit(service, victim: ClassicGroupMember) -> dict:
+    ghost = ClassicGroupMember(None, victim.group_id, [], client=service.client("ghost"), partitions_for=TOPICS.get)
     ghost.generation = victim.generation
     return ghost.commit({("orders", 0): 1})
 

@@ -16,7 +16,7 @@ The group coordinator itself only needs the subscribed topics: `ClassicGroup.com
 parses every member's metadata as version 0 (the prefix every later version keeps), and if any
 member's metadata does not parse, the group does not know its subscriptions, exactly as Kafka logs
 and gives up (`parse_subscription_topics`). The full encoders and decoders serve clients
-(`client/group_member.py`) and tests.
+(`client/classic_group.py`) and tests.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Classic consumer groups end to end: the group member client (client/group_member.py) through the
+"""Classic consumer groups end to end: the group member client (client/classic_group.py) through the
 real Kafka broker and the real Spark job.
 
 - three members form one generation (the broker's default `group.initial.rebalance.delay.ms`,
@@ -23,7 +23,7 @@ from kafka.admin import NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
 from client.admin import GroupAdmin
-from client.group_member import STABLE, GroupMember
+from client.classic_group import STABLE, ClassicGroupMember
 from client.topic_reader import events as read_events
 from client.topic_reader import read_records, state_log
 from coordinator import CoordinatorPartition, Errors, coordinator_partition
@@ -73,13 +73,13 @@ def warm_up(job) -> None:
 
 @pytest.fixture(scope="module")
 def members(job):
-    made: list[GroupMember] = []
+    made: list[ClassicGroupMember] = []
 
-    def make(group_id: str, *, start: bool = True, **kw) -> GroupMember:
+    def make(group_id: str, *, start: bool = True, **kw) -> ClassicGroupMember:
         kw.setdefault("session_timeout_ms", SESSION_MS)
         kw.setdefault("heartbeat_interval_ms", HEARTBEAT_MS)
         kw.setdefault("rebalance_timeout_ms", 60000)
-        m = GroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
+        m = ClassicGroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
                         responses_topic=job.topics["responses"], **kw)
         made.append(m)
         return m.start() if start else m
@@ -89,7 +89,7 @@ def members(job):
         m.abandon()
 
 
-def start_together(ms: list[GroupMember]) -> None:
+def start_together(ms: list[ClassicGroupMember]) -> None:
     threads = [threading.Thread(target=m.start) for m in ms]
     for t in threads:
         t.start()
@@ -97,7 +97,7 @@ def start_together(ms: list[GroupMember]) -> None:
         t.join()
 
 
-def expected_range(ms: list[GroupMember]) -> dict[str, dict[str, list[int]]]:
+def expected_range(ms: list[ClassicGroupMember]) -> dict[str, dict[str, list[int]]]:
     """Kafka's RangeAssignor for these members: static first by instance id, then by member id."""
     order = sorted(ms, key=lambda m: (m.group_instance_id is None, m.group_instance_id or m.member_id))
     out: dict[str, dict[str, list[int]]] = {m.member_id: {} for m in ms}
@@ -112,7 +112,7 @@ def expected_range(ms: list[GroupMember]) -> dict[str, dict[str, list[int]]]:
     return out
 
 
-def converge(ms: list[GroupMember], min_generation: int, timeout: float = WAIT) -> int:
+def converge(ms: list[ClassicGroupMember], min_generation: int, timeout: float = WAIT) -> int:
     """Every member Stable in one generation >= min_generation, holding the range assignment of
     exactly these members; returns the generation."""
     deadline = time.monotonic() + timeout

@@ -1,4 +1,4 @@
-"""KIP-848 consumer groups end to end: GroupMember clients heartbeat through the real broker and the
+"""KIP-848 consumer groups end to end: ConsumerGroupMember clients heartbeat through the real broker and the
 real Spark job. Members join, one leaves, one is killed, the topic gains partitions, and the job
 itself is SIGKILLed while a rebalance is in flight; after each step every member converges to the
 assignment the coordinator describes, and at no moment do two members own the same partition."""
@@ -11,7 +11,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from client import GroupMember, TopicNames
+from client import ConsumerGroupMember, TopicNames
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ class Ownership:
                     if self.owner.get((t, p)) == name:
                         del self.owner[(t, p)]
 
-    def crashed(self, name: str, member: GroupMember) -> None:
+    def crashed(self, name: str, member: ConsumerGroupMember) -> None:
         self._release(name, member.owned())
 
 
@@ -70,7 +70,7 @@ def describe(cc, group: str) -> dict:
                       key=group, timeout=60)["groups"][0]
 
 
-def wait_converged(cc, names: TopicNames, members: dict[str, GroupMember], partitions: int,
+def wait_converged(cc, names: TopicNames, members: dict[str, ConsumerGroupMember], partitions: int,
                    timeout: float = 120) -> float:
     """Until the group is Stable with exactly these members, each owning (client side) what the
     coordinator assigned it, together every partition once, balanced within one."""
@@ -100,11 +100,11 @@ def test_members_converge_through_joins_leaves_kills_growth_and_a_job_kill(job):
     names = TopicNames(job.bootstrap)
     cc = job.client("cg-e2e-client")
     ownership = Ownership()
-    live: dict[str, GroupMember] = {}
+    live: dict[str, ConsumerGroupMember] = {}
     timings: dict[str, float] = {}
 
-    def join(name: str) -> GroupMember:
-        m = GroupMember(cc, GROUP, [TOPIC], response_timeout_s=4, **ownership.callbacks(name))
+    def join(name: str) -> ConsumerGroupMember:
+        m = ConsumerGroupMember(cc, GROUP, [TOPIC], response_timeout_s=4, **ownership.callbacks(name))
         live[name] = m
         return m.start()
 

@@ -1,7 +1,7 @@
 """A classic consumer-group member (protocol type "consumer", eager "range" assignment) that speaks
 to the coordinator service through its request and response topics.
 
-    member = GroupMember("127.0.0.1:9092", "orders-app", ["orders"]).start()
+    member = ClassicGroupMember("127.0.0.1:9092", "orders-app", ["orders"]).start()
     member.wait_stable(timeout=60)
     member.assignment        # {"orders": [0, 1, 2]}
     member.generation        # Generation(generation_id=1, member_id="consumer-...", protocol="range")
@@ -93,15 +93,15 @@ class _Retry(Exception):
         self.backoff = backoff
 
 
-class GroupMember:
+class ClassicGroupMember:
     def __init__(self, bootstrap_servers: str | None, group_id: str, topics: list[str], *,
                  group_instance_id: str | None = None, client_id: str | None = None,
                  session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 300000,
                  heartbeat_interval_ms: int = 3000, retry_backoff_ms: int = 100,
                  requests_topic: str = "coordinator-requests", responses_topic: str = "coordinator-responses",
                  client: Any = None, partitions_for: Callable[[str], int | None] | None = None,
-                 on_assignment: Callable[["GroupMember", dict], None] | None = None,
-                 on_revoked: Callable[["GroupMember", dict], None] | None = None):
+                 on_assignment: Callable[["ClassicGroupMember", dict], None] | None = None,
+                 on_revoked: Callable[["ClassicGroupMember", dict], None] | None = None):
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.topics = list(topics)
@@ -138,7 +138,7 @@ class GroupMember:
         self._threads: list[threading.Thread] = []
 
     # ================================================================ lifecycle
-    def start(self) -> "GroupMember":
+    def start(self) -> "ClassicGroupMember":
         if self._client is None:
             self._client = CoordinatorClient(self.bootstrap_servers, self.client_id,
                                              requests_topic=self.requests_topic,
@@ -199,14 +199,14 @@ class GroupMember:
             self._metadata_consumer.close()
             self._metadata_consumer = None
 
-    def __enter__(self) -> "GroupMember":
+    def __enter__(self) -> "ClassicGroupMember":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     # ================================================================ observing
-    def wait_for(self, predicate: Callable[["GroupMember"], bool], timeout: float = 60.0) -> None:
+    def wait_for(self, predicate: Callable[["ClassicGroupMember"], bool], timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         with self._cond:
             while not predicate(self):
@@ -218,7 +218,7 @@ class GroupMember:
                                        f"(state {self.state}, {self.generation})")
                 self._cond.wait(min(left, 0.5))
 
-    def wait_stable(self, min_generation: int = 1, timeout: float = 60.0) -> "GroupMember":
+    def wait_stable(self, min_generation: int = 1, timeout: float = 60.0) -> "ClassicGroupMember":
         """Wait until the member is Stable in a generation >= `min_generation`."""
         self.wait_for(lambda m: m.state == STABLE and not m._rejoin_needed
                       and m.generation.generation_id >= min_generation, timeout)
