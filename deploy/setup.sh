@@ -31,8 +31,10 @@ fetch_jars() {  # pom, output dir
   echo "setup: resolving $(basename "$pom") from Maven Central into $out" >&2
   rm -rf "$out"
   # Our own settings file: Spark's parent POM names a mirror this machine cannot reach.
-  mvn -q -B -Dstyle.color=never -s deploy/maven-settings.xml -f "$pom" dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$ROOT/$out"
+  if ! mvn -q -B -s deploy/maven-settings.xml -f "$pom" dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$ROOT/$out" > .cache/mvn.log 2>&1; then
+    cat .cache/mvn.log >&2; exit 1
+  fi
   echo "$want" > "$stamp"
 }
 fetch_jars deploy/kafka-broker.pom.xml .cache/jars/kafka
