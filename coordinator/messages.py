@@ -98,13 +98,6 @@ class Outputs:
     requests: list[InternalRequest] = field(default_factory=list)
     data: list[DataRecord] = field(default_factory=list)
 
-    def extend(self, other: "Outputs") -> None:
-        self.responses += other.responses
-        self.events += other.events
-        self.records += other.records
-        self.requests += other.requests
-        self.data += other.data
-
     def __len__(self) -> int:
         return (len(self.responses) + len(self.events) + len(self.records)
                 + len(self.requests) + len(self.data))
