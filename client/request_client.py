@@ -101,9 +101,10 @@ class CoordinatorClient:
             return cid
 
     def send(self, api_key: str, api_version: int, body: dict[str, Any], *, key: str | None = None,
-             correlation_id: int | None = None) -> int:
+             correlation_id: int | None = None, flush: bool = True) -> int:
         """Send a request; returns its correlation id. `key` is the routing key (group or
-        transactional id); by default the body's groupId / transactionalId / key."""
+        transactional id); by default the body's groupId / transactionalId / key. With
+        flush=False the record may wait in the producer's buffer until `flush()`."""
         cid = self.next_correlation_id() if correlation_id is None else correlation_id
         if key is None:
             key = body.get("groupId") or body.get("transactionalId") or body.get("key")
@@ -111,12 +112,16 @@ class CoordinatorClient:
                     "clientId": self.client_id, "request": body}
         if self.reply_to:
             envelope["replyTo"] = self.reply_to
-        self.send_raw(json.dumps(envelope).encode(), key=key)
+        self.send_raw(json.dumps(envelope).encode(), key=key, flush=flush)
         return cid
 
-    def send_raw(self, value: bytes | None, *, key: str | None = None) -> None:
+    def send_raw(self, value: bytes | None, *, key: str | None = None, flush: bool = True) -> None:
         self._producer.send(self.requests_topic, key=None if key is None else key.encode("utf-8"),
                             value=value)
+        if flush:
+            self._producer.flush()
+
+    def flush(self) -> None:
         self._producer.flush()
 
     def wait(self, correlation_id: int, timeout: float = 30.0) -> dict:
