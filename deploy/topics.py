@@ -23,14 +23,17 @@ from streaming.config import StreamConfig
 
 def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
     t = cfg.topics
+    # The service's own records may be larger than the broker's 1 MB default (a big group's
+    # metadata, an OffsetFetch of many partitions): its topics take what the sink may write.
+    big = {"max.message.bytes": str(int(cfg.stream["max_record_bytes"]))}
     return [
         NewTopic(t["requests"], int(t["requests_partitions"]), 1,
-                 topic_configs={"message.timestamp.type": "LogAppendTime"}),
-        NewTopic(t["responses"], int(t["responses_partitions"]), 1),
-        NewTopic(t["events"], int(t["events_partitions"]), 1),
+                 topic_configs={"message.timestamp.type": "LogAppendTime", **big}),
+        NewTopic(t["responses"], int(t["responses_partitions"]), 1, topic_configs=dict(big)),
+        NewTopic(t["events"], int(t["events_partitions"]), 1, topic_configs=dict(big)),
         NewTopic(t["state_log"], cfg.coordinator_partitions, 1,
                  topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
-                                "segment.ms": "600000"}),
+                                "segment.ms": "600000", **big}),
     ]
 
 

@@ -17,7 +17,7 @@ def step_settings(cfg: StreamConfig) -> StepSettings:
     t = cfg.topics
     return StepSettings(coordinator=cfg.coordinator_config().to_json(), responses_topic=t["responses"],
                         events_topic=t["events"], state_log_topic=t["state_log"],
-                        requests_topic=t["requests"])
+                        requests_topic=t["requests"], max_record_bytes=int(cfg.stream["max_record_bytes"]))
 
 
 def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
@@ -33,7 +33,9 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         .load()
     )
     rows = raw.select(
-        F.col("key").cast("string").alias("key"),
+        # A routing key is a group or transactional id: at most 32767 UTF-8 bytes (a Kafka string),
+        # so cutting longer keys changes no valid request's routing and bounds the hashing work.
+        F.substring(F.col("key").cast("string"), 1, 32767).alias("key"),
         # Oversized values are cut here, in the JVM, so they never cross into Python whole; the
         # core answers them with INVALID_REQUEST using the full size.
         F.expr(f"substring(value, 1, {max_bytes + 1})").alias("value"),
@@ -63,6 +65,7 @@ def start(spark: SparkSession, cfg: StreamConfig, query_name: str = "coordinator
         .queryName(query_name)
         .option("kafka.bootstrap.servers", cfg.bootstrap)
         .option("kafka.acks", "all")
+        .option("kafka.max.request.size", str(int(cfg.stream["max_record_bytes"])))
         .option("checkpointLocation", str(cfg.checkpoint))
         .outputMode("append")
         .trigger(processingTime=cfg.stream["trigger_interval"])

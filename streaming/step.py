@@ -14,7 +14,7 @@ from typing import Iterator
 import pandas as pd
 
 import state as state_codec
-from coordinator import CoordinatorConfig, CoordinatorPartition
+from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
 from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import Outputs, response_envelope
 
@@ -32,6 +32,13 @@ class StepSettings:
     events_topic: str
     state_log_topic: str
     requests_topic: str
+    # Largest record the sink may write (the sink's max.request.size and the topics'
+    # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
+    max_record_bytes: int = 16 << 20
+
+
+# Event keys echo request-record keys; a hostile key must not make an event too large.
+MAX_EVENT_KEY_CHARS = 1024
 
 
 def _json_bytes(obj) -> bytes:
@@ -41,19 +48,44 @@ def _json_bytes(obj) -> bytes:
 
 def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> list[tuple]:
     rows: list[tuple] = []
+    oversized: list[dict] = []
+
+    def fits(key: str | None, value: bytes | None, what: dict) -> bool:
+        size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
+        if size <= s.max_record_bytes:
+            return True
+        oversized.append({**what, "bytes": size, "maxRecordBytes": s.max_record_bytes})
+        return False
+
     for r in out.responses:
-        rows.append((r.reply.reply_to or s.responses_topic, r.reply.client_id,
-                     _json_bytes(response_envelope(r.reply, r.body)), None, []))
+        value = _json_bytes(response_envelope(r.reply, r.body))
+        if not fits(r.reply.client_id, value, {"what": "response", "apiKey": r.reply.api_key,
+                                               "correlationId": r.reply.correlation_id}):
+            # Kafka has no such limit on responses; answer with an error rather than stop the query.
+            value = _json_bytes(response_envelope(r.reply, {
+                "throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
+                "errorMessage": f"the response is larger than {s.max_record_bytes} bytes"}))
+        rows.append((r.reply.reply_to or s.responses_topic, r.reply.client_id, value, None, []))
     for e in out.events:
-        rows.append((s.events_topic, e.key, _json_bytes(e.body), None, []))
+        key = e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…"
+        value = _json_bytes(e.body)
+        if fits(key, value, {"what": "event", "name": e.body.get("event")}):
+            rows.append((s.events_topic, key, value, None, []))
     for rec in out.records:
         value = None if rec.value is None else _json_bytes(rec.value)
-        rows.append((s.state_log_topic, rec.key, value, coordinator_partition, []))
+        if fits(rec.key, value, {"what": "state record", "recordKey": rec.key[:MAX_EVENT_KEY_CHARS]}):
+            rows.append((s.state_log_topic, rec.key, value, coordinator_partition, []))
     for q in out.requests:
-        rows.append((s.requests_topic, q.key, _json_bytes(q.envelope), None, []))
+        value = _json_bytes(q.envelope)
+        if fits(q.key, value, {"what": "internal request", "apiKey": q.envelope.get("apiKey")}):
+            rows.append((s.requests_topic, q.key, value, None, []))
     for d in out.data:
         rows.append((d.topic, d.key, d.value, int(d.partition),
                      [{"key": k, "value": v} for k, v in d.headers]))
+    for what in oversized:
+        rows.append((s.events_topic, "", _json_bytes({"event": "RecordTooLarge",
+                                                       "coordinatorPartition": coordinator_partition,
+                                                       **what}), None, []))
     return rows
 
 

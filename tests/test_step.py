@@ -85,3 +85,20 @@ def test_timeout_call_fires_due_timers_and_replays_identically():
     # The Spark timeout was re-armed at the pending member's session deadline (appended at 9 000,
     # 6 000 ms session), relative to the batch time 10 000.
     assert g.timeout == (9_000 + 6_000) - 10_000
+
+
+def test_records_too_large_for_the_sink_never_reach_it():
+    small = StepSettings(**{**SETTINGS.__dict__, "max_record_bytes": 1500})
+    step = make_step(small)
+    g = GroupStateStandIn()
+    keys = [f"k{i}" for i in range(20)]
+    hostile_key = "x" * 5000
+    out = run(step, 0, [frame(("g", env("FindCoordinator", 4, 1, {"keyType": 0, "coordinatorKeys": keys}), 100, 1, 0, 0),
+                              (hostile_key, b"not json", 8, 2, 0, 1))], g)
+    sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"])]
+    assert max(sizes) <= 1500
+    resp = json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]
+    assert resp["errorCode"] == -1 and "larger than 1500 bytes" in resp["errorMessage"]
+    events = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
+    assert {e["event"] for e in events} == {"RequestRejected", "RecordTooLarge"}
+    assert all(len(k) <= 1025 for k in out[out.topic == "ev"]["key"])
