@@ -242,20 +242,6 @@ def _delete_error(version, body, error, message):
                                             for g in (body or {}).get("groupsNames", [])])
 
 
-def _rejectable(builder):
-    """A request rejected before it could be read (unsupported version, schema error: `body` is
-    None) gets the API's error shape plus a top-level `errorCode` and `errorMessage`, so the reason
-    is visible even for APIs whose response has no such fields (a Kafka broker would close the
-    connection instead)."""
-    def build(version: int, body: dict | None, error: Error, message: str | None) -> dict:
-        out = builder(version, body, error, message)
-        if body is None:
-            out.setdefault("errorCode", error.code)
-            out["errorMessage"] = message
-        return out
-    return build
-
-
 # ====================================================================== request schemas
 
 NULLABLE = (0, None)
@@ -272,7 +258,7 @@ JOIN_GROUP = register(ApiSpec(
         F("protocols", Array(Struct(F("name", "string"), F("metadata", "bytes")))),
         F("reason", "string", versions=(8, None), nullable=(8, None), default=None),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_join_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_join_error))
 
 SYNC_GROUP = register(ApiSpec(
     name="SyncGroup", api_key=14, min_version=0, max_version=5,
@@ -285,7 +271,7 @@ SYNC_GROUP = register(ApiSpec(
         F("protocolName", "string", versions=(5, None), nullable=(5, None), default=None),
         F("assignments", Array(Struct(F("memberId", "string"), F("assignment", "bytes")))),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_sync_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_sync_error))
 
 HEARTBEAT = register(ApiSpec(
     name="Heartbeat", api_key=12, min_version=0, max_version=4,
@@ -295,7 +281,7 @@ HEARTBEAT = register(ApiSpec(
         F("memberId", "string"),
         F("groupInstanceId", "string", versions=(3, None), nullable=(3, None), default=None),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_heartbeat_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_heartbeat_error))
 
 LEAVE_GROUP = register(ApiSpec(
     name="LeaveGroup", api_key=13, min_version=0, max_version=5,
@@ -308,7 +294,7 @@ LEAVE_GROUP = register(ApiSpec(
             F("reason", "string", versions=(5, None), nullable=(5, None), default=None),
         )), versions=(3, None)),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_leave_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_leave_error))
 
 OFFSET_COMMIT = register(ApiSpec(
     name="OffsetCommit", api_key=8, min_version=2, max_version=9,
@@ -328,7 +314,7 @@ OFFSET_COMMIT = register(ApiSpec(
             ))),
         ))),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(offset_commit_error)))
+    component=COMPONENT, routing_field="groupId", error_response=offset_commit_error))
 
 _FETCH_TOPICS = Array(Struct(F("name", "string"), F("partitionIndexes", Array("int32"))))
 OFFSET_FETCH = register(ApiSpec(
@@ -345,7 +331,7 @@ OFFSET_FETCH = register(ApiSpec(
         F("requireStable", "bool", versions=(7, None), default=False),
     ),
     # v8+ names several groups: ownership is checked per group (NOT_COORDINATOR per group).
-    component=COMPONENT, routing_field=None, error_response=_rejectable(offset_fetch_error)))
+    component=COMPONENT, routing_field=None, error_response=offset_fetch_error))
 
 OFFSET_DELETE = register(ApiSpec(
     name="OffsetDelete", api_key=47, min_version=0, max_version=0,
@@ -353,7 +339,7 @@ OFFSET_DELETE = register(ApiSpec(
         F("groupId", "string"),
         F("topics", Array(Struct(F("name", "string"), F("partitions", Array(Struct(F("partitionIndex", "int32"))))))),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_offset_delete_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_offset_delete_error))
 
 DESCRIBE_GROUPS = register(ApiSpec(
     name="DescribeGroups", api_key=15, min_version=0, max_version=6,
@@ -361,7 +347,7 @@ DESCRIBE_GROUPS = register(ApiSpec(
         F("groups", Array("string")),
         F("includeAuthorizedOperations", "bool", versions=(3, None), default=False),
     ),
-    component=COMPONENT, routing_field=None, error_response=_rejectable(_describe_error)))
+    component=COMPONENT, routing_field=None, error_response=_describe_error))
 
 LIST_GROUPS = register(ApiSpec(
     name="ListGroups", api_key=16, min_version=0, max_version=5,
@@ -369,9 +355,9 @@ LIST_GROUPS = register(ApiSpec(
         F("statesFilter", Array("string"), versions=(4, None)),
         F("typesFilter", Array("string"), versions=(5, None)),
     ),
-    component=COMPONENT, routing_field=None, error_response=_rejectable(_list_error)))
+    component=COMPONENT, routing_field=None, error_response=_list_error))
 
 DELETE_GROUPS = register(ApiSpec(
     name="DeleteGroups", api_key=42, min_version=0, max_version=2,
     request=Struct(F("groupsNames", Array("string"))),
-    component=COMPONENT, routing_field=None, error_response=_rejectable(_delete_error)))
+    component=COMPONENT, routing_field=None, error_response=_delete_error))

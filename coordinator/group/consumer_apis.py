@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..api import ApiSpec, register
 from ..errors import Error
 from ..schema import Array, F, Struct
-from .apis import INT32_MIN, _rejectable
+from .apis import INT32_MIN
 
 COMPONENT = "groups"
 NULLABLE = (0, None)
@@ -75,7 +75,7 @@ CONSUMER_GROUP_HEARTBEAT = register(ApiSpec(
         F("serverAssignor", "string", nullable=NULLABLE, default=None),
         F("topicPartitions", _TOPIC_PARTITIONS, nullable=NULLABLE, default=None),
     ),
-    component=COMPONENT, routing_field="groupId", error_response=_rejectable(_heartbeat_error)))
+    component=COMPONENT, routing_field="groupId", error_response=_heartbeat_error))
 
 CONSUMER_GROUP_DESCRIBE = register(ApiSpec(
     name="ConsumerGroupDescribe", api_key=69, min_version=0, max_version=1,
@@ -84,4 +84,4 @@ CONSUMER_GROUP_DESCRIBE = register(ApiSpec(
         F("includeAuthorizedOperations", "bool"),
     ),
     # Several groups: ownership is checked per group (NOT_COORDINATOR per group).
-    component=COMPONENT, routing_field=None, error_response=_rejectable(_describe_error)))
+    component=COMPONENT, routing_field=None, error_response=_describe_error))

@@ -28,17 +28,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-def unparsed(body: dict | None, response: dict, error: Error, message: str | None) -> dict:
-    """A request that could not be validated has no items to answer for; Kafka would not answer it
-    at all (the broker fails to deserialize it). So that the client still sees why, the response
-    of an API that only has per-item errors then also carries a top-level errorCode and
-    errorMessage, as the envelope's own rejections do."""
-    if body is None:
-        response["errorCode"] = error.code
-        response["errorMessage"] = message
-    return response
-
-
 def producer_fenced_for(version: int, first_version_with_producer_fenced: int, error: Error) -> Error:
     """Kafka answers INVALID_PRODUCER_EPOCH to request versions older than PRODUCER_FENCED (KIP-588):
     InitProducerId < 4, AddPartitionsToTxn / AddOffsetsToTxn / EndTxn < 2, TxnOffsetCommit < 3."""
@@ -100,9 +89,8 @@ def _add_partitions_error(version, body, error, message):
     if version < 4:
         parts = flatten_topics((body or {}).get("v3AndBelowTopics") or [])
         error = producer_fenced_for(version, 2, error)
-        return unparsed(body, {"throttleTimeMs": 0,
-                               "resultsByTopicV3AndBelow": topic_results(parts, {tp: error for tp in parts})},
-                        error, message)
+        return {"throttleTimeMs": 0,
+                "resultsByTopicV3AndBelow": topic_results(parts, {tp: error for tp in parts})}
     return {"throttleTimeMs": 0, "errorCode": error.code, "resultsByTransaction": []}
 
 
@@ -173,7 +161,7 @@ def _write_txn_markers_error(version, body, error, message):
             {"name": t["name"], "partitions": [{"partitionIndex": p, "errorCode": error.code}
                                                 for p in t["partitionIndexes"]]}
             for t in m["topics"]]})
-    return unparsed(body, {"markers": markers}, error, message)
+    return {"markers": markers}
 
 
 WRITE_TXN_MARKERS = register(ApiSpec(
@@ -194,10 +182,10 @@ WRITE_TXN_MARKERS = register(ApiSpec(
 # ---------------------------------------------------------------------------- TxnOffsetCommit (28)
 def _txn_offset_commit_error(version, body, error, message):
     error = producer_fenced_for(version, 3, error)
-    return unparsed(body, {"throttleTimeMs": 0, "topics": [
+    return {"throttleTimeMs": 0, "topics": [
         {"name": t["name"], "partitions": [{"partitionIndex": p["partitionIndex"], "errorCode": error.code}
                                            for p in t["partitions"]]}
-        for t in (body or {}).get("topics") or []]}, error, message)
+        for t in (body or {}).get("topics") or []]}
 
 
 # Version 5 (KIP-890 part 2, transaction version 2) asks the group coordinator to add the offsets
@@ -237,8 +225,8 @@ def describe_error_state(transactional_id: str, error: Error) -> dict:
 
 
 def _describe_error(version, body, error, message):
-    return unparsed(body, {"throttleTimeMs": 0, "transactionStates": [
-        describe_error_state(t, error) for t in (body or {}).get("transactionalIds") or []]}, error, message)
+    return {"throttleTimeMs": 0, "transactionStates": [
+        describe_error_state(t, error) for t in (body or {}).get("transactionalIds") or []]}
 
 
 DESCRIBE_TRANSACTIONS = register(ApiSpec(
