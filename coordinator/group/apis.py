@@ -4,7 +4,7 @@ bodies shaped for the request's version exactly as Kafka's generated JSON conver
 
 Versions are those a Kafka 4.0 broker accepts (KIP-896 removed JoinGroup v0-1, OffsetCommit
 v0-1 and OffsetFetch v0). OffsetCommit v10 / OffsetFetch v10 (Kafka 4.1, topic ids instead of
-names) need topic metadata this service does not have, so they are not offered.
+names) are not offered: the offset store keys partitions by topic name.
 """
 from __future__ import annotations
 
