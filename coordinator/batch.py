@@ -1,16 +1,17 @@
 """Apply one micro-batch of request records to a coordinator partition.
 
-Order: requests are applied by append time, then request-topic partition and offset (append times
-are made non-decreasing within each request-topic partition first, so a partition's own order is
-never changed). Before each request, timers due by its time fire; after the last one, timers due by
-the batch time fire. Timers never fire past the batch time less `coordinator.timer.grace.ms` (0 in
-the pure core): see `CoordinatorPartition.advance_to`.
+Order: requests are applied by append time, then source (client or internal channel), request-topic
+partition and offset (append times are made non-decreasing within each source partition first, so a
+partition's own order is never changed). Before each request, timers due by its time fire; after the
+last one, timers due by the batch time fire. Timers never fire past the batch time less
+`coordinator.timer.grace.ms` (0 in the pure core): see `CoordinatorPartition.advance_to`.
 
-Crash isolation: if a handler or timer raises anything but `ApiError`, that is a bug, and the
-partition may be half-changed. The batch is then re-run from the state it started with, skipping
-the failing item (its request gets UNKNOWN_SERVER_ERROR, and an event names it), so a bad request
-never corrupts state or stops the stream. Re-running is deterministic, so a replayed batch ends
-identically.
+Crash isolation: if parsing, a handler or a timer raises anything but `ApiError`, that is a bug, and
+the partition may be half-changed. The batch is then re-run without the failing item (its request
+gets UNKNOWN_SERVER_ERROR where it can be answered, and an event names it), so bad input never
+corrupts state or stops the stream, however many items fail. A re-run does not start over: it
+resumes from a snapshot taken just before the previous failure, so n failing items cost n snapshots,
+not n re-runs of the whole batch. Re-running is deterministic, so a replayed batch ends identically.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .api import lookup
-from .envelope import Rejection, parse_request
+from .envelope import Rejection, parse_request, scan_reply
 from .errors import Errors
 from .messages import Outputs, Request
 from .runtime import CoordinatorPartition
@@ -34,76 +35,127 @@ class InputRecord:
     partition: int = 0  # request-topic partition
     offset: int = 0
     value_size: int | None = None  # full size if `value` was truncated upstream
+    # True only for records of the service's own authenticated internal channel (metadata
+    # broadcasts, requests between coordinator partitions); see streaming/trust.py.
+    internal: bool = False
+    # False when the record key was not valid UTF-8 (the stream passes a repaired copy).
+    key_valid: bool = True
+
+    @property
+    def source(self) -> tuple[int, int]:
+        """Which log the record came from: (channel, partition); channel 1 is the internal one."""
+        return (1 if self.internal else 0, self.partition)
 
 
 def order_records(records: list[InputRecord]) -> list[tuple[int, InputRecord]]:
     """(effective time, record) in application order."""
-    by_source = sorted(records, key=lambda r: (r.partition, r.offset))
+    by_source = sorted(records, key=lambda r: (r.source, r.offset))
     effective: list[tuple[int, InputRecord]] = []
-    running: dict[int, int] = {}
+    running: dict[tuple[int, int], int] = {}
     for r in by_source:
-        t = max(running.get(r.partition, r.time_ms), r.time_ms)
-        running[r.partition] = t
+        t = max(running.get(r.source, r.time_ms), r.time_ms)
+        running[r.source] = t
         effective.append((t, r))
-    effective.sort(key=lambda e: (e[0], e[1].partition, e[1].offset))
+    effective.sort(key=lambda e: (e[0], e[1].source, e[1].offset))
     return effective
 
 
 class _ItemFailed(Exception):
-    def __init__(self, ident, exc: BaseException):
+    def __init__(self, ident, position: int, exc: BaseException):
         super().__init__(str(exc))
         self.ident = ident
+        self.position = position  # index of the record before which the failing item ran
         self.detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
 
 
+@dataclass
+class _Resume:
+    """The partition just before record `position`: where a re-run picks up."""
+
+    position: int
+    snapshot: dict
+    outputs: Outputs
+
+
 def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecord],
-              batch_time_ms: int, max_attempts: int = 64) -> tuple[CoordinatorPartition, Outputs]:
+              batch_time_ms: int) -> tuple[CoordinatorPartition, Outputs]:
     """Apply `records` and the timers due by `batch_time_ms` to the partition `load()` returns.
 
-    `load` must return a fresh partition from the same starting state each time it is called."""
+    `load` must return a fresh partition from the same starting state each time it is called.
+    Never raises because of input: only if `load` does (a state that cannot be decoded)."""
     ordered = order_records(records)
     poisoned: dict[object, str] = {}
-    for _ in range(max_attempts):
-        partition = load()
-        max_bytes = partition.config["coordinator.request.max.bytes"]
+    resume: _Resume | None = None
+    capture_at: int | None = None
+    while True:
+        if resume is None:
+            partition = load()
+        else:
+            partition = CoordinatorPartition.restore(resume.snapshot, partition.config)
+            partition.out = _copy_outputs(resume.outputs)
+        captured: list[_Resume] = []
+
+        def capture(position: int, p: CoordinatorPartition = partition) -> None:
+            if position == capture_at:
+                captured.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
+
         try:
-            _apply(partition, ordered, batch_time_ms, poisoned, max_bytes)
+            _apply(partition, ordered, batch_time_ms, poisoned,
+                   start=resume.position if resume else None, capture=capture)
             return partition, partition.drain()
         except _ItemFailed as failed:
+            if failed.ident in poisoned:  # cannot happen: a poisoned item is never run again
+                raise RuntimeError(f"item {failed.ident} failed twice") from None
             poisoned[failed.ident] = failed.detail
-    raise RuntimeError("too many failing items in one batch")
+            if captured:
+                resume = captured[0]
+            # The next run takes its snapshot where this one failed (everything before it is
+            # known to succeed) and skips the failing item from there.
+            capture_at = failed.position
 
 
-def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int,
-           poisoned: dict, max_bytes: int) -> None:
+def _copy_outputs(out: Outputs) -> Outputs:
+    return Outputs(list(out.responses), list(out.events), list(out.records), list(out.requests),
+                   list(out.data))
+
+
+def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisoned: dict,
+           start: int | None, capture: Callable[[int], None]) -> None:
+    max_bytes = partition.config["coordinator.request.max.bytes"]
+
     def skip_timer(timer: Timer) -> bool:
         return ("timer", timer.key, timer.deadline_ms) in poisoned
 
     horizon = batch_time_ms - partition.grace_ms
 
-    def advance(now_ms: int) -> None:
+    def advance(now_ms: int, position: int) -> None:
         try:
             partition.advance_to(now_ms, horizon, skip_timer)
         except Exception as e:  # noqa: BLE001 - a bug in a timer handler
-            raise _ItemFailed(_current_timer(partition), e) from e
+            raise _ItemFailed(_current_timer(partition), position, e) from e
 
-    try:
-        partition.run_deferred(skip_timer)
-    except Exception as e:  # noqa: BLE001 - a bug in a deferred handler
-        raise _ItemFailed(_current_timer(partition), e) from e
-    for t, rec in ordered:
-        advance(t)
-        item = parse_request(rec.value, key=rec.key, time_ms=t, source=(rec.partition, rec.offset),
-                             max_bytes=max_bytes, value_size=rec.value_size)
-        ident = ("request", rec.partition, rec.offset)
+    if start is None:  # deferred work runs once, before the first record
+        try:
+            partition.run_deferred(skip_timer)
+        except Exception as e:  # noqa: BLE001 - a bug in a deferred handler
+            raise _ItemFailed(_current_timer(partition), 0, e) from e
+        start = 0
+    for position in range(start, len(ordered)):
+        capture(position)
+        t, rec = ordered[position]
+        advance(t, position)
+        ident = ("request", rec.source, rec.offset)
         if ident in poisoned:
-            _answer_crashed(partition, item, poisoned[ident])
+            _answer_crashed(partition, rec, t, max_bytes, poisoned[ident])
             continue
         try:
-            partition.handle(item)
-        except Exception as e:  # noqa: BLE001 - a bug in a handler
-            raise _ItemFailed(ident, e) from e
-    advance(horizon)
+            partition.handle(parse_request(rec.value, key=rec.key, time_ms=t, source=(rec.partition, rec.offset),
+                                           max_bytes=max_bytes, value_size=rec.value_size,
+                                           internal=rec.internal, key_valid=rec.key_valid))
+        except Exception as e:  # noqa: BLE001 - a bug in parsing or in a handler
+            raise _ItemFailed(ident, position, e) from e
+    capture(len(ordered))
+    advance(horizon, len(ordered))
     for ident, detail in poisoned.items():
         if ident[0] == "timer":
             partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2],
@@ -112,15 +164,29 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int,
 
 def _current_timer(partition: CoordinatorPartition):
     timer = getattr(partition, "firing", None)
+    partition.firing = None
     return ("timer", timer.key, timer.deadline_ms) if timer else ("timer", "?", -1)
 
 
-def _answer_crashed(partition: CoordinatorPartition, item: Request | Rejection, detail: str) -> None:
-    if isinstance(item, Rejection):
-        return
-    partition.emit_event(item.key or "", "RequestFailed", apiKey=item.api_key,
-                         correlationId=item.reply.correlation_id, detail=detail)
-    spec = lookup(item.api_key)
-    partition.respond(item.reply, spec.error_response(
-        item.api_version, item.body, Errors.UNKNOWN_SERVER_ERROR,
-        "the coordinator failed to process this request"))
+def _answer_crashed(partition: CoordinatorPartition, rec: InputRecord, time_ms: int, max_bytes: int,
+                    detail: str) -> None:
+    """A request whose handling (or parsing) raised: an event, and UNKNOWN_SERVER_ERROR where the
+    request can be answered safely."""
+    try:
+        item = parse_request(rec.value, key=rec.key, time_ms=time_ms, source=(rec.partition, rec.offset),
+                             max_bytes=max_bytes, value_size=rec.value_size, internal=rec.internal,
+                             key_valid=rec.key_valid)
+    except Exception:  # noqa: BLE001 - parsing itself was what failed
+        item = None
+    reply = item.reply if isinstance(item, Request) else scan_reply(rec.value)
+    partition.emit_event(rec.key or "", "RequestFailed", requestPartition=rec.partition,
+                         requestOffset=rec.offset, apiKey=reply.api_key if reply else None,
+                         correlationId=reply.correlation_id if reply else None, detail=detail)
+    if isinstance(item, Request):
+        spec = lookup(item.api_key)
+        partition.respond(item.reply, spec.error_response(
+            item.api_version, item.body, Errors.UNKNOWN_SERVER_ERROR,
+            "the coordinator failed to process this request"))
+    elif reply is not None:
+        partition.respond(reply, {"throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
+                                  "errorMessage": "the coordinator failed to process this request"})

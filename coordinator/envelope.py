@@ -18,6 +18,10 @@ from .errors import Error, Errors
 from .messages import ReplyTo, Request
 from .schema import MAX_STRING_BYTES, SchemaError
 
+# The record key of the coordinator's own broadcasts (topic metadata), which the stream delivers to
+# every coordinator partition. Only the internal channel may carry it.
+BROADCAST_KEY = "__coordinator_broadcast__"
+
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _CORRELATION_RE = re.compile(rb'"correlationId"\s*:\s*(-?\d{1,11})\b')
 _CLIENT_RE = re.compile(rb'"clientId"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
@@ -59,8 +63,13 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _scan_reply(raw: bytes) -> ReplyTo | None:
-    """Best effort: find the correlation id (and client id, api, version) in a damaged envelope."""
+def scan_reply(raw: bytes | None) -> ReplyTo | None:
+    """Best effort: find the correlation id (and client id, api, version) in a damaged envelope.
+    Never a replyTo: an answer to a damaged request goes to the service's response topic, and a
+    client id that is not a valid Kafka string becomes ""."""
+    if not raw:
+        return None
+    raw = raw[:4096]
     m = _CORRELATION_RE.search(raw)
     if not m:
         return None
@@ -76,6 +85,8 @@ def _scan_reply(raw: bytes) -> ReplyTo | None:
             client_id = json.loads(b'"' + client.group(1) + b'"')
         except ValueError:
             client_id = ""
+        if not _is_valid_string(client_id):
+            client_id = ""
     return ReplyTo(
         api_key=api.group(1).decode() if api else "",
         api_version=int(version.group(1)) if version else -1,
@@ -86,15 +97,36 @@ def _scan_reply(raw: bytes) -> ReplyTo | None:
 
 def parse_request(raw: bytes | None, *, key: str | None, time_ms: int,
                   source: tuple[int, int] = (-1, -1), max_bytes: int = 1 << 20,
-                  value_size: int | None = None) -> Request | Rejection:
+                  value_size: int | None = None, internal: bool = False,
+                  key_valid: bool = True) -> Request | Rejection:
     """Turn one request record into a validated `Request`, or a `Rejection`.
 
     `value_size` is the record's full size when `raw` was truncated upstream (the stream passes at
-    most max_bytes + 1 bytes into Python)."""
+    most max_bytes + 1 bytes into Python). `internal` says the record came from the service's own
+    authenticated channel: only such records may use internal APIs or the broadcast key."""
     result = _parse(raw, key, time_ms, source, max_bytes, value_size)
+    if isinstance(result, Request):
+        result = _check_trust(result, internal, key_valid)
     if isinstance(result, Rejection):
         result.key, result.source = key, source
     return result
+
+
+def _check_trust(request: Request, internal: bool, key_valid: bool) -> Request | Rejection:
+    spec = lookup(request.api_key)
+    if not key_valid:
+        return Rejection(Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8",
+                         request.reply, spec, request.body)
+    if internal:
+        return request
+    if request.key == BROADCAST_KEY:
+        return Rejection(Errors.INVALID_REQUEST, f"the record key {BROADCAST_KEY!r} is reserved for the "
+                         "coordinator's own broadcasts", request.reply, spec, request.body)
+    if spec.internal:
+        # Kafka answers inter-broker APIs from a principal without ClusterAction this way.
+        return Rejection(Errors.CLUSTER_AUTHORIZATION_FAILED, f"{spec.name} is sent only by the "
+                         "coordinator itself, on its internal channel", request.reply, spec, request.body)
+    return request
 
 
 def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Rejection:
@@ -104,12 +136,12 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
     if size > max_bytes:
         return Rejection(Errors.INVALID_REQUEST,
                          f"request of {size} bytes exceeds the limit of {max_bytes} bytes",
-                         _scan_reply(raw[:4096]))
+                         scan_reply(raw))
     try:
         envelope = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
         reason = "request nesting is too deep" if isinstance(e, RecursionError) else f"malformed JSON: {e}"
-        return Rejection(Errors.INVALID_REQUEST, reason, _scan_reply(raw[:4096]))
+        return Rejection(Errors.INVALID_REQUEST, reason, scan_reply(raw))
     if not isinstance(envelope, dict):
         return Rejection(Errors.INVALID_REQUEST, "request envelope must be a JSON object", None)
 

@@ -16,12 +16,10 @@ anything for being unknown.
 from __future__ import annotations
 
 from .api import ApiSpec, register
+from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
 from .runtime import Component, register_component
 from .schema import Array, F, Struct
-
-# The record key the stream explodes to every coordinator partition.
-BROADCAST_KEY = "__coordinator_broadcast__"
 
 register(ApiSpec(
     name="UpdateMetadata", api_key=6, min_version=0, max_version=0,

@@ -16,6 +16,7 @@ A component is a class with:
 """
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Callable
 
@@ -112,6 +113,14 @@ class CoordinatorPartition:
             if name in self.components:
                 self.components[name].load_json(data)
 
+    def snapshot(self) -> dict:
+        """A copy of the whole state that shares nothing with this partition (for `restore`)."""
+        return json.loads(json.dumps(self.to_json()))
+
+    @classmethod
+    def restore(cls, snapshot: dict, config: CoordinatorConfig) -> "CoordinatorPartition":
+        return cls(snapshot["partition"], config, snapshot)
+
     def logical_state(self) -> dict:
         """The snapshot without the clock and timers: what must be equal between a run that was
         killed and restarted and one that was not (their batch boundaries differ)."""
@@ -123,7 +132,29 @@ class CoordinatorPartition:
         return coordinator_partition(key, self.config["coordinator.partitions"]) == self.partition_id
 
     def respond(self, reply: ReplyTo, body: dict) -> None:
+        if self.reply_target_problem(reply.reply_to) is not None:
+            # Checked when the request arrived; a parked answer whose topic has gone since then
+            # goes to the service's response topic rather than nowhere (or into the wrong topic).
+            reply = _default_target(reply)
         self.out.responses.append(Response(reply, body))
+
+    def reply_target_problem(self, reply_to: str | None) -> str | None:
+        """Why `reply_to` may not receive answers, or None if it may (None = the service's own
+        response topic). A client picks this topic, so it must match the configured pattern, be a
+        legal Kafka topic name, name none of the service's own or Kafka's internal topics, and
+        exist (once topic metadata has arrived: a missing topic would stall the sink)."""
+        if reply_to is None:
+            return None
+        if not self._reply_to_re.fullmatch(reply_to):
+            return f"replyTo must name a response topic matching {self._reply_to_re.pattern!r}"
+        if not _LEGAL_TOPIC.fullmatch(reply_to) or reply_to in (".", ".."):
+            return "replyTo is not a legal Kafka topic name"
+        if reply_to.startswith("__") or reply_to in self.config["coordinator.internal.topics"]:
+            return "replyTo may not name an internal topic"
+        metadata = self.components.get("metadata")
+        if metadata is not None and metadata.available and not metadata.exists(reply_to):
+            return f"replyTo topic {reply_to!r} does not exist"
+        return None
 
     def emit_event(self, key: str, event: str, **fields: Any) -> None:
         body = {"event": event, "timeMs": self.clock_ms, "coordinatorPartition": self.partition_id}
@@ -223,12 +254,10 @@ class CoordinatorPartition:
         request = item
         spec = lookup(request.api_key)
         assert spec is not None, "parse_request only lets registered APIs through"
-        if request.reply.reply_to is not None and not self._reply_to_re.fullmatch(request.reply.reply_to):
-            reply = ReplyTo(request.reply.api_key, request.reply.api_version,
-                            request.reply.correlation_id, request.reply.client_id, None)
-            self._reject(Rejection(Errors.INVALID_REQUEST,
-                                   "replyTo must name a response topic matching "
-                                   f"{self._reply_to_re.pattern!r}", reply, spec, request.body))
+        problem = self.reply_target_problem(request.reply.reply_to)
+        if problem is not None:
+            self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply),
+                                   spec, request.body))
             return
         if spec.routing_field is not None and not self.owns(request.body.get(spec.routing_field)):
             self.respond(request.reply, spec.error_response(
@@ -248,6 +277,10 @@ class CoordinatorPartition:
 
     def _reject(self, rejection: Rejection) -> None:
         if rejection.reply is not None:
+            problem = self.reply_target_problem(rejection.reply.reply_to)
+            if problem is not None:  # the replyTo check comes first, for rejections too
+                rejection = Rejection(Errors.INVALID_REQUEST, problem, _default_target(rejection.reply),
+                                      rejection.spec, rejection.body, rejection.key, rejection.source)
             self.respond(rejection.reply, rejection.response_body())
         else:
             self.emit_event(rejection.key or "", "RequestRejected", errorCode=rejection.error.code,
@@ -272,6 +305,14 @@ class CoordinatorPartition:
         for c in part.components.values():
             c.after_replay()
         return part
+
+
+# Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-].
+_LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def _default_target(reply: ReplyTo) -> ReplyTo:
+    return ReplyTo(reply.api_key, reply.api_version, reply.correlation_id, reply.client_id, None)
 
 
 def _mark(out: Outputs) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ from typing import Any
 
 import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
+from coordinator.api import lookup
 from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import Outputs
 
@@ -87,13 +88,20 @@ class CoreDriver:
         """Send one request at time `at` (default: now) in a batch of its own; return its
         response, or None if the coordinator parked it."""
         cid, raw = self.envelope(api, version, body, client_id=client_id)
+        # Internal APIs (UpdateMetadata, WriteTxnMarkers) come from the coordinator's own
+        # authenticated channel in the stream; the driver plays that channel for them.
         self.send_raw(raw, key=key, at=at)
         return self.responses.get(cid)
 
-    def send_raw(self, raw: bytes | None, *, key: str | None = None, at: int | None = None) -> Outputs:
+    def send_raw(self, raw: bytes | None, *, key: str | None = None, at: int | None = None,
+                 internal: bool | None = None) -> Outputs:
+        """`internal` None: on the internal channel if the envelope names an internal API (the
+        driver plays the coordinator's own channel for UpdateMetadata and WriteTxnMarkers)."""
         if at is not None:
             self.now = max(self.now, at)
-        rec = InputRecord(key, raw, self.now, 0, self._offset)
+        if internal is None:
+            internal = _names_internal_api(raw)
+        rec = InputRecord(key, raw, self.now, 0, self._offset, internal=internal)
         self._offset += 1
         return self._run([rec], self.now)
 
@@ -132,3 +140,11 @@ class CoreDriver:
 
     def events_named(self, name: str) -> list[dict]:
         return [e for e in self.events if e.get("event") == name]
+
+
+def _names_internal_api(raw: bytes | None) -> bool:
+    try:
+        spec = lookup(json.loads(raw).get("apiKey"))
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return spec is not None and spec.internal
