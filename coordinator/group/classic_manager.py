@@ -137,6 +137,11 @@ class ClassicGroupManager:
         session = body["sessionTimeoutMs"]
         if session < self.config["group.min.session.timeout.ms"] or session > self.config["group.max.session.timeout.ms"]:
             return join_response(version, Errors.INVALID_SESSION_TIMEOUT, member_id=member_id)
+        names = [p["name"] for p in body["protocols"]]
+        if len(set(names)) != len(names):
+            # Kafka's ClassicGroup counts a name listed twice as two supporters, so no protocol
+            # could ever be selected for the group; refuse such a member before it joins.
+            return join_response(version, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
 
         existing = self.c.groups.get(group_id)
         convert = False
