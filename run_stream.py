@@ -34,16 +34,19 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("run_stream")
 
-    from streaming.query import start
+    from streaming.query import start, step_settings
     from streaming.session import build_session
+    from streaming.trust import load_or_create_key
 
     from streaming.metadata_publisher import MetadataPublisher
 
-    publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["requests"], int(cfg.stream["metadata_refresh_ms"]))
+    internal_key = load_or_create_key(cfg.checkpoint)
+    publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["internal"], int(cfg.stream["metadata_refresh_ms"]),
+                                  internal_key)
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
     spark = build_session(cfg)
-    query = start(spark, cfg)
+    query = start(spark, cfg, step_settings(cfg, internal_key))
     log.info("coordinator query %s started: requests=%s checkpoint=%s", query.id,
              cfg.topics["requests"], cfg.checkpoint)
     print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line

@@ -2,8 +2,8 @@
 
     python -m deploy.topics [--config override.toml]
 
-- requests:  message.timestamp.type=LogAppendTime, so a request's time is the broker's;
-- responses, events: plain;
+- requests, internal: message.timestamp.type=LogAppendTime, so a request's time is the broker's;
+- responses, events, dead letters: plain;
 - state log: cleanup.policy=compact, one partition per coordinator partition (as __consumer_offsets).
 Existing topics are checked: a request topic without LogAppendTime or a state log with the wrong
 partition count is an error, not something to silently run with.
@@ -29,7 +29,10 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
     return [
         NewTopic(t["requests"], int(t["requests_partitions"]), 1,
                  topic_configs={"message.timestamp.type": "LogAppendTime", **big}),
+        # The internal channel is ordered with the requests by append time, like them.
+        NewTopic(t["internal"], 1, 1, topic_configs={"message.timestamp.type": "LogAppendTime", **big}),
         NewTopic(t["responses"], int(t["responses_partitions"]), 1, topic_configs=dict(big)),
+        NewTopic(t["dead_letters"], 1, 1, topic_configs=dict(big)),
         NewTopic(t["events"], int(t["events_partitions"]), 1, topic_configs=dict(big)),
         NewTopic(t["state_log"], cfg.coordinator_partitions, 1,
                  topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
@@ -69,10 +72,11 @@ def _check(admin: KafkaAdminClient, cfg: StreamConfig, meta: dict) -> None:
     if n != cfg.coordinator_partitions:
         raise RuntimeError(f"topic {t['state_log']} has {n} partitions; it needs one per coordinator "
                            f"partition ({cfg.coordinator_partitions})")
-    result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t["requests"])])
-    entry = result.get("topic", {}).get(t["requests"], {}).get("message.timestamp.type", {})
-    if entry.get("value") != "LogAppendTime":
-        raise RuntimeError(f"topic {t['requests']} must have message.timestamp.type=LogAppendTime")
+    for name in (t["requests"], t["internal"]):
+        result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
+        entry = result.get("topic", {}).get(name, {}).get("message.timestamp.type", {})
+        if entry.get("value") != "LogAppendTime":
+            raise RuntimeError(f"topic {name} must have message.timestamp.type=LogAppendTime")
 
 
 def main(argv: list[str] | None = None) -> int:

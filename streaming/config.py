@@ -97,7 +97,8 @@ class StreamConfig:
         settings.setdefault("coordinator.endpoint.port", int(port or 9092))
         settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
         settings.setdefault("coordinator.internal.topics",
-                            [self.topics[t] for t in ("requests", "responses", "events", "state_log")])
+                            [self.topics[t] for t in ("requests", "responses", "events", "state_log",
+                                                      "internal", "dead_letters")])
         settings.setdefault("coordinator.reply.to.pattern",
                             re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?")
         return CoordinatorConfig(settings)

@@ -1,9 +1,10 @@
-"""Publishes the real broker's topic metadata into the request topic, for the coordinators.
+"""Publishes the real broker's topic metadata on the internal channel, for the coordinators.
 
 Every `[stream] metadata_refresh_ms` it lists the broker's topics and partition counts; when they
 differ from what it last published (and once at start), it appends one UpdateMetadata request with
-the broadcast key, which the query delivers to every coordinator partition. Going through the
-request topic keeps the core deterministic: a replayed batch sees the same metadata.
+the broadcast key, signed with the internal key (streaming/trust.py), which the query delivers to
+every coordinator partition. Going through a topic keeps the core deterministic: a replayed batch
+sees the same metadata.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import threading
 from kafka import KafkaAdminClient, KafkaProducer
 
 from coordinator.metadata import BROADCAST_KEY
+
+from .trust import MAC_HEADER, sign
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +50,10 @@ def update_metadata_request(topics: list[dict], correlation_id: int) -> bytes:
 
 
 class MetadataPublisher(threading.Thread):
-    def __init__(self, bootstrap: str, requests_topic: str, interval_ms: int):
+    def __init__(self, bootstrap: str, internal_topic: str, interval_ms: int, internal_key: bytes):
         super().__init__(name="metadata-publisher", daemon=True)
-        self.bootstrap, self.requests_topic, self.interval = bootstrap, requests_topic, interval_ms / 1000
+        self.bootstrap, self.internal_topic, self.interval = bootstrap, internal_topic, interval_ms / 1000
+        self._key = internal_key
         self._halt = threading.Event()
         self._last: list[dict] | None = None
         self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="coordinator-metadata")
@@ -62,8 +66,9 @@ class MetadataPublisher(threading.Thread):
         if topics == self._last:
             return False
         self._sent += 1
-        self._producer.send(self.requests_topic, key=BROADCAST_KEY.encode(),
-                            value=update_metadata_request(topics, self._sent))
+        key, value = BROADCAST_KEY.encode(), update_metadata_request(topics, self._sent)
+        self._producer.send(self.internal_topic, key=key, value=value,
+                            headers=[(MAC_HEADER, sign(self._key, key, value))])
         self._producer.flush()
         self._last = topics
         log.info("published topic metadata: %d topics", len(topics))

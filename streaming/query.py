@@ -11,31 +11,43 @@ from coordinator.metadata import BROADCAST_KEY
 from .config import StreamConfig
 from .routing import with_coordinator_partition
 from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_identity_step, make_step
+from .trust import header_sql, mac_sql
 
 
-def step_settings(cfg: StreamConfig) -> StepSettings:
+def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tuple = ()) -> StepSettings:
     t = cfg.topics
     return StepSettings(coordinator=cfg.coordinator_config().to_json(), responses_topic=t["responses"],
                         events_topic=t["events"], state_log_topic=t["state_log"],
-                        requests_topic=t["requests"], max_record_bytes=int(cfg.stream["max_record_bytes"]))
+                        requests_topic=t["requests"], internal_topic=t["internal"],
+                        dead_letters_topic=t["dead_letters"], internal_key=internal_key,
+                        max_record_bytes=int(cfg.stream["max_record_bytes"]),
+                        quarantined_topics=tuple(quarantined_topics))
 
 
-def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
-    """The request topic as rows ready for the state function, with their coordinator partition."""
+def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes) -> DataFrame:
+    """The request topic and the internal channel as rows ready for the state function, with their
+    coordinator partition. Everything client-controlled is made safe here, in the JVM, before it
+    reaches Python: keys of any bytes, values of any size, forged internal records."""
     max_bytes = int(cfg.coordinator_config()["coordinator.request.max.bytes"])
+    internal_topic = cfg.topics["internal"]
     raw = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", cfg.bootstrap)
-        .option("subscribe", cfg.topics["requests"])
+        .option("subscribe", f"{cfg.topics['requests']},{internal_topic}")
+        .option("includeHeaders", "true")
         .option("startingOffsets", cfg.stream["starting_offsets"])
         .option("maxOffsetsPerTrigger", int(cfg.stream["max_offsets_per_trigger"]))
         .option("failOnDataLoss", "true")
         .load()
     )
+    from_internal = F.col("topic") == F.lit(internal_topic)
     rows = raw.select(
+        # Record keys are bytes; Arrow (and so the state function) needs valid UTF-8. Invalid
+        # sequences become U+FFFD and the request is rejected with INVALID_REQUEST (key_valid).
         # A routing key is a group or transactional id: at most 32767 UTF-8 bytes (a Kafka string),
         # so cutting longer keys changes no valid request's routing and bounds the hashing work.
-        F.substring(F.col("key").cast("string"), 1, 32767).alias("key"),
+        F.substring(F.expr("make_valid_utf8(cast(key as string))"), 1, 32767).alias("key"),
+        F.coalesce(F.expr("is_valid_utf8(cast(key as string))"), F.lit(True)).alias("key_valid"),
         # Oversized values are cut here, in the JVM, so they never cross into Python whole; the
         # core answers them with INVALID_REQUEST using the full size.
         F.expr(f"substring(value, 1, {max_bytes + 1})").alias("value"),
@@ -43,25 +55,30 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         F.expr("unix_millis(timestamp)").alias("ts_ms"),
         F.col("partition").alias("src_partition"),
         F.col("offset").alias("src_offset"),
+        from_internal.alias("internal"),
+        # Verified only for the internal channel's records (the MAC costs two SHA-256s).
+        F.when(from_internal, F.coalesce(F.expr(header_sql()) == F.expr(mac_sql(internal_key)), F.lit(False)))
+        .otherwise(F.lit(False)).alias("verified"),
     )
     n = cfg.coordinator_partitions
     routed = with_coordinator_partition(rows, "key", n, out_col="owner")
-    # A broadcast record (the metadata publisher's UpdateMetadata) goes to every partition.
+    # A verified broadcast (the metadata publisher's UpdateMetadata) goes to every partition; a
+    # client record with the broadcast key goes where its key hashes, to be rejected there.
     return routed.withColumn("cp", F.explode(
-        F.when(F.col("key") == BROADCAST_KEY, F.sequence(F.lit(0), F.lit(n - 1)))
+        F.when(F.col("verified") & (F.col("key") == BROADCAST_KEY), F.sequence(F.lit(0), F.lit(n - 1)))
         .otherwise(F.array(F.col("owner"))))).drop("owner")
 
 
-def coordinator_outputs(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
+def coordinator_outputs(spark: SparkSession, cfg: StreamConfig, settings: StepSettings) -> DataFrame:
     factory = {"coordinator": make_step, "identity": make_identity_step}[cfg.stream.get("step", "coordinator")]
-    return request_records(spark, cfg).groupBy("cp").applyInPandasWithState(
-        factory(step_settings(cfg)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
-        GroupStateTimeout.ProcessingTimeTimeout)
+    return request_records(spark, cfg, settings.internal_key).groupBy("cp").applyInPandasWithState(
+        factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout)
 
 
-def start(spark: SparkSession, cfg: StreamConfig, query_name: str = "coordinator") -> StreamingQuery:
+def start(spark: SparkSession, cfg: StreamConfig, settings: StepSettings,
+          query_name: str = "coordinator") -> StreamingQuery:
     return (
-        coordinator_outputs(spark, cfg).writeStream.format("kafka")
+        coordinator_outputs(spark, cfg, settings).writeStream.format("kafka")
         .queryName(query_name)
         .option("kafka.bootstrap.servers", cfg.bootstrap)
         .option("kafka.acks", "all")

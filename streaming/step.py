@@ -8,6 +8,7 @@ Everything it uses arrives through `StepSettings`, which pickles into the Python
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -17,6 +18,8 @@ import state as state_codec
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
 from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import Outputs, response_envelope
+
+from .trust import MAC_HEADER, safe_text, sign
 
 # The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
 STATE_SCHEMA = "format int, payload binary"
@@ -32,9 +35,15 @@ class StepSettings:
     events_topic: str
     state_log_topic: str
     requests_topic: str
+    internal_topic: str = "coordinator-internal"
+    dead_letters_topic: str = "coordinator-dead-letters"
+    internal_key: bytes = b""  # signs what the service writes to its internal channel (trust.py)
     # Largest record the sink may write (the sink's max.request.size and the topics'
     # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
     max_record_bytes: int = 16 << 20
+    # Output topics the sink failed to write to (the supervisor fills this in before a restart):
+    # rows for them become dead letters, so a replayed batch does not fail the same way again.
+    quarantined_topics: tuple = ()
 
 
 # Event keys echo request-record keys; a hostile key must not make an event too large.
@@ -49,6 +58,7 @@ def _json_bytes(obj) -> bytes:
 def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> list[tuple]:
     rows: list[tuple] = []
     oversized: list[dict] = []
+    dead: list[tuple[str, dict]] = []
 
     def fits(key: str | None, value: bytes | None, what: dict) -> bool:
         size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
@@ -57,51 +67,132 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> li
         oversized.append({**what, "bytes": size, "maxRecordBytes": s.max_record_bytes})
         return False
 
+    def writable(topic: str, key: str | None, value: bytes | None, what: dict) -> bool:
+        if topic in s.quarantined_topics:
+            dead.append((key or "", {**what, "reason": f"the sink could not write to topic {topic!r}",
+                                     "topic": topic, "value": _text(value)}))
+            return False
+        return True
+
     for r in out.responses:
+        client = safe_text(r.reply.client_id)
+        topic = r.reply.reply_to or s.responses_topic
+        if not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
+            dead.append((client, {"what": "response", "reason": f"unsafe response topic {topic[:300]!r}",
+                                  "apiKey": r.reply.api_key, "correlationId": r.reply.correlation_id}))
+            continue
         value = _json_bytes(response_envelope(r.reply, r.body))
-        if not fits(r.reply.client_id, value, {"what": "response", "apiKey": r.reply.api_key,
-                                               "correlationId": r.reply.correlation_id}):
+        if not fits(client, value, {"what": "response", "apiKey": r.reply.api_key,
+                                    "correlationId": r.reply.correlation_id}):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
             value = _json_bytes(response_envelope(r.reply, {
                 "throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
                 "errorMessage": f"the response is larger than {s.max_record_bytes} bytes"}))
-        rows.append((r.reply.reply_to or s.responses_topic, r.reply.client_id, value, None, []))
+        if writable(topic, client, value, {"what": "response", "correlationId": r.reply.correlation_id}):
+            rows.append((topic, client, value, None, []))
     for e in out.events:
-        key = e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…"
+        key = safe_text(e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…")
         value = _json_bytes(e.body)
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
     for rec in out.records:
         value = None if rec.value is None else _json_bytes(rec.value)
-        if fits(rec.key, value, {"what": "state record", "recordKey": rec.key[:MAX_EVENT_KEY_CHARS]}):
-            rows.append((s.state_log_topic, rec.key, value, coordinator_partition, []))
+        key = safe_text(rec.key)
+        if fits(key, value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}):
+            rows.append((s.state_log_topic, key, value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
-        if fits(q.key, value, {"what": "internal request", "apiKey": q.envelope.get("apiKey")}):
-            rows.append((s.requests_topic, q.key, value, None, []))
+        key = safe_text(q.key)
+        if fits(key, value, {"what": "internal request", "apiKey": q.envelope.get("apiKey")}):
+            mac = sign(s.internal_key, key.encode("utf-8"), value)
+            rows.append((s.internal_topic, key, value, None, [{"key": MAC_HEADER, "value": mac}]))
     for d in out.data:
-        rows.append((d.topic, d.key, d.value, int(d.partition),
-                     [{"key": k, "value": v} for k, v in d.headers]))
+        key = safe_text(d.key)
+        if writable(d.topic, key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
+            rows.append((d.topic, key, d.value, int(d.partition),
+                         [{"key": safe_text(k), "value": v} for k, v in d.headers]))
     for what in oversized:
         rows.append((s.events_topic, "", _json_bytes({"event": "RecordTooLarge",
                                                        "coordinatorPartition": coordinator_partition,
                                                        **what}), None, []))
+    for key, letter in dead:
+        rows.append(dead_letter_row(s, coordinator_partition, key, letter))
     return rows
 
 
-def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> list[InputRecord]:
+def _is_response_topic(topic: str, s: StepSettings) -> bool:
+    if topic == s.responses_topic:
+        return True
+    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic}
+    return (topic.startswith(s.responses_topic + ".") and topic not in own and len(topic) <= 249
+            and _LEGAL_TOPIC.fullmatch(topic) is not None)
+
+
+_LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def _text(value: bytes | None, limit: int = 4096) -> str | None:
+    """Some of a value for a dead letter, readable whatever its bytes."""
+    return None if value is None else value[:limit].decode("utf-8", "replace")
+
+
+def dead_letter_row(s: StepSettings, coordinator_partition: int, key: str, letter: dict) -> tuple:
+    body = {"event": "DeadLetter", "coordinatorPartition": coordinator_partition, **letter}
+    return (s.dead_letters_topic, safe_text(key)[:MAX_EVENT_KEY_CHARS], _json_bytes(body), None, [])
+
+
+def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord], list[dict]]:
+    """The batch's records for the core, and the internal-channel records whose MAC did not verify
+    (forged: never handed to the core)."""
     records: list[InputRecord] = []
+    forged: list[dict] = []
     for pdf in pdfs:
         if pdf.empty:
             continue
-        for key, value, size, ts, part, off in zip(pdf["key"], pdf["value"], pdf["value_size"],
-                                                   pdf["ts_ms"], pdf["src_partition"], pdf["src_offset"]):
+        columns = [pdf[c] for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
+        flags = [pdf[c] if c in pdf else [d] * len(pdf)
+                 for c, d in (("key_valid", True), ("internal", False), ("verified", False))]
+        for (key, value, size, ts, part, off), (key_valid, internal, verified) in zip(zip(*columns), zip(*flags)):
+            key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
+            if bool(internal) and not bool(verified):
+                forged.append({"recordKey": (key or "")[:MAX_EVENT_KEY_CHARS], "requestPartition": int(part),
+                               "requestOffset": int(off)})
+                continue
             records.append(InputRecord(
-                key=None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key),
-                value=None if value is None else bytes(value),
+                key=key, value=None if value is None else bytes(value),
                 time_ms=int(ts), partition=int(part), offset=int(off),
-                value_size=None if size is None or pd.isna(size) else int(size)))
-    return records
+                value_size=None if size is None or pd.isna(size) else int(size),
+                internal=bool(internal), key_valid=bool(key_valid)))
+    return records, forged
+
+
+def run_isolated(load, records: list[InputRecord], batch_time: int):
+    """`run_batch`, with a backstop for a failure of the runtime itself (the core isolates what
+    fails inside a handler or timer). A failure to load the state is raised: a damaged state must
+    stop the query loudly. Otherwise the records that make the batch fail on their own are found,
+    left out and returned as dead letters, so that a replay after a restart does not fail again."""
+    loaded = []
+
+    def tracked_load():
+        p = load()
+        loaded.append(True)
+        return p
+
+    try:
+        partition, out = run_batch(tracked_load, records, batch_time)
+        return partition, out, []
+    except Exception:
+        if not loaded:
+            raise
+    culprits = []
+    for r in records:
+        try:
+            run_batch(load, [r], batch_time)
+        except Exception as e:  # noqa: BLE001 - reported as a dead letter
+            culprits.append((r, f"{type(e).__name__}: {e}"[:500]))
+    bad = {id(r) for r, _ in culprits}
+    partition, out = run_batch(load, [r for r in records if id(r) not in bad], batch_time)
+    return partition, out, culprits
 
 
 def make_step(settings: StepSettings):
@@ -110,7 +201,7 @@ def make_step(settings: StepSettings):
     def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
         cp = int(key[0])
         batch_time = int(gstate.getCurrentProcessingTimeMs())
-        records = records_from_frames(pdfs)
+        records, forged = records_from_frames(pdfs)
         blob = tuple(gstate.get) if gstate.exists else None
 
         def load() -> CoordinatorPartition:
@@ -118,7 +209,7 @@ def make_step(settings: StepSettings):
                 return CoordinatorPartition(cp, config)
             return CoordinatorPartition(cp, config, state_codec.decode(int(blob[0]), bytes(blob[1])))
 
-        partition, out = run_batch(load, records, batch_time)
+        partition, out, culprits = run_isolated(load, records, batch_time)
         new_blob = state_codec.encode(partition.to_json())
         if blob is None or new_blob[0] != blob[0] or new_blob[1] != bytes(blob[1]):
             gstate.update(new_blob)
@@ -126,6 +217,15 @@ def make_step(settings: StepSettings):
         if deadline is not None:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
         rows = output_rows(out, cp, settings)
+        for f in forged:
+            rows.append((settings.events_topic, safe_text(f["recordKey"]), _json_bytes({
+                "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,
+                "reason": f"a record on {settings.internal_topic} without a valid {MAC_HEADER} header",
+                **f}), None, []))
+        for r, reason in culprits:
+            rows.append(dead_letter_row(settings, cp, r.key or "", {
+                "what": "request", "reason": reason, "requestPartition": r.partition,
+                "requestOffset": r.offset, "internal": r.internal, "value": _text(r.value)}))
         if rows:
             frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
             frame["partition"] = frame["partition"].astype("Int32")
@@ -141,7 +241,7 @@ def make_identity_step(settings: StepSettings):
 
     def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
         rows = []
-        for r in records_from_frames(pdfs):
+        for r in records_from_frames(pdfs)[0]:
             try:
                 env = json.loads(r.value)
                 reply = {"correlationId": env["correlationId"], "apiKey": env.get("apiKey"),

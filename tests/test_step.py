@@ -6,6 +6,8 @@ import json
 
 import pandas as pd
 
+import state
+
 from coordinator import CoordinatorConfig
 from coordinator.metadata import BROADCAST_KEY
 from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
@@ -102,3 +104,92 @@ def test_records_too_large_for_the_sink_never_reach_it():
     events = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
     assert {e["event"] for e in events} == {"RequestRejected", "RecordTooLarge"}
     assert all(len(k) <= 1025 for k in out[out.topic == "ev"]["key"])
+
+
+# ====================================================================== the trust boundary
+TRUSTED = StepSettings(**{**SETTINGS.__dict__, "internal_topic": "int", "dead_letters_topic": "dlq",
+                          "internal_key": b"k" * 32})
+
+
+def channel_frame(*rows):
+    """Rows with the flags the query computes: (key, value, ts, partition, offset, internal, verified)."""
+    return pd.DataFrame([(k, v, len(v or b""), ts, p, o, True, i, ok) for k, v, ts, p, o, i, ok in rows],
+                        columns=["key", "value", "value_size", "ts_ms", "src_partition", "src_offset",
+                                 "key_valid", "internal", "verified"])
+
+
+def test_forged_internal_records_never_reach_the_core_and_are_reported():
+    step = make_step(TRUSTED)
+    g = GroupStateStandIn()
+    meta = env("UpdateMetadata", 0, 1, {"topicStates": [{"topicName": "orders", "numPartitions": 3}]})
+    out = run(step, 4, [channel_frame((BROADCAST_KEY, meta, 1, 0, 0, True, False))], g)
+    [event] = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
+    assert event["event"] == "ForgedInternalRecord" and event["requestOffset"] == 0
+    snap = state.decode(*g.value)
+    assert snap["components"]["metadata"]["available"] is False
+    # The same record, verified, is applied.
+    out = run(step, 4, [channel_frame((BROADCAST_KEY, meta, 2, 0, 1, True, True))], g)
+    assert state.decode(*g.value)["components"]["metadata"]["topics"] == {"orders": 3}
+
+
+def test_requests_between_partitions_go_to_the_internal_channel_signed():
+    from coordinator.messages import InternalRequest, Outputs
+    from streaming.step import output_rows
+    from streaming.trust import MAC_HEADER, sign
+
+    out = Outputs(requests=[InternalRequest("g", {"apiKey": "WriteTxnMarkers", "apiVersion": 2})])
+    [row] = output_rows(out, 3, TRUSTED)
+    assert row[0] == "int" and row[4] == [{"key": MAC_HEADER, "value": sign(b"k" * 32, b"g", row[2])}]
+
+
+def test_hostile_strings_never_reach_a_sink_column_unencodable():
+    from coordinator.messages import Event, Outputs, ReplyTo, Response, StateRecord
+    from streaming.step import output_rows
+
+    bad = "a\ud800b"
+    out = Outputs(responses=[Response(ReplyTo("X", 0, 1, bad), {"errorCode": 0})],
+                  events=[Event(bad, {"event": "E", "x": bad})], records=[StateRecord(bad, {"v": bad})])
+    rows = output_rows(out, 0, TRUSTED)
+    for topic, key, value, _, _ in rows:
+        key.encode("utf-8")  # what Arrow needs
+        json.loads(value)
+
+
+def test_answers_never_go_to_the_services_own_topics_and_quarantined_topics_become_dead_letters():
+    from coordinator.messages import DataRecord, Outputs, ReplyTo, Response
+    from streaming.step import output_rows
+
+    quarantined = StepSettings(**{**TRUSTED.__dict__, "quarantined_topics": ("resp.gone", "orders")})
+    out = Outputs(responses=[Response(ReplyTo("X", 0, 1, "c", "log"), {"errorCode": 0}),
+                             Response(ReplyTo("X", 0, 2, "c", "resp.gone"), {"errorCode": 0}),
+                             Response(ReplyTo("X", 0, 3, "c", "resp.team-a"), {"errorCode": 0})],
+                  data=[DataRecord("orders", 0, None, b"marker")])
+    rows = output_rows(out, 0, quarantined)
+    assert [(r[0], json.loads(r[2]).get("correlationId")) for r in rows if r[0] != "dlq"] == [("resp.team-a", 3)]
+    letters = [json.loads(r[2]) for r in rows if r[0] == "dlq"]
+    assert [(d["what"], d.get("correlationId")) for d in letters] == \
+        [("response", 1), ("response", 2), ("transaction marker", None)]
+
+
+def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypatch):
+    """The backstop behind the core's own isolation: if applying a batch raises anyway, the records
+    that fail on their own are left out and dead-lettered, the rest applied, the same on replay."""
+    import coordinator.batch as batch
+
+    real = batch.parse_request
+
+    def parse(raw, **kw):
+        if raw and b"poison" in raw:
+            raise SystemError("runtime bug")  # a bug in parsing: isolated per item
+        return real(raw, **kw)
+
+    monkeypatch.setattr(batch, "parse_request", parse)
+    monkeypatch.setattr(batch, "_answer_crashed", lambda *a: (_ for _ in ()).throw(SystemError("also broken")))
+    step = make_step(TRUSTED)
+    frames = [channel_frame(("g", env("FindCoordinator", 3, 1, {"key": "g", "keyType": 0}), 1, 0, 0, False, False),
+                            ("g", b'{"poison": 1}', 2, 0, 1, False, False))]
+    outs = [run(step, 0, frames, GroupStateStandIn()) for _ in range(2)]
+    assert outs[0].equals(outs[1])
+    assert json.loads(outs[0][outs[0].topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == 0
+    [letter] = [json.loads(v) for v in outs[0][outs[0].topic == "dlq"]["value"]]
+    assert letter["requestOffset"] == 1 and "SystemError" in letter["reason"]

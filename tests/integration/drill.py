@@ -40,15 +40,19 @@ class Load(threading.Thread):
         self.join(timeout=30)
 
 
-def request_log(bootstrap: str, topic: str) -> list[InputRecord]:
-    """Every record of the request topic, as the stream saw them (key, value, append time)."""
-    return [InputRecord(r.key.decode("utf-8") if r.key is not None else None, r.value, r.timestamp,
-                        r.partition, r.offset, None)
-            for r in read_records(bootstrap, topic, timeout_s=30)]
+def request_log(bootstrap: str, topic: str, internal_topic: str | None = None) -> list[InputRecord]:
+    """Every record of the request topic (and of the internal channel), as the stream saw them
+    (key, value, append time, channel). The internal channel's records are all the service's own
+    here: the drills forge none."""
+    def records(name: str, internal: bool) -> list[InputRecord]:
+        return [InputRecord(r.key.decode("utf-8") if r.key is not None else None, r.value, r.timestamp,
+                            r.partition, r.offset, None, internal=internal)
+                for r in read_records(bootstrap, name, timeout_s=30)]
+    return records(topic, False) + (records(internal_topic, True) if internal_topic else [])
 
 
 def client_requests(records: list[InputRecord]) -> list[InputRecord]:
-    return [r for r in records if r.key != BROADCAST_KEY]
+    return [r for r in records if not r.internal]
 
 
 def reference_states(records: list[InputRecord], config: CoordinatorConfig,
@@ -58,7 +62,8 @@ def reference_states(records: list[InputRecord], config: CoordinatorConfig,
     n = config["coordinator.partitions"]
     by_partition: dict[int, list[InputRecord]] = {}
     for r in records:
-        targets = range(n) if r.key == BROADCAST_KEY else [coordinator_partition(r.key, n)]
+        broadcast = r.internal and r.key == BROADCAST_KEY
+        targets = range(n) if broadcast else [coordinator_partition(r.key, n)]
         for p in targets:
             by_partition.setdefault(p, []).append(r)
     out = {}

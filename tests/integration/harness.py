@@ -31,7 +31,8 @@ class StreamJob:
         overrides = {
             "kafka": {"bootstrap_servers": bootstrap},
             "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}"
-                       for name in ("requests", "responses", "events", "state_log")},
+                       for name in ("requests", "responses", "events", "state_log", "internal",
+                                    "dead_letters")},
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},
@@ -107,19 +108,19 @@ class StreamJob:
 
         from streaming.inspect_state import committed_progress
 
-        topic = self.topics["requests"]
+        topics = [self.topics["requests"], self.topics["internal"]]
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None)
         try:
-            tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
-            end = {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}
+            tps = [TopicPartition(t, p) for t in topics for p in consumer.partitions_for_topic(t)]
+            end = {(tp.topic, tp.partition): o for tp, o in consumer.end_offsets(tps).items()}
         finally:
             consumer.close()
         deadline = time.time() + timeout
         while time.time() < deadline:
             progress = committed_progress(str(self.cfg.checkpoint))
             if progress is not None:
-                done = progress[1].get(topic, {})
-                if all(done.get(p, 0) >= o for p, o in end.items()):
+                done = progress[1]
+                if all(done.get(t, {}).get(p, 0) >= o for (t, p), o in end.items()):
                     return progress[2]
             time.sleep(0.3)
         raise TimeoutError(f"the job did not catch up with {end} in {timeout}s:\n{self.tail()}")

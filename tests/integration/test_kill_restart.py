@@ -93,7 +93,7 @@ def test_sigkill_mid_flow_loses_nothing(job_factory):
     batch_time = job.wait_caught_up()
     job.stop()
     actual = {p: logical(s) for p, s in read_states(str(job.cfg.checkpoint)).items()}
-    records = request_log(job.bootstrap, job.topics["requests"])
+    records = request_log(job.bootstrap, job.topics["requests"], job.topics["internal"])
     assert len(client_requests(records)) == len(sent) + len(expected_commits)  # + the fetches
     expected = reference_states(records, job.cfg.coordinator_config(), batch_time)
     assert set(actual) == set(expected)
