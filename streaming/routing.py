@@ -16,14 +16,14 @@ _HEX, _UNSIGNED, _SIGNED = "_cp_hex", "_cp_unsigned", "_cp_signed"
 
 def with_coordinator_partition(df: DataFrame, key_col: str, partitions: int,
                                out_col: str = "cp") -> DataFrame:
-    units = f"(length({_HEX}) DIV 4)"
+    # The code units are cut out of the hex string by one regex pass: linear in the key's length.
+    # (Indexing the string per code unit with substring() is quadratic, because a UTF8String is
+    # walked from its start: a 32767-unit hostile key then costs about a minute.)
     return (
         df.withColumn(_HEX, F.hex(F.encode(F.coalesce(F.col(key_col), F.lit("")), "UTF-16BE")))
-        # sequence(0, -1) counts down in Spark, so the empty key is a case of its own.
         .withColumn(_UNSIGNED, F.expr(
-            f"CASE WHEN {units} = 0 THEN CAST(0 AS BIGINT) ELSE "
-            f"aggregate(sequence(0, {units} - 1), CAST(0 AS BIGINT), (acc, i) -> "
-            f"(acc * 31 + CAST(conv(substring({_HEX}, i * 4 + 1, 4), 16, 10) AS BIGINT)) % 4294967296) END"))
+            f"aggregate(regexp_extract_all({_HEX}, '([0-9A-F]{{4}})', 1), CAST(0 AS BIGINT), (acc, u) -> "
+            f"(acc * 31 + CAST(conv(u, 16, 10) AS BIGINT)) % 4294967296)"))
         .withColumn(_SIGNED, F.expr(
             f"IF({_UNSIGNED} >= 2147483648, {_UNSIGNED} - 4294967296, {_UNSIGNED})"))
         .withColumn(out_col, F.expr(

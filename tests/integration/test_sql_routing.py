@@ -1,0 +1,42 @@
+"""The Spark SQL routing expression equals Kafka's (the Python reference) on random keys, including
+astral characters, empty and maximal-length keys (bench/routing_keys.py measures its cost)."""
+from __future__ import annotations
+
+import os
+import random
+import sys
+
+import pytest
+
+from coordinator.routing import coordinator_partition
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (SparkSession.builder.master("local[1]").appName("routing-test")
+               .config("spark.ui.enabled", "false").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def random_key(rng: random.Random) -> str:
+    alphabet = [(0x20, 0x7E), (0xA0, 0x7FF), (0x4E00, 0x9FFF), (0x1F600, 0x1F64F), (0x10000, 0x10FFFF)]
+    n = rng.choice([0, 1, 2, 5, 17, 64, 300])
+    return "".join(chr(rng.randint(*rng.choice(alphabet))) for _ in range(n))
+
+
+def test_sql_routing_equals_kafkas_on_random_keys(spark):
+    from streaming.routing import with_coordinator_partition
+
+    rng = random.Random(848)
+    keys = [random_key(rng) for _ in range(2000)] + ["k" * 32767, "😀" * 16383, "my-group", "test-group"]
+    for partitions in (50, 7):
+        df = spark.createDataFrame([(k,) for k in keys], "key string")
+        got = {r.key: r.cp for r in with_coordinator_partition(df, "key", partitions).collect()}
+        assert got == {k: coordinator_partition(k, partitions) for k in keys}
