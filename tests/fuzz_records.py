@@ -40,6 +40,7 @@ class HostileRecords:
     def __init__(self, seed: int, topics: dict[str, str] | None = None, partitions: int = 50,
                  max_value_bytes: int = 20_000):
         self.rng = random.Random(seed)
+        self.seed = seed
         self.topics = {k: v for k, v in (topics or {}).items() if isinstance(v, str)}  # names only
         self.partitions = partitions
         self.max_value_bytes = max_value_bytes
@@ -125,7 +126,7 @@ class HostileRecords:
 
     def well_formed(self, corpus: Corpus) -> tuple[bytes, bytes]:
         cid = self.cid()
-        group = f"fuzz-group-{self.rng.randrange(12)}"
+        group = f"fuzz-{self.seed}-group-{self.rng.randrange(12)}"
         if self.rng.random() < 0.5:
             key = self.rng.choice([group, "支付组", "😀-group", "g" * 200, f"tx-{self.rng.randrange(99)}"])
             body = {"keyType": self.rng.randint(0, 1), "coordinatorKeys": [key]}

@@ -21,7 +21,7 @@ def run_fuzz(job, *, seed: int, hostile: int, good: int, timeout_s: float = 300)
     max_bytes = int(job.cfg.coordinator_config()["coordinator.request.max.bytes"])
     gen = HostileRecords(seed, job.topics, partitions=n, max_value_bytes=max_bytes)
     corpus = gen.corpus(hostile=hostile, good=good, client_id=f"fuzz-{seed}")
-    client = job.client(corpus.client_id)
+    client = job.client(corpus.client_id, start_correlation_id=1_000_000_000)  # after the corpus ids
     producer = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all", max_request_size=4 << 20)
     started = time.monotonic()
     try:
