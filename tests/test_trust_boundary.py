@@ -147,3 +147,28 @@ def test_driver_rejects_a_forged_update_metadata_sent_as_a_client():
     d.send_raw(envelope("UpdateMetadata", 0, {"topicStates": []}, cid=77), key=BROADCAST_KEY, internal=False)
     assert d.responses[77]["errorCode"] == Errors.INVALID_REQUEST.code
     assert d.component("metadata").available is False
+
+
+def test_ten_thousand_members_joining_one_group_are_bounded_by_the_services_group_max_size():
+    """The service's config (conf/defaults.toml) bounds groups as Kafka's group.max.size does: of
+    10,000 members joining a classic group, 1,000 get in, the rest GROUP_MAX_SIZE_REACHED, and the
+    group's state stays that size (bench/large_group.py measures time and memory)."""
+    from streaming.config import StreamConfig
+
+    config = CoordinatorConfig(StreamConfig.load(environ={}).coordinator_config().to_json())
+    limit = config["group.max.size"]
+    assert limit == 1000
+    pid = coordinator_partition("crowd")
+    blob = state.encode(CoordinatorPartition(pid, config).to_json())
+    codes: dict[int, int] = {}
+    for b in range(10):
+        records = [InputRecord("crowd", envelope("JoinGroup", 3, {
+            "groupId": "crowd", "sessionTimeoutMs": 45_000, "rebalanceTimeoutMs": 60_000, "memberId": "",
+            "protocolType": "consumer", "protocols": protocols("range")}, cid=b * 1000 + i, client_id=f"m{b}-{i}"),
+            1_000 + b, 0, b * 1000 + i) for i in range(1000)]
+        part, out = run_batch(lambda blob=blob: CoordinatorPartition(pid, config, state.decode(*blob)), records, 1_000 + b)
+        blob = state.encode(part.to_json())
+        codes.update({r.reply.correlation_id: r.body["errorCode"] for r in out.responses})
+    assert len(codes) == 9000  # the admitted 1,000 wait in the join phase
+    assert set(codes.values()) == {Errors.GROUP_MAX_SIZE_REACHED.code}
+    assert len(part.component("groups").groups["crowd"].members) == limit
