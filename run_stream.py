@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     internal_key = load_or_create_key(cfg.checkpoint)
     publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["internal"], int(cfg.stream["metadata_refresh_ms"]),
-                                  internal_key)
+                                  internal_key, reply_topic_prefix=cfg.topics["responses"] + ".")
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
     spark = build_session(cfg)

@@ -28,6 +28,9 @@ register(ApiSpec(
             F("topicName", "string"),
             F("topicId", "uuid", default="AAAAAAAAAAAAAAAAAAAAAA"),
             F("numPartitions", "int32"),
+            # The topic's max.message.bytes, for reply topics (-1: not known). An answer larger than
+            # its reply topic takes would fail the sink, so it is replaced by an error first.
+            F("maxMessageBytes", "int32", default=-1),
         ))),
     ),
     component="metadata",
@@ -45,6 +48,7 @@ class TopicMetadata(Component):
         self.available = False
         self.topics: dict[str, int] = {}  # topic -> number of partitions
         self.topic_ids: dict[str, str] = {}
+        self.max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
 
     # ------------------------------------------------------------------ queries
     def partitions(self, topic: str) -> int | None:
@@ -71,6 +75,8 @@ class TopicMetadata(Component):
     def update_metadata(self, request: Request) -> None:
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
+        self.max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
+                                  if t["maxMessageBytes"] >= 0}
         old = self.topics
         # A topic re-created under the same name has a new id: that is a change too.
         changed = not self.available or new != old or ids != self.topic_ids
@@ -84,11 +90,13 @@ class TopicMetadata(Component):
 
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
-        return {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids}
+        return {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids,
+                "maxMessageBytes": self.max_message_bytes}
 
     def load_json(self, d: dict) -> None:
         self.available = d["available"]
         self.topics = d["topics"]
         self.topic_ids = d.get("topicIds", {})
+        self.max_message_bytes = d.get("maxMessageBytes", {})
 
     # replay: metadata is not coordinator state; the publisher sends it again (no state-log records).

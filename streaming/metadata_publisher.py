@@ -21,7 +21,9 @@ from .trust import MAC_HEADER, sign
 log = logging.getLogger(__name__)
 
 
-def read_topic_metadata(admin: KafkaAdminClient) -> list[dict]:
+def read_topic_metadata(admin: KafkaAdminClient, reply_topic_prefix: str | None = None) -> list[dict]:
+    """Every topic with its id and partition count; topics whose name starts with
+    `reply_topic_prefix` (clients' reply topics) also with their max.message.bytes."""
     topics = []
     for t in admin.describe_topics():
         if t.get("error_code") or t.get("is_internal"):
@@ -29,7 +31,24 @@ def read_topic_metadata(admin: KafkaAdminClient) -> list[dict]:
         topic_id = t.get("topic_id")
         topics.append({"topicName": t["name"], "topicId": _uuid_base64(topic_id),
                        "numPartitions": len(t["partitions"])})
+    reply_topics = [t for t in topics if reply_topic_prefix and t["topicName"].startswith(reply_topic_prefix)]
+    if reply_topics:
+        limits = _max_message_bytes(admin, [t["topicName"] for t in reply_topics])
+        for t in reply_topics:
+            t["maxMessageBytes"] = limits.get(t["topicName"], -1)
     return sorted(topics, key=lambda t: t["topicName"])
+
+
+def _max_message_bytes(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n) for n in names])
+    out = {}
+    for name, configs in result.get("topic", {}).items():
+        value = configs.get("max.message.bytes", {}).get("value")
+        if value is not None:
+            out[name] = min(int(value), 2**31 - 1)
+    return out
 
 
 def _uuid_base64(topic_id) -> str:
@@ -50,8 +69,10 @@ def update_metadata_request(topics: list[dict], correlation_id: int) -> bytes:
 
 
 class MetadataPublisher(threading.Thread):
-    def __init__(self, bootstrap: str, internal_topic: str, interval_ms: int, internal_key: bytes):
+    def __init__(self, bootstrap: str, internal_topic: str, interval_ms: int, internal_key: bytes,
+                 reply_topic_prefix: str | None = None):
         super().__init__(name="metadata-publisher", daemon=True)
+        self.reply_topic_prefix = reply_topic_prefix
         self.bootstrap, self.internal_topic, self.interval = bootstrap, internal_topic, interval_ms / 1000
         self._key = internal_key
         self._halt = threading.Event()
@@ -62,7 +83,7 @@ class MetadataPublisher(threading.Thread):
         self._sent = 0
 
     def publish_if_changed(self) -> bool:
-        topics = read_topic_metadata(self._admin)
+        topics = read_topic_metadata(self._admin, self.reply_topic_prefix)
         if topics == self._last:
             return False
         self._sent += 1

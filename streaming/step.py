@@ -55,16 +55,27 @@ def _json_bytes(obj) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
-def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> list[tuple]:
+# Room for a record's framing in a batch, under a topic's max.message.bytes.
+RECORD_OVERHEAD_BYTES = 512
+
+
+def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
+                topic_limits: dict[str, int] | None = None) -> list[tuple]:
+    """The sink rows for a batch's outputs. `topic_limits` are the max.message.bytes of reply topics
+    (from the topic metadata): an answer a reply topic cannot take is replaced by an error."""
     rows: list[tuple] = []
     oversized: list[dict] = []
     dead: list[tuple[str, dict]] = []
+    limits = topic_limits or {}
 
-    def fits(key: str | None, value: bytes | None, what: dict) -> bool:
+    def fits(key: str | None, value: bytes | None, what: dict, topic: str | None = None) -> bool:
         size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
-        if size <= s.max_record_bytes:
+        limit = s.max_record_bytes
+        if topic in limits:
+            limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
+        if size <= limit:
             return True
-        oversized.append({**what, "bytes": size, "maxRecordBytes": s.max_record_bytes})
+        oversized.append({**what, "bytes": size, "maxRecordBytes": limit})
         return False
 
     def writable(topic: str, key: str | None, value: bytes | None, what: dict) -> bool:
@@ -83,11 +94,11 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings) -> li
             continue
         value = _json_bytes(response_envelope(r.reply, r.body))
         if not fits(client, value, {"what": "response", "apiKey": r.reply.api_key,
-                                    "correlationId": r.reply.correlation_id}):
+                                    "correlationId": r.reply.correlation_id, "topic": topic}, topic):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
             value = _json_bytes(response_envelope(r.reply, {
                 "throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
-                "errorMessage": f"the response is larger than {s.max_record_bytes} bytes"}))
+                "errorMessage": f"the response is larger than {oversized[-1]['maxRecordBytes']} bytes"}))
         if writable(topic, client, value, {"what": "response", "correlationId": r.reply.correlation_id}):
             rows.append((topic, client, value, None, []))
     for e in out.events:
@@ -216,7 +227,7 @@ def make_step(settings: StepSettings):
         deadline = partition.next_deadline()
         if deadline is not None:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
-        rows = output_rows(out, cp, settings)
+        rows = output_rows(out, cp, settings, partition.component("metadata").max_message_bytes)
         for f in forged:
             rows.append((settings.events_topic, safe_text(f["recordKey"]), _json_bytes({
                 "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,

@@ -193,3 +193,19 @@ def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypat
     assert json.loads(outs[0][outs[0].topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == 0
     [letter] = [json.loads(v) for v in outs[0][outs[0].topic == "dlq"]["value"]]
     assert letter["requestOffset"] == 1 and "SystemError" in letter["reason"]
+
+
+def test_an_answer_larger_than_its_reply_topic_takes_is_replaced_by_an_error():
+    from coordinator.messages import Outputs, ReplyTo, Response
+    from streaming.step import output_rows
+
+    big = {"errorCode": 0, "coordinators": [{"key": "k" * 100, "nodeId": i} for i in range(100)]}
+    out = Outputs(responses=[Response(ReplyTo("FindCoordinator", 4, 1, "c", "resp.small"), big),
+                             Response(ReplyTo("FindCoordinator", 4, 2, "c", None), big)])
+    rows = output_rows(out, 0, TRUSTED, {"resp.small": 4096})
+    by_cid = {json.loads(r[2])["correlationId"]: (r[0], json.loads(r[2])["response"]) for r in rows
+              if r[0] != "ev"}
+    assert by_cid[1][0] == "resp.small" and by_cid[1][1]["errorCode"] == -1
+    assert "larger than 3584 bytes" in by_cid[1][1]["errorMessage"]
+    assert by_cid[2][1]["errorCode"] == 0  # the service's own topic takes max_record_bytes
+    assert [json.loads(r[2])["event"] for r in rows if r[0] == "ev"] == ["RecordTooLarge"]

@@ -24,13 +24,15 @@ INVALID_REQUEST = Errors.INVALID_REQUEST.code
 
 @pytest.fixture(scope="module")
 def job(job_factory):
-    j = job_factory()
+    j = job_factory(start=False)
     admin = KafkaAdminClient(bootstrap_servers=j.bootstrap)
-    try:  # a reply topic a client may use: it matches the pattern and exists
-        admin.create_topics([NewTopic(j.topics["responses"] + ".team-a", 1, 1)])
+    try:  # reply topics a client may use (they match the pattern and exist), one of them small
+        admin.create_topics([NewTopic(j.topics["responses"] + ".team-a", 1, 1),
+                             NewTopic(j.topics["responses"] + ".small", 1, 1,
+                                      topic_configs={"max.message.bytes": "3000"})])
     finally:
         admin.close()
-    return j
+    return j.start()
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +75,7 @@ def answers(job, cids: set[int], timeout_s: float = 90) -> dict[int, tuple[str, 
             return cids <= set(found)
         return until
 
-    for topic in (job.topics["responses"], job.topics["responses"] + ".team-a"):
+    for topic in (job.topics["responses"], job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"):
         read_records(job.bootstrap, topic, timeout_s=timeout_s if topic == job.topics["responses"] else 5,
                      until=collect(topic))
     return found
@@ -153,6 +155,18 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
     assert topic == job.topics["responses"] + ".team-a" and env["response"]["errorCode"] == 0
 
 
+def test_an_answer_larger_than_the_reply_topic_takes(job, producer, audit):
+    """The sink would fail on it (RecordTooLargeException), and again on every replay."""
+    small = job.topics["responses"] + ".small"
+    send(job, producer, b"g", envelope(1014, "FindCoordinator", 4,
+                                       {"keyType": 0, "coordinatorKeys": [f"key-{i}" * 10 for i in range(100)]},
+                                       replyTo=small))
+    [(topic, env)] = answers(job, {1014}).values()
+    assert topic == small and env["response"]["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
+    assert "larger than" in env["response"]["errorMessage"]
+    assert_alive(job)
+
+
 def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audit):
     groups = [g for g in (f"dup-proto-{i}" for i in range(50_000)) if coordinator_partition(g) == 7][:150]
     for i, g in enumerate(groups):
@@ -170,6 +184,6 @@ def test_nothing_was_written_outside_the_services_answer_topics(job, audit):
     """Last in the module: the audit of every topic against what it held at the start."""
     job.wait_caught_up()
     allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters")}
-    allowed.add(job.topics["responses"] + ".team-a")
+    allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"}
     assert audit.grown_topics() <= allowed, audit.grown_topics() - allowed
     assert service_records_only(job)
