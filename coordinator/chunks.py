@@ -2,8 +2,9 @@
 
 A coordinator partition's stored state is a map of *chunks*, one per entity (a group, a group's
 committed offsets, a transactional id, a timer, ...) plus a few small partition-wide chunks. A
-chunk key is a state-log style key, `["<Kind>", id]` (see `chunk_key`), and a chunk value is a
-JSON-compatible object. The bytes layout lives in `state/chunked.py`; the core only sees a
+chunk key names the kind of entity and its id, as the state log keys its records (`KINDS` lists
+them; a stored key is a one-character tag and the id), and a chunk value is a JSON-compatible
+object. The bytes layout lives in `state/chunked.py`; the core only sees a
 `ChunkSource`, which answers by key and never decodes more than it is asked for.
 
 `LazyMap` is the dict a component keeps its entities in: an entity is decoded from its chunk the
@@ -23,17 +24,42 @@ class ChunkCorrupt(ValueError):
     """A chunk that cannot be decoded: the state is damaged; never skip the entity silently."""
 
     def __init__(self, key: str, detail: str):
-        super().__init__(f"state chunk {key} is corrupt: {detail}")
+        super().__init__(f"state chunk {describe_chunk_key(key)} is corrupt: {detail}")
         self.key = key
 
 
-def chunk_key(kind: str, *ids: Any) -> str:
-    return json.dumps([kind, *ids], separators=(",", ":"), ensure_ascii=False)
+# Every kind of chunk, by the one-character tag its stored keys start with (a stored key is the tag
+# followed by the entity's id, so that keys stay short: they are a good part of the payload).
+# Tags are part of format 3: never reuse or change one.
+KINDS = {
+    "Partition": "P",         # the partition's clock, deferred work, timer directory
+    "Component": "C",         # a component's partition-wide part, by component name
+    "GroupMetadata": "g",     # a group (classic, with its pending joins and syncs; or consumer)
+    "OffsetCommit": "o",      # a group's committed offsets
+    "OpenTransactions": "x",  # a group's partitions with offsets of open transactions
+    "PendingOffsets": "q",    # a producer's pending transactional offsets
+    "TransactionLog": "t",    # a transactional id's TransactionMetadata
+    "PendingComplete": "c",   # the Complete* transition of a transaction whose markers are in flight
+    "Timer": "T",             # a timer, by timer key
+    "TimerPage": "D",         # a page of the deadline index
+}
+_KIND_OF_TAG = {tag: kind for kind, tag in KINDS.items()}
+assert len(_KIND_OF_TAG) == len(KINDS) and all(len(t) == 1 for t in KINDS.values())
+
+
+def chunk_key(kind: str, entity_id: str = "") -> str:
+    return KINDS[kind] + entity_id
 
 
 def chunk_prefix(kind: str) -> str:
-    """What every key of `kind` starts with (chunk_key(kind, x) for any x)."""
-    return chunk_key(kind, "")[:-3]
+    """What every key of `kind` starts with."""
+    return KINDS[kind]
+
+
+def describe_chunk_key(key: str) -> str:
+    """A stored key as people read it: ["GroupMetadata", "my-group"]."""
+    kind = _KIND_OF_TAG.get(key[:1], f"?{key[:1]}")
+    return json.dumps([kind, key[1:]], ensure_ascii=False)
 
 
 class ChunkSource:
@@ -75,7 +101,7 @@ class LazyMap(MutableMapping):
         self._gone: set = set()  # deleted this batch, present in the source
 
     def _ck(self, k) -> str:
-        return chunk_key(self._kind, k if isinstance(k, str) else str(k))
+        return self._prefix + (k if isinstance(k, str) else str(k))
 
     def __getitem__(self, k):
         try:
@@ -131,7 +157,7 @@ class LazyMap(MutableMapping):
         """Keys in chunk-key order. A full scan: O(entities), as the batch asked for all of them."""
         keys = {}
         for ck in self._src.keys(self._prefix):
-            k = self._key_type(json.loads(ck)[1])
+            k = self._key_type(ck[1:])
             if k not in self._gone:
                 keys[ck] = k
         for k in self._live:

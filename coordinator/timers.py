@@ -10,8 +10,8 @@ newly scheduled), as tasks of one tick of Kafka's timing wheel expire in inserti
 schedule sequence is part of the snapshot (older snapshots without it load in key order).
 
 Storage scales with the timers a batch touches, not with all of them: each timer is its own chunk
-(`["Timer", key]`), and a deadline index orders them by (deadline, sequence, key) in pages of at
-most `PAGE_MAX` entries (`["TimerPage", n]`), with a small directory of each page's first entry in
+(kind "Timer", by key), and a deadline index orders them by (deadline, sequence, key) in pages of
+at most `PAGE_MAX` entries (kind "TimerPage"), with a small directory of each page's first entry in
 the partition-wide part. The next deadline is the directory's first entry; firing, scheduling or
 cancelling a timer decodes that timer and one or two pages.
 """
@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right, insort
 from dataclasses import dataclass
 from typing import Any
 
-from .chunks import EMPTY_SOURCE, ChunkCorrupt, ChunkSource, LazyMap
+from .chunks import EMPTY_SOURCE, ChunkCorrupt, ChunkSource, LazyMap, chunk_key
 
 PAGE_MAX = 256  # entries of a deadline-index page before it splits in two
 
@@ -99,7 +99,7 @@ class Timers:
         self._index_remove(entry, at=0)
         timer = self._by_key.pop(entry[2], None)
         if timer is None or [timer.deadline_ms, timer.seq] != entry[:2]:
-            raise ChunkCorrupt(f'["Timer",{entry[2]!r}]', f"deadline index entry {entry} has no such timer")
+            raise ChunkCorrupt(chunk_key("Timer", entry[2]), f"deadline index entry {entry} has no such timer")
         return timer
 
     def schedule_view(self) -> dict:
@@ -122,7 +122,7 @@ class Timers:
     def _page(self, page_id: int) -> list:
         page = self._pages.get(page_id)
         if page is None:
-            raise ChunkCorrupt(f'["TimerPage","{page_id}"]', "listed in the timer directory but missing")
+            raise ChunkCorrupt(chunk_key("TimerPage", str(page_id)), "listed in the timer directory but missing")
         return page
 
     def _locate(self, entry: list) -> int:
@@ -149,12 +149,12 @@ class Timers:
     def _index_remove(self, entry: list, at: int | None = None) -> None:
         i = self._locate(entry)
         if not self._dir:
-            raise ChunkCorrupt('["TimerPage"]', f"timer {entry} is not in the empty deadline index")
+            raise ChunkCorrupt(chunk_key("TimerPage"), f"timer {entry} is not in the empty deadline index")
         page_id = self._dir[i][2]
         page = self._page(page_id)
         j = at if at is not None else bisect_left(page, entry)
         if j >= len(page) or page[j] != entry:
-            raise ChunkCorrupt(f'["TimerPage","{page_id}"]', f"timer {entry} is missing from its page")
+            raise ChunkCorrupt(chunk_key("TimerPage", str(page_id)), f"timer {entry} is missing from its page")
         del page[j]
         if not page:
             del self._pages[page_id]

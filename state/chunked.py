@@ -3,7 +3,8 @@
     header   "KCP3" magic, entry count n, live bytes, dead bytes            (struct HEADER)
     index    n records (data offset, key length, value length), sorted by key bytes  (struct ENTRY)
     data     for each chunk: its key (UTF-8), then its value: one flag byte (0 = JSON text,
-             1 = zlib-compressed JSON text) and the bytes
+             1 = zlib-compressed JSON text, 2 = zlib with the preset dictionary of state/zdict.py)
+             and the bytes
 
 Reading (`ChunkReader`) parses the header only; a key is found by binary search over the index
 (O(log n), nothing built per entry), and a chunk is decompressed and parsed when asked for.
@@ -26,11 +27,13 @@ from typing import Any, Iterator
 
 from coordinator.chunks import ChunkCorrupt, ChunkSource, utf8_key
 
+from .zdict import ZDICT_V1
+
 MAGIC = b"KCP3"
 HEADER = struct.Struct("<4sIQQ")  # magic, entries, live data bytes, dead data bytes
-ENTRY = struct.Struct("<QII")  # data offset, key length, value length (flag byte included)
-RAW, ZLIB = 0, 1
-COMPRESS_ABOVE = 200  # bytes of JSON: smaller chunks do not shrink enough to pay for zlib
+ENTRY = struct.Struct("<III")  # data offset, key length, value length (flag byte included)
+RAW, ZLIB, ZLIB_DICT = 0, 1, 2
+COMPRESS_ABOVE = 48  # bytes of JSON: smaller chunks do not shrink enough to pay for zlib
 COMPACT_MIN_DEAD = 1 << 16  # never compact for less garbage than this
 
 
@@ -41,7 +44,10 @@ def dumps(value: Any) -> bytes:
 
 def _pack_value(text: bytes) -> bytes:
     if len(text) > COMPRESS_ABOVE:
-        return bytes((ZLIB,)) + zlib.compress(text, 1)
+        c = zlib.compressobj(1, zdict=ZDICT_V1)
+        packed = c.compress(text) + c.flush()
+        if len(packed) < len(text):
+            return bytes((ZLIB_DICT,)) + packed
     return bytes((RAW,)) + text
 
 
@@ -113,9 +119,12 @@ class ChunkReader(ChunkSource):
         body = self._view[start + 1:start + vlen]
         if flag == RAW:
             text = bytes(body)
-        elif flag == ZLIB:
+        elif flag in (ZLIB, ZLIB_DICT):
             try:
-                text = zlib.decompress(body)
+                d = zlib.decompressobj(zdict=ZDICT_V1) if flag == ZLIB_DICT else zlib.decompressobj()
+                text = d.decompress(body) + d.flush()
+                if not d.eof:
+                    raise zlib.error("truncated stream")
             except zlib.error as e:
                 raise ChunkCorrupt(name, f"zlib: {e}") from e
         else:

@@ -214,15 +214,15 @@ class OffsetStore:
 
     # ---------------------------------------------------------------- snapshot
     def to_json(self) -> dict:
-        return {"committed": {g: _group_offsets_to_json(ts) for g, ts in self.committed.items()},
+        return {"committed": _offsets_to_json(self.committed),
                 "pending": {str(pid): _offsets_to_json(o) for pid, o in self.pending.items()},
                 "open": {g: _open_to_json(ts) for g, ts in self.open_transactions.items()}}
 
     @staticmethod
     def from_json(d: dict) -> "OffsetStore":
         store = OffsetStore()
-        for g, ts in d.get("committed", {}).items():
-            store.committed[g] = _group_offsets_from_json(g, ts)
+        for g, ts in _offsets_from_json(d.get("committed", {})).items():
+            store.committed[g] = ts
         for pid, o in d.get("pending", {}).items():
             store.pending[int(pid)] = _offsets_from_json(o)
         for g, ts in d.get("open", {}).items():
@@ -231,11 +231,37 @@ class OffsetStore:
 
 
 def _group_offsets_to_json(topics: dict) -> dict:
-    return {t: {str(p): v.to_json() for p, v in ps.items()} for t, ps in topics.items()}
+    """A group's offsets as its chunk stores them: per topic, columns (partition, offset, leader
+    epoch, metadata, commit time, expire time, record seq), the integer ones delta-encoded. Offsets
+    of one group are committed together, so the columns compress to a few bytes per partition."""
+    out = {}
+    for topic, partitions in topics.items():
+        values = list(partitions.values())
+        out[topic] = [_deltas(list(partitions)), _deltas([v.committed_offset for v in values]),
+                      [v.leader_epoch for v in values], [v.metadata for v in values],
+                      _deltas([v.commit_timestamp_ms for v in values]), [v.expire_timestamp_ms for v in values],
+                      _deltas([v.record_seq for v in values])]
+    return out
 
 
 def _group_offsets_from_json(_group, d: dict) -> dict:
-    return {t: {int(p): OffsetAndMetadata.from_json(v) for p, v in ps.items()} for t, ps in d.items()}
+    out = {}
+    for topic, (parts, offsets, epochs, metadata, commits, expires, seqs) in d.items():
+        columns = zip(_sums(offsets), epochs, metadata, _sums(commits), expires, _sums(seqs), strict=True)
+        out[topic] = {p: OffsetAndMetadata(*row) for p, row in zip(_sums(parts), columns, strict=True)}
+    return out
+
+
+def _deltas(xs: list[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *xs], xs)]
+
+
+def _sums(ds: list[int]) -> list[int]:
+    out, total = [], 0
+    for d in ds:
+        total += d
+        out.append(total)
+    return out
 
 
 def _open_to_json(topics: dict) -> dict:
