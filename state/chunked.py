@@ -1,10 +1,10 @@
 """Format 3: a coordinator partition's state as a map of per-entity chunks with a sorted index.
 
-    header   "KCP3" magic, entry count n, live bytes, dead bytes            (struct HEADER)
+    header   "KCP3" magic, entry count n, live bytes, dead bytes, used data bytes   (struct HEADER)
     index    n records (data offset, key length, value length), sorted by key bytes  (struct ENTRY)
     data     for each chunk: its key (UTF-8), then its value: one flag byte (0 = JSON text,
              1 = zlib-compressed JSON text, 2 = zlib with the preset dictionary of state/zdict.py)
-             and the bytes
+             and the bytes; then zero bytes of slack up to the payload's size class
 
 Reading (`ChunkReader`) parses the header only; a key is found by binary search over the index
 (O(log n), nothing built per entry), and a chunk is decompressed and parsed when asked for.
@@ -14,7 +14,10 @@ around the changed keys, plus a record per new chunk; the data area is the old o
 block, plus the new chunks appended. So a batch costs O(chunks it changed) Python work and one copy
 of the payload. Replaced chunks stay behind as dead bytes until they outweigh the live ones; then
 the payload is compacted (every live chunk copied once, amortised over the batches that made the
-garbage). Everything is a pure function of the old payload and the changes: a replayed batch writes
+garbage). New chunks go into the slack at the end: payload sizes move in steps of 1/16 of their
+power of two, so that batch after batch the payload has the same size and the allocator hands back
+the memory it just freed instead of fresh pages (faulting in a new multi-megabyte buffer on every
+batch cost several times the copy itself). Everything is a pure function of the old payload and the changes: a replayed batch writes
 the same bytes.
 """
 from __future__ import annotations
@@ -30,11 +33,20 @@ from coordinator.chunks import ChunkCorrupt, ChunkSource, utf8_key
 from .zdict import ZDICT_V1
 
 MAGIC = b"KCP3"
-HEADER = struct.Struct("<4sIQQ")  # magic, entries, live data bytes, dead data bytes
+HEADER = struct.Struct("<4sIQQQ")  # magic, entries, live data bytes, dead data bytes, used data bytes
 ENTRY = struct.Struct("<III")  # data offset, key length, value length (flag byte included)
 RAW, ZLIB, ZLIB_DICT = 0, 1, 2
 COMPRESS_ABOVE = 48  # bytes of JSON: smaller chunks do not shrink enough to pay for zlib
 COMPACT_MIN_DEAD = 1 << 16  # never compact for less garbage than this
+SLACK_ABOVE = 1 << 16  # smaller payloads are written at their exact size
+
+
+def size_class(n: int) -> int:
+    """The payload size for `n` bytes of content: n rounded up to 1/16 of its power of two."""
+    if n < SLACK_ABOVE:
+        return n
+    step = 1 << (n.bit_length() - 5)
+    return -(-n // step) * step
 
 
 def dumps(value: Any) -> bytes:
@@ -58,13 +70,13 @@ class ChunkReader(ChunkSource):
         self.payload = payload
         if len(payload) < HEADER.size:
             raise ValueError("state payload too short for format 3")
-        magic, self.n, self.live_bytes, self.dead_bytes = HEADER.unpack_from(payload, 0)
+        magic, self.n, self.live_bytes, self.dead_bytes, self.used = HEADER.unpack_from(payload, 0)
         if magic != MAGIC:
             raise ValueError("state payload is not format 3 (bad magic)")
         self.index_start = HEADER.size
         self.data_start = self.index_start + self.n * ENTRY.size
-        if self.data_start > len(payload):
-            raise ValueError("state payload truncated: index beyond its end")
+        if self.data_start + self.used > len(payload):
+            raise ValueError("state payload truncated: index or data beyond its end")
         self._view = memoryview(payload)
         self._text: dict[bytes, bytes] = {}  # decompressed chunk text by key, for the writer
 
@@ -113,7 +125,7 @@ class ChunkReader(ChunkSource):
         off, klen, vlen = self.entry(i)
         start = self.data_start + off + klen
         name = key.decode("utf-8", "surrogatepass")
-        if vlen < 1 or start + vlen > len(self.payload):
+        if vlen < 1 or start + vlen > self.data_start + self.used:
             raise ChunkCorrupt(name, "value outside the payload")
         flag = self.payload[start]
         body = self._view[start + 1:start + vlen]
@@ -165,7 +177,7 @@ def write(base: ChunkReader | None, changes: dict[str, Any]) -> bytes:
 
     index_parts: list = []
     new_data: list[bytes] = []
-    data_end = len(base.payload) - base.data_start
+    data_end = base.used
     live, dead, n = base.live_bytes, base.dead_bytes, base.n
     prev = 0
     idx = base.index_start
@@ -191,8 +203,10 @@ def write(base: ChunkReader | None, changes: dict[str, Any]) -> bytes:
     index_parts.append(base._view[idx + prev * ENTRY.size: base.data_start])
     if dead > max(live, COMPACT_MIN_DEAD):
         return _compact(base, changed)
-    header = HEADER.pack(MAGIC, n, live, dead)
-    return b"".join([header, *index_parts, base._view[base.data_start:], *new_data])
+    header = HEADER.pack(MAGIC, n, live, dead, data_end)
+    size = HEADER.size + n * ENTRY.size + data_end
+    return b"".join([header, *index_parts, base._view[base.data_start:base.data_start + base.used], *new_data,
+                     bytes(size_class(size) - size)])
 
 
 def _compact(base: ChunkReader, changed: dict[bytes, bytes | None]) -> bytes:
@@ -216,4 +230,5 @@ def _write_all(chunks: list[tuple[bytes, bytes]]) -> bytes:
         index.append(ENTRY.pack(offset, len(k), len(value)))
         data += (k, value)
         offset += len(k) + len(value)
-    return b"".join([HEADER.pack(MAGIC, len(chunks), offset, 0), *index, *data])
+    size = HEADER.size + len(chunks) * ENTRY.size + offset
+    return b"".join([HEADER.pack(MAGIC, len(chunks), offset, 0, offset), *index, *data, bytes(size_class(size) - size)])
