@@ -10,7 +10,9 @@ each, N transactional ids (each with its expiration timer), one stable classic g
 KIP-848 group. For each N and each kind of one-request batch (an OffsetCommit of 20 offsets, a
 classic Heartbeat, a ConsumerGroupHeartbeat, an AddPartitionsToTxn, each request for a different
 entity where there is a choice), it prints the median batch time over `--batches` batches, its
-ratio to the smallest N, the payload bytes, and the Python process's resident memory.
+ratio to the smallest N, the payload bytes, and the memory one batch allocates at its peak
+(tracemalloc). The batches of all sizes and kinds run round robin, so that noise from other work on
+the machine spreads over all of them.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import json
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -27,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 import state  # noqa: E402
+from state import chunked  # noqa: E402
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition  # noqa: E402
 from coordinator.batch import InputRecord, run_batch  # noqa: E402
 from streaming.step import StepSettings, make_step  # noqa: E402
@@ -153,24 +157,64 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 
-def measure(step, blob, start_ms: int, make_request, batches: int) -> tuple[float, bytes]:
-    """Median ms of one-request batches; each batch gets the state the previous one wrote."""
-    gs = FakeGroupState(blob, start_ms)
-    times = []
-    for i in range(batches + 1):
-        gs.now = start_ms + (i + 1) * BATCH_MS
-        key, api, version, body = make_request(i)
-        pdf = frame(key, envelope(api, version, body, 10_000_000 + i), gs.now - BATCH_MS // 2, 10_000_000 + i)
+class WriteTimer:
+    """Time spent in `state.chunked.write` (the splice, dominated by the one copy of the payload)."""
+
+    def __init__(self):
+        self.total = 0.0
+        self._write = chunked.write
+        chunked.write = self
+
+    def __call__(self, base, changes):
         t = time.perf_counter()
-        out = list(step((PARTITION,), iter([pdf]), gs))
-        elapsed = time.perf_counter() - t
-        if i:  # the first batch warms up (and may rewrite an old format)
-            times.append(elapsed * 1000)
-        resp = json.loads(out[0]["value"].iloc[0])["response"] if out else {}
-        error = resp.get("errorCode", 0)
-        if error:
-            raise SystemExit(f"{api} failed with error {error}: {resp}")
-    return statistics.median(times), gs.blob
+        try:
+            return self._write(base, changes)
+        finally:
+            self.total += time.perf_counter() - t
+
+
+WRITES = WriteTimer()
+
+
+class Series:
+    """One kind of one-request batch on one partition size, the state carried batch to batch."""
+
+    def __init__(self, step, blob, start_ms: int, make_request):
+        self.step, self.make_request = step, make_request
+        self.gs = FakeGroupState(blob, start_ms)
+        self.i = 0
+        self.times: list[float] = []
+        self.write_times: list[float] = []
+
+    def run(self, batches: int) -> None:
+        gs = self.gs
+        for _ in range(batches):
+            self.i += 1
+            gs.now += BATCH_MS
+            key, api, version, body = self.make_request(self.i)
+            cid = 10_000_000 + self.i
+            pdf = frame(key, envelope(api, version, body, cid), gs.now - BATCH_MS // 2, cid)
+            w, t = WRITES.total, time.perf_counter()
+            out = list(self.step((PARTITION,), iter([pdf]), gs))
+            elapsed = time.perf_counter() - t
+            if self.i > 1:  # the first batch warms up
+                self.times.append(elapsed * 1000)
+                self.write_times.append((WRITES.total - w) * 1000)
+            resp = json.loads(out[0]["value"].iloc[0])["response"] if out else {}
+            if resp.get("errorCode", 0):
+                raise SystemExit(f"{api} failed: {resp}")
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def median_without_write(self) -> float:
+        return statistics.median(t - w for t, w in zip(self.times, self.write_times))
+
+    @property
+    def median_write(self) -> float:
+        return statistics.median(self.write_times)
 
 
 def main() -> int:
@@ -186,43 +230,69 @@ def main() -> int:
     builder = Builder()
     members = builder.setup_members()
     kinds = ["OffsetCommit", "Heartbeat", "ConsumerGroupHeartbeat", "AddPartitionsToTxn"]
-    rows = []
+    rows, series = [], {}
     for n in sizes:
         t = time.perf_counter()
         builder.grow(n)
         blob = state.encode_partition(builder.part)
-        build_s = time.perf_counter() - t
-        gc.collect()
-        row = {"n": n, "bytes": len(blob[1]), "build_s": build_s}
-        groups, tids = builder.groups, list(builder.txns)
+        print(f"N={n}: built in {time.perf_counter() - t:.1f}s", file=sys.stderr, flush=True)
+        rows.append({"n": n, "bytes": len(blob[1])})
+        groups, tids, txns = list(builder.groups), list(builder.txns), dict(builder.txns)
         classic_member, generation = members["classic"]
         consumer_member, epoch = members["consumer"]
+
+        def pick(names, i):
+            return names[i * 7919 % len(names)]
+
         requests = {
-            "OffsetCommit": lambda i: (groups[i * 7919 % len(groups)], "OffsetCommit", 9,
-                                       commit_body(groups[i * 7919 % len(groups)], 2000 + i)),
+            "OffsetCommit": lambda i, g=groups: (pick(g, i), "OffsetCommit", 9, commit_body(pick(g, i), 2000 + i)),
             "Heartbeat": lambda i: (CLASSIC, "Heartbeat", 4, {"groupId": CLASSIC, "generationId": generation,
                                                               "memberId": classic_member, "groupInstanceId": None}),
             "ConsumerGroupHeartbeat": lambda i: (CONSUMER, "ConsumerGroupHeartbeat", 1, {
                 "groupId": CONSUMER, "memberId": consumer_member, "memberEpoch": epoch}),
-            "AddPartitionsToTxn": lambda i: (tids[i * 7919 % len(tids)], "AddPartitionsToTxn", 3, {
-                "v3AndBelowTransactionalId": tids[i * 7919 % len(tids)],
-                "v3AndBelowProducerId": builder.txns[tids[i * 7919 % len(tids)]][0],
-                "v3AndBelowProducerEpoch": builder.txns[tids[i * 7919 % len(tids)]][1],
+            "AddPartitionsToTxn": lambda i, t=tids, x=txns: (pick(t, i), "AddPartitionsToTxn", 3, {
+                "v3AndBelowTransactionalId": pick(t, i), "v3AndBelowProducerId": x[pick(t, i)][0],
+                "v3AndBelowProducerEpoch": x[pick(t, i)][1],
                 "v3AndBelowTopics": [{"name": "orders", "partitions": [i % 8]}]}),
         }
         for kind in kinds:
-            row[kind], _ = measure(step, blob, builder.now, requests[kind], args.batches)
-        row["rss_mb"] = rss_mb()
-        rows.append(row)
-        print(f"N={n}: built in {build_s:.1f}s", file=sys.stderr, flush=True)
+            series[n, kind] = Series(step, blob, builder.now, requests[kind])
+    del builder
+    gc.collect()
+    # Round robin over sizes and kinds, so that noise from the machine spreads over all of them.
+    rounds = max(1, args.batches // 10)
+    for _ in range(rounds):
+        for n in sizes:
+            for kind in kinds:
+                series[n, kind].run(-(-args.batches // rounds) + (1 if series[n, kind].i == 0 else 0))
+    for row in rows:
+        for kind in kinds:
+            row[kind] = series[row["n"], kind].median
+            row[kind, "rest"] = series[row["n"], kind].median_without_write
+        row["write"] = statistics.median(series[row["n"], k].median_write for k in kinds)
+    # Memory: what one batch allocates at its peak (the stored payload it is given is not counted;
+    # the new payload it writes is), and the process's resident set at the end.
+    for row in rows:
+        tracemalloc.start()
+        series[row["n"], "OffsetCommit"].run(1)
+        row["peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
 
     base = rows[0]
     print(f"batch time of a one-request batch through streaming.step.make_step (median of {args.batches} "
           f"batches, ms; ratio to N={base['n']})")
-    print(f"{'N':>7} {'payload bytes':>14} {'RSS MB':>7} " + " ".join(f"{k:>24}" for k in kinds))
+    print(f"{'N':>7} {'payload bytes':>14} {'peak MB':>8} " + " ".join(f"{k:>24}" for k in kinds))
     for row in rows:
         cells = " ".join(f"{row[k]:>14.2f} ({row[k] / base[k]:>5.2f}x)" for k in kinds)
-        print(f"{row['n']:>7} {row['bytes']:>14} {row['rss_mb']:>7.0f} {cells}")
+        print(f"{row['n']:>7} {row['bytes']:>14} {row['peak_mb']:>8.1f} {cells}")
+    print("\nthe same without the payload write (state.chunked.write: the splice and its one copy of the "
+          "payload), ms")
+    print(f"{'N':>7} {'write ms':>9} " + " ".join(f"{k:>24}" for k in kinds))
+    for row in rows:
+        cells = " ".join(f"{row[k, 'rest']:>14.2f} ({row[k, 'rest'] / base[k, 'rest']:>5.2f}x)" for k in kinds)
+        print(f"{row['n']:>7} {row['write']:>9.2f} {cells}")
+    print(f"Python process resident set at the end (all {len(sizes)} partitions' payloads held): "
+          f"{rss_mb():.0f} MB")
     return 0
 
 

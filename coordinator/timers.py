@@ -23,7 +23,7 @@ from typing import Any
 
 from .chunks import EMPTY_SOURCE, ChunkCorrupt, ChunkSource, LazyMap, chunk_key
 
-PAGE_MAX = 256  # entries of a deadline-index page before it splits in two
+PAGE_MAX = 96  # entries of a deadline-index page before it splits in two
 
 
 @dataclass(frozen=True)
