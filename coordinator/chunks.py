@@ -82,6 +82,9 @@ class ChunkSource:
 
 EMPTY_SOURCE = ChunkSource()
 
+# What a component's `rest_json()` returns when its partition-wide chunk was not read this batch.
+UNCHANGED = object()
+
 
 class LazyMap(MutableMapping):
     """Entities of one kind: id -> object, decoded from `source` on first access.

@@ -13,6 +13,8 @@ A component is a class with:
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
     rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
+    bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
+                              and return UNCHANGED from rest_json if it was not read
     replay(record) -> bool    rebuild from one state-log record (True if it was this component's)
     after_replay()            rebuild what Kafka keeps only in memory (timers) after a replay
 """
@@ -22,7 +24,7 @@ import re
 from typing import Any, Callable
 
 from .api import ApiSpec, lookup
-from .chunks import EMPTY_SOURCE, ChunkSource, chunk_key
+from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, chunk_key
 from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
@@ -136,7 +138,11 @@ class CoordinatorPartition:
         self.clock_ms = int(head.get("clock", 0))
         self.deferred = head.get("deferred", {})
         for name, c in self.components.items():
-            rest = self.chunks.get(component_chunk(name))
+            key = component_chunk(name)
+            if hasattr(c, "bind_rest"):  # the component reads its part when it first needs it
+                c.bind_rest(lambda key=key: self.chunks.get(key))
+                continue
+            rest = self.chunks.get(key)
             if rest is not None:
                 getattr(c, "load_rest", c.load_json)(rest)
 
@@ -150,7 +156,9 @@ class CoordinatorPartition:
                                  "timers": self.timers.meta()}}
         out.update(self.timers.dirty_items())
         for name, c in self.components.items():
-            out[component_chunk(name)] = getattr(c, "rest_json", c.to_json)()
+            rest = getattr(c, "rest_json", c.to_json)()
+            if rest is not UNCHANGED:
+                out[component_chunk(name)] = rest
             for lazy in getattr(c, "chunk_maps", tuple)():
                 out.update(lazy.dirty_items())
         return out

@@ -290,3 +290,27 @@ def test_firing_one_timer_decodes_one_page_and_one_timer():
     assert loaded.timers.next_deadline() == 1_000
     assert loaded.timers.pop_due(1_000).key == "k0"
     assert loaded.timers._by_key.touched() == 1 and loaded.timers._pages.touched() == 1
+
+
+# ---------------------------------------------------------------------------- partition-wide parts
+def test_topic_metadata_is_read_only_by_batches_that_use_it():
+    topics = {"topicStates": [{"topicName": f"topic-{i}", "numPartitions": 4} for i in range(50)]}
+    stored = StoredState(*populated())
+    part, _ = run_batch(lambda: stored.load(PARTITION, CONFIG),
+                        records([("__coordinator_broadcast__", "UpdateMetadata", 0, topics)], 3_000), 3_001)
+    blob = state.encode_partition(part)
+    meta_key = chunk_key("Component", "metadata")
+    assert state.decode(*blob)["components"]["metadata"]["available"]
+    # A commit does not look at the metadata: its chunk is neither decoded nor rewritten.
+    part, _, _ = step(blob, [commit(GROUPS[0], 1)], 4_000)
+    assert meta_key not in part.dirty_chunks()
+    # AddPartitionsToTxn checks the partitions exist: it reads the metadata (and writes it back).
+    pid = state.decode(*blob)["components"]["transactions"]["transactions"][TXNS[0]]["producerId"]
+    add = (TXNS[0], "AddPartitionsToTxn", 3, {
+        "v3AndBelowTransactionalId": TXNS[0], "v3AndBelowProducerId": pid, "v3AndBelowProducerEpoch": 0,
+        "v3AndBelowTopics": [{"name": "topic-7", "partitions": [3, 4]}]})
+    part, out, new = step(blob, [add], 4_000)
+    results = out.responses[0].body["resultsByTopicV3AndBelow"][0]["resultsByPartition"]
+    assert [r["partitionErrorCode"] for r in results] == [55, 3]  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC
+    assert meta_key in part.dirty_chunks()
+    assert state.decode(*new)["components"]["metadata"]["topics"]["topic-7"] == 4
