@@ -92,7 +92,7 @@ def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> d
             assert resp["errorCode"] == 0, resp
             epochs[group] = resp["memberEpoch"]
         sent: dict[int, float] = {}
-        errors = 0
+        errors: dict[str, int] = {}  # "api:errorCode" -> count
         start_wall, t_end = time.time(), time.monotonic() + seconds
         round_no = 0
         while time.monotonic() < t_end:
@@ -108,13 +108,17 @@ def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> d
             client.flush()
             now = time.monotonic()
             sent.update((cid, now) for cid in cids)
-            for cid in cids:
-                resp = client.wait(cid, timeout=120)["response"]
-                if resp.get("errorCode", 0):
-                    errors += 1
-                epoch = resp.get("memberEpoch")
-                if epoch is not None and resp.get("errorCode", 0) == 0:
-                    epochs[f"steady-group-{cids.index(cid) // 2}"] = epoch
+            for n, cid in enumerate(cids):
+                envelope = client.wait(cid, timeout=120)
+                resp = envelope["response"]
+                codes = [resp.get("errorCode", 0)] + [p["errorCode"] for t in resp.get("topics", [])
+                                                      for p in t["partitions"]]
+                code = next((c for c in codes if c), 0)
+                if code:
+                    name = f"{envelope['apiKey']}:{code}"
+                    errors[name] = errors.get(name, 0) + 1
+                elif resp.get("memberEpoch") is not None:
+                    epochs[f"steady-group-{n // 2}"] = resp["memberEpoch"]
             time.sleep(max(0.0, 1.0 - (time.monotonic() - t_round)))
         end_wall = time.time()
         rtts = [(client.arrived[c] - t) * 1000 for c, t in sent.items() if c in client.arrived]
@@ -158,7 +162,7 @@ def main() -> int:
                       ("round trip p99 (ms)", "rtt_p99")):
         print(f"{name:28}{empty[key]:10.0f}{loaded[key]:10.0f}{loaded[key] / empty[key]:8.2f}")
     print(f"batches measured: {empty['batches']} / {loaded['batches']}; requests: {empty['requests']} / "
-          f"{loaded['requests']}; error responses: {empty['errors']} / {loaded['errors']}")
+          f"{loaded['requests']}; error responses (api:code): {empty['errors']} / {loaded['errors']}")
     return 0
 
 
