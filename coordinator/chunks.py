@@ -191,3 +191,45 @@ def _utf8(s: str) -> bytes:
 def utf8_key(s: str) -> bytes:
     """A chunk key's stored bytes (byte order = code point order, lone surrogates allowed)."""
     return _utf8(s)
+
+
+class OverlaySource(ChunkSource):
+    """`base` with some chunks replaced or deleted: a partition's state part-way through a batch,
+    without copying the payload (see `CoordinatorPartition.checkpoint`). Costs O(changes)."""
+
+    def __init__(self, base: ChunkSource, changes: dict[str, Any]):
+        texts: dict[str, str | None] = {}
+        if isinstance(base, OverlaySource):  # flatten: one overlay over the stored payload
+            texts.update(base.texts)
+            base = base.base
+        for key, value in changes.items():
+            texts[key] = None if value is None else json.dumps(value, separators=(",", ":"))
+        self.base = base
+        self.texts = texts
+
+    def changes(self) -> dict[str, Any]:
+        return {k: None if t is None else json.loads(t) for k, t in self.texts.items()}
+
+    def get(self, key: str) -> Any | None:
+        if key in self.texts:
+            text = self.texts[key]
+            return None if text is None else json.loads(text)  # a fresh copy for every reader
+        return self.base.get(key)
+
+    def contains(self, key: str) -> bool:
+        if key in self.texts:
+            return self.texts[key] is not None
+        return self.base.contains(key)
+
+    def count(self, prefix: str) -> int:
+        n = self.base.count(prefix)
+        for key, text in self.texts.items():
+            if key.startswith(prefix):
+                n += (text is not None) - self.base.contains(key)
+        return n
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        mine = {k: t for k, t in self.texts.items() if k.startswith(prefix)}
+        keys = {k for k in self.base.keys(prefix) if k not in mine}
+        keys.update(k for k, t in mine.items() if t is not None)
+        return iter(sorted(keys, key=_utf8))

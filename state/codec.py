@@ -21,6 +21,7 @@ import json
 import zlib
 from typing import Callable
 
+from coordinator.chunks import OverlaySource
 from coordinator.config import CoordinatorConfig
 from coordinator.runtime import PARTITION_CHUNK, SNAPSHOT_SCHEMA, CoordinatorPartition
 
@@ -71,8 +72,12 @@ class StoredState:
 def encode_partition(partition: CoordinatorPartition) -> tuple[int, bytes]:
     """The current-format state of `partition`: its load payload with the chunks it touched
     rewritten (O(entities touched) plus one copy of the payload)."""
-    base = partition.chunks if isinstance(partition.chunks, chunked.ChunkReader) else None
-    return FORMAT_CHUNKED, chunked.write(base, partition.dirty_chunks())
+    chunks, changes = partition.chunks, partition.dirty_chunks()
+    if isinstance(chunks, OverlaySource):  # loaded from a checkpoint taken part-way through a batch
+        changes = {**chunks.changes(), **changes}
+        chunks = chunks.base
+    base = chunks if isinstance(chunks, chunked.ChunkReader) else None
+    return FORMAT_CHUNKED, chunked.write(base, changes)
 
 
 def encode(snapshot: dict, fmt: int = CURRENT_FORMAT) -> tuple[int, bytes]:

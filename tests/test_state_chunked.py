@@ -314,3 +314,26 @@ def test_topic_metadata_is_read_only_by_batches_that_use_it():
     assert [r["partitionErrorCode"] for r in results] == [55, 3]  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC
     assert meta_key in part.dirty_chunks()
     assert state.decode(*new)["components"]["metadata"]["topics"]["topic-7"] == 4
+
+
+# ---------------------------------------------------------------------------- checkpoints mid-batch
+def test_a_checkpoint_resumes_from_the_state_so_far_without_copying_the_payload():
+    from coordinator.chunks import OverlaySource
+
+    blob = populated()
+    stored = StoredState(*blob)
+    first, _ = run_batch(lambda: stored.load(PARTITION, CONFIG), records([commit(GROUPS[0], 700)], 3_000), 3_001)
+    cp = first.checkpoint()
+    assert isinstance(cp, OverlaySource) and cp.base is stored.reader
+    # Changes after the checkpoint do not leak into it.
+    first.component("groups").offsets.committed[GROUPS[0]]["orders"][0].committed_offset = -5
+    resumed = CoordinatorPartition(PARTITION, CONFIG, chunks=cp)
+    assert resumed.component("groups").offsets.get(GROUPS[0], "orders", 0).committed_offset == 700
+    assert len(resumed.component("groups").groups) == len(GROUPS)
+    second, _ = run_batch(lambda: CoordinatorPartition(PARTITION, CONFIG, chunks=resumed.checkpoint()),
+                          records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50), 3_003)
+    # Encoding the resumed partition equals running both batches in one.
+    both, _ = run_batch(lambda: stored.load(PARTITION, CONFIG),
+                        records([commit(GROUPS[0], 700)], 3_000) +
+                        records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50), 3_003)
+    assert state.decode(*state.encode_partition(second)) == state.decode(*state.encode_partition(both))
