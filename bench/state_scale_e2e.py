@@ -83,12 +83,16 @@ def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> d
     client = TimedClient(job.bootstrap, "bench-steady", requests_topic=job.topics["requests"],
                          responses_topic=job.topics["responses"])
     try:
+        # Join all members at once (one by one, the first ones' sessions could expire before the
+        # last one joined when batches are slow).
+        joins = {f"steady-group-{m}": client.send("ConsumerGroupHeartbeat", 1, {
+            "groupId": f"steady-group-{m}", "memberId": f"member-{m}", "memberEpoch": 0,
+            "rebalanceTimeoutMs": 60000, "subscribedTopicNames": ["orders"], "topicPartitions": []},
+            flush=False) for m in range(members)}
+        client.flush()
         epochs = {}
-        for m in range(members):
-            group = f"steady-group-{m}"
-            resp = client.request("ConsumerGroupHeartbeat", 1, {
-                "groupId": group, "memberId": f"member-{m}", "memberEpoch": 0, "rebalanceTimeoutMs": 60000,
-                "subscribedTopicNames": ["orders"], "topicPartitions": []}, timeout=120)
+        for group, cid in joins.items():
+            resp = client.wait(cid, timeout=120)["response"]
             assert resp["errorCode"] == 0, resp
             epochs[group] = resp["memberEpoch"]
         sent: dict[int, float] = {}
