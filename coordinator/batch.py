@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .api import lookup
+from .chunks import ChunkCorrupt
 from .envelope import Rejection, parse_request, scan_reply
 from .errors import Errors
 from .messages import Outputs, Request
@@ -82,7 +83,8 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
     """Apply `records` and the timers due by `batch_time_ms` to the partition `load()` returns.
 
     `load` must return a fresh partition from the same starting state each time it is called.
-    Never raises because of input: only if `load` does (a state that cannot be decoded)."""
+    Never raises because of input: only if the state cannot be decoded (`load` fails, or a chunk
+    the batch touches is corrupt: `ChunkCorrupt`, which names it)."""
     ordered = order_records(records)
     poisoned: dict[object, str] = {}
     resume: _Resume | None = None
@@ -131,12 +133,16 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisone
     def advance(now_ms: int, position: int) -> None:
         try:
             partition.advance_to(now_ms, horizon, skip_timer)
+        except ChunkCorrupt:
+            raise  # damaged state is not an item's fault: no item is skipped for it
         except Exception as e:  # noqa: BLE001 - a bug in a timer handler
             raise _ItemFailed(_current_timer(partition), position, e) from e
 
     if start is None:  # deferred work runs once, before the first record
         try:
             partition.run_deferred(skip_timer)
+        except ChunkCorrupt:
+            raise
         except Exception as e:  # noqa: BLE001 - a bug in a deferred handler
             raise _ItemFailed(_current_timer(partition), 0, e) from e
         start = 0
@@ -152,6 +158,8 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisone
             partition.handle(parse_request(rec.value, key=rec.key, time_ms=t, source=(rec.partition, rec.offset),
                                            max_bytes=max_bytes, value_size=rec.value_size,
                                            internal=rec.internal, key_valid=rec.key_valid))
+        except ChunkCorrupt:
+            raise
         except Exception as e:  # noqa: BLE001 - a bug in parsing or in a handler
             raise _ItemFailed(ident, position, e) from e
     capture(len(ordered))

@@ -16,6 +16,7 @@ anything for being unknown.
 from __future__ import annotations
 
 from .api import ApiSpec, register
+from .chunks import UNCHANGED
 from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
 from .runtime import Component, register_component
@@ -45,10 +46,37 @@ class TopicMetadata(Component):
 
     def __init__(self, partition):
         super().__init__(partition)
-        self.available = False
-        self.topics: dict[str, int] = {}  # topic -> number of partitions
-        self.topic_ids: dict[str, str] = {}
-        self.max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
+        # The stored metadata, read when first needed: a cluster's topic list can be long, and a
+        # batch that does not look at it should not pay for decoding and re-encoding it.
+        self._fetch = None
+        self._available = False
+        self._topics: dict[str, int] = {}  # topic -> number of partitions
+        self._topic_ids: dict[str, str] = {}
+        self._max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
+
+    def _loaded(self) -> "TopicMetadata":
+        if self._fetch is not None:
+            fetch, self._fetch = self._fetch, None
+            stored = fetch()
+            if stored is not None:
+                self.load_json(stored)
+        return self
+
+    @property
+    def available(self) -> bool:
+        return self._loaded()._available
+
+    @property
+    def topics(self) -> dict[str, int]:
+        return self._loaded()._topics
+
+    @property
+    def topic_ids(self) -> dict[str, str]:
+        return self._loaded()._topic_ids
+
+    @property
+    def max_message_bytes(self) -> dict[str, int]:
+        return self._loaded()._max_message_bytes
 
     # ------------------------------------------------------------------ queries
     def partitions(self, topic: str) -> int | None:
@@ -75,12 +103,12 @@ class TopicMetadata(Component):
     def update_metadata(self, request: Request) -> None:
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
-        self.max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
-                                  if t["maxMessageBytes"] >= 0}
-        old = self.topics
+        old = self.topics  # (loads the stored metadata first)
+        self._max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
+                                   if t["maxMessageBytes"] >= 0}
         # A topic re-created under the same name has a new id: that is a change too.
         changed = not self.available or new != old or ids != self.topic_ids
-        self.topics, self.topic_ids, self.available = new, ids, True
+        self._topics, self._topic_ids, self._available = new, ids, True
         if changed:
             for component in self.p.components.values():
                 hook = getattr(component, "on_metadata_change", None)
@@ -94,9 +122,17 @@ class TopicMetadata(Component):
                 "maxMessageBytes": self.max_message_bytes}
 
     def load_json(self, d: dict) -> None:
-        self.available = d["available"]
-        self.topics = d["topics"]
-        self.topic_ids = d.get("topicIds", {})
-        self.max_message_bytes = d.get("maxMessageBytes", {})
+        self._fetch = None
+        self._available = d["available"]
+        self._topics = d["topics"]
+        self._topic_ids = d.get("topicIds", {})
+        self._max_message_bytes = d.get("maxMessageBytes", {})
+
+    # Chunked storage: decoded on first use, rewritten only by a batch that used it.
+    def bind_rest(self, fetch) -> None:
+        self._fetch = fetch
+
+    def rest_json(self):
+        return UNCHANGED if self._fetch is not None else self.to_json()
 
     # replay: metadata is not coordinator state; the publisher sends it again (no state-log records).

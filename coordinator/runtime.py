@@ -11,6 +11,10 @@ A component is a class with:
     timer_handlers: dict      timer kind -> method name
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
+    chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
+    rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
+    bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
+                              and return UNCHANGED from rest_json if it was not read
     replay(record) -> bool    rebuild from one state-log record (True if it was this component's)
     after_replay()            rebuild what Kafka keeps only in memory (timers) after a replay
 """
@@ -21,6 +25,7 @@ import re
 from typing import Any, Callable
 
 from .api import ApiSpec, lookup
+from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
 from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
@@ -32,6 +37,13 @@ from .timers import Timer, Timers
 # Version of the snapshot's data model (the dict this module produces). Bump it and add a
 # migration in state/ when the model changes incompatibly.
 SNAPSHOT_SCHEMA = 1
+
+# The partition-wide chunks: the partition's own part, and each component's non-entity part.
+PARTITION_CHUNK = chunk_key("Partition")
+
+
+def component_chunk(name: str) -> str:
+    return chunk_key("Component", name)
 
 _COMPONENTS: list[type] = []
 
@@ -75,11 +87,15 @@ def unregister_component(cls: type) -> None:
 
 class CoordinatorPartition:
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
-                 snapshot: dict | None = None):
+                 snapshot: dict | None = None, chunks: ChunkSource | None = None):
+        """An empty partition, or one loaded from a full `snapshot` dict (formats 1 and 2), or one
+        reading its entities lazily from `chunks` (format 3, see coordinator/chunks.py)."""
         self.partition_id = int(partition_id)
         self.config = config or CoordinatorConfig()
+        self.chunks = chunks if chunks is not None else EMPTY_SOURCE
         self.clock_ms = 0
-        self.timers = Timers()
+        head = self.chunks.get(PARTITION_CHUNK) if chunks is not None else None
+        self.timers = Timers(self.chunks, head and head.get("timers"))
         # Work for the start of the next micro-batch, i.e. after this batch's outputs are durable
         # (Spark commits a batch only after its sink writes succeed): key -> [kind, payload].
         self.deferred: dict[str, list] = {}
@@ -87,6 +103,8 @@ class CoordinatorPartition:
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self.components: dict[str, Any] = {cls.name: cls(self) for cls in _COMPONENTS}
         self._reply_to_re = re.compile(self.config["coordinator.reply.to.pattern"])
+        if head is not None:
+            self._load_head(head)
         if snapshot is not None:
             self._load(snapshot)
 
@@ -113,13 +131,52 @@ class CoordinatorPartition:
             if name in self.components:
                 self.components[name].load_json(data)
 
-    def snapshot(self) -> dict:
-        """A copy of the whole state that shares nothing with this partition (for `restore`)."""
-        return json.loads(json.dumps(self.to_json()))
+    def _load_head(self, head: dict) -> None:
+        if head.get("schema") != SNAPSHOT_SCHEMA:
+            raise ValueError(f"chunked state schema {head.get('schema')} needs migration to {SNAPSHOT_SCHEMA}")
+        if head.get("partition", self.partition_id) != self.partition_id:
+            raise ValueError("state belongs to another coordinator partition")
+        self.clock_ms = int(head.get("clock", 0))
+        self.deferred = head.get("deferred", {})
+        for name, c in self.components.items():
+            key = component_chunk(name)
+            if hasattr(c, "bind_rest"):  # the component reads its part when it first needs it
+                c.bind_rest(lambda key=key: self.chunks.get(key))
+                continue
+            rest = self.chunks.get(key)
+            if rest is not None:
+                getattr(c, "load_rest", c.load_json)(rest)
+
+    def dirty_chunks(self) -> dict:
+        """{chunk key: JSON value, or None for a deleted chunk} for everything this partition may
+        have changed since it was loaded: the entities it decoded or wrote, and the partition-wide
+        chunks. Unchanged entries are fine (the writer drops those whose bytes did not change).
+        Costs O(entities touched), whatever the partition holds."""
+        out = {PARTITION_CHUNK: {"schema": SNAPSHOT_SCHEMA, "partition": self.partition_id,
+                                 "clock": self.clock_ms, "deferred": self.deferred,
+                                 "timers": self.timers.meta()}}
+        out.update(self.timers.dirty_items())
+        for name, c in self.components.items():
+            rest = getattr(c, "rest_json", c.to_json)()
+            if rest is not UNCHANGED:
+                out[component_chunk(name)] = rest
+            for lazy in getattr(c, "chunk_maps", tuple)():
+                out.update(lazy.dirty_items())
+        return out
+
+    def checkpoint(self) -> ChunkSource:
+        """The partition's state as it is now, as a chunk source a new partition can be loaded from
+        (`CoordinatorPartition(id, config, chunks=...)`), at O(entities touched): no payload is
+        copied. E.g. to resume a batch after a failing item from the state before that item."""
+        return OverlaySource(self.chunks, self.dirty_chunks())
+
+    def snapshot(self) -> ChunkSource:
+        """The state as it is now, sharing nothing with this partition (for `restore`)."""
+        return self.checkpoint()
 
     @classmethod
-    def restore(cls, snapshot: dict, config: CoordinatorConfig) -> "CoordinatorPartition":
-        return cls(snapshot["partition"], config, snapshot)
+    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> "CoordinatorPartition":
+        return cls(snapshot.get(PARTITION_CHUNK)["partition"], config, chunks=snapshot)
 
     def logical_state(self) -> dict:
         """The snapshot without the clock and timers: what must be equal between a run that was

@@ -17,6 +17,7 @@ import pandas as pd
 import state as state_codec
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
 from coordinator.batch import InputRecord, run_batch
+from coordinator.chunks import ChunkCorrupt
 from coordinator.messages import Outputs, response_envelope
 
 from .trust import MAC_HEADER, safe_text, sign
@@ -192,6 +193,8 @@ def run_isolated(load, records: list[InputRecord], batch_time: int):
     try:
         partition, out = run_batch(tracked_load, records, batch_time)
         return partition, out, []
+    except ChunkCorrupt:
+        raise  # damaged state, not input: stop loudly, name the chunk
     except Exception:
         if not loaded:
             raise
@@ -214,15 +217,17 @@ def make_step(settings: StepSettings):
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs)
         blob = tuple(gstate.get) if gstate.exists else None
+        # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.
+        stored = None if blob is None else state_codec.StoredState(int(blob[0]), bytes(blob[1]))
 
         def load() -> CoordinatorPartition:
-            if blob is None:
+            if stored is None:
                 return CoordinatorPartition(cp, config)
-            return CoordinatorPartition(cp, config, state_codec.decode(int(blob[0]), bytes(blob[1])))
+            return stored.load(cp, config)
 
         partition, out, culprits = run_isolated(load, records, batch_time)
-        new_blob = state_codec.encode(partition.to_json())
-        if blob is None or new_blob[0] != blob[0] or new_blob[1] != bytes(blob[1]):
+        new_blob = state_codec.encode_partition(partition)
+        if stored is None or not stored.same(new_blob):
             gstate.update(new_blob)
         deadline = partition.next_deadline()
         if deadline is not None:

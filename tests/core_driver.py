@@ -57,13 +57,17 @@ class CoreDriver:
     def _load(self) -> CoordinatorPartition:
         if not self.roundtrip:
             return self._state
-        return CoordinatorPartition(self.partition_id, self.config, state.decode(*self._blob))
+        # As the stream loads it: entities decoded lazily from the stored chunks.
+        return state.StoredState(*self._blob).load(self.partition_id, self.config)
 
     def _run(self, records: list[InputRecord], batch_time: int) -> Outputs:
-        part, out = run_batch(self._load, records, batch_time)
-        self._state = part
         if self.roundtrip:
-            self._blob = state.encode(part.to_json())
+            stored = state.StoredState(*self._blob)
+            part, out = run_batch(lambda: stored.load(self.partition_id, self.config), records, batch_time)
+            self._blob = state.encode_partition(part)
+        else:
+            part, out = run_batch(self._load, records, batch_time)
+        self._state = part
         for r in out.responses:
             self.responses[r.reply.correlation_id] = r.body
             self.response_envelopes.append((r.reply, r.body))

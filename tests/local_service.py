@@ -40,14 +40,15 @@ class LocalService:
     # ------------------------------------------------------------------ core
     def _run(self, p: int, records: list[InputRecord], now: int) -> None:
         blob = self._blobs.get(p)
+        stored = None if blob is None else state.StoredState(*blob)
 
         def load() -> CoordinatorPartition:
-            if blob is None:
+            if stored is None:
                 return CoordinatorPartition(p, self.config)
-            return CoordinatorPartition(p, self.config, state.decode(*blob))
+            return stored.load(p, self.config)  # lazily, as the stream does
 
         part, out = run_batch(load, records, now)
-        self._blobs[p] = state.encode(part.to_json())
+        self._blobs[p] = state.encode_partition(part)
         self._deadlines[p] = part.next_deadline()
         self.events += [e.body for e in out.events]
         self.records.setdefault(p, []).extend((r.key, r.value) for r in out.records)

@@ -239,9 +239,10 @@ def test_state_formats_round_trip_and_old_format_still_decodes(probe):
     part, _ = run_batch(loader(fresh_blob()), [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 9}), 1)], 2)
     snap = part.to_json()
     v1 = state.encode(snap, fmt=state.codec.FORMAT_JSON)
-    v2 = state.encode(snap)
-    assert v1[0] == 1 and v2[0] == state.CURRENT_FORMAT == 2
-    assert state.decode(*v1) == state.decode(*v2) == snap
+    v2 = state.encode(snap, fmt=state.codec.FORMAT_ZLIB_JSON)
+    v3 = state.encode(snap)
+    assert v1[0] == 1 and v2[0] == 2 and v3[0] == state.CURRENT_FORMAT == 3
+    assert state.decode(*v1) == state.decode(*v2) == state.decode(*v3) == snap
     with pytest.raises(ValueError):
         state.decode(99, b"")
 

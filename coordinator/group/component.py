@@ -24,6 +24,7 @@ Public methods for the transaction coordinator's TxnOffsetCommit and marker hand
 """
 from __future__ import annotations
 
+from ..chunks import EMPTY_SOURCE, LazyMap
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
@@ -94,9 +95,11 @@ class GroupCoordinator:
 
     def __init__(self, partition):
         self.p = partition
-        self.groups: dict[str, Group] = {}
+        # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
+        self.groups: dict[str, Group] = LazyMap(partition.chunks, "GroupMetadata", _group_from_chunk,
+                                                _group_to_chunk)
         self.extensions: dict = {}  # extra JSON state of extensions, persisted in the snapshot
-        self.offsets = OffsetStore()
+        self.offsets = OffsetStore(partition.chunks)
         # Count of OffsetCommit records written or replayed: the log position used to order a
         # transaction's offsets against regular commits (Kafka's record offset).
         self.next_record_seq = 0
@@ -307,8 +310,28 @@ class GroupCoordinator:
                 "extensions": self.extensions}
 
     def load_json(self, data: dict) -> None:
-        self.groups = {gid: group_from_json(g) for gid, g in data.get("groups", {}).items()}
+        self.groups = LazyMap(EMPTY_SOURCE, "GroupMetadata", _group_from_chunk, _group_to_chunk)
+        for gid, g in data.get("groups", {}).items():
+            self.groups[gid] = group_from_json(g)
         self.offsets = OffsetStore.from_json(data.get("offsets", {}))
         self.offset_manager.store = self.offsets
+        self.load_rest(data)
+
+    # Chunked storage: the groups and offsets per entity, the rest in one partition-wide chunk.
+    def chunk_maps(self) -> tuple:
+        return (self.groups, *self.offsets.chunk_maps())
+
+    def rest_json(self) -> dict:
+        return {"nextRecordSeq": self.next_record_seq, "extensions": self.extensions}
+
+    def load_rest(self, data: dict) -> None:
         self.next_record_seq = data.get("nextRecordSeq", 0)
         self.extensions = data.get("extensions", {})
+
+
+def _group_from_chunk(_group_id: str, data: dict) -> Group:
+    return group_from_json(data)
+
+
+def _group_to_chunk(group: Group) -> dict:
+    return group.to_json()

@@ -12,11 +12,17 @@ Every offset carries `record_seq`, the position of its OffsetCommit record in th
 (Kafka's recordOffset), used to decide whether a committed transaction's offset is newer than a
 regular commit. It is the component's running count of OffsetCommit records, so it follows log
 order both live and when the log is replayed.
+
+Stored per entity (coordinator/chunks.py): a group's committed offsets are one chunk
+(`["OffsetCommit", group]`), its open-transaction index another (`["OpenTransactions", group]`),
+and each producer's pending offsets a third (`["PendingOffsets", producerId]`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterator
+
+from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
 
 
 @dataclass
@@ -99,10 +105,15 @@ def _offsets_from_json(d: dict) -> Offsets:
 
 
 class OffsetStore:
-    def __init__(self) -> None:
-        self.committed: Offsets = {}
-        self.pending: dict[int, Offsets] = {}
-        self.open_transactions: dict[str, dict[str, dict[int, dict[int, None]]]] = {}
+    def __init__(self, source: ChunkSource = EMPTY_SOURCE) -> None:
+        self.committed: Offsets = LazyMap(source, "OffsetCommit", _group_offsets_from_json, _group_offsets_to_json)
+        self.pending: dict[int, Offsets] = LazyMap(source, "PendingOffsets", lambda k, j: _offsets_from_json(j),
+                                                   _offsets_to_json, key_type=int)
+        self.open_transactions: dict[str, dict[str, dict[int, dict[int, None]]]] = LazyMap(
+            source, "OpenTransactions", _open_from_json, _open_to_json)
+
+    def chunk_maps(self) -> tuple:
+        return self.committed, self.pending, self.open_transactions
 
     # ---------------------------------------------------------------- committed offsets
     def get(self, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
@@ -205,15 +216,57 @@ class OffsetStore:
     def to_json(self) -> dict:
         return {"committed": _offsets_to_json(self.committed),
                 "pending": {str(pid): _offsets_to_json(o) for pid, o in self.pending.items()},
-                "open": {g: {t: {str(p): list(pids) for p, pids in ps.items()} for t, ps in ts.items()}
-                         for g, ts in self.open_transactions.items()}}
+                "open": {g: _open_to_json(ts) for g, ts in self.open_transactions.items()}}
 
     @staticmethod
     def from_json(d: dict) -> "OffsetStore":
         store = OffsetStore()
-        store.committed = _offsets_from_json(d.get("committed", {}))
-        store.pending = {int(pid): _offsets_from_json(o) for pid, o in d.get("pending", {}).items()}
-        store.open_transactions = {
-            g: {t: {int(p): dict.fromkeys(pids) for p, pids in ps.items()} for t, ps in ts.items()}
-            for g, ts in d.get("open", {}).items()}
+        for g, ts in _offsets_from_json(d.get("committed", {})).items():
+            store.committed[g] = ts
+        for pid, o in d.get("pending", {}).items():
+            store.pending[int(pid)] = _offsets_from_json(o)
+        for g, ts in d.get("open", {}).items():
+            store.open_transactions[g] = _open_from_json(g, ts)
         return store
+
+
+def _group_offsets_to_json(topics: dict) -> dict:
+    """A group's offsets as its chunk stores them: per topic, columns (partition, offset, leader
+    epoch, metadata, commit time, expire time, record seq), the integer ones delta-encoded. Offsets
+    of one group are committed together, so the columns compress to a few bytes per partition."""
+    out = {}
+    for topic, partitions in topics.items():
+        values = list(partitions.values())
+        out[topic] = [_deltas(list(partitions)), _deltas([v.committed_offset for v in values]),
+                      [v.leader_epoch for v in values], [v.metadata for v in values],
+                      _deltas([v.commit_timestamp_ms for v in values]), [v.expire_timestamp_ms for v in values],
+                      _deltas([v.record_seq for v in values])]
+    return out
+
+
+def _group_offsets_from_json(_group, d: dict) -> dict:
+    out = {}
+    for topic, (parts, offsets, epochs, metadata, commits, expires, seqs) in d.items():
+        columns = zip(_sums(offsets), epochs, metadata, _sums(commits), expires, _sums(seqs), strict=True)
+        out[topic] = {p: OffsetAndMetadata(*row) for p, row in zip(_sums(parts), columns, strict=True)}
+    return out
+
+
+def _deltas(xs: list[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *xs], xs)]
+
+
+def _sums(ds: list[int]) -> list[int]:
+    out, total = [], 0
+    for d in ds:
+        total += d
+        out.append(total)
+    return out
+
+
+def _open_to_json(topics: dict) -> dict:
+    return {t: {str(p): list(pids) for p, pids in ps.items()} for t, ps in topics.items()}
+
+
+def _open_from_json(_group, d: dict) -> dict:
+    return {t: {int(p): dict.fromkeys(pids) for p, pids in ps.items()} for t, ps in d.items()}

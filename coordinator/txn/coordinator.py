@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+from ..chunks import EMPTY_SOURCE, LazyMap
 from ..errors import ApiError, Error, Errors
 from ..messages import Request
 from ..routing import coordinator_partition, key_for_partition
@@ -87,9 +88,10 @@ class TransactionCoordinator:
 
     def __init__(self, partition):
         self.p = partition
-        self.txns: dict[str, TransactionMetadata] = {}
+        # One chunk per transactional id (coordinator/chunks.py), decoded when touched.
+        self.txns: dict[str, TransactionMetadata] = _txn_map(partition.chunks)
         # The Complete* transition prepared for a transaction whose markers are in flight.
-        self.pending_complete: dict[str, TxnTransitMetadata] = {}
+        self.pending_complete: dict[str, TxnTransitMetadata] = _pending_complete_map(partition.chunks)
         self.pids = ProducerIdManager(partition)
         self.next_correlation_id = 0
 
@@ -646,11 +648,21 @@ class TransactionCoordinator:
                 "nextCorrelationId": self.next_correlation_id}
 
     def load_json(self, data: dict) -> None:
-        self.txns, self.pending_complete = {}, {}
+        self.txns, self.pending_complete = _txn_map(EMPTY_SOURCE), _pending_complete_map(EMPTY_SOURCE)
         for tid, d in data.get("transactions", {}).items():
             self.txns[tid] = TransactionMetadata.from_json(tid, d)
             if d.get("pendingComplete") is not None:
                 self.pending_complete[tid] = TxnTransitMetadata.from_json(d["pendingComplete"])
+        self.load_rest(data)
+
+    # Chunked storage: transactional ids per entity, the producer-id block and counters in one chunk.
+    def chunk_maps(self) -> tuple:
+        return self.txns, self.pending_complete
+
+    def rest_json(self) -> dict:
+        return {"producerIds": self.pids.to_json(), "nextCorrelationId": self.next_correlation_id}
+
+    def load_rest(self, data: dict) -> None:
         self.pids.load_json(data.get("producerIds", {}))
         self.next_correlation_id = data.get("nextCorrelationId", 0)
 
@@ -685,3 +697,12 @@ class TransactionCoordinator:
         next producer-id block (for tests comparing a replayed partition with the original)."""
         return {"transactions": {tid: log.value_of(md.prepare_no_transit()) for tid, md in sorted(self.txns.items())},
                 "nextProducerIdBlock": self.pids.next_block}
+
+
+def _txn_map(source) -> LazyMap:
+    return LazyMap(source, "TransactionLog", TransactionMetadata.from_json, lambda md: md.to_json())
+
+
+def _pending_complete_map(source) -> LazyMap:
+    return LazyMap(source, "PendingComplete", lambda tid, d: TxnTransitMetadata.from_json(d),
+                   lambda transit: transit.to_json())
