@@ -3,7 +3,8 @@
 - only legal transitions are ever written (TransactionState.VALID_PREVIOUS_STATES);
 - producer epochs never decrease for a producer id (in records and in responses);
 - a fenced producer never commits: an EndTxn(commit) that writes PrepareCommit comes from the
-  producer instance that initialized last;
+  producer instance that holds the current epoch (it initialized last, or was handed the current
+  epoch by Kafka's TV2 retry rule, `retryOnEpochBump`);
 - two-phase commit: every Prepare* is completed; every data partition of the transaction got the
   matching marker, in a batch before the Complete* record, and every group partition a
   WriteTxnMarkers request;
@@ -98,7 +99,15 @@ class Harness:
                 # Property: a fenced producer never commits.
                 assert resp["errorCode"] == 0 and self.latest_init.get(c["tid"]) == i, (o, resp)
             if version >= 5 and resp["errorCode"] == 0:
+                adopted = (resp["producerId"], resp["producerEpoch"]) != (c["pid"], c["epoch"] + 1)
                 c["pid"], c["epoch"] = resp["producerId"], resp["producerEpoch"]
+                if adopted and (c["pid"], c["epoch"]) == self._current(c["tid"]):
+                    # Kafka's retryOnEpochBump: a TV2 EndTxn one epoch behind a completed
+                    # transaction is answered as a retry, with the current epoch, even when
+                    # another instance's InitProducerId made that bump; this one holds it too.
+                    self.latest_init[c["tid"]] = i
+                elif not adopted:
+                    self.latest_init[c["tid"]] = i  # its own commit bumped the epoch
         elif kind == "txn":
             _, i, parts, group, commit, version, other_ends = o
             for tp in parts:
@@ -118,6 +127,10 @@ class Harness:
         after = self._mark()
         self.batches.append({"records": (before[0], after[0]), "data": (before[1], after[1]),
                              "requests": (before[2], after[2])})
+
+    def _current(self, tid: str) -> tuple[int, int]:
+        md = self.d.component("transactions").txns.get(tid)
+        return (md.producer_id, md.producer_epoch) if md is not None else (-1, -1)
 
     def crash(self):
         """Lose the partition state and rebuild it from the state log (a coordinator failover)."""
