@@ -5,6 +5,9 @@
 
 Kafka and the topics must exist (deploy/run-local.sh starts both for the local setup).
 SIGTERM/SIGINT stop the query cleanly; SIGKILL is safe too: a restart resumes from the checkpoint.
+A query that fails (broker unavailable, sink failure) is restarted on the same checkpoint with
+backoff (streaming/supervisor.py, `[stream] restart_*`); the checkpoint is checked before every
+start (streaming/checkpoint_guard.py, `[stream] checkpoint_repair`).
 """
 from __future__ import annotations
 
@@ -34,19 +37,27 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("run_stream")
 
+    from streaming.checkpoint_guard import CheckpointDamaged, check_before_start
+    from streaming.metadata_publisher import MetadataPublisher
     from streaming.query import start
     from streaming.session import build_session
-
-    from streaming.metadata_publisher import MetadataPublisher
+    from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor
 
     publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["requests"], int(cfg.stream["metadata_refresh_ms"]))
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
     spark = build_session(cfg)
-    query = start(spark, cfg)
-    log.info("coordinator query %s started: requests=%s checkpoint=%s", query.id,
-             cfg.topics["requests"], cfg.checkpoint)
-    print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
+
+    def start_query():
+        try:
+            check_before_start(cfg.checkpoint, repair_damage=bool(cfg.stream["checkpoint_repair"]))
+        except CheckpointDamaged as e:
+            raise PermanentFailure(str(e)) from e  # restarting cannot help: an operator must act
+        query = start(spark, cfg)
+        log.info("coordinator query %s started: requests=%s checkpoint=%s", query.id,
+                 cfg.topics["requests"], cfg.checkpoint)
+        print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
+        return query
 
     stopping = threading.Event()
 
@@ -57,17 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     progress = ProgressLog(log, every_s=60.0)
-    while not stopping.is_set():
-        if not query.isActive:
-            exc = query.exception()
-            log.error("query terminated: %s", exc)
-            return 1
-        progress.maybe_log(query)
-        stopping.wait(1.0)
+    supervisor = Supervisor(start_query, RestartPolicy.from_config(cfg.stream), stopping=stopping,
+                            on_tick=progress.maybe_log, stop_query=stop_between_batches)
+    code = supervisor.run()
     publisher.stop()
-    stop_between_batches(query)
     spark.stop()
-    return 0
+    return code
 
 
 class ProgressLog:

@@ -261,6 +261,9 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
         d.damage.append(f"commits/{commits[-1]} {problem}")
         d.move += _with_crc(commits_dir / str(commits[-1]))
         rolled_back = commits.pop()
+        if n > rolled_back:  # the batch after it was planned, not committed: plan it again
+            d.move += _with_crc(offsets_dir / str(n))
+            replanned, n = n, rolled_back
     c = commits[-1] if commits else -1
     if c < n - 1:
         d.refusal = (f"the newest commit is {c if c >= 0 else 'missing'} but offsets go up to {n}: "
@@ -305,15 +308,16 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
     # that nothing ever picks them up.
     for p in partitions:
         for v in _ids(p, ".changelog"):
-            if v > c + 1 and changelog_problem(p / f"{v}.changelog"):
+            if v > c + 1 and p / f"{v}.changelog" not in d.move and changelog_problem(p / f"{v}.changelog"):
                 d.damage.append(f"{p.relative_to(root)}/{v}.changelog {changelog_problem(p / f'{v}.changelog')}")
                 d.move += _with_crc(p / f"{v}.changelog")
         for v in _ids(p, ".zip"):
-            if v > c + 1 and snapshot_problem(p / f"{v}.zip"):
+            if v > c + 1 and p / f"{v}.zip" not in d.move and snapshot_problem(p / f"{v}.zip"):
                 d.damage.append(f"{p.relative_to(root)}/{v}.zip {snapshot_problem(p / f'{v}.zip')}")
                 d.move += _with_crc(p / f"{v}.zip")
 
     d.move = list(dict.fromkeys(d.move))
+    d.damage = list(dict.fromkeys(d.damage))
     next_batch = c + 1
     if replanned is not None and replanned > next_batch:
         d.outcome = (f"batch {next_batch} is re-run exactly (same offsets, same batch time) from state "

@@ -178,3 +178,13 @@ def test_damaged_committed_state_under_an_uncommitted_batch(tmp_path):
     d = diagnose(root)
     assert d.refusal is None, d.report()
     assert "batch 10 is re-run exactly" in d.outcome and "batch 11 is planned again" in d.outcome
+
+
+def test_damaged_commit_under_an_uncommitted_batch(tmp_path):
+    root = make_checkpoint(tmp_path / "c", batches=12, committed=False)  # commits up to 10
+    truncate(root / "commits/10")
+    d = diagnose(root)
+    assert d.refusal is None, d.report()
+    assert "batch 10 is re-run exactly" in d.outcome and "batch 11 is planned again" in d.outcome
+    check_before_start(root, repair_damage=True)
+    assert diagnose(root).healthy
