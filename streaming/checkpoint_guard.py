@@ -221,8 +221,7 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
     if not offsets:
         if any(p.iterdir() for p in partitions):
             d.damage.append("the offset log is empty or missing but state exists")
-            d.refusal = ("Spark would start a new query with empty state. Restore the checkpoint from a "
-                         "backup, or move it away to start afresh from [stream] starting_offsets")
+            d.refusal = "Spark would start a new query on top of it, with empty state"
         return d
     meta = root / "metadata"
     try:
@@ -233,15 +232,18 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
                      "checking that nothing else is damaged")
         return d
 
+    replanned = None
     for directory in (offsets_dir, commits_dir):
         for crc in _orphan_crcs(directory):
             d.damage.append(f"{crc.relative_to(root)} is the checksum of a deleted file")
             d.move.append(crc)
+            batch = crc.name[1:-4]
+            if directory == offsets_dir and batch.isdigit() and int(batch) > offsets[-1]:
+                replanned = int(batch)  # its offset entry is gone: Spark plans that batch again
 
     # The offset log: the newest entry may be rolled back (planned again).
     n = offsets[-1]
     problem = log_entry_problem(offsets_dir / str(n), 2)
-    replanned = None
     if problem:
         d.damage.append(f"offsets/{n} {problem}")
         d.move += _with_crc(offsets_dir / str(n))
@@ -354,9 +356,10 @@ def check_before_start(checkpoint: str | Path, *, repair_damage: bool) -> Diagno
         return d
     if d.refusal:
         raise CheckpointDamaged(
-            d.report() + "\n  The query is not started. Restore the checkpoint from a backup; or start "
-            "a new checkpoint (the coordinator state is then rebuilt only from requests still in the "
-            "request topic). Files under <checkpoint>.damaged/ are what earlier repairs moved away.")
+            d.report() + "\n  The query is not started. Restore the checkpoint from a backup; or move it "
+            "away and start a new one: with [stream] starting_offsets = \"earliest\" the requests still in "
+            "the request topic are applied again in order (with new batch times; requests past the "
+            "topic's retention are lost). <checkpoint>.damaged/ holds what earlier repairs moved away.")
     if not repair_damage:
         raise CheckpointDamaged(
             d.report() + f"\n  The query is not started. Repair with: python -m streaming.checkpoint_guard "

@@ -95,7 +95,8 @@ def test_damaged_newest_offsets_are_planned_again(tmp_path, committed):
 def test_a_deleted_file_leaves_its_checksum_behind(tmp_path):
     root = make_checkpoint(tmp_path / "c", committed=False)
     (root / "offsets/11").unlink()  # Spark cannot write offsets/11 again over .11.crc
-    assert not diagnose(root).healthy
+    d = diagnose(root)
+    assert d.refusal is None and "batch 11 is planned again" in d.outcome
     check_before_start(root, repair_damage=True)
     assert not (root / "offsets/.11.crc").exists() and diagnose(root).healthy
 

@@ -51,6 +51,9 @@ class StreamJob:
         log = open(self.log_file, "ab")
         log.write(f"\n===== start {self.starts} =====\n".encode())
         log.flush()
+        # Only this start's output counts: an earlier start may have been refused (no line) or its
+        # supervisor may have restarted the query (more lines).
+        mark = self.log_file.stat().st_size
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "run_stream.py"), "--config",
                                       str(self.config_file)], cwd=ROOT, env=env, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
@@ -59,7 +62,10 @@ class StreamJob:
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"job exited with {self.proc.returncode}:\n{self.tail()}")
-            if self.log_file.read_text(errors="replace").count("COORDINATOR-STREAM-STARTED") >= self.starts:
+            with open(self.log_file, "rb") as f:
+                f.seek(mark)
+                started = b"COORDINATOR-STREAM-STARTED" in f.read()
+            if started:
                 return self
             time.sleep(0.3)
         raise RuntimeError(f"job did not start in {timeout}s:\n{self.tail()}")
