@@ -103,11 +103,17 @@ class ProgressLog:
 
 def stop_between_batches(query, wait_s: float = 30.0) -> None:
     """Stop when no micro-batch is running, so that a clean stop leaves no batch to re-run (a
-    stop in mid-batch is safe too, just slower to recover)."""
+    stop in mid-batch is safe too, just slower to recover). When batches run back to back (each
+    longer than the trigger interval) there is no idle moment: stop as soon as one completes."""
     import time
 
-    deadline = time.time() + wait_s
-    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive"):
+    def last_batch():
+        progress = query.lastProgress
+        return progress["batchId"] if progress else None
+
+    deadline, running = time.time() + wait_s, last_batch()
+    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive") \
+            and last_batch() == running:
         time.sleep(0.02)
     query.stop()
 
