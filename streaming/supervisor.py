@@ -5,8 +5,9 @@ its retries) is logged with a classification, then started again by calling `sta
 after an exponential backoff (`[stream] restart_backoff_initial_ms` doubling up to
 `restart_backoff_max_ms`). A query that stayed up `restart_healthy_after_ms` resets the backoff and
 the failure count; `restart_max_attempts` consecutive failures make the supervisor give up (exit
-code 1), and so does a failure classified as permanent (a checkpoint or state schema that cannot be
-used: restarting cannot help, an operator must act).
+code 1), and so does a failure classified as permanent (a state schema or configuration that cannot
+be used: restarting cannot help, an operator must act) or a `PermanentFailure` raised by
+`start_query` (run_stream.py raises it when the checkpoint guard refuses the checkpoint).
 
 Extension point: `failure_handlers`, each `(exception text) -> Decision | None`, are consulted in
 order before every restart; the first that returns a decision wins. A handler may change what the
@@ -60,11 +61,13 @@ FailureHandler = Callable[[str], "Decision | None"]
 
 
 # (category, permanent, pattern) in order: the first match classifies a failure. Permanent ones are
-# not retried: the same checkpoint or configuration fails the same way every time.
+# not retried: the same configuration fails the same way every time. A damaged checkpoint is not:
+# the checkpoint guard runs before the restart and rolls the damage back or refuses to start.
 CLASSES: list[tuple[str, bool, re.Pattern]] = [
-    ("damaged-checkpoint", True, re.compile(
-        r"CheckpointGuard|Log file was malformed|Incomplete log file|MALFORMED_LOG|"
-        r"CANNOT_READ_CHECKPOINT|batch \d+ doesn't exist|concurrent update to the log", re.I)),
+    ("damaged-checkpoint", False, re.compile(
+        r"Log file was malformed|Incomplete log file|JsonEOFException|JsonParseException|"
+        r"CANNOT_READ_STREAMING_STATE_FILE|ChecksumException|Stream ended prematurely|"
+        r"Multiple streaming queries are concurrently using", re.I)),
     ("state-schema-changed", True, re.compile(
         r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE|"
         r"StateSchemaNotCompatible|STREAMING_STATEFUL_OPERATOR_NOT_MATCH|"
@@ -73,9 +76,11 @@ CLASSES: list[tuple[str, bool, re.Pattern]] = [
         r"TimeoutException|not present in metadata|DisconnectException|Connection refused|"
         r"NetworkException|NotLeaderOrFollower|LeaderNotAvailable|"
         r"Timed out waiting for a node assignment|could not be established", re.I)),
+    # Requests were deleted (retention) before the query read them: every restart fails the same way.
+    ("requests-lost", True, re.compile(r"KAFKA_DATA_LOSS|Some data may have been lost", re.I)),
     ("sink-rejected-record", False, re.compile(
         r"InvalidTopicException|RecordTooLargeException|TopicAuthorizationException|"
-        r"UnknownTopicOrPartition|KAFKA_DATA_LOSS|failOnDataLoss", re.I)),
+        r"UnknownTopicOrPartition", re.I)),
     ("state-store", False, re.compile(r"CANNOT_LOAD_STATE_STORE|StateStore|RocksDB", re.I)),
     ("python-worker", False, re.compile(r"PythonException|Python worker", re.I)),
 ]
@@ -109,17 +114,24 @@ class RestartPolicy:
 
 
 def failure_text(exc) -> str:
-    """The whole text of a StreamingQueryException (or any exception): message and cause chain."""
+    """The whole text of a failure, for the handlers and the classification: the message and, for
+    a pyspark StreamingQueryException, the JVM stack trace with its "Caused by:" chain (where the
+    Kafka client's exception usually is)."""
     if exc is None:
         return "query stopped without an exception"
-    parts = [str(exc)]
-    trace = getattr(exc, "stackTrace", None)  # pyspark's StreamingQueryException (JVM trace)
-    if callable(trace):
-        try:
-            parts.append(str(trace()))
-        except Exception:  # noqa: BLE001 - a best-effort detail
-            pass
-    return "\n".join(p for p in parts if p)
+    text = str(exc)
+    trace = getattr(exc, "_stackTrace", None)  # pyspark.errors CapturedException (pinned pyspark)
+    if trace and str(trace) not in text:
+        text += "\n\nJVM stacktrace:\n" + str(trace)
+    return text
+
+
+def summary(text: str, max_lines: int = 12) -> str:
+    """The message and the distinct "Caused by:" lines of a failure text: what the log shows."""
+    lines = text.strip().splitlines()
+    head = lines[0] if lines else ""
+    causes = list(dict.fromkeys(line.strip() for line in lines[1:] if line.strip().startswith("Caused by:")))
+    return "\n  ".join([head] + causes[:max_lines])
 
 
 class Supervisor:
@@ -156,19 +168,18 @@ class Supervisor:
                 consecutive = 0
             consecutive += 1
             decision = self._decide(text)
-            first_line = text.strip().splitlines()[0] if text.strip() else ""
-            self.failures.append((time.monotonic(), decision.reason, first_line))
+            self.failures.append((time.monotonic(), decision.reason, summary(text, 0)))
             if decision.gives_up:
-                log.error("query failed (%s); giving up: %s", decision.reason, text)
+                log.error("query failed (%s); giving up: %s", decision.reason, summary(text))
                 return 1
             if self.policy.max_attempts and consecutive >= self.policy.max_attempts:
                 log.error("query failed %d times in a row (last: %s); giving up "
                           "([stream] restart_max_attempts = %d): %s", consecutive, decision.reason,
-                          self.policy.max_attempts, text)
+                          self.policy.max_attempts, summary(text))
                 return 1
             delay = 0.0 if decision.immediately else self.policy.backoff(consecutive)
             log.error("query failed (%s, failure %d in a row); restarting on the same checkpoint in "
-                      "%.1f s: %s", decision.reason, consecutive, delay, text)
+                      "%.1f s: %s", decision.reason, consecutive, delay, summary(text))
             if self.stopping.wait(delay):
                 return 0
             self.restarts += 1

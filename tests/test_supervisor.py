@@ -133,7 +133,20 @@ def test_stop_during_backoff_returns_promptly():
 
 
 def test_classification():
-    assert classify("Log file was malformed: failed to read correct log version") == ("damaged-checkpoint", True)
+    assert classify("Log file was malformed: failed to read correct log version") == ("damaged-checkpoint", False)
     assert classify("org.apache.kafka.common.errors.TimeoutException: Timed out") == ("broker-unavailable", False)
     assert classify("org.apache.kafka.common.errors.InvalidTopicException: x") == ("sink-rejected-record", False)
     assert classify("something new") == ("other", False)
+
+
+def test_failure_text_keeps_the_jvm_cause_chain_and_the_log_summary_shows_it():
+    from streaming.supervisor import failure_text, summary
+
+    class Captured(Exception):  # the shape of pyspark's CapturedException
+        _stackTrace = ("org.apache.spark.SparkException: Job aborted\n\tat a.b(C.scala:1)\n"
+                       "Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic\n\tat x")
+
+    text = failure_text(Captured("[STREAM_FAILED] Query terminated with exception"))
+    assert "InvalidTopicException" in text
+    assert summary(text) == ("[STREAM_FAILED] Query terminated with exception\n"
+                             "  Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic")
