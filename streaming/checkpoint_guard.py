@@ -280,6 +280,9 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
         d.damage.append("store partition(s) missing: " + ", ".join(str(p.relative_to(root)) for p in missing))
         d.refusal = "the state of those partitions is lost"
         return d
+    # Only RocksDB stores (changelogs, zip snapshots) are checked; HDFS-backed stores (.delta,
+    # .snapshot files) are left to Spark.
+    partitions = [p for p in partitions if not any(f.suffix in (".delta", ".snapshot") for f in p.iterdir())]
     for attempt in range(2):
         broken = [(p, *found) for p in partitions if (found := _chain_problem(p, c + 1))]
         only_newest = broken and all(version == c + 1 for *_, version in broken)

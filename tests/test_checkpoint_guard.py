@@ -189,3 +189,12 @@ def test_damaged_commit_under_an_uncommitted_batch(tmp_path):
     assert "batch 10 is re-run exactly" in d.outcome and "batch 11 is planned again" in d.outcome
     check_before_start(root, repair_damage=True)
     assert diagnose(root).healthy
+
+
+def test_hdfs_backed_state_is_left_to_spark(tmp_path):
+    root = make_checkpoint(tmp_path / "c")
+    for p in (0, 1):
+        for f in (root / f"state/0/{p}").iterdir():
+            f.unlink()
+        write(root / f"state/0/{p}/12.delta", b"\x00")
+    assert diagnose(root).healthy
