@@ -100,11 +100,12 @@ class GroupCommits(threading.Thread):
         self.join(timeout=WAIT)
 
 
-def wait_until(condition, what: str, timeout: float = WAIT) -> None:
+def wait_until(condition, what, timeout: float = WAIT) -> None:
+    """`what()` describes the situation if `condition()` does not hold in time."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError(what)
+            raise TimeoutError(what())
         time.sleep(0.2)
 
 
@@ -133,13 +134,21 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         for kill in range(KILLS):
             # Each part of the load has made progress since the last restart, then SIGKILL.
             txn_mark, load_mark, commit_mark = len(txns.committed), len(client.responses()), dict(commits.last)
+            def status(kill=kill):
+                return (f"no progress before kill {kill + 1}: transactions {txn_mark} -> {len(txns.committed)} "
+                        f"(error {txns.error!r}), answers {load_mark} -> {len(client.responses())} (error "
+                        f"{load.error!r}), group commits {commit_mark} -> {commits.last} (error {commits.error!r}), "
+                        f"members {[(m.state, m.generation.generation_id, m.assignment) for m in members]}")
+
             wait_until(lambda: len(txns.committed) > txn_mark and len(client.responses()) > load_mark + 5
-                       and commits.last != commit_mark and all(m.assignment for m in members),
-                       f"no progress before kill {kill + 1}")
+                       and commits.last != commit_mark and all(m.assignment for m in members)
+                       or any(p.error for p in (txns, load, commits)), status)
+            assert not any(p.error for p in (txns, load, commits)), status()
             job.kill()
             job.start()
         txn_mark = len(txns.committed)
-        wait_until(lambda: len(txns.committed) > txn_mark + 1, "no transaction after the last restart")
+        wait_until(lambda: len(txns.committed) > txn_mark + 1 or txns.error,
+                   lambda: f"no transaction after the last restart (error {txns.error!r})")
         for m in members:
             m.wait_stable(timeout=WAIT)
     finally:
