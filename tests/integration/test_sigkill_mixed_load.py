@@ -100,6 +100,20 @@ class GroupCommits(threading.Thread):
         self.join(timeout=WAIT)
 
 
+def differences(actual, expected, path: str = "") -> list[str]:
+    """Where two JSON-like values differ, one line per leaf."""
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        out = []
+        for k in sorted(set(actual) | set(expected), key=str):
+            if k not in actual or k not in expected:
+                out.append(f"{path}/{k}: only in {'actual' if k in actual else 'expected'}: "
+                           f"{actual.get(k, expected.get(k))!r}"[:400])
+            else:
+                out += differences(actual[k], expected[k], f"{path}/{k}")
+        return out
+    return [] if actual == expected else [f"{path}: actual {actual!r} != expected {expected!r}"[:400]]
+
+
 def wait_until(condition, what, timeout: float = WAIT) -> None:
     """`what()` describes the situation if `condition()` does not hold in time."""
     deadline = time.monotonic() + timeout
@@ -201,6 +215,6 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
     records = request_log(job.bootstrap, job.topics["requests"])
     assert len(client_requests(records)) > len(load.sent)
     expected = reference_states(records, job.cfg.coordinator_config(), batch_time)
-    assert actual == expected
+    assert actual == expected, "\n".join(differences(actual, expected))
     print(f"\n{KILLS} SIGKILLs: {len(client_requests(records))} requests, {len(txns.committed)} transactions "
           f"committed, {len(commits.last)} group partitions committed; state equals the uninterrupted run")
