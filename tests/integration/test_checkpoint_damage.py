@@ -89,6 +89,7 @@ DAMAGE = {
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_newest_file_is_rolled_back_and_nothing_committed_is_lost(job, client, damage):
     commit_round(client, list(DAMAGE).index(damage) + 1)
+    job.wait_caught_up()  # a committed batch holds the commits: it is the one damaged below
     job.kill()
     DAMAGE[damage](job.cfg.checkpoint)
     mark = len(job.log_file.read_text(errors="replace"))
@@ -101,6 +102,7 @@ def test_damaged_newest_file_is_rolled_back_and_nothing_committed_is_lost(job, c
 
 def test_state_without_its_offset_log_is_refused_then_starts_once_restored(job, client):
     commit_round(client, 50)
+    job.wait_caught_up()
     job.kill()
     ckpt = job.cfg.checkpoint
     aside = ckpt.with_name("offsets-aside")
