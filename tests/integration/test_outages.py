@@ -93,7 +93,7 @@ def test_broker_unavailable_for_30_seconds(kafka, job_factory):
     log_mark = len(job.log_file.read_text(errors="replace"))
     in_flight = sum(cid not in before.responses() for cid in sent)
     down_at = time.monotonic()
-    kafka.stop()
+    kafka.stop(timeout=5)  # SIGTERM, then SIGKILL: a single-node KRaft broker takes ~30 s to stop
     try:
         stop_s = time.monotonic() - down_at
         time.sleep(OUTAGE_S)
