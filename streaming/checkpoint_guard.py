@@ -158,9 +158,12 @@ def _with_crc(path: Path) -> list[Path]:
 
 
 def _orphan_crcs(directory: Path) -> list[Path]:
+    """Checksum files whose file is gone. Not those of Spark's hidden temporary files
+    (`..N.<uuid>.tmp.crc`, left by a SIGKILL in mid-write): Spark never reads those names."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob(".*.crc") if not (directory / p.name[1:-4]).exists())
+    return sorted(p for p in directory.glob(".*.crc")
+                  if not p.name[1:-4].startswith(".") and not (directory / p.name[1:-4]).exists())
 
 
 def store_partitions(root: Path) -> list[Path]:

@@ -198,3 +198,9 @@ def test_hdfs_backed_state_is_left_to_spark(tmp_path):
             f.unlink()
         write(root / f"state/0/{p}/12.delta", b"\x00")
     assert diagnose(root).healthy
+
+
+def test_temporary_files_left_by_a_sigkill_are_not_damage(tmp_path):
+    root = make_checkpoint(tmp_path / "c", committed=False)
+    (root / "offsets/..12.3f1e.tmp.crc").write_bytes(b"crc\x00")  # its .12.3f1e.tmp was never renamed
+    assert diagnose(root).healthy
