@@ -77,10 +77,22 @@ class MetadataPublisher(threading.Thread):
         self._key = internal_key
         self._halt = threading.Event()
         self._last: list[dict] | None = None
-        self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="coordinator-metadata")
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                       client_id="coordinator-metadata")
+        self._admin, self._producer = self._connect()
         self._sent = 0
+
+    def _connect(self) -> tuple[KafkaAdminClient, KafkaProducer]:
+        return (KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="coordinator-metadata"),
+                KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id="coordinator-metadata"))
+
+    def _reconnect(self) -> None:
+        """New clients: kafka-python's admin client does not always recover from a broker that
+        went away ("NodeNotReadyError: No node_id provided" forever after)."""
+        for client in (self._admin, self._producer):
+            try:
+                client.close(timeout=1) if isinstance(client, KafkaProducer) else client.close()
+            except Exception as e:  # noqa: BLE001 - closing a broken client
+                log.debug("closing %s: %s", client, e)
+        self._admin, self._producer = self._connect()
 
     def publish_if_changed(self) -> bool:
         topics = read_topic_metadata(self._admin, self.reply_topic_prefix)
@@ -96,11 +108,19 @@ class MetadataPublisher(threading.Thread):
         return True
 
     def run(self) -> None:
+        failed = False
         while not self._halt.wait(self.interval):
             try:
+                if failed:
+                    self._reconnect()
                 self.publish_if_changed()
-            except Exception as e:  # noqa: BLE001 - the broker may be briefly unavailable
-                log.warning("metadata refresh failed: %s", e)
+                if failed:
+                    log.info("metadata refresh works again")
+                failed = False
+            except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
+                log.warning("metadata refresh failed (retried every %.1f s with new clients): %s",
+                            self.interval, e)
+                failed = True
 
     def stop(self) -> None:
         self._halt.set()

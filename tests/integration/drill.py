@@ -20,6 +20,7 @@ class Load(threading.Thread):
         super().__init__(daemon=True)
         self.client, self.make, self.interval = client, make, 1.0 / rate_per_s
         self.sent: dict[int, tuple] = {}
+        self.sent_at: dict[int, float] = {}  # correlation id -> time.monotonic() when handed to send
         self._halt = threading.Event()
         self.error: BaseException | None = None
 
@@ -28,8 +29,10 @@ class Load(threading.Thread):
         try:
             while not self._halt.is_set():
                 api, version, body, key = self.make(i)
+                at = time.monotonic()
                 cid = self.client.send(api, version, body, key=key)
                 self.sent[cid] = (api, version, body, key)
+                self.sent_at[cid] = at
                 i += 1
                 time.sleep(self.interval)
         except BaseException as e:  # noqa: BLE001 - reported by the test

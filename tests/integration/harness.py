@@ -41,6 +41,7 @@ class StreamJob:
         self.cfg = StreamConfig.load(self.config_file, environ={})
         ensure_topics(self.cfg)
         self.proc: subprocess.Popen | None = None
+        self._reaped = False
         self.starts = 0
 
     @property
@@ -52,15 +53,22 @@ class StreamJob:
         log = open(self.log_file, "ab")
         log.write(f"\n===== start {self.starts} =====\n".encode())
         log.flush()
+        # Only this start's output counts: an earlier start may have been refused (no line) or its
+        # supervisor may have restarted the query (more lines).
+        mark = self.log_file.stat().st_size
         self.proc = subprocess.Popen([sys.executable, str(ROOT / "run_stream.py"), "--config",
                                       str(self.config_file)], cwd=ROOT, env=env, stdout=log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
+        self._reaped = False
         self.starts += 1
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"job exited with {self.proc.returncode}:\n{self.tail()}")
-            if self.log_file.read_text(errors="replace").count("COORDINATOR-STREAM-STARTED") >= self.starts:
+            with open(self.log_file, "rb") as f:
+                f.seek(mark)
+                started = b"COORDINATOR-STREAM-STARTED" in f.read()
+            if started:
                 return self
             time.sleep(0.3)
         raise RuntimeError(f"job did not start in {timeout}s:\n{self.tail()}")
@@ -86,18 +94,18 @@ class StreamJob:
 
     def _reap_group(self) -> None:
         # Children (the JVM) may outlive the driver for a moment; make sure the group is gone so a
-        # restart does not meet a RocksDB lock held by a dying JVM.
-        if self.proc is None:
+        # restart does not meet a RocksDB lock held by a dying JVM. Once it is gone, never signal
+        # that group id again: the pid is free, and Spark spawns processes fast enough on a shared
+        # machine that a new job (this project's or another's) may lead a group with that id.
+        if self.proc is None or self._reaped:
             return
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
                 os.killpg(self.proc.pid, 0)
-            except ProcessLookupError:
-                return
-            try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
+                self._reaped = True
                 return
             time.sleep(0.2)
 
