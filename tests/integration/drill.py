@@ -43,7 +43,7 @@ class Load(threading.Thread):
         self.join(timeout=30)
 
 
-def request_log(bootstrap: str, topic: str, internal_topic: str | None = None) -> list[InputRecord]:
+def request_log(bootstrap: str, topic: str, internal_topic: str) -> list[InputRecord]:
     """Every record of the request topic (and of the internal channel), as the stream saw them
     (key, value, append time, channel). The internal channel's records are all the service's own
     here: the drills forge none."""
@@ -51,7 +51,7 @@ def request_log(bootstrap: str, topic: str, internal_topic: str | None = None) -
         return [InputRecord(r.key.decode("utf-8") if r.key is not None else None, r.value, r.timestamp,
                             r.partition, r.offset, None, internal=internal)
                 for r in read_records(bootstrap, name, timeout_s=30)]
-    return records(topic, False) + (records(internal_topic, True) if internal_topic else [])
+    return records(topic, False) + records(internal_topic, True)
 
 
 def client_requests(records: list[InputRecord]) -> list[InputRecord]:

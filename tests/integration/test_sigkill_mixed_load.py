@@ -214,7 +214,7 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
     batch_time = job.wait_caught_up()
     job.kill()  # the checkpoint is what matters here, and a kill is faster than a clean stop
     actual = {p: logical(s) for p, s in read_states(str(job.cfg.checkpoint)).items()}
-    records = request_log(job.bootstrap, job.topics["requests"])
+    records = request_log(job.bootstrap, job.topics["requests"], job.topics["internal"])
     assert len(client_requests(records)) > len(load.sent)
     expected = reference_states(records, job.cfg.coordinator_config(), batch_time)
     # The transaction coordinator completes a commit in the micro-batch after its PrepareCommit
