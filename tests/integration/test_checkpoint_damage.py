@@ -69,13 +69,31 @@ def newest_commit(ckpt: Path) -> Path:
     return newest(ckpt / "commits")
 
 
+def kill_with_newest_batch_committed(job, attempts: int = 5) -> None:
+    """SIGKILL the job so that the newest planned batch is a committed one: the file damaged next is
+    then the committed batch's. Spark may plan a batch (offsets/N+1) just before the kill lands; then
+    start again and kill again, rather than assume where a kill lands."""
+    ckpt = job.cfg.checkpoint
+    for _ in range(attempts):
+        job.wait_caught_up()
+        job.kill()
+        if newest(ckpt / "offsets").name == newest_commit(ckpt).name:
+            return
+        job.start()
+    raise AssertionError(f"the newest batch was never committed when the kill landed ({attempts} tries)")
+
+
 def damage_committed_state(ckpt: Path) -> None:
     """Truncate the state version the newest committed batch wrote, in every store partition."""
     version = int(newest_commit(ckpt).name) + 1
+    damaged = 0
     for partition in store_partitions(ckpt):
-        changelog = partition / f"{version}.changelog"
-        if changelog.exists():
-            truncate(changelog)
+        # The version is a changelog, or a snapshot when RocksDB's maintenance wrote one for it.
+        for name in (f"{version}.changelog", f"{version}.zip"):
+            if (partition / name).exists():
+                truncate(partition / name)
+                damaged += 1
+    assert damaged, f"no file holds state version {version}"
 
 
 DAMAGE = {
@@ -89,8 +107,8 @@ DAMAGE = {
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_damaged_newest_file_is_rolled_back_and_nothing_committed_is_lost(job, client, damage):
     commit_round(client, list(DAMAGE).index(damage) + 1)
-    job.wait_caught_up()  # a committed batch holds the commits: it is the one damaged below
-    job.kill()
+    # A committed batch holds the commits, and is the newest: it is the one damaged below.
+    kill_with_newest_batch_committed(job)
     DAMAGE[damage](job.cfg.checkpoint)
     mark = len(job.log_file.read_text(errors="replace"))
     job.start()
