@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Start the coordinator streaming job and run until stopped.
 
-    python run_stream.py [--config override.toml] [--checkpoint DIR] [--bootstrap HOST:PORT]
+    python run_stream.py [--config override.toml] [--checkpoint DIR] [--bootstrap HOST:PORT] [--verbose]
 
 Kafka and the topics must exist (deploy/run-local.sh starts both for the local setup).
 SIGTERM/SIGINT stop the query cleanly; SIGKILL is safe too: a restart resumes from the checkpoint.
 A query that fails (broker unavailable, sink failure) is restarted on the same checkpoint with
 backoff (streaming/supervisor.py, `[stream] restart_*`); the checkpoint is checked before every
 start (streaming/checkpoint_guard.py, `[stream] checkpoint_repair`).
+
+Once a query runs, a self-check request makes a round trip through the real topics; when it is
+answered the job logs "READY" (and prints COORDINATOR-READY for scripts). The job's status (state,
+recent micro-batches) is kept in `<checkpoint>.status.json`: `python -m streaming.status` reads it.
+The service logs its own lifecycle at INFO and libraries at WARNING; --verbose shows theirs too.
 """
 from __future__ import annotations
 
@@ -15,9 +20,13 @@ import argparse
 import logging
 import signal
 import sys
+import os
 import threading
+import time
 
 from streaming.config import StreamConfig
+
+SELF_CHECK_KEY = "coordinator-selfcheck"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", help="TOML file overriding conf/defaults.toml")
     ap.add_argument("--checkpoint", help="checkpoint directory (overrides [stream] checkpoint)")
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (overrides [kafka] bootstrap_servers)")
+    ap.add_argument("--verbose", action="store_true", help="log libraries (Kafka clients, Spark) at INFO")
     args = ap.parse_args(argv)
 
     overrides: dict = {}
@@ -32,24 +42,30 @@ def main(argv: list[str] | None = None) -> int:
         overrides.setdefault("stream", {})["checkpoint"] = args.checkpoint
     if args.bootstrap:
         overrides.setdefault("kafka", {})["bootstrap_servers"] = args.bootstrap
+    if args.verbose:
+        overrides.setdefault("spark", {})["log_level"] = "INFO"
     cfg = StreamConfig.load(args.config, overrides)
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.verbose)
     log = logging.getLogger("run_stream")
 
     from streaming.checkpoint_guard import CheckpointDamaged, check_before_start
     from streaming.metadata_publisher import MetadataPublisher
     from streaming.query import start, step_settings
     from streaming.session import build_session
-    from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor
+    from streaming.status import StatusReporter, status_path
+    from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor, summary
     from streaming.trust import load_or_create_key
 
+    status = StatusReporter(status_path(cfg.checkpoint))
+    log.info("starting: checkpoint %s, broker %s, status file %s", cfg.checkpoint, cfg.bootstrap, status.path)
     internal_key = load_or_create_key(cfg.checkpoint)
     publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["internal"], int(cfg.stream["metadata_refresh_ms"]),
                                   internal_key, reply_topic_prefix=cfg.topics["responses"] + ".")
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
     spark = build_session(cfg)
+    log.info("Spark session up (%s, %.1f s after start)", cfg.spark["master"], time.time() - status.started_at)
     quarantined: list[str] = []  # output topics the sink failed on that do not exist
 
     def start_query():
@@ -61,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         log.info("coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s", query.id,
                  cfg.topics["requests"], cfg.checkpoint, quarantined or "none")
         print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
+        status.lifecycle("running")
+        threading.Thread(target=self_check, args=(cfg, status, log, stopping), name="self-check",
+                         daemon=True).start()
         return query
 
     stopping = threading.Event()
@@ -72,13 +91,70 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     progress = ProgressLog(log, every_s=60.0)
+
+    def on_tick(query) -> None:
+        status.on_tick(query)
+        progress.maybe_log(query)
+
+    def note_failure(text: str):
+        status.lifecycle("restarting", summary(text, 0))
+        return None  # only records it; the handlers after this one decide
+
     supervisor = Supervisor(start_query, RestartPolicy.from_config(cfg.stream), stopping=stopping,
-                            on_tick=progress.maybe_log, stop_query=stop_between_batches,
-                            failure_handlers=[quarantine_missing_topics(cfg, quarantined, log)])
+                            on_tick=on_tick, stop_query=stop_between_batches,
+                            failure_handlers=[note_failure, quarantine_missing_topics(cfg, quarantined, log)])
     code = supervisor.run()
+    status.lifecycle("stopped" if code == 0 else "failed")
     publisher.stop()
     spark.stop()
+    log.info("stopped (exit code %d)", code)
     return code
+
+
+def configure_logging(verbose: bool) -> None:
+    """The service's own lines at INFO; libraries (kafka-python's connection and metadata lines,
+    py4j) at WARNING unless --verbose."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in ("kafka", "py4j"):
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> None:
+    """A FindCoordinator round trip through the real request and response topics: the service is
+    ready when it is answered (its first micro-batches also warm the pipeline: Python workers,
+    state stores, the Kafka source and sink). Logs READY and prints COORDINATOR-READY."""
+    from client import CoordinatorClient, ResponseTimeout
+
+    t0 = time.monotonic()
+    try:
+        client = CoordinatorClient(cfg.bootstrap, f"{SELF_CHECK_KEY}-{os.getpid()}-{int(time.time() * 1000)}",
+                                   requests_topic=cfg.topics["requests"], responses_topic=cfg.topics["responses"])
+    except Exception as e:  # noqa: BLE001 - the broker went away; the supervisor deals with the query
+        log.warning("self-check: cannot reach the broker: %s", e)
+        return
+    try:
+        cid = client.send("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [SELF_CHECK_KEY]},
+                          key=SELF_CHECK_KEY)
+        waited_s = 0
+        while not stopping.is_set():
+            try:
+                answer = client.wait(cid, timeout=5.0)["response"]
+                break
+            except ResponseTimeout:
+                waited_s += 5
+                if waited_s % 60 == 0:
+                    log.warning("self-check: no answer after %d s (is the query making progress? "
+                                "python -m streaming.status)", waited_s)
+        else:
+            return
+        status.lifecycle("ready")
+        log.info("READY: the coordinator service answers requests on %s (self-check round trip %.2f s, "
+                 "%.1f s after the job started; error code %s)", cfg.topics["requests"], time.monotonic() - t0,
+                 time.time() - status.started_at,
+                 (answer.get("coordinators") or [answer])[0].get("errorCode"))
+        print("COORDINATOR-READY", flush=True)
+    finally:
+        client.close()
 
 
 def quarantine_missing_topics(cfg: StreamConfig, quarantined: list[str], log):

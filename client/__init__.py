@@ -4,10 +4,10 @@ group member and a KIP-848 consumer group member."""
 from .classic_group import ClassicGroupMember
 from .consumer_group import ConsumerGroupMember, TopicNames, new_member_id
 from .read_committed import ReadCommittedConsumer, ReadCommittedPartition
-from .request_client import CoordinatorClient, ResponseTimeout, response_partition
+from .request_client import CoordinatorClient, ResponseTimeout, ServiceUnavailable, response_partition
 from .transactional_producer import (AbortableTransactionError, FatalTransactionError, ProducerFencedError,
                                      TransactionalError, TransactionalProducer)
 
 __all__ = ["AbortableTransactionError", "ClassicGroupMember", "CoordinatorClient", "FatalTransactionError", "ConsumerGroupMember",
-           "ProducerFencedError", "ReadCommittedConsumer", "ReadCommittedPartition", "ResponseTimeout",
+           "ProducerFencedError", "ReadCommittedConsumer", "ReadCommittedPartition", "ResponseTimeout", "ServiceUnavailable",
            "TopicNames", "TransactionalError", "TransactionalProducer", "new_member_id", "response_partition"]

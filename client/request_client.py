@@ -8,21 +8,37 @@ Kafka producer's default partitioner: toPositive(murmur2(utf8(clientId))) % part
 reads only that partition, from its end at start-up, and keeps the first response per correlation
 id: the service's sink is at-least-once, so a response may arrive twice after a crash and replay.
 Use a client id unique to each running client instance (the default is random).
+
+A client may be created before the service is up (right after `deploy/run-local.sh`): it waits up
+to `startup_timeout` (120 s) for the broker and the topics, and until its first answer arrives
+`request` waits up to that same deadline for a response, whatever its `timeout`, then says what to
+check (ServiceUnavailable). After that, requests wait `timeout` as usual.
 """
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import uuid
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import errors as kafka_errors
 from kafka.partitioner.default import murmur2
+
+log = logging.getLogger(__name__)
+# kafka-python 3 raises KafkaTimeoutError when it cannot bootstrap; older ones NoBrokersAvailable.
+NO_BROKER = tuple(getattr(kafka_errors, n) for n in ("KafkaTimeoutError", "NoBrokersAvailable")
+                  if hasattr(kafka_errors, n))
 
 
 class ResponseTimeout(TimeoutError):
     pass
+
+
+class ServiceUnavailable(ResponseTimeout):
+    """The service never answered this client, not even once in its start-up allowance."""
 
 
 def response_partition(client_id: str, partitions: int) -> int:
@@ -33,7 +49,9 @@ class CoordinatorClient:
     def __init__(self, bootstrap_servers: str, client_id: str | None = None, *,
                  requests_topic: str = "coordinator-requests",
                  responses_topic: str = "coordinator-responses",
-                 reply_to: str | None = None, start_correlation_id: int = 1):
+                 reply_to: str | None = None, start_correlation_id: int = 1,
+                 startup_timeout: float = 120.0):
+        self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id or f"py-{uuid.uuid4().hex[:12]}"
         self.requests_topic = requests_topic
         self.responses_topic = reply_to or responses_topic
@@ -42,12 +60,16 @@ class CoordinatorClient:
         self._next_cid = start_correlation_id
         self._lock = threading.Condition()
         self._responses: dict[int, dict] = {}
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0,
-                                       client_id=f"{self.client_id}-producer")
-        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None,
-                                       enable_auto_commit=False, client_id=f"{self.client_id}-consumer",
-                                       fetch_max_wait_ms=100)
-        partitions = self._wait_partitions(self.responses_topic)
+        self._startup_deadline = time.monotonic() + startup_timeout
+        self.startup_timeout = startup_timeout
+        self._answered = False  # until the first answer, waits stretch to the start-up deadline
+        self._producer = self._until_broker(lambda: KafkaProducer(
+            bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, client_id=f"{self.client_id}-producer"))
+        self._consumer = self._until_broker(lambda: KafkaConsumer(
+            bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False,
+            client_id=f"{self.client_id}-consumer", fetch_max_wait_ms=100))
+        partitions = self._wait_partitions(self.responses_topic,
+                                           max(5.0, self._startup_deadline - time.monotonic()))
         self.partition = TopicPartition(self.responses_topic,
                                         response_partition(self.client_id, len(partitions)))
         self._consumer.assign([self.partition])
@@ -57,6 +79,18 @@ class CoordinatorClient:
         self._thread = threading.Thread(target=self._poll, name=f"responses-{self.client_id}", daemon=True)
         self._thread.start()
 
+    def _until_broker(self, make):
+        """A Kafka client, retried while no broker answers (the service may be starting)."""
+        while True:
+            try:
+                return make()
+            except NO_BROKER:
+                if time.monotonic() >= self._startup_deadline:
+                    raise ServiceUnavailable(
+                        f"no Kafka broker at {self.bootstrap_servers} in {self.startup_timeout:.0f}s: is the "
+                        f"service running? (deploy/run-local.sh starts it)") from None
+                time.sleep(0.5)
+
     def _wait_partitions(self, topic: str, timeout_s: float = 30) -> set[int]:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
@@ -64,7 +98,8 @@ class CoordinatorClient:
             if parts:
                 return parts
             time.sleep(0.2)
-        raise RuntimeError(f"topic {topic} not found")
+        raise ServiceUnavailable(f"topic {topic} not found on {self.bootstrap_servers} in {timeout_s:.0f}s: "
+                                 f"the service creates it when it starts (deploy/run-local.sh)")
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -91,6 +126,7 @@ class CoordinatorClient:
                 self.duplicates += 1
                 return
             self._responses[cid] = envelope
+            self._answered = True
             self._lock.notify_all()
 
     # ------------------------------------------------------------------ API
@@ -124,13 +160,27 @@ class CoordinatorClient:
     def flush(self) -> None:
         self._producer.flush()
 
-    def wait(self, correlation_id: int, timeout: float = 30.0) -> dict:
-        """The response envelope for `correlation_id`."""
-        deadline = time.monotonic() + timeout
+    def wait(self, correlation_id: int, timeout: float = 30.0, *, startup: bool = False) -> dict:
+        """The response envelope for `correlation_id`. With startup=True (as `request` does), until
+        this client's first answer the wait extends to the start-up deadline: requests sent while
+        the service starts are answered once it runs (they wait in the request topic)."""
+        started = time.monotonic()
+        deadline = started + timeout
         with self._lock:
             while correlation_id not in self._responses:
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                if startup and not self._answered and deadline <= now < self._startup_deadline:
+                    if deadline == started + timeout:
+                        log.info("no answer yet from the coordinator service on %s: waiting for it to start "
+                                 "(up to %.0f s more)", self.requests_topic, self._startup_deadline - now)
+                    deadline = self._startup_deadline
+                left = deadline - now
                 if left <= 0:
+                    if startup and not self._answered:
+                        raise ServiceUnavailable(
+                            f"no response to correlation id {correlation_id}: the coordinator service has not "
+                            f"answered this client at all (waited {now - started:.0f}s). Is it running and "
+                            f"reading {self.requests_topic}? `python -m streaming.status` tells.")
                     raise ResponseTimeout(f"no response to correlation id {correlation_id} in {timeout}s")
                 self._lock.wait(left)
             return self._responses[correlation_id]
@@ -139,7 +189,7 @@ class CoordinatorClient:
                 timeout: float = 30.0) -> dict:
         """Send a request and return its response body (the envelope's `response`)."""
         cid = self.send(api_key, api_version, body, key=key)
-        return self.wait(cid, timeout)["response"]
+        return self.wait(cid, timeout, startup=True)["response"]
 
     def responses(self) -> dict[int, dict]:
         with self._lock:

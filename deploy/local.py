@@ -24,7 +24,9 @@ def main(argv: list[str]) -> int:
     cfg = StreamConfig.load(known.config)
     host, _, port = cfg.bootstrap.split(",")[0].rpartition(":")
     if host in ("127.0.0.1", "localhost"):
-        broker = LocalKafka(ROOT / ".run" / "kafka", int(port)).start()
+        # A broker on another port (a bench, a second setup) keeps its data apart from the default one.
+        data = ROOT / ".run" / ("kafka" if int(port) == 9092 else f"kafka-{port}")
+        broker = LocalKafka(data, int(port)).start()
         print(f"Kafka broker at {broker.bootstrap} (log: {broker.logfile})", flush=True)
     ensure_topics(cfg)
     print("topics ready; starting the coordinator stream", flush=True)

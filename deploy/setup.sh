@@ -39,3 +39,21 @@ fetch_jars() {  # pom, output dir
 }
 fetch_jars deploy/kafka-broker.pom.xml .cache/jars/kafka
 fetch_jars deploy/spark-kafka.pom.xml .cache/jars/spark
+
+# --- The service's own JVM classes (deploy/java): compiled against the installed Spark's Hadoop --
+# NoForkLocalFileSystem: Hadoop's local file system without a chmod process per created file
+# (streaming/session.py uses it for file: checkpoints).
+build_own_jar() {
+  local out=.cache/jars/own/coordinator-jvm.jar stamp=.cache/jars/own.stamp
+  local jars; jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  local want; want="$( (find deploy/java -name '*.java' -print0 | sort -z | xargs -0 cat; ls "$jars") | sha256sum | cut -d' ' -f1)"
+  if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: compiling deploy/java into $out" >&2
+  local classes=.cache/jars/own.classes
+  rm -rf "$classes" && mkdir -p "$classes" "$(dirname "$out")"
+  javac -nowarn -d "$classes" -cp "$(ls "$jars"/hadoop-client-api-*.jar)" $(find deploy/java -name '*.java')
+  jar cf "$out" -C "$classes" .
+  echo "$want" > "$stamp"
+}
+need javac; need jar
+build_own_jar

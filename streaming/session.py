@@ -12,6 +12,10 @@ from .config import ROOT, StreamConfig
 SPARK_JARS_DIR = ROOT / ".cache" / "jars" / "spark"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+LOG4J_CONFIG = ROOT / "conf" / "log4j2.properties"
+# deploy/java, compiled by deploy/setup.sh against the installed Spark's Hadoop.
+OWN_JAR = ROOT / ".cache" / "jars" / "own" / "coordinator-jvm.jar"
+NO_FORK_LOCAL_FS = "coordinator.hadoop.NoForkLocalFileSystem"
 
 
 def connector_jars(jars_dir: Path = SPARK_JARS_DIR) -> list[str]:
@@ -27,9 +31,12 @@ def build_session(cfg: StreamConfig) -> SparkSession:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     stream, spark = cfg.stream, cfg.spark
     provider = {"rocksdb": ROCKSDB_PROVIDER, "hdfs": HDFS_PROVIDER}[stream["state_store"]]
+    jars = connector_jars()
+    if OWN_JAR.exists():
+        jars.append(str(OWN_JAR))
     builder = (
         SparkSession.builder.master(spark["master"]).appName(spark["app_name"])
-        .config("spark.jars", ",".join(connector_jars()))
+        .config("spark.jars", ",".join(jars))
         .config("spark.driver.memory", spark["driver_memory"])
         .config("spark.sql.shuffle.partitions", str(stream["shuffle_partitions"]))
         .config("spark.sql.streaming.stateStore.providerClass", provider)
@@ -38,7 +45,23 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        # Hadoop's local file system forks `readlink` on every rename through FileContext (no native
+        # Hadoop library here), and a micro-batch renames several checkpoint files: the FileSystem
+        # API renames without forking. Same atomic temp-file-then-rename protocol.
+        .config("spark.sql.streaming.checkpointFileManagerClass",
+                "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager")
+        # The Python workers' daemon: no re-reading of pyspark.zip on every task, warm imports
+        # (streaming/worker_daemon.py).
+        .config("spark.python.daemon.module", "streaming.worker_daemon")
+        # Quiet by default: no console progress bar, the JVM's log level WARN from its first line.
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
     )
+    if OWN_JAR.exists():
+        # Local checkpoints without a chmod process per file (deploy/java); the jar is also on
+        # the driver's class path because Hadoop resolves file systems with its own loader.
+        builder = (builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS)
+                   .config("spark.driver.extraClassPath", str(OWN_JAR)))
     for key, value in spark.get("conf", {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()

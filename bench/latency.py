@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Where a request's round trip goes, and how long a new user waits for the first answer.
+
+    .venv/bin/python bench/latency.py [--requests 150] [--steps coordinator,identity] [--trigger "200 milliseconds"]
+
+For each step (the real coordinator step and the identity step, one after the other, never
+together: the machine has 2 cores), the service is started the way a new user starts it,
+`deploy/run-local.sh --config <bench config>` (its own broker port, topics and checkpoint), and:
+
+1. **First answer**: a client is created the moment run-local.sh is launched and sends the README's
+   FindCoordinator request at once; printed: seconds from launch to the answer, and to the job's
+   READY line.
+2. **Round trips**: `--requests` FindCoordinator requests one at a time, each timed from the client's
+   send to its receipt of the answer, and split using the request's broker append time
+   (LogAppendTime), the micro-batch that read it (from its offset and the batches' end offsets in
+   the job's status file, i.e. Spark's progress reports), that batch's phases, and the answer
+   record's timestamp (set by the sink's producer when it sends it):
+
+   | part | from → to |
+   |---|---|
+   | produce | client send → broker ack (acks=all) |
+   | wait for a batch | broker append → start of the micro-batch that reads it |
+   | latestOffset | the Kafka source asks the broker for the end offsets |
+   | walCommit | the offsets log is written to the checkpoint |
+   | plan | getBatch + queryPlanning |
+   | run until answered | tasks: source fetch, shuffle, Python step, state store, until the sink sends the answer |
+   | deliver | sink send → client receipt (broker append, client fetch) |
+
+   Printed next to p50/p99 of the round trip and the median micro-batch duration of the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+
+from client import CoordinatorClient  # noqa: E402
+from client.request_client import response_partition  # noqa: E402
+from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
+from streaming.config import StreamConfig  # noqa: E402
+from streaming.status import iso_ms, read_status, status_path  # noqa: E402
+
+PARTS = ("produce", "wait for a batch", "latestOffset", "walCommit", "plan", "run until answered", "deliver")
+
+
+def percentile(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, extra: str = "") -> StreamConfig:
+    names = ("requests", "responses", "events", "state_log", "internal", "dead_letters")
+    topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
+    path.write_text(f'[kafka]\nbootstrap_servers = "127.0.0.1:{port}"\n[topics]\n{topics}\n'
+                    f'[stream]\ncheckpoint = "{path.parent / (prefix + "-checkpoint")}"\nstep = "{step}"\n'
+                    f'trigger_interval = "{trigger}"\n{extra}')
+    return StreamConfig.load(path, environ={})
+
+
+class BatchLog(threading.Thread):
+    """Accumulates the job's micro-batches from its status file (it keeps only the recent ones)."""
+
+    def __init__(self, path: Path):
+        super().__init__(daemon=True)
+        self.path, self.batches, self.halt = path, {}, threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self.halt.wait(1.0):
+            self.poll()
+
+    def poll(self) -> None:
+        doc = read_status(self.path)
+        for b in (doc or {}).get("batches", []):
+            self.batches.setdefault(b["batchId"], b)
+
+
+def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> None:
+    """The README example, run the moment the service is launched."""
+    try:
+        with CoordinatorClient(f"127.0.0.1:{port}", client_id="example", requests_topic=cfg.topics["requests"],
+                               responses_topic=cfg.topics["responses"]) as c:
+            c.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["my-group"]})
+            out["first_answer_s"] = time.monotonic() - launched
+    except Exception as e:  # noqa: BLE001 - reported in the table
+        out["first_answer_error"] = repr(e)
+
+
+def wait_line(log_file: Path, marker: bytes, proc: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if marker in log_file.read_bytes():
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"run-local.sh exited {proc.returncode}:\n{log_file.read_text()[-3000:]}")
+        time.sleep(0.05)
+    raise TimeoutError(f"no {marker!r} in {timeout}s:\n{log_file.read_text()[-3000:]}")
+
+
+def round_trips(cfg: StreamConfig, port: int, n: int, batches: BatchLog) -> dict:
+    client_id = f"bench-{os.getpid()}-{time.time_ns()}"
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", acks="all", linger_ms=0)
+    consumer = KafkaConsumer(bootstrap_servers=f"127.0.0.1:{port}", group_id=None, fetch_max_wait_ms=100)
+    parts = consumer.partitions_for_topic(cfg.topics["responses"])
+    tp = TopicPartition(cfg.topics["responses"], response_partition(client_id, len(parts)))
+    consumer.assign([tp])
+    consumer.seek_to_end(tp)
+    consumer.position(tp)
+    samples = []
+    try:
+        for i in range(n + 10):  # the first 10 warm up (connections, Python workers' caches)
+            env = {"apiKey": "FindCoordinator", "apiVersion": 4, "correlationId": i, "clientId": client_id,
+                   "request": {"keyType": 0, "coordinatorKeys": [f"group-{i}"]}}
+            t_send = time.time()
+            meta = producer.send(cfg.topics["requests"], key=f"group-{i}".encode(),
+                                 value=json.dumps(env).encode()).get(timeout=30)
+            t_ack = time.time()
+            answer = None
+            while answer is None:
+                for recs in consumer.poll(timeout_ms=100).values():
+                    for r in recs:
+                        if r.key == client_id.encode() and json.loads(r.value)["correlationId"] == i:
+                            answer = r
+            t_recv = time.time()
+            if i >= 10:
+                samples.append({"t_send": t_send, "t_ack": t_ack, "t_append": meta.timestamp / 1000,
+                                "topic": meta.topic, "partition": meta.partition, "offset": meta.offset,
+                                "t_answer": answer.timestamp / 1000, "t_recv": t_recv})
+    finally:
+        producer.close()
+        consumer.close()
+    time.sleep(2.5)  # the status file is rewritten every second: let it show the last batches
+    batches.poll()
+    return breakdown(samples, batches.batches)
+
+
+def batch_of(sample: dict, batches: list[dict]) -> dict | None:
+    """The first micro-batch whose end offsets cover the request."""
+    for b in batches:
+        for end in b.get("endOffsets") or []:
+            if end and isinstance(end, dict):
+                off = (end.get(sample["topic"]) or {}).get(str(sample["partition"]))
+                if off is not None and off > sample["offset"]:
+                    return b
+    return None
+
+
+def breakdown(samples: list[dict], batches_by_id: dict) -> dict:
+    batches = [batches_by_id[k] for k in sorted(batches_by_id)]
+    for b in batches:
+        if isinstance(b.get("endOffsets"), list):
+            b["endOffsets"] = [json.loads(e) if isinstance(e, str) else e for e in b["endOffsets"]]
+    rows, round_trip = [], []
+    first_batch = None
+    for s in samples:
+        b = batch_of(s, batches)
+        round_trip.append((s["t_recv"] - s["t_send"]) * 1000)
+        if b is None:
+            continue
+        first_batch = first_batch if first_batch is not None else b["batchId"]
+        d = b["durationMs"]
+        start = iso_ms(b["timestamp"]) / 1000
+        before_run = (d.get("latestOffset", 0) + d.get("walCommit", 0) + d.get("getBatch", 0)
+                      + d.get("queryPlanning", 0)) / 1000
+        rows.append({
+            "produce": s["t_ack"] - s["t_send"],
+            "wait for a batch": start - s["t_append"],
+            "latestOffset": d.get("latestOffset", 0) / 1000,
+            "walCommit": d.get("walCommit", 0) / 1000,
+            "plan": (d.get("getBatch", 0) + d.get("queryPlanning", 0)) / 1000,
+            "run until answered": s["t_answer"] - (start + before_run),
+            "deliver": s["t_recv"] - s["t_answer"],
+            # client send vs broker append: clocks of one machine, the ack travels back
+            "skew": (s["t_append"] - s["t_send"]),
+        })
+    window = [b for b in batches if first_batch is not None and b["batchId"] >= first_batch]
+    durations = [b["durationMs"].get("triggerExecution", 0) for b in window]
+    state_ms = {k: statistics.mean((b["state"] or {}).get(k) or 0 for b in window)
+                for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")} if window else {}
+    return {
+        "n": len(samples), "attributed": len(rows),
+        "parts": {p: statistics.mean(r[p] for r in rows) * 1000 for p in PARTS} if rows else {},
+        "p50": statistics.median(round_trip), "p99": percentile(round_trip, 99),
+        "mean": statistics.mean(round_trip),
+        "batch_p50": statistics.median(durations) if durations else float("nan"),
+        "batch_phases": {k: statistics.median(b["durationMs"].get(k, 0) for b in window)
+                         for k in ("latestOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
+                                   "commitOffsets", "triggerExecution")} if window else {},
+        "state_ms": state_ms,
+    }
+
+
+def run_step(step: str, work: Path, port: int, args) -> dict:
+    prefix = f"bench-{step}"
+    cfg = write_config(work / f"{prefix}.toml", port, prefix, step, args.trigger, args.extra)
+    log_file = work / f"{prefix}.log"
+    launched = time.monotonic()
+    out: dict = {}
+    with open(log_file, "wb") as log:
+        proc = subprocess.Popen([str(ROOT / "deploy" / "run-local.sh"), "--config", str(work / f"{prefix}.toml")],
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    asker = threading.Thread(target=first_answer, args=(port, cfg, launched, out), daemon=True)
+    asker.start()
+    batches = None
+    try:
+        wait_line(log_file, b"COORDINATOR-READY", proc, timeout=300)
+        out["ready_s"] = time.monotonic() - launched
+        asker.join(timeout=300)
+        text = log_file.read_text(errors="replace")
+        out["log_lines"] = len(text.splitlines())
+        batches = BatchLog(status_path(cfg.checkpoint))
+        out.update(round_trips(cfg, port, args.requests, batches))
+    finally:
+        if batches:
+            batches.halt.set()
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)  # the driver stops the query and Spark
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--requests", type=int, default=150)
+    ap.add_argument("--steps", default="coordinator,identity")
+    ap.add_argument("--trigger", default="200 milliseconds")
+    ap.add_argument("--extra", default="", help="more [stream] settings, TOML lines")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    port = free_port()
+    results = {}
+    try:
+        for step in args.steps.split(","):
+            results[step] = run_step(step, work, port, args)
+    finally:
+        LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
+    steps = list(results)
+    print(f"\nRound trip of a FindCoordinator, local[2], trigger {args.trigger}, {args.requests} requests "
+          f"one at a time (means, ms)")
+    print(f"{'part':24}" + "".join(f"{s:>14}" for s in steps))
+    for p in PARTS:
+        print(f"{p:24}" + "".join(f"{results[s]['parts'].get(p, float('nan')):14.1f}" for s in steps))
+    print(f"{'= sum of the parts':24}" + "".join(f"{sum(results[s]['parts'].values()):14.1f}" for s in steps))
+    print(f"{'round trip mean':24}" + "".join(f"{results[s]['mean']:14.1f}" for s in steps))
+    for label, key in (("round trip p50", "p50"), ("round trip p99", "p99"), ("micro-batch p50", "batch_p50")):
+        print(f"{label:24}" + "".join(f"{results[s][key]:14.1f}" for s in steps))
+    print(f"{'p50 / micro-batch p50':24}" + "".join(f"{results[s]['p50'] / results[s]['batch_p50']:14.2f}"
+                                                   for s in steps))
+    print("\nMicro-batch phases (medians, ms) and the stateful step's task times (means, summed over tasks)")
+    for k in ("latestOffset", "walCommit", "getBatch", "queryPlanning", "addBatch", "commitOffsets",
+              "triggerExecution"):
+        print(f"{k:24}" + "".join(f"{results[s]['batch_phases'].get(k, float('nan')):14.1f}" for s in steps))
+    for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs"):
+        print(f"{k:24}" + "".join(f"{results[s]['state_ms'].get(k, float('nan')):14.1f}" for s in steps))
+    print("\nFirst answer (the README example sent the moment deploy/run-local.sh is launched; broker "
+          "already running for the second step)")
+    for s in steps:
+        r = results[s]
+        first = f"{r['first_answer_s']:.1f} s" if "first_answer_s" in r else r.get("first_answer_error")
+        print(f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
+              f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

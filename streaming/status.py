@@ -1,0 +1,198 @@
+"""The service's status: what the running job reports, and the `status` command that reads it.
+
+    .venv/bin/python -m streaming.status [--config override.toml] [--json] [--wait-ready SECONDS]
+
+The job (run_stream.py) keeps a status file next to its checkpoint, `<checkpoint>.status.json`,
+rewritten atomically about once a second: its lifecycle state (starting, running, ready, restarting,
+stopped, failed), its pid, when it became ready, and its recent micro-batches (Spark's progress
+reports, compacted). The command adds the request topics' lag, asked from the broker, and says
+whether the service is up: the job is alive, it wrote the file recently, and it answered its
+self-check round trip. Exit code 0 when up, 1 when down.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .config import StreamConfig
+
+RECENT_BATCHES = 120  # kept in the file (about a minute of batches at the micro-batch floor)
+STALE_AFTER_S = 10.0  # a file not rewritten for this long belongs to a job that is not running
+
+
+def status_path(checkpoint: Path) -> Path:
+    return Path(str(checkpoint).rstrip("/") + ".status.json")
+
+
+def compact_progress(p: dict) -> dict:
+    """The parts of a StreamingQueryProgress the status and the latency bench use."""
+    ops = p.get("stateOperators") or [{}]
+    op = ops[0]
+    behind = [s.get("metrics", {}) for s in p.get("sources", [])]
+    return {
+        "batchId": p["batchId"],
+        "timestamp": p["timestamp"],
+        "durationMs": p.get("durationMs", {}),
+        "numInputRows": p.get("numInputRows", 0),
+        "state": {k: op.get(k) for k in ("numRowsTotal", "numRowsUpdated", "allUpdatesTimeMs",
+                                         "allRemovalsTimeMs", "commitTimeMs", "memoryUsedBytes")},
+        "endOffsets": [s.get("endOffset") for s in p.get("sources", [])],
+        "offsetsBehindLatest": max((int(float(m.get("maxOffsetsBehindLatest", 0) or 0)) for m in behind),
+                                   default=0),
+    }
+
+
+def iso_ms(timestamp: str) -> int:
+    """Spark's progress timestamp ("2026-11-25T06:01:02.345Z") as epoch milliseconds."""
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+class StatusReporter:
+    """Kept by the job's driver; `on_tick` is called by the supervisor about once a second."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.state, self.detail = "starting", ""
+        self.started_at = time.time()
+        self.ready_at: float | None = None
+        self.query_id: str | None = None
+        self.batches: dict[int, dict] = {}
+        self.write()
+
+    def lifecycle(self, state: str, detail: str = "") -> None:
+        if state == "ready" and self.ready_at is None:
+            self.ready_at = time.time()
+        if state == "running" and self.ready_at is not None:
+            state = "ready"  # a restarted query is back to answering once it runs
+        self.state, self.detail = state, detail
+        self.write()
+
+    def on_tick(self, query) -> None:
+        self.query_id = str(query.id)
+        try:
+            for p in query.recentProgress:
+                if p["batchId"] not in self.batches:
+                    self.batches[p["batchId"]] = compact_progress(p)
+        except Exception:  # noqa: BLE001 - the query may be stopping under us; try again next tick
+            return
+        for old in sorted(self.batches)[:-RECENT_BATCHES]:
+            del self.batches[old]
+        self.write()
+
+    def write(self) -> None:
+        doc = {"state": self.state, "detail": self.detail, "pid": os.getpid(), "updatedAt": time.time(),
+               "startedAt": self.started_at, "readyAt": self.ready_at, "queryId": self.query_id,
+               "batches": [self.batches[b] for b in sorted(self.batches)]}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, self.path)
+
+
+def read_status(path: Path) -> dict | None:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def request_lag(cfg: StreamConfig) -> int | None:
+    """Records in the request topic and the internal channel that no committed micro-batch has
+    covered yet; None when the broker cannot be asked."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from .inspect_state import committed_progress
+
+    try:
+        consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, request_timeout_ms=5000,
+                                 api_version_auto_timeout_ms=5000)
+    except Exception:  # noqa: BLE001 - broker down
+        return None
+    try:
+        topics = [cfg.topics["requests"], cfg.topics["internal"]]
+        tps = [TopicPartition(t, p) for t in topics for p in (consumer.partitions_for_topic(t) or ())]
+        end = consumer.end_offsets(tps)
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        consumer.close()
+    progress = committed_progress(str(cfg.checkpoint))
+    done = progress[1] if progress else {}
+    return sum(max(0, o - done.get(tp.topic, {}).get(tp.partition, 0)) for tp, o in end.items())
+
+
+def summarize(doc: dict | None, now: float | None = None) -> dict:
+    """Up or down, and the figures the command prints, from a status document."""
+    now = time.time() if now is None else now
+    if doc is None:
+        return {"up": False, "reason": "no status file: the job has not run with this checkpoint"}
+    alive = pid_alive(int(doc["pid"]))
+    age = now - float(doc["updatedAt"])
+    batches = doc.get("batches") or []
+    recent = [b for b in batches if iso_ms(b["timestamp"]) >= (now - 60) * 1000]
+    out = {"state": doc["state"], "pid": doc["pid"], "statusAgeS": round(age, 1),
+           "readyAfterS": None if doc.get("readyAt") is None else round(doc["readyAt"] - doc["startedAt"], 1),
+           "batchesPerS": round(len(recent) / 60, 2) if recent else 0.0,
+           "lastBatchId": batches[-1]["batchId"] if batches else None,
+           "lastBatchMs": batches[-1]["durationMs"].get("triggerExecution") if batches else None,
+           "detail": doc.get("detail", "")}
+    if not alive:
+        out.update(up=False, reason=f"the job (pid {doc['pid']}) is not running")
+    elif age > STALE_AFTER_S:
+        out.update(up=False, reason=f"the job has not reported for {age:.0f} s")
+    elif doc["state"] != "ready":
+        out.update(up=False, reason=f"the job is {doc['state']}" + (f": {doc['detail']}" if doc.get("detail") else ""))
+    else:
+        out.update(up=True, reason="answering requests")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", help="TOML file overriding conf/defaults.toml")
+    ap.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    ap.add_argument("--wait-ready", type=float, default=0.0, metavar="SECONDS",
+                    help="wait up to SECONDS for the service to be up before answering")
+    args = ap.parse_args(argv)
+    cfg = StreamConfig.load(args.config)
+    path = status_path(cfg.checkpoint)
+    deadline = time.time() + args.wait_ready
+    while True:
+        s = summarize(read_status(path))
+        if s["up"] or time.time() >= deadline:
+            break
+        time.sleep(0.5)
+    s["requestLag"] = request_lag(cfg)
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(f"coordinator service: {'UP' if s['up'] else 'DOWN'} ({s['reason']})")
+        if "state" in s:
+            lag = "unknown (broker unreachable)" if s["requestLag"] is None else f"{s['requestLag']} records"
+            print(f"  state {s['state']}, pid {s['pid']}, status written {s['statusAgeS']} s ago")
+            print(f"  micro-batches: {s['batchesPerS']}/s over the last minute, last batch "
+                  f"{s['lastBatchId']} took {s['lastBatchMs']} ms")
+            print(f"  request lag: {lag}")
+            if s["readyAfterS"] is not None:
+                print(f"  ready {s['readyAfterS']} s after the job started")
+    return 0 if s["up"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
