@@ -38,6 +38,11 @@ def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes)
         .option("startingOffsets", cfg.stream["starting_offsets"])
         .option("maxOffsetsPerTrigger", int(cfg.stream["max_offsets_per_trigger"]))
         .option("failOnDataLoss", "true")
+        # A task reads its offset range with a cached consumer that has usually pre-fetched past
+        # the range's end: that fetch waits at the broker for new data up to fetch.max.wait.ms
+        # (500 ms by default) and the next micro-batch's read waits for it. Measured: a one-record
+        # source task took ~550 ms, of which 14 ms on a CPU (docs/operations.md, *Latency*).
+        .option("kafka.fetch.max.wait.ms", str(int(cfg.stream["source_fetch_max_wait_ms"])))
         .load()
     )
     from_internal = F.col("topic") == F.lit(internal_topic)
