@@ -53,6 +53,9 @@ class TopicMetadata(Component):
         self._topics: dict[str, int] = {}  # topic -> number of partitions
         self._topic_ids: dict[str, str] = {}
         self._max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
+        # Whether the stored chunk must be rewritten: reading the metadata (every OffsetCommit,
+        # OffsetDelete, TxnOffsetCommit and AddPartitionsToTxn does) does not change it.
+        self._changed = True
 
     def _loaded(self) -> "TopicMetadata":
         if self._fetch is not None:
@@ -60,6 +63,7 @@ class TopicMetadata(Component):
             stored = fetch()
             if stored is not None:
                 self.load_json(stored)
+            self._changed = False
         return self
 
     @property
@@ -109,6 +113,7 @@ class TopicMetadata(Component):
         # A topic re-created under the same name has a new id: that is a change too.
         changed = not self.available or new != old or ids != self.topic_ids
         self._topics, self._topic_ids, self._available = new, ids, True
+        self._changed = True
         if changed:
             for component in self.p.components.values():
                 hook = getattr(component, "on_metadata_change", None)
@@ -127,12 +132,14 @@ class TopicMetadata(Component):
         self._topics = d["topics"]
         self._topic_ids = d.get("topicIds", {})
         self._max_message_bytes = d.get("maxMessageBytes", {})
+        self._changed = True
 
-    # Chunked storage: decoded on first use, rewritten only by a batch that used it.
+    # Chunked storage: decoded on first use, rewritten only by a batch that changed it.
     def bind_rest(self, fetch) -> None:
         self._fetch = fetch
+        self._changed = False
 
     def rest_json(self):
-        return UNCHANGED if self._fetch is not None else self.to_json()
+        return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()
 
     # replay: metadata is not coordinator state; the publisher sends it again (no state-log records).

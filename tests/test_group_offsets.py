@@ -425,3 +425,105 @@ def test_expiration_timer_runs_every_check_interval_while_groups_exist():
     assert deadline == c.now + 1000
     c.sleep(1000)
     assert c.timers()['["groups-expiration"]'][0] == c.now + 1000
+
+
+# ====================================================================== topics the metadata does not know
+# KafkaApis answers them before the coordinator sees the request (KafkaApisTest).
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def with_topics(c: GroupTestClient, **partitions: int) -> None:
+    from coordinator.envelope import BROADCAST_KEY
+    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "numPartitions": n}
+                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+
+
+def test_handle_offset_commit_request_topics_and_partitions_validation():
+    c = client()
+    with_topics(c, foo=2, bar=2)
+    resp = c.commit({("foo", 0): 10, ("foo", 1): 20, ("foo", 2): 30, ("bar", 0): 40, ("bar", 1): 50,
+                     ("zar", 0): 60, ("zar", 1): 70}, member_id="member")
+    # Partitions failing the validation come first (foo-2), then topics failing it (zar before bar).
+    assert resp["topics"] == [
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]}]
+    assert sorted(k for k, _ in c.records()) == sorted(
+        f'["OffsetCommit","group-id","{t}",{p}]' for t, p in [("foo", 0), ("foo", 1), ("bar", 0), ("bar", 1)])
+    fetched = c.fetch({"zar": [0, 1], "foo": [2], "bar": [1]})["groups"][0]["topics"]
+    assert [[p["committedOffset"] for p in t["partitions"]] for t in fetched] == [[-1, -1], [-1], [50]]
+
+
+@pytest.mark.parametrize("partition", [-1, 1])
+def test_offset_commit_with_invalid_partition(partition):
+    c = client()
+    with_topics(c, topic=1)
+    resp = c.commit({("topic", partition): 15})
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    # Nothing reached the coordinator: no simple group, no record.
+    assert c.group() is None and c.records() == [] and c.events("GroupCreated") == []
+
+
+def test_offset_commit_coordinator_error_goes_to_the_known_topics_only():
+    # The coordinator's error (here: unknown group with a generation) is reported on the partitions
+    # it was asked about; the unknown topic keeps UNKNOWN_TOPIC_OR_PARTITION (Builder.merge).
+    c = client()
+    with_topics(c, foo=1)
+    resp = c.commit({("zar", 0): 1, ("foo", 0): 1}, member_id="member", generation=10, version=9)
+    assert resp["topics"] == [
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": GROUP_ID_NOT_FOUND}]}]
+    assert c.group() is None and c.records() == []
+
+
+def test_offset_commit_before_any_metadata_accepts_every_topic():
+    # Until the first UpdateMetadata arrives nothing is rejected for naming an unknown topic (the
+    # documented choice: a Kafka broker serves only once it has metadata).
+    c = client()
+    assert partition_errors(c.commit({("never-created", 0): 5})) == [NONE]
+    assert c.committed("never-created", 0) == 5
+
+
+def test_offset_delete_topics_and_partitions_validation():
+    c = client()
+    with_topics(c, foo=2, bar=2)
+    c.commit({("foo", 0): 1, ("foo", 1): 1, ("bar", 0): 1, ("bar", 1): 1})
+    since = len(c.records())
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}, {"partitionIndex": 2}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]}]})
+    assert resp == {"errorCode": NONE, "throttleTimeMs": 0, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]}]}
+    assert len(c.records(since)) == 4 and all(v is None for _, v in c.records(since))
+
+
+@pytest.mark.parametrize("partition", [-1, 1])
+def test_offset_delete_with_invalid_partition(partition):
+    c = client()
+    with_topics(c, topic=1)
+    c.commit({("topic", 0): 1})
+    since = len(c.records())
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "topic", "partitions": [{"partitionIndex": partition}]}]})
+    assert resp["errorCode"] == NONE and partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert c.records(since) == []
+
+
+def test_offset_delete_with_invalid_group_with_top_level_error():
+    # The group is checked even when no topic is left; its error replaces the whole answer.
+    c = client()
+    with_topics(c, topic=1)
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]})
+    assert resp == {"errorCode": GROUP_ID_NOT_FOUND, "throttleTimeMs": 0, "topics": []}

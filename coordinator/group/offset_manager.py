@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
+from ..runtime import _mark, _rollback
 from .apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
 from .classic import PREPARING_REBALANCE, STABLE, ClassicGroup
@@ -14,6 +15,32 @@ from .javautil import java_utf16_length
 from .offsets import OffsetAndMetadata
 
 DEFAULT_RETENTION_TIME = -1
+
+
+class _ResponseBuilder:
+    """OffsetCommitResponse.Builder / OffsetDeleteResponse.Builder: topics in the order they were
+    first answered; `merge` appends the coordinator's topics (partitions of a topic already listed
+    go after its own)."""
+
+    def __init__(self) -> None:
+        self.topics: list[dict] = []
+        self._by_name: dict[str, dict] = {}
+
+    def add(self, topic: str, partition: int, error) -> None:
+        entry = self._by_name.get(topic)
+        if entry is None:
+            entry = self._by_name[topic] = {"name": topic, "partitions": []}
+            self.topics.append(entry)
+        entry["partitions"].append({"partitionIndex": partition, "errorCode": error.code})
+
+    def merge(self, topics: list[dict]) -> list[dict]:
+        for topic in topics:
+            entry = self._by_name.get(topic["name"])
+            if entry is None:
+                entry = self._by_name[topic["name"]] = {"name": topic["name"], "partitions": []}
+                self.topics.append(entry)
+            entry["partitions"].extend(topic["partitions"])
+        return self.topics
 
 
 class OffsetManager:
@@ -46,17 +73,58 @@ class OffsetManager:
             self.c.classic.reschedule_session(group, group.member(body["memberId"]))
         return group
 
+    def _split_unknown_topics(self, topics: list) -> tuple[_ResponseBuilder, list]:
+        """KafkaApis.handleOffsetCommitRequest / handleOffsetDeleteRequest: a topic the metadata
+        does not know gets UNKNOWN_TOPIC_OR_PARTITION on all its partitions, a partition index the
+        topic does not have gets it for itself; the rest (topics with their valid partitions) go to
+        the coordinator. Before the first UpdateMetadata every topic is taken to exist (see
+        docs/protocol.md, *Internal requests*)."""
+        metadata = self.p.component("metadata")
+        answered = _ResponseBuilder()
+        valid = []
+        for topic in topics:
+            name = topic["name"]
+            if not metadata.exists(name):
+                for part in topic["partitions"]:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            parts = []
+            for part in topic["partitions"]:
+                if metadata.exists(name, part["partitionIndex"]):
+                    parts.append(part)
+                else:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if parts:
+                valid.append({**topic, "partitions": parts})
+        return answered, valid
+
     def commit_offset(self, request: Request) -> dict:
         body, version = request.body, request.api_version
-        if not body["topics"]:
-            # KafkaApis answers a commit of no partitions without calling the coordinator.
-            return offset_commit_response(version, [])
+        answered, valid = self._split_unknown_topics(body["topics"])
+        if not valid:
+            # KafkaApis answers a commit with no partition left without calling the coordinator
+            # (no group is created or validated).
+            return offset_commit_response(version, answered.topics)
+        mark = _mark(self.p.out)
+        try:
+            coordinator = self._commit_valid_offsets(request, valid)
+        except ApiError as e:
+            # The coordinator's error is reported on the partitions it was asked about (its outputs,
+            # if any, are dropped, as the runtime drops those of a handler that raises).
+            _rollback(self.p.out, mark)
+            coordinator = [{"name": t["name"], "partitions": [
+                {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
+                for t in valid]
+        return offset_commit_response(version, answered.merge(coordinator))
+
+    def _commit_valid_offsets(self, request: Request, valid: list) -> list:
+        body = request.body
         self.validate_offset_commit(request)
         now = self.p.clock_ms
         retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
         expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
         topics = []
-        for topic in body["topics"]:
+        for topic in valid:
             partitions = []
             for part in topic["partitions"]:
                 metadata = part["committedMetadata"]
@@ -70,7 +138,7 @@ class OffsetManager:
                 self.c.append_offset_commit(body["groupId"], topic["name"], part["partitionIndex"], value)
                 partitions.append({"partitionIndex": part["partitionIndex"], "errorCode": Errors.NONE.code})
             topics.append({"name": topic["name"], "partitions": partitions})
-        return offset_commit_response(version, topics)
+        return topics
 
     # ================================================================ OffsetFetch
     def fetch_offsets(self, request: Request) -> dict:
@@ -149,8 +217,12 @@ class OffsetManager:
         if group is None:
             raise group_not_found(group_id)
         group.validate_offset_delete()
+        # KafkaApis answers unknown topics and partitions itself and merges the coordinator's answer
+        # after them (a group-level error above replaces the whole answer, as
+        # OffsetDeleteResponse.Builder.merge does).
+        answered, valid = self._split_unknown_topics(body["topics"])
         topics, tombstones = [], []
-        for topic in body["topics"]:
+        for topic in valid:
             name = topic["name"]
             if group.is_subscribed_to_topic(name):
                 partitions = [{"partitionIndex": p["partitionIndex"],
@@ -169,7 +241,7 @@ class OffsetManager:
             self.c.append_offset_tombstone(group_id, name, index)
         if tombstones:
             self.c.emit(group_id, "OffsetsDeleted", partitions=[[t, p] for t, p in tombstones])
-        return offset_delete_response(Errors.NONE, topics)
+        return offset_delete_response(Errors.NONE, answered.merge(topics))
 
     def delete_all_offsets(self, group_id: str) -> int:
         """Tombstones for every offset of the group, committed or pending (DeleteGroups)."""
