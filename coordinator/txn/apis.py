@@ -7,8 +7,7 @@ versions a 4.x broker does not serve): InitProducerId 0-5 (v6, KIP-939 two-phase
 `latestVersionUnstable`), AddPartitionsToTxn 0-5 (4+ is the batched broker form), AddOffsetsToTxn
 0-4, EndTxn 0-5 (5 = transaction version 2, KIP-890), WriteTxnMarkers 1-2 (v0 removed by KIP-896,
 v2 adds transactionVersion, KIP-1228), TxnOffsetCommit 0-4 (see below), DescribeTransactions 0,
-ListTransactions 0-1 (v1 durationFilter, KIP-994; v2, the transactionalIdPattern of Kafka 4.1, is not
-served, see below).
+ListTransactions 0-2 (v1 durationFilter, KIP-994; v2 transactionalIdPattern, KIP-1152).
 
 WriteTxnMarkers and TxnOffsetCommit are registered here for the group side (component "groups"),
 which implements their handlers; the transaction coordinator only sends WriteTxnMarkers.
@@ -241,14 +240,14 @@ def _list_error(version, body, error, message):
             "transactionStates": []}
 
 
-# Version 2 (Kafka 4.1, KIP-1152) adds transactionalIdPattern, an RE2 regular expression. It is not
-# served: Python's `re` backtracks (RE2 is linear-time), so one client pattern could stall a
-# coordinator partition.
+# Version 2 (Kafka 4.1, KIP-1152) adds transactionalIdPattern, an RE2/J regular expression, matched
+# here with the linear-time matcher of consumer-group regexes (coordinator/consumer/regex.py).
 LIST_TRANSACTIONS = register(ApiSpec(
-    name="ListTransactions", api_key=66, min_version=0, max_version=1,
+    name="ListTransactions", api_key=66, min_version=0, max_version=2,
     request=Struct(
         F("stateFilters", Array("string")),
         F("producerIdFilters", Array("int64")),
         F("durationFilter", "int64", versions=(1, None), default=-1),
+        F("transactionalIdPattern", "string", versions=(2, None), nullable=(2, None), default=None),
     ),
     component="transactions", error_response=_list_error))

@@ -26,6 +26,7 @@ import re
 from collections import OrderedDict
 
 from ..chunks import EMPTY_SOURCE, LazyMap
+from ..consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
 from ..messages import Request
 from ..routing import coordinator_partition, key_for_partition
@@ -620,6 +621,17 @@ class TransactionCoordinator:
                 states.add(state)
         producer_ids = set(body["producerIdFilters"])
         duration = body.get("durationFilter", -1)
+        # v2 (KIP-1152): null or "" lists every transaction; otherwise those whose whole id matches
+        # (RE2/J `matcher(id).matches()`), matched in linear time; a pattern that does not compile
+        # → INVALID_REGULAR_EXPRESSION, nothing listed.
+        pattern_text = body.get("transactionalIdPattern")
+        pattern = None
+        if pattern_text:
+            try:
+                pattern = compile_regex(pattern_text)
+            except RegexError:
+                return {"throttleTimeMs": 0, "errorCode": Errors.INVALID_REGULAR_EXPRESSION.code,
+                        "unknownStateFilters": unknown, "transactionStates": []}
         now = self._now
         out = []
         for tid in sorted(self.txns):
@@ -631,6 +643,8 @@ class TransactionCoordinator:
             if body["stateFilters"] and md.state not in states:
                 continue
             if duration >= 0 and now - md.txn_start_timestamp <= duration:
+                continue
+            if pattern is not None and not pattern.fullmatch(tid):
                 continue
             out.append({"transactionalId": tid, "producerId": md.producer_id,
                         "transactionState": md.state.state_name})
