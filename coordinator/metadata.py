@@ -22,6 +22,8 @@ from .messages import Request
 from .runtime import Component, register_component
 from .schema import Array, F, Struct
 
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
 register(ApiSpec(
     name="UpdateMetadata", api_key=6, min_version=0, max_version=0,
     request=Struct(
@@ -56,6 +58,7 @@ class TopicMetadata(Component):
         # Whether the stored chunk must be rewritten: reading the metadata (every OffsetCommit,
         # OffsetDelete, TxnOffsetCommit and AddPartitionsToTxn does) does not change it.
         self._changed = True
+        self._names_by_id: tuple[dict, dict] | None = None  # (the topic_ids it was built from, id -> name)
 
     def _loaded(self) -> "TopicMetadata":
         if self._fetch is not None:
@@ -90,11 +93,12 @@ class TopicMetadata(Component):
         return self.topic_ids.get(topic)
 
     def topic_name(self, topic_id: str) -> str | None:
-        """The topic with this id (Kafka's Uuid as 22 characters of url-safe base64), if known."""
-        for name, tid in self.topic_ids.items():
-            if tid == topic_id:
-                return name
-        return None
+        """The topic with this id (Kafka's Uuid as 22 characters of url-safe base64), if known
+        (`metadataCache.getTopicName`; the zero Uuid names no topic)."""
+        ids = self.topic_ids
+        if self._names_by_id is None or self._names_by_id[0] is not ids:
+            self._names_by_id = (ids, {tid: name for name, tid in ids.items() if tid != ZERO_UUID})
+        return self._names_by_id[1].get(topic_id)
 
     def exists(self, topic: str, partition: int | None = None) -> bool:
         """Whether a topic (partition) exists; True for anything while no metadata has arrived."""

@@ -527,3 +527,90 @@ def test_offset_delete_with_invalid_group_with_top_level_error():
     _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
         {"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]})
     assert resp == {"errorCode": GROUP_ID_NOT_FOUND, "throttleTimeMs": 0, "topics": []}
+
+
+# ====================================================================== v10: topics by id (KIP-848)
+UNKNOWN_TOPIC_ID = 100
+
+
+def with_topic_ids(c: GroupTestClient, **partitions: int) -> dict[str, str]:
+    from coordinator.envelope import BROADCAST_KEY
+    from tests.consumer_group_helpers import topic_id
+    ids = {t: topic_id(t) for t in partitions}
+    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "topicId": ids[t], "numPartitions": n}
+                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+    return ids
+
+
+def commit_v10(c: GroupTestClient, topics: list[tuple[str, list[tuple[int, int]]]], **body) -> dict:
+    req = {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+           "topics": [{"topicId": tid, "partitions": [{"partitionIndex": p, "committedOffset": o,
+                                                       "committedMetadata": None} for p, o in parts]}
+                      for tid, parts in topics]}
+    req.update(body)
+    return c.send("OffsetCommit", 10, req)[1]
+
+
+def test_handle_offset_commit_request_topics_and_partitions_validation_with_topic_ids():
+    # KafkaApisTest's validation with topic ids: an unknown id → UNKNOWN_TOPIC_ID on its
+    # partitions, a partition the topic lacks → UNKNOWN_TOPIC_OR_PARTITION, answers named by id.
+    c = client()
+    ids = with_topic_ids(c, foo=2, bar=2)
+    zar = "ZarZarZarZarZarZarZarQ"
+    resp = commit_v10(c, [(ids["foo"], [(0, 10), (1, 20), (2, 30)]), (ids["bar"], [(0, 40), (1, 50)]),
+                          (zar, [(0, 60), (1, 70)])])
+    assert resp == {"throttleTimeMs": 0, "topics": [
+        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                               {"partitionIndex": 0, "errorCode": NONE},
+                                               {"partitionIndex": 1, "errorCode": NONE}]},
+        {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID},
+                                        {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                               {"partitionIndex": 1, "errorCode": NONE}]}]}
+    # Stored under the names: a by-name fetch (v9) sees them.
+    assert c.committed("foo", 1) == 20 and c.committed("bar", 0) == 40
+    # Only unknown ids: nothing reaches the coordinator.
+    fresh = c.sibling(group_on_partition(c.d.partition_id, prefix="fresh"))
+    resp = commit_v10(fresh, [(zar, [(0, 1)])])
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and fresh.group() is None
+
+
+def test_offset_commit_v10_coordinator_error_is_answered_by_id():
+    c = client()
+    ids = with_topic_ids(c, foo=1)
+    resp = commit_v10(c, [(ids["foo"], [(0, 1)])], generationIdOrMemberEpoch=3, memberId="m")
+    assert resp["topics"] == [{"topicId": ids["foo"], "partitions": [{"partitionIndex": 0,
+                                                                      "errorCode": GROUP_ID_NOT_FOUND}]}]
+
+
+def test_offset_commit_v10_before_any_metadata_knows_no_topic_id():
+    c = client()
+    resp = commit_v10(c, [("AAAAAAAAAAAAAAAAAAAAAQ", [(0, 1)])])
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and c.records() == []
+
+
+def test_fetch_offsets_v10_with_topic_ids():
+    c = client()
+    ids = with_topic_ids(c, foo=2, bar=1)
+    c.commit({("foo", 0): 5, ("bar", 0): 7})
+    zar = "ZarZarZarZarZarZarZarQ"
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+        "topics": [{"topicId": zar, "partitionIndexes": [0]},
+                   {"topicId": ids["foo"], "partitionIndexes": [0, 1]}]}], "requireStable": False})
+    [g] = resp["groups"]
+    assert g == {"groupId": c.group_id, "errorCode": NONE, "topics": [
+        {"topicId": zar, "partitions": [{"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1,
+                                         "metadata": "", "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": ids["foo"], "partitions": [
+            {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "metadata": "", "errorCode": NONE},
+            {"partitionIndex": 1, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
+             "errorCode": NONE}]}]}
+    # All offsets: named by id; a topic the metadata no longer has is left out.
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+                                                     "topics": None}], "requireStable": False})
+    assert [(t["topicId"], [p["committedOffset"] for p in t["partitions"]]) for t in resp["groups"][0]["topics"]] == \
+        [(ids["foo"], [5]), (ids["bar"], [7])]
+    with_topic_ids(c, foo=2)  # bar deleted
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+                                                     "topics": None}], "requireStable": False})
+    assert [t["topicId"] for t in resp["groups"][0]["topics"]] == [ids["foo"]]

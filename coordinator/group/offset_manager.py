@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
+from ..metadata import ZERO_UUID
 from ..runtime import _mark, _rollback
 from .apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
@@ -15,6 +16,19 @@ from .javautil import java_utf16_length
 from .offsets import OffsetAndMetadata
 
 DEFAULT_RETENTION_TIME = -1
+
+
+def _unknown_id_key(topic_id: str) -> str:
+    # Not a legal topic name (a NUL), so it cannot collide with a resolved topic's name.
+    return "\x00" + topic_id
+
+
+def _by_id(version: int, topics: list[dict], ids: dict[str, str]) -> list[dict]:
+    """v10 answers name topics by id: the request's id for a resolved name, the unknown id itself."""
+    if version < 10:
+        return topics
+    return [{"topicId": t["name"][1:] if t["name"].startswith("\x00") else ids[t["name"]],
+             "partitions": t["partitions"]} for t in topics]
 
 
 class _ResponseBuilder:
@@ -84,6 +98,10 @@ class OffsetManager:
         valid = []
         for topic in topics:
             name = topic["name"]
+            if name.startswith("\x00"):  # v10: an id the metadata does not know
+                for part in topic["partitions"]:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_ID)
+                continue
             if not metadata.exists(name):
                 for part in topic["partitions"]:
                     answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
@@ -98,13 +116,32 @@ class OffsetManager:
                 valid.append({**topic, "partitions": parts})
         return answered, valid
 
+    def _resolve_topic_ids(self, topics: list) -> tuple[list, dict]:
+        """v10 (KIP-848): topics are named by id; KafkaApis resolves each with the metadata. A topic
+        whose id is unknown keeps a placeholder name (`_unknown_id_key`) that `_split_unknown_topics`
+        answers UNKNOWN_TOPIC_ID, in request order with the other rejected topics. Returns the
+        topics with names, and name -> id for the answer."""
+        metadata = self.p.component("metadata")
+        resolved, ids = [], {}
+        for topic in topics:
+            name = metadata.topic_name(topic["topicId"])
+            if name is None:
+                name = _unknown_id_key(topic["topicId"])
+            else:
+                ids[name] = topic["topicId"]
+            resolved.append({**topic, "name": name})
+        return resolved, ids
+
     def commit_offset(self, request: Request) -> dict:
         body, version = request.body, request.api_version
-        answered, valid = self._split_unknown_topics(body["topics"])
+        topics, ids = body["topics"], {}
+        if version >= 10:
+            topics, ids = self._resolve_topic_ids(topics)
+        answered, valid = self._split_unknown_topics(topics)
         if not valid:
             # KafkaApis answers a commit with no partition left without calling the coordinator
             # (no group is created or validated).
-            return offset_commit_response(version, answered.topics)
+            return offset_commit_response(version, _by_id(version, answered.topics, ids))
         mark = _mark(self.p.out)
         try:
             coordinator = self._commit_valid_offsets(request, valid)
@@ -115,7 +152,7 @@ class OffsetManager:
             coordinator = [{"name": t["name"], "partitions": [
                 {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
                 for t in valid]
-        return offset_commit_response(version, answered.merge(coordinator))
+        return offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
 
     def _commit_valid_offsets(self, request: Request, valid: list) -> list:
         body = request.body
@@ -151,12 +188,50 @@ class OffsetManager:
                 continue
             try:
                 if g["topics"] is None:
-                    groups.append(self.fetch_all_offsets(version, g, require_stable))
+                    answer = self.fetch_all_offsets(version, g, require_stable)
+                    if version >= 10:
+                        answer["topics"] = self._fetched_by_id(answer["topics"])
+                elif version >= 10:
+                    answer = self._fetch_by_id(version, g, require_stable)
                 else:
-                    groups.append(self.fetch_group_offsets(version, g, require_stable))
+                    answer = self.fetch_group_offsets(version, g, require_stable)
+                groups.append(answer)
             except ApiError as e:
                 groups.append(fetch_group_error(version, g, e.error))
         return offset_fetch_response(version, groups)
+
+    def _fetch_by_id(self, version: int, g: dict, require_stable: bool) -> dict:
+        """OffsetFetch v10 for listed topics: ids resolved to names (an id the metadata does not
+        know: UNKNOWN_TOPIC_ID on its partitions, offset -1), the answer named by id again."""
+        metadata = self.p.component("metadata")
+        named, positions = [], []
+        for topic in g["topics"]:
+            name = metadata.topic_name(topic["topicId"])
+            positions.append((topic, name))
+            if name is not None:
+                named.append({"name": name, "partitionIndexes": topic["partitionIndexes"]})
+        answer = self.fetch_group_offsets(version, {**g, "topics": named}, require_stable)
+        fetched = iter(answer["topics"])
+        topics = []
+        for topic, name in positions:
+            if name is None:
+                topics.append({"topicId": topic["topicId"], "partitions": [
+                    fetch_partition(version, p, error=Errors.UNKNOWN_TOPIC_ID) for p in topic["partitionIndexes"]]})
+            else:
+                topics.append({"topicId": topic["topicId"], "partitions": next(fetched)["partitions"]})
+        answer["topics"] = topics
+        return answer
+
+    def _fetched_by_id(self, topics: list) -> list:
+        """OffsetFetch v10 for all topics: each named by its id; offsets of topics the metadata no
+        longer knows (deleted) cannot be named by id and are left out."""
+        metadata = self.p.component("metadata")
+        out = []
+        for topic in topics:
+            tid = metadata.topic_id(topic["name"])
+            if tid is not None and tid != ZERO_UUID:
+                out.append({"topicId": tid, "partitions": topic["partitions"]})
+        return out
 
     def _validate_fetch(self, g: dict) -> bool:
         """False when the group is unknown (Kafka's GroupIdNotFoundException); other errors raise."""
