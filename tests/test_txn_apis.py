@@ -19,7 +19,7 @@ E = Errors
 @pytest.mark.parametrize("name,key,lo,hi,component", [
     ("InitProducerId", 22, 0, 5, "transactions"), ("AddPartitionsToTxn", 24, 0, 5, "transactions"),
     ("AddOffsetsToTxn", 25, 0, 4, "transactions"), ("EndTxn", 26, 0, 5, "transactions"),
-    ("WriteTxnMarkers", 27, 1, 2, "groups"), ("TxnOffsetCommit", 28, 0, 4, "groups"),
+    ("WriteTxnMarkers", 27, 1, 2, "groups"), ("TxnOffsetCommit", 28, 0, 5, "groups"),
     ("DescribeTransactions", 65, 0, 0, "transactions"), ("ListTransactions", 66, 0, 2, "transactions")])
 def test_api_keys_and_versions_of_kafka_4(name, key, lo, hi, component):
     spec = lookup(name)

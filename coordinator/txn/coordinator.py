@@ -76,6 +76,7 @@ class TransactionCoordinator:
         "EndTxn": "end_txn",
         "DescribeTransactions": "describe_transactions",
         "ListTransactions": "list_transactions",
+        "TxnVerification": "txn_verification",
     }
     timer_handlers = {
         TIMEOUT_TIMER: "on_transaction_timeout",
@@ -281,6 +282,27 @@ class TransactionCoordinator:
         a request may name in replyTo): a marker written into them would corrupt them."""
         return topic in self.p.config["coordinator.internal.topics"] or \
             self.p._reply_to_re.fullmatch(topic) is not None
+
+    # ======================================================================== KIP-890 verification
+    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool) -> Error:
+        """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
+        of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
+        in the transaction, TRANSACTION_ABORTABLE if not) or added (TxnOffsetCommit v5)."""
+        tp = (CONSUMER_OFFSETS, partition)
+        return self._add_or_verify(tid, pid, epoch, [tp], verify_only, 5)[tp]
+
+    def txn_verification(self, request: Request) -> None:
+        """A group coordinator partition's question (internal): answered with a
+        TxnVerificationResult to that partition, on the internal channel."""
+        b = request.body
+        error = self.verify_offsets_partition(b["transactionalId"], b["producerId"], b["producerEpoch"],
+                                              b["partitionIndex"], b["verifyOnly"])
+        n = self.p.config["coordinator.partitions"]
+        self.p.send_request(key_for_partition(b["partitionIndex"], n), "TxnVerificationResult", 0,
+                            {"verificationId": b["verificationId"], "transactionalId": b["transactionalId"],
+                             "errorCode": error.code},
+                            self._next_correlation_id(), f"transaction-coordinator-{self.p.partition_id}")
+        return None  # nobody reads a response to an internal request
 
     def _verify_partitions(self, tid: str, pid: int, epoch: int, parts: list) -> dict:
         """handleVerifyPartitionsInTransaction (KIP-890 part 1): nothing is written."""
