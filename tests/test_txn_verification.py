@@ -195,3 +195,25 @@ def test_verification_messages_are_internal():
                           "request": body}).encode()
         d.send_raw(raw, key=key, internal=False)
         assert d.response_envelopes[-1][1]["errorCode"] == E.CLUSTER_AUTHORIZATION_FAILED.code
+
+
+@pytest.mark.parametrize("partition", [-1, 50, 2**31 - 1])
+def test_a_question_about_a_partition_that_does_not_exist_is_dropped(partition):
+    # Bad input never stalls a partition (there is no partition to answer).
+    c = Cluster()
+    out = c.txn.send_raw(json.dumps({"apiKey": "TxnVerification", "apiVersion": 0, "correlationId": 1,
+                                     "clientId": "group-coordinator-x", "request": {
+                                         "transactionalId": TID, "producerId": 1, "producerEpoch": 0,
+                                         "verifyOnly": True, "partitionIndex": partition,
+                                         "verificationId": 3}}).encode(), key=TID, internal=True)
+    assert out.requests == [] and out.responses == []
+    assert c.txn.events_named("TxnVerificationDropped")[0]["partitionIndex"] == partition
+
+
+def test_an_answer_nobody_waits_for_is_dropped():
+    c = Cluster()
+    out = c.grp.send_raw(json.dumps({"apiKey": "TxnVerificationResult", "apiVersion": 0, "correlationId": 1,
+                                     "clientId": "transaction-coordinator-x", "request": {
+                                         "verificationId": 12345, "transactionalId": TID,
+                                         "errorCode": 0}}).encode(), key=GROUP, internal=True)
+    assert out.responses == [] and out.records == []

@@ -295,9 +295,14 @@ class TransactionCoordinator:
         """A group coordinator partition's question (internal): answered with a
         TxnVerificationResult to that partition, on the internal channel."""
         b = request.body
+        n = self.p.config["coordinator.partitions"]
+        if not 0 <= b["partitionIndex"] < n:
+            # Only a coordinator partition asks, about itself: there is nobody to answer.
+            self._event(b["transactionalId"], "TxnVerificationDropped", partitionIndex=b["partitionIndex"],
+                        verificationId=b["verificationId"])
+            return None
         error = self.verify_offsets_partition(b["transactionalId"], b["producerId"], b["producerEpoch"],
                                               b["partitionIndex"], b["verifyOnly"])
-        n = self.p.config["coordinator.partitions"]
         self.p.send_request(key_for_partition(b["partitionIndex"], n), "TxnVerificationResult", 0,
                             {"verificationId": b["verificationId"], "transactionalId": b["transactionalId"],
                              "errorCode": error.code},

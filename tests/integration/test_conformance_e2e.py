@@ -144,3 +144,56 @@ def test_list_transactions_v2_pattern(client):
                                                         == coordinator_partition(tid, PARTITIONS)])
         assert listed(tid, "conformance-tx-") == (0, [])  # the whole id must match
     assert listed(tids[0], "conformance-tx-(") == (INVALID_REGULAR_EXPRESSION, [])
+
+
+def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
+    """KIP-890 across coordinator partitions: the group's partition asks the transaction's partition
+    over the internal channel and answers when the answer comes back."""
+    import time
+
+    tid, group = "conformance-verify-tx", "conformance-verify-group"
+    assert coordinator_partition(tid, PARTITIONS) != coordinator_partition(group, PARTITIONS)
+    init = client.request("InitProducerId", 5, {"transactionalId": tid, "transactionTimeoutMs": 60000,
+                                                "producerId": -1, "producerEpoch": -1})
+    assert init["errorCode"] == 0, init
+    pid, epoch = init["producerId"], init["producerEpoch"]
+
+    def txn_commit(version: int, offset: int, epoch: int) -> set[int]:
+        resp = client.request("TxnOffsetCommit", version, {
+            "transactionalId": tid, "groupId": group, "producerId": pid, "producerEpoch": epoch,
+            "generationId": -1, "memberId": "", "groupInstanceId": None,
+            "topics": [{"name": KNOWN, "partitions": [{"partitionIndex": 0, "committedOffset": offset,
+                                                       "committedLeaderEpoch": -1, "committedMetadata": ""}]}]},
+            timeout=90)
+        return {p["errorCode"] for t in resp["topics"] for p in t["partitions"]}
+
+    def committed() -> int:
+        return fetch(client, group, [{"name": KNOWN, "partitionIndexes": [0]}])[(KNOWN, 0)][0]
+
+    def until(condition, what: str, timeout: float = 90):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            assert time.monotonic() < deadline, what
+            time.sleep(0.2)  # polling a condition, not waiting for time to pass
+
+    # Without AddOffsetsToTxn (v3: a client that predates TRANSACTION_ABORTABLE): INVALID_TXN_STATE.
+    assert txn_commit(3, 7, epoch) == {INVALID_TXN_STATE}
+    assert committed() == -1
+    add = client.request("AddOffsetsToTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                                "groupId": group})
+    assert add["errorCode"] == 0, add
+    assert txn_commit(3, 7, epoch) == {0}
+    end = client.request("EndTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                       "committed": True})
+    assert end["errorCode"] == 0, end
+    until(lambda: committed() == 7, "the first transaction's offset was never committed")
+    # v5 (KIP-890 part 2): no AddOffsetsToTxn; the group coordinator adds its partition. The first
+    # transaction may still be completing (CONCURRENT_TRANSACTIONS, retriable).
+    assert until(lambda: txn_commit(5, 8, epoch) - {51} or None, "v5 was never answered") == {0}
+    end = client.request("EndTxn", 5, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                       "committed": True})
+    assert end["errorCode"] == 0, end
+    until(lambda: committed() == 8, "the v5 transaction's offset was never committed")
