@@ -51,7 +51,8 @@ def errors(resp: dict) -> dict[tuple, int]:
 
 def fetch(client, group: str, topics: list[dict] | None, version: int = 9) -> dict:
     resp = client.request("OffsetFetch", version, {"groups": [{"groupId": group, "memberId": None, "memberEpoch": -1,
-                                                               "topics": topics}], "requireStable": False})
+                                                               "topics": topics}], "requireStable": False},
+                          key=group)
     [g] = resp["groups"]
     assert g["errorCode"] == 0, g
     return {(t.get("name", t.get("topicId")), p["partitionIndex"]): (p["committedOffset"], p["errorCode"])
@@ -78,7 +79,8 @@ def test_offsets_for_topics_the_broker_does_not_have(client):
         "topics": [{"name": NEVER, "partitions": [{"partitionIndex": 0, "committedOffset": 5,
                                                    "committedMetadata": None}]}]})
     assert errors(resp) == {(NEVER, 0): UNKNOWN_TOPIC_OR_PARTITION}
-    described = client.request("DescribeGroups", 5, {"groups": [lonely], "includeAuthorizedOperations": False})
+    described = client.request("DescribeGroups", 5, {"groups": [lonely], "includeAuthorizedOperations": False},
+                               key=lonely)
     assert described["groups"][0]["groupState"] == "Dead"  # no such group
     # OffsetDelete: the unknown topic first, the known partition deleted.
     resp = client.request("OffsetDelete", 0, {"groupId": group, "topics": [
@@ -96,9 +98,10 @@ def test_offset_commit_and_fetch_v10_by_topic_id(client, known_topic_id):
                                                                "committedMetadata": "m"}]},
                    {"topicId": unknown_id, "partitions": [{"partitionIndex": 0, "committedOffset": 1,
                                                            "committedMetadata": None}]}]})
+    # Rejected topics first, then the coordinator's answer (OffsetCommitResponse.Builder.merge).
     assert resp["topics"] == [
-        {"topicId": known_topic_id, "partitions": [{"partitionIndex": 1, "errorCode": 0}]},
-        {"topicId": unknown_id, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID}]}]
+        {"topicId": unknown_id, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": known_topic_id, "partitions": [{"partitionIndex": 1, "errorCode": 0}]}]
     assert fetch(client, group, [{"topicId": known_topic_id, "partitionIndexes": [1]},
                                  {"topicId": unknown_id, "partitionIndexes": [0]}], version=10) == {
         (known_topic_id, 1): (42, 0), (unknown_id, 0): (-1, UNKNOWN_TOPIC_ID)}
@@ -115,8 +118,9 @@ def test_consumer_group_describe_member_without_regex(client):
         "rebalanceTimeoutMs": 60000, "subscribedTopicNames": [KNOWN], "subscribedTopicRegex": None,
         "serverAssignor": None, "topicPartitions": []})
     assert hb["errorCode"] == 0, hb
-    [g] = client.request("ConsumerGroupDescribe", 1, {"groupIds": [group],
-                                                      "includeAuthorizedOperations": False})["groups"]
+    [g] = client.request("ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False},
+                         key=group)["groups"]
+    assert g["errorCode"] == 0, g
     [m] = g["members"]
     assert (m["memberId"], m["subscribedTopicNames"], m["subscribedTopicRegex"], m["instanceId"]) == \
         (member, [KNOWN], "", None)
@@ -183,7 +187,7 @@ def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
     assert txn_commit(3, 7, epoch) == {INVALID_TXN_STATE}
     assert committed() == -1
     add = client.request("AddOffsetsToTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
-                                                "groupId": group})
+                                                "groupId": group}, key=tid)
     assert add["errorCode"] == 0, add
     assert txn_commit(3, 7, epoch) == {0}
     end = client.request("EndTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
