@@ -58,6 +58,14 @@ DEFAULTS: dict[str, Any] = {
     # a __consumer_offsets partition): how long a producer id without pending offsets is remembered.
     "producer.id.expiration.ms": 86400000,
     "producer.id.expiration.check.interval.ms": 600000,
+    # KIP-890 transaction verification: before a TxnOffsetCommit is stored, the group coordinator
+    # asks the transaction coordinator whether its offsets partition is in the transaction (v0-4)
+    # or adds it (v5). Kafka's broker setting, default true.
+    "transaction.partition.verification.enable": True,
+    # How long a TxnOffsetCommit waits for the transaction coordinator's answer when the two are on
+    # different coordinator partitions (a round trip over the internal channel: two micro-batches);
+    # then it is answered COORDINATOR_NOT_AVAILABLE (retriable), as Kafka answers a timed-out write.
+    "transaction.verification.timeout.ms": 60000,
 }
 
 

@@ -22,6 +22,8 @@ from .messages import Request
 from .runtime import Component, register_component
 from .schema import Array, F, Struct
 
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
 register(ApiSpec(
     name="UpdateMetadata", api_key=6, min_version=0, max_version=0,
     request=Struct(
@@ -53,6 +55,10 @@ class TopicMetadata(Component):
         self._topics: dict[str, int] = {}  # topic -> number of partitions
         self._topic_ids: dict[str, str] = {}
         self._max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
+        # Whether the stored chunk must be rewritten: reading the metadata (every OffsetCommit,
+        # OffsetDelete, TxnOffsetCommit and AddPartitionsToTxn does) does not change it.
+        self._changed = True
+        self._names_by_id: tuple[dict, dict] | None = None  # (the topic_ids it was built from, id -> name)
 
     def _loaded(self) -> "TopicMetadata":
         if self._fetch is not None:
@@ -60,6 +66,7 @@ class TopicMetadata(Component):
             stored = fetch()
             if stored is not None:
                 self.load_json(stored)
+            self._changed = False
         return self
 
     @property
@@ -86,11 +93,12 @@ class TopicMetadata(Component):
         return self.topic_ids.get(topic)
 
     def topic_name(self, topic_id: str) -> str | None:
-        """The topic with this id (Kafka's Uuid as 22 characters of url-safe base64), if known."""
-        for name, tid in self.topic_ids.items():
-            if tid == topic_id:
-                return name
-        return None
+        """The topic with this id (Kafka's Uuid as 22 characters of url-safe base64), if known
+        (`metadataCache.getTopicName`; the zero Uuid names no topic)."""
+        ids = self.topic_ids
+        if self._names_by_id is None or self._names_by_id[0] is not ids:
+            self._names_by_id = (ids, {tid: name for name, tid in ids.items() if tid != ZERO_UUID})
+        return self._names_by_id[1].get(topic_id)
 
     def exists(self, topic: str, partition: int | None = None) -> bool:
         """Whether a topic (partition) exists; True for anything while no metadata has arrived."""
@@ -109,6 +117,7 @@ class TopicMetadata(Component):
         # A topic re-created under the same name has a new id: that is a change too.
         changed = not self.available or new != old or ids != self.topic_ids
         self._topics, self._topic_ids, self._available = new, ids, True
+        self._changed = True
         if changed:
             for component in self.p.components.values():
                 hook = getattr(component, "on_metadata_change", None)
@@ -127,12 +136,14 @@ class TopicMetadata(Component):
         self._topics = d["topics"]
         self._topic_ids = d.get("topicIds", {})
         self._max_message_bytes = d.get("maxMessageBytes", {})
+        self._changed = True
 
-    # Chunked storage: decoded on first use, rewritten only by a batch that used it.
+    # Chunked storage: decoded on first use, rewritten only by a batch that changed it.
     def bind_rest(self, fetch) -> None:
         self._fetch = fetch
+        self._changed = False
 
     def rest_json(self):
-        return UNCHANGED if self._fetch is not None else self.to_json()
+        return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()
 
     # replay: metadata is not coordinator state; the publisher sends it again (no state-log records).

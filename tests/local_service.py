@@ -56,6 +56,12 @@ class LocalService:
             client = self._clients.get(r.reply.client_id)
             if client is not None:
                 client._accept(response_envelope(r.reply, r.body))
+        # Internal requests (WriteTxnMarkers, the KIP-890 verification round trip) go to their
+        # partitions as the stream's signed internal channel delivers them, each in a batch of its own.
+        for q in out.requests:
+            target = coordinator_partition(q.key, self.config["coordinator.partitions"])
+            self._run(target, [InputRecord(q.key, json.dumps(q.envelope).encode(), now, 0, next(self._offsets),
+                                           internal=True)], now)
 
     def submit(self, key: str | None, raw: bytes) -> None:
         with self._lock:

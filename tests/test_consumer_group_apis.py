@@ -38,7 +38,10 @@ def stable_two_members(c):
 
 
 # ====================================================================== ConsumerGroupDescribe
-def test_consumer_group_describe():
+def test_consumer_group_describe_no_errors():
+    # GroupMetadataManagerTest.testConsumerGroupDescribeNoErrors: ConsumerGroupMember.
+    # asConsumerGroupDescribeMember; a member without a regex has subscribedTopicRegex "" (the
+    # member's default), not null.
     c = client()
     stable_two_members(c)
     [g] = c.describe()
@@ -48,11 +51,11 @@ def test_consumer_group_describe():
         "assignmentEpoch": 2, "assignorName": "range", "authorizedOperations": -2**31,
         "members": [
             {"memberId": "m1", "instanceId": None, "rackId": None, "memberEpoch": 2, "clientId": "client",
-             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": None,
+             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": "",
              "assignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]},
              "targetAssignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]}, "memberType": 1},
             {"memberId": "m2", "instanceId": None, "rackId": None, "memberEpoch": 2, "clientId": "client",
-             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": None,
+             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": "",
              "assignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]},
              "targetAssignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]}, "memberType": 1}]}
     [v0] = c.describe(version=0)
@@ -86,6 +89,10 @@ def test_describe_shows_static_members_and_regex_and_target_of_each_member():
     [m] = g["members"]
     assert (m["instanceId"], m["rackId"], m["subscribedTopicNames"], m["subscribedTopicRegex"]) == \
         ("i1", "r1", [], "fo.*")
+    # Leaving the regex for names (regex "") describes it as "", as Kafka's member does.
+    c.heartbeat("m1", c.describe()[0]["members"][0]["memberEpoch"], topics=["foo"], regex="", instance_id="i1")
+    [m] = c.describe()[0]["members"]
+    assert (m["subscribedTopicNames"], m["subscribedTopicRegex"]) == (["foo"], "")
 
 
 # ====================================================================== ListGroups, DescribeGroups, DeleteGroups

@@ -425,3 +425,192 @@ def test_expiration_timer_runs_every_check_interval_while_groups_exist():
     assert deadline == c.now + 1000
     c.sleep(1000)
     assert c.timers()['["groups-expiration"]'][0] == c.now + 1000
+
+
+# ====================================================================== topics the metadata does not know
+# KafkaApis answers them before the coordinator sees the request (KafkaApisTest).
+UNKNOWN_TOPIC_OR_PARTITION = 3
+
+
+def with_topics(c: GroupTestClient, **partitions: int) -> None:
+    from coordinator.envelope import BROADCAST_KEY
+    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "numPartitions": n}
+                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+
+
+def test_handle_offset_commit_request_topics_and_partitions_validation():
+    c = client()
+    with_topics(c, foo=2, bar=2)
+    resp = c.commit({("foo", 0): 10, ("foo", 1): 20, ("foo", 2): 30, ("bar", 0): 40, ("bar", 1): 50,
+                     ("zar", 0): 60, ("zar", 1): 70}, member_id="member")
+    # Partitions failing the validation come first (foo-2), then topics failing it (zar before bar).
+    assert resp["topics"] == [
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]}]
+    assert sorted(k for k, _ in c.records()) == sorted(
+        f'["OffsetCommit","group-id","{t}",{p}]' for t, p in [("foo", 0), ("foo", 1), ("bar", 0), ("bar", 1)])
+    fetched = c.fetch({"zar": [0, 1], "foo": [2], "bar": [1]})["groups"][0]["topics"]
+    assert [[p["committedOffset"] for p in t["partitions"]] for t in fetched] == [[-1, -1], [-1], [50]]
+
+
+@pytest.mark.parametrize("partition", [-1, 1])
+def test_offset_commit_with_invalid_partition(partition):
+    c = client()
+    with_topics(c, topic=1)
+    resp = c.commit({("topic", partition): 15})
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    # Nothing reached the coordinator: no simple group, no record.
+    assert c.group() is None and c.records() == [] and c.events("GroupCreated") == []
+
+
+def test_offset_commit_coordinator_error_goes_to_the_known_topics_only():
+    # The coordinator's error (here: unknown group with a generation) is reported on the partitions
+    # it was asked about; the unknown topic keeps UNKNOWN_TOPIC_OR_PARTITION (Builder.merge).
+    c = client()
+    with_topics(c, foo=1)
+    resp = c.commit({("zar", 0): 1, ("foo", 0): 1}, member_id="member", generation=10, version=9)
+    assert resp["topics"] == [
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": GROUP_ID_NOT_FOUND}]}]
+    assert c.group() is None and c.records() == []
+
+
+def test_offset_commit_before_any_metadata_accepts_every_topic():
+    # Until the first UpdateMetadata arrives nothing is rejected for naming an unknown topic (the
+    # documented choice: a Kafka broker serves only once it has metadata).
+    c = client()
+    assert partition_errors(c.commit({("never-created", 0): 5})) == [NONE]
+    assert c.committed("never-created", 0) == 5
+
+
+def test_offset_delete_topics_and_partitions_validation():
+    c = client()
+    with_topics(c, foo=2, bar=2)
+    c.commit({("foo", 0): 1, ("foo", 1): 1, ("bar", 0): 1, ("bar", 1): 1})
+    since = len(c.records())
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}, {"partitionIndex": 2}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]}]})
+    assert resp == {"errorCode": NONE, "throttleTimeMs": 0, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                       {"partitionIndex": 1, "errorCode": NONE}]}]}
+    assert len(c.records(since)) == 4 and all(v is None for _, v in c.records(since))
+
+
+@pytest.mark.parametrize("partition", [-1, 1])
+def test_offset_delete_with_invalid_partition(partition):
+    c = client()
+    with_topics(c, topic=1)
+    c.commit({("topic", 0): 1})
+    since = len(c.records())
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "topic", "partitions": [{"partitionIndex": partition}]}]})
+    assert resp["errorCode"] == NONE and partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert c.records(since) == []
+
+
+def test_offset_delete_with_invalid_group_with_top_level_error():
+    # The group is checked even when no topic is left; its error replaces the whole answer.
+    c = client()
+    with_topics(c, topic=1)
+    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
+        {"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]})
+    assert resp == {"errorCode": GROUP_ID_NOT_FOUND, "throttleTimeMs": 0, "topics": []}
+
+
+# ====================================================================== v10: topics by id (KIP-848)
+UNKNOWN_TOPIC_ID = 100
+
+
+def with_topic_ids(c: GroupTestClient, **partitions: int) -> dict[str, str]:
+    from coordinator.envelope import BROADCAST_KEY
+    from tests.consumer_group_helpers import topic_id
+    ids = {t: topic_id(t) for t in partitions}
+    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "topicId": ids[t], "numPartitions": n}
+                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+    return ids
+
+
+def commit_v10(c: GroupTestClient, topics: list[tuple[str, list[tuple[int, int]]]], **body) -> dict:
+    req = {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+           "topics": [{"topicId": tid, "partitions": [{"partitionIndex": p, "committedOffset": o,
+                                                       "committedMetadata": None} for p, o in parts]}
+                      for tid, parts in topics]}
+    req.update(body)
+    return c.send("OffsetCommit", 10, req)[1]
+
+
+def test_handle_offset_commit_request_topics_and_partitions_validation_with_topic_ids():
+    # KafkaApisTest's validation with topic ids: an unknown id → UNKNOWN_TOPIC_ID on its
+    # partitions, a partition the topic lacks → UNKNOWN_TOPIC_OR_PARTITION, answers named by id.
+    c = client()
+    ids = with_topic_ids(c, foo=2, bar=2)
+    zar = "ZarZarZarZarZarZarZarQ"
+    resp = commit_v10(c, [(ids["foo"], [(0, 10), (1, 20), (2, 30)]), (ids["bar"], [(0, 40), (1, 50)]),
+                          (zar, [(0, 60), (1, 70)])])
+    assert resp == {"throttleTimeMs": 0, "topics": [
+        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
+                                               {"partitionIndex": 0, "errorCode": NONE},
+                                               {"partitionIndex": 1, "errorCode": NONE}]},
+        {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID},
+                                        {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": NONE},
+                                               {"partitionIndex": 1, "errorCode": NONE}]}]}
+    # Stored under the names: a by-name fetch (v9) sees them.
+    assert c.committed("foo", 1) == 20 and c.committed("bar", 0) == 40
+    # Only unknown ids: nothing reaches the coordinator.
+    fresh = c.sibling(group_on_partition(c.d.partition_id, prefix="fresh"))
+    resp = commit_v10(fresh, [(zar, [(0, 1)])])
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and fresh.group() is None
+
+
+def test_offset_commit_v10_coordinator_error_is_answered_by_id():
+    c = client()
+    ids = with_topic_ids(c, foo=1)
+    resp = commit_v10(c, [(ids["foo"], [(0, 1)])], generationIdOrMemberEpoch=3, memberId="m")
+    assert resp["topics"] == [{"topicId": ids["foo"], "partitions": [{"partitionIndex": 0,
+                                                                      "errorCode": GROUP_ID_NOT_FOUND}]}]
+
+
+def test_offset_commit_v10_before_any_metadata_knows_no_topic_id():
+    c = client()
+    resp = commit_v10(c, [("AAAAAAAAAAAAAAAAAAAAAQ", [(0, 1)])])
+    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and c.records() == []
+
+
+def test_fetch_offsets_v10_with_topic_ids():
+    c = client()
+    ids = with_topic_ids(c, foo=2, bar=1)
+    c.commit({("foo", 0): 5, ("bar", 0): 7})
+    zar = "ZarZarZarZarZarZarZarQ"
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+        "topics": [{"topicId": zar, "partitionIndexes": [0]},
+                   {"topicId": ids["foo"], "partitionIndexes": [0, 1]}]}], "requireStable": False})
+    [g] = resp["groups"]
+    assert g == {"groupId": c.group_id, "errorCode": NONE, "topics": [
+        {"topicId": zar, "partitions": [{"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1,
+                                         "metadata": "", "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": ids["foo"], "partitions": [
+            {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "metadata": "", "errorCode": NONE},
+            {"partitionIndex": 1, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
+             "errorCode": NONE}]}]}
+    # All offsets: named by id; a topic the metadata no longer has is left out.
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+                                                     "topics": None}], "requireStable": False})
+    assert [(t["topicId"], [p["committedOffset"] for p in t["partitions"]]) for t in resp["groups"][0]["topics"]] == \
+        [(ids["foo"], [5]), (ids["bar"], [7])]
+    with_topic_ids(c, foo=2)  # bar deleted
+    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
+                                                     "topics": None}], "requireStable": False})
+    assert [t["topicId"] for t in resp["groups"][0]["topics"]] == [ids["foo"]]

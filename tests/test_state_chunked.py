@@ -304,10 +304,11 @@ def test_topic_metadata_is_read_only_by_batches_that_use_it():
     blob = state.encode_partition(part)
     meta_key = chunk_key("Component", "metadata")
     assert state.decode(*blob)["components"]["metadata"]["available"]
-    # A commit does not look at the metadata: its chunk is neither decoded nor rewritten.
+    # A commit reads the metadata (KafkaApis checks that its topics exist) but does not rewrite
+    # its chunk.
     part, _, _ = step(blob, [commit(GROUPS[0], 1)], 4_000)
     assert meta_key not in part.dirty_chunks()
-    # AddPartitionsToTxn checks the partitions exist: it reads the metadata (and writes it back).
+    # AddPartitionsToTxn checks the partitions exist: it reads the metadata, without rewriting it.
     pid = state.decode(*blob)["components"]["transactions"]["transactions"][TXNS[0]]["producerId"]
     add = (TXNS[0], "AddPartitionsToTxn", 3, {
         "v3AndBelowTransactionalId": TXNS[0], "v3AndBelowProducerId": pid, "v3AndBelowProducerEpoch": 0,
@@ -315,8 +316,13 @@ def test_topic_metadata_is_read_only_by_batches_that_use_it():
     part, out, new = step(blob, [add], 4_000)
     results = out.responses[0].body["resultsByTopicV3AndBelow"][0]["resultsByPartition"]
     assert [r["partitionErrorCode"] for r in results] == [55, 3]  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC
-    assert meta_key in part.dirty_chunks()
+    assert meta_key not in part.dirty_chunks()
     assert state.decode(*new)["components"]["metadata"]["topics"]["topic-7"] == 4
+    # A changed UpdateMetadata rewrites it.
+    topics["topicStates"].append({"topicName": "topic-new", "numPartitions": 1})
+    part, _, new = step(new, [("__coordinator_broadcast__", "UpdateMetadata", 0, topics)], 5_000)
+    assert meta_key in part.dirty_chunks()
+    assert state.decode(*new)["components"]["metadata"]["topics"]["topic-new"] == 1
 
 
 # ---------------------------------------------------------------------------- checkpoints mid-batch

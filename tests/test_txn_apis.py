@@ -19,8 +19,8 @@ E = Errors
 @pytest.mark.parametrize("name,key,lo,hi,component", [
     ("InitProducerId", 22, 0, 5, "transactions"), ("AddPartitionsToTxn", 24, 0, 5, "transactions"),
     ("AddOffsetsToTxn", 25, 0, 4, "transactions"), ("EndTxn", 26, 0, 5, "transactions"),
-    ("WriteTxnMarkers", 27, 1, 2, "groups"), ("TxnOffsetCommit", 28, 0, 4, "groups"),
-    ("DescribeTransactions", 65, 0, 0, "transactions"), ("ListTransactions", 66, 0, 1, "transactions")])
+    ("WriteTxnMarkers", 27, 1, 2, "groups"), ("TxnOffsetCommit", 28, 0, 5, "groups"),
+    ("DescribeTransactions", 65, 0, 0, "transactions"), ("ListTransactions", 66, 0, 2, "transactions")])
 def test_api_keys_and_versions_of_kafka_4(name, key, lo, hi, component):
     spec = lookup(name)
     assert (spec.api_key, spec.min_version, spec.max_version, spec.component) == (key, lo, hi, component)

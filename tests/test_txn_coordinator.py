@@ -729,10 +729,54 @@ def test_list_transactions_filters():
     # Running longer than 1 s: a started 5 s ago; b just started; c never started (start -1).
     r = lst(stateFilters=["Ongoing"], durationFilter=1000)
     assert [s["transactionalId"] for s in r["transactionStates"]] == [a]
-    # Version 2 (transactionalIdPattern) is not served.
-    assert lst(version=2, transactionalIdPattern="t.*")["errorCode"] == E.UNSUPPORTED_VERSION.code
     # Version 0 knows no duration filter: the field is ignored.
     assert len(lst(version=0, durationFilter=10**9)["transactionStates"]) == 3
     # Another partition lists its own transactions only.
     assert other_partition(a).send("ListTransactions", 0, {"stateFilters": [], "producerIdFilters": []})[
         "transactionStates"] == []
+
+
+def test_list_transactions_filtering_by_transactional_id_pattern():
+    # TransactionStateManagerTest.testListTransactionsFiltering with KIP-1152's pattern (v2): the
+    # whole id must match; null or "" lists everything; the other filters still apply.
+    d = driver()
+    [a1, a2] = same_partition_ids(2, d.partition_id, "orders-")
+    [b1] = same_partition_ids(1, d.partition_id, "payments-")
+    for tid in (a1, a2, b1):
+        Producer(d, tid).init()
+
+    def lst(version=2, **body):
+        req = {"stateFilters": [], "producerIdFilters": []}
+        req.update(body)
+        return d.send("ListTransactions", version, req)
+
+    def ids(r):
+        assert r["errorCode"] == 0
+        return [s["transactionalId"] for s in r["transactionStates"]]
+
+    everything = sorted([a1, a2, b1])
+    assert ids(lst(transactionalIdPattern="orders-.*")) == sorted([a1, a2])
+    assert ids(lst(transactionalIdPattern="orders-")) == []  # matches(), not find()
+    assert ids(lst(transactionalIdPattern="pay.*|" + a1)) == sorted([a1, b1])
+    assert ids(lst(transactionalIdPattern=None)) == everything
+    assert ids(lst(transactionalIdPattern="")) == everything
+    assert ids(lst(transactionalIdPattern=".*", stateFilters=["Ongoing"])) == []
+    # Before v2 the field does not exist: ignored.
+    assert ids(lst(version=1, transactionalIdPattern="nothing-matches")) == everything
+    # A pattern that does not compile: INVALID_REGULAR_EXPRESSION, nothing listed.
+    r = lst(transactionalIdPattern="orders-(", stateFilters=["Bogus"])
+    assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REGULAR_EXPRESSION.code,
+                 "unknownStateFilters": ["Bogus"], "transactionStates": []}
+    # Backreferences are refused as RE2 refuses them.
+    assert lst(transactionalIdPattern=r"(o)\1.*")["errorCode"] == E.INVALID_REGULAR_EXPRESSION.code
+
+
+def test_list_transactions_pattern_matching_is_linear_time():
+    # A pattern that makes a backtracking matcher take exponential time against a long id that
+    # almost matches (2^40 paths for `re`) is answered: the matcher never backtracks.
+    d = driver()
+    [tid] = same_partition_ids(1, d.partition_id, "a" * 40)
+    Producer(d, tid).init()
+    r = d.send("ListTransactions", 2, {"stateFilters": [], "producerIdFilters": [],
+                                       "transactionalIdPattern": "(a+)+b"})
+    assert r["errorCode"] == 0 and r["transactionStates"] == []

@@ -32,7 +32,7 @@ class Cluster:
         self.data: dict[tuple[str, int], list[Rec]] = {}
         self.readers: dict[tuple[str, int], ReadCommittedPartition] = {}
         self.delivered: dict[tuple[str, int], list[bytes]] = {}
-        self._fed_internal = self._fed_data = 0
+        self._fed_internal = self._fed_data = self._fed_grp_internal = 0
 
     def update_metadata(self, topics) -> None:
         for d in (self.txn, self.grp):
@@ -56,6 +56,11 @@ class Cluster:
         for marker in self.txn.data[self._fed_data:]:
             self._append((marker.topic, marker.partition), marker.value, marker.headers)
         self._fed_data = len(self.txn.data)
+        # The group partition's questions (TxnVerification) first: their answers go back below.
+        for key, envelope in self.grp.internal_requests[self._fed_grp_internal:]:
+            assert coordinator_partition(key) == self.txn.partition_id
+            self.txn.send_raw(json.dumps(envelope).encode(), key=key)
+        self._fed_grp_internal = len(self.grp.internal_requests)
         for key, envelope in self.txn.internal_requests[self._fed_internal:]:
             assert coordinator_partition(key) == self.grp.partition_id
             self.grp.send_raw(json.dumps(envelope).encode(), key=key)
@@ -66,15 +71,19 @@ class Cluster:
         self.txn.advance(1)
         self.deliver()
 
-    def txn_offset_commit(self, p: Producer, offsets: dict, epoch: int | None = None) -> dict:
+    def txn_offset_commit(self, p: Producer, offsets: dict, epoch: int | None = None, version: int = 4) -> dict:
         topics: dict[str, list] = {}
         for (t, part), o in offsets.items():
             topics.setdefault(t, []).append({"partitionIndex": part, "committedOffset": o, "committedMetadata": ""})
-        return self.grp.send("TxnOffsetCommit", 4, {
+        r = self.grp.send("TxnOffsetCommit", version, {
             "transactionalId": p.tid, "groupId": GROUP, "producerId": p.producer_id,
             "producerEpoch": p.epoch if epoch is None else epoch, "generationId": -1, "memberId": "",
             "groupInstanceId": None, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
             key=GROUP)
+        if r is None:  # parked for the KIP-890 verification: the round trip over the internal channel
+            self.deliver()
+            r = self.grp.response_envelopes[-1][1]
+        return r
 
     def fetch(self, require_stable: bool = True) -> dict:
         r = self.grp.send("OffsetFetch", 9, {"groups": [{"groupId": GROUP, "topics": [

@@ -22,7 +22,10 @@ MINUTE = 60_000
 
 
 def client(**overrides) -> GroupTestClient:
+    # The group side alone, as OffsetMetadataManagerTest tests it: the transaction verification
+    # (KIP-890, a question to the transaction coordinator) is tested in test_txn_verification.py.
     overrides.setdefault("group_min_session_timeout_ms", 1)
+    overrides.setdefault("transaction_partition_verification_enable", False)
     return GroupTestClient(group_id="foo", **overrides)
 
 
@@ -232,11 +235,11 @@ def test_every_version_has_the_same_response_shape(version):
     assert value["leaderEpoch"] == (10 if version >= 2 else -1)
 
 
-def test_version_5_is_not_served():
+def test_version_5_has_the_same_request_and_response_as_version_4():
+    # What v5 changes is the verification (it adds the partition): test_txn_verification.py.
     c = client()
-    resp = c.send("TxnOffsetCommit", 5, {"transactionalId": "t", "groupId": "foo", "producerId": 1,
-                                         "producerEpoch": 0, "topics": []})[1]
-    assert resp["errorCode"] == E.UNSUPPORTED_VERSION.code
+    assert errors(txn_commit(c, {("bar", 0): 1}, version=5)) == [0]
+    assert c.groups().offsets.has_pending("foo", "bar", 0)
 
 
 def test_a_zombie_with_an_older_epoch_is_fenced_by_the_offsets_partition():

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover
 
 MAX_PROGRAM = 5000  # instructions; RE2 also bounds the size of a compiled program
 MAX_REPEAT = 1000  # RE2's limit on {n,m}
+DFA_CACHE_MAX = 10_000  # cached steps per compiled regex (RE2 bounds its DFA cache too)
 
 
 class RegexError(ValueError):
@@ -147,6 +148,19 @@ class CompiledRegex:
     def __init__(self, pattern: str, prog: list):
         self.pattern = pattern
         self.prog = prog
+        # The lazy DFA: sets of NFA states by id, and steps (state id, char, next is a word char /
+        # None at the end) -> (state id, matched).
+        self._steps: dict = {}
+        self._ids: dict[tuple, int] = {}
+        self._sets: list[tuple] = []
+
+    def _state_id(self, chars: list[int]) -> int:
+        key = tuple(chars)
+        sid = self._ids.get(key)
+        if sid is None:
+            sid = self._ids[key] = len(self._sets)
+            self._sets.append(key)
+        return sid
 
     def _assert(self, kind, text: str, pos: int) -> bool:
         if kind in (C.AT_BEGINNING, C.AT_BEGINNING_STRING, C.AT_BEGINNING_LINE):
@@ -189,13 +203,34 @@ class CompiledRegex:
         return chars, matched
 
     def fullmatch(self, text: str) -> bool:
-        """Whether the whole of `text` matches (Java's Matcher.matches)."""
-        current, matched = self._closure([0], text, 0)
+        """Whether the whole of `text` matches (Java's Matcher.matches).
+
+        A step from one set of NFA states to the next depends only on the set, the character
+        consumed and, through the assertions of the closure, on whether the next character is a word
+        character or the text ends there; so steps are cached under that key (a lazy DFA, as RE2
+        runs one). A long text of few distinct characters then costs one dictionary lookup per
+        character; the cache is dropped when it grows past `DFA_CACHE_MAX` entries, after which
+        matching is the plain NFA simulation, O(len(text) x len(program))."""
+        chars, matched = self._closure([0], text, 0)
+        cache = self._steps
+        if len(cache) >= DFA_CACHE_MAX:
+            cache.clear()
+            self._ids.clear()
+            self._sets.clear()
+        state = self._state_id(chars)
+        last = len(text) - 1
         for pos, ch in enumerate(text):
-            if not current:
-                return False
-            nxt = [pc + 1 for pc in current if self.prog[pc][1](ch)]
-            current, matched = self._closure(nxt, text, pos + 1)
+            key = (state, ch, None if pos == last else text[pos + 1] in _WORD)
+            step = cache.get(key)
+            if step is None:
+                current = self._sets[state]
+                if not current:
+                    return False
+                nxt = [pc + 1 for pc in current if self.prog[pc][1](ch)]
+                chars, ok = self._closure(nxt, text, pos + 1)
+                step = cache[key] = (self._state_id(chars), ok)
+            state, matched = step
+        return matched
         return matched
 
 

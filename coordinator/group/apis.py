@@ -2,9 +2,10 @@
 bodies shaped for the request's version exactly as Kafka's generated JSON converters print them
 (fields absent from a version are left out, bytes are base64, names are camelCase).
 
-Versions are those a Kafka 4.0 broker accepts (KIP-896 removed JoinGroup v0-1, OffsetCommit
-v0-1 and OffsetFetch v0). OffsetCommit v10 / OffsetFetch v10 (Kafka 4.1, topic ids instead of
-names) are not offered: the offset store keys partitions by topic name.
+Versions are those a Kafka 4.2 broker accepts (KIP-896 removed JoinGroup v0-1, OffsetCommit
+v0-1 and OffsetFetch v0). OffsetCommit v10 / OffsetFetch v10 (KIP-848, stable in Kafka 4.2) name
+topics by id instead of by name: the handlers translate ids to names with the topic metadata (the
+offset store keys partitions by name, as Kafka's does) and back.
 """
 from __future__ import annotations
 
@@ -90,9 +91,15 @@ def offset_commit_response(version: int, topics: list[dict]) -> dict:
     return body
 
 
+def topic_field(version: int) -> str:
+    """How OffsetCommit / OffsetFetch name a topic: by `topicId` from v10 (KIP-848), else `name`."""
+    return "topicId" if version >= 10 else "name"
+
+
 def offset_commit_error(version: int, body: dict | None, error: Error, message: str | None) -> dict:
-    topics = [{"name": t["name"], "partitions": [{"partitionIndex": p["partitionIndex"], "errorCode": error.code}
-                                                  for p in t["partitions"]]}
+    field = topic_field(version)
+    topics = [{field: t[field], "partitions": [{"partitionIndex": p["partitionIndex"], "errorCode": error.code}
+                                               for p in t["partitions"]]}
               for t in (body or {}).get("topics", [])]
     return offset_commit_response(version, topics)
 
@@ -114,7 +121,7 @@ def fetch_group_error(version: int, group: dict, error: Error) -> dict:
         return {"groupId": group["groupId"], "topics": [], "errorCode": error.code}
     return {"groupId": group["groupId"], "errorCode": Errors.NONE.code, "topics": [
         {"name": t["name"], "partitions": [fetch_partition(version, p, error=error) for p in t["partitionIndexes"]]}
-        for t in group["topics"] or []]}
+        for t in group["topics"] or []]}  # (v1 only: named topics)
 
 
 def offset_fetch_response(version: int, groups: list[dict]) -> dict:
@@ -297,7 +304,7 @@ LEAVE_GROUP = register(ApiSpec(
     component=COMPONENT, routing_field="groupId", error_response=_leave_error))
 
 OFFSET_COMMIT = register(ApiSpec(
-    name="OffsetCommit", api_key=8, min_version=2, max_version=9,
+    name="OffsetCommit", api_key=8, min_version=2, max_version=10,
     request=Struct(
         F("groupId", "string"),
         F("generationIdOrMemberEpoch", "int32", versions=(1, None), default=-1),
@@ -305,7 +312,8 @@ OFFSET_COMMIT = register(ApiSpec(
         F("groupInstanceId", "string", versions=(7, None), nullable=(7, None), default=None),
         F("retentionTimeMs", "int64", versions=(2, 4), default=-1),
         F("topics", Array(Struct(
-            F("name", "string"),
+            F("name", "string", versions=(0, 9)),
+            F("topicId", "uuid", versions=(10, None)),
             F("partitions", Array(Struct(
                 F("partitionIndex", "int32"),
                 F("committedOffset", "int64"),
@@ -317,8 +325,10 @@ OFFSET_COMMIT = register(ApiSpec(
     component=COMPONENT, routing_field="groupId", error_response=offset_commit_error))
 
 _FETCH_TOPICS = Array(Struct(F("name", "string"), F("partitionIndexes", Array("int32"))))
+_FETCH_GROUP_TOPICS = Array(Struct(F("name", "string", versions=(0, 9)), F("topicId", "uuid", versions=(10, None)),
+                                   F("partitionIndexes", Array("int32"))))
 OFFSET_FETCH = register(ApiSpec(
-    name="OffsetFetch", api_key=9, min_version=1, max_version=9,
+    name="OffsetFetch", api_key=9, min_version=1, max_version=10,
     request=Struct(
         F("groupId", "string", versions=(0, 7)),
         F("topics", _FETCH_TOPICS, versions=(0, 7), nullable=(2, 7)),
@@ -326,7 +336,7 @@ OFFSET_FETCH = register(ApiSpec(
             F("groupId", "string"),
             F("memberId", "string", versions=(9, None), nullable=(9, None), default=None),
             F("memberEpoch", "int32", versions=(9, None), default=-1),
-            F("topics", _FETCH_TOPICS, nullable=(8, None)),
+            F("topics", _FETCH_GROUP_TOPICS, nullable=(8, None)),
         )), versions=(8, None)),
         F("requireStable", "bool", versions=(7, None), default=False),
     ),

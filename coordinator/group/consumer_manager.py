@@ -777,7 +777,7 @@ class ConsumerGroupManager:
                 "memberId": m.member_id, "instanceId": m.instance_id, "rackId": m.rack_id,
                 "memberEpoch": m.member_epoch, "clientId": m.client_id, "clientHost": m.client_host,
                 "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
-                "subscribedTopicRegex": m.subscribed_topic_regex or None,
+                "subscribedTopicRegex": m.subscribed_topic_regex,  # "" without a regex, as in Kafka
                 "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
                 "targetAssignment": {"topicPartitions": self.wire_assignment(
                     group.target_assignment.get(m.member_id, {}), True)},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
+from ..metadata import ZERO_UUID
+from ..runtime import _mark, _rollback
 from .apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
 from .classic import PREPARING_REBALANCE, STABLE, ClassicGroup
@@ -14,6 +16,45 @@ from .javautil import java_utf16_length
 from .offsets import OffsetAndMetadata
 
 DEFAULT_RETENTION_TIME = -1
+
+
+def _unknown_id_key(topic_id: str) -> str:
+    # Not a legal topic name (a NUL), so it cannot collide with a resolved topic's name.
+    return "\x00" + topic_id
+
+
+def _by_id(version: int, topics: list[dict], ids: dict[str, str]) -> list[dict]:
+    """v10 answers name topics by id: the request's id for a resolved name, the unknown id itself."""
+    if version < 10:
+        return topics
+    return [{"topicId": t["name"][1:] if t["name"].startswith("\x00") else ids[t["name"]],
+             "partitions": t["partitions"]} for t in topics]
+
+
+class _ResponseBuilder:
+    """OffsetCommitResponse.Builder / OffsetDeleteResponse.Builder: topics in the order they were
+    first answered; `merge` appends the coordinator's topics (partitions of a topic already listed
+    go after its own)."""
+
+    def __init__(self) -> None:
+        self.topics: list[dict] = []
+        self._by_name: dict[str, dict] = {}
+
+    def add(self, topic: str, partition: int, error) -> None:
+        entry = self._by_name.get(topic)
+        if entry is None:
+            entry = self._by_name[topic] = {"name": topic, "partitions": []}
+            self.topics.append(entry)
+        entry["partitions"].append({"partitionIndex": partition, "errorCode": error.code})
+
+    def merge(self, topics: list[dict]) -> list[dict]:
+        for topic in topics:
+            entry = self._by_name.get(topic["name"])
+            if entry is None:
+                entry = self._by_name[topic["name"]] = {"name": topic["name"], "partitions": []}
+                self.topics.append(entry)
+            entry["partitions"].extend(topic["partitions"])
+        return self.topics
 
 
 class OffsetManager:
@@ -46,17 +87,81 @@ class OffsetManager:
             self.c.classic.reschedule_session(group, group.member(body["memberId"]))
         return group
 
+    def _split_unknown_topics(self, topics: list) -> tuple[_ResponseBuilder, list]:
+        """KafkaApis.handleOffsetCommitRequest / handleOffsetDeleteRequest: a topic the metadata
+        does not know gets UNKNOWN_TOPIC_OR_PARTITION on all its partitions, a partition index the
+        topic does not have gets it for itself; the rest (topics with their valid partitions) go to
+        the coordinator. Before the first UpdateMetadata every topic is taken to exist (see
+        docs/protocol.md, *Internal requests*)."""
+        metadata = self.p.component("metadata")
+        answered = _ResponseBuilder()
+        valid = []
+        for topic in topics:
+            name = topic["name"]
+            if name.startswith("\x00"):  # v10: an id the metadata does not know
+                for part in topic["partitions"]:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_ID)
+                continue
+            if not metadata.exists(name):
+                for part in topic["partitions"]:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            parts = []
+            for part in topic["partitions"]:
+                if metadata.exists(name, part["partitionIndex"]):
+                    parts.append(part)
+                else:
+                    answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if parts:
+                valid.append({**topic, "partitions": parts})
+        return answered, valid
+
+    def _resolve_topic_ids(self, topics: list) -> tuple[list, dict]:
+        """v10 (KIP-848): topics are named by id; KafkaApis resolves each with the metadata. A topic
+        whose id is unknown keeps a placeholder name (`_unknown_id_key`) that `_split_unknown_topics`
+        answers UNKNOWN_TOPIC_ID, in request order with the other rejected topics. Returns the
+        topics with names, and name -> id for the answer."""
+        metadata = self.p.component("metadata")
+        resolved, ids = [], {}
+        for topic in topics:
+            name = metadata.topic_name(topic["topicId"])
+            if name is None:
+                name = _unknown_id_key(topic["topicId"])
+            else:
+                ids[name] = topic["topicId"]
+            resolved.append({**topic, "name": name})
+        return resolved, ids
+
     def commit_offset(self, request: Request) -> dict:
         body, version = request.body, request.api_version
-        if not body["topics"]:
-            # KafkaApis answers a commit of no partitions without calling the coordinator.
-            return offset_commit_response(version, [])
+        topics, ids = body["topics"], {}
+        if version >= 10:
+            topics, ids = self._resolve_topic_ids(topics)
+        answered, valid = self._split_unknown_topics(topics)
+        if not valid:
+            # KafkaApis answers a commit with no partition left without calling the coordinator
+            # (no group is created or validated).
+            return offset_commit_response(version, _by_id(version, answered.topics, ids))
+        mark = _mark(self.p.out)
+        try:
+            coordinator = self._commit_valid_offsets(request, valid)
+        except ApiError as e:
+            # The coordinator's error is reported on the partitions it was asked about (its outputs,
+            # if any, are dropped, as the runtime drops those of a handler that raises).
+            _rollback(self.p.out, mark)
+            coordinator = [{"name": t["name"], "partitions": [
+                {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
+                for t in valid]
+        return offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
+
+    def _commit_valid_offsets(self, request: Request, valid: list) -> list:
+        body = request.body
         self.validate_offset_commit(request)
         now = self.p.clock_ms
         retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
         expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
         topics = []
-        for topic in body["topics"]:
+        for topic in valid:
             partitions = []
             for part in topic["partitions"]:
                 metadata = part["committedMetadata"]
@@ -70,7 +175,7 @@ class OffsetManager:
                 self.c.append_offset_commit(body["groupId"], topic["name"], part["partitionIndex"], value)
                 partitions.append({"partitionIndex": part["partitionIndex"], "errorCode": Errors.NONE.code})
             topics.append({"name": topic["name"], "partitions": partitions})
-        return offset_commit_response(version, topics)
+        return topics
 
     # ================================================================ OffsetFetch
     def fetch_offsets(self, request: Request) -> dict:
@@ -83,12 +188,50 @@ class OffsetManager:
                 continue
             try:
                 if g["topics"] is None:
-                    groups.append(self.fetch_all_offsets(version, g, require_stable))
+                    answer = self.fetch_all_offsets(version, g, require_stable)
+                    if version >= 10:
+                        answer["topics"] = self._fetched_by_id(answer["topics"])
+                elif version >= 10:
+                    answer = self._fetch_by_id(version, g, require_stable)
                 else:
-                    groups.append(self.fetch_group_offsets(version, g, require_stable))
+                    answer = self.fetch_group_offsets(version, g, require_stable)
+                groups.append(answer)
             except ApiError as e:
                 groups.append(fetch_group_error(version, g, e.error))
         return offset_fetch_response(version, groups)
+
+    def _fetch_by_id(self, version: int, g: dict, require_stable: bool) -> dict:
+        """OffsetFetch v10 for listed topics: ids resolved to names (an id the metadata does not
+        know: UNKNOWN_TOPIC_ID on its partitions, offset -1), the answer named by id again."""
+        metadata = self.p.component("metadata")
+        named, positions = [], []
+        for topic in g["topics"]:
+            name = metadata.topic_name(topic["topicId"])
+            positions.append((topic, name))
+            if name is not None:
+                named.append({"name": name, "partitionIndexes": topic["partitionIndexes"]})
+        answer = self.fetch_group_offsets(version, {**g, "topics": named}, require_stable)
+        fetched = iter(answer["topics"])
+        topics = []
+        for topic, name in positions:
+            if name is None:
+                topics.append({"topicId": topic["topicId"], "partitions": [
+                    fetch_partition(version, p, error=Errors.UNKNOWN_TOPIC_ID) for p in topic["partitionIndexes"]]})
+            else:
+                topics.append({"topicId": topic["topicId"], "partitions": next(fetched)["partitions"]})
+        answer["topics"] = topics
+        return answer
+
+    def _fetched_by_id(self, topics: list) -> list:
+        """OffsetFetch v10 for all topics: each named by its id; offsets of topics the metadata no
+        longer knows (deleted) cannot be named by id and are left out."""
+        metadata = self.p.component("metadata")
+        out = []
+        for topic in topics:
+            tid = metadata.topic_id(topic["name"])
+            if tid is not None and tid != ZERO_UUID:
+                out.append({"topicId": tid, "partitions": topic["partitions"]})
+        return out
 
     def _validate_fetch(self, g: dict) -> bool:
         """False when the group is unknown (Kafka's GroupIdNotFoundException); other errors raise."""
@@ -149,8 +292,12 @@ class OffsetManager:
         if group is None:
             raise group_not_found(group_id)
         group.validate_offset_delete()
+        # KafkaApis answers unknown topics and partitions itself and merges the coordinator's answer
+        # after them (a group-level error above replaces the whole answer, as
+        # OffsetDeleteResponse.Builder.merge does).
+        answered, valid = self._split_unknown_topics(body["topics"])
         topics, tombstones = [], []
-        for topic in body["topics"]:
+        for topic in valid:
             name = topic["name"]
             if group.is_subscribed_to_topic(name):
                 partitions = [{"partitionIndex": p["partitionIndex"],
@@ -169,7 +316,7 @@ class OffsetManager:
             self.c.append_offset_tombstone(group_id, name, index)
         if tombstones:
             self.c.emit(group_id, "OffsetsDeleted", partitions=[[t, p] for t, p in tombstones])
-        return offset_delete_response(Errors.NONE, topics)
+        return offset_delete_response(Errors.NONE, answered.merge(topics))
 
     def delete_all_offsets(self, group_id: str) -> int:
         """Tombstones for every offset of the group, committed or pending (DeleteGroups)."""

@@ -35,16 +35,17 @@ so that no comparison Kafka makes changes, pending offsets of other producers th
 after the materialized one are re-appended after it (same values).
 
 Kafka answers TxnOffsetCommit only after verifying the transaction with the transaction
-coordinator (KIP-890; for v5 it also adds the partition to the transaction). That needs a reply
-path between coordinator partitions that the service does not have, so it is not done: the producer
-must have called AddOffsetsToTxn, as Kafka clients before KIP-890 did, and TxnOffsetCommit v5 is not
-served (see coordinator/txn/apis.py).
+coordinator (KIP-890; for v5 it adds the partition to the transaction). So does this module: the
+group partition asks the transactional id's partition with a TxnVerification internal request,
+parks the TxnOffsetCommit in its state and goes on when the TxnVerificationResult arrives (or
+answers it at once when both ids live on this partition). See docs/architecture.md.
 """
 from __future__ import annotations
 
 from ..errors import ApiError, Error, Errors
-from ..messages import Request, StateRecord
+from ..messages import ReplyTo, Request, StateRecord
 from ..records import parse_record_key, record_key
+from ..routing import coordinator_partition
 from ..timers import Timer
 from ..txn.apis import producer_fenced_for
 from .classic import ClassicGroup
@@ -56,6 +57,7 @@ TXN_OFFSET_RECORD = "TxnOffsetCommit"
 MARKER_RECORD = "EndTransactionMarker"
 EXT = "txnOffsets"  # key of this extension's state in component.extensions
 T_PRODUCER_EXPIRATION = "txn-producer-expiration"
+T_VERIFICATION_TIMEOUT = "txn-verification-timeout"
 PRODUCER_EXPIRATION_KEY = record_key(T_PRODUCER_EXPIRATION)
 COMMIT, ABORT = "COMMIT", "ABORT"
 
@@ -80,7 +82,8 @@ def _state(comp, create: bool = False) -> dict:
 
 def _prune(comp) -> None:
     st = comp.extensions.get(EXT)
-    if st is not None and not st["producers"] and not st["keys"]:
+    # (A partition that ever verified keeps its verification counter: ids are never reused.)
+    if st is not None and not st["producers"] and not st["keys"] and "nextVerificationId" not in st:
         del comp.extensions[EXT]
 
 
@@ -171,7 +174,7 @@ class _ResponseBuilder:
         return {"throttleTimeMs": 0, "topics": self.topics}
 
 
-def txn_offset_commit(comp, request: Request) -> dict:
+def txn_offset_commit(comp, request: Request) -> dict | None:
     body, version = request.body, request.api_version
     metadata = comp.p.component("metadata")
     response = _ResponseBuilder()
@@ -185,8 +188,36 @@ def txn_offset_commit(comp, request: Request) -> dict:
                 response.add(topic["name"], part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
     if not valid:
         return response.body()
+    # GroupCoordinatorService.commitTransactionalOffsets: the group id, before the verification.
+    error = _early_error(body)
+    if error is None and _needs_verification(comp, body):
+        # The log layer's transaction verification (KIP-890): ask the transaction coordinator.
+        n = comp.p.config["coordinator.partitions"]
+        if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
+            answer = comp.p.component("transactions").verify_offsets_partition(
+                body["transactionalId"], body["producerId"], body["producerEpoch"], comp.p.partition_id,
+                verify_only=version < 5)
+            error = _verification_error(version, answer)
+        else:
+            _park(comp, request, response, valid)
+            return None  # answered when the transaction coordinator's partition answers
+    return _finish(comp, body, version, response, valid, error)
+
+
+def _early_error(body: dict) -> Error | None:
+    if body["groupId"] == "":
+        return Errors.INVALID_GROUP_ID
+    if body["producerId"] < 0:
+        # What the transaction verification answers for a producer id no transaction has.
+        return Errors.INVALID_PRODUCER_ID_MAPPING
+    return None
+
+
+def _finish(comp, body: dict, version: int, response: _ResponseBuilder, valid: list, error: Error | None) -> dict:
     coordinator = _ResponseBuilder()
     try:
+        if error is not None:
+            raise ApiError(error)
         _commit_transactional_offsets(comp, body, version, valid, coordinator)
     except ApiError as e:
         coordinator = _ResponseBuilder()
@@ -199,16 +230,98 @@ def txn_offset_commit(comp, request: Request) -> dict:
     return response.body()
 
 
+# ====================================================================== KIP-890 verification
+def _needs_verification(comp, body: dict) -> bool:
+    """UnifiedLog.maybeStartTransactionVerification: not needed when this offsets partition already
+    holds transactional records of the producer at this epoch (hasOngoingTransaction: it was
+    verified, or added, for this transaction already)."""
+    if not comp.p.config["transaction.partition.verification.enable"]:
+        return False
+    pid = body["producerId"]
+    return not (_state(comp)["keys"].get(str(pid)) and producer_epoch(comp, pid) == body["producerEpoch"])
+
+
+def _verification_error(version: int, error: Error) -> Error | None:
+    """AddPartitionsToTxnManager's mapping of the transaction coordinator's answer: PRODUCER_FENCED
+    → INVALID_PRODUCER_EPOCH; TRANSACTION_ABORTABLE (not in the transaction) → INVALID_TXN_STATE for
+    clients that predate it (TxnOffsetCommit < 4, `defaultError`); the rest as they are."""
+    if error == Errors.NONE:
+        return None
+    if error == Errors.PRODUCER_FENCED:
+        return Errors.INVALID_PRODUCER_EPOCH
+    if error == Errors.TRANSACTION_ABORTABLE and version < 4:
+        return Errors.INVALID_TXN_STATE
+    return error
+
+
+def _verification_timer_key(verification_id: int) -> str:
+    return record_key(T_VERIFICATION_TIMEOUT, verification_id)
+
+
+def _park(comp, request: Request, response: _ResponseBuilder, valid: list) -> None:
+    """Keep the request until the transaction coordinator's partition answers (TxnVerification on
+    the internal channel, answered by TxnVerificationResult), or the timeout."""
+    body = request.body
+    st = _state(comp, create=True)
+    vid = st.get("nextVerificationId", 0)
+    st["nextVerificationId"] = vid + 1
+    st.setdefault("verifying", {})[str(vid)] = {
+        "reply": request.reply.to_json(), "body": body, "answered": response.topics,
+        "valid": [[name, part] for name, part in valid]}
+    comp.p.send_request(body["transactionalId"], "TxnVerification", 0, {
+        "transactionalId": body["transactionalId"], "producerId": body["producerId"],
+        "producerEpoch": body["producerEpoch"], "verifyOnly": request.api_version < 5,
+        "partitionIndex": comp.p.partition_id, "verificationId": vid},
+        correlation_id=vid % 2**31, client_id=f"group-coordinator-{comp.p.partition_id}")
+    comp.p.schedule(_verification_timer_key(vid), comp.p.clock_ms + comp.p.config["transaction.verification.timeout.ms"],
+                    T_VERIFICATION_TIMEOUT, {"verificationId": vid})
+    comp.p.emit_event(body["groupId"], "TxnOffsetCommitVerifying", groupId=body["groupId"],
+                      transactionalId=body["transactionalId"], producerId=body["producerId"],
+                      producerEpoch=body["producerEpoch"], verificationId=vid)
+
+
+def _unpark(comp, verification_id: int) -> tuple[ReplyTo, dict, _ResponseBuilder, list] | None:
+    entry = _state(comp).get("verifying", {}).pop(str(verification_id), None)
+    if entry is None:
+        return None
+    comp.p.cancel(_verification_timer_key(verification_id))
+    response = _ResponseBuilder()
+    for topic in entry["answered"]:
+        for p in topic["partitions"]:
+            response.add(topic["name"], p["partitionIndex"], Errors.for_code(p["errorCode"]))
+    return ReplyTo.from_json(entry["reply"]), entry["body"], response, [(n, p) for n, p in entry["valid"]]
+
+
+def txn_verification_result(comp, request: Request) -> None:
+    """The transaction coordinator's answer: the parked TxnOffsetCommit goes on (group validation,
+    producer epoch, the offsets) or is answered the verification's error. An answer for a request
+    no longer parked (it timed out) is dropped."""
+    b = request.body
+    parked = _state(comp).get("verifying", {}).get(str(b["verificationId"]))
+    if parked is None or parked["body"]["transactionalId"] != b["transactionalId"]:
+        return None
+    reply, body, response, valid = _unpark(comp, b["verificationId"])
+    error = _verification_error(reply.api_version, Errors.for_code(b["errorCode"]))
+    comp.p.respond(reply, _finish(comp, body, reply.api_version, response, valid, error))
+    return None
+
+
+def on_verification_timeout(comp, timer: Timer) -> None:
+    """No answer in `transaction.verification.timeout.ms` (the job was down, or the transaction
+    coordinator's partition is stuck): COORDINATOR_NOT_AVAILABLE, as GroupCoordinatorService
+    answers a write that timed out (normalizeException); the client retries."""
+    parked = _unpark(comp, timer.payload["verificationId"])
+    if parked is None:
+        return
+    reply, body, response, valid = parked
+    comp.p.respond(reply, _finish(comp, body, reply.api_version, response, valid, Errors.COORDINATOR_NOT_AVAILABLE))
+
+
 def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, out: _ResponseBuilder) -> None:
     """GroupCoordinatorService.commitTransactionalOffsets + OffsetMetadataManager.
     commitTransactionalOffset + the log's producer-epoch check. Raises ApiError before it changes
     anything."""
     group_id, producer_id, epoch = body["groupId"], body["producerId"], body["producerEpoch"]
-    if group_id == "":
-        raise ApiError(Errors.INVALID_GROUP_ID)
-    if producer_id < 0:
-        # What the transaction verification answers for a producer id no transaction has.
-        raise ApiError(Errors.INVALID_PRODUCER_ID_MAPPING)
     member_id = body.get("memberId", "")
     instance_id = body.get("groupInstanceId")
     generation = body.get("generationId", -1)
@@ -351,8 +464,9 @@ def on_producer_expiration(comp, timer: Timer) -> None:
 
 
 GroupCoordinator.extend(
-    apis={"TxnOffsetCommit": txn_offset_commit, "WriteTxnMarkers": write_txn_markers},
-    timers={T_PRODUCER_EXPIRATION: on_producer_expiration},
+    apis={"TxnOffsetCommit": txn_offset_commit, "WriteTxnMarkers": write_txn_markers,
+          "TxnVerificationResult": txn_verification_result},
+    timers={T_PRODUCER_EXPIRATION: on_producer_expiration, T_VERIFICATION_TIMEOUT: on_verification_timeout},
     replay=replay,
     on_load=on_load,
 )

@@ -6,9 +6,9 @@ Versions are those of Apache Kafka 4.3 (`validVersions` of the `*Request.json` f
 versions a 4.x broker does not serve): InitProducerId 0-5 (v6, KIP-939 two-phase commit, is still
 `latestVersionUnstable`), AddPartitionsToTxn 0-5 (4+ is the batched broker form), AddOffsetsToTxn
 0-4, EndTxn 0-5 (5 = transaction version 2, KIP-890), WriteTxnMarkers 1-2 (v0 removed by KIP-896,
-v2 adds transactionVersion, KIP-1228), TxnOffsetCommit 0-4 (see below), DescribeTransactions 0,
-ListTransactions 0-1 (v1 durationFilter, KIP-994; v2, the transactionalIdPattern of Kafka 4.1, is not
-served, see below).
+v2 adds transactionVersion, KIP-1228), TxnOffsetCommit 0-5 (5: the group coordinator adds its
+offsets partition to the transaction itself, KIP-890 part 2), DescribeTransactions 0,
+ListTransactions 0-2 (v1 durationFilter, KIP-994; v2 transactionalIdPattern, KIP-1152).
 
 WriteTxnMarkers and TxnOffsetCommit are registered here for the group side (component "groups"),
 which implements their handlers; the transaction coordinator only sends WriteTxnMarkers.
@@ -189,12 +189,10 @@ def _txn_offset_commit_error(version, body, error, message):
 
 
 # Version 5 (KIP-890 part 2, transaction version 2) asks the group coordinator to add the offsets
-# partition to the transaction itself (AddPartitionsToTxn to the transaction coordinator, answered
-# before the offsets are written). Coordinator partitions here cannot await each other's answers, so
-# v5 is not served: a client calls AddOffsetsToTxn and then TxnOffsetCommit v0-4, as Kafka clients
-# without transaction version 2 do.
+# partition to the transaction itself; v0-4 have it verified (KIP-890 part 1). Both go through the
+# TxnVerification round trip below (coordinator/group/txn_offsets.py).
 TXN_OFFSET_COMMIT = register(ApiSpec(
-    name="TxnOffsetCommit", api_key=28, min_version=0, max_version=4,
+    name="TxnOffsetCommit", api_key=28, min_version=0, max_version=5,
     request=Struct(
         F("transactionalId", "string"),
         F("groupId", "string"),
@@ -214,6 +212,38 @@ TXN_OFFSET_COMMIT = register(ApiSpec(
         ))),
     ),
     component="groups", routing_field="groupId", error_response=_txn_offset_commit_error))
+
+
+# ---------------------------------------------------------------------------- transaction verification
+# KIP-890 between coordinator partitions (internal, no Kafka API key: Kafka's group coordinator
+# sends AddPartitionsToTxn v4+ to the transaction coordinator's broker and reads its response; here
+# the question and the answer are both internal requests on the signed channel, so that nobody else
+# can ask on a partition's behalf or answer for the transaction coordinator).
+#   TxnVerification (group partition G -> the transactionalId's partition, keyed by the id):
+#     AddPartitionsToTxn v5's fields for one transaction and the offsets partition G, `verifyOnly`
+#     (TxnOffsetCommit v0-4) or not (v5: add it), and `verificationId` to match the answer.
+#   TxnVerificationResult (back to G, keyed by key_for_partition(G)): `verificationId`,
+#     `errorCode` (the partition's AddPartitionsToTxn error).
+TXN_VERIFICATION = register(ApiSpec(
+    name="TxnVerification", api_key=1001, min_version=0, max_version=0,
+    request=Struct(
+        F("transactionalId", "string"),
+        F("producerId", "int64"),
+        F("producerEpoch", "int16"),
+        F("verifyOnly", "bool"),
+        F("partitionIndex", "int32"),  # of __consumer_offsets: the asking coordinator partition
+        F("verificationId", "int64"),
+    ),
+    component="transactions", internal=True))
+
+TXN_VERIFICATION_RESULT = register(ApiSpec(
+    name="TxnVerificationResult", api_key=1002, min_version=0, max_version=0,
+    request=Struct(
+        F("verificationId", "int64"),
+        F("transactionalId", "string"),
+        F("errorCode", "int16"),
+    ),
+    component="groups", internal=True))
 
 
 # ---------------------------------------------------------------------------- DescribeTransactions (65)
@@ -241,14 +271,14 @@ def _list_error(version, body, error, message):
             "transactionStates": []}
 
 
-# Version 2 (Kafka 4.1, KIP-1152) adds transactionalIdPattern, an RE2 regular expression. It is not
-# served: Python's `re` backtracks (RE2 is linear-time), so one client pattern could stall a
-# coordinator partition.
+# Version 2 (Kafka 4.1, KIP-1152) adds transactionalIdPattern, an RE2/J regular expression, matched
+# here with the linear-time matcher of consumer-group regexes (coordinator/consumer/regex.py).
 LIST_TRANSACTIONS = register(ApiSpec(
-    name="ListTransactions", api_key=66, min_version=0, max_version=1,
+    name="ListTransactions", api_key=66, min_version=0, max_version=2,
     request=Struct(
         F("stateFilters", Array("string")),
         F("producerIdFilters", Array("int64")),
         F("durationFilter", "int64", versions=(1, None), default=-1),
+        F("transactionalIdPattern", "string", versions=(2, None), nullable=(2, None), default=None),
     ),
     component="transactions", error_response=_list_error))

@@ -26,6 +26,7 @@ import re
 from collections import OrderedDict
 
 from ..chunks import EMPTY_SOURCE, LazyMap
+from ..consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
 from ..messages import Request
 from ..routing import coordinator_partition, key_for_partition
@@ -75,6 +76,7 @@ class TransactionCoordinator:
         "EndTxn": "end_txn",
         "DescribeTransactions": "describe_transactions",
         "ListTransactions": "list_transactions",
+        "TxnVerification": "txn_verification",
     }
     timer_handlers = {
         TIMEOUT_TIMER: "on_transaction_timeout",
@@ -280,6 +282,32 @@ class TransactionCoordinator:
         a request may name in replyTo): a marker written into them would corrupt them."""
         return topic in self.p.config["coordinator.internal.topics"] or \
             self.p._reply_to_re.fullmatch(topic) is not None
+
+    # ======================================================================== KIP-890 verification
+    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool) -> Error:
+        """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
+        of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
+        in the transaction, TRANSACTION_ABORTABLE if not) or added (TxnOffsetCommit v5)."""
+        tp = (CONSUMER_OFFSETS, partition)
+        return self._add_or_verify(tid, pid, epoch, [tp], verify_only, 5)[tp]
+
+    def txn_verification(self, request: Request) -> None:
+        """A group coordinator partition's question (internal): answered with a
+        TxnVerificationResult to that partition, on the internal channel."""
+        b = request.body
+        n = self.p.config["coordinator.partitions"]
+        if not 0 <= b["partitionIndex"] < n:
+            # Only a coordinator partition asks, about itself: there is nobody to answer.
+            self._event(b["transactionalId"], "TxnVerificationDropped", partitionIndex=b["partitionIndex"],
+                        verificationId=b["verificationId"])
+            return None
+        error = self.verify_offsets_partition(b["transactionalId"], b["producerId"], b["producerEpoch"],
+                                              b["partitionIndex"], b["verifyOnly"])
+        self.p.send_request(key_for_partition(b["partitionIndex"], n), "TxnVerificationResult", 0,
+                            {"verificationId": b["verificationId"], "transactionalId": b["transactionalId"],
+                             "errorCode": error.code},
+                            self._next_correlation_id(), f"transaction-coordinator-{self.p.partition_id}")
+        return None  # nobody reads a response to an internal request
 
     def _verify_partitions(self, tid: str, pid: int, epoch: int, parts: list) -> dict:
         """handleVerifyPartitionsInTransaction (KIP-890 part 1): nothing is written."""
@@ -620,6 +648,17 @@ class TransactionCoordinator:
                 states.add(state)
         producer_ids = set(body["producerIdFilters"])
         duration = body.get("durationFilter", -1)
+        # v2 (KIP-1152): null or "" lists every transaction; otherwise those whose whole id matches
+        # (RE2/J `matcher(id).matches()`), matched in linear time; a pattern that does not compile
+        # → INVALID_REGULAR_EXPRESSION, nothing listed.
+        pattern_text = body.get("transactionalIdPattern")
+        pattern = None
+        if pattern_text:
+            try:
+                pattern = compile_regex(pattern_text)
+            except RegexError:
+                return {"throttleTimeMs": 0, "errorCode": Errors.INVALID_REGULAR_EXPRESSION.code,
+                        "unknownStateFilters": unknown, "transactionStates": []}
         now = self._now
         out = []
         for tid in sorted(self.txns):
@@ -631,6 +670,8 @@ class TransactionCoordinator:
             if body["stateFilters"] and md.state not in states:
                 continue
             if duration >= 0 and now - md.txn_start_timestamp <= duration:
+                continue
+            if pattern is not None and not pattern.fullmatch(tid):
                 continue
             out.append({"transactionalId": tid, "producerId": md.producer_id,
                         "transactionState": md.state.state_name})

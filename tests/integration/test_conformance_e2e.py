@@ -1,0 +1,203 @@
+"""Issue 17's conformance points end to end, through the real broker and the real job: offsets for
+topics the broker does not have (UNKNOWN_TOPIC_OR_PARTITION, nothing stored), OffsetCommit /
+OffsetFetch v10 by topic id, ConsumerGroupDescribe's `subscribedTopicRegex` "", ListTransactions
+v2's pattern, and KIP-890 verification of TxnOffsetCommit (INVALID_TXN_STATE without
+AddOffsetsToTxn, the offsets partition and the transaction on different coordinator partitions)."""
+from __future__ import annotations
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+
+from client.consumer_group import uuid_to_kafka
+from coordinator import coordinator_partition
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 10  # coordinator partitions: fewer state rows per micro-batch on a small machine
+KNOWN = "conformance-known"  # 2 partitions, created before the job starts
+NEVER = "conformance-never-created"
+UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_TXN_STATE, INVALID_REGULAR_EXPRESSION = 3, 100, 48, 128
+
+
+@pytest.fixture(scope="module")
+def known_topic_id(kafka):
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        admin.create_topics([NewTopic(KNOWN, 2, 1)])
+        [described] = admin.describe_topics([KNOWN])
+        return uuid_to_kafka(described["topic_id"])
+    finally:
+        admin.close()
+
+
+@pytest.fixture(scope="module")
+def job(known_topic_id, job_factory):
+    # The metadata publisher runs before the query starts: KNOWN is known from the first batch on.
+    return job_factory(stream={"metadata_refresh_ms": 1000}, coordinator={"coordinator.partitions": PARTITIONS})
+
+
+@pytest.fixture(scope="module")
+def client(job):
+    c = job.client("conformance-e2e")
+    yield c
+    c.close()
+
+
+def errors(resp: dict) -> dict[tuple, int]:
+    return {(t.get("name", t.get("topicId")), p["partitionIndex"]): p["errorCode"]
+            for t in resp["topics"] for p in t["partitions"]}
+
+
+def fetch(client, group: str, topics: list[dict] | None, version: int = 9) -> dict:
+    resp = client.request("OffsetFetch", version, {"groups": [{"groupId": group, "memberId": None, "memberEpoch": -1,
+                                                               "topics": topics}], "requireStable": False},
+                          key=group)
+    [g] = resp["groups"]
+    assert g["errorCode"] == 0, g
+    return {(t.get("name", t.get("topicId")), p["partitionIndex"]): (p["committedOffset"], p["errorCode"])
+            for t in g["topics"] for p in t["partitions"]}
+
+
+def test_offsets_for_topics_the_broker_does_not_have(client):
+    group = "conformance-offsets"
+    resp = client.request("OffsetCommit", 9, {
+        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+        "topics": [{"name": KNOWN, "partitions": [{"partitionIndex": p, "committedOffset": 10 + p,
+                                                   "committedMetadata": None} for p in (0, 1, 2)]},
+                   {"name": NEVER, "partitions": [{"partitionIndex": 0, "committedOffset": 5,
+                                                   "committedMetadata": None}]}]})
+    assert errors(resp) == {(KNOWN, 2): UNKNOWN_TOPIC_OR_PARTITION, (KNOWN, 0): 0, (KNOWN, 1): 0,
+                            (NEVER, 0): UNKNOWN_TOPIC_OR_PARTITION}
+    assert fetch(client, group, [{"name": KNOWN, "partitionIndexes": [0, 1, 2]},
+                                 {"name": NEVER, "partitionIndexes": [0]}]) == {
+        (KNOWN, 0): (10, 0), (KNOWN, 1): (11, 0), (KNOWN, 2): (-1, 0), (NEVER, 0): (-1, 0)}
+    # Only unknown topics: the group is not even created.
+    lonely = "conformance-lonely"
+    resp = client.request("OffsetCommit", 9, {
+        "groupId": lonely, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+        "topics": [{"name": NEVER, "partitions": [{"partitionIndex": 0, "committedOffset": 5,
+                                                   "committedMetadata": None}]}]})
+    assert errors(resp) == {(NEVER, 0): UNKNOWN_TOPIC_OR_PARTITION}
+    described = client.request("DescribeGroups", 5, {"groups": [lonely], "includeAuthorizedOperations": False},
+                               key=lonely)
+    assert described["groups"][0]["groupState"] == "Dead"  # no such group
+    # OffsetDelete: the unknown topic first, the known partition deleted.
+    resp = client.request("OffsetDelete", 0, {"groupId": group, "topics": [
+        {"name": NEVER, "partitions": [{"partitionIndex": 0}]}, {"name": KNOWN, "partitions": [{"partitionIndex": 1}]}]})
+    assert resp["errorCode"] == 0 and errors(resp) == {(NEVER, 0): UNKNOWN_TOPIC_OR_PARTITION, (KNOWN, 1): 0}
+    assert fetch(client, group, [{"name": KNOWN, "partitionIndexes": [1]}]) == {(KNOWN, 1): (-1, 0)}
+
+
+def test_offset_commit_and_fetch_v10_by_topic_id(client, known_topic_id):
+    group = "conformance-v10"
+    unknown_id = "ZZZZZZZZZZZZZZZZZZZZZQ"
+    resp = client.request("OffsetCommit", 10, {
+        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+        "topics": [{"topicId": known_topic_id, "partitions": [{"partitionIndex": 1, "committedOffset": 42,
+                                                               "committedMetadata": "m"}]},
+                   {"topicId": unknown_id, "partitions": [{"partitionIndex": 0, "committedOffset": 1,
+                                                           "committedMetadata": None}]}]})
+    # Rejected topics first, then the coordinator's answer (OffsetCommitResponse.Builder.merge).
+    assert resp["topics"] == [
+        {"topicId": unknown_id, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID}]},
+        {"topicId": known_topic_id, "partitions": [{"partitionIndex": 1, "errorCode": 0}]}]
+    assert fetch(client, group, [{"topicId": known_topic_id, "partitionIndexes": [1]},
+                                 {"topicId": unknown_id, "partitionIndexes": [0]}], version=10) == {
+        (known_topic_id, 1): (42, 0), (unknown_id, 0): (-1, UNKNOWN_TOPIC_ID)}
+    # The same offset, by name (v9) and for "all topics" by id (v10).
+    assert fetch(client, group, [{"name": KNOWN, "partitionIndexes": [1]}]) == {(KNOWN, 1): (42, 0)}
+    assert fetch(client, group, None, version=10) == {(known_topic_id, 1): (42, 0)}
+
+
+def test_consumer_group_describe_member_without_regex(client):
+    group = "conformance-cg"
+    member = "conformance-member-0000"
+    hb = client.request("ConsumerGroupHeartbeat", 1, {
+        "groupId": group, "memberId": member, "memberEpoch": 0, "instanceId": None, "rackId": None,
+        "rebalanceTimeoutMs": 60000, "subscribedTopicNames": [KNOWN], "subscribedTopicRegex": None,
+        "serverAssignor": None, "topicPartitions": []})
+    assert hb["errorCode"] == 0, hb
+    [g] = client.request("ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False},
+                         key=group)["groups"]
+    assert g["errorCode"] == 0, g
+    [m] = g["members"]
+    assert (m["memberId"], m["subscribedTopicNames"], m["subscribedTopicRegex"], m["instanceId"]) == \
+        (member, [KNOWN], "", None)
+    client.request("ConsumerGroupHeartbeat", 1, {
+        "groupId": group, "memberId": member, "memberEpoch": -1, "instanceId": None, "rackId": None,
+        "rebalanceTimeoutMs": -1, "subscribedTopicNames": None, "subscribedTopicRegex": None,
+        "serverAssignor": None, "topicPartitions": None})
+
+
+def test_list_transactions_v2_pattern(client):
+    tids = ["conformance-tx-a", "conformance-tx-b"]
+    for tid in tids:
+        resp = client.request("InitProducerId", 5, {"transactionalId": tid, "transactionTimeoutMs": 60000,
+                                                    "producerId": -1, "producerEpoch": -1})
+        assert resp["errorCode"] == 0, resp
+
+    def listed(tid: str, pattern) -> tuple[int, list[str]]:
+        resp = client.request("ListTransactions", 2, {"stateFilters": [], "producerIdFilters": [],
+                                                      "durationFilter": -1, "transactionalIdPattern": pattern},
+                              key=tid)
+        return resp["errorCode"], [s["transactionalId"] for s in resp["transactionStates"]]
+
+    for tid in tids:  # each lists the transactions of its own coordinator partition
+        assert listed(tid, "conformance-tx-.*") == (0, [t for t in tids if coordinator_partition(t, PARTITIONS)
+                                                        == coordinator_partition(tid, PARTITIONS)])
+        assert listed(tid, "conformance-tx-") == (0, [])  # the whole id must match
+    assert listed(tids[0], "conformance-tx-(") == (INVALID_REGULAR_EXPRESSION, [])
+
+
+def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
+    """KIP-890 across coordinator partitions: the group's partition asks the transaction's partition
+    over the internal channel and answers when the answer comes back."""
+    import time
+
+    tid, group = "conformance-verify-tx", "conformance-verify-group"
+    assert coordinator_partition(tid, PARTITIONS) != coordinator_partition(group, PARTITIONS)
+    init = client.request("InitProducerId", 5, {"transactionalId": tid, "transactionTimeoutMs": 60000,
+                                                "producerId": -1, "producerEpoch": -1})
+    assert init["errorCode"] == 0, init
+    pid, epoch = init["producerId"], init["producerEpoch"]
+
+    def txn_commit(version: int, offset: int, epoch: int) -> set[int]:
+        resp = client.request("TxnOffsetCommit", version, {
+            "transactionalId": tid, "groupId": group, "producerId": pid, "producerEpoch": epoch,
+            "generationId": -1, "memberId": "", "groupInstanceId": None,
+            "topics": [{"name": KNOWN, "partitions": [{"partitionIndex": 0, "committedOffset": offset,
+                                                       "committedLeaderEpoch": -1, "committedMetadata": ""}]}]},
+            timeout=90)
+        return {p["errorCode"] for t in resp["topics"] for p in t["partitions"]}
+
+    def committed() -> int:
+        return fetch(client, group, [{"name": KNOWN, "partitionIndexes": [0]}])[(KNOWN, 0)][0]
+
+    def until(condition, what: str, timeout: float = 90):
+        deadline = time.monotonic() + timeout
+        while True:
+            value = condition()
+            if value:
+                return value
+            assert time.monotonic() < deadline, what
+            time.sleep(0.2)  # polling a condition, not waiting for time to pass
+
+    # Without AddOffsetsToTxn (v3: a client that predates TRANSACTION_ABORTABLE): INVALID_TXN_STATE.
+    assert txn_commit(3, 7, epoch) == {INVALID_TXN_STATE}
+    assert committed() == -1
+    add = client.request("AddOffsetsToTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                                "groupId": group}, key=tid)
+    assert add["errorCode"] == 0, add
+    assert txn_commit(3, 7, epoch) == {0}
+    end = client.request("EndTxn", 4, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                       "committed": True})
+    assert end["errorCode"] == 0, end
+    until(lambda: committed() == 7, "the first transaction's offset was never committed")
+    # v5 (KIP-890 part 2): no AddOffsetsToTxn; the group coordinator adds its partition. The first
+    # transaction may still be completing (CONCURRENT_TRANSACTIONS, retriable).
+    assert until(lambda: txn_commit(5, 8, epoch) - {51} or None, "v5 was never answered") == {0}
+    end = client.request("EndTxn", 5, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
+                                       "committed": True})
+    assert end["errorCode"] == 0, end
+    until(lambda: committed() == 8, "the v5 transaction's offset was never committed")
