@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", help="checkpoint directory (overrides [stream] checkpoint)")
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (overrides [kafka] bootstrap_servers)")
     ap.add_argument("--verbose", action="store_true", help="log libraries (Kafka clients, Spark) at INFO")
+    ap.add_argument("--ensure-topics", action="store_true",
+                    help="wait for the broker and create missing topics (after starting Spark, so the two "
+                         "overlap); deploy/run-local.sh uses it")
     args = ap.parse_args(argv)
 
     overrides: dict = {}
@@ -60,12 +63,19 @@ def main(argv: list[str] | None = None) -> int:
     status = StatusReporter(status_path(cfg.checkpoint))
     log.info("starting: checkpoint %s, broker %s, status file %s", cfg.checkpoint, cfg.bootstrap, status.path)
     internal_key = load_or_create_key(cfg.checkpoint)
+    spark = build_session(cfg)  # needs no broker: started first, while a local broker may be starting
+    log.info("Spark session up (%s, %.1f s after start)", cfg.spark["master"], time.time() - status.started_at)
+    if args.ensure_topics:
+        from deploy.topics import ensure_topics, wait_for_broker
+
+        wait_for_broker(cfg.bootstrap, timeout_s=120)
+        ensure_topics(cfg)
+        log.info("broker %s answers and the topics exist (%.1f s after start)", cfg.bootstrap,
+                 time.time() - status.started_at)
     publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["internal"], int(cfg.stream["metadata_refresh_ms"]),
                                   internal_key, reply_topic_prefix=cfg.topics["responses"] + ".")
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
-    spark = build_session(cfg)
-    log.info("Spark session up (%s, %.1f s after start)", cfg.spark["master"], time.time() - status.started_at)
     quarantined: list[str] = []  # output topics the sink failed on that do not exist
 
     def start_query():
@@ -77,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s", query.id,
                  cfg.topics["requests"], cfg.checkpoint, quarantined or "none")
         print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
+        status.attach(query)
         status.lifecycle("running")
         threading.Thread(target=self_check, args=(cfg, status, log, stopping), name="self-check",
                          daemon=True).start()
@@ -147,6 +158,11 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
                                 "python -m streaming.status)", waited_s)
         else:
             return
+        # The batch that answered is still finishing (its progress comes after its sink): ready
+        # once it is done, so that the status shows a batch from the start.
+        settle = time.monotonic() + 30
+        while status.query is not None and status.query.lastProgress is None and time.monotonic() < settle:
+            time.sleep(0.05)
         status.lifecycle("ready")
         log.info("READY: the coordinator service answers requests on %s (self-check round trip %.2f s, "
                  "%.1f s after the job started; error code %s)", cfg.topics["requests"], time.monotonic() - t0,

@@ -116,24 +116,33 @@ log.cleaner.backoff.ms=5000
         return pid
 
     def start(self, timeout: float = 90) -> "LocalKafka":
+        return self.launch().wait_ready(timeout)
+
+    def launch(self) -> "LocalKafka":
+        """Start the broker process without waiting for it to answer (see `wait_ready`)."""
+        self._proc = None
         if self.pid() is not None and _port_open(self.port):
             return self
         props = self._write_config()
         self._format(props)
         log = open(self.logfile, "ab")
-        proc = subprocess.Popen(
+        self._proc = subprocess.Popen(
             ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
              f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
              f"-Dkafka.logs.dir={self.dir}", "-cp", self._classpath(), "kafka.Kafka", str(props)],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.pidfile.write_text(str(proc.pid))
+        self.pidfile.write_text(str(self._proc.pid))
+        return self
+
+    def wait_ready(self, timeout: float = 90) -> "LocalKafka":
+        proc = getattr(self, "_proc", None)
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if proc.poll() is not None:
+            if proc is not None and proc.poll() is not None:
                 raise RuntimeError(f"Kafka broker exited with {proc.returncode}; see {self.logfile}")
             if _port_open(self.port) and self._answers():
                 return self
-            time.sleep(0.5)
+            time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"Kafka broker did not come up within {timeout}s; see {self.logfile}")
 

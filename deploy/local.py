@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from deploy.kafka_local import ROOT, LocalKafka
-from deploy.topics import ensure_topics
 from streaming.config import StreamConfig
 
 
@@ -21,17 +21,20 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--config")
     known, _ = ap.parse_known_args(argv)
+    t0 = time.monotonic()
     cfg = StreamConfig.load(known.config)
     host, _, port = cfg.bootstrap.split(",")[0].rpartition(":")
     if host in ("127.0.0.1", "localhost"):
         # A broker on another port (a bench, a second setup) keeps its data apart from the default one.
         data = ROOT / ".run" / ("kafka" if int(port) == 9092 else f"kafka-{port}")
-        broker = LocalKafka(data, int(port)).start()
-        print(f"Kafka broker at {broker.bootstrap} (log: {broker.logfile})", flush=True)
-    ensure_topics(cfg)
-    print("topics ready; starting the coordinator stream", flush=True)
+        broker = LocalKafka(data, int(port)).launch()
+        print(f"Kafka broker starting at {broker.bootstrap} (log: {broker.logfile})", flush=True)
+    print(f"starting the coordinator stream ({time.monotonic() - t0:.1f} s); it creates its topics once the "
+          f"broker answers and logs READY when it answers requests", flush=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.execv(sys.executable, [sys.executable, str(ROOT / "run_stream.py"), *argv])
+    # The stream starts Spark while the broker starts (they take seconds each), then waits for the
+    # broker and creates the topics (--ensure-topics).
+    os.execv(sys.executable, [sys.executable, str(ROOT / "run_stream.py"), "--ensure-topics", *argv])
 
 
 if __name__ == "__main__":

@@ -40,6 +40,32 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
     ]
 
 
+def wait_for_broker(bootstrap: str, timeout_s: float = 120) -> None:
+    """Until a broker of `bootstrap` accepts connections and answers a metadata request."""
+    import socket
+
+    deadline = time.monotonic() + timeout_s
+    hosts = [h.rpartition(":") for h in bootstrap.split(",")]
+    while True:
+        for host, _, port in hosts:
+            try:
+                socket.create_connection((host, int(port)), timeout=1).close()
+            except OSError:
+                continue
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+                try:
+                    admin.list_topics()
+                    return
+                finally:
+                    admin.close()
+            except Exception:  # noqa: BLE001 - listening but not serving yet
+                pass
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"no Kafka broker answers at {bootstrap} after {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
 def ensure_topics(cfg: StreamConfig, timeout_s: float = 30) -> None:
     admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap, request_timeout_ms=15000)
     try:

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -62,8 +63,14 @@ class StatusReporter:
         self.started_at = time.time()
         self.ready_at: float | None = None
         self.query_id: str | None = None
+        self.query = None
         self.batches: dict[int, dict] = {}
+        self._lock = threading.Lock()  # the supervisor's loop and the self-check thread both write
         self.write()
+
+    def attach(self, query) -> None:
+        """The running query, whose progress every write includes."""
+        self.query, self.query_id = query, str(query.id)
 
     def lifecycle(self, state: str, detail: str = "") -> None:
         if state == "ready" and self.ready_at is None:
@@ -74,18 +81,28 @@ class StatusReporter:
         self.write()
 
     def on_tick(self, query) -> None:
-        self.query_id = str(query.id)
+        if query is not self.query:
+            self.attach(query)
+        self.write()
+
+    def _collect(self) -> None:
+        if self.query is None:
+            return
         try:
-            for p in query.recentProgress:
+            for p in self.query.recentProgress:
                 if p["batchId"] not in self.batches:
                     self.batches[p["batchId"]] = compact_progress(p)
-        except Exception:  # noqa: BLE001 - the query may be stopping under us; try again next tick
+        except Exception:  # noqa: BLE001 - the query may be stopping under us; try again next time
             return
         for old in sorted(self.batches)[:-RECENT_BATCHES]:
             del self.batches[old]
-        self.write()
 
     def write(self) -> None:
+        with self._lock:
+            self._collect()
+            self._write()
+
+    def _write(self) -> None:
         doc = {"state": self.state, "detail": self.detail, "pid": os.getpid(), "updatedAt": time.time(),
                "startedAt": self.started_at, "readyAt": self.ready_at, "queryId": self.query_id,
                "batches": [self.batches[b] for b in sorted(self.batches)]}
@@ -112,6 +129,13 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def _bootstrap_timeout() -> dict:
+    """Fail fast when the broker is down (kafka-python 3 names the setting bootstrap_timeout_ms)."""
+    from kafka import KafkaConsumer
+
+    return {"bootstrap_timeout_ms": 5000} if "bootstrap_timeout_ms" in KafkaConsumer.DEFAULT_CONFIG else {}
+
+
 def request_lag(cfg: StreamConfig) -> int | None:
     """Records in the request topic and the internal channel that no committed micro-batch has
     covered yet; None when the broker cannot be asked."""
@@ -119,9 +143,10 @@ def request_lag(cfg: StreamConfig) -> int | None:
 
     from .inspect_state import committed_progress
 
+    BOOTSTRAP_TIMEOUT = _bootstrap_timeout()
     try:
         consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, request_timeout_ms=5000,
-                                 api_version_auto_timeout_ms=5000)
+                                 **BOOTSTRAP_TIMEOUT)
     except Exception:  # noqa: BLE001 - broker down
         return None
     try:

@@ -49,6 +49,11 @@ class StreamJob:
         return self.cfg.topics
 
     def start(self, timeout: float = 120) -> "StreamJob":
+        return self.wait_for_line(self.launch(), b"COORDINATOR-STREAM-STARTED", timeout)
+
+    def launch(self) -> int:
+        """Start the job's process and return at once; the log offset where this start's output
+        begins (for `wait_for_line`)."""
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONUNBUFFERED="1")
         log = open(self.log_file, "ab")
         log.write(f"\n===== start {self.starts} =====\n".encode())
@@ -61,17 +66,22 @@ class StreamJob:
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self._reaped = False
         self.starts += 1
+        return mark
+
+    def wait_for_line(self, mark: int, line: bytes, timeout: float = 120) -> "StreamJob":
+        """Wait until the job's output since `mark` contains `line` (COORDINATOR-STREAM-STARTED:
+        the query runs; COORDINATOR-READY: it answered its self-check)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"job exited with {self.proc.returncode}:\n{self.tail()}")
             with open(self.log_file, "rb") as f:
                 f.seek(mark)
-                started = b"COORDINATOR-STREAM-STARTED" in f.read()
-            if started:
+                seen = line in f.read()
+            if seen:
                 return self
             time.sleep(0.3)
-        raise RuntimeError(f"job did not start in {timeout}s:\n{self.tail()}")
+        raise RuntimeError(f"no {line.decode()} from the job in {timeout}s:\n{self.tail()}")
 
     def kill(self) -> None:
         """SIGKILL the whole job: driver, JVM and Python workers, mid-whatever-it-was-doing."""
