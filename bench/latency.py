@@ -2,6 +2,7 @@
 """Where a request's round trip goes, and how long a new user waits for the first answer.
 
     .venv/bin/python bench/latency.py [--requests 150] [--steps coordinator,identity] [--trigger "200 milliseconds"]
+                                      [--variants all|NAME,...] [--variant-requests 60]
 
 For each step (the real coordinator step and the identity step, one after the other, never
 together: the machine has 2 cores), the service is started the way a new user starts it,
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -53,6 +55,24 @@ from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from streaming.config import StreamConfig  # noqa: E402
 from streaming.status import iso_ms, read_status, status_path  # noqa: E402
 
+# Settings compared with --variants, each a change from the defaults (TOML lines added to the
+# service's configuration). "as before" undoes the start-up and floor fixes of issue 10 together.
+VARIANTS = {
+    "defaults": "",
+    "as before": ('[stream]\nsource_fetch_max_wait_ms = 500\n[spark.conf]\n'
+                  '"spark.python.daemon.module" = "pyspark.daemon"\n'
+                  '"spark.sql.streaming.checkpointFileManagerClass" = '
+                  '"org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"\n'
+                  '"spark.hadoop.fs.file.impl" = "org.apache.hadoop.fs.LocalFileSystem"\n'),
+    "fetch wait 500 ms": "[stream]\nsource_fetch_max_wait_ms = 500\n",
+    "pyspark's daemon": '[spark.conf]\n"spark.python.daemon.module" = "pyspark.daemon"\n',
+    "1 shuffle partition": "[stream]\nshuffle_partitions = 1\n",
+    "trigger 50 ms": '[stream]\ntrigger_interval = "50 milliseconds"\n',
+    "hdfs state store": '[stream]\nstate_store = "hdfs"\n',
+    "no changelog ckpt": ('[spark.conf]\n'
+                          '"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" = "false"\n'),
+}
+
 PARTS = ("produce", "wait for a batch", "latestOffset", "walCommit", "plan", "run until answered", "deliver")
 
 
@@ -61,12 +81,22 @@ def percentile(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
-def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, extra: str = "") -> StreamConfig:
+def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, variant: str = "") -> StreamConfig:
+    """The bench's configuration file; `variant` adds TOML tables ([stream] keys merge with ours)."""
     names = ("requests", "responses", "events", "state_log", "internal", "dead_letters")
     topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
+    stream_extra, other = "", variant
+    if variant.startswith("[stream]\n"):
+        body = variant[len("[stream]\n"):]
+        cut = body.find("\n[")
+        stream_extra, other = (body, "") if cut < 0 else (body[:cut + 1], body[cut + 1:])
+    if 'trigger_interval' in stream_extra:
+        trigger_line = ""
+    else:
+        trigger_line = f'trigger_interval = "{trigger}"\n'
     path.write_text(f'[kafka]\nbootstrap_servers = "127.0.0.1:{port}"\n[topics]\n{topics}\n'
                     f'[stream]\ncheckpoint = "{path.parent / (prefix + "-checkpoint")}"\nstep = "{step}"\n'
-                    f'trigger_interval = "{trigger}"\n{extra}')
+                    f'{trigger_line}{stream_extra}{other}')
     return StreamConfig.load(path, environ={})
 
 
@@ -203,9 +233,9 @@ def breakdown(samples: list[dict], batches_by_id: dict) -> dict:
     }
 
 
-def run_step(step: str, work: Path, port: int, args) -> dict:
-    prefix = f"bench-{step}"
-    cfg = write_config(work / f"{prefix}.toml", port, prefix, step, args.trigger, args.extra)
+def run_step(step: str, work: Path, port: int, args, variant: str = "", name: str = "", requests: int = 0) -> dict:
+    prefix = f"bench-{step}" + ("-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "")
+    cfg = write_config(work / f"{prefix}.toml", port, prefix, step, args.trigger, variant)
     log_file = work / f"{prefix}.log"
     launched = time.monotonic()
     out: dict = {}
@@ -223,7 +253,7 @@ def run_step(step: str, work: Path, port: int, args) -> dict:
         text = log_file.read_text(errors="replace")
         out["log_lines"] = len(text.splitlines())
         batches = BatchLog(status_path(cfg.checkpoint))
-        out.update(round_trips(cfg, port, args.requests, batches))
+        out.update(round_trips(cfg, port, requests or args.requests, batches))
     finally:
         if batches:
             batches.halt.set()
@@ -241,14 +271,19 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=150)
     ap.add_argument("--steps", default="coordinator,identity")
     ap.add_argument("--trigger", default="200 milliseconds")
-    ap.add_argument("--extra", default="", help="more [stream] settings, TOML lines")
+    ap.add_argument("--variants", default="", help="also run the coordinator step with these settings "
+                    f"(comma-separated names, or 'all'): {', '.join(VARIANTS)}")
+    ap.add_argument("--variant-requests", type=int, default=60)
     args = ap.parse_args()
+    variants = list(VARIANTS) if args.variants == "all" else [v for v in args.variants.split(",") if v]
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
     port = free_port()
-    results = {}
+    results, varied = {}, {}
     try:
         for step in args.steps.split(","):
             results[step] = run_step(step, work, port, args)
+        varied = {v: run_step("coordinator", work, port, args, VARIANTS[v], v, args.variant_requests)
+                  for v in variants}
     finally:
         LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
     steps = list(results)
@@ -276,6 +311,16 @@ def main() -> int:
         first = f"{r['first_answer_s']:.1f} s" if "first_answer_s" in r else r.get("first_answer_error")
         print(f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
               f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed")
+    if varied:
+        print(f"\nCoordinator step with other settings ({args.variant_requests} requests each, same broker, "
+              f"one after the other; ms)")
+        print(f"{'settings':22}{'p50':>8}{'p99':>8}{'batch p50':>11}{'p50/batch':>11}{'addBatch':>10}"
+              f"{'python':>9}{'READY s':>9}")
+        for v, r in varied.items():
+            py = r["state_ms"].get("allUpdatesTimeMs", 0) + r["state_ms"].get("allRemovalsTimeMs", 0)
+            print(f"{v:22}{r['p50']:8.0f}{r['p99']:8.0f}{r['batch_p50']:11.0f}{r['p50'] / r['batch_p50']:11.2f}"
+                  f"{r['batch_phases'].get('addBatch', float('nan')):10.0f}{py:9.0f}{r['ready_s']:9.1f}")
+        print("(python: the stateful step's update and timeout time, summed over its tasks)")
     return 0
 
 
