@@ -3,8 +3,9 @@
     python -m streaming.checkpoint_guard --checkpoint DIR [--repair]
 
 Spark does not check a checkpoint before using it: a truncated or deleted newest file fails the
-query with a parse error (or a misleading "Multiple streaming queries are concurrently using ..."),
-every time it starts (see docs/operations.md, "Checkpoint damage"). This guard reads the files
+query with a parse error (or, with Spark's default FileContext-based checkpoint file manager, a
+misleading "Multiple streaming queries are concurrently using ..."), every time it starts (see
+docs/operations.md, "Checkpoint damage"). This guard reads the files
 Spark will read on restart and, for each, verifies its Hadoop `.crc` side file when there is one,
 and its structure (offset and commit logs: their JSON lines; state changelogs: complete LZ4 blocks;
 snapshots: a readable zip).
@@ -20,7 +21,9 @@ intact state version:
   rolled back, so that the batch is re-run exactly and writes that version again;
 - a snapshot older than that, when an earlier snapshot (or version 0) and unbroken changelogs
   still lead to the needed version;
-- `.crc` files left behind by a deleted file (Spark cannot write the file again over them).
+- `.crc` files left behind by a deleted file (the FileContext-based manager cannot write the file
+  again over them; the FileSystem-based one this job uses replaces them, but a kill between its
+  two renames would leave the new file under the stale checksum).
 Everything else (two damaged batches in a row, a damaged changelog in the middle of the chain, a
 missing store partition, a missing offset log while state exists, an unreadable `metadata`) is
 refused: rolling back further would start from state older than what was committed and answered.
@@ -260,6 +263,8 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
         if c != replanned:
             d.damage.append(f"commits/{c} has no offset entry (offsets/{c} was deleted)")
         d.move += _with_crc(commits_dir / str(c))
+        if replanned is None:  # its offset entry is gone (no .crc left to tell): planned again
+            replanned = n + 1
     commits = [c for c in commits if c <= n]
     rolled_back = None
     if commits and (problem := log_entry_problem(commits_dir / str(commits[-1]), 1)):

@@ -94,11 +94,51 @@ def test_damaged_newest_offsets_are_planned_again(tmp_path, committed):
 
 def test_a_deleted_file_leaves_its_checksum_behind(tmp_path):
     root = make_checkpoint(tmp_path / "c", committed=False)
-    (root / "offsets/11").unlink()  # Spark cannot write offsets/11 again over .11.crc
+    # Spark's default (FileContext) checkpoint manager cannot write offsets/11 again over .11.crc
+    (root / "offsets/11").unlink()
     d = diagnose(root)
     assert d.refusal is None and "batch 11 is planned again" in d.outcome
     check_before_start(root, repair_damage=True)
     assert not (root / "offsets/.11.crc").exists() and diagnose(root).healthy
+
+
+@pytest.mark.parametrize("crc_left", [True, False])
+def test_deleted_offsets_of_a_committed_batch_are_planned_again(tmp_path, crc_left):
+    """commits/11 without offsets/11: Spark would re-run batch 10 and fail on its existing commit."""
+    root = make_checkpoint(tmp_path / "c")
+    (root / "offsets/11").unlink()
+    if not crc_left:  # storage without checksum files
+        (root / "offsets/.11.crc").unlink()
+    d = diagnose(root)
+    assert d.refusal is None and root / "commits/11" in d.move, d.report()
+    assert "batch 11 is planned again from the end offsets of batch 10" in d.outcome, d.report()
+    check_before_start(root, repair_damage=True)
+    assert not (root / "commits/11").exists() and not (root / "offsets/.11.crc").exists()
+    assert (root / "state/0/0/12.changelog").exists()  # batch 11's version: rewritten by the re-plan
+    assert diagnose(root).healthy
+
+
+def test_deleted_offsets_of_a_batch_killed_before_its_checksum_was_renamed(tmp_path):
+    """A SIGKILL between renaming offsets/12 and renaming its checksum leaves offsets/12 without
+    .12.crc and the temporary's checksum. Deleting that offsets/12 then leaves nothing to repair:
+    the checkpoint is one whose batch 12 was never planned, and Spark plans it."""
+    root = make_checkpoint(tmp_path / "c", batches=12)
+    write(root / "offsets/.12.5d0c.tmp", b"v1\n{}\n{}")
+    (root / "offsets/.12.5d0c.tmp").rename(root / "offsets/12")
+    assert (root / "offsets/..12.5d0c.tmp.crc").exists() and not (root / "offsets/.12.crc").exists()
+    assert diagnose(root).healthy  # an unchecked but intact offsets/12
+    (root / "offsets/12").unlink()
+    assert diagnose(root).healthy
+
+
+def test_temporary_files_of_either_checkpoint_manager_are_not_damage(tmp_path):
+    """Spark names a temporary `.<name>.<uuid>[.TID<task>].tmp` (the task id when a task writes it:
+    state changelogs and snapshots); the FileSystem-based manager also writes its `.crc`."""
+    root = make_checkpoint(tmp_path / "c")
+    for name in ("offsets/.12.5d0c.tmp", "commits/.11.77aa.tmp", "state/0/0/.13.changelog.9e3f.TID41.tmp",
+                 "state/0/1/.12.zip.0b1c.TID42.tmp"):
+        write(root / name, b"partial")
+    assert diagnose(root).healthy
 
 
 @pytest.mark.parametrize("damage", ["truncate", "delete"])
