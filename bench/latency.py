@@ -129,6 +129,32 @@ def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> No
         out["first_answer_error"] = repr(e)
 
 
+LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO run_stream: (.*)$", re.M)
+MILESTONES = (("starting:", "job process started"), ("Spark session up", "Spark session up"),
+              ("answers and the topics exist", "broker answers, topics exist"),
+              ("coordinator query", "query started"), ("READY", "self-check answered (READY)"))
+
+
+def startup_timeline(log_text: str, status: dict | None) -> list[tuple[str, float]]:
+    """Seconds from the job process's start to each milestone it logs, then the first
+    micro-batches' durations."""
+    from datetime import datetime
+
+    stamps = [(datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp(), msg) for t, msg in LOG_TIME.findall(log_text)]
+    if not stamps:
+        return []
+    t0, out = stamps[0][0], []
+    for needle, label in MILESTONES:
+        hit = next((t for t, msg in stamps if msg.startswith(needle) or needle in msg), None)
+        if hit is not None:
+            out.append((label, hit - t0))
+    for b in ((status or {}).get("batches") or [])[:3]:
+        d = b["durationMs"]
+        out.append((f"batch {b['batchId']}: {d.get('triggerExecution', 0) / 1000:.2f} s (addBatch "
+                    f"{d.get('addBatch', 0) / 1000:.2f}, planning {d.get('queryPlanning', 0) / 1000:.2f})", None))
+    return out
+
+
 def wait_line(log_file: Path, marker: bytes, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -252,6 +278,7 @@ def run_step(step: str, work: Path, port: int, args, variant: str = "", name: st
         asker.join(timeout=300)
         text = log_file.read_text(errors="replace")
         out["log_lines"] = len(text.splitlines())
+        out["timeline"] = startup_timeline(text, read_status(status_path(cfg.checkpoint)))
         batches = BatchLog(status_path(cfg.checkpoint))
         out.update(round_trips(cfg, port, requests or args.requests, batches))
     finally:
@@ -311,6 +338,8 @@ def main() -> int:
         first = f"{r['first_answer_s']:.1f} s" if "first_answer_s" in r else r.get("first_answer_error")
         print(f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
               f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed")
+        for label, at in r.get("timeline", []):
+            print(f"      {label}" + ("" if at is None else f" at {at:.1f} s"))
     if varied:
         print(f"\nCoordinator step with other settings ({args.variant_requests} requests each, same broker, "
               f"one after the other; ms)")
