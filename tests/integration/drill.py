@@ -10,6 +10,7 @@ from client.topic_reader import read_records
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.batch import InputRecord, run_batch
 from coordinator.metadata import BROADCAST_KEY
+from run_stream import SELF_CHECK_KEY
 
 
 class Load(threading.Thread):
@@ -55,7 +56,9 @@ def request_log(bootstrap: str, topic: str, internal_topic: str) -> list[InputRe
 
 
 def client_requests(records: list[InputRecord]) -> list[InputRecord]:
-    return [r for r in records if not r.internal]
+    """The clients' requests: not the internal channel's, nor the job's own self-check (one
+    FindCoordinator per query start, run_stream.SELF_CHECK_KEY)."""
+    return [r for r in records if not r.internal and r.key != SELF_CHECK_KEY]
 
 
 def reference_states(records: list[InputRecord], config: CoordinatorConfig,

@@ -13,6 +13,23 @@ from .drill import Load, client_requests, logical, reference_states, request_log
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(scope="module", autouse=True)
+def orders_topic(kafka):
+    """The data topic the commits name: offsets are only stored for topics that exist (Kafka
+    answers UNKNOWN_TOPIC_OR_PARTITION otherwise)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        admin.create_topics([NewTopic("orders", 4, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+
+
 GROUPS = [f"drill-group-{g}" for g in range(7)]
 
 

@@ -29,6 +29,23 @@ WAIT = 240  # seconds any answer may take: the query may be restarting with back
 GROUPS = [f"outage-group-{g}" for g in range(5)]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def orders_topic(kafka):
+    """The data topic the commits name: offsets are only stored for topics that exist (Kafka
+    answers UNKNOWN_TOPIC_OR_PARTITION otherwise)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        admin.create_topics([NewTopic("orders", 4, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+
+
 def make_request(i: int, group: str | None = None):
     group = group or GROUPS[i % len(GROUPS)]
     if i % 2:
@@ -155,7 +172,7 @@ def test_broker_unavailable_for_30_seconds(kafka, job_factory):
 
 
 def python_workers(job) -> list[int]:
-    """The job's Spark Python worker processes (pyspark.daemon and its forks), found by the
+    """The job's Spark Python worker processes (the worker daemon and its forks), found by the
     session the harness started the job in."""
     import os
 
@@ -170,7 +187,7 @@ def python_workers(job) -> list[int]:
                 cmdline = f.read()
         except (OSError, ValueError, IndexError):
             continue
-        if session == job.proc.pid and b"pyspark.daemon" in cmdline:
+        if session == job.proc.pid and (b"-m\x00streaming.worker_daemon" in cmdline or b"pyspark.daemon" in cmdline):
             out.append(int(entry))
     return out
 
