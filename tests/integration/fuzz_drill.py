@@ -14,8 +14,44 @@ from streaming.trust import MAC_HEADER
 from .topic_audit import TopicAudit, service_records_only
 
 
+DATA_TOPIC, DATA_PARTITIONS = "fuzz-topic", 4  # what the corpus's well-formed commits name
+
+
+def ensure_known_topic(job, name: str, partitions: int, timeout_s: float = 120) -> None:
+    """Create the data topic the commits name and wait until the coordinators know it (their
+    topic metadata is refreshed every metadata_refresh_ms): offsets are only stored for topics
+    that exist, as in Kafka."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=job.bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    except TopicAlreadyExistsError:
+        pass
+    finally:
+        admin.close()
+    probe = job.client(f"fuzz-probe-{name}")
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            answer = probe.request("OffsetCommit", 9, {
+                "groupId": "fuzz-probe", "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+                "topics": [{"name": name, "partitions": [{"partitionIndex": partitions - 1, "committedOffset": 0,
+                                                          "committedLeaderEpoch": -1, "committedMetadata": None}]}]},
+                key="fuzz-probe", timeout=timeout_s)
+            if answer["topics"][0]["partitions"][0]["errorCode"] == 0:
+                return
+            assert time.monotonic() < deadline, f"the coordinators never learnt of topic {name}: {answer}"
+            time.sleep(0.5)
+    finally:
+        probe.close()
+
+
 def run_fuzz(job, *, seed: int, hostile: int, good: int, timeout_s: float = 300) -> dict:
     """Returns figures; raises AssertionError if a property does not hold."""
+    ensure_known_topic(job, DATA_TOPIC, DATA_PARTITIONS)
     audit = TopicAudit(job.bootstrap)
     n = job.cfg.coordinator_partitions
     max_bytes = int(job.cfg.coordinator_config()["coordinator.request.max.bytes"])
