@@ -46,6 +46,20 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def broker_answers(bootstrap: str) -> bool:
+    """Whether a broker of `bootstrap` serves a metadata request now (listening is not enough)."""
+    from kafka import KafkaAdminClient
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        try:
+            admin.list_topics()
+            return True
+        finally:
+            admin.close()
+    except Exception:  # noqa: BLE001 - not ready yet
+        return False
+
+
 class LocalKafka:
     def __init__(self, workdir: str | os.PathLike, port: int = 9092, controller_port: int | None = None,
                  heap: str = "512m"):
@@ -101,8 +115,9 @@ log.cleaner.backoff.ms=5000
         if (self.dir / "data" / "meta.properties").exists():
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # "--cluster-id=ID": a random id starting with "-" (one in 64) would be read as an option.
         subprocess.run(["java", "-cp", self._classpath(), "kafka.tools.StorageTool", "format",
-                        "-t", cluster_id, "-c", str(props)], check=True, capture_output=True)
+                        f"--cluster-id={cluster_id}", "-c", str(props)], check=True, capture_output=True)
 
     def pid(self) -> int | None:
         try:
@@ -147,16 +162,7 @@ log.cleaner.backoff.ms=5000
         raise RuntimeError(f"Kafka broker did not come up within {timeout}s; see {self.logfile}")
 
     def _answers(self) -> bool:
-        from kafka import KafkaAdminClient
-        try:
-            admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
-            try:
-                admin.list_topics()
-                return True
-            finally:
-                admin.close()
-        except Exception:  # noqa: BLE001 - not ready yet
-            return False
+        return broker_answers(self.bootstrap)
 
     def stop(self, timeout: float = 30) -> None:
         pid = self.pid()
