@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
-import os
 import threading
 import time
 

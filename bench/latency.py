@@ -239,8 +239,6 @@ def breakdown(samples: list[dict], batches_by_id: dict) -> dict:
             "plan": (d.get("getBatch", 0) + d.get("queryPlanning", 0)) / 1000,
             "run until answered": s["t_answer"] - (start + before_run),
             "deliver": s["t_recv"] - s["t_answer"],
-            # client send vs broker append: clocks of one machine, the ack travels back
-            "skew": (s["t_append"] - s["t_send"]),
         })
     window = [b for b in batches if first_batch is not None and b["batchId"] >= first_batch]
     durations = [b["durationMs"].get("triggerExecution", 0) for b in window]

@@ -17,7 +17,6 @@ check (ServiceUnavailable). After that, requests wait `timeout` as usual.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 import uuid
@@ -27,7 +26,6 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import errors as kafka_errors
 from kafka.partitioner.default import murmur2
 
-log = logging.getLogger(__name__)
 # kafka-python 3 raises KafkaTimeoutError when it cannot bootstrap; older ones NoBrokersAvailable.
 NO_BROKER = tuple(getattr(kafka_errors, n) for n in ("KafkaTimeoutError", "NoBrokersAvailable")
                   if hasattr(kafka_errors, n))
@@ -62,7 +60,6 @@ class CoordinatorClient:
         self._responses: dict[int, dict] = {}
         self._startup_deadline = time.monotonic() + startup_timeout
         self.startup_timeout = startup_timeout
-        self._answered = False  # until the first answer, waits stretch to the start-up deadline
         self._producer = self._until_broker(lambda: KafkaProducer(
             bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, client_id=f"{self.client_id}-producer"))
         self._consumer = self._until_broker(lambda: KafkaConsumer(
@@ -126,7 +123,6 @@ class CoordinatorClient:
                 self.duplicates += 1
                 return
             self._responses[cid] = envelope
-            self._answered = True
             self._lock.notify_all()
 
     # ------------------------------------------------------------------ API
@@ -165,22 +161,18 @@ class CoordinatorClient:
         this client's first answer the wait extends to the start-up deadline: requests sent while
         the service starts are answered once it runs (they wait in the request topic)."""
         started = time.monotonic()
-        deadline = started + timeout
         with self._lock:
+            # Until this client's first answer the service may still be starting.
+            waiting_for_service = startup and not self._responses
+            deadline = max(started + timeout, self._startup_deadline) if waiting_for_service else started + timeout
             while correlation_id not in self._responses:
-                now = time.monotonic()
-                if startup and not self._answered and deadline <= now < self._startup_deadline:
-                    if deadline == started + timeout:
-                        log.info("no answer yet from the coordinator service on %s: waiting for it to start "
-                                 "(up to %.0f s more)", self.requests_topic, self._startup_deadline - now)
-                    deadline = self._startup_deadline
-                left = deadline - now
+                left = deadline - time.monotonic()
                 if left <= 0:
-                    if startup and not self._answered:
+                    if not self._responses and waiting_for_service:
                         raise ServiceUnavailable(
                             f"no response to correlation id {correlation_id}: the coordinator service has not "
-                            f"answered this client at all (waited {now - started:.0f}s). Is it running and "
-                            f"reading {self.requests_topic}? `python -m streaming.status` tells.")
+                            f"answered this client at all (waited {time.monotonic() - started:.0f}s). Is it "
+                            f"running and reading {self.requests_topic}? `python -m streaming.status` tells.")
                     raise ResponseTimeout(f"no response to correlation id {correlation_id} in {timeout}s")
                 self._lock.wait(left)
             return self._responses[correlation_id]

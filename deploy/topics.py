@@ -44,23 +44,17 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 120) -> None:
     """Until a broker of `bootstrap` accepts connections and answers a metadata request."""
     import socket
 
+    from deploy.kafka_local import broker_answers
+
     deadline = time.monotonic() + timeout_s
-    hosts = [h.rpartition(":") for h in bootstrap.split(",")]
     while True:
-        for host, _, port in hosts:
+        for host, _, port in (h.rpartition(":") for h in bootstrap.split(",")):
             try:
                 socket.create_connection((host, int(port)), timeout=1).close()
             except OSError:
                 continue
-            try:
-                admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
-                try:
-                    admin.list_topics()
-                    return
-                finally:
-                    admin.close()
-            except Exception:  # noqa: BLE001 - listening but not serving yet
-                pass
+            if broker_answers(bootstrap):
+                return
         if time.monotonic() >= deadline:
             raise RuntimeError(f"no Kafka broker answers at {bootstrap} after {timeout_s:.0f} s")
         time.sleep(0.2)

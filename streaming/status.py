@@ -143,10 +143,9 @@ def request_lag(cfg: StreamConfig) -> int | None:
 
     from .inspect_state import committed_progress
 
-    BOOTSTRAP_TIMEOUT = _bootstrap_timeout()
     try:
         consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, request_timeout_ms=5000,
-                                 **BOOTSTRAP_TIMEOUT)
+                                 **_bootstrap_timeout())
     except Exception:  # noqa: BLE001 - broker down
         return None
     try:

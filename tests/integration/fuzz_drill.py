@@ -11,6 +11,7 @@ from client.topic_reader import read_records
 from tests.fuzz_records import HostileRecords, check_answer
 from streaming.trust import MAC_HEADER
 
+from .harness import create_data_topics
 from .topic_audit import TopicAudit, service_records_only
 
 
@@ -21,17 +22,7 @@ def ensure_known_topic(job, name: str, partitions: int, timeout_s: float = 120) 
     """Create the data topic the commits name and wait until the coordinators know it (their
     topic metadata is refreshed every metadata_refresh_ms): offsets are only stored for topics
     that exist, as in Kafka."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=job.bootstrap)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+    create_data_topics(job.bootstrap, {name: partitions})
     probe = job.client(f"fuzz-probe-{name}")
     deadline = time.monotonic() + timeout_s
     try:

@@ -17,6 +17,24 @@ from deploy.topics import ensure_topics
 from streaming.config import ROOT, StreamConfig
 
 
+def create_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+    """Create data topics (name -> partition count) a test's requests name; existing ones are kept.
+    Offsets are only stored for topics that exist (Kafka answers UNKNOWN_TOPIC_OR_PARTITION)."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        for name, count in partitions.items():
+            try:
+                admin.create_topics([NewTopic(name, count, 1)])
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        admin.close()
+
+
 class StreamJob:
     """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
 

@@ -9,25 +9,15 @@ import pytest
 from streaming.inspect_state import read_states
 
 from .drill import Load, client_requests, logical, reference_states, request_log
+from .harness import create_data_topics
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module", autouse=True)
 def orders_topic(kafka):
-    """The data topic the commits name: offsets are only stored for topics that exist (Kafka
-    answers UNKNOWN_TOPIC_OR_PARTITION otherwise)."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    try:
-        admin.create_topics([NewTopic("orders", 4, 1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+    """The data topic the commits name, before the job starts (its first metadata knows it)."""
+    create_data_topics(kafka.bootstrap, {"orders": 4})
 
 
 GROUPS = [f"drill-group-{g}" for g in range(7)]

@@ -21,6 +21,7 @@ from kafka.admin import NewTopic
 from client.topic_reader import read_records
 
 from .drill import Load
+from .harness import create_data_topics
 
 pytestmark = pytest.mark.integration
 
@@ -31,19 +32,8 @@ GROUPS = [f"outage-group-{g}" for g in range(5)]
 
 @pytest.fixture(scope="module", autouse=True)
 def orders_topic(kafka):
-    """The data topic the commits name: offsets are only stored for topics that exist (Kafka
-    answers UNKNOWN_TOPIC_OR_PARTITION otherwise)."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    try:
-        admin.create_topics([NewTopic("orders", 4, 1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+    """The data topic the commits name, before the job starts (its first metadata knows it)."""
+    create_data_topics(kafka.bootstrap, {"orders": 4})
 
 
 def make_request(i: int, group: str | None = None):
