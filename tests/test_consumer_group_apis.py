@@ -221,7 +221,7 @@ def test_classic_apis_against_a_consumer_group():
     c.join("m2", ["foo"])
     classic = classic_view(c)
     _, join = classic.join("")
-    assert join["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
+    assert join["errorCode"] == MEMBER_ID_REQUIRED  # classic members are admitted (online migration)
     assert classic.heartbeat("m1", 1)["errorCode"] == UNKNOWN_MEMBER_ID  # not a classic-protocol member
     assert classic.heartbeat("zz", 1)["errorCode"] == UNKNOWN_MEMBER_ID
     assert classic.heartbeat("zz", 1, instance_id="i1")["errorCode"] == FENCED_INSTANCE_ID
@@ -279,18 +279,6 @@ def test_an_empty_consumer_group_becomes_a_classic_group():
     assert [k for k, _ in c.records(mark)] == [
         record_key("ConsumerGroupTargetAssignmentMetadata", GROUP), record_key("ConsumerGroupPartitionMetadata", GROUP),
         record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
-
-
-def test_a_non_empty_classic_group_is_not_upgraded():
-    c = client()
-    classic = classic_view(c)
-    from tests.group_helpers import join_and_rebalance
-    join_and_rebalance(classic)
-    resp = c.join("m1", ["foo"])
-    assert resp["errorCode"] == GROUP_ID_NOT_FOUND
-    assert "online upgrade of a non-empty classic group is not supported" in resp["errorMessage"]
-    resp = c.heartbeat("m1", 3, topics=["foo"])
-    assert (resp["errorCode"], resp["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a consumer group.")
 
 
 def test_upgrade_messages_follow_the_migration_policy():

@@ -21,7 +21,7 @@ from .assignors.api import SubscriptionType
 from .group_state import (ConsumerGroupState, PartitionEpochs, derive_group_state,
                           preferred_server_assignor, subscription_type)
 from .heartbeat import unknown_member
-from .member import ConsumerGroupMember, ResolvedRegularExpression
+from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from .topic_partitions import freeze, invert, to_json as assignment_to_json
 
 # JoinGroupRequest.UNKNOWN_GENERATION_ID / UNKNOWN_MEMBER_ID, used by TxnOffsetCommit.
@@ -122,6 +122,41 @@ class ConsumerGroup:
 
     def preferred_server_assignor(self, default: str | None = None) -> str | None:
         return preferred_server_assignor(self.members.values(), default)
+
+    # ------------------------------------------------------------------ classic-protocol members
+    def num_classic_protocol_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.use_classic_protocol)
+
+    def supports_classic_protocols(self, protocol_type: str | None, protocol_names: set[str]) -> bool:
+        """ConsumerGroup.supportsClassicProtocols: a classic member may join if it speaks the
+        "consumer" protocol type and one of its protocols is supported by every classic member."""
+        if protocol_type != "consumer":
+            return False
+        if self.is_empty():
+            return bool(protocol_names)
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            for name in {n for n, _ in m.supported_classic_protocols}:
+                counts[name] = counts.get(name, 0) + 1
+        n = self.num_classic_protocol_members()
+        return any(counts.get(name, 0) == n for name in protocol_names)
+
+    def all_members_use_classic_protocol_except(self, leaving: list[ConsumerGroupMember]) -> bool:
+        """allMembersUseClassicProtocolExcept: the leaving members all use the consumer protocol
+        and every other member uses the classic one."""
+        return (self.num_classic_protocol_members() == len(self.members) - len(leaving)
+                and not any(m.use_classic_protocol for m in leaving))
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Whether some partition of the member's target is still owned by another member."""
+        if member.state != MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic, partitions in self.target_assignment.get(member.member_id, {}).items():
+            assigned = member.assigned_partitions.get(topic, frozenset())
+            for p in partitions:
+                if p not in assigned and self.current_partition_epoch(topic, p) != -1:
+                    return True
+        return False
 
     # ------------------------------------------------------------------ offset validation
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, member_epoch: int,

@@ -131,6 +131,25 @@ class ConsumerGroupMember:
             changes["client_host"] = client_host
         return dataclasses.replace(self, **changes)
 
+    def with_classic_join(self, *, instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
+                          subscribed_topic_names: Iterable[str], client_id: str, client_host: str,
+                          session_timeout_ms: int, protocols: list[tuple[str, str]]) -> "ConsumerGroupMember":
+        """The member updated from a classic JoinGroup (classicGroupJoinToConsumerGroup's builder):
+        the subscription comes from the embedded ConsumerProtocolSubscription, the server assignor
+        is kept, and the ClassicMemberMetadata records the session timeout and the protocols."""
+        changes: dict = {
+            "subscribed_topic_names": frozenset(subscribed_topic_names), "client_id": client_id,
+            "client_host": client_host,
+            "classic_member_metadata": {"sessionTimeoutMs": session_timeout_ms,
+                                        "supportedProtocols": [{"name": n, "metadata": m} for n, m in protocols]}}
+        if instance_id is not None:
+            changes["instance_id"] = instance_id
+        if rack_id is not None:
+            changes["rack_id"] = rack_id
+        if rebalance_timeout_ms != -1:
+            changes["rebalance_timeout_ms"] = rebalance_timeout_ms
+        return dataclasses.replace(self, **changes)
+
     # ------------------------------------------------------------------ queries
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_assignment_epoch
@@ -138,6 +157,18 @@ class ConsumerGroupMember:
     @property
     def use_classic_protocol(self) -> bool:
         return self.classic_member_metadata is not None
+
+    @property
+    def classic_session_timeout_ms(self) -> int | None:
+        """ClassicMemberMetadata.sessionTimeoutMs (classicProtocolSessionTimeout)."""
+        meta = self.classic_member_metadata
+        return None if meta is None else int(meta["sessionTimeoutMs"])
+
+    @property
+    def supported_classic_protocols(self) -> list[tuple[str, str]]:
+        """The classic member's JoinGroup protocols [(name, metadata base64)], in its order."""
+        meta = self.classic_member_metadata or {}
+        return [(p["name"], p["metadata"]) for p in meta.get("supportedProtocols") or ()]
 
     @property
     def subscribed_topic_regex_or_none(self) -> str | None:

@@ -9,9 +9,8 @@ this class adds what the coordinator needs around it:
 - the subscribed-topic bookkeeping Kafka derives from the members (`subscribed_topic_names`,
   regex subscriber counts), computed on demand;
 - its tombstones (`createGroupTombstoneRecords`) and timers;
-- the classic protocol's requests sent to a consumer group (Heartbeat, SyncGroup, LeaveGroup): as
-  Kafka answers them for members that do not use the classic protocol (online migration of classic
-  members into a consumer group is not implemented, see docs/protocol.md).
+- the classic protocol's requests sent to a consumer group (JoinGroup, SyncGroup, Heartbeat,
+  LeaveGroup): classic-protocol members inside the group, see consumer_migration.py.
 
 Topics are identified by name in memory, in records and in snapshots (see docs/kip848-core.md);
 topic ids appear only on the wire (ConsumerGroupHeartbeat / ConsumerGroupDescribe).
@@ -49,6 +48,14 @@ def session_timer_key(group_id: str, member_id: str) -> str:
 
 def rebalance_timer_key(group_id: str, member_id: str) -> str:
     return record_key("consumer-rebalance", group_id, member_id)
+
+
+def join_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-join", group_id, member_id)
+
+
+def sync_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-sync", group_id, member_id)
 
 
 def regex_task_key(group_id: str) -> str:
@@ -146,26 +153,23 @@ class ConsumerGroup(ConsumerGroupModel, Group):
     def timer_keys(self) -> list[str]:
         keys = []
         for m in self.members:
-            keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m)]
+            keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m),
+                     join_timer_key(self.group_id, m), sync_timer_key(self.group_id, m)]
         return keys
 
     # ================================================================ classic protocol requests
+    # Members using the classic protocol inside the group: consumer_migration.py.
+    def classic_join(self, coordinator, request) -> dict | None:
+        from .consumer_migration import classic_members
+        return classic_members(coordinator).join(self, request)
+
     def classic_heartbeat(self, coordinator, request) -> dict:
-        """classicGroupHeartbeatToConsumerGroup: only members using the classic protocol may
-        heartbeat this way; none do here."""
-        body = request.body
-        member = self._validate_consumer_group_member(body["memberId"], body.get("groupInstanceId"))
-        raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+        from .consumer_migration import classic_members
+        return classic_members(coordinator).heartbeat(self, request)
 
     def classic_sync(self, coordinator, request) -> dict | None:
-        """classicGroupSyncToConsumerGroup (the group is not empty here)."""
-        from .apis import sync_response
-        body = request.body
-        try:
-            member = self._validate_consumer_group_member(body["memberId"], body.get("groupInstanceId"))
-            raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
-        except ApiError as e:
-            return sync_response(request.api_version, e.error)
+        from .consumer_migration import classic_members
+        return classic_members(coordinator).sync(self, request)
 
     def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
         """classicGroupLeaveToConsumerGroup: LeaveGroup removes members of a consumer group (the

@@ -38,10 +38,11 @@ from .admin import GROUP_AUTHORIZED_OPERATIONS
 from .apis import INT32_MIN, leave_response
 from .classic import ClassicGroup
 from .component import GroupCoordinator
+from .consumer_migration import T_JOIN, T_SYNC, ClassicMembers
 from .consumer_apis import described_group, describe_response, heartbeat_response
 from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
-                             R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, rebalance_timer_key,
-                             regex_task_key, session_timer_key)
+                             R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, join_timer_key,
+                             rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key)
 from .group import CONSUMER
 
 T_SESSION = "consumer-session"
@@ -142,6 +143,7 @@ class ConsumerGroupManager:
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
+        self.classic_members = ClassicMembers(self)
 
     # ================================================================ helpers
     @property
@@ -245,7 +247,7 @@ class ConsumerGroupManager:
 
         # Get or create the group.
         create = member_epoch == 0
-        group, converted = self._get_or_maybe_create_group(group_id, create)
+        group, converted = self._get_or_maybe_create_group(group_id, create, records)
         is_new_group = group_id not in self.c.groups or converted is not None
         throw_if_group_is_full(len(group.members), group.has_member(member_id), member_id,
                                self.config["group.consumer.max.size"])
@@ -293,9 +295,14 @@ class ConsumerGroupManager:
                                            records, after)
 
         # Nothing can fail any more: write, replay, and the soft state.
-        if converted is not None:
+        upgraded = []
+        if converted is not None and converted.is_empty():
             self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
+        elif converted is not None:
+            upgraded = list(converted.members.values())
+            self.classic_members.complete_upgrade(converted)
         self._apply(group_id, records)
+        self.classic_members.schedule_upgraded_sessions(group_id, upgraded)
         for fn in after:
             fn()
         self._schedule_session_timeout(group_id, member_id)
@@ -307,11 +314,7 @@ class ConsumerGroupManager:
                         clientId=request.reply.client_id)
         for name, fields in events:
             self.c.emit(group_id, name, **fields)
-        if reconciled != updated or is_new_member:
-            self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
-                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
-                        assignedPartitions=event_assignment(reconciled.assigned_partitions),
-                        partitionsPendingRevocation=event_assignment(reconciled.partitions_pending_revocation))
+        self._emit_assignment_change(group_id, updated, reconciled, is_new_member)
         self._report_state_change(group_id, state_before)
 
         # The response. The assignment goes back on a full request (joining with epoch 0, or
@@ -324,6 +327,15 @@ class ConsumerGroupManager:
             response["assignment"] = {"topicPartitions": self.wire_assignment(reconciled.assigned_partitions)}
         return response
 
+    def _emit_assignment_change(self, group_id: str, updated: ConsumerGroupMember, reconciled: ConsumerGroupMember,
+                                is_new_member: bool) -> None:
+        if reconciled != updated or is_new_member:
+            self.c.emit(group_id, "MemberAssignmentChanged", memberId=reconciled.member_id,
+                        memberEpoch=reconciled.member_epoch, previousMemberEpoch=reconciled.previous_member_epoch,
+                        memberState=reconciled.state.name,
+                        assignedPartitions=event_assignment(reconciled.assigned_partitions),
+                        partitionsPendingRevocation=event_assignment(reconciled.partitions_pending_revocation))
+
     def _generate_member_id(self, request: Request, group_id: str) -> str:
         """Version 0 lets the coordinator generate the member id (Uuid.randomUuid in Kafka); here
         derived from the request so that a replayed batch generates the same id."""
@@ -331,51 +343,37 @@ class ConsumerGroupManager:
                                        str(request.reply.correlation_id), request.reply.client_id,
                                        str(request.time_ms)]))
 
-    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> tuple[ConsumerGroup, object]:
-        """getOrMaybeCreateConsumerGroup. Returns the group (a new one is not in the groups map
-        until its records are replayed) and the empty classic group it replaces, if any."""
+    def _get_or_maybe_create_group(self, group_id: str, create: bool, records: list) -> tuple[ConsumerGroup, object]:
+        """getOrMaybeCreateConsumerGroup. Returns the group (a new or converted one is not in the
+        groups map until its records are replayed) and the classic group it replaces, if any: an
+        empty one (maybeDeleteEmptyClassicGroup) or a non-empty one upgraded online
+        (validateOnlineUpgrade + convertToConsumerGroup, whose records go into `records`)."""
         group = self.c.groups.get(group_id)
         if group is None and not create:
             raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         if group is None:
             return ConsumerGroup(group_id), None
         if create and isinstance(group, ClassicGroup) and group.is_empty():
-            return ConsumerGroup(group_id), group  # maybeDeleteEmptyClassicGroup
+            return ConsumerGroup(group_id), group
         if isinstance(group, ConsumerGroup):
             return group, None
         if create and isinstance(group, ClassicGroup):
-            self._validate_online_upgrade(group)
+            self.classic_members.validate_online_upgrade(group)
+            return self.classic_members.convert_to_consumer_group(group, records), group
         raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-
-    def _validate_online_upgrade(self, group: ClassicGroup) -> None:
-        """validateOnlineUpgrade. Passing it, Kafka converts the non-empty classic group online; that
-        migration (classic members inside a consumer group) is not implemented here."""
-        gid = group.group_id
-        policy = str(self.config["group.consumer.migration.policy"]).lower()
-        if policy not in ("upgrade", "bidirectional"):
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
-                                                      "because online upgrade is disabled.")
-        if not group.uses_consumer_group_protocol():
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
-                                                      "because the group does not use the consumer embedded protocol.")
-        if group.num_members() > self.config["group.consumer.max.size"]:
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group "
-                                                      "because the group size exceeds the consumer group maximum size.")
-        raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group because "
-                                                  "online upgrade of a non-empty classic group is not supported by "
-                                                  "this coordinator; the group must be empty.")
 
     def _get_or_maybe_subscribe_static_member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
                                               instance_id: str, owned, create: bool, records: list,
-                                              events: list) -> ConsumerGroupMember:
+                                              events: list, use_classic_protocol: bool = False) -> ConsumerGroupMember:
         """getOrMaybeSubscribeStaticConsumerGroupMember."""
         existing = group.static_member(instance_id)
         if create:
             if existing is None:
                 return group.get_or_create_member(member_id, True)
-            # Only a member that left with epoch -2 releases its instance id (KAFKA-16566: the
-            # newcomer is rejected, not the holder).
-            throw_if_instance_id_is_unreleased(existing, group.group_id, member_id, instance_id)
+            # Between consumer-protocol members only a member that left with epoch -2 releases its
+            # instance id (KAFKA-16566: the newcomer is rejected, not the holder).
+            if not use_classic_protocol and not existing.use_classic_protocol:
+                throw_if_instance_id_is_unreleased(existing, group.group_id, member_id, instance_id)
             new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
             self._replace_member(records, group, existing, new)
             events.append(("StaticMemberReplaced", {"groupInstanceId": instance_id, "oldMemberId": existing.member_id,
@@ -383,7 +381,8 @@ class ConsumerGroupManager:
             return new
         throw_if_static_member_is_unknown(existing, instance_id)
         throw_if_instance_id_is_fenced(existing, group.group_id, member_id, instance_id)
-        throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
+        if not use_classic_protocol:
+            throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
         return existing
 
     @staticmethod
@@ -540,6 +539,11 @@ class ConsumerGroupManager:
         subscribes to any more), then one group epoch bump; the members' timers are cancelled."""
         if not members:
             return
+        if self.classic_members.should_downgrade(group, members):
+            for m in members:
+                self._cancel_timers(group.group_id, m.member_id)
+            self.classic_members.convert_to_classic_group(group, members, reason)
+            return
         gid = group.group_id
         records: list = []
         for m in members:
@@ -594,9 +598,11 @@ class ConsumerGroupManager:
         return leave_response(request.api_version, Errors.NONE, responses)
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.p.schedule(session_timer_key(group_id, member_id),
-                        self.now + self.config["group.consumer.session.timeout.ms"], T_SESSION,
+    def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """The member's session: group.consumer.session.timeout.ms, or a classic member's own."""
+        if timeout_ms is None:
+            timeout_ms = self.config["group.consumer.session.timeout.ms"]
+        self.p.schedule(session_timer_key(group_id, member_id), self.now + timeout_ms, T_SESSION,
                         {"groupId": group_id, "memberId": member_id})
 
     def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int,
@@ -608,16 +614,21 @@ class ConsumerGroupManager:
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self.p.cancel(session_timer_key(group_id, member_id))
         self.p.cancel(rebalance_timer_key(group_id, member_id))
+        self.p.cancel(join_timer_key(group_id, member_id))
+        self.p.cancel(sync_timer_key(group_id, member_id))
 
-    def on_session_timeout(self, timer: Timer) -> None:
-        """consumerGroupFenceMemberOperation(..., "the member session expired")."""
-        group = self.c.groups.get(timer.payload["groupId"])
+    def fence_member_operation(self, payload: dict, reason: str) -> None:
+        """consumerGroupFenceMemberOperation: nothing if the group or the member is gone."""
+        group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ConsumerGroup):
             return
-        member = group.members.get(timer.payload["memberId"])
+        member = group.members.get(payload["memberId"])
         if member is None:
             return
-        self.fence_members(group, [member], "MemberFenced", "the member session expired")
+        self.fence_members(group, [member], "MemberFenced", reason)
+
+    def on_session_timeout(self, timer: Timer) -> None:
+        self.fence_member_operation(timer.payload, "the member session expired")
 
     def on_rebalance_timeout(self, timer: Timer) -> None:
         """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
@@ -883,7 +894,7 @@ class ConsumerGroupManager:
             if not isinstance(group, ConsumerGroup):
                 continue
             for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
+                self._schedule_session_timeout(group.group_id, member.member_id, member.classic_session_timeout_ms)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
                                                      member.rebalance_timeout_ms)
@@ -903,7 +914,9 @@ GroupCoordinator.extend(
           "ConsumerGroupDescribe": lambda c, request: manager(c).consumer_group_describe(request)},
     timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer),
             T_REBALANCE: lambda c, timer: manager(c).on_rebalance_timeout(timer),
-            T_REGEX: lambda c, timer: manager(c).on_resolve_regexes(timer)},
+            T_REGEX: lambda c, timer: manager(c).on_resolve_regexes(timer),
+            T_JOIN: lambda c, timer: manager(c).classic_members.on_join_timeout(timer),
+            T_SYNC: lambda c, timer: manager(c).classic_members.on_sync_timeout(timer)},
     replay=_replay,
     on_load=lambda c: manager(c).on_loaded(),
     on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),

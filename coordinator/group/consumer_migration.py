@@ -1,0 +1,374 @@
+"""Classic-protocol members inside a KIP-848 consumer group, and the online migration of a group
+between the classic and the consumer protocols (Kafka 4.x GroupMetadataManager):
+
+- classicGroupJoinToConsumerGroup / classicGroupSyncToConsumerGroup /
+  classicGroupHeartbeatToConsumerGroup: a JoinGroup / SyncGroup / Heartbeat of a member that uses
+  the classic protocol in a consumer group. The member is a ConsumerGroupMember with a
+  ClassicMemberMetadata (its session timeout and JoinGroup protocols); the group's server-side
+  assignor computes its assignment, which SyncGroup returns as a ConsumerProtocolAssignment; a
+  new group epoch reaches it as REBALANCE_IN_PROGRESS on Heartbeat / SyncGroup. Its timers: the
+  session (its own session timeout), the join timeout (armed when it is told to rejoin) and the
+  sync timeout (armed by its JoinGroup), each fencing it when it fires.
+- convertToConsumerGroup (validateOnlineUpgrade): a ConsumerGroupHeartbeat joining a non-empty
+  classic group whose protocol type is "consumer" turns it into a consumer group of classic
+  members, each keeping its generation's assignment.
+- convertToClassicGroup (validateOnlineDowngrade): when the last consumer-protocol member leaves a
+  group whose other members all use the classic protocol, the group becomes a classic group and
+  rebalances.
+Both conversions obey `group.consumer.migration.policy` (disabled / upgrade / downgrade /
+bidirectional; Kafka 4.x's default is bidirectional).
+
+How records are written follows consumer_manager.py: computed first, appended and replayed only
+when nothing can fail any more.
+"""
+from __future__ import annotations
+
+from ..consumer._java import order_key
+from ..consumer.heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
+                                  throw_if_static_member_is_unknown)
+from ..consumer.member import ConsumerGroupMember, MemberState
+from ..errors import ApiError, Errors
+from ..messages import Request
+from ..records import record_key
+from .apis import heartbeat_response, join_response, sync_response
+from .classic import STABLE, ClassicGroup, ClassicGroupMember
+from .classic_manager import canonical_b64
+from .consumer_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, ConsumerGroup,
+                             join_timer_key, sync_timer_key)
+from .consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
+from .group import CLASSIC, CONSUMER
+
+CONSUMER_PROTOCOL_TYPE = "consumer"
+T_JOIN = "consumer-join"
+T_SYNC = "consumer-sync"
+
+
+def upgrade_enabled(config) -> bool:
+    return str(config["group.consumer.migration.policy"]).lower() in ("upgrade", "bidirectional")
+
+
+def downgrade_enabled(config) -> bool:
+    return str(config["group.consumer.migration.policy"]).lower() in ("downgrade", "bidirectional")
+
+
+def assignment_version(protocols: list[tuple[str, str]]) -> int:
+    """ConsumerProtocol.deserializeVersion of the member's first protocol's metadata: the version
+    its assignment is serialized with (a newer one than the highest known is capped)."""
+    try:
+        version = decode_subscription(protocols[0][1]).version
+    except (SchemaError, IndexError) as e:
+        raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
+                       "Malformed embedded consumer protocol in version deserialization.") from e
+    return min(max(version, 0), 3)
+
+
+class ClassicMembers:
+    """The classic protocol's requests to a consumer group, and the two conversions."""
+
+    def __init__(self, manager):
+        self.m = manager
+        self.c = manager.c
+        self.p = manager.p
+        self.config = manager.config
+
+    @property
+    def now(self) -> int:
+        return self.p.clock_ms
+
+    def known_topics(self, assignment: dict) -> dict:
+        """toTopicPartitions / toTopicPartitionMap: topics the metadata does not know are dropped."""
+        topics = self.m.topics()
+        return {t: frozenset(p) for t, p in assignment.items() if t in topics and p}
+
+    # ================================================================ timers
+    def schedule_join_timeout_if_absent(self, group_id: str, member_id: str, rebalance_timeout_ms: int) -> None:
+        key = join_timer_key(group_id, member_id)
+        if key not in self.p.timers:
+            self.p.schedule(key, self.now + rebalance_timeout_ms, T_JOIN, {"groupId": group_id, "memberId": member_id})
+
+    def schedule_sync_timeout(self, group_id: str, member_id: str, rebalance_timeout_ms: int) -> None:
+        self.p.schedule(sync_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_SYNC,
+                        {"groupId": group_id, "memberId": member_id})
+
+    def on_join_timeout(self, timer) -> None:
+        self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
+                                                     "timeout")
+
+    def on_sync_timeout(self, timer) -> None:
+        self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
+
+    # ================================================================ JoinGroup
+    def join(self, group: ConsumerGroup, request: Request) -> dict | None:
+        """classicGroupJoinToConsumerGroup (the group is not empty)."""
+        body, version, reply = request.body, request.api_version, request.reply
+        m = self.m
+        gid = group.group_id
+        instance_id = body.get("groupInstanceId")
+        session_timeout_ms = body["sessionTimeoutMs"]
+        protocols = [(p["name"], canonical_b64(p["metadata"])) for p in body["protocols"]]
+        member_id = body["memberId"]
+        is_unknown = member_id == ""
+        if is_unknown:
+            member_id = m._generate_member_id(request, gid)
+
+        throw_if_group_is_full(len(group.members), group.has_member(member_id), member_id,
+                               self.config["group.consumer.max.size"])
+        if not group.supports_classic_protocols(body["protocolType"], {n for n, _ in protocols}):
+            raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
+        if is_unknown and instance_id is None and version >= 4:  # JoinGroupRequest.requiresKnownMemberId
+            return join_response(version, Errors.MEMBER_ID_REQUIRED, member_id=member_id)
+
+        records: list = []
+        events: list = []
+        state_before = m._state(gid)
+        if instance_id is None:
+            member = group.get_or_create_member(member_id, True)
+        else:
+            member = m._get_or_maybe_subscribe_static_member(group, member_id, -1, instance_id, None, is_unknown,
+                                                             records, events, use_classic_protocol=True)
+        is_new_member = member.member_id not in group.members
+        try:
+            subscription = decode_subscription(protocols[0][1])
+        except SchemaError as e:
+            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
+                           "Malformed embedded consumer protocol in subscription deserialization.") from e
+
+        # 1. Create or update the member; bump the group epoch if its subscription changed.
+        updated = member.with_classic_join(
+            instance_id=instance_id, rack_id=subscription.rack_id, rebalance_timeout_ms=body["rebalanceTimeoutMs"],
+            subscribed_topic_names=subscription.topics, client_id=reply.client_id,
+            client_host=m.c.classic.client_host(request), session_timeout_ms=session_timeout_ms, protocols=protocols)
+        names_changed = m._has_member_subscription_changed(gid, member, updated, records)
+        group_epoch = group.group_epoch
+        subscription_type = group.subscription_type()
+        if names_changed or (m.metadata.available and group.has_metadata_expired(self.now)):
+            group_epoch, subscription_type = m._update_subscription_metadata(group, names_changed, member, updated,
+                                                                             records, events)
+
+        # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
+        if group_epoch > group.target_assignment_epoch:
+            target = m._update_target_assignment(group, group_epoch, member, updated, subscription_type,
+                                                 records, events)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.target_assignment_epoch
+            target = group.target_assignment_of(updated.member_id, updated.instance_id)
+
+        # 3. Reconcile, with the owned partitions of the embedded subscription.
+        owned = self.known_topics({t: p for t, p in subscription.owned_partitions})
+        after: list = []
+        reconciled = m._maybe_reconcile(group, updated, target_epoch, target, False, owned, records, after)
+
+        # Nothing can fail any more.
+        m._apply(gid, records)
+        for fn in after:
+            fn()
+        member_id = reconciled.member_id
+        self.p.cancel(join_timer_key(gid, member_id))
+        m._schedule_session_timeout(gid, member_id, session_timeout_ms)
+        self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"])
+        if is_new_member:
+            self.c.emit(gid, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
+                        clientId=reply.client_id, protocol=CLASSIC)
+        for name, fields in events:
+            self.c.emit(gid, name, **fields)
+        m._emit_assignment_change(gid, updated, reconciled, is_new_member)
+        m._report_state_change(gid, state_before)
+        return join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
+                             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
+
+    # ================================================================ SyncGroup
+    def validate_member(self, group: ConsumerGroup, body: dict) -> ConsumerGroupMember:
+        """validateConsumerGroupMember, then throwIfMemberDoesNotUseClassicProtocol and
+        throwIfGenerationIdUnmatched."""
+        member = group._validate_consumer_group_member(body["memberId"], body.get("groupInstanceId"))
+        if not member.use_classic_protocol:
+            raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
+        if member.member_epoch != body["generationId"]:
+            raise ApiError(Errors.ILLEGAL_GENERATION,
+                           f"The request generation id {body['generationId']} is not equal to the member epoch "
+                           f"{member.member_epoch} of member {member.member_id}.")
+        return member
+
+    def sync(self, group: ConsumerGroup, request: Request) -> dict:
+        """classicGroupSyncToConsumerGroup: the member's current assignment, serialized as a
+        ConsumerProtocolAssignment at the version of its subscription."""
+        body, version = request.body, request.api_version
+        gid = group.group_id
+        try:
+            member = self.validate_member(group, body)
+            protocol_name = member.supported_classic_protocols[0][0]
+            if body.get("protocolType") is not None and body["protocolType"] != CONSUMER_PROTOCOL_TYPE:
+                raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            if body.get("protocolName") is not None and body["protocolName"] != protocol_name:
+                raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
+            self.throw_if_rebalance_in_progress(group, member)
+            assignment = encode_assignment(
+                {t: sorted(p) for t, p in member.assigned_partitions.items()},
+                version=assignment_version(member.supported_classic_protocols))
+        except ApiError as e:
+            return sync_response(version, e.error)
+        self.p.cancel(sync_timer_key(gid, member.member_id))
+        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
+        return sync_response(version, protocol_type=body.get("protocolType"), protocol_name=body.get("protocolName"),
+                             assignment=assignment)
+
+    def throw_if_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """A newer group epoch: the member must rejoin, unless it is still revoking partitions (it
+        rejoined already and reconciles first)."""
+        if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
+            self.schedule_join_timeout_if_absent(group.group_id, member.member_id, member.rebalance_timeout_ms)
+            raise ApiError(Errors.REBALANCE_IN_PROGRESS,
+                           f"A new rebalance is triggered in group {group.group_id} and member "
+                           f"{member.member_id} should rejoin to catch up.")
+
+    # ================================================================ Heartbeat
+    def heartbeat(self, group: ConsumerGroup, request: Request) -> dict:
+        """classicGroupHeartbeatToConsumerGroup: REBALANCE_IN_PROGRESS when the member must rejoin
+        (a newer group epoch, partitions to revoke, or its unreleased partitions are free now)."""
+        body = request.body
+        gid = group.group_id
+        member = self.validate_member(group, body)
+        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
+        if (member.member_epoch < group.group_epoch or member.state == MemberState.UNREVOKED_PARTITIONS
+                or (member.state == MemberState.UNRELEASED_PARTITIONS
+                    and not group.waiting_on_unreleased_partition(member))):
+            self.schedule_join_timeout_if_absent(gid, member.member_id, member.rebalance_timeout_ms)
+            return heartbeat_response(request.api_version, Errors.REBALANCE_IN_PROGRESS)
+        return heartbeat_response(request.api_version, Errors.NONE)
+
+    # ================================================================ upgrade
+    def validate_online_upgrade(self, group: ClassicGroup) -> None:
+        """validateOnlineUpgrade; Kafka logs the reason and answers GROUP_ID_NOT_FOUND."""
+        gid = group.group_id
+        reason = None
+        if not upgrade_enabled(self.config):
+            reason = "online upgrade is disabled"
+        elif not group.uses_consumer_group_protocol():
+            reason = "the group does not use the consumer embedded protocol"
+        elif group.num_members() > self.config["group.consumer.max.size"]:
+            reason = "the group size exceeds the consumer group maximum size"
+        if reason is not None:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND,
+                           f"Cannot upgrade classic group {gid} to consumer group because {reason}.")
+
+    def convert_to_consumer_group(self, classic: ClassicGroup, records: list) -> ConsumerGroup:
+        """ConsumerGroup.fromClassicGroup + createConsumerGroupRecords: every classic member becomes
+        a Stable classic-protocol member at the generation, owning (and targeted with) the
+        assignment of that generation. The classic group's tombstone is written by the caller,
+        before these records, when the request succeeds."""
+        gid = classic.group_id
+        group = ConsumerGroup(gid)
+        generation = classic.generation_id
+        group.group_epoch = group.target_assignment_epoch = generation
+        try:
+            for cm in classic.members.values():
+                assigned = self.known_topics(decode_assignment(cm.assignment or "").as_dict())
+                subscription = decode_subscription(cm.metadata(classic.protocol_name))
+                member = ConsumerGroupMember(
+                    cm.member_id, member_epoch=generation, previous_member_epoch=generation, state=MemberState.STABLE,
+                    instance_id=cm.group_instance_id, rack_id=subscription.rack_id,
+                    rebalance_timeout_ms=cm.rebalance_timeout_ms, client_id=cm.client_id, client_host=cm.client_host,
+                    subscribed_topic_names=subscription.topics, assigned_partitions=assigned,
+                    classic_member_metadata={"sessionTimeoutMs": cm.session_timeout_ms,
+                                             "supportedProtocols": [{"name": n, "metadata": md}
+                                                                    for n, md in cm.protocols]})
+                group.update_target_assignment(cm.member_id, assigned)
+                group.update_member(member)
+        except SchemaError as e:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND,
+                           f"Cannot upgrade the classic group {gid} to consumer group because the embedded "
+                           "consumer protocol is malformed.") from e
+        # The metadata hash is left at 0 (not computed by the conversion): the joining member's
+        # heartbeat computes it and bumps the group epoch.
+        from .consumer_manager import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+        members = list(group.members.values())
+        records += [(record_key(R_MEMBER, gid, mm.member_id), member_value(mm)) for mm in members]
+        records.append((record_key(R_GROUP, gid), group_epoch_value(generation, 0)))
+        records += [(record_key(R_TARGET, gid, mm.member_id), target_value(group.target_assignment[mm.member_id]))
+                    for mm in members]
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(generation)))
+        records += [(record_key(R_CURRENT, gid, mm.member_id), current_value(mm)) for mm in members]
+        return group
+
+    def complete_upgrade(self, classic: ClassicGroup) -> None:
+        """Once the heartbeat that upgrades succeeded: the parked JoinGroup / SyncGroup answers get
+        REBALANCE_IN_PROGRESS (their members rejoin the new rebalance) and the classic group's
+        tombstone goes first in the log."""
+        manager = self.c.classic
+        for cm in classic.members.values():
+            manager.complete_join_future(cm, Errors.REBALANCE_IN_PROGRESS, member_id=cm.member_id)
+            manager.complete_sync_future(cm, Errors.REBALANCE_IN_PROGRESS)
+        self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")
+
+    def schedule_upgraded_sessions(self, group_id: str, classic_members: list[ClassicGroupMember]) -> None:
+        for cm in classic_members:
+            self.m._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms)
+
+    # ================================================================ downgrade
+    def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> bool:
+        """validateOnlineDowngradeWithFencedMembers."""
+        if not group.all_members_use_classic_protocol_except(leaving):
+            return False
+        remaining = len(group.members) - len(leaving)
+        if remaining <= 0:
+            return False  # the group is empty: nothing to downgrade
+        if not downgrade_enabled(self.config):
+            self.c.emit(group.group_id, "DowngradeSkipped", reason="online downgrade is disabled")
+            return False
+        if remaining > self.config["group.max.size"]:
+            self.c.emit(group.group_id, "DowngradeSkipped",
+                        reason="its group size is greater than classic group max size")
+            return False
+        return True
+
+    def convert_to_classic_group(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], reason: str) -> None:
+        """convertToClassicGroup (the leaving members trigger it): the consumer group's tombstones,
+        a Stable classic group at the group epoch whose members keep their target assignment
+        (serialized at their subscription's version), its GroupMetadata record, session timers,
+        and a rebalance."""
+        gid = group.group_id
+        leaving_ids = {m.member_id for m in leaving}
+        classic = ClassicGroup(gid, state=STABLE, now_ms=self.now, generation_id=group.group_epoch,
+                               protocol_type=CONSUMER_PROTOCOL_TYPE)
+        for member_id in sorted(group.members, key=order_key):
+            if member_id in leaving_ids:
+                continue
+            mm = group.members[member_id]
+            classic.add(ClassicGroupMember(member_id, mm.instance_id, mm.client_id, mm.client_host,
+                                           mm.rebalance_timeout_ms, mm.classic_session_timeout_ms,
+                                           CONSUMER_PROTOCOL_TYPE, list(mm.supported_classic_protocols), None))
+        classic.protocol_name = classic.select_protocol()
+        classic.subscribed_topics = classic.compute_subscribed_topics()
+        assignments = {}
+        for cm in classic.members.values():
+            target = group.target_assignment.get(cm.member_id, {})
+            try:
+                version = assignment_version([(classic.protocol_name, cm.metadata(classic.protocol_name))])
+            except ApiError:
+                version = 0
+            cm.assignment = assignments[cm.member_id] = encode_assignment(
+                {t: sorted(p) for t, p in target.items()}, version=version)
+
+        before = self.m._state(gid)
+        for m in leaving:
+            self.c.emit(gid, "MemberLeft", memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
+                        reason=reason, memberEpoch=m.member_epoch)
+        self.c.delete_group(group, reason="downgraded online to a classic group: the last consumer-protocol "
+                                          "member left")
+        self.c.groups[gid] = classic
+        self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
+        self.c.emit(gid, "GroupCreated", groupType=CLASSIC, reason="online downgrade from a consumer group",
+                    fromState=before, generationId=classic.generation_id, members=list(classic.members))
+        self.c.ensure_expiration_timer()
+        for cm in classic.members.values():
+            self.c.classic.reschedule_session(classic, cm)
+        self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
+
+
+def classic_members(component) -> ClassicMembers:
+    from .consumer_manager import manager
+    return manager(component).classic_members
+
+
+__all__ = ["ClassicMembers", "T_JOIN", "T_SYNC", "CONSUMER", "classic_members"]
