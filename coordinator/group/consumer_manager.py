@@ -542,7 +542,7 @@ class ConsumerGroupManager:
         if self.classic_members.should_downgrade(group, members):
             for m in members:
                 self._cancel_timers(group.group_id, m.member_id)
-            self.classic_members.convert_to_classic_group(group, members, reason)
+            self.classic_members.convert_to_classic_group(group, members, event, reason)
             return
         gid = group.group_id
         records: list = []

@@ -322,7 +322,8 @@ class ClassicMembers:
             return False
         return True
 
-    def convert_to_classic_group(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], reason: str) -> None:
+    def convert_to_classic_group(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], event: str,
+                                 reason: str) -> None:
         """convertToClassicGroup (the leaving members trigger it): the consumer group's tombstones,
         a Stable classic group at the group epoch whose members keep their target assignment
         (serialized at their subscription's version), its GroupMetadata record, session timers,
@@ -352,7 +353,7 @@ class ClassicMembers:
 
         before = self.m._state(gid)
         for m in leaving:
-            self.c.emit(gid, "MemberLeft", memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
+            self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
                         reason=reason, memberEpoch=m.member_epoch)
         self.c.delete_group(group, reason="downgraded online to a classic group: the last consumer-protocol "
                                           "member left")
