@@ -509,3 +509,34 @@ def test_classic_members_reload_with_their_session_timeouts():
     timer = part.timers.get(record_key("consumer-session", GROUP, mid))
     assert timer is not None and timer.deadline_ms == c.now + SESSION
     assert base64.b64decode(c.member(mid).supported_classic_protocols[0][1])
+
+
+def test_last_static_consumer_protocol_member_replaced_by_classic_protocol_member():
+    c = client()
+    c.join("m1", ["foo"], instance_id="i1", assignor="range")
+    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2, 3, 4, 5]})
+    classic = classic_join(c, "", instance_id="i2")
+    mid = classic["memberId"]
+    release(c)
+    rejoined = classic_join(c, mid, instance_id="i2")
+    sync(c, mid, rejoined["generationId"], instance_id="i2")
+    epoch = c.group().group_epoch
+    old_target = target_of(c, "m1")
+    mark = len(c.records())
+    # A classic member with m1's instance id replaces it: the group becomes classic, no rebalance.
+    resp = classic_join(c, "", instance_id="i1")
+    new_id = resp["memberId"]
+    assert (resp["errorCode"], resp["generationId"], resp["protocolType"]) == (0, epoch, "consumer")
+    group = c.group()
+    assert group.type == "classic" and group.state == "Stable" and group.generation_id == epoch
+    assert set(group.members) == {mid, new_id}
+    assert group.members[new_id].assignment == encode_assignment(old_target)
+    keys = [k for k, _ in c.records(mark)]
+    assert keys[:3] == [record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
+                        record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
+                        record_key("ConsumerGroupMemberMetadata", GROUP, "m1")]
+    assert keys[-2:] == [record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
+    # The replacing member syncs with the classic group and gets the replaced member's partitions.
+    _, s = classic_view(c).sync(new_id, resp["generationId"], instance_id="i1")
+    assert s["errorCode"] == 0 and decode_assignment(s["assignment"]).as_dict() == old_target
+    assert timer_deadline(c, "classic-session", mid) is not None

@@ -159,11 +159,26 @@ class ClassicMembers:
         after: list = []
         reconciled = m._maybe_reconcile(group, updated, target_epoch, target, False, owned, records, after)
 
+        # 4. The last consumer-protocol member, a static one, replaced by this classic member:
+        # downgrade (validateOnlineDowngradeWithReplacedMemberId), without a rebalance.
+        replaced = group.static_member(instance_id)
+        downgrade = (replaced is not None and replaced.member_id != updated.member_id
+                     and self.should_downgrade(group, [replaced], replacing=True))
+
         # Nothing can fail any more.
         m._apply(gid, records)
         for fn in after:
             fn()
         member_id = reconciled.member_id
+        response = join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
+                                 protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
+        if downgrade:
+            for name, fields in events:
+                self.c.emit(gid, name, **fields)
+            self.convert_to_classic_group(self.c.groups[gid], [], "MemberLeft",
+                                          f"static member {replaced.member_id} was replaced by {member_id}",
+                                          rebalance=False)
+            return response
         self.p.cancel(join_timer_key(gid, member_id))
         m._schedule_session_timeout(gid, member_id, session_timeout_ms)
         self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"])
@@ -174,8 +189,7 @@ class ClassicMembers:
             self.c.emit(gid, name, **fields)
         m._emit_assignment_change(gid, updated, reconciled, is_new_member)
         m._report_state_change(gid, state_before)
-        return join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
-                             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
+        return response
 
     # ================================================================ SyncGroup
     def validate_member(self, group: ConsumerGroup, body: dict) -> ConsumerGroupMember:
@@ -306,11 +320,13 @@ class ClassicMembers:
             self.m._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms)
 
     # ================================================================ downgrade
-    def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember]) -> bool:
-        """validateOnlineDowngradeWithFencedMembers."""
+    def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember],
+                         replacing: bool = False) -> bool:
+        """validateOnlineDowngradeWithFencedMembers, or with `replacing`
+        validateOnlineDowngradeWithReplacedMemberId (a classic member takes the leaving one's place)."""
         if not group.all_members_use_classic_protocol_except(leaving):
             return False
-        remaining = len(group.members) - len(leaving)
+        remaining = len(group.members) - (0 if replacing else len(leaving))
         if remaining <= 0:
             return False  # the group is empty: nothing to downgrade
         if not downgrade_enabled(self.config):
@@ -323,11 +339,12 @@ class ClassicMembers:
         return True
 
     def convert_to_classic_group(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], event: str,
-                                 reason: str) -> None:
-        """convertToClassicGroup (the leaving members trigger it): the consumer group's tombstones,
-        a Stable classic group at the group epoch whose members keep their target assignment
+                                 reason: str, rebalance: bool = True) -> None:
+        """convertToClassicGroup: the consumer group's tombstones, a Stable classic group at the
+        group epoch whose members (all but the leaving ones) keep their target assignment
         (serialized at their subscription's version), its GroupMetadata record, session timers,
-        and a rebalance."""
+        and a rebalance when members left (not when a static member was replaced: the replacing
+        member, already in `group`, holds the replaced one's target)."""
         gid = group.group_id
         leaving_ids = {m.member_id for m in leaving}
         classic = ClassicGroup(gid, state=STABLE, now_ms=self.now, generation_id=group.group_epoch,
@@ -364,7 +381,8 @@ class ClassicMembers:
         self.c.ensure_expiration_timer()
         for cm in classic.members.values():
             self.c.classic.reschedule_session(classic, cm)
-        self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
+        if rebalance:
+            self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
 
 
 def classic_members(component) -> ClassicMembers:
