@@ -502,13 +502,17 @@ def test_no_conversion_when_size_exceeds_classic_max_group_size():
     assert c.group().type == "consumer" and len(c.group().members) == 2
 
 
-def test_classic_members_reload_with_their_session_timeouts():
+def test_classic_members_after_a_reload():
+    # onLoaded: every member's session restarts with group.consumer.session.timeout.ms; the classic
+    # member's next heartbeat restores its own; its metadata came back from the records.
     c = client()
     mid = mixed_group(c)
     part = c.rebuilt()
     timer = part.timers.get(record_key("consumer-session", GROUP, mid))
-    assert timer is not None and timer.deadline_ms == c.now + SESSION
-    assert base64.b64decode(c.member(mid).supported_classic_protocols[0][1])
+    assert timer is not None and timer.deadline_ms == c.now + c.d.config["group.consumer.session.timeout.ms"]
+    rebuilt = part.component("groups").groups[GROUP].members[mid]
+    assert rebuilt.classic_member_metadata == c.member(mid).classic_member_metadata
+    assert base64.b64decode(rebuilt.supported_classic_protocols[0][1])
 
 
 def test_last_static_consumer_protocol_member_replaced_by_classic_protocol_member():

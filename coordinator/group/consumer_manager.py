@@ -894,7 +894,9 @@ class ConsumerGroupManager:
             if not isinstance(group, ConsumerGroup):
                 continue
             for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id, member.classic_session_timeout_ms)
+                # Kafka's onLoaded: group.consumer.session.timeout.ms for every member, classic
+                # ones included (their next heartbeat restores their own).
+                self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
                                                      member.rebalance_timeout_ms)

@@ -269,9 +269,15 @@ class ClassicMembers:
     def convert_to_consumer_group(self, classic: ClassicGroup, records: list) -> ConsumerGroup:
         """ConsumerGroup.fromClassicGroup + createConsumerGroupRecords: every classic member becomes
         a Stable classic-protocol member at the generation, owning (and targeted with) the
-        assignment of that generation. The classic group's tombstone is written by the caller,
-        before these records, when the request succeeds."""
+        assignment of that generation. Parked JoinGroup / SyncGroup answers get
+        REBALANCE_IN_PROGRESS at once (as in Kafka, even if the heartbeat then fails: they rejoin).
+        The classic group's tombstone is written by the caller, before these records, when the
+        request succeeds."""
         gid = classic.group_id
+        manager = self.c.classic
+        for cm in classic.members.values():
+            manager.complete_join_future(cm, Errors.REBALANCE_IN_PROGRESS, member_id=cm.member_id)
+            manager.complete_sync_future(cm, Errors.REBALANCE_IN_PROGRESS)
         group = ConsumerGroup(gid)
         generation = classic.generation_id
         group.group_epoch = group.target_assignment_epoch = generation
@@ -306,13 +312,8 @@ class ClassicMembers:
         return group
 
     def complete_upgrade(self, classic: ClassicGroup) -> None:
-        """Once the heartbeat that upgrades succeeded: the parked JoinGroup / SyncGroup answers get
-        REBALANCE_IN_PROGRESS (their members rejoin the new rebalance) and the classic group's
-        tombstone goes first in the log."""
-        manager = self.c.classic
-        for cm in classic.members.values():
-            manager.complete_join_future(cm, Errors.REBALANCE_IN_PROGRESS, member_id=cm.member_id)
-            manager.complete_sync_future(cm, Errors.REBALANCE_IN_PROGRESS)
+        """Once the heartbeat that upgrades succeeded: the classic group's tombstone goes first in
+        the log (its timers are cancelled)."""
         self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")
 
     def schedule_upgraded_sessions(self, group_id: str, classic_members: list[ClassicGroupMember]) -> None:
