@@ -82,6 +82,16 @@ class TopicNames:
                 name = self._by_id.get(topic_id)
         return name
 
+    def topic_id(self, name: str) -> str | None:
+        """The id of topic `name` (None if the broker does not know it)."""
+        for attempt in range(2):
+            with self._lock:
+                found = next((tid for tid, n in self._by_id.items() if n == name), None)
+            if found is not None or attempt:
+                return found
+            self.refresh()
+        return None
+
     def by_name(self, assignment: Assignment) -> dict[str, list[int]]:
         return {(self.name(t) or t): sorted(p) for t, p in assignment.items() if p}
 

@@ -9,7 +9,8 @@ real broker and the real Spark job (Kafka 4.x: classic-protocol members inside c
 - downgrade: the KIP-848 member leaves, the group becomes a classic group and the classic member,
   now its leader, takes every partition in a new generation;
 - upgrade: a KIP-848 member joins a Stable classic group, which becomes a consumer group keeping
-  the classic member; the two converge to disjoint assignments.
+  the classic member; the two converge to disjoint assignments; when the classic member vanishes its
+  session expires and the KIP-848 member takes every partition.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ import pytest
 
 from client import ConsumerGroupMember, TopicNames
 from client.classic_group import STABLE, ClassicGroupMember
+from client.topic_reader import events as read_events
+from coordinator import Errors
+from coordinator.group.consumer_protocol import encode_subscription
 from tests.integration.harness import create_data_topics
 
 pytestmark = pytest.mark.integration
@@ -66,6 +70,10 @@ class Clients:
         self.job, self.ownership = job, ownership
         self.cc = job.client("migration-e2e")
         self.names = TopicNames(job.bootstrap)
+        # The KIP-848 member's callbacks run on its heartbeat thread: they compare topic ids,
+        # never going through the admin client behind TopicNames (not thread-safe).
+        self.topic_id = self.names.topic_id(TOPIC)
+        assert self.topic_id is not None
         self.made: list = []
 
     def classic(self, group: str, name: str) -> ClassicGroupMember:
@@ -80,12 +88,12 @@ class Clients:
         return m.start()
 
     def consumer(self, group: str, name: str) -> ConsumerGroupMember:
-        own, names = self.ownership, self.names
+        own, tid = self.ownership, self.topic_id
         m = ConsumerGroupMember(
             self.cc, group, [TOPIC], response_timeout_s=4,
-            on_assign=lambda a: own.assign(name, names.by_name(a).get(TOPIC, [])),
-            on_revoke=lambda a: own.release(name, names.by_name(a).get(TOPIC, [])),
-            on_lost=lambda a: own.release(name, names.by_name(a).get(TOPIC, [])))
+            on_assign=lambda a: own.assign(name, a.get(tid, ())),
+            on_revoke=lambda a: own.release(name, a.get(tid, ())),
+            on_lost=lambda a: own.release(name, a.get(tid, ())))
         self.made.append(m)
         return m.start()
 
@@ -93,7 +101,7 @@ class Clients:
         if isinstance(m, ClassicGroupMember):
             with m._cond:
                 return sorted((m.assignment or {}).get(TOPIC, [])) if m.state == STABLE else []
-        return self.names.by_name(m.owned()).get(TOPIC, [])
+        return sorted(m.owned().get(self.topic_id, ()))
 
     def group_type(self, group: str) -> str | None:
         resp = self.cc.request("ListGroups", 5, {"statesFilter": [], "typesFilter": []}, key=group, timeout=60)
@@ -131,7 +139,11 @@ def wait_split(c: Clients, group: str, members: dict, expected_type: str, timeou
         if flat == list(range(PARTITIONS)) and all(owned.values()) and c.group_type(group) == expected_type:
             return owned
         time.sleep(0.3)
-    raise AssertionError(f"no convergence in {timeout}s: owned={owned} type={c.group_type(group)}")
+    errors = {n: (m.fatal, m.error, m.fenced) for n, m in members.items() if isinstance(m, ConsumerGroupMember)}
+    history = [{k: v for k, v in e.items() if k not in ("coordinatorPartition", "groupId")}
+               for e in read_events(c.job.bootstrap, c.job.topics["events"]) if e.get("groupId") == group]
+    raise AssertionError(f"no convergence in {timeout}s: owned={owned} type={c.group_type(group)} "
+                         f"errors={errors} events={history}")
 
 
 def test_classic_member_joins_a_consumer_group_then_the_group_downgrades(clients):
@@ -147,8 +159,13 @@ def test_classic_member_joins_a_consumer_group_then_the_group_downgrades(clients
     assert g["groupState"] == "Stable"
     types = {m["memberId"]: m["memberType"] for m in g["members"]}
     assert types == {kip848.member_id: 1, classic.member_id: 0}
-    assert classic.joins_sent >= 2
     assert clients.ownership.violations == []
+    # A new classic member is first asked to rejoin with the id the coordinator gives it.
+    probe = clients.cc.request("JoinGroup", 9, {
+        "groupId": group, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 60000, "memberId": "",
+        "groupInstanceId": None, "protocolType": "consumer", "reason": None,
+        "protocols": [{"name": "range", "metadata": encode_subscription([TOPIC], version=3)}]}, key=group, timeout=60)
+    assert probe["errorCode"] == Errors.MEMBER_ID_REQUIRED.code and probe["memberId"]
 
     # Downgrade: the last consumer-protocol member leaves.
     assert kip848.stop()["memberEpoch"] == -1
@@ -168,4 +185,12 @@ def test_consumer_member_joins_a_classic_group_which_upgrades(clients):
     assert set(owned["kip848"]).isdisjoint(owned["classic"])
     g = clients.describe(group)
     assert {m["memberId"]: m["memberType"] for m in g["members"]} == {kip848.member_id: 1, classic.member_id: 0}
+    assert clients.ownership.violations == []
+
+    # The classic member vanishes: its session (10 s) expires and the KIP-848 member takes everything.
+    classic.abandon()
+    clients.ownership.release("classic", owned["classic"])
+    owned = wait_split(clients, group, {"kip848": kip848}, "consumer")
+    assert owned == {"kip848": list(range(PARTITIONS))}
+    assert [m["memberId"] for m in clients.describe(group)["members"]] == [kip848.member_id]
     assert clients.ownership.violations == []
