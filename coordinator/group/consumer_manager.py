@@ -38,11 +38,11 @@ from .admin import GROUP_AUTHORIZED_OPERATIONS
 from .apis import INT32_MIN, leave_response
 from .classic import ClassicGroup
 from .component import GroupCoordinator
-from .consumer_migration import T_JOIN, T_SYNC, ClassicMembers
 from .consumer_apis import described_group, describe_response, heartbeat_response
 from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
                              R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, join_timer_key,
                              rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key)
+from .consumer_migration import T_JOIN, T_SYNC, ClassicMembers
 from .group import CONSUMER
 
 T_SESSION = "consumer-session"
@@ -354,7 +354,7 @@ class ConsumerGroupManager:
         if group is None:
             return ConsumerGroup(group_id), None
         if create and isinstance(group, ClassicGroup) and group.is_empty():
-            return ConsumerGroup(group_id), group
+            return ConsumerGroup(group_id), group  # maybeDeleteEmptyClassicGroup
         if isinstance(group, ConsumerGroup):
             return group, None
         if create and isinstance(group, ClassicGroup):

@@ -24,8 +24,7 @@ when nothing can fail any more.
 from __future__ import annotations
 
 from ..consumer._java import order_key
-from ..consumer.heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
-                                  throw_if_static_member_is_unknown)
+from ..consumer.heartbeat import throw_if_group_is_full
 from ..consumer.member import ConsumerGroupMember, MemberState
 from ..errors import ApiError, Errors
 from ..messages import Request
@@ -36,7 +35,7 @@ from .classic_manager import canonical_b64
 from .consumer_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, ConsumerGroup,
                              join_timer_key, sync_timer_key)
 from .consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
-from .group import CLASSIC, CONSUMER
+from .group import CLASSIC
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 T_JOIN = "consumer-join"
@@ -390,5 +389,3 @@ def classic_members(component) -> ClassicMembers:
     from .consumer_manager import manager
     return manager(component).classic_members
 
-
-__all__ = ["ClassicMembers", "T_JOIN", "T_SYNC", "CONSUMER", "classic_members"]
