@@ -200,7 +200,8 @@ def test_read_model_matches_the_coordinators_and_survives_a_flush(job, client, r
         # The same model: compaction keeps each key's newest record, which each key reflects.
         assert {"groups": rm.groups(), "txns": rm.transactions(),
                 "offsets": {g: rm.offsets(g) for g in (CLASSIC, CONSUMER, SIMPLE)}} == before
-        assert "read model rebuilt from the state log" in job.log_file.read_text()
+        # One rebuild when the projector found no model at its start, one after the flush.
+        assert job.log_file.read_text().count("read model rebuilt from the state log") >= 2
     finally:
         for m in made:
             try:
