@@ -172,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if job is not None:
             job.stop()
+            progress = [line for line in job.tail(400).splitlines() if "projector progress" in line]
+            print("\n".join(["the job's projector progress lines:", *progress]) if progress else "")
         redis_server.stop()
         broker.stop(timeout=5)
         shutil.rmtree(work, ignore_errors=True)

@@ -160,6 +160,10 @@ def _records(rows) -> list[StateRecord]:
 def _source_options(cfg) -> dict:
     return {"kafka.bootstrap.servers": cfg.bootstrap, "subscribe": cfg.topics["state_log"],
             "startingOffsets": "earliest",
+            # As for the coordinator query (streaming/query.py): a consumer's idle pre-fetch must not
+            # hold up the next batch's read, here once per state-log partition (Kafka's default
+            # fetch.max.wait.ms, 500 ms; bench/projector_lag.py measured 8 s batches with it).
+            "kafka.fetch.max.wait.ms": str(int(cfg.stream["source_fetch_max_wait_ms"])),
             # Compaction leaves gaps in the offsets and may delete records before they are read:
             # expected here, the latest value of every key is still read.
             "failOnDataLoss": "false"}
