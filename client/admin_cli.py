@@ -217,6 +217,7 @@ class Context:
     @property
     def client(self) -> CoordinatorClient:
         if self._client is None:
+            _ = self.consumer  # fails within --timeout when no broker answers (the client would wait 30 s)
             self._client = CoordinatorClient(self.bootstrap, f"coordinator-admin-{uuid.uuid4().hex[:12]}",
                                              requests_topic=self.topics["requests"],
                                              responses_topic=self.topics["responses"],
@@ -269,8 +270,8 @@ class Context:
             from kafka import KafkaConsumer
             try:
                 self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                               enable_auto_commit=False, request_timeout_ms=max(int(self.timeout_s * 1000), 31000),
-                                               client_id="coordinator-admin")
+                                               enable_auto_commit=False, client_id="coordinator-admin",
+                                               bootstrap_timeout_ms=int(self.timeout_s * 1000))
             except NO_BROKER:
                 raise CommandError(f"No Kafka broker answers at {self.bootstrap}") from None
         return self._consumer
@@ -628,7 +629,7 @@ def abort_transaction(ctx: Context) -> int:
 
 
 # ============================================================================ main
-def main(argv: list[str] | None = None, out=None, err=None) -> int:
+def main(argv: list[str] | None = None, out=None, err=None, make_context=Context) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
@@ -636,7 +637,7 @@ def main(argv: list[str] | None = None, out=None, err=None) -> int:
     try:
         if ns.tool == "groups":
             check_group_args(ns)
-        ctx = Context(ns, out, err)
+        ctx = make_context(ns, out, err)
     except (UsageError, fmt.ResetError) as e:
         parser.print_usage(err)
         print(f"{parser.prog}: error: {e}", file=err)
