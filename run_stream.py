@@ -114,7 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     supervisor = Supervisor(start_query, RestartPolicy.from_config(cfg.stream), stopping=stopping,
                             on_tick=on_tick, stop_query=stop_between_batches,
                             failure_handlers=[note_failure, quarantine_missing_topics(cfg, quarantined, log)])
+    projector = None
+    if cfg.redis.get("enabled"):  # the Redis read model: a second query, supervised on its own
+        from streaming.projector import run_projector
+
+        projector = run_projector(spark, cfg, stopping)
     code = supervisor.run()
+    if projector is not None:
+        stopping.set()  # also when the coordinator query gave up
+        projector.join(timeout=60)
     status.lifecycle("stopped" if code == 0 else "failed")
     publisher.stop()
     spark.stop()

@@ -11,6 +11,25 @@ mkdir -p .cache
 need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is required but not installed" >&2; exit 1; }; }
 need "$PYTHON"; need java; need mvn
 
+# --- Redis (the read model, docs/operations.md): Debian's server, run by deploy/redis_local.py ----
+# Only the binary: the system service is neither enabled nor started (policy-rc.d refuses it).
+if ! command -v redis-server >/dev/null 2>&1; then
+  echo "setup: installing Debian's redis-server" >&2
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: redis-server is missing and there is no apt-get; install Redis >= 6 by hand" >&2; exit 1
+  fi
+  rc=/usr/sbin/policy-rc.d; had_rc=0; [ -e "$rc" ] && had_rc=1
+  [ "$had_rc" = 1 ] || { printf '#!/bin/sh\nexit 101\n' > "$rc"; chmod +x "$rc"; }
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server \
+      > .cache/apt.log 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >> .cache/apt.log 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends redis-server \
+      >> .cache/apt.log 2>&1 || { [ "$had_rc" = 1 ] || rm -f "$rc"; cat .cache/apt.log >&2; exit 1; }
+  fi
+  [ "$had_rc" = 1 ] || rm -f "$rc"
+  systemctl disable redis-server >/dev/null 2>&1 || true  # the package enables it; we run our own
+fi
+
 # --- Python packages -------------------------------------------------------------------------
 stamp=.cache/venv.stamp
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"

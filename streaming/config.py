@@ -52,7 +52,7 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark"):
+            for table in ("kafka", "topics", "stream", "spark", "redis"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix):].lower()
@@ -80,6 +80,18 @@ class StreamConfig:
     @property
     def spark(self) -> dict:
         return self.raw["spark"]
+
+    @property
+    def redis(self) -> dict:
+        return self.raw.get("redis", {"enabled": False})
+
+    @property
+    def projector_checkpoint(self) -> Path:
+        own = self.redis.get("checkpoint") or ""
+        if not own:
+            return self.checkpoint.with_name(self.checkpoint.name + ".projector")
+        p = Path(own)
+        return p if p.is_absolute() else ROOT / p
 
     @property
     def coordinator_partitions(self) -> int:

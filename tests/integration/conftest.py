@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from deploy.kafka_local import LocalKafka, free_port
+from deploy.redis_local import LocalRedis
 
 from .harness import StreamJob
 
@@ -14,6 +15,15 @@ def kafka(tmp_path_factory):
     broker.start()
     yield broker
     broker.stop(timeout=3)  # its data is thrown away; no need for a controlled shutdown
+
+
+@pytest.fixture(scope="session")
+def redis(tmp_path_factory):
+    """A real redis-server on a free port (for the read model); `.url` for clients and jobs."""
+    server = LocalRedis(tmp_path_factory.mktemp("redis"), free_port())
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,304 @@
+"""Folding state-log records into the Redis read model (pure: no Spark, no Redis I/O).
+
+The projector (streaming/projector.py) hands a `Projection` the records of a micro-batch. The
+projection loads what it needs of the touched entities from Redis (`load`: only the entities the
+records name, so a batch costs what its records cost, not what the model holds), folds the records
+in state-log order (`apply`) and returns the writes (`writes`): one list of Redis commands the
+projector sends in one MULTI/EXEC with the new state-log positions.
+
+Keys (prefix `p`, docs/operations.md *The Redis read model*):
+    p:groups, p:group:<g>, p:offsets:<g>, p:txns, p:txn:<t>, p:projector   (the read model)
+    p:aux:group:<g>   the group's records as the log last had them (GroupMetadata, or the
+                      ConsumerGroup* records per member), from which p:group:<g> is recomputed;
+                      kept in Redis so that a restarted projector needs nothing but Redis and its
+                      checkpoint.
+
+A group's state is what a coordinator loading the log would derive (Kafka's replay): a classic
+group with members is Stable, one without Empty (a rebalance in progress is not in the log); a
+consumer group's state follows Kafka's ConsumerGroup.maybeUpdateGroupState.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from coordinator.consumer._java import order_key
+from coordinator.consumer.group_state import derive_group_state, preferred_server_assignor
+from coordinator.consumer.member import ConsumerGroupMember
+from coordinator.group.consumer_protocol import SchemaError, decode_assignment, parse_subscription_topics
+from coordinator.records import parse_record_key
+from coordinator.txn.metadata import TransactionState
+
+CONSUMER_RECORDS = {"ConsumerGroupMetadata", "ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMember",
+                    "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupCurrentMemberAssignment"}
+# Member-scoped consumer records -> their field prefix in the aux hash.
+MEMBER_FIELDS = {"ConsumerGroupMemberMetadata": "member:", "ConsumerGroupCurrentMemberAssignment": "current:",
+                 "ConsumerGroupTargetAssignmentMember": "target:"}
+
+
+@dataclass(frozen=True)
+class StateRecord:
+    """One state-log record: its Kafka partition and offset, key (JSON array) and value (None: tombstone)."""
+
+    partition: int
+    offset: int
+    key: str
+    value: dict | None
+
+    @staticmethod
+    def of(partition: int, offset: int, key: str | None, value: str | bytes | None) -> "StateRecord | None":
+        """From the Kafka record; None when it is not a state record the projection can read."""
+        if key is None:
+            return None
+        try:
+            parse_record_key(key)
+            parsed = None if value is None else json.loads(value)
+        except (ValueError, TypeError):
+            return None
+        if parsed is not None and not isinstance(parsed, dict):
+            return None
+        return StateRecord(int(partition), int(offset), key, parsed)
+
+
+@dataclass
+class GroupAux:
+    """What the projection keeps of one group between batches (p:aux:group:<g>), decoded, and what
+    it needs to know of the group's offsets (whether any are left)."""
+
+    fields: dict = field(default_factory=dict)  # aux field -> decoded JSON value
+    offset_count: int = 0  # entries in p:offsets:<g> before this batch
+    offset_before: dict = field(default_factory=dict)  # touched "topic:partition" -> existed before
+    offset_now: dict = field(default_factory=dict)  # touched "topic:partition" -> exists now
+    changed: bool = False  # fields changed: the aux hash is rewritten
+
+    def offsets_left(self) -> int:
+        return self.offset_count + sum(int(now) - int(self.offset_before.get(f, False))
+                                       for f, now in self.offset_now.items())
+
+
+class Projection:
+    """The fold of one batch. Usage: `touched(records)` -> `load(...)` -> `apply` each -> `writes()`."""
+
+    def __init__(self, prefix: str = "coord", default_assignor: str | None = "uniform"):
+        self.p = prefix
+        self.default_assignor = default_assignor
+        self.groups: dict[str, GroupAux] = {}
+        self.group_offsets: dict[str, dict[str, str | None]] = {}  # group -> field -> JSON or None (deleted)
+        self.group_position: dict[str, tuple[int, int]] = {}  # group -> (partition, newest offset)
+        self.txns: dict[str, dict | None] = {}  # transactional id -> hash or None (deleted)
+        self.positions: dict[int, int] = {}  # state-log partition -> next offset
+
+    # ------------------------------------------------------------------ keys
+    def key(self, *parts) -> str:
+        return ":".join([self.p, *map(str, parts)])
+
+    # ------------------------------------------------------------------ loading
+    @staticmethod
+    def touched(records) -> tuple[set[str], dict[str, set[str]]]:
+        """The group ids the records name, and per group the offset fields they touch."""
+        groups: set[str] = set()
+        offset_fields: dict[str, set[str]] = {}
+        for r in records:
+            kind, ids = parse_record_key(r.key)
+            if kind == "GroupMetadata" or kind in CONSUMER_RECORDS:
+                groups.add(str(ids[0]))
+            elif kind == "OffsetCommit" and len(ids) == 3:
+                groups.add(str(ids[0]))
+                offset_fields.setdefault(str(ids[0]), set()).add(f"{ids[1]}:{ids[2]}")
+        return groups, offset_fields
+
+    def load_group(self, group_id: str, aux_hash: dict, offset_count: int, existing_fields: dict[str, bool]) -> None:
+        """Install a group as Redis has it: its aux hash (str -> JSON), how many offsets it has,
+        and whether each offset field this batch touches exists."""
+        self.groups[group_id] = GroupAux({k: json.loads(v) for k, v in aux_hash.items()}, int(offset_count),
+                                         dict(existing_fields))
+
+    # ------------------------------------------------------------------ folding
+    def apply(self, r: StateRecord) -> None:
+        """Fold one record (records of a partition in offset order; each partition on its own)."""
+        if r.offset < self.positions.get(r.partition, 0):
+            return  # already folded (a replayed batch): the read model holds it
+        self.positions[r.partition] = r.offset + 1
+        kind, ids = parse_record_key(r.key)
+        if kind == "TransactionLog" and ids:
+            self._txn(str(ids[0]), r)
+        elif kind == "OffsetCommit" and len(ids) == 3:
+            self._offset(str(ids[0]), str(ids[1]), int(ids[2]), r)
+        elif kind == "GroupMetadata" and ids:
+            self._group_field(str(ids[0]), "classic", r.value, r)
+        elif kind == "ConsumerGroupMetadata" and ids:
+            self._group_field(str(ids[0]), "consumer", r.value, r)
+        elif kind == "ConsumerGroupTargetAssignmentMetadata" and ids:
+            self._group_field(str(ids[0]), "targetEpoch", None if r.value is None else r.value.get("assignmentEpoch"), r)
+        elif kind in MEMBER_FIELDS and len(ids) == 2:
+            self._group_field(str(ids[0]), MEMBER_FIELDS[kind] + str(ids[1]), r.value, r)
+        # Anything else (pending transactional offsets, markers, producer-id blocks, regexes) is
+        # not in the read model: committed offsets of a transaction are re-appended as OffsetCommit.
+
+    def _aux(self, group_id: str) -> GroupAux:
+        if group_id not in self.groups:  # not loaded: a new group (tests fold without Redis)
+            self.load_group(group_id, {}, 0, {})
+        return self.groups[group_id]
+
+    def _group_field(self, group_id: str, name: str, value, r: StateRecord) -> None:
+        aux = self._aux(group_id)
+        if value is None:
+            aux.fields.pop(name, None)
+        else:
+            aux.fields[name] = value
+        aux.changed = True
+        self.group_position[group_id] = (r.partition, r.offset)
+
+    def _offset(self, group_id: str, topic: str, partition: int, r: StateRecord) -> None:
+        if r.value is not None and r.value.get("producerId", -1) >= 0:
+            return  # a pending transactional offset (older record shape): not committed
+        aux = self._aux(group_id)
+        name = f"{topic}:{partition}"
+        offsets = self.group_offsets.setdefault(group_id, {})
+        if r.value is None:
+            offsets[name] = None
+            aux.offset_now[name] = False
+        else:
+            v = r.value
+            offsets[name] = json.dumps({
+                "committedOffset": v.get("offset"), "committedLeaderEpoch": v.get("leaderEpoch", -1),
+                "metadata": v.get("metadata") or "", "commitTimestamp": v.get("commitTimestamp", -1),
+                "stateLogOffset": r.offset}, separators=(",", ":"))
+            aux.offset_now[name] = True
+        self.group_position[group_id] = (r.partition, r.offset)
+
+    def _txn(self, tid: str, r: StateRecord) -> None:
+        v = r.value
+        if v is None:
+            self.txns[tid] = None
+            return
+        try:
+            state = TransactionState.from_id(v["transactionStatus"]).state_name
+        except Exception:  # noqa: BLE001 - a state id from a newer version: shown as is
+            state = str(v.get("transactionStatus"))
+        partitions = [{"topic": e["topic"], "partitions": list(e["partitionIds"])}
+                      for e in (v.get("transactionPartitions") or [])]
+        self.txns[tid] = {
+            "transactionalId": tid, "state": state, "producerId": v.get("producerId", -1),
+            "producerEpoch": v.get("producerEpoch", -1), "timeoutMs": v.get("transactionTimeoutMs", -1),
+            "partitions": json.dumps(partitions, separators=(",", ":")),
+            "startTimestamp": v.get("transactionStartTimestampMs", -1),
+            "lastUpdateTimestamp": v.get("transactionLastUpdateTimestampMs", -1),
+            "coordinatorPartition": r.partition, "stateLogPartition": r.partition, "stateLogOffset": r.offset}
+
+    # ------------------------------------------------------------------ the group hash
+    def group_hash(self, group_id: str) -> dict | None:
+        """p:group:<g> for a touched group as the fold leaves it; None when the group is gone."""
+        aux = self.groups[group_id]
+        partition, offset = self.group_position[group_id]
+        f = aux.fields
+        base = {"groupId": group_id, "coordinatorPartition": partition, "stateLogPartition": partition,
+                "stateLogOffset": offset}
+        if "consumer" in f or any(k.startswith(("member:", "current:")) for k in f):
+            return {**base, **self._consumer_group(f)}
+        if "classic" in f:
+            return {**base, **classic_group(f["classic"])}
+        if aux.offsets_left() > 0:  # offsets without a group: a simple group, as a loading coordinator makes one
+            return {**base, "type": "classic", "state": "Empty", "protocolType": "", "generation": 0,
+                    "members": "[]"}
+        return None
+
+    def _consumer_group(self, f: dict) -> dict:
+        member_ids = sorted({k.split(":", 1)[1] for k in f if k.startswith(("member:", "current:"))}, key=order_key)
+        models, members = [], []
+        for m in member_ids:
+            model = (ConsumerGroupMember(m).with_metadata_value(f.get("member:" + m) or {})
+                     .with_assignment_value(f.get("current:" + m) or {}))
+            models.append(model)
+            members.append({
+                "memberId": m, "groupInstanceId": model.instance_id, "rackId": model.rack_id,
+                "clientId": model.client_id, "clientHost": model.client_host, "memberEpoch": model.member_epoch,
+                "memberState": model.state.name,
+                "subscribedTopicNames": sorted(model.subscribed_topic_names, key=order_key),
+                "subscribedTopicRegex": model.subscribed_topic_regex or "",
+                "assignment": topic_partitions((f.get("current:" + m) or {}).get("assignedPartitions")),
+                "targetAssignment": topic_partitions((f.get("target:" + m) or {}).get("topicPartitions"))})
+        group_epoch = (f.get("consumer") or {}).get("epoch", 0)
+        target_epoch = f.get("targetEpoch", 0) or 0
+        state = derive_group_state(models, group_epoch, target_epoch)
+        return {"type": "consumer", "state": str(state), "protocolType": "consumer",
+                "protocol": preferred_server_assignor(models, self.default_assignor),
+                "generation": group_epoch, "assignmentEpoch": target_epoch,
+                "members": json.dumps(members, separators=(",", ":"))}
+
+    # ------------------------------------------------------------------ output
+    def writes(self, now_ms: int) -> list[tuple]:
+        """The Redis commands of this fold, in order: (command, *args)."""
+        out: list[tuple] = []
+        for g, aux in self.groups.items():
+            if g not in self.group_position:
+                continue  # loaded but not changed (e.g. only a pending transactional offset)
+            for name, value in self.group_offsets.get(g, {}).items():
+                out.append(("HDEL", self.key("offsets", g), name) if value is None
+                           else ("HSET", self.key("offsets", g), name, value))
+            h = self.group_hash(g)
+            out.append(("DEL", self.key("group", g)))
+            if aux.changed:
+                out.append(("DEL", self.key("aux", "group", g)))
+                if aux.fields:
+                    out.append(("HSET", self.key("aux", "group", g), *_flat(
+                        {k: json.dumps(v, separators=(",", ":")) for k, v in aux.fields.items()})))
+            if h is None:
+                out.append(("SREM", self.key("groups"), g))
+            else:
+                out.append(("HSET", self.key("group", g), *_flat(h)))
+                out.append(("SADD", self.key("groups"), g))
+        for t, h in self.txns.items():
+            out.append(("DEL", self.key("txn", t)))
+            if h is None:
+                out.append(("SREM", self.key("txns"), t))
+            else:
+                out.append(("HSET", self.key("txn", t), *_flat(h)))
+                out.append(("SADD", self.key("txns"), t))
+        if self.positions:
+            out.append(("HSET", self.key("projector"), *_flat(
+                {**{f"offset:{p}": o for p, o in sorted(self.positions.items())}, "updatedAt": now_ms})))
+        return out
+
+
+def classic_group(v: dict) -> dict:
+    """The group hash fields of a classic group from its GroupMetadata value (Kafka's load: Stable
+    with members, Empty without)."""
+    consumer_protocol = v.get("protocolType") == "consumer"
+    members = []
+    for m in v.get("members") or []:
+        member = {"memberId": m.get("memberId"), "groupInstanceId": m.get("groupInstanceId"),
+                  "clientId": m.get("clientId"), "clientHost": m.get("clientHost")}
+        if consumer_protocol:  # the embedded protocol is readable: show topics and partitions
+            try:
+                member["subscribedTopicNames"] = parse_subscription_topics(m.get("subscription") or "")
+            except (SchemaError, ValueError):
+                member["subscribedTopicNames"] = None
+            try:
+                member["assignment"] = topic_partitions(decode_assignment(m.get("assignment") or "").as_dict())
+            except (SchemaError, ValueError):
+                member["assignment"] = None
+        members.append(member)
+    out = {"type": "classic", "state": "Stable" if members else "Empty",
+           "protocolType": v.get("protocolType") or "", "generation": v.get("generation", 0),
+           "members": json.dumps(members, separators=(",", ":"))}
+    if v.get("protocol") is not None:
+        out["protocol"] = v["protocol"]
+    if v.get("leader") is not None:
+        out["leader"] = v["leader"]
+    return out
+
+
+def topic_partitions(assignment: dict | None) -> list[dict]:
+    """{topic: [partitions]} -> [{"topic", "partitions"}] (topics in Java order, partitions sorted)."""
+    return [{"topic": t, "partitions": sorted(assignment[t])}
+            for t in sorted(assignment or {}, key=order_key) if assignment[t]]
+
+
+def _flat(mapping: dict) -> list:
+    out: list = []
+    for k, v in mapping.items():
+        if v is None:
+            continue
+        out += [k, v]
+    return out
