@@ -202,6 +202,8 @@ class Context:
         redis_cfg = cfg.raw.get("redis", {})
         self.redis_url = ns.redis or redis_cfg.get("url", DEFAULT_REDIS_URL)
         self.redis_prefix = ns.redis_prefix or redis_cfg.get("prefix", DEFAULT_REDIS_PREFIX)
+        # A service configured without the read model has none to read (unless --redis names one).
+        self.use_redis = not ns.no_redis and bool(ns.redis or redis_cfg.get("enabled", True))
         self.timeout_s = max(1.0, ns.timeout / 1000)
         self._client = None
         self._consumer = None
@@ -238,7 +240,7 @@ class Context:
         return self._reads
 
     def _redis_reads(self) -> RedisReads | None:
-        if self.ns.no_redis:
+        if not self.use_redis:
             return None
         try:
             from .read_model import ReadModel, ReadModelUnavailable
