@@ -93,30 +93,29 @@ class ServiceReads:
                 for g in self.admin.list_groups()]
 
     def describe_groups(self, group_ids: list[str]) -> dict[str, dict | None]:
-        """As Kafka's admin client: ConsumerGroupDescribe first; a group that is not a consumer
-        group is described with DescribeGroups. None for a group that does not exist."""
+        """As Kafka's admin client: a group ConsumerGroupDescribe does not know as a consumer group
+        is described with DescribeGroups (both are sent at once: one round trip). None for a
+        group that does not exist."""
+        ids = list(dict.fromkeys(group_ids))
+        consumer = [(g, self.client.send("ConsumerGroupDescribe", DESCRIBE_CONSUMER_VERSION,
+                                         {"groupIds": [g], "includeAuthorizedOperations": False}, key=g))
+                    for g in ids]
+        classic = self.admin.describe_groups(ids) if ids else {}
         out: dict[str, dict | None] = {}
-        pending = []
-        for g in dict.fromkeys(group_ids):
-            pending.append((g, self.client.send("ConsumerGroupDescribe", DESCRIBE_CONSUMER_VERSION,
-                                                {"groupIds": [g], "includeAuthorizedOperations": False}, key=g)))
-        classic = []
-        for g, cid in pending:
+        for g, cid in consumer:
             d = self.client.wait(cid, self.timeout)["response"]["groups"][0]
             if d["errorCode"] == Errors.NONE.code:
                 out[g] = self._consumer_group(d)
-            elif d["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code:
-                classic.append(g)
-            else:
+                continue
+            if d["errorCode"] != Errors.GROUP_ID_NOT_FOUND.code:
                 raise ServiceError(f"ConsumerGroupDescribe {g}: {Errors.for_code(d['errorCode']).name}")
-        if classic:
-            for g, d in self.admin.describe_groups(classic).items():
-                if d["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code or d["groupState"] == "Dead":
-                    out[g] = None
-                elif d["errorCode"] != Errors.NONE.code:
-                    raise ServiceError(f"DescribeGroups {g}: {Errors.for_code(d['errorCode']).name}")
-                else:
-                    out[g] = self._classic_group(d)
+            c = classic[g]
+            if c["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code or c["groupState"] == "Dead":
+                out[g] = None
+            elif c["errorCode"] != Errors.NONE.code:
+                raise ServiceError(f"DescribeGroups {g}: {Errors.for_code(c['errorCode']).name}")
+            else:
+                out[g] = self._classic_group(c)
         return {g: out.get(g) for g in group_ids}
 
     def _consumer_group(self, d: dict) -> dict:
