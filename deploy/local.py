@@ -1,10 +1,11 @@
-"""The embedded local setup: a broker on 127.0.0.1, the topics, then the stream in the foreground.
+"""The embedded local setup: a broker and Redis on 127.0.0.1, the topics, then the stream in the foreground.
 
-    python -m deploy.local [--config override.toml] [other run_stream.py options]
+    python -m deploy.local [--config override.toml] [--no-redis] [other run_stream.py options]
 
 Called by deploy/run-local.sh after deploy/setup.sh. The broker is started only when the
-configured bootstrap address is local; it keeps running after the stream stops
-(deploy/stop-local.sh stops it).
+configured bootstrap address is local, Redis (for the read model, `[redis]`) only when it is
+enabled and its url is local; both keep running after the stream stops (deploy/stop-local.sh
+stops them). --no-redis runs the stream without the read model.
 """
 from __future__ import annotations
 
@@ -12,15 +13,21 @@ import argparse
 import os
 import sys
 import time
+from urllib.parse import urlparse
 
 from deploy.kafka_local import ROOT, LocalKafka
+from deploy.redis_local import LocalRedis
 from streaming.config import StreamConfig
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--config")
+    ap.add_argument("--no-redis", action="store_true")
     known, _ = ap.parse_known_args(argv)
+    argv = [a for a in argv if a != "--no-redis"]
+    if known.no_redis:
+        os.environ["COORD_REDIS_ENABLED"] = "false"  # the stream runs without the projector
     t0 = time.monotonic()
     cfg = StreamConfig.load(known.config)
     host, _, port = cfg.bootstrap.split(",")[0].rpartition(":")
@@ -29,6 +36,11 @@ def main(argv: list[str]) -> int:
         data = ROOT / ".run" / ("kafka" if int(port) == 9092 else f"kafka-{port}")
         broker = LocalKafka(data, int(port)).launch()
         print(f"Kafka broker starting at {broker.bootstrap} (log: {broker.logfile})", flush=True)
+    redis_url = urlparse(cfg.redis.get("url", ""))
+    if cfg.redis.get("enabled") and not known.no_redis and redis_url.hostname in ("127.0.0.1", "localhost"):
+        port = redis_url.port or 6379
+        server = LocalRedis(ROOT / ".run" / ("redis" if port == 6379 else f"redis-{port}"), port).start()
+        print(f"Redis up at {server.url} for the read model (log: {server.logfile})", flush=True)
     print(f"starting the coordinator stream ({time.monotonic() - t0:.1f} s); it creates its topics once the "
           f"broker answers and logs READY when it answers requests", flush=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -6,7 +6,8 @@
 #                                                                        started here, for a try-out
 # The cluster's machines each need this repository set up (deploy/setup.sh) at the same path,
 # and the checkpoint ([stream] checkpoint) must be on storage all of them share. Kafka and the
-# topics must exist (deploy/topics.py creates the topics).
+# topics must exist (deploy/topics.py creates the topics), and so must the read model's Redis ([redis]
+# url, reached from the driver; `python -m deploy.redis_local start`), or set [redis] enabled = false.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

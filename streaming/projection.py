@@ -1,10 +1,10 @@
 """Folding state-log records into the Redis read model (pure: no Spark, no Redis I/O).
 
-The projector (streaming/projector.py) hands a `Projection` the records of a micro-batch. The
-projection loads what it needs of the touched entities from Redis (`load`: only the entities the
-records name, so a batch costs what its records cost, not what the model holds), folds the records
-in state-log order (`apply`) and returns the writes (`writes`): one list of Redis commands the
-projector sends in one MULTI/EXEC with the new state-log positions.
+The projector (streaming/projector.py) reads from Redis what the fold needs of the entities a
+micro-batch's records name, and only those (`Projection.load_group`): a batch costs what its records
+cost, not what the model holds. The `Projection` folds the records in state-log order (`apply`) and
+returns the writes (`writes`): Redis commands the projector sends in one MULTI/EXEC with the new
+state-log positions.
 
 Keys (prefix `p`, docs/operations.md *The Redis read model*):
     p:groups, p:group:<g>, p:offsets:<g>, p:txns, p:txn:<t>, p:projector   (the read model)
@@ -20,6 +20,7 @@ consumer group's state follows Kafka's ConsumerGroup.maybeUpdateGroupState.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 
 from coordinator.consumer._java import order_key
@@ -29,6 +30,7 @@ from coordinator.group.consumer_protocol import SchemaError, decode_assignment, 
 from coordinator.records import parse_record_key
 from coordinator.txn.metadata import TransactionState
 
+log = logging.getLogger("projector")
 CONSUMER_RECORDS = {"ConsumerGroupMetadata", "ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMember",
                     "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupCurrentMemberAssignment"}
 # Member-scoped consumer records -> their field prefix in the aux hash.
@@ -51,9 +53,11 @@ class StateRecord:
         if key is None:
             return None
         try:
-            parse_record_key(key)
+            kind, _ = parse_record_key(key)
             parsed = None if value is None else json.loads(value)
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, IndexError, KeyError):
+            return None
+        if not isinstance(kind, str):
             return None
         if parsed is not None and not isinstance(parsed, dict):
             return None
@@ -77,7 +81,8 @@ class GroupAux:
 
 
 class Projection:
-    """The fold of one batch. Usage: `touched(records)` -> `load(...)` -> `apply` each -> `writes()`."""
+    """The fold of one batch. Usage: `touched(records)` -> `load_group` each (what Redis has of
+    them; groups not loaded start empty) -> `apply` each record -> `writes()`."""
 
     def __init__(self, prefix: str = "coord", default_assignor: str | None = "uniform"):
         self.p = prefix
@@ -100,6 +105,8 @@ class Projection:
         offset_fields: dict[str, set[str]] = {}
         for r in records:
             kind, ids = parse_record_key(r.key)
+            if not ids:
+                continue
             if kind == "GroupMetadata" or kind in CONSUMER_RECORDS:
                 groups.add(str(ids[0]))
             elif kind == "OffsetCommit" and len(ids) == 3:
@@ -119,6 +126,15 @@ class Projection:
         if r.offset < self.positions.get(r.partition, 0):
             return  # already folded (a replayed batch): the read model holds it
         self.positions[r.partition] = r.offset + 1
+        try:
+            self._fold(r)
+        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            # Only the service writes the state log, so this is a bug or a newer record shape: the
+            # record is left out (and said so) rather than stopping the read model for good.
+            log.warning("state-log record %s at %d/%d left out of the read model: %r", r.key[:200],
+                        r.partition, r.offset, e)
+
+    def _fold(self, r: StateRecord) -> None:
         kind, ids = parse_record_key(r.key)
         if kind == "TransactionLog" and ids:
             self._txn(str(ids[0]), r)

@@ -29,6 +29,7 @@ from .projection import Projection, StateRecord
 
 log = logging.getLogger("projector")
 MAX_WATCH_RETRIES = 20
+SCHEDULER_POOL = "read-model"
 
 
 class RedisProjector:
@@ -43,13 +44,26 @@ class RedisProjector:
         self.lock = threading.Lock()  # batches and the idle check run in different driver threads
         self.projector_key = f"{prefix}:projector"
         self.rebuilds = 0
+        self.batches: list[tuple[int, float]] = []  # (records, seconds in Redis and the fold) since the last report
 
     # ------------------------------------------------------------------ entry points
     def on_batch(self, records: list[StateRecord]) -> None:
         with self.lock:
+            t0 = time.monotonic()
             if not self.redis.exists(self.projector_key):
                 self._rebuild("the read model is empty")
             self._apply(records)
+            self.batches.append((len(records), time.monotonic() - t0))
+
+    def report(self) -> str | None:
+        """A line on the batches since the last report (None without any)."""
+        with self.lock:
+            done, self.batches = self.batches, []
+        if not done:
+            return None
+        seconds = sorted(s for _, s in done)
+        return (f"{len(done)} batches, {sum(n for n, _ in done)} state-log records, fold and Redis ms per "
+                f"batch p50 {seconds[len(seconds) // 2] * 1000:.0f} max {seconds[-1] * 1000:.0f}")
 
     def check_idle(self) -> None:
         """Between batches: rebuild if the read model is gone."""
@@ -161,7 +175,7 @@ def make_projector(spark, cfg) -> RedisProjector:
                 reader = reader.option(k, v)
         df = reader.option("endingOffsets", "latest").option("failOnDataLoss", "false").load()
         return _records(df.selectExpr("partition", "offset", "cast(key as string) as key",
-                                      "cast(value as string) as value").collect())
+                                      "cast(value as string) as value").coalesce(1).collect())
 
     assignors = cfg.coordinator_config()["group.consumer.assignors"]
     return RedisProjector(cfg.redis["url"], cfg.redis["prefix"], assignors[0] if assignors else None,
@@ -176,12 +190,22 @@ def start_projector(spark, cfg, projector: RedisProjector, query_name: str = "re
                                     "cast(value as string) as value")
 
     def fold(batch_df, batch_id: int) -> None:
-        projector.on_batch(_records(batch_df.collect()))
+        # One task reads every state-log partition's range (one per coordinator partition, 50 by
+        # default): the projector then holds at most one of the executors' slots at a time.
+        projector.on_batch(_records(batch_df.coalesce(1).collect()))
 
-    return (rows.writeStream.foreachBatch(fold).queryName(query_name)
-            .option("checkpointLocation", str(cfg.projector_checkpoint))
-            .trigger(processingTime=cfg.redis.get("trigger_interval", "500 milliseconds"))
-            .start())
+    # Its jobs run in a scheduler pool of their own (FAIR mode, streaming/session.py): they share
+    # the slots with the coordinator query's jobs instead of queueing behind them or ahead of them.
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.scheduler.pool")
+    sc.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOL)
+    try:
+        return (rows.writeStream.foreachBatch(fold).queryName(query_name)
+                .option("checkpointLocation", str(cfg.projector_checkpoint))
+                .trigger(processingTime=cfg.redis.get("trigger_interval", "500 milliseconds"))
+                .start())
+    finally:
+        sc.setLocalProperty("spark.scheduler.pool", previous)
 
 
 def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
@@ -198,8 +222,16 @@ def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
         return query
 
     failing = [False]
+    last_report = [time.monotonic()]
 
-    def tick(_query) -> None:
+    def tick(query) -> None:
+        if time.monotonic() - last_report[0] >= 60:
+            last_report[0] = time.monotonic()
+            line = projector.report()
+            if line:
+                durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress[-20:])
+                log.info("projector progress: %s; last %d Spark batches ms p50 %d max %d", line, len(durations),
+                         durations[len(durations) // 2] if durations else 0, durations[-1] if durations else 0)
         try:
             projector.check_idle()
             failing[0] = False

@@ -62,6 +62,10 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         # the driver's class path because Hadoop resolves file systems with its own loader.
         builder = (builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS)
                    .config("spark.driver.extraClassPath", str(OWN_JAR)))
+    if cfg.raw.get("redis", {}).get("enabled"):
+        # The read-model projector runs its jobs in a pool of its own (streaming/projector.py):
+        # pools share the executors' slots, so neither query's jobs wait for all of the other's.
+        builder = builder.config("spark.scheduler.mode", "FAIR")
     for key, value in spark.get("conf", {}).items():
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()

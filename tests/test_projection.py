@@ -261,3 +261,13 @@ def test_records_it_cannot_read_are_skipped_but_counted():
     proj.apply(StateRecord.of(3, 10, '["ProducerIdBlock",3]', '{"type":"ProducerIdBlock"}'))
     assert proj.positions == {3: 11}
     assert proj.writes(5) == [("HSET", "p:projector", "offset:3", 11, "updatedAt", 5)]
+
+
+def test_a_record_of_an_unexpected_shape_is_left_out_not_fatal():
+    proj = Projection("p")
+    proj.apply(StateRecord.of(1, 0, '["OffsetCommit","g","t","not-a-partition"]', '{"offset": 1}'))
+    proj.apply(StateRecord.of(1, 1, '["OffsetCommit","g","t",0]', '{"offset": 4, "commitTimestamp": 9}'))
+    assert proj.positions == {1: 2}
+    assert ("HSET", "p:offsets:g", "t:0", json.dumps({"committedOffset": 4, "committedLeaderEpoch": -1,
+                                                        "metadata": "", "commitTimestamp": 9, "stateLogOffset": 1},
+                                                       separators=(",", ":"))) in proj.writes(0)
