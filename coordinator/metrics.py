@@ -131,9 +131,9 @@ class Metrics:
         for record in out.records:
             self._on_record(record)
         for api, time_ms in out.applied:
-            self._add("coordinator_requests_total", api=api)
+            self._add("requests_total", api=api)
             wait = max(0, batch_time_ms - time_ms)
-            self._add("coordinator_request_queue_time_ms_sum", wait, api=api)
+            self._add("request_queue_time_ms_sum", wait, api=api)
             if api in HEARTBEAT_APIS:
                 self._observe("group_heartbeat_latency_ms", wait, api=api)
         self._settle_consumer_rebalances()

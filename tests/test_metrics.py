@@ -61,7 +61,7 @@ def test_a_classic_group_forming_rebalancing_and_emptying():
     assert duration["count"] == 1 and duration["sum"] == d.config["group.initial.rebalance.delay.ms"]
     assert duration["buckets"][BUCKETS_MS.index(5000)] == 1
     assert c.heartbeat(join["memberId"], join["generationId"])["errorCode"] == 0
-    assert counter(d, "coordinator_requests_total", api="Heartbeat") == 1
+    assert counter(d, "requests_total", api="Heartbeat") == 1
     assert hist(d, "group_heartbeat_latency_ms", api="Heartbeat")["count"] == 1
     # The only member leaves: the group rebalances and ends Empty without reaching Stable.
     assert c.leave({"memberId": join["memberId"]})["errorCode"] == 0
@@ -127,7 +127,7 @@ def test_a_consumer_group_forms_and_rebalances_when_a_member_joins_and_leaves():
     assert gauge(d, "consumer_group_count", state="Stable") + gauge(d, "consumer_group_count", state="Reconciling") == 1
     assert c.heartbeat(r2["memberId"], -1)["errorCode"] == 0  # leaves
     assert counter(d, "group_member_left_total", protocol="consumer", reason="left") == 1
-    assert counter(d, "coordinator_requests_total", api="ConsumerGroupHeartbeat") == 3
+    assert counter(d, "requests_total", api="ConsumerGroupHeartbeat") == 3
     assert live_gauges(d) == scanned_gauges(d)
 
 
@@ -230,8 +230,8 @@ def test_a_state_without_metrics_loads_and_is_counted_once():
     part, out = run_batch(lambda: CoordinatorPartition(d.partition_id, d.config, chunks=old), recs, d.now)
     assert out.metrics["seq"] == 1
     assert {k: v for k, v in out.metrics["gauges"].items() if v} == before
-    assert out.metrics["counters"] == {series("coordinator_requests_total", api="ListGroups"): 1,
-                                       series("coordinator_request_queue_time_ms_sum", api="ListGroups"): 0}
+    assert out.metrics["counters"] == {series("requests_total", api="ListGroups"): 1,
+                                       series("request_queue_time_ms_sum", api="ListGroups"): 0}
     # A whole-snapshot state (formats 1 and 2) without metrics loads too.
     snap = d.partition.to_json()
     del snap["components"]["metrics"]

@@ -50,7 +50,7 @@ class StreamJob:
             "kafka": {"bootstrap_servers": bootstrap},
             "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}"
                        for name in ("requests", "responses", "events", "state_log", "internal",
-                                    "dead_letters")},
+                                    "dead_letters", "metrics")},
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},
