@@ -47,7 +47,7 @@ def test_the_newest_record_of_each_partition_is_summed_and_a_replay_counts_once(
     assert m[("kafka_coordinator_group_rebalance_duration_ms_bucket", (("le", "+Inf"), ("protocol", "classic")))] == 3
     assert m[("kafka_coordinator_group_rebalance_duration_ms_sum", (("protocol", "classic"),))] == 3240
     assert m[("kafka_coordinator_request_queue_time_ms_count", (("api", "Heartbeat"),))] == 3
-    assert m[("kafka_request_queue_time_ms_sum", (("api", "Heartbeat"),))] == 30
+    assert m[("kafka_coordinator_request_queue_time_ms_sum", (("api", "Heartbeat"),))] == 30
     assert m[("kafka_coordinator_state_bytes", (("partition", "1"),))] == 102
     assert m[("kafka_coordinator_partitions_reporting", ())] == 2
     # Wall-clock measurements of the records seen first (the replay's are not added).
