@@ -126,7 +126,9 @@ class Metrics:
         data = self.data
         gauges_from_scan = not self._initialized
         self._groups_touched: dict[str, str] = {}
-        for event in out.events:
+        self._protocols = self._event_protocols(out.events)
+        for i, event in enumerate(out.events):
+            self._event_index = i
             self._on_event(event.body, gauges_from_scan)
         for record in out.records:
             self._on_record(record)
@@ -147,14 +149,42 @@ class Metrics:
                                for k, v in data["histograms"].items()}}
 
     # ---------------------------------------------------------------- events
+    def _event_protocols(self, events) -> list[str | None]:
+        """The group type each group event is about. MemberJoined and MemberLeft do not say: they
+        take the type of the next event of their group that does (in the same handler: a state
+        change, a deletion), else of the previous one, else the group's."""
+        hints = [None] * len(events)
+        for i, e in enumerate(events):
+            body = e.body
+            if "groupId" in body:
+                hints[i] = body.get("groupType") or _TYPE_OF_EVENT.get(body.get("event"))
+        out: list[str | None] = [None] * len(events)
+        following: dict[str, str] = {}
+        for i in range(len(events) - 1, -1, -1):
+            gid = events[i].body.get("groupId")
+            if gid is None:
+                continue
+            if hints[i] is not None:
+                following[gid] = hints[i]
+            out[i] = hints[i] or following.get(gid)
+        preceding: dict[str, str] = {}
+        for i, e in enumerate(events):
+            gid = e.body.get("groupId")
+            if gid is None:
+                continue
+            if out[i] is None:
+                out[i] = preceding.get(gid)
+            if out[i] is not None:
+                preceding[gid] = out[i]
+        return out
+
     def _protocol(self, group_id: str, body: dict) -> str:
-        if body.get("groupType"):
-            self._groups_touched[group_id] = body["groupType"]
-            return body["groupType"]
-        group = self.p.component("groups").groups.get(group_id)
-        if group is not None:
-            return group.type
-        return self._groups_touched.get(group_id, "classic")
+        protocol = self._protocols[self._event_index]
+        if protocol is None:
+            group = self.p.component("groups").groups.get(group_id)
+            protocol = group.type if group is not None else "classic"
+        self._groups_touched[group_id] = protocol
+        return protocol
 
     def _on_event(self, e: dict, gauges_from_scan: bool) -> None:
         name = e.get("event")
@@ -327,6 +357,11 @@ class Metrics:
         for state in TXN_OPEN_STATES:
             gauges.setdefault(series("txn_count", state=state), 0)
 
+
+# The group type of events that only one type emits.
+_TYPE_OF_EVENT = {"GroupEpochBumped": "consumer", "MemberAssignmentChanged": "consumer", "MemberFenced": "consumer",
+                  "RebalanceStarted": "classic", "RebalanceCompleted": "classic", "JoinCompleted": "classic",
+                  "MembersRemoved": "classic", "MemberSessionExpired": "classic", "StaticMemberReplaced": "classic"}
 
 _EVENT_HANDLERS = {
     "GroupCreated": Metrics._group_created,

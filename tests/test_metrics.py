@@ -141,6 +141,23 @@ def test_a_consumer_member_fenced_by_its_session_timeout():
     assert live_gauges(d) == scanned_gauges(d)
 
 
+def test_a_member_fenced_in_the_batch_that_deletes_its_group_is_counted_for_its_group_type():
+    c = ConsumerGroupTestClient(topics={"foo": 2}, **{
+        "offsets.retention.check.interval.ms": 2000, "coordinator.timer.grace.ms": 1000,
+        "group.consumer.session.timeout.ms": 8000, "group.consumer.min.session.timeout.ms": 8000,
+        "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 500})
+    d = c.d
+    assert c.join("m1", ["foo"])["errorCode"] == 0
+    for _ in range(12):  # the session expires, and the expiry check deletes the Empty group at once
+        c.sleep(1000)
+    names = [e["event"] for e in c.events()]
+    assert names[-4:] == ["MemberFenced", "GroupEpochBumped", "GroupStateChanged", "GroupDeleted"]
+    assert counter(d, "group_member_left_total", protocol="consumer", reason="expired") == 1
+    assert counter(d, "group_member_left_total", protocol="classic", reason="expired") == 0
+    assert counter(d, "group_deleted_total", protocol="consumer") == 1
+    assert live_gauges(d) == scanned_gauges(d) == {}
+
+
 # ====================================================================== transactions
 def test_transactions_commit_abort_and_timeout():
     d = driver()
