@@ -77,13 +77,16 @@ class Metrics:
         return self._data
 
     def rest_json(self):
-        return UNCHANGED if self._data is None else self._data
+        # Only a batch that counted writes the chunk: a state not yet counted stays without one.
+        return UNCHANGED if self._data is None or not self._initialized else self._data
 
     def chunk_maps(self) -> tuple:
         return (self.rebalances,)
 
     def to_json(self) -> dict:  # formats 1 and 2 (whole snapshots)
-        return {"data": self.data, "rebalances": {k: self.rebalances[k] for k in self.rebalances}}
+        data = self.data
+        return {"data": data if self._initialized else None,  # None: still to be counted
+                "rebalances": {k: self.rebalances[k] for k in self.rebalances}}
 
     def load_json(self, data: dict) -> None:
         self._data = data.get("data") or None

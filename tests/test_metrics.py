@@ -12,7 +12,7 @@ from coordinator.chunks import OverlaySource
 from coordinator.metrics import BUCKETS_MS, series
 from coordinator.runtime import component_chunk
 from tests.consumer_group_helpers import ConsumerGroupTestClient
-from tests.group_helpers import GroupTestClient, b64, join_and_rebalance
+from tests.group_helpers import GroupTestClient, b64, join_and_rebalance, protocols
 from tests.txn_helpers import Producer, driver
 
 
@@ -156,6 +156,30 @@ def test_a_member_fenced_in_the_batch_that_deletes_its_group_is_counted_for_its_
     assert counter(d, "group_member_left_total", protocol="classic", reason="expired") == 0
     assert counter(d, "group_deleted_total", protocol="consumer") == 1
     assert live_gauges(d) == scanned_gauges(d) == {}
+
+
+def test_conversions_between_classic_and_consumer_groups_move_the_gauges():
+    c = ConsumerGroupTestClient(topics={"foo": 2})
+    d = c.d
+    _, raw = d.envelope("OffsetCommit", 9, {
+        "groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+        "topics": [{"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": 1,
+                                                   "committedLeaderEpoch": -1, "committedMetadata": ""}]}]})
+    d.send_raw(raw, key=c.group_id)  # a simple (classic) group with an offset
+    assert live_gauges(d) == {series("group_count", protocol="classic"): 1,
+                              series("classic_group_count", state="Empty"): 1}
+    assert c.join("m1", ["foo"])["errorCode"] == 0 and c.group().type == "consumer"  # upgraded
+    assert live_gauges(d) == scanned_gauges(d) == {series("group_count", protocol="consumer"): 1,
+                                                   series("consumer_group_count", state="Stable"): 1}
+    assert counter(d, "group_deleted_total", protocol="classic") == 1
+    assert c.heartbeat("m1", -1)["errorCode"] == 0
+    _, raw = d.envelope("JoinGroup", 9, {"groupId": c.group_id, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 5000,
+                                         "memberId": "", "protocolType": "consumer", "protocols": protocols("range"),
+                                         "groupInstanceId": None, "reason": None})
+    d.send_raw(raw, key=c.group_id)  # the empty consumer group is converted back to a classic one
+    assert c.group().type == "classic"
+    assert live_gauges(d) == scanned_gauges(d) == {series("group_count", protocol="classic"): 1,
+                                                   series("classic_group_count", state="Empty"): 1}
 
 
 # ====================================================================== transactions
