@@ -129,6 +129,7 @@ class Metrics:
         data = self.data
         gauges_from_scan = not self._initialized
         self._groups_touched: dict[str, str] = {}
+        self._last_event_ms: dict[str, int] = {}
         self._protocols = self._event_protocols(out.events)
         for i, event in enumerate(out.events):
             self._event_index = i
@@ -187,6 +188,7 @@ class Metrics:
             group = self.p.component("groups").groups.get(group_id)
             protocol = group.type if group is not None else "classic"
         self._groups_touched[group_id] = protocol
+        self._last_event_ms[group_id] = body["timeMs"]
         return protocol
 
     def _on_event(self, e: dict, gauges_from_scan: bool) -> None:
@@ -260,6 +262,7 @@ class Metrics:
         if gid not in self.rebalances:
             self.rebalances[gid] = {"startMs": e["timeMs"], "protocol": "consumer"}
         self._groups_touched.setdefault(gid, "consumer")
+        self._last_event_ms[gid] = e["timeMs"]
 
     def _settle_consumer_rebalances(self) -> None:
         """A consumer group's epoch bump that left every member reconciled keeps the group Stable
@@ -270,7 +273,7 @@ class Metrics:
                 continue
             group = groups.get(gid)
             if group is not None and group.type == "consumer" and group.state_as_string() == "Stable":
-                self._end_rebalance(gid, self.p.clock_ms, completed=True)
+                self._end_rebalance(gid, self._last_event_ms.get(gid, self.p.clock_ms), completed=True)
 
     def _member_joined(self, e: dict, gauges: bool) -> None:
         self._add("group_member_joined_total", protocol=self._protocol(e["groupId"], e))

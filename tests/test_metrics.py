@@ -131,6 +131,26 @@ def test_a_consumer_group_forms_and_rebalances_when_a_member_joins_and_leaves():
     assert live_gauges(d) == scanned_gauges(d)
 
 
+def test_a_consumer_rebalance_lasts_from_the_epoch_bump_until_every_member_reconciled():
+    c = ConsumerGroupTestClient(topics={"foo": 4})
+    d = c.d
+    r1 = c.join("m1", ["foo"])  # alone: Stable at once (a rebalance of 0 ms)
+    d.now += 1000
+    r2 = c.join("m2", ["foo"])  # the epoch bump: m1 must give up two partitions first
+    assert gauge(d, "consumer_group_count", state="Reconciling") == 1
+    d.now += 2000
+    r1 = c.heartbeat("m1", r1["memberEpoch"], topics=["foo"], owned={"foo": [0, 1, 2, 3]})
+    d.now += 500
+    c.heartbeat("m1", r1["memberEpoch"], owned={"foo": [0, 1]})  # revoked
+    d.now += 500
+    c.heartbeat("m2", r2["memberEpoch"], owned={})  # gets its partitions: Stable
+    assert gauge(d, "consumer_group_count", state="Stable") == 1
+    duration = hist(d, "group_rebalance_duration_ms", protocol="consumer")
+    assert duration["count"] == 2 and duration["sum"] == 3000
+    assert duration["buckets"][0] == 1 and duration["buckets"][BUCKETS_MS.index(5000)] == 1
+    assert counter(d, "group_rebalance_completed_total", protocol="consumer") == 2
+
+
 def test_a_consumer_member_fenced_by_its_session_timeout():
     c = ConsumerGroupTestClient(topics={"foo": 2})
     d = c.d
