@@ -5,8 +5,8 @@
 The job runs this in its driver (`[metrics] port`, 0 = off); it also runs on its own, anywhere the
 broker can be reached (with the job's checkpoint directory at hand for the stream's health). It
 reads the `coordinator-metrics` topic from its start with a background consumer and keeps the
-newest record of every coordinator partition (by its sequence number: a replayed batch's record,
-identical to the one already read, changes nothing); `/metrics` serves their sum over partitions,
+newest record of every coordinator partition (a replayed batch's record, identical to the one
+already read, changes nothing); `/metrics` serves their sum over partitions,
 so a restarted exporter rebuilds the same totals from the (compacted) topic. The stream's health
 (batches, batch duration, input rows, request-topic lag) comes from the job's status file.
 Every series is documented in docs/operations.md, "Metrics".
@@ -47,13 +47,19 @@ class MetricsStore:
         self.wall: dict[str, list[float]] = {}
 
     def apply(self, record: dict) -> bool:
-        """Keep `record` if it is newer than what this partition reported; False otherwise."""
+        """`record`, read in topic order, is now its partition's newest; whether it is another
+        batch's (False: the same batch written again by a replay, which changes nothing).
+
+        Topic order is batch order: a batch's records are written before the next batch starts,
+        and a replay rewrites the batch's record unchanged. A sequence number lower than the last
+        one is a new checkpoint's partition starting again: its counters reset, as Prometheus
+        counters may."""
         cp = int(record["coordinatorPartition"])
         with self._lock:
             old = self.latest.get(cp)
-            if old is not None and int(record["seq"]) <= int(old["seq"]):
-                return False
             self.latest[cp] = record
+            if old is not None and int(record["seq"]) == int(old["seq"]):
+                return False
             for name, w in (record.get("wallClock") or {}).items():
                 total = self.wall.setdefault(name, [0, 0])
                 total[0] += w["count"]
