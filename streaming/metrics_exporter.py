@@ -168,7 +168,8 @@ def _families(store: MetricsStore, health: StreamHealth | None):
         health.refresh()
         last = health.last_batch or {}
         family(CounterMetricFamily, "stream_batches", [], HELP["stream_batches"]).add_metric([], health.batches)
-        family(CounterMetricFamily, "stream_input_rows", [], HELP["stream_input_rows"]).add_metric([], health.input_rows)
+        family(CounterMetricFamily, "stream_input_rows", [], HELP["stream_input_rows"]) \
+            .add_metric([], health.input_rows)
         if last:
             family(GaugeMetricFamily, "stream_last_batch_id", [], HELP["stream_last_batch_id"]) \
                 .add_metric([], last["batchId"])
@@ -203,7 +204,7 @@ class MetricsExporter:
 
         self.bootstrap, self.topic = bootstrap, topic
         self.store = MetricsStore()
-        self.health = StreamHealth(status_file) if status_file is not None or lag is not None else None
+        self.health = StreamHealth(status_file) if status_file is not None else None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self.store, self.health))
         self._host, self._port = host, port
@@ -292,11 +293,13 @@ HELP = {
     "group_member_joined_total": "Members that joined a group.",
     "group_member_left_total": "Members that left a group, by reason (left, expired, fenced, removed).",
     "group_rebalance_started_total": "Rebalances started (Kafka: consumer-group-rebalance-count for consumer groups).",
-    "group_rebalance_completed_total": "Rebalances that reached Stable (Kafka: group-completed-rebalance-count for classic groups).",
+    "group_rebalance_completed_total": "Rebalances that reached Stable "
+                                       "(Kafka: group-completed-rebalance-count for classic groups).",
     "group_rebalance_failed_total": "Rebalances that ended without reaching Stable.",
     "group_rebalance_duration_ms": "Logical time from a rebalance's start to Stable.",
     "group_heartbeat_latency_ms": "Heartbeats: batch time less the request's append time.",
-    "group_assignment_changes_total": "Member assignments changed (KIP-848: per member; classic: per member of a completed SyncGroup).",
+    "group_assignment_changes_total": "Member assignments changed "
+                                      "(KIP-848: per member; classic: per member of a completed SyncGroup).",
     "group_offset_commit_total": "Offsets committed (Kafka: offset-commit-count).",
     "group_txn_offset_commit_total": "Transactional offsets written (TxnOffsetCommit).",
     "group_offset_expiration_total": "Offsets expired (Kafka: offset-expiration-count).",
@@ -344,12 +347,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
     port = args.port if args.port is not None else int(cfg.metrics.get("port", 9464) or 9464)
+    host = args.host or cfg.metrics.get("host", "0.0.0.0")
+    # The stream's health needs the job's status file and checkpoint (on this machine).
     status_file = status_path(cfg.checkpoint)
-    exporter = MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, args.host or cfg.metrics.get("host", "0.0.0.0"),
-                               status_file=status_file if status_file.exists() else None,
-                               lag=lambda: request_lag(cfg)).start()
-    log.info("serving http://%s:%d/metrics from %s", args.host or cfg.metrics.get("host", "0.0.0.0"), exporter.port,
-             cfg.topics["metrics"])
+    local = status_file.exists()
+    exporter = MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, host,
+                               status_file=status_file if local else None,
+                               lag=(lambda: request_lag(cfg)) if local else None).start()
+    log.info("serving http://%s:%d/metrics from %s%s", host, exporter.port, cfg.topics["metrics"],
+             "" if local else f" (no status file at {status_file}: without the stream's health)")
     try:
         while True:
             time.sleep(3600)

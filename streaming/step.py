@@ -16,9 +16,8 @@ from typing import Iterator
 import pandas as pd
 
 import state as state_codec
-from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
+from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
-from coordinator import perf
 from coordinator.chunks import ChunkCorrupt
 from coordinator.messages import Outputs, response_envelope
 

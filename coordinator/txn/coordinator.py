@@ -494,8 +494,8 @@ class TransactionCoordinator:
         tid = md.transactional_id
         complete = md.prepare_complete(self._now)
         self.pending_complete[tid] = complete
-        self._event(tid, "TransactionPrepared", result="COMMIT" if commit else "ABORT", reason=reason, fromState=from_state,
-                    producerId=md.producer_id, producerEpoch=md.producer_epoch,
+        self._event(tid, "TransactionPrepared", result="COMMIT" if commit else "ABORT", reason=reason,
+                    fromState=from_state, producerId=md.producer_id, producerEpoch=md.producer_epoch,
                     partitions=[list(tp) for tp in sorted_partitions(md.topic_partitions)])
         if self._send_markers(md, commit):
             self.p.defer(f"{COMPLETE_DEFERRED}:{tid}", COMPLETE_DEFERRED,

@@ -5,10 +5,12 @@ timeout and empties when the first leaves; a KIP-848 group forms, loses its memb
 timeout and, with no offsets, is expired; a simple group commits offsets. Each step is seen in the
 scraped series. Then an exporter of our own, started on the metrics topic, rebuilds the same
 totals as the job's (the newest record of every coordinator partition counts, whatever was
-written twice).
+written twice): `python -m streaming.metrics_exporter`, as an operator runs it.
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -18,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from client.classic_group import ClassicGroupMember
 from client.consumer_group import ConsumerGroupMember
 from deploy.kafka_local import free_port
-from streaming.metrics_exporter import MetricsExporter
+from streaming.config import ROOT
 
 from .harness import create_data_topics
 
@@ -164,20 +166,30 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
         member.kill()
         cc.close()
 
-    # ---- an exporter started afresh on the metrics topic rebuilds the same totals
-    own = MetricsExporter(job.bootstrap, job.topics["metrics"], 0, host="127.0.0.1").start()
+    # ---- the standalone exporter, started afresh on the metrics topic, rebuilds the same totals
+    port = free_port()
+    own = subprocess.Popen([sys.executable, "-m", "streaming.metrics_exporter", "--config", str(job.config_file),
+                            "--port", str(port), "--host", "127.0.0.1"], cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        url = f"http://127.0.0.1:{own.port}/metrics"
+        url = f"http://127.0.0.1:{port}/metrics"
         deadline = time.monotonic() + WAIT
+        theirs = mine = {}
         while True:
-            theirs, mine = _deterministic(scrape(job)), _deterministic(parse(scrape_text(url)))
-            if theirs == mine and value(mine, "group_offset_commit_total") == 3:
+            try:
+                theirs, mine = _deterministic(scrape(job)), _deterministic(parse(scrape_text(url)))
+            except OSError:  # not listening yet
+                assert own.poll() is None, "the standalone exporter exited"
+            if mine and theirs == mine and value(mine, "group_offset_commit_total") == 3:
                 break
             assert time.monotonic() < deadline, {k: (theirs.get(k), mine.get(k))
                                                  for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k)}
             time.sleep(0.5)
+        # It finds the job's status file (same machine): the stream's health too.
+        assert value(parse(scrape_text(url)), "stream_up") == 1
     finally:
-        own.stop()
+        own.terminate()
+        own.wait(timeout=30)
 
 
 def _partitions(m: dict) -> list[int]:
