@@ -63,6 +63,12 @@ class Metrics:
         self._initialized = True  # False: the state had no metrics chunk (count once)
         # Groups whose rebalance is in progress: group id -> {"startMs", "protocol"}.
         self.rebalances = LazyMap(partition.chunks, "RebalanceStart", lambda _k, v: v, lambda v: v)
+        # Per batch (finish_batch): each event's group type, the event being counted, and the
+        # groups the batch's events touched with their type and last event time.
+        self._protocols: list[str | None] = []
+        self._event_index = 0
+        self._groups_touched: dict[str, str] = {}
+        self._last_event_ms: dict[str, int] = {}
 
     # ---------------------------------------------------------------- storage
     def bind_rest(self, fetch) -> None:
@@ -128,8 +134,7 @@ class Metrics:
             return None
         data = self.data
         gauges_from_scan = not self._initialized
-        self._groups_touched: dict[str, str] = {}
-        self._last_event_ms: dict[str, int] = {}
+        self._groups_touched, self._last_event_ms = {}, {}
         self._protocols = self._event_protocols(out.events)
         for i, event in enumerate(out.events):
             self._event_index = i
