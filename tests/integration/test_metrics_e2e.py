@@ -201,3 +201,21 @@ def _deterministic(m: dict) -> dict:
     without the ones the job's own self-check requests keep moving."""
     return {k: v for k, v in m.items() if not k[0].startswith((P + "stream_", P + "assignment_compute"))
             and "FindCoordinator" not in str(k[1]) and k[0] not in (P + "state_bytes",)}
+
+
+def test_a_killed_and_restarted_job_counts_nothing_twice(job):
+    """SIGKILL wherever the job is; its last batch is replayed on restart and writes the same
+    record again. Once the restarted job is up, every series the metrics records carry is what it
+    was (but for the requests of the restart itself: its self-check and the topic metadata it
+    publishes at start)."""
+    def settled(m: dict) -> dict:
+        return {k: v for k, v in _deterministic(m).items()
+                if "UpdateMetadata" not in str(k[1]) and k[0] != P + "partitions_reporting"}
+
+    before = settled(wait_until(job, "the job up", lambda m: value(m, "stream_up") == 1))
+    assert value(before, "group_offset_commit_total") >= 3
+    job.kill()
+    job.start()
+    after = wait_until(job, "the restarted job up", lambda m: value(m, "stream_up") == 1
+                       and value(m, "requests_total", api="FindCoordinator") >= 2)
+    assert settled(after) == before
