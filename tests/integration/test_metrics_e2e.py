@@ -5,7 +5,8 @@ timeout and empties when the first leaves; a KIP-848 group forms, loses its memb
 timeout and, with no offsets, is expired; a simple group commits offsets. Each step is seen in the
 scraped series. Then an exporter of our own, started on the metrics topic, rebuilds the same
 totals as the job's (the newest record of every coordinator partition counts, whatever was
-written twice): `python -m streaming.metrics_exporter`, as an operator runs it.
+written twice): `python -m streaming.metrics_exporter`, as an operator runs it. Last, the job is
+SIGKILLed and restarted: its endpoint serves the same totals (nothing counted twice).
 """
 from __future__ import annotations
 
