@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                                   internal_key, reply_topic_prefix=cfg.topics["responses"] + ".")
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
+    exporter = start_metrics_exporter(cfg, status, log)
     quarantined: list[str] = []  # output topics the sink failed on that do not exist
 
     def start_query():
@@ -125,9 +126,27 @@ def main(argv: list[str] | None = None) -> int:
         projector.join(timeout=60)
     status.lifecycle("stopped" if code == 0 else "failed")
     publisher.stop()
+    if exporter is not None:
+        exporter.stop()
     spark.stop()
     log.info("stopped (exit code %d)", code)
     return code
+
+
+def start_metrics_exporter(cfg: StreamConfig, status, log):
+    """The Prometheus endpoint (`[metrics] port`, 0 = off): the metrics topic and the stream's health.
+    A port that is taken costs the endpoint, not the job."""
+    from streaming.metrics_exporter import start_for_job
+
+    try:
+        exporter = start_for_job(cfg, status.path)
+    except OSError as e:
+        log.warning("metrics endpoint not started on port %s: %s", cfg.metrics.get("port"), e)
+        return None
+    if exporter is not None:
+        log.info("metrics: http://%s:%d/metrics", cfg.metrics.get("host", "0.0.0.0"), exporter.port)
+        print(f"COORDINATOR-METRICS-PORT {exporter.port}", flush=True)
+    return exporter
 
 
 def configure_logging(verbose: bool) -> None:
@@ -192,7 +211,8 @@ def quarantine_missing_topics(cfg: StreamConfig, quarantined: list[str], log):
 
     from streaming.supervisor import Decision
 
-    own = {cfg.topics[t] for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters")}
+    own = {cfg.topics[t] for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters",
+                                   "metrics")}
     missing = re.compile(r"Topic (\S+?)\.? not present in metadata|InvalidTopicException: .*?([A-Za-z0-9._-]+)$",
                          re.M)
 

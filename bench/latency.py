@@ -83,7 +83,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, variant: str = "") -> StreamConfig:
     """The bench's configuration file; `variant` adds TOML tables ([stream] keys merge with ours)."""
-    names = ("requests", "responses", "events", "state_log", "internal", "dead_letters")
+    names = ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
     topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
     stream_extra, other = "", variant
     if variant.startswith("[stream]\n"):

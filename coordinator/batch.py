@@ -23,7 +23,7 @@ from .api import lookup
 from .chunks import ChunkCorrupt
 from .envelope import Rejection, parse_request, scan_reply
 from .errors import Errors
-from .messages import Outputs, Request
+from .messages import Event, Outputs, Request
 from .runtime import CoordinatorPartition
 from .timers import Timer
 
@@ -104,7 +104,9 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
         try:
             _apply(partition, ordered, batch_time_ms, poisoned,
                    start=resume.position if resume else None, capture=capture)
-            return partition, partition.drain()
+            out = partition.drain()
+            out.metrics = _finish_metrics(partition, out, batch_time_ms)
+            return partition, out
         except _ItemFailed as failed:
             if failed.ident in poisoned:  # cannot happen: a poisoned item is never run again
                 raise RuntimeError(f"item {failed.ident} failed twice") from None
@@ -116,9 +118,23 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
             capture_at = failed.position
 
 
+def _finish_metrics(partition: CoordinatorPartition, out: Outputs, batch_time_ms: int) -> dict | None:
+    """The batch's metrics record. A bug in the metrics must not cost the batch: it is reported by
+    an event and the batch goes on without a record."""
+    try:
+        return partition.component("metrics").finish_batch(out, batch_time_ms)
+    except ChunkCorrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - a bug in coordinator/metrics.py
+        out.events.append(Event("", {"event": "MetricsFailed", "timeMs": partition.clock_ms,
+                                     "coordinatorPartition": partition.partition_id,
+                                     "detail": "".join(traceback.format_exception_only(type(e), e)).strip()[:500]}))
+        return None
+
+
 def _copy_outputs(out: Outputs) -> Outputs:
     return Outputs(list(out.responses), list(out.events), list(out.records), list(out.requests),
-                   list(out.data))
+                   list(out.data), list(out.applied))
 
 
 def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisoned: dict,

@@ -97,6 +97,10 @@ class Outputs:
     records: list[StateRecord] = field(default_factory=list)
     requests: list[InternalRequest] = field(default_factory=list)
     data: list[DataRecord] = field(default_factory=list)
+    # (API name, request time) of every request applied, for metrics (coordinator/metrics.py).
+    applied: list[tuple[str, int]] = field(default_factory=list)
+    # The partition's metrics record of this batch (None: the batch did nothing), set by run_batch.
+    metrics: dict | None = None
 
     def __len__(self) -> int:
         return (len(self.responses) + len(self.events) + len(self.records)

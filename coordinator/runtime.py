@@ -182,6 +182,7 @@ class CoordinatorPartition:
         """The snapshot without the clock and timers: what must be equal between a run that was
         killed and restarted and one that was not (their batch boundaries differ)."""
         snap = self.to_json()
+        snap["components"].pop("metrics", None)  # counts batches and their times
         return snap["components"]
 
     # ----------------------------------------------------------------- context for components
@@ -320,6 +321,7 @@ class CoordinatorPartition:
             self.respond(request.reply, spec.error_response(
                 request.api_version, request.body, Errors.NOT_COORDINATOR, None))
             return
+        self.out.applied.append((spec.name, request.time_ms))
         component = self.components[spec.component]
         method = getattr(component, component.handlers[spec.name])
         mark = _mark(self.out)

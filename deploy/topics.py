@@ -4,7 +4,8 @@
 
 - requests, internal: message.timestamp.type=LogAppendTime, so a request's time is the broker's;
 - responses, events, dead letters: plain;
-- state log: cleanup.policy=compact, one partition per coordinator partition (as __consumer_offsets).
+- state log: cleanup.policy=compact, one partition per coordinator partition (as __consumer_offsets);
+- metrics: cleanup.policy=compact (keyed by coordinator partition).
 Existing topics are checked: a request topic without LogAppendTime or a state log with the wrong
 partition count is an error, not something to silently run with.
 """
@@ -34,6 +35,9 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
         NewTopic(t["responses"], int(t["responses_partitions"]), 1, topic_configs=dict(big)),
         NewTopic(t["dead_letters"], 1, 1, topic_configs=dict(big)),
         NewTopic(t["events"], int(t["events_partitions"]), 1, topic_configs=dict(big)),
+        # The newest metrics record of each coordinator partition is what counts: compacted by key.
+        NewTopic(t["metrics"], 1, 1, topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
+                                                    "segment.ms": "600000", **big}),
         NewTopic(t["state_log"], cfg.coordinator_partitions, 1,
                  topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
                                 "segment.ms": "600000", **big}),

@@ -52,7 +52,7 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis"):
+            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix):].lower()
@@ -94,6 +94,10 @@ class StreamConfig:
         return p if p.is_absolute() else ROOT / p
 
     @property
+    def metrics(self) -> dict:
+        return self.raw.get("metrics", {})
+
+    @property
     def coordinator_partitions(self) -> int:
         return self.coordinator_config()["coordinator.partitions"]
 
@@ -110,7 +114,7 @@ class StreamConfig:
         settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
         settings.setdefault("coordinator.internal.topics",
                             [self.topics[t] for t in ("requests", "responses", "events", "state_log",
-                                                      "internal", "dead_letters")])
+                                                      "internal", "dead_letters", "metrics")])
         settings.setdefault("coordinator.reply.to.pattern",
                             re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?")
         return CoordinatorConfig(settings)

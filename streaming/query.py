@@ -19,7 +19,7 @@ def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tu
     return StepSettings(coordinator=cfg.coordinator_config().to_json(), responses_topic=t["responses"],
                         events_topic=t["events"], state_log_topic=t["state_log"],
                         requests_topic=t["requests"], internal_topic=t["internal"],
-                        dead_letters_topic=t["dead_letters"], internal_key=internal_key,
+                        dead_letters_topic=t["dead_letters"], metrics_topic=t["metrics"], internal_key=internal_key,
                         max_record_bytes=int(cfg.stream["max_record_bytes"]),
                         quarantined_topics=tuple(quarantined_topics))
 

@@ -144,7 +144,8 @@ def request_lag(cfg: StreamConfig) -> int | None:
     from .inspect_state import committed_progress
 
     try:
-        consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, request_timeout_ms=5000,
+        consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, enable_auto_commit=False,
+                                 request_timeout_ms=5000,
                                  **_bootstrap_timeout())
     except Exception:  # noqa: BLE001 - broker down
         return None

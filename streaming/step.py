@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass
 from typing import Iterator
 
 import pandas as pd
 
 import state as state_codec
-from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
+from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
 from coordinator.messages import Outputs, response_envelope
@@ -38,6 +39,7 @@ class StepSettings:
     requests_topic: str
     internal_topic: str = "coordinator-internal"
     dead_letters_topic: str = "coordinator-dead-letters"
+    metrics_topic: str = "coordinator-metrics"
     internal_key: bytes = b""  # signs what the service writes to its internal channel (trust.py)
     # Largest record the sink may write (the sink's max.request.size and the topics'
     # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
@@ -135,7 +137,8 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
 def _is_response_topic(topic: str, s: StepSettings) -> bool:
     if topic == s.responses_topic:
         return True
-    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic}
+    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic,
+           s.metrics_topic}
     return (topic.startswith(s.responses_topic + ".") and topic not in own and len(topic) <= 249
             and _LEGAL_TOPIC.fullmatch(topic) is not None)
 
@@ -151,6 +154,18 @@ def _text(value: bytes | None, limit: int = 4096) -> str | None:
 def dead_letter_row(s: StepSettings, coordinator_partition: int, key: str, letter: dict) -> tuple:
     body = {"event": "DeadLetter", "coordinatorPartition": coordinator_partition, **letter}
     return (s.dead_letters_topic, safe_text(key)[:MAX_EVENT_KEY_CHARS], _json_bytes(body), None, [])
+
+
+def metrics_row(s: StepSettings, coordinator_partition: int, record: dict, state_bytes: int,
+                wall: dict[str, list[int]]) -> tuple:
+    """The partition's metrics record (coordinator/metrics.py) with the size of the state this batch
+    wrote, keyed by coordinator partition (the topic is compacted: the newest record counts). The
+    wall-clock part (`wallClock`) is the one thing a replay does not repeat exactly: see
+    docs/operations.md, Metrics."""
+    body = {**record, "stateBytes": state_bytes}
+    if wall:
+        body["wallClock"] = {name: {"count": count, "totalNs": ns} for name, (count, ns) in sorted(wall.items())}
+    return (s.metrics_topic, str(coordinator_partition), _json_bytes(body), None, [])
 
 
 def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord], list[dict]]:
@@ -225,6 +240,8 @@ def make_step(settings: StepSettings):
                 return CoordinatorPartition(cp, config)
             return stored.load(cp, config)
 
+        perf.install(time.perf_counter_ns)  # wall-clock costs for the metrics, outside the state
+        perf.take()
         partition, out, culprits = run_isolated(load, records, batch_time)
         new_blob = state_codec.encode_partition(partition)
         if stored is None or not stored.same(new_blob):
@@ -238,6 +255,8 @@ def make_step(settings: StepSettings):
                 "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,
                 "reason": f"a record on {settings.internal_topic} without a valid {MAC_HEADER} header",
                 **f}), None, []))
+        if out.metrics is not None:
+            rows.append(metrics_row(settings, cp, out.metrics, len(new_blob[1]), perf.take()))
         for r, reason in culprits:
             rows.append(dead_letter_row(settings, cp, r.key or "", {
                 "what": "request", "reason": reason, "requestPartition": r.partition,

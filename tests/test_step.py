@@ -209,3 +209,26 @@ def test_an_answer_larger_than_its_reply_topic_takes_is_replaced_by_an_error():
     assert "larger than 3584 bytes" in by_cid[1][1]["errorMessage"]
     assert by_cid[2][1]["errorCode"] == 0  # the service's own topic takes max_record_bytes
     assert [json.loads(r[2])["event"] for r in rows if r[0] == "ev"] == ["RecordTooLarge"]
+
+
+def test_a_metrics_row_per_batch_that_did_something_identical_when_replayed():
+    step = make_step(SETTINGS)
+    commit = {"groupId": "my-group", "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+              "topics": [{"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 5,
+                                                       "committedLeaderEpoch": -1, "committedMetadata": ""}]}]}
+    frames = [frame(("my-group", env("OffsetCommit", 9, 1, commit), 100, 9_000, 0, 0))]
+    rows = []
+    for _ in range(2):  # the same batch on the same state, as a replay after a crash runs it
+        g = GroupStateStandIn()
+        out = run(step, 12, frames, g)
+        rows.append(out[out["topic"] == "coordinator-metrics"])
+    assert [len(r) for r in rows] == [1, 1]
+    first, again = (json.loads(r.iloc[0]["value"]) for r in rows)
+    assert rows[0].iloc[0]["key"] == "12" and pd.isna(rows[0].iloc[0]["partition"])
+    assert first["coordinatorPartition"] == 12 and first["seq"] == 1 and first["batchTimeMs"] == 10_000
+    assert first["counters"]['group_offset_commit_total'] == 1
+    assert first["stateBytes"] == len(g.value[1])
+    assert first == again
+    # A batch with nothing to do (a timeout with no timer due) writes no metrics row.
+    idle = run(step, 12, [], GroupStateStandIn(value=g.value, now=10_001))
+    assert "coordinator-metrics" not in set(idle["topic"])

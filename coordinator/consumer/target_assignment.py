@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from .. import perf
 from ._java import order_key
 from .assignors import ASSIGNORS
 from .assignors.api import (ConsumerGroupPartitionAssignor, GroupSpec, MemberSubscriptionAndAssignment,
@@ -140,7 +141,8 @@ class TargetAssignmentBuilder:
         if subscription_type is None:
             subscription_type = kafka_subscription_type(members.values(),
                                                         self.resolved_regular_expressions)
-        new_assignment = self.assignor.assign(GroupSpec(specs, subscription_type), describer)
+        with perf.measure("assignment"):  # wall-clock cost for metrics, outside the state
+            new_assignment = self.assignor.assign(GroupSpec(specs, subscription_type), describer)
 
         target: dict = {}
         changed: dict = {}

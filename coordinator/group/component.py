@@ -191,7 +191,8 @@ class GroupCoordinator:
         for key in group.timer_keys():
             self.p.cancel(key)
         self.groups.pop(group.group_id, None)
-        self.emit(group.group_id, "GroupDeleted", groupType=group.type, reason=reason, offsetsDeleted=offsets)
+        self.emit(group.group_id, "GroupDeleted", groupType=group.type, reason=reason, offsetsDeleted=offsets,
+                  state=group.state_as_string())
 
     # ================================================================ records
     def append_group_metadata(self, group_id: str, value: dict) -> None:

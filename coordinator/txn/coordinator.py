@@ -489,12 +489,13 @@ class TransactionCoordinator:
                        reason: str) -> TxnTransitMetadata:
         """Write the Prepare* record (the point of no return), prepare Complete*, send the markers
         and complete once they are durable. Returns the Complete* transition."""
+        from_state = md.state.state_name
         self._write(md, transit)
         tid = md.transactional_id
         complete = md.prepare_complete(self._now)
         self.pending_complete[tid] = complete
         self._event(tid, "TransactionPrepared", result="COMMIT" if commit else "ABORT", reason=reason,
-                    producerId=md.producer_id, producerEpoch=md.producer_epoch,
+                    fromState=from_state, producerId=md.producer_id, producerEpoch=md.producer_epoch,
                     partitions=[list(tp) for tp in sorted_partitions(md.topic_partitions)])
         if self._send_markers(md, commit):
             self.p.defer(f"{COMPLETE_DEFERRED}:{tid}", COMPLETE_DEFERRED,

@@ -78,7 +78,8 @@ def run_fuzz(job, *, seed: int, hostile: int, good: int, timeout_s: float = 300)
         client.close()
     assert job.proc.poll() is None, job.tail()
     job.wait_caught_up()
-    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters")}
+    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters",
+                                       "metrics")}
     grown = audit.grown_topics()
     assert grown <= allowed, grown - allowed
     assert service_records_only(job)

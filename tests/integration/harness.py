@@ -39,7 +39,8 @@ class StreamJob:
     """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
 
     def __init__(self, bootstrap: str, workdir: Path, prefix: str, *, stream: dict | None = None,
-                 coordinator: dict | None = None, spark: dict | None = None, redis: dict | None = None):
+                 coordinator: dict | None = None, spark: dict | None = None, redis: dict | None = None,
+                 metrics: dict | None = None):
         self.bootstrap = bootstrap
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -50,12 +51,14 @@ class StreamJob:
             "kafka": {"bootstrap_servers": bootstrap},
             "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}"
                        for name in ("requests", "responses", "events", "state_log", "internal",
-                                    "dead_letters")},
+                                    "dead_letters", "metrics")},
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},
             # The read model's projector only where a test asks for it (with its Redis fixture's url).
             "redis": redis or {"enabled": False},
+            # The metrics endpoint is off unless a test asks for it (on a free port it picks).
+            "metrics": {"port": 0, **(metrics or {})},
         }
         self.config_file.write_text(_to_toml(overrides))
         self.cfg = StreamConfig.load(self.config_file, environ={})

@@ -183,7 +183,8 @@ def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audi
 def test_nothing_was_written_outside_the_services_answer_topics(job, audit):
     """Last in the module: the audit of every topic against what it held at the start."""
     job.wait_caught_up()
-    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters")}
+    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters",
+                                       "metrics")}
     allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"}
     assert audit.grown_topics() <= allowed, audit.grown_topics() - allowed
     assert service_records_only(job)
