@@ -207,8 +207,9 @@ class Metrics:
         self._add("group_created_total", protocol=protocol)
         if gauges:
             self._gauge("group_count", 1, protocol=protocol)
-            if protocol == "classic":  # a classic group starts Empty; a consumer group's first
-                self._gauge("classic_group_count", 1, state="Empty")  # state comes with its event
+            if protocol == "classic":  # a classic group starts Empty (a downgraded one says how it
+                # starts); a consumer group's first state comes with its own event
+                self._gauge("classic_group_count", 1, state=e.get("state") or "Empty")
 
     def _group_deleted(self, e: dict, gauges: bool) -> None:
         gid = e["groupId"]

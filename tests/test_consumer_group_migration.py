@@ -8,6 +8,8 @@ import base64
 from coordinator.consumer.member import MemberState
 from coordinator.group.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 from coordinator.records import record_key
+from coordinator.metrics import series
+from tests.test_metrics import live_gauges, scanned_gauges
 from tests.consumer_group_helpers import (GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION,
                                           INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID,
                                           ConsumerGroupTestClient, assignment_of)
@@ -378,6 +380,9 @@ def test_consumer_group_heartbeat_with_stable_classic_group():
     assert str(c.group().state) == "Stable"
     # Replaying the log gives the same group.
     assert c.rebuilt().component("groups").groups[GROUP].members == c.group().members
+    # The metrics' gauges followed the conversion: one consumer group, Stable, no classic group.
+    assert live_gauges(c.d) == scanned_gauges(c.d)
+    assert live_gauges(c.d)[series("group_count", protocol="consumer")] == 1
 
 
 def test_consumer_group_heartbeat_with_preparing_rebalance_classic_group():
@@ -469,6 +474,9 @@ def test_last_consumer_protocol_member_leaving_consumer_group():
     assert joined["errorCode"] == 0 and joined["generationId"] == epoch + 1 and joined["leader"] == mid
     _, s = view.sync(mid, joined["generationId"], {mid: encode_assignment({"foo": list(range(6))})})
     assert s["errorCode"] == 0 and c.group().state == "Stable"
+    # The metrics' gauges followed the downgrade: one classic group, Stable, no consumer group.
+    assert live_gauges(c.d) == scanned_gauges(c.d)
+    assert live_gauges(c.d)[series("group_count", protocol="classic")] == 1
     # The log rebuilds the classic group.
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert rebuilt.type == "classic" and list(rebuilt.members) == [mid]

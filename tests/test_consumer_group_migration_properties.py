@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from coordinator.group.consumer_protocol import decode_assignment, encode_subscription
 from tests.group_helpers import GroupTestClient
+from tests.test_metrics import live_gauges, scanned_gauges
 from tests.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
 
 REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = 27, 79, 25, 22
@@ -101,6 +102,7 @@ class MixedSim(Sim):
     def check(self) -> None:
         super().check()
         assert self.c.group().type == "consumer"
+        assert live_gauges(self.c.d) == scanned_gauges(self.c.d)  # the metrics kept up with both kinds
 
 
 ACTIONS = st.one_of(

@@ -186,13 +186,14 @@ class GroupCoordinator:
     def delete_group(self, group: Group, reason: str, with_offsets: bool = False) -> None:
         """Write the group's tombstones (and its offsets' when asked) and forget it."""
         offsets = self.offset_manager.delete_all_offsets(group.group_id) if with_offsets else 0
+        state = group.state_as_string()  # before the tombstones' replay empties it (what the gauges hold)
         for key in group.tombstone_record_keys():
             self.append_and_replay(key, None)
         for key in group.timer_keys():
             self.p.cancel(key)
         self.groups.pop(group.group_id, None)
         self.emit(group.group_id, "GroupDeleted", groupType=group.type, reason=reason, offsetsDeleted=offsets,
-                  state=group.state_as_string())
+                  state=state)
 
     # ================================================================ records
     def append_group_metadata(self, group_id: str, value: dict) -> None:

@@ -377,7 +377,7 @@ class ClassicMembers:
         self.c.groups[gid] = classic
         self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
         self.c.emit(gid, "GroupCreated", groupType=CLASSIC, reason="online downgrade from a consumer group",
-                    fromState=before, generationId=classic.generation_id, members=list(classic.members))
+                    fromState=before, state=classic.state_as_string(), generationId=classic.generation_id, members=list(classic.members))
         self.c.ensure_expiration_timer()
         for cm in classic.members.values():
             self.c.classic.reschedule_session(classic, cm)
