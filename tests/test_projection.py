@@ -271,3 +271,44 @@ def test_a_record_of_an_unexpected_shape_is_left_out_not_fatal():
     assert ("HSET", "p:offsets:g", "t:0", json.dumps({"committedOffset": 4, "committedLeaderEpoch": -1,
                                                         "metadata": "", "commitTimestamp": 9, "stateLogOffset": 1},
                                                        separators=(",", ":"))) in proj.writes(0)
+
+
+def test_groups_migrated_online_between_the_protocols_match_describe(setup):
+    """Online upgrade (a KIP-848 member joins a Stable classic group: the GroupMetadata tombstone,
+    then the consumer records) and downgrade (the last KIP-848 member leaves: the consumer
+    tombstones, then a GroupMetadata record): the model changes the group's type with the log."""
+    from tests.test_consumer_group_migration import classic_view, client, mixed_group, stable_classic_group
+
+    log, projector, rm = setup
+    c = client()
+    stable_classic_group(c)
+    projector.on_batch(log.take(c.d))
+    [described] = classic_view(c).send("DescribeGroups", 5, {"groups": [c.group_id],
+                                                             "includeAuthorizedOperations": False})[1]["groups"]
+    assert classic_differences(rm.group(c.group_id), described) == []
+    c.join("m2", ["foo"], assignor="range")  # the upgrade
+    projector.on_batch(log.take(c.d))
+    [d] = c.describe()
+    assert rm.group(c.group_id)["type"] == "consumer" and consumer_differences(rm.group(c.group_id), d) == []
+
+    c2 = client(group_id="rm-downgrade")
+    mid = mixed_group(c2)
+    projector.on_batch(log.take(c2.d))
+    [d] = c2.describe()
+    assert consumer_differences(rm.group(c2.group_id), d) == []
+    c2.heartbeat("m1", -1)  # the downgrade: the classic member is left, in a rebalance
+    view = classic_view(c2)
+    cid, joined = view.join(mid, protos=[{"name": "range", "metadata": c2.group().members[mid].metadata("range")}],
+                            session_timeout=c2.group().members[mid].session_timeout_ms,
+                            rebalance_timeout=c2.group().members[mid].rebalance_timeout_ms)
+    joined = joined or c2.d.response(cid)
+    _, s = view.sync(mid, joined["generationId"], {mid: encode_assignment({"foo": list(range(6))})})
+    assert s["errorCode"] == 0
+    projector.on_batch(log.take(c2.d))
+    [described] = view.send("DescribeGroups", 5, {"groups": [c2.group_id],
+                                                  "includeAuthorizedOperations": False})[1]["groups"]
+    assert described["groupState"] == "Stable"
+    model = rm.group(c2.group_id)
+    assert model["type"] == "classic" and classic_differences(model, described) == []
+    assert rm.redis.exists(f"{rm.prefix}:aux:group:{c2.group_id}") and "member:m1" not in \
+        rm.redis.hkeys(f"{rm.prefix}:aux:group:{c2.group_id}")
