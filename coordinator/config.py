@@ -49,6 +49,17 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
     "group.consumer.regex.refresh.interval.ms": 600000,
+    # Share groups (not served yet): the defaults and bounds of the share.* group configs
+    # (IncrementalAlterConfigs / DescribeConfigs on GROUP resources accept and describe them).
+    "group.share.session.timeout.ms": 45000,
+    "group.share.min.session.timeout.ms": 45000,
+    "group.share.max.session.timeout.ms": 60000,
+    "group.share.heartbeat.interval.ms": 5000,
+    "group.share.min.heartbeat.interval.ms": 5000,
+    "group.share.max.heartbeat.interval.ms": 15000,
+    "group.share.record.lock.duration.ms": 30000,
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
     # Transactions (TransactionStateManagerConfigs).
     "transaction.max.timeout.ms": 900000,
     "transactional.id.expiration.ms": 604800000,

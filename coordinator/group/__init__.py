@@ -3,7 +3,8 @@ admin APIs.
 
 Importing this package registers the "groups" component and its APIs (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe) and the group side of transactions
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe, and IncrementalAlterConfigs /
+DescribeConfigs for GROUP resources) and the group side of transactions
 (TxnOffsetCommit, WriteTxnMarkers).
 """
 from . import apis  # noqa: F401  (registers the APIs)
@@ -12,6 +13,7 @@ from . import txn_offsets  # noqa: F401  (TxnOffsetCommit and WriteTxnMarkers: t
 from .classic import ClassicGroup, ClassicGroupMember, IllegalStateError
 from .component import GroupCoordinator
 from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)
+from . import group_configs  # noqa: F401,E402  (per-group configs: IncrementalAlterConfigs / DescribeConfigs)
 from .group import Group, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
 

@@ -98,6 +98,8 @@ class GroupCoordinator:
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
         self.groups: dict[str, Group] = LazyMap(partition.chunks, "GroupMetadata", _group_from_chunk,
                                                 _group_to_chunk)
+        # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
+        self.group_configs: dict[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
         self.extensions: dict = {}  # extra JSON state of extensions, persisted in the snapshot
         self.offsets = OffsetStore(partition.chunks)
         # Count of OffsetCommit records written or replayed: the log position used to order a
@@ -308,6 +310,7 @@ class GroupCoordinator:
     def to_json(self) -> dict:
         return {"groups": {gid: g.to_json() for gid, g in self.groups.items()},
                 "offsets": self.offsets.to_json(),
+                "groupConfigs": dict(self.group_configs),
                 "nextRecordSeq": self.next_record_seq,
                 "extensions": self.extensions}
 
@@ -316,12 +319,14 @@ class GroupCoordinator:
         for gid, g in data.get("groups", {}).items():
             self.groups[gid] = group_from_json(g)
         self.offsets = OffsetStore.from_json(data.get("offsets", {}))
+        self.group_configs = LazyMap(EMPTY_SOURCE, "GroupConfig", _plain, _plain)
+        self.group_configs.update(data.get("groupConfigs", {}))  # absent before group configs
         self.offset_manager.store = self.offsets
         self.load_rest(data)
 
     # Chunked storage: the groups and offsets per entity, the rest in one partition-wide chunk.
     def chunk_maps(self) -> tuple:
-        return (self.groups, *self.offsets.chunk_maps())
+        return (self.groups, self.group_configs, *self.offsets.chunk_maps())
 
     def rest_json(self) -> dict:
         return {"nextRecordSeq": self.next_record_seq, "extensions": self.extensions}
@@ -329,6 +334,10 @@ class GroupCoordinator:
     def load_rest(self, data: dict) -> None:
         self.next_record_seq = data.get("nextRecordSeq", 0)
         self.extensions = data.get("extensions", {})
+
+
+def _plain(*args):
+    return args[-1]
 
 
 def _group_from_chunk(_group_id: str, data: dict) -> Group:

@@ -44,6 +44,7 @@ from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R
                              rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key)
 from .consumer_migration import T_JOIN, T_SYNC, ClassicMembers
 from .group import CONSUMER
+from .group_configs import group_configs
 
 T_SESSION = "consumer-session"
 T_REBALANCE = "consumer-rebalance"
@@ -144,6 +145,11 @@ class ConsumerGroupManager:
         self.p = coordinator.p
         self.config = coordinator.p.config
         self.classic_members = ClassicMembers(self)
+
+    @property
+    def c_configs(self):
+        """The group configs (GroupMetadataManager's groupConfigManager)."""
+        return group_configs(self.c)
 
     # ================================================================ helpers
     @property
@@ -320,7 +326,7 @@ class ConsumerGroupManager:
         # The response. The assignment goes back on a full request (joining with epoch 0, or
         # rebalance timeout, subscription and owned partitions all set) or when it changed.
         response = heartbeat_response(member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
-                                      heartbeat_interval_ms=self.config["group.consumer.heartbeat.interval.ms"])
+                                      heartbeat_interval_ms=self.c_configs.consumer_heartbeat_interval_ms(group_id))
         full = (body["rebalanceTimeoutMs"] != -1 and (subscribed_names is not None or regex is not None)
                 and body["topicPartitions"] is not None)
         if member_epoch == 0 or full or member.assigned_partitions != reconciled.assigned_partitions:
@@ -599,9 +605,10 @@ class ConsumerGroupManager:
 
     # ================================================================ timers
     def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
-        """The member's session: group.consumer.session.timeout.ms, or a classic member's own."""
+        """The member's session: the group's consumer.session.timeout.ms (its config, else
+        group.consumer.session.timeout.ms), or a classic member's own."""
         if timeout_ms is None:
-            timeout_ms = self.config["group.consumer.session.timeout.ms"]
+            timeout_ms = self.c_configs.consumer_session_timeout_ms(group_id)
         self.p.schedule(session_timer_key(group_id, member_id), self.now + timeout_ms, T_SESSION,
                         {"groupId": group_id, "memberId": member_id})
 
@@ -894,8 +901,9 @@ class ConsumerGroupManager:
             if not isinstance(group, ConsumerGroup):
                 continue
             for member in group.members.values():
-                # Kafka's onLoaded: group.consumer.session.timeout.ms for every member, classic
-                # ones included (their next heartbeat restores their own).
+                # Kafka's onLoaded: the group's session timeout (its consumer.session.timeout.ms,
+                # else the coordinator's) for every member, classic ones included (their next
+                # heartbeat restores their own).
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,

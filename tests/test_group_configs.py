@@ -1,0 +1,300 @@
+"""Per-group configs: IncrementalAlterConfigs / DescribeConfigs for GROUP resources, the
+GroupConfig state-log record, and their use by ConsumerGroupHeartbeat (Kafka's GroupConfigTest,
+GroupConfigManagerTest, ConfigHelper's group entries and GroupMetadataManagerTest
+.testConsumerGroupDynamicConfigs)."""
+from __future__ import annotations
+
+import pytest
+
+import state
+
+from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
+from coordinator.errors import ApiError
+from coordinator.group.group_configs import parse, validate
+from coordinator.messages import StateRecord
+from coordinator.routing import key_for_partition
+from tests.consumer_group_helpers import ConsumerGroupTestClient
+
+INVALID_CONFIG, INVALID_REQUEST, NOT_COORDINATOR = 40, 42, 16
+GROUP = 32
+SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+CFG = CoordinatorConfig()
+
+
+def set_op(name, value):
+    return {"name": name, "configOperation": 0, "value": value}
+
+
+def delete_op(name):
+    return {"name": name, "configOperation": 1, "value": None}
+
+
+class Client(ConsumerGroupTestClient):
+    def alter(self, *ops, group_id=None, resource_type=GROUP, validate_only=False, version=1) -> dict:
+        resp = self.send("IncrementalAlterConfigs", version, {
+            "resources": [{"resourceType": resource_type, "resourceName": self.group_id if group_id is None else group_id,
+                           "configs": list(ops)}], "validateOnly": validate_only})
+        return resp["responses"][0]
+
+    def describe_configs(self, *names, group_id=None, version=4, synonyms=False, documentation=False) -> dict:
+        body = {"resources": [{"resourceType": GROUP, "resourceName": self.group_id if group_id is None else group_id,
+                               "configurationKeys": list(names) or None}], "includeSynonyms": synonyms}
+        if version >= 3:
+            body["includeDocumentation"] = documentation
+        return self.send("DescribeConfigs", version, body)["results"][0]
+
+    def values(self) -> dict:
+        return {c["name"]: (c["value"], c["configSource"]) for c in self.describe_configs()["configs"]}
+
+
+def message(overrides: dict) -> str:
+    with pytest.raises(ApiError) as e:
+        validate(overrides, CFG)
+    assert e.value.error.code == INVALID_CONFIG
+    return e.value.message
+
+
+# ====================================================================== GroupConfigTest
+@pytest.mark.parametrize("name", [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
+                                  "share.record.lock.duration.ms"])
+@pytest.mark.parametrize("value", ["not_a_number", "-0.1", "1.2", "", "2147483648", "1_000", "0x10"])
+def test_from_props_invalid(name, value):
+    assert message({name: value}) == f"Invalid value {value} for configuration {name}: Not a number of type INT"
+
+
+def test_at_least_bounds_and_java_parsing():
+    assert message({SESSION: "0"}) == f"Invalid value 0 for configuration {SESSION}: Value must be at least 1"
+    assert message({"share.record.lock.duration.ms": "999"}) == (
+        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000")
+    # Integer.parseInt after String.trim: a sign and surrounding blanks are accepted.
+    assert validate({SESSION: " +50000\t"}, CFG)[SESSION] == 50000
+
+
+def test_invalid_props():
+    cases = {
+        (SESSION, "1"): f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
+        (SESSION, "70000"): f"{SESSION} must be less than or equal to group.consumer.max.session.timeout.ms",
+        (HEARTBEAT, "1"): f"{HEARTBEAT} must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+        (HEARTBEAT, "70000"): f"{HEARTBEAT} must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+        ("share.session.timeout.ms", "1"):
+            "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms",
+        ("share.session.timeout.ms", "70000"):
+            "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
+        ("share.heartbeat.interval.ms", "1"):
+            "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms",
+        ("share.heartbeat.interval.ms", "70000"):
+            "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
+        ("share.record.lock.duration.ms", "10000"):
+            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
+        ("share.record.lock.duration.ms", "70000"):
+            "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
+    }
+    for (name, value), expected in cases.items():
+        assert message({name: value}) == expected
+
+
+def test_session_must_be_greater_than_heartbeat():
+    cfg = CFG.with_overrides(**{"group_consumer_min_session_timeout_ms": 1000,
+                                "group_consumer_min_heartbeat_interval_ms": 1000})
+    with pytest.raises(ApiError) as e:
+        validate({SESSION: "5000", HEARTBEAT: "5000"}, cfg)
+    assert e.value.message == f"{SESSION} must be greater than {HEARTBEAT}"
+    assert validate({SESSION: "5001", HEARTBEAT: "5000"}, cfg)[SESSION] == 5001
+
+
+def test_from_props_with_default_value():
+    values = parse({SESSION: "50000"}, CFG)
+    assert values == {SESSION: 50000, HEARTBEAT: 5000, "share.session.timeout.ms": 45000,
+                      "share.heartbeat.interval.ms": 5000, "share.record.lock.duration.ms": 30000}
+
+
+def test_invalid_config_name():
+    assert message({SESSION: "50000", "invalid.config.name": "10"}) == "Unknown group config name: invalid.config.name"
+
+
+# ====================================================================== IncrementalAlterConfigs
+def test_set_then_delete_writes_the_record_and_its_tombstone():
+    c = Client()
+    assert c.values()[SESSION] == ("45000", 5)
+    r = c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "6000"))
+    assert r == {"errorCode": 0, "errorMessage": None, "resourceType": GROUP, "resourceName": c.group_id}
+    assert c.records() == [(f'["GroupConfig","{c.group_id}"]',
+                            {"type": "GroupConfig", "configs": {SESSION: "50000", HEARTBEAT: "6000"}})]
+    assert c.values()[SESSION] == ("50000", 8) and c.values()[HEARTBEAT] == ("6000", 8)
+    assert c.events("GroupConfigChanged")[-1]["configs"] == {SESSION: "50000", HEARTBEAT: "6000"}
+
+    assert c.alter(delete_op(SESSION))["errorCode"] == 0
+    assert c.records(1) == [(f'["GroupConfig","{c.group_id}"]', {"type": "GroupConfig", "configs": {HEARTBEAT: "6000"}})]
+    assert c.values()[SESSION] == ("45000", 5)
+    assert c.alter(delete_op(HEARTBEAT), delete_op("share.session.timeout.ms"))["errorCode"] == 0
+    assert c.records(2) == [(f'["GroupConfig","{c.group_id}"]', None)]
+    assert all(source == 5 for _, source in c.values().values())
+    # Deleting what is not set changes nothing: no record.
+    assert c.alter(delete_op(SESSION))["errorCode"] == 0
+    assert len(c.records()) == 3
+
+
+def test_validate_only_writes_nothing():
+    c = Client()
+    assert c.alter(set_op(SESSION, "50000"), validate_only=True)["errorCode"] == 0
+    r = c.alter(set_op(SESSION, "1"), validate_only=True)
+    assert (r["errorCode"], r["errorMessage"]) == (
+        INVALID_CONFIG, f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms")
+    assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
+
+
+def test_invalid_alterations_change_nothing():
+    c = Client()
+    c.alter(set_op(SESSION, "50000"))
+    cases = [
+        ((set_op("foo", "1"),), INVALID_CONFIG, "Unknown group config name: foo"),
+        ((set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")), INVALID_CONFIG,
+         f"Invalid value x for configuration {HEARTBEAT}: Not a number of type INT"),
+        (({"name": SESSION, "configOperation": 2, "value": "1"},), INVALID_CONFIG,
+         f"Can't APPEND to key {SESSION} because its type is not LIST."),
+        (({"name": SESSION, "configOperation": 3, "value": "1"},), INVALID_CONFIG,
+         f"Can't SUBTRACT to key {SESSION} because its type is not LIST."),
+        (({"name": SESSION, "configOperation": 7, "value": "1"},), INVALID_REQUEST, "Unknown operation type 7"),
+        ((set_op(SESSION, "55000"), delete_op(SESSION)), INVALID_REQUEST, "Error due to duplicate config keys"),
+        ((set_op(SESSION, None), set_op(HEARTBEAT, None)), INVALID_REQUEST,
+         f"Null value not supported for : {SESSION}, {HEARTBEAT}"),
+    ]
+    for ops, code, text in cases:
+        r = c.alter(*ops)
+        assert (r["errorCode"], r["errorMessage"]) == (code, text), ops
+    assert len(c.records()) == 1 and c.values()[SESSION] == ("50000", 8)
+
+
+def test_resources_answered_one_by_one():
+    c = Client()
+    elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
+    resources = [
+        {"resourceType": GROUP, "resourceName": c.group_id, "configs": [set_op(SESSION, "50000")]},
+        {"resourceType": GROUP, "resourceName": elsewhere, "configs": [set_op(SESSION, "50000")]},
+        {"resourceType": 2, "resourceName": "orders", "configs": [set_op("retention.ms", "1")]},
+        {"resourceType": GROUP, "resourceName": "", "configs": [set_op(SESSION, "50000")]},
+    ]
+    r = c.send("IncrementalAlterConfigs", 0, {"resources": resources, "validateOnly": False})
+    assert [(x["resourceName"], x["errorCode"]) for x in r["responses"]] == [
+        (c.group_id, 0), (elsewhere, NOT_COORDINATOR), ("orders", INVALID_REQUEST), ("", INVALID_REQUEST)]
+    assert "only GROUP (32)" in r["responses"][2]["errorMessage"]
+    assert r["responses"][3]["errorMessage"] == "Default group resources are not allowed."
+    assert len(c.records()) == 1
+
+    d = c.send("DescribeConfigs", 4, {"resources": [
+        {"resourceType": GROUP, "resourceName": elsewhere, "configurationKeys": None},
+        {"resourceType": GROUP, "resourceName": "", "configurationKeys": None},
+        {"resourceType": 4, "resourceName": "1", "configurationKeys": None}],
+        "includeSynonyms": False, "includeDocumentation": False})
+    assert [(x["errorCode"], x["configs"]) for x in d["results"]] == [
+        (NOT_COORDINATOR, []), (INVALID_REQUEST, []), (INVALID_REQUEST, [])]
+    assert d["results"][1]["errorMessage"] == "Group name must not be empty"
+
+
+def test_a_malformed_request_is_answered_per_resource():
+    c = Client()
+    r = c.send("IncrementalAlterConfigs", 1, {"resources": [
+        {"resourceType": GROUP, "resourceName": c.group_id, "configs": [{"name": SESSION, "configOperation": 300}]}],
+        "validateOnly": False})
+    assert (r["responses"], r["errorCode"]) == ([], INVALID_REQUEST) and "configOperation" in r["errorMessage"]
+    assert c.records() == []
+
+
+# ====================================================================== DescribeConfigs
+def test_describe_shows_every_config_with_its_source_type_and_documentation():
+    c = Client()
+    c.alter(set_op(HEARTBEAT, "6000"))
+    result = c.describe_configs(synonyms=True, documentation=True)
+    assert (result["errorCode"], result["errorMessage"]) == (0, "")
+    by_name = {e["name"]: e for e in result["configs"]}
+    assert list(by_name) == [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
+                             "share.record.lock.duration.ms"]
+    assert by_name[HEARTBEAT] == {
+        "name": HEARTBEAT, "value": "6000", "readOnly": False, "configSource": 8, "isSensitive": False,
+        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}], "configType": 3,
+        "documentation": "The heartbeat interval given to the members of a consumer group."}
+    assert by_name[SESSION]["configSource"] == 5 and by_name[SESSION]["synonyms"] == [
+        {"name": SESSION, "value": "45000", "source": 5}]
+    # Requested keys only (unknown ones are left out); no synonyms / documentation unless asked;
+    # v1-2 have no configType / documentation.
+    only = c.describe_configs(SESSION, "nope")["configs"]
+    assert [(e["name"], e["synonyms"], e["documentation"]) for e in only] == [(SESSION, [], None)]
+    v1 = c.describe_configs(HEARTBEAT, version=1)["configs"][0]
+    assert "configType" not in v1 and "documentation" not in v1 and v1["value"] == "6000"
+
+
+def test_describe_follows_the_coordinator_settings_for_unset_configs():
+    c = Client(**{"group_consumer_session_timeout_ms": 50000})
+    assert c.values()[SESSION] == ("50000", 5)
+
+
+# ====================================================================== the heartbeat uses them
+def test_consumer_group_dynamic_configs():
+    """GroupMetadataManagerTest.testConsumerGroupDynamicConfigs."""
+    c = Client(topics={"foo": 6})
+    r = c.join("m1", ["foo"], rebalance_timeout=90000)
+    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 5000
+    assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 45000
+    c.sleep(5000)
+
+    assert c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "10000"))["errorCode"] == 0
+    # The session timer is rescheduled on the next heartbeat, with the group's values.
+    r = c.heartbeat("m1", 1)
+    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 10000
+    assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
+
+    # The session expires after the group's timeout, not the coordinator's.
+    c.sleep(45000)
+    assert c.group().members.keys() == {"m1"}
+    c.sleep(5000)
+    assert "m1" not in c.group().members
+
+
+def test_other_groups_keep_the_coordinator_settings():
+    c = Client(topics={"foo": 2})
+    other = key_for_partition(c.d.partition_id, prefix="other-")
+    assert coordinator_partition(other, 50) == c.d.partition_id
+    c.alter(set_op(HEARTBEAT, "10000"))
+    assert c.join("m1", ["foo"])["heartbeatIntervalMs"] == 10000
+    assert c.join("m2", ["foo"], group_id=other)["heartbeatIntervalMs"] == 5000
+
+
+def test_delete_groups_keeps_the_group_configs():
+    """Kafka (through 4.0) keeps a group's configs in the metadata log when the group is deleted."""
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    c.alter(set_op(HEARTBEAT, "10000"))
+    c.heartbeat("m1", -1)
+    r = c.send("DeleteGroups", 2, {"groupsNames": [c.group_id]})
+    assert r["results"][0]["errorCode"] == 0
+    assert c.values()[HEARTBEAT] == ("10000", 8)
+    assert c.join("m2", ["foo"])["heartbeatIntervalMs"] == 10000
+
+
+# ====================================================================== state log and state
+def test_rebuild_from_the_state_log_keeps_the_configs():
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "6000"))
+    c.alter(delete_op(HEARTBEAT))
+    records = [StateRecord(k, v) for k, v in c.records()]
+    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, records, CFG, now_ms=c.now)
+    groups = rebuilt.component("groups")
+    assert dict(groups.group_configs) == {c.group_id: {SESSION: "50000"}}
+    # onLoaded: the member's session uses the group's timeout.
+    assert rebuilt.timers.schedule_view()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
+    # Replaying the same log twice gives the same state.
+    again = CoordinatorPartition.from_records(c.d.partition_id, records, CFG, now_ms=c.now)
+    assert again.to_json() == rebuilt.to_json()
+    assert dict(c.groups().group_configs) == dict(groups.group_configs)
+
+
+def test_a_state_without_group_configs_loads():
+    """A snapshot written before group configs (no "groupConfigs", no GroupConfig chunks) loads."""
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    snapshot = c.d.partition.to_json()
+    assert snapshot["components"]["groups"].pop("groupConfigs") == {}
+    loaded = state.StoredState(*state.encode(snapshot)).load(c.d.partition_id, CFG)
+    groups = loaded.component("groups")
+    assert dict(groups.group_configs) == {} and "m1" in groups.groups[c.group_id].members
