@@ -2,7 +2,8 @@
 topics the broker does not have (UNKNOWN_TOPIC_OR_PARTITION, nothing stored), OffsetCommit /
 OffsetFetch v10 by topic id, ConsumerGroupDescribe's `subscribedTopicRegex` "", ListTransactions
 v2's pattern, and KIP-890 verification of TxnOffsetCommit (INVALID_TXN_STATE without
-AddOffsetsToTxn, the offsets partition and the transaction on different coordinator partitions)."""
+AddOffsetsToTxn, the offsets partition and the transaction on different coordinator partitions),
+and per-group configs (IncrementalAlterConfigs / DescribeConfigs, applied by ConsumerGroupHeartbeat)."""
 from __future__ import annotations
 
 import pytest
@@ -18,6 +19,7 @@ PARTITIONS = 10  # coordinator partitions: fewer state rows per micro-batch on a
 KNOWN = "conformance-known"  # 2 partitions, created before the job starts
 NEVER = "conformance-never-created"
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_TXN_STATE, INVALID_REGULAR_EXPRESSION = 3, 100, 48, 128
+INVALID_CONFIG, GROUP_RESOURCE = 40, 32  # GROUP_RESOURCE: ConfigResource.Type.GROUP
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +203,37 @@ def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
                                        "committed": True})
     assert end["errorCode"] == 0, end
     until(lambda: committed() == 8, "the v5 transaction's offset was never committed")
+
+
+def test_group_configs_apply_to_the_consumer_group_heartbeat(client):
+    """KIP-848 group configs: IncrementalAlterConfigs on a GROUP resource, DescribeConfigs shows
+    the override and the defaults, and the group's next ConsumerGroupHeartbeat answer carries the
+    group's heartbeat interval."""
+    group = "conformance-configs"
+
+    def alter(*configs):
+        resp = client.request("IncrementalAlterConfigs", 1, {"resources": [
+            {"resourceType": GROUP_RESOURCE, "resourceName": group, "configs": list(configs)}],
+            "validateOnly": False}, key=group)
+        [result] = resp["responses"]
+        return result["errorCode"], result["errorMessage"]
+
+    assert alter({"name": "consumer.session.timeout.ms", "configOperation": 0, "value": "1"}) == (
+        INVALID_CONFIG, "consumer.session.timeout.ms must be greater than or equal to "
+                        "group.consumer.min.session.timeout.ms")
+    assert alter({"name": "consumer.session.timeout.ms", "configOperation": 0, "value": "50000"},
+                 {"name": "consumer.heartbeat.interval.ms", "configOperation": 0, "value": "7000"}) == (0, None)
+    described = client.request("DescribeConfigs", 4, {"resources": [
+        {"resourceType": GROUP_RESOURCE, "resourceName": group, "configurationKeys": None}],
+        "includeSynonyms": False, "includeDocumentation": False}, key=group)
+    [result] = described["results"]
+    assert result["errorCode"] == 0, result
+    assert {c["name"]: (c["value"], c["configSource"]) for c in result["configs"]} == {
+        "consumer.session.timeout.ms": ("50000", 8), "consumer.heartbeat.interval.ms": ("7000", 8),
+        "share.session.timeout.ms": ("45000", 5), "share.heartbeat.interval.ms": ("5000", 5),
+        "share.record.lock.duration.ms": ("30000", 5)}
+    hb = client.request("ConsumerGroupHeartbeat", 1, {
+        "groupId": group, "memberId": "conformance-configs-member", "memberEpoch": 0, "instanceId": None,
+        "rackId": None, "rebalanceTimeoutMs": 60000, "subscribedTopicNames": [KNOWN], "subscribedTopicRegex": None,
+        "serverAssignor": None, "topicPartitions": []})
+    assert (hb["errorCode"], hb["heartbeatIntervalMs"]) == (0, 7000), hb
