@@ -87,29 +87,20 @@ def _require(ok: bool, message: str) -> None:
 
 def _check_consumer_group_settings(v: dict) -> None:
     """GroupCoordinatorConfig's checks of the KIP-848 settings (same rules, same wording)."""
-    for name in ("group.consumer.min.session.timeout.ms", "group.consumer.min.heartbeat.interval.ms",
-                 "group.consumer.max.size", "group.consumer.regex.refresh.interval.ms"):
+    for name in ("group.consumer.max.size", "group.consumer.regex.refresh.interval.ms"):
         _require(v[name] >= 1, f"{name} must be at least 1")
-    _require(v["group.consumer.max.heartbeat.interval.ms"] >= v["group.consumer.min.heartbeat.interval.ms"],
-             "group.consumer.max.heartbeat.interval.ms must be greater than or equal to "
-             "group.consumer.min.heartbeat.interval.ms")
-    _require(v["group.consumer.heartbeat.interval.ms"] >= v["group.consumer.min.heartbeat.interval.ms"],
-             "group.consumer.heartbeat.interval.ms must be greater than or equal to "
-             "group.consumer.min.heartbeat.interval.ms")
-    _require(v["group.consumer.heartbeat.interval.ms"] <= v["group.consumer.max.heartbeat.interval.ms"],
-             "group.consumer.heartbeat.interval.ms must be less than or equal to "
-             "group.consumer.max.heartbeat.interval.ms")
-    _require(v["group.consumer.max.session.timeout.ms"] >= v["group.consumer.min.session.timeout.ms"],
-             "group.consumer.max.session.timeout.ms must be greater than or equal to "
-             "group.consumer.min.session.timeout.ms")
-    _require(v["group.consumer.session.timeout.ms"] >= v["group.consumer.min.session.timeout.ms"],
-             "group.consumer.session.timeout.ms must be greater than or equal to "
-             "group.consumer.min.session.timeout.ms")
-    _require(v["group.consumer.session.timeout.ms"] <= v["group.consumer.max.session.timeout.ms"],
-             "group.consumer.session.timeout.ms must be less than or equal to "
-             "group.consumer.max.session.timeout.ms")
-    _require(v["group.consumer.heartbeat.interval.ms"] < v["group.consumer.session.timeout.ms"],
-             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms")
+    for prefix in ("group.consumer", "group.share"):  # the same rules for share groups' settings
+        _check_session_and_heartbeat(v, prefix)
+    lock = "group.share.record.lock.duration.ms"
+    _require(v["group.share.min.record.lock.duration.ms"] >= 1000,
+             "group.share.min.record.lock.duration.ms must be at least 1000")
+    _require(v["group.share.max.record.lock.duration.ms"] >= v["group.share.min.record.lock.duration.ms"],
+             "group.share.max.record.lock.duration.ms must be greater than or equal to "
+             "group.share.min.record.lock.duration.ms")
+    _require(v[lock] >= v["group.share.min.record.lock.duration.ms"],
+             f"{lock} must be greater than or equal to group.share.min.record.lock.duration.ms")
+    _require(v[lock] <= v["group.share.max.record.lock.duration.ms"],
+             f"{lock} must be less than or equal to group.share.max.record.lock.duration.ms")
     assignors = v["group.consumer.assignors"]
     _require(len(assignors) > 0 and all(isinstance(a, str) for a in assignors),
              "group.consumer.assignors must name at least one assignor")
@@ -121,6 +112,21 @@ def _check_consumer_group_settings(v: dict) -> None:
     _require(str(v["group.consumer.migration.policy"]).lower() in ("disabled", "upgrade", "downgrade",
                                                                    "bidirectional"),
              "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional")
+
+
+def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
+    """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer, group.share)."""
+    def name(kind: str) -> str:
+        return f"{prefix}.{kind}"
+    for bound in ("min.session.timeout.ms", "min.heartbeat.interval.ms"):
+        _require(v[name(bound)] >= 1, f"{name(bound)} must be at least 1")
+    for what in ("heartbeat.interval.ms", "session.timeout.ms"):
+        lo, hi, value = name("min." + what), name("max." + what), name(what)
+        _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
+        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+        _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
+    _require(v[name("heartbeat.interval.ms")] < v[name("session.timeout.ms")],
+             f"{name('heartbeat.interval.ms')} must be less than {name('session.timeout.ms')}")
 
 
 class CoordinatorConfig(Mapping[str, Any]):

@@ -298,3 +298,34 @@ def test_a_state_without_group_configs_loads():
     loaded = state.StoredState(*state.encode(snapshot)).load(c.d.partition_id, CFG)
     groups = loaded.component("groups")
     assert dict(groups.group_configs) == {} and "m1" in groups.groups[c.group_id].members
+
+
+def test_classic_members_keep_their_own_session_timeout():
+    """A classic member inside a consumer group keeps its JoinGroup sessionTimeoutMs whatever the
+    group's consumer.session.timeout.ms; consumer-protocol members use the group's."""
+    from tests.test_consumer_group_migration import (SESSION as CLASSIC_SESSION, classic_join_new,
+                                                     classic_view, consumer_group_with_one_member, sync,
+                                                     timer_deadline)
+    c = Client(topics={"foo": 6, "bar": 3})
+    assert c.alter(set_op(SESSION, "55000"))["errorCode"] == 0
+    consumer_group_with_one_member(c)
+    assert timer_deadline(c, "consumer-session", "m1") == c.now + 55000
+    joined = classic_join_new(c)
+    mid = joined["memberId"]
+    assert timer_deadline(c, "consumer-session", mid) == c.now + CLASSIC_SESSION
+    sync(c, mid, joined["generationId"])
+    assert classic_view(c).heartbeat(mid, joined["generationId"])["errorCode"] == 0
+    assert timer_deadline(c, "consumer-session", mid) == c.now + CLASSIC_SESSION
+
+
+def test_share_settings_are_checked_at_start_up():
+    with pytest.raises(ValueError, match="group.share.heartbeat.interval.ms must be less than or equal to "
+                                         "group.share.max.heartbeat.interval.ms"):
+        CoordinatorConfig({"group.share.heartbeat.interval.ms": 20000})
+    with pytest.raises(ValueError, match="group.share.record.lock.duration.ms must be greater than or equal to "
+                                         "group.share.min.record.lock.duration.ms"):
+        CoordinatorConfig({"group.share.record.lock.duration.ms": 10000})
+    # The coordinator's values are the group configs' defaults, and bound them.
+    cfg = CoordinatorConfig({"group.share.max.session.timeout.ms": 90000, "group.share.session.timeout.ms": 80000})
+    assert parse({}, cfg)["share.session.timeout.ms"] == 80000
+    assert validate({"share.session.timeout.ms": "90000"}, cfg)["share.session.timeout.ms"] == 90000
