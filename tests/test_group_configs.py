@@ -329,3 +329,15 @@ def test_share_settings_are_checked_at_start_up():
     cfg = CoordinatorConfig({"group.share.max.session.timeout.ms": 90000, "group.share.session.timeout.ms": 80000})
     assert parse({}, cfg)["share.session.timeout.ms"] == 80000
     assert validate({"share.session.timeout.ms": "90000"}, cfg)["share.session.timeout.ms"] == 90000
+
+
+def test_checks_follow_kafkas_order():
+    """The broker's checks (duplicate keys, null values) come before the controller's (operation,
+    group name, values), and ownership is checked once the request is well formed."""
+    c = Client()
+    elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
+    assert c.alter(set_op(SESSION, "1"), set_op(SESSION, "2"), group_id="")["errorMessage"] == (
+        "Error due to duplicate config keys")
+    assert c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"] == INVALID_CONFIG
+    assert c.alter(set_op(SESSION, "1"), group_id="")["errorMessage"] == "Default group resources are not allowed."
+    assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == NOT_COORDINATOR

@@ -173,27 +173,31 @@ class GroupConfigs:
         return {"throttleTimeMs": 0, "responses": responses}
 
     def _alter(self, resource: dict, validate_only: bool) -> None:
-        group_id = _check_resource(self.c, resource, "Default group resources are not allowed.")
+        """Kafka's order: the broker's ConfigAdminManager checks (type, duplicate keys, null values),
+        then the controller's (each operation, the group name, the resulting configs)."""
+        _check_type(resource)
         ops = resource["configs"]
         names = [op["name"] for op in ops]
-        if len(set(names)) != len(names):  # ConfigAdminManager.preprocess
+        if len(set(names)) != len(names):
             raise ApiError(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
         null_updates = [op["name"] for op in ops if op["configOperation"] != OP_DELETE and op["value"] is None]
         if null_updates:
             raise ApiError(Errors.INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates))
+        for op in ops:
+            kind = op["configOperation"]
+            if kind in (OP_APPEND, OP_SUBTRACT):
+                # No group config is a LIST (ConfigurationControlManager's isSplittable).
+                raise invalid(f"Can't {OP_NAMES[kind]} to key {op['name']} because its type is not LIST.")
+            if kind not in (OP_SET, OP_DELETE):
+                raise ApiError(Errors.INVALID_REQUEST, f"Unknown operation type {kind}")
+        group_id = _check_group(self.c, resource, "Default group resources are not allowed.")
         current = self.overrides(group_id)
         updated = dict(current)
-        for op in ops:  # ConfigurationControlManager.incrementalAlterConfigResource
-            kind, name = op["configOperation"], op["name"]
-            if kind == OP_SET:
-                updated[name] = op["value"]
-            elif kind == OP_DELETE:
-                updated.pop(name, None)
-            elif kind in (OP_APPEND, OP_SUBTRACT):
-                # No group config is a LIST (ConfigurationControlManager's isSplittable).
-                raise invalid(f"Can't {OP_NAMES[kind]} to key {name} because its type is not LIST.")
+        for op in ops:
+            if op["configOperation"] == OP_SET:
+                updated[op["name"]] = op["value"]
             else:
-                raise ApiError(Errors.INVALID_REQUEST, f"Unknown operation type {kind}")
+                updated.pop(op["name"], None)
         validate(updated, self.config)
         if validate_only or updated == current:
             return
@@ -210,7 +214,8 @@ class GroupConfigs:
                      "resourceType": resource["resourceType"], "resourceName": resource["resourceName"],
                      "configs": []}
             try:
-                group_id = _check_resource(self.c, resource, "Group name must not be empty")
+                _check_type(resource)
+                group_id = _check_group(self.c, resource, "Group name must not be empty")
                 entry["configs"] = self._describe(group_id, resource["configurationKeys"], version,
                                                   body.get("includeSynonyms", False),
                                                   body.get("includeDocumentation", False))
@@ -247,12 +252,15 @@ class GroupConfigs:
             self.c.group_configs[group_id] = dict(value["configs"])
 
 
-def _check_resource(component, resource: dict, empty_message: str) -> str:
-    """A GROUP resource with a name this partition owns, or ApiError."""
+def _check_type(resource: dict) -> None:
     if resource["resourceType"] != GROUP_RESOURCE_TYPE:
         raise ApiError(Errors.INVALID_REQUEST,
                        f"Unsupported resource type: {resource['resourceType']} (the coordinator serves only "
                        f"GROUP ({GROUP_RESOURCE_TYPE}) config resources)")
+
+
+def _check_group(component, resource: dict, empty_message: str) -> str:
+    """The resource's group id, if not empty and owned by this partition; else ApiError."""
     group_id = resource["resourceName"]
     if not group_id:
         raise ApiError(Errors.INVALID_REQUEST, empty_message)
