@@ -175,7 +175,7 @@ def group_page(*, group: dict | None, group_id: str, offsets: dict, ends: dict, 
 
 def render_page(template: str, data: dict) -> str:
     """The page with its first data embedded (rendered before any fetch)."""
-    blob = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    blob = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")  # no </script> nor <!--
     return template.replace("/*INITIAL*/null", blob)
 
 
@@ -272,8 +272,8 @@ class Dashboard:
                 offs = {tp: v["committedOffset"] for tp, v in model.offsets(group_id).items()}
                 return {"group": g, "offsets": offs}, []
             groups = model.groups()
-            offsets = {g["groupId"]: {tp: v["committedOffset"] for tp, v in model.offsets(g["groupId"]).items()}
-                       for g in groups}
+            offsets = {g: {tp: v["committedOffset"] for tp, v in offs.items()}
+                       for g, offs in model.offsets_of([g["groupId"] for g in groups]).items()}
             txns = model.transactions()
             problems = [] if model.freshness()["updatedAt"] is not None else [
                 f"Redis at {self.redis_url} holds no read model yet (prefix {self.redis_prefix!r}): "

@@ -124,8 +124,10 @@ def test_requests_applied_sums_every_api_and_history_keeps_a_window():
 
 
 def test_the_page_embeds_its_first_data_safely():
-    page = render_page(PAGE.read_text(), {"problems": ["</script><b>x</b>"]})
-    assert "const INITIAL = {" in page and "</script><b>" not in page
+    page = render_page(PAGE.read_text(), {"problems": ["</script><!--<b>x</b>"]})
+    assert "const INITIAL = {" in page and "</script><!--" not in page and "<b>" not in page
+    blob = page.split("const INITIAL = ", 1)[1].split(";\n", 1)[0]
+    assert json.loads(blob) == {"problems": ["</script><!--<b>x</b>"]}
 
 
 def test_the_exporter_serves_metrics_the_page_and_json_and_says_redis_is_down():
