@@ -45,6 +45,14 @@ def decode_hash(raw: dict, ints: tuple, json_fields: tuple, fields: tuple) -> di
     return out
 
 
+def decode_offsets(raw: dict) -> dict[tuple[str, int], dict]:
+    out = {}
+    for field, value in raw.items():
+        topic, _, partition = field.rpartition(":")
+        out[(topic, int(partition))] = json.loads(value)
+    return dict(sorted(out.items()))
+
+
 def decode_projector(raw: dict) -> dict:
     offsets = {int(k.split(":", 1)[1]): int(v) for k, v in raw.items() if k.startswith("offset:")}
     return {"offsets": dict(sorted(offsets.items())),
@@ -90,12 +98,12 @@ class ReadModel:
         return [decode_hash(r, GROUP_INTS, GROUP_JSON, GROUP_FIELDS) for r in raws if r]
 
     def offsets(self, group_id: str) -> dict[tuple[str, int], dict]:
-        raw = self._call(self.redis.hgetall, f"{self.prefix}:offsets:{group_id}")
-        out = {}
-        for field, value in raw.items():
-            topic, _, partition = field.rpartition(":")
-            out[(topic, int(partition))] = json.loads(value)
-        return dict(sorted(out.items()))
+        return decode_offsets(self._call(self.redis.hgetall, f"{self.prefix}:offsets:{group_id}"))
+
+    def offsets_of(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], dict]]:
+        """`offsets` of several groups in one round trip."""
+        raws = self._hashes([f"{self.prefix}:offsets:{g}" for g in group_ids])
+        return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws)}
 
     # ------------------------------------------------------------ transactions
     def transaction(self, transactional_id: str) -> dict | None:

@@ -30,6 +30,19 @@ if ! command -v redis-server >/dev/null 2>&1; then
   systemctl disable redis-server >/dev/null 2>&1 || true  # the package enables it; we run our own
 fi
 
+# --- Chromium (the dashboard's browser test, tests/integration/test_dashboard_e2e.py) ------------
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "setup: installing Debian's chromium" >&2
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: chromium is missing and there is no apt-get; install Chromium by hand" >&2; exit 1
+  fi
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium > .cache/apt-chromium.log 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >> .cache/apt-chromium.log 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >> .cache/apt-chromium.log 2>&1 \
+      || { cat .cache/apt-chromium.log >&2; exit 1; }
+  fi
+fi
+
 # --- Python packages -------------------------------------------------------------------------
 stamp=.cache/venv.stamp
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"

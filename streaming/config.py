@@ -52,7 +52,7 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics"):
+            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix):].lower()
@@ -96,6 +96,10 @@ class StreamConfig:
     @property
     def metrics(self) -> dict:
         return self.raw.get("metrics", {})
+
+    @property
+    def dashboard(self) -> dict:
+        return self.raw.get("dashboard", {})
 
     @property
     def coordinator_partitions(self) -> int:

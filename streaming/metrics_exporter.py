@@ -9,7 +9,8 @@ newest record of every coordinator partition (a replayed batch's record, identic
 already read, changes nothing); `/metrics` serves their sum over partitions,
 so a restarted exporter rebuilds the same totals from the (compacted) topic. The stream's health
 (batches, batch duration, input rows, request-topic lag) comes from the job's status file.
-Every series is documented in docs/operations.md, "Metrics".
+Every series is documented in docs/operations.md, "Metrics". The same HTTP server serves the
+dashboard (streaming/dashboard.py: `/`, `/group/<id>`, `/api/...`; docs/operations.md, "Dashboard").
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ import logging
 import re
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 from coordinator.metrics import BUCKETS_MS
 
@@ -196,10 +199,13 @@ class _Collector:
 
 
 class MetricsExporter:
-    """The consumer thread and the HTTP endpoint. `port` 0 picks a free port (see `.port`)."""
+    """The consumer thread and the HTTP endpoint (`/metrics` and the dashboard). `port` 0 picks a
+    free port (see `.port`). `dashboard` is the page's settings ([dashboard] table plus `events_topic`,
+    `redis_url`, `redis_prefix`); None serves `/metrics` only."""
 
     def __init__(self, bootstrap: str, topic: str, port: int, host: str = "0.0.0.0",
-                 status_file: Path | None = None, lag=None, lag_every_s: float = 10.0):
+                 status_file: Path | None = None, lag=None, lag_every_s: float = 10.0,
+                 dashboard: dict | None = None):
         from prometheus_client import CollectorRegistry
 
         self.bootstrap, self.topic = bootstrap, topic
@@ -212,24 +218,40 @@ class MetricsExporter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._server = None
+        self._server_thread: threading.Thread | None = None
         self.port: int | None = None
+        self.dashboard = None
+        if dashboard is not None:
+            from .dashboard import Dashboard
+
+            settings = dict(dashboard)
+            self.dashboard = Dashboard(bootstrap, events_topic=settings.pop("events_topic"), metrics_topic=topic,
+                                       store=self.store, health=self.health, status_file=status_file,
+                                       redis_url=settings.pop("redis_url", None),
+                                       redis_prefix=settings.pop("redis_prefix", "coord"), settings=settings)
 
     def start(self) -> "MetricsExporter":
-        from prometheus_client import start_http_server
-
-        self._server, _ = start_http_server(self._port, addr=self._host, registry=self.registry)
+        self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
+        self._server.daemon_threads = True
         self.port = self._server.server_address[1]
+        self._server_thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+        self._server_thread.start()
         self._thread = threading.Thread(target=self._consume, name="metrics-consumer", daemon=True)
         self._thread.start()
+        if self.dashboard is not None:
+            self.dashboard.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 10) -> None:
+        """Stop serving; wait up to `timeout` s for the consumer threads (daemons) to end."""
         self._stop.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=timeout)
+        if self.dashboard is not None:
+            self.dashboard.stop(timeout)
 
     def _consume(self) -> None:
         from kafka import KafkaConsumer, TopicPartition
@@ -273,6 +295,62 @@ class MetricsExporter:
             consumer.close()
 
 
+def _handler(exporter: MetricsExporter):
+    """The request handler: `/metrics` (Prometheus text) and the dashboard's page and JSON."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            path = self.path.split("?", 1)[0]
+            try:
+                if path == "/metrics":
+                    return self._send(200, CONTENT_TYPE_LATEST, generate_latest(exporter.registry))
+                board = exporter.dashboard
+                if board is None:
+                    return self._send(404, "text/plain; charset=utf-8", b"only /metrics is served here\n")
+                if path == "/api/overview":
+                    return self._json(board.overview())
+                if path.startswith("/api/group/"):
+                    return self._json(board.group(unquote(path[len("/api/group/"):])))
+                if path in ("/", "/index.html"):
+                    return self._page(board.overview())
+                if path.startswith("/group/"):
+                    return self._page(board.group(unquote(path[len("/group/"):])))
+                return self._send(404, "text/plain; charset=utf-8", b"not found\n")
+            except Exception as e:  # noqa: BLE001 - one failed request, never the server
+                log.warning("GET %s: %s", path, e, exc_info=True)
+                return self._send(500, "text/plain; charset=utf-8", f"error: {e}\n".encode())
+
+        def _json(self, data: dict):
+            self._send(200, "application/json", json.dumps(data).encode())
+
+        def _page(self, data: dict):
+            from .dashboard import PAGE, render_page
+
+            self._send(200, "text/html; charset=utf-8", render_page(PAGE.read_text(), data).encode())
+
+        def _send(self, code: int, content_type: str, body: bytes):
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):  # scrapes and polls every few seconds: not worth a log line
+            pass
+
+    return Handler
+
+
+def dashboard_settings(cfg, redis_url: str | None = None) -> dict:
+    """The dashboard's settings from the config: [dashboard], the events topic and the read model
+    (`redis_url` overrides [redis] url; None and [redis] enabled = false: no read model)."""
+    url = redis_url or (cfg.redis.get("url") if cfg.redis.get("enabled") else None)
+    return {**cfg.dashboard, "events_topic": cfg.topics["events"], "redis_url": url,
+            "redis_prefix": cfg.redis.get("prefix", "coord")}
+
+
 def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
     """The exporter the job runs in its driver, or None when `[metrics] port` is 0."""
     port = int(cfg.metrics.get("port", 0) or 0)
@@ -281,7 +359,8 @@ def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
     from .status import request_lag
 
     return MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, str(cfg.metrics.get("host", "0.0.0.0")),
-                           status_file=status_file, lag=lambda: request_lag(cfg)).start()
+                           status_file=status_file, lag=lambda: request_lag(cfg),
+                           dashboard=dashboard_settings(cfg) if cfg.dashboard.get("enabled", True) else None).start()
 
 
 HELP = {
@@ -339,6 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bootstrap-server", help="Kafka bootstrap servers (overrides [kafka] bootstrap_servers)")
     ap.add_argument("--port", type=int, help="HTTP port (overrides [metrics] port)")
     ap.add_argument("--host", help="address to listen on (overrides [metrics] host)")
+    ap.add_argument("--redis", help="the read model's Redis URL for the dashboard (overrides [redis] url)")
     args = ap.parse_args(argv)
     overrides: dict = {}
     if args.bootstrap_server:
@@ -353,8 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     local = status_file.exists()
     exporter = MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, host,
                                status_file=status_file if local else None,
-                               lag=(lambda: request_lag(cfg)) if local else None).start()
-    log.info("serving http://%s:%d/metrics from %s%s", host, exporter.port, cfg.topics["metrics"],
+                               lag=(lambda: request_lag(cfg)) if local else None,
+                               dashboard=dashboard_settings(cfg, args.redis)
+                               if cfg.dashboard.get("enabled", True) else None).start()
+    log.info("serving http://%s:%d/metrics (and the dashboard at /) from %s%s", host, exporter.port,
+             cfg.topics["metrics"],
              "" if local else f" (no status file at {status_file}: without the stream's health)")
     try:
         while True:
