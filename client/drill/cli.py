@@ -214,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                         transactions=not (args.watch or args.no_transactions), prefix=args.prefix,
                         wait_s=args.wait, probe_only=args.watch, run_id=uuid.uuid4().hex[:8])
         job = None
+        ensure_data_topics(cfg.bootstrap, spec.topics)  # before a local job starts: its first metadata knows them
         if args.kill == "local":
             job = LocalJob(args.config, Path(args.job_log or str(cfg.checkpoint).rstrip("/") + ".drill.log"))
             job.wait_started(job.start(), args.wait)

@@ -113,8 +113,12 @@ class Transactions(_Worker):
         super().__init__()
         self.spec = spec
         self.tid, self.group = f"{spec.prefix}-tid", f"{spec.prefix}-txn-group"
+        # A transaction open across a kill must outlive the restart, or the coordinator aborts it
+        # on its timeout and fences the producer (Kafka's transaction.max.timeout.ms: 15 minutes).
+        timeout_ms = min(900_000, max(60_000, int(2 * spec.wait_s * 1000)))
         self.producer = TransactionalProducer(bootstrap, self.tid, requests_topic=topics["requests"],
-                                              responses_topic=topics["responses"], max_block_ms=int(spec.wait_s * 1000))
+                                              responses_topic=topics["responses"], max_block_ms=int(spec.wait_s * 1000),
+                                              transaction_timeout_ms=timeout_ms)
         self.committed: list[int] = []
 
     def loop(self) -> None:
@@ -191,7 +195,28 @@ class MixedLoad:
                 {"partitionIndex": i % 4, "committedOffset": i, "committedLeaderEpoch": -1,
                  "committedMetadata": f"drill-{i}"}]}]}, group
 
+    def wait_ready(self) -> None:
+        """Wait (bounded) until the service answers and stores offsets of the drill's input topic:
+        a topic created just now is unknown (UNKNOWN_TOPIC_OR_PARTITION) until the job's next
+        metadata refresh."""
+        group = f"{self.spec.prefix}-probe"
+        deadline = time.monotonic() + self.spec.wait_s
+        while True:
+            r = self.client.request("OffsetCommit", 9, {
+                "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
+                "topics": [{"name": self.spec.input_topic, "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 0, "committedLeaderEpoch": -1,
+                     "committedMetadata": None}]}]}, key=group, timeout=self.spec.wait_s)
+            code = r["topics"][0]["partitions"][0]["errorCode"]
+            if code == 0:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the service does not store offsets of {self.spec.input_topic} "
+                                   f"(error code {code}) after {self.spec.wait_s:.0f}s")
+            time.sleep(1)
+
     def start(self) -> None:
+        self.wait_ready()
         self.simple.start()
         for m in self.classic:
             m.start()

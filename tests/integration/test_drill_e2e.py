@@ -12,7 +12,8 @@ from client.drill.cli import main as drill_main
 from client.drill.verify import CheckpointStates, verify
 from coordinator import coordinator_partition
 
-pytestmark = pytest.mark.integration
+# Three restarts of Spark on a shared 2-core machine take minutes; every wait inside is bounded.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 PARTITIONS = 10
 
