@@ -114,3 +114,13 @@ def test_the_report_says_pass_or_fail_with_recovery_times():
     doc = json.loads(json.dumps(report.to_json()))
     assert doc["passed"] is False and doc["seed"] == 5 and doc["kills"][0]["recoverySeconds"] == 12.5
     assert not Report("verify").passed  # no check, no pass
+
+
+def test_the_cli_refuses_a_hook_drill_without_a_kill_hook(capsys):
+    import pytest
+
+    from client.drill.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["run", "--kill", "hook"])
+    assert exited.value.code == 2 and "--kill hook needs --kill-hook" in capsys.readouterr().err

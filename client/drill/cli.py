@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--prefix", default="drill", help="names of the drill's groups, topics, transactional id")
     args = ap.parse_args(argv)
 
+    if args.command == "run" and args.kill == "hook" and not args.kill_hook:
+        ap.error("--kill hook needs --kill-hook")
     cfg = StreamConfig.load(args.config)
     try:
         if args.command == "verify":
@@ -223,8 +225,6 @@ def main(argv: list[str] | None = None) -> int:
         elif args.kill == "pid":
             killer = StatusPidKiller(cfg.checkpoint, group=args.kill_group)
         elif args.kill == "hook":
-            if not args.kill_hook:
-                ap.error("--kill hook needs --kill-hook")
             killer = HookKiller(args.kill_hook, args.restart_hook)
         else:
             killer = ManualKiller(cfg.checkpoint, timeout=args.wait)

@@ -40,7 +40,7 @@ class CheckpointStates:
 
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             self._spark = (SparkSession.builder.master("local[1]").appName("coordinator-drill-verify")
-                           .config("spark.ui.enabled", "false")
+                           .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                            .config("spark.sql.streaming.stateStore.providerClass",
                                    ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER)
                            .getOrCreate())
