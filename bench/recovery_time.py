@@ -10,7 +10,8 @@ probe after them, and the job is restarted on its checkpoint. Measured: kill -> 
 (what `coordinator-drill` reports as the recovery time), and of that, kill -> the query started
 (COORDINATOR-STREAM-STARTED: JVM, Spark session, state store). With `--max-offsets`
 (stream.max_offsets_per_trigger) the backlog is read in about backlog / max-offsets micro-batches
-before the probe's.
+(Spark splits each batch's share over the request topic's partitions, so the probe, in one of
+them, may come a batch or so earlier).
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def main() -> int:
             kafka.stop(timeout=3)
     print(f"\nkill -> first answer (coordinator.partitions {args.partitions}, "
           f"max_offsets_per_trigger {args.max_offsets}, RocksDB state store)")
-    print("| groups in state | requests sent while down | batches before the answer | query started | first answer |")
+    print("| groups in state | requests sent while down | batches to read (about) | query started | first answer |")
     print("|---:|---:|---:|---:|---:|")
     for size, backlog, batches, r in rows:
         print(f"| {size} | {backlog} | {batches + 1} | {r['started_s']:.1f} s | {r['first_answer_s']:.1f} s |")
