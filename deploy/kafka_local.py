@@ -8,16 +8,16 @@ in --dir; `start` formats the storage the first time and returns once the broker
 """
 from __future__ import annotations
 
-import argparse
 import base64
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
+
+from deploy.pidfile import running_pid, server_cli, terminate
 
 ROOT = Path(__file__).resolve().parent.parent
 KAFKA_JARS = ROOT / ".cache" / "jars" / "kafka"
@@ -120,15 +120,7 @@ log.cleaner.backoff.ms=5000
                         f"--cluster-id={cluster_id}", "-c", str(props)], check=True, capture_output=True)
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text())
-        except (OSError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return None
-        return pid
+        return running_pid(self.pidfile)
 
     def start(self, timeout: float = 90) -> "LocalKafka":
         return self.launch().wait_ready(timeout)
@@ -165,40 +157,12 @@ log.cleaner.backoff.ms=5000
         return broker_answers(self.bootstrap)
 
     def stop(self, timeout: float = 30) -> None:
-        pid = self.pid()
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
-            time.sleep(0.2)
-        else:
-            os.kill(pid, signal.SIGKILL)
-        self.pidfile.unlink(missing_ok=True)
+        terminate(self.pidfile, timeout, poll_s=0.2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Run a local single-node KRaft Kafka broker")
-    ap.add_argument("action", choices=["start", "stop", "status"])
-    ap.add_argument("--dir", default=str(ROOT / ".run" / "kafka"))
-    ap.add_argument("--port", type=int, default=9092)
-    args = ap.parse_args(argv)
-    broker = LocalKafka(args.dir, args.port)
-    if args.action == "start":
-        broker.start()
-        print(f"Kafka broker up at {broker.bootstrap} (pid {broker.pid()}, log {broker.logfile})")
-    elif args.action == "stop":
-        broker.stop()
-        print("Kafka broker stopped")
-    else:
-        pid = broker.pid()
-        print(f"running (pid {pid}) at {broker.bootstrap}" if pid else "not running")
-        return 0 if pid else 1
-    return 0
+    return server_cli(argv, "Run a local single-node KRaft Kafka broker", "Kafka broker", ROOT / ".run" / "kafka",
+                      9092, LocalKafka, lambda broker: broker.bootstrap)
 
 
 if __name__ == "__main__":

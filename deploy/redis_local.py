@@ -9,16 +9,15 @@ returns once it answers PING.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from deploy.kafka_local import ROOT, free_port  # noqa: F401 - free_port re-exported for the fixtures
+from deploy.pidfile import running_pid, server_cli, terminate
 
 
 class LocalRedis:
@@ -39,12 +38,7 @@ class LocalRedis:
         return self.dir / "redis.log"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text())
-            os.kill(pid, 0)
-            return pid
-        except (OSError, ValueError):
-            return None
+        return running_pid(self.pidfile)
 
     def answers(self) -> bool:
         import redis
@@ -79,40 +73,12 @@ class LocalRedis:
         raise RuntimeError(f"redis-server did not answer PING within {timeout}s; see {self.logfile}")
 
     def stop(self, timeout: float = 10) -> None:
-        pid = self.pid()
-        if pid is None:
-            return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            try:
-                os.kill(pid, 0)
-            except OSError:
-                break
-            time.sleep(0.1)
-        else:
-            os.kill(pid, signal.SIGKILL)
-        self.pidfile.unlink(missing_ok=True)
+        terminate(self.pidfile, timeout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Run a local Redis server for the read model")
-    ap.add_argument("action", choices=["start", "stop", "status"])
-    ap.add_argument("--dir", default=str(ROOT / ".run" / "redis"))
-    ap.add_argument("--port", type=int, default=6379)
-    args = ap.parse_args(argv)
-    server = LocalRedis(args.dir, args.port)
-    if args.action == "start":
-        server.start()
-        print(f"Redis up at {server.url} (pid {server.pid()}, log {server.logfile})")
-    elif args.action == "stop":
-        server.stop()
-        print("Redis stopped")
-    else:
-        pid = server.pid()
-        print(f"running (pid {pid}) at {server.url}" if pid else "not running")
-        return 0 if pid else 1
-    return 0
+    return server_cli(argv, "Run a local Redis server for the read model", "Redis", ROOT / ".run" / "redis", 6379,
+                      LocalRedis, lambda server: server.url)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from client import CoordinatorClient
+from client.drill.load import ensure_data_topics
 from deploy.topics import ensure_topics
 from streaming.config import ROOT, StreamConfig
 
@@ -20,19 +21,7 @@ from streaming.config import ROOT, StreamConfig
 def create_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     """Create data topics (name -> partition count) a test's requests name; existing ones are kept.
     Offsets are only stored for topics that exist (Kafka answers UNKNOWN_TOPIC_OR_PARTITION)."""
-    from kafka import KafkaAdminClient
-    from kafka.admin import NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        for name, count in partitions.items():
-            try:
-                admin.create_topics([NewTopic(name, count, 1)])
-            except TopicAlreadyExistsError:
-                pass
-    finally:
-        admin.close()
+    ensure_data_topics(bootstrap, partitions)
 
 
 class StreamJob:
