@@ -425,44 +425,25 @@ class Dashboard:
 
     def _consume_events(self) -> None:
         """Rebalance events of the last `history_s` seconds and on, from the events topic."""
-        from kafka import KafkaConsumer, TopicPartition
+        from .topic_follower import follow_topic
 
-        consumer = None
-        while not self._stop.is_set():
-            try:
-                if consumer is None:
-                    consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                             enable_auto_commit=False, request_timeout_ms=10000)
-                    parts = consumer.partitions_for_topic(self.events_topic)
-                    if not parts:
-                        consumer.close()
-                        consumer = None
-                        self._stop.wait(2.0)
-                        continue
-                    tps = [TopicPartition(self.events_topic, p) for p in sorted(parts)]
-                    consumer.assign(tps)
-                    since = int(time.time() * 1000) - self.window_ms
-                    for tp, found in consumer.offsets_for_times({tp: since for tp in tps}).items():
-                        if found is None:
-                            consumer.seek_to_end(tp)
-                        else:
-                            consumer.seek(tp, found.offset)
-                for records in consumer.poll(timeout_ms=500).values():
-                    for r in records:
-                        self._on_event(r.value)
-                self._events_error = None
-            except Exception as e:  # noqa: BLE001 - broker away: reconnect
-                self._events_error = f"The broker at {self.bootstrap} is not reachable: {e}"
-                log.warning("dashboard events consumer: %s; reconnecting", e)
-                if consumer is not None:
-                    try:
-                        consumer.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                consumer = None
-                self._stop.wait(2.0)
-        if consumer is not None:
-            consumer.close()
+        def position(consumer, partitions) -> None:
+            since = int(time.time() * 1000) - self.window_ms
+            for tp, found in consumer.offsets_for_times({tp: since for tp in partitions}).items():
+                if found is None:
+                    consumer.seek_to_end(tp)
+                else:
+                    consumer.seek(tp, found.offset)
+
+        def failed(e: Exception) -> None:
+            self._events_error = f"The broker at {self.bootstrap} is not reachable: {e}"
+            log.warning("dashboard events consumer: %s; reconnecting", e)
+
+        def polled() -> None:
+            self._events_error = None
+
+        follow_topic(self.bootstrap, self.events_topic, self._stop, position, lambda r: self._on_event(r.value),
+                     after_poll=polled, on_error=failed, missing_topic_wait_s=2.0)
 
     def _on_event(self, raw: bytes | None) -> None:
         if not raw or b"Rebalance" not in raw and b"GroupEpochBumped" not in raw:

@@ -254,45 +254,26 @@ class MetricsExporter:
             self.dashboard.stop(timeout)
 
     def _consume(self) -> None:
-        from kafka import KafkaConsumer, TopicPartition
+        from .topic_follower import follow_topic
 
-        consumer = None
-        next_lag = 0.0
-        while not self._stop.is_set():
+        next_lag = [0.0]
+
+        def apply(r) -> None:
+            if r.value is None:
+                return
             try:
-                if consumer is None:
-                    consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                             enable_auto_commit=False, request_timeout_ms=10000)
-                    parts = consumer.partitions_for_topic(self.topic)
-                    if not parts:
-                        consumer.close()
-                        consumer = None
-                        self._stop.wait(1.0)
-                        continue
-                    consumer.assign([TopicPartition(self.topic, p) for p in sorted(parts)])
-                    consumer.seek_to_beginning()
-                for records in consumer.poll(timeout_ms=500).values():
-                    for r in records:
-                        if r.value is None:
-                            continue
-                        try:
-                            self.store.apply(json.loads(r.value))
-                        except (ValueError, KeyError, TypeError) as e:
-                            log.warning("metrics record at offset %s skipped: %s", r.offset, e)
-                if self._lag is not None and self.health is not None and time.monotonic() >= next_lag:
-                    next_lag = time.monotonic() + self._lag_every_s
-                    self.health.request_lag = self._lag()
-            except Exception as e:  # noqa: BLE001 - broker away: keep what we have, reconnect
-                log.warning("metrics consumer: %s; reconnecting", e)
-                if consumer is not None:
-                    try:
-                        consumer.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-                consumer = None
-                self._stop.wait(2.0)
-        if consumer is not None:
-            consumer.close()
+                self.store.apply(json.loads(r.value))
+            except (ValueError, KeyError, TypeError) as e:
+                log.warning("metrics record at offset %s skipped: %s", r.offset, e)
+
+        def refresh_lag() -> None:
+            if self._lag is not None and self.health is not None and time.monotonic() >= next_lag[0]:
+                next_lag[0] = time.monotonic() + self._lag_every_s
+                self.health.request_lag = self._lag()
+
+        follow_topic(self.bootstrap, self.topic, self._stop, lambda consumer, _: consumer.seek_to_beginning(),
+                     apply, after_poll=refresh_lag,
+                     on_error=lambda e: log.warning("metrics consumer: %s; reconnecting", e))
 
 
 def _handler(exporter: MetricsExporter):

@@ -9,60 +9,53 @@ def _tps(entries, name_key="topic") -> list[dict]:
                   key=lambda e: e["topic"])
 
 
-def classic_differences(model: dict | None, described: dict) -> list[str]:
-    """A DescribeGroups group (errorCode 0) against the model's group hash; [] when they agree."""
+def _group_differences(model: dict | None, described: dict, expect: dict, member_fields, assignment_of) -> list[str]:
+    """What classic and consumer groups compare alike: the group's fields (`expect`), the member
+    ids, each member's fields (model name, answer name) and assignment (`assignment_of(described
+    member)` -> the wanted topic-partitions, or None to skip)."""
     if model is None:
         return [f"group {described['groupId']} missing from the read model"]
-    diffs = []
-    expect = {"type": "classic", "state": described["groupState"], "protocolType": described["protocolType"]}
-    if described["groupState"] == "Stable":
-        expect["protocol"] = described["protocolData"]
-    for k, v in expect.items():
-        if model[k] != v:
-            diffs.append(f"{k}: model {model[k]!r}, coordinator {v!r}")
+    diffs = [f"{k}: model {model[k]!r}, coordinator {v!r}" for k, v in expect.items() if model[k] != v]
     got = {m["memberId"]: m for m in model["members"]}
     if set(got) != {m["memberId"] for m in described["members"]}:
         diffs.append(f"members: model {sorted(got)}, coordinator {sorted(m['memberId'] for m in described['members'])}")
         return diffs
     for d in described["members"]:
         m = got[d["memberId"]]
-        for ours, theirs in (("groupInstanceId", "groupInstanceId"), ("clientId", "clientId"),
-                             ("clientHost", "clientHost")):
+        for ours, theirs in member_fields:
             if m[ours] != d[theirs]:
                 diffs.append(f"member {d['memberId']} {ours}: model {m[ours]!r}, coordinator {d[theirs]!r}")
-        if described["protocolType"] == "consumer" and d["memberAssignment"]:
-            want = _tps([{"topic": t, "partitions": p}
-                         for t, p in decode_assignment(d["memberAssignment"]).as_dict().items()])
-            if _tps(m["assignment"] or []) != want:
-                diffs.append(f"member {d['memberId']} assignment: model {m['assignment']}, coordinator {want}")
+        want = assignment_of(d)
+        if want is not None and _tps(m["assignment"] or []) != want:
+            diffs.append(f"member {d['memberId']} assignment: model {m['assignment']}, coordinator {want}")
     return diffs
+
+
+def classic_differences(model: dict | None, described: dict) -> list[str]:
+    """A DescribeGroups group (errorCode 0) against the model's group hash; [] when they agree."""
+    expect = {"type": "classic", "state": described["groupState"], "protocolType": described["protocolType"]}
+    if described["groupState"] == "Stable":
+        expect["protocol"] = described["protocolData"]
+
+    def assignment_of(d: dict):
+        if described["protocolType"] != "consumer" or not d["memberAssignment"]:
+            return None
+        return _tps([{"topic": t, "partitions": p}
+                     for t, p in decode_assignment(d["memberAssignment"]).as_dict().items()])
+
+    return _group_differences(model, described, expect, (("groupInstanceId", "groupInstanceId"),
+                                                         ("clientId", "clientId"), ("clientHost", "clientHost")),
+                              assignment_of)
 
 
 def consumer_differences(model: dict | None, described: dict) -> list[str]:
     """A ConsumerGroupDescribe group (errorCode 0) against the model's group hash."""
-    if model is None:
-        return [f"group {described['groupId']} missing from the read model"]
-    diffs = []
     expect = {"type": "consumer", "state": described["groupState"], "generation": described["groupEpoch"],
               "assignmentEpoch": described["assignmentEpoch"], "protocol": described["assignorName"]}
-    for k, v in expect.items():
-        if model[k] != v:
-            diffs.append(f"{k}: model {model[k]!r}, coordinator {v!r}")
-    got = {m["memberId"]: m for m in model["members"]}
-    if set(got) != {m["memberId"] for m in described["members"]}:
-        diffs.append(f"members: model {sorted(got)}, coordinator {sorted(m['memberId'] for m in described['members'])}")
-        return diffs
-    for d in described["members"]:
-        m = got[d["memberId"]]
-        for ours, theirs in (("groupInstanceId", "instanceId"), ("clientId", "clientId"),
-                             ("clientHost", "clientHost"), ("memberEpoch", "memberEpoch"),
-                             ("subscribedTopicNames", "subscribedTopicNames")):
-            if m[ours] != d[theirs]:
-                diffs.append(f"member {d['memberId']} {ours}: model {m[ours]!r}, coordinator {d[theirs]!r}")
-        want = _tps(d["assignment"]["topicPartitions"], "topicName")
-        if _tps(m["assignment"]) != want:
-            diffs.append(f"member {d['memberId']} assignment: model {m['assignment']}, coordinator {want}")
-    return diffs
+    return _group_differences(model, described, expect, (
+        ("groupInstanceId", "instanceId"), ("clientId", "clientId"), ("clientHost", "clientHost"),
+        ("memberEpoch", "memberEpoch"), ("subscribedTopicNames", "subscribedTopicNames")),
+        lambda d: _tps(d["assignment"]["topicPartitions"], "topicName"))
 
 
 def offsets_differences(model: dict, fetched_topics: list[dict]) -> list[str]:

@@ -1,0 +1,49 @@
+"""Follow a topic from a background thread of the driver (the metrics exporter's metrics topic, the
+dashboard's events topic): assign every partition, position, poll until stopped, and reconnect
+after any failure (a broker away must never kill the thread)."""
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+
+def follow_topic(bootstrap: str, topic: str, stop: threading.Event, position: Callable, on_record: Callable,
+                 *, after_poll: Callable[[], None] | None = None,
+                 on_error: Callable[[Exception], None] | None = None, missing_topic_wait_s: float = 1.0) -> None:
+    """Run until `stop` is set. `position(consumer, partitions)` places a fresh consumer (it is made
+    again after every failure), `on_record(record)` takes each record, `after_poll()` runs after
+    each poll (a failure there reconnects too), `on_error(exception)` hears each failure."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = None
+    while not stop.is_set():
+        try:
+            if consumer is None:
+                consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                         request_timeout_ms=10000)
+                parts = consumer.partitions_for_topic(topic)
+                if not parts:
+                    consumer.close()
+                    consumer = None
+                    stop.wait(missing_topic_wait_s)
+                    continue
+                partitions = [TopicPartition(topic, p) for p in sorted(parts)]
+                consumer.assign(partitions)
+                position(consumer, partitions)
+            for records in consumer.poll(timeout_ms=500).values():
+                for r in records:
+                    on_record(r)
+            if after_poll is not None:
+                after_poll()
+        except Exception as e:  # noqa: BLE001 - broker away: keep what we have, reconnect
+            if on_error is not None:
+                on_error(e)
+            if consumer is not None:
+                try:
+                    consumer.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            consumer = None
+            stop.wait(2.0)
+    if consumer is not None:
+        consumer.close()
