@@ -49,8 +49,12 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
     "group.consumer.regex.refresh.interval.ms": 600000,
-    # Share groups (not served yet): the defaults and bounds of the share.* group configs
+    # Share groups (KIP-932): the defaults and bounds of the share.* group configs
     # (IncrementalAlterConfigs / DescribeConfigs on GROUP resources accept and describe them).
+    # group.share.enable stands for Kafka 4.1's `group.share.enable` / `share.version` feature:
+    # off, ShareGroupHeartbeat and ShareGroupDescribe answer UNSUPPORTED_VERSION, as KafkaApis does.
+    "group.share.enable": True,
+    "group.share.max.size": 200,
     "group.share.session.timeout.ms": 45000,
     "group.share.min.session.timeout.ms": 45000,
     "group.share.max.session.timeout.ms": 60000,
@@ -87,7 +91,7 @@ def _require(ok: bool, message: str) -> None:
 
 def _check_consumer_group_settings(v: dict) -> None:
     """GroupCoordinatorConfig's checks of the KIP-848 settings (same rules, same wording)."""
-    for name in ("group.consumer.max.size", "group.consumer.regex.refresh.interval.ms"):
+    for name in ("group.consumer.max.size", "group.consumer.regex.refresh.interval.ms", "group.share.max.size"):
         _require(v[name] >= 1, f"{name} must be at least 1")
     for prefix in ("group.consumer", "group.share"):  # the same rules for share groups' settings
         _check_session_and_heartbeat(v, prefix)

@@ -1,0 +1,476 @@
+"""KIP-932 share groups in the groups component: Kafka's GroupMetadataManager share-group path
+(shareGroupHeartbeat, shareGroupLeave, the session timeout, shareGroupDescribe, the record replay
+and onLoaded), with the simple assignor (`coordinator/share/simple_assignor.py`).
+
+As for consumer groups (consumer_manager.py, whose metadata hash and topic-id mapping this reuses),
+a request validates and computes on the group as it is, accumulating state-log records; they are
+appended and replayed only once nothing can fail, so an error answer changes nothing.
+
+Deviation (docs/protocol.md): Kafka 4.1 assigns only share partitions the share coordinator has
+initialized (ShareGroupStatePartitionMetadata, written after an InitializeShareGroupState round
+trip); here every partition of a subscribed topic is assignable at once, and a share-partition's
+state starts when it is first written.
+
+Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+"""
+from __future__ import annotations
+
+from ..consumer._java import order_key
+from ..consumer.assignors.api import PartitionAssignorException
+from ..errors import ApiError, Errors
+from ..messages import Request, StateRecord
+from ..records import parse_record_key, record_key
+from ..share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
+from ..timers import Timer
+from .admin import GROUP_AUTHORIZED_OPERATIONS
+from .apis import INT32_MIN
+from .component import GroupCoordinator
+from .consumer_manager import event_assignment, is_simple_classic_group
+from .consumer_manager import manager as consumer_manager
+from .group import SHARE
+from .group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS, group_configs
+from .share_apis import described_group, describe_response, heartbeat_response
+from .share_group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
+                          R_STATE_PARTITION_METADATA, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ShareGroup,
+                          ShareGroupMember, session_timer_key)
+
+T_SESSION = "share-session"
+ASSIGNOR = SimpleAssignor()
+
+
+class IllegalStateError(Exception):
+    """A replayed record that contradicts the state (Kafka's IllegalStateException)."""
+
+
+def manager(component: GroupCoordinator) -> "ShareGroupManager":
+    m = component.__dict__.get("_share_manager")
+    if m is None:
+        m = component.__dict__["_share_manager"] = ShareGroupManager(component)
+    return m
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: ShareGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(assignment) -> dict:
+    from ..consumer.topic_partitions import to_json
+    return {"type": R_TARGET, "topicPartitions": to_json(assignment)}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: ShareGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
+
+
+def throw_if_request_is_invalid(body: dict) -> None:
+    """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid."""
+    def empty(value, message):
+        if value is not None and value.strip() == "":
+            raise ApiError(Errors.INVALID_REQUEST, message)
+    empty(body["memberId"], "MemberId can't be empty.")
+    empty(body["groupId"], "GroupId can't be empty.")
+    empty(body["rackId"], "RackId can't be empty.")
+    if body["memberEpoch"] == 0:
+        if not body["subscribedTopicNames"]:
+            raise ApiError(Errors.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
+    elif body["memberEpoch"] < LEAVE_GROUP_MEMBER_EPOCH:
+        raise ApiError(Errors.INVALID_REQUEST, "MemberEpoch is invalid.")
+
+
+def throw_if_member_epoch_is_invalid(member: ShareGroupMember, received: int) -> None:
+    """throwIfShareGroupMemberEpochIsInvalid."""
+    if received > member.member_epoch:
+        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
+                       f"The share group member has a greater member epoch ({received}) than the one known by the "
+                       f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+                       "rejoin.")
+    if received < member.member_epoch and received != member.previous_member_epoch:
+        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
+                       f"The share group member has a smaller member epoch ({received}) than the one known by the "
+                       f"group coordinator ({member.member_epoch}), and it does not match the previous member epoch "
+                       f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin.")
+
+
+class ShareGroupManager:
+    def __init__(self, coordinator: GroupCoordinator):
+        self.c = coordinator
+        self.p = coordinator.p
+        self.config = coordinator.p.config
+
+    # ================================================================ helpers
+    @property
+    def now(self) -> int:
+        return self.p.clock_ms
+
+    @property
+    def consumers(self):
+        """The consumer-group manager: the metadata hash and topic ids are computed the same way."""
+        return consumer_manager(self.c)
+
+    def enabled(self) -> bool:
+        """KafkaApis.isShareGroupProtocolEnabled: group.share.enable or the share.version feature
+        (a setting here, on by default as in a 4.1 cluster with share.version=1)."""
+        return bool(self.config.get("group.share.enable", True))
+
+    def share_group(self, group_id: str) -> ShareGroup:
+        """GroupMetadataManager.shareGroup(groupId)."""
+        group = self.c.groups.get(group_id)
+        if group is None:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        if not isinstance(group, ShareGroup):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return group
+
+    def _state(self, group_id: str) -> str | None:
+        group = self.c.groups.get(group_id)
+        return group.state if isinstance(group, ShareGroup) else None
+
+    def _apply(self, records: list) -> None:
+        for key, value in records:
+            self.c.append_and_replay(key, value)
+
+    def _report_state_change(self, group_id: str, before: str | None) -> None:
+        after = self._state(group_id)
+        if after != before and after is not None:
+            group = self.c.groups[group_id]
+            self.c.emit(group_id, "GroupStateChanged", groupType=SHARE, fromState=before, toState=after,
+                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return group_configs(self.c).effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return group_configs(self.c).effective(group_id, SHARE_SESSION_TIMEOUT_MS)
+
+    # ================================================================ ShareGroupHeartbeat
+    def share_group_heartbeat(self, request: Request) -> dict:
+        body = request.body
+        if not self.enabled():
+            raise ApiError(Errors.UNSUPPORTED_VERSION)
+        throw_if_request_is_invalid(body)
+        if body["memberEpoch"] == LEAVE_GROUP_MEMBER_EPOCH:
+            return self.share_group_leave(body)
+        return self._heartbeat(request)
+
+    def _get_or_maybe_create_group(self, group_id: str, create: bool) -> ShareGroup:
+        """getOrMaybeCreateShareGroup: no conversion between group types."""
+        group = self.c.groups.get(group_id)
+        if group is None and not create:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+        if group is None:
+            return ShareGroup(group_id)
+        if isinstance(group, ShareGroup):
+            return group
+        raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+
+    def _heartbeat(self, request: Request) -> dict:
+        body = request.body
+        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        subscribed = body["subscribedTopicNames"]
+        now = self.now
+        records: list = []
+        events: list = []
+        state_before = self._state(group_id)
+
+        create = member_epoch == 0
+        group = self._get_or_maybe_create_group(group_id, create)
+        is_new_group = group_id not in self.c.groups
+        max_size = self.config.get("group.share.max.size", 200)
+        if len(group.members) >= max_size and (member_id == "" or not group.has_member(member_id)):
+            raise ApiError(Errors.GROUP_MAX_SIZE_REACHED,
+                           f"The share group has reached its maximum capacity of {max_size} members.")
+        member = group.get_or_create_member(member_id, create)
+        throw_if_member_epoch_is_invalid(member, member_epoch)
+        is_new_member = member_id not in group.members
+
+        # 1. Create or update the member; bump the group epoch if its subscription changed.
+        changes = {"client_id": request.reply.client_id, "client_host": ""}
+        if body["rackId"] is not None:
+            changes["rack_id"] = body["rackId"]
+        if subscribed is not None:
+            changes["subscribed_topic_names"] = frozenset(subscribed)
+        updated = member.replace(**changes)
+        bump = False
+        if updated != member or is_new_member:
+            records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
+            bump = updated.subscribed_topic_names != member.subscribed_topic_names
+        members_after = dict(group.members)
+        members_after[member_id] = updated
+        group_epoch = group.group_epoch
+        metadata = self.consumers.metadata
+        if bump or (metadata.available and group.has_metadata_expired(now)):
+            counts = group.subscribed_topic_names(members_after)
+            metadata_hash = self.consumers.compute_metadata_hash(counts)
+            reason = "new group" if group.group_epoch == 0 else (
+                f"member {member_id} changed its subscription" if bump else None)
+            if metadata_hash != group.metadata_hash:
+                bump = True
+                reason = reason or "the metadata of the subscribed topics changed"
+            if bump:
+                group_epoch += 1
+                records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
+                events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
+                                                    "reason": reason}))
+            group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+
+        # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
+        if group_epoch > group.target_assignment_epoch:
+            target = self._update_target_assignment(group, group_epoch, members_after, records,
+                                                    events).get(member_id, {})
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.target_assignment_epoch
+            target = group.target_assignment.get(member_id, {})
+
+        # 3. Reconcile (ShareGroupAssignmentBuilder): the member moves to its target at once.
+        reconciled = updated
+        if target_epoch != updated.member_epoch:
+            reconciled = updated.replace(state="STABLE", assigned_partitions=target, member_epoch=target_epoch,
+                                         previous_member_epoch=updated.member_epoch)
+            records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
+
+        # Nothing can fail any more.
+        self._apply(records)
+        self._schedule_session_timeout(group_id, member_id)
+        if is_new_group:
+            self.c.emit(group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
+            self.c.ensure_expiration_timer()
+        if is_new_member:
+            self.c.emit(group_id, "MemberJoined", memberId=member_id, groupInstanceId=None,
+                        clientId=request.reply.client_id)
+        for name, fields in events:
+            self.c.emit(group_id, name, **fields)
+        if reconciled is not updated or is_new_member:
+            self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
+                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state,
+                        assignedPartitions=event_assignment(reconciled.assigned_partitions))
+        self._report_state_change(group_id, state_before)
+
+        response = heartbeat_response(member_id=member_id, member_epoch=reconciled.member_epoch,
+                                      heartbeat_interval_ms=self.heartbeat_interval_ms(group_id))
+        if member_epoch == 0 or subscribed is not None or member.assigned_partitions != reconciled.assigned_partitions:
+            response["assignment"] = {"topicPartitions": self.consumers.wire_assignment(reconciled.assigned_partitions)}
+        return response
+
+    def _update_target_assignment(self, group: ShareGroup, group_epoch: int, members: dict, records: list,
+                                  events: list) -> dict:
+        """updateTargetAssignment with the simple assignor: records for the members whose target
+        changed and for the new assignment epoch. Returns the new target of every member."""
+        topics = self.consumers.topics()
+        specs = {}
+        for m_id, m in members.items():
+            subscribed = frozenset(t for t in m.subscribed_topic_names if t in topics)
+            specs[m_id] = (subscribed, group.target_assignment.get(m_id, {}))
+        counts = group.subscribed_topic_names(members)
+        homogeneous = all(c == len(members) for t, c in counts.items() if t in topics)
+        try:
+            result = ASSIGNOR.assign(specs, topics, homogeneous)
+        except PartitionAssignorException as ex:
+            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
+                           f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}") from ex
+        gid = group.group_id
+        changed = []
+        for m_id in sorted(result, key=order_key):
+            if group.target_assignment.get(m_id, {}) != result[m_id]:
+                records.append((record_key(R_TARGET, gid, m_id), target_value(result[m_id])))
+                changed.append(m_id)
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        total = sum(len(p) for a in result.values() for p in a.values())
+        events.append(("TargetAssignmentComputed", {
+            "assignmentEpoch": group_epoch, "assignor": SIMPLE_ASSIGNOR_NAME, "members": len(result),
+            "changedMembers": changed if len(changed) <= 1000 else len(changed),
+            "targetAssignment": ({m: {t: sorted(ps) for t, ps in sorted(a.items())} for m, a in result.items()}
+                                 if total <= 10_000 else total)}))
+        return result
+
+    # ================================================================ leaving and fencing
+    def share_group_leave(self, body: dict) -> dict:
+        group = self.share_group(body["groupId"])
+        member = group.get_or_create_member(body["memberId"], False)
+        self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        return heartbeat_response(member_id=body["memberId"], member_epoch=body["memberEpoch"])
+
+    def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> None:
+        """shareGroupFenceMember: the member's tombstones and a group epoch bump."""
+        gid, mid = group.group_id, member.member_id
+        records = [(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
+                   (record_key(R_MEMBER, gid, mid), None)]
+        remaining = {m: v for m, v in group.members.items() if m != mid}
+        metadata_hash = self.consumers.compute_metadata_hash(group.subscribed_topic_names(remaining))
+        group_epoch = group.group_epoch + 1
+        records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
+        before = self._state(gid)
+        self._apply(records)
+        self.p.cancel(session_timer_key(gid, mid))
+        self.c.emit(gid, event, memberId=mid, groupInstanceId=None, temporary=False, reason=reason,
+                    memberEpoch=member.member_epoch)
+        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+                    reason=f"1 member(s) removed: {reason}")
+        self._report_state_change(gid, before)
+
+    # ================================================================ timers
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.p.schedule(session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id),
+                        T_SESSION, {"groupId": group_id, "memberId": member_id})
+
+    def on_session_timeout(self, timer: Timer) -> None:
+        """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, ShareGroup):
+            return
+        member = group.members.get(payload["memberId"])
+        if member is None:
+            return
+        self.fence_member(group, member, "MemberFenced", "the member session expired")
+
+    # ================================================================ metadata
+    def on_metadata_change(self, old: dict, new: dict) -> None:
+        """onMetadataUpdate: share groups recompute their metadata hash on their next heartbeat."""
+        for group in self.c.groups.values():
+            if isinstance(group, ShareGroup):
+                group.request_metadata_refresh()
+
+    # ================================================================ ShareGroupDescribe
+    def share_group_describe(self, request: Request) -> dict:
+        body = request.body
+        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
+        out = []
+        for group_id in body["groupIds"]:
+            if not self.enabled():
+                out.append(described_group(group_id, Errors.UNSUPPORTED_VERSION))
+                continue
+            if group_id == "":
+                out.append(described_group(group_id, Errors.INVALID_GROUP_ID))
+                continue
+            if not self.p.owns(group_id):
+                out.append(described_group(group_id, Errors.NOT_COORDINATOR))
+                continue
+            try:
+                group = self.share_group(group_id)
+            except ApiError as e:
+                out.append(described_group(group_id, e.error, message=e.message))
+                continue
+            out.append(self.describe(group, operations))
+        return describe_response(out)
+
+    def describe(self, group: ShareGroup, operations: int = INT32_MIN) -> dict:
+        """ShareGroup.asDescribedGroup."""
+        members = []
+        for member_id in sorted(group.members, key=order_key):
+            m = group.members[member_id]
+            members.append({
+                "memberId": m.member_id, "rackId": m.rack_id, "memberEpoch": m.member_epoch,
+                "clientId": m.client_id, "clientHost": m.client_host,
+                "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+                "assignment": {"topicPartitions": self.consumers.wire_assignment(m.assigned_partitions, True)}})
+        return described_group(group.group_id, state=group.state, group_epoch=group.group_epoch,
+                               assignment_epoch=group.target_assignment_epoch, assignor_name=SIMPLE_ASSIGNOR_NAME,
+                               members=members, authorized_operations=operations)
+
+    # ================================================================ replay and load
+    def _persisted_group(self, group_id: str, create: bool) -> ShareGroup | None:
+        """getOrMaybeCreatePersistedShareGroup (None where Kafka logs a tombstone without group)."""
+        group = self.c.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.c.groups[group_id] = ShareGroup(group_id)
+            return group
+        if isinstance(group, ShareGroup):
+            return group
+        if not create:
+            return None
+        if is_simple_classic_group(group):
+            group = self.c.groups[group_id] = ShareGroup(group_id)
+            return group
+        raise IllegalStateError(f"Group {group_id} is not a share group.")
+
+    def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        gid = ids[0]
+        group = self._persisted_group(gid, value is not None)
+        if group is None:
+            return
+        if kind == R_GROUP:
+            if value is not None:
+                group.group_epoch = int(value["epoch"])
+                group.metadata_hash = int(value.get("metadataHash", 0))
+                return
+            if group.members:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
+                                        f"has {len(group.members)} members.")
+            if group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the target "
+                                        f"assignment still has {len(group.target_assignment)} members.")
+            if group.target_assignment_epoch != -1:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but target "
+                                        "assignment epoch in invalid.")
+            del self.c.groups[gid]
+        elif kind == R_STATE_PARTITION_METADATA:
+            pass  # not written here (see the module docstring): tombstones only
+        elif kind == R_MEMBER:
+            member_id = ids[1]
+            old = group.members.get(member_id)
+            if value is not None:
+                group.update_member((old or ShareGroupMember(member_id)).with_metadata_value(value))
+                return
+            if old is None:
+                return
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} with invalid "
+                                        "leave group epoch.")
+            if member_id in group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but member "
+                                        "exists in target assignment.")
+            group.remove_member(member_id)
+        elif kind == R_TARGET:
+            if value is not None:
+                group.update_target_assignment(ids[1], value["topicPartitions"])
+            else:
+                group.remove_target_assignment(ids[1])
+        elif kind == R_TARGET_EPOCH:
+            group.target_assignment_epoch = -1 if value is None else int(value["assignmentEpoch"])
+        elif kind == R_CURRENT:
+            member_id = ids[1]
+            old = group.members.get(member_id)
+            if value is not None:
+                group.update_member((old or ShareGroupMember(member_id)).with_assignment_value(value))
+            elif old is not None:
+                group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                assigned_partitions={}))
+
+    def on_loaded(self) -> None:
+        """onLoaded: a session timeout for every member, from now."""
+        for group in self.c.groups.values():
+            if isinstance(group, ShareGroup):
+                for member_id in group.members:
+                    self._schedule_session_timeout(group.group_id, member_id)
+
+
+# ====================================================================== wiring
+def _replay(component, record: StateRecord) -> bool:
+    kind, ids = parse_record_key(record.key)
+    if kind not in RECORD_TYPES:
+        return False
+    manager(component).replay(kind, ids, record.value)
+    return True
+
+
+GroupCoordinator.extend(
+    apis={"ShareGroupHeartbeat": lambda c, request: manager(c).share_group_heartbeat(request),
+          "ShareGroupDescribe": lambda c, request: manager(c).share_group_describe(request)},
+    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer)},
+    replay=_replay,
+    on_load=lambda c: manager(c).on_loaded(),
+    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
+)
