@@ -8,6 +8,7 @@ from . import find_coordinator  # noqa: F401  (registers FindCoordinator)
 from . import metadata  # noqa: F401  (registers UpdateMetadata, the topic metadata component)
 from . import group  # noqa: F401  (registers the group coordinator: classic groups and offsets)
 from . import txn  # noqa: F401  (registers the transaction coordinator)
+from . import share  # noqa: F401  (registers the share coordinator: share-partition state, KIP-932)
 from . import metrics  # noqa: F401  (registers the metrics component)
 from .batch import InputRecord, run_batch
 from .config import CoordinatorConfig

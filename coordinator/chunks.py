@@ -44,6 +44,7 @@ KINDS = {
     "TimerPage": "D",         # a page of the deadline index
     "RebalanceStart": "r",    # a group's rebalance in progress, for metrics (coordinator/metrics.py)
     "GroupConfig": "k",       # a group's dynamic configs (coordinator/group/group_configs.py)
+    "ShareState": "h",        # a share-partition's state (coordinator/share/coordinator.py)
 }
 _KIND_OF_TAG = {tag: kind for kind, tag in KINDS.items()}
 assert len(_KIND_OF_TAG) == len(KINDS) and all(len(t) == 1 for t in KINDS.values())

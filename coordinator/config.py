@@ -55,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     # off, ShareGroupHeartbeat and ShareGroupDescribe answer UNSUPPORTED_VERSION, as KafkaApis does.
     "group.share.enable": True,
     "group.share.max.size": 200,
+    # The share coordinator (ShareCoordinatorConfig): update records between two snapshot records
+    # of a share-partition.
+    "share.coordinator.snapshot.update.records.per.snapshot": 500,
     "group.share.session.timeout.ms": 45000,
     "group.share.min.session.timeout.ms": 45000,
     "group.share.max.session.timeout.ms": 60000,

@@ -54,14 +54,29 @@ class FindCoordinator(Component):
         key_type = body["keyType"]
         if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}")
-        if key_type == SHARE:
-            raise ApiError(Errors.INVALID_REQUEST, "share groups are not supported by this coordinator")
         host = self.p.config["coordinator.endpoint.host"]
         port = self.p.config["coordinator.endpoint.port"]
         partitions = self.p.config["coordinator.partitions"]
         if version >= 4:
             return {"throttleTimeMs": 0, "coordinators": [
+                _invalid_share_key(k) if key_type == SHARE and not _valid_share_key(k) else
                 {"key": k, "nodeId": coordinator_partition(k, partitions), "host": host, "port": port,
                  "errorCode": 0, "errorMessage": None} for k in body["coordinatorKeys"]]}
         return {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
                 "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port}
+
+
+def _valid_share_key(key: str) -> bool:
+    """SharePartitionKey.validate: `groupId:topicId:partition` (the share coordinator's key, KIP-932;
+    keyType 2, FindCoordinator v6+). The partition is found from the whole key, as for a group."""
+    from .share.coordinator import parse_share_partition_key
+    try:
+        parse_share_partition_key(key)
+        return True
+    except ValueError:
+        return False
+
+
+def _invalid_share_key(key: str) -> dict:
+    return {"key": key, "nodeId": -1, "host": "", "port": -1, "errorCode": Errors.INVALID_REQUEST.code,
+            "errorMessage": Errors.INVALID_REQUEST.message}

@@ -1,5 +1,11 @@
 """KIP-932 share groups: the parts that are not the group coordinator's request handling.
 
+- `coordinator.py`: the share coordinator (Kafka's ShareCoordinatorShard), the "share" component:
+  share-partition state, its records and the Initialize/Read/Write/Delete/ReadSummary
+  ShareGroupState APIs (`state_apis.py`), with Kafka's batch combiner (`batch_combiner.py`);
 - `simple_assignor.py`: Kafka's SimpleAssignor (the share group assignor: a partition may be
   assigned to several members).
+
+Importing this package registers the share coordinator component and its APIs.
 """
+from . import coordinator  # noqa: F401  (registers the "share" component)

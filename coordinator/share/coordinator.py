@@ -1,0 +1,352 @@
+"""The share coordinator (KIP-932): Kafka's ShareCoordinatorShard, as the "share" component of a
+coordinator partition.
+
+It keeps the durable state of share-partitions (a share group's progress on one topic partition:
+the start offset, the state batches of in-flight records above it, the state and leader epochs),
+keyed `groupId:topicId:partition` and routed like Kafka's share coordinator keys (FindCoordinator
+keyType 2; the coordinator partition is `abs(hashCode(key)) % coordinator.partitions`). Each
+share-partition is one chunk of the partition's state ("ShareState"), so a request costs what it
+touches.
+
+State-log records (Kafka's __share_group_state records):
+    ["ShareSnapshot", groupId, topicId, partition]        a complete state (ShareSnapshotValue)
+    ["ShareUpdate", groupId, topicId, partition, slot]    an incremental state (ShareUpdateValue)
+Kafka's state topic is pruned by offset (it is not compacted); this state log is compacted, so each
+update of a snapshot cycle has its own key (`slot`, the update count, bounded by
+share.coordinator.snapshot.update.records.per.snapshot): compaction keeps the latest snapshot and,
+per slot, the latest update, and an update older than the latest snapshot always precedes it in the
+log, so replay in log order gives the same state. Deleting a share-partition writes tombstones for
+its update slots and then its snapshot.
+
+Errors and epochs are ShareCoordinatorShard's: a write or read of a share-partition that was never
+initialized is INVALID_REQUEST, an older leader epoch FENCED_LEADER_EPOCH, an older state epoch
+FENCED_STATE_EPOCH, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (checked once the
+coordinator has topic metadata, as elsewhere in this service).
+"""
+from __future__ import annotations
+
+from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
+from ..errors import Errors
+from ..messages import Request, StateRecord
+from ..metadata import ZERO_UUID
+from ..records import parse_record_key, record_key
+from ..runtime import Component, register_component
+from . import state_apis  # noqa: F401  (registers the APIs)
+from .batch_combiner import batch_from_json, batch_to_json, combine
+from .state_apis import partition_error
+
+R_SNAPSHOT = "ShareSnapshot"
+R_UPDATE = "ShareUpdate"
+
+NULL_TOPIC_ID = "The topic id cannot be null."
+NEGATIVE_PARTITION_ID = "The partition id cannot be a negative number."
+WRITE_UNINITIALIZED = "Write operation on uninitialized share partition not allowed."
+READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
+
+# PartitionFactory's defaults (ReadShareGroupStateSummary of a share-partition without state).
+UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
+
+
+def share_partition_key(group_id: str, topic_id: str, partition: int) -> str:
+    """SharePartitionKey.asCoordinatorKey(): the routing key."""
+    return f"{group_id}:{topic_id}:{partition}"
+
+
+def parse_share_partition_key(key: str) -> tuple[str, str, int]:
+    """SharePartitionKey.validate + getInstance: `groupId:topicId:partition`; ValueError if not."""
+    parts = key.split(":")
+    if len(parts) != 3:
+        raise ValueError(f"Invalid key format: expected - groupId:topicId:partition, found -  {key}")
+    group_id, topic_id, partition = parts
+    if not group_id.strip():
+        raise ValueError("Group id cannot be null or empty")
+    if len(topic_id) != 22:
+        raise ValueError(f"Invalid topic id {topic_id}")
+    try:
+        return group_id, topic_id, int(partition)
+    except ValueError:
+        raise ValueError(f"Invalid partition {partition}") from None
+
+
+def _offset(value: dict, state_epoch: int | None = None) -> dict:
+    """ShareGroupOffset from a ShareSnapshot value (or a ShareUpdate one with `state_epoch` 0)."""
+    return {"snapshotEpoch": int(value["snapshotEpoch"]),
+            "stateEpoch": int(value["stateEpoch"]) if state_epoch is None else state_epoch,
+            "leaderEpoch": int(value["leaderEpoch"]), "startOffset": int(value["startOffset"]),
+            "stateBatches": [batch_to_json(batch_from_json(b)) for b in value.get("stateBatches") or []],
+            "createTimestamp": int(value.get("createTimestamp", 0)),
+            "writeTimestamp": int(value.get("writeTimestamp", 0))}
+
+
+@register_component
+class ShareCoordinator(Component):
+    name = "share"
+    handlers = {
+        "InitializeShareGroupState": "initialize_state",
+        "ReadShareGroupState": "read_state",
+        "WriteShareGroupState": "write_state",
+        "DeleteShareGroupState": "delete_state",
+        "ReadShareGroupStateSummary": "read_state_summary",
+    }
+
+    def __init__(self, partition):
+        super().__init__(partition)
+        # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
+        #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
+        self.states: dict[str, dict] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
+
+    @property
+    def updates_per_snapshot(self) -> int:
+        return self.p.config["share.coordinator.snapshot.update.records.per.snapshot"]
+
+    # ================================================================ request plumbing
+    def _each(self, request: Request, api: str, fn) -> dict:
+        """ShareCoordinatorService: an empty request is answered empty; each share-partition is
+        handled on its own (the shard's method gets one partition), results grouped by topic."""
+        body = request.body
+        group_id = body["groupId"]
+        if not body["topics"] or any(not t["partitions"] for t in body["topics"]) or not group_id.strip():
+            return {"results": []}
+        results: dict[str, list] = {}
+        for topic in body["topics"]:
+            tid = topic["topicId"]
+            for pdata in topic["partitions"]:
+                partition = pdata["partition"]
+                key = share_partition_key(group_id, tid, partition)
+                if not self.p.owns(key):
+                    out = partition_error(Errors.NOT_COORDINATOR, Errors.NOT_COORDINATOR.message, partition, api)
+                else:
+                    out = fn(group_id, tid, partition, key, pdata)
+                results.setdefault(tid, []).append(out)
+        return {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+
+    def _common_error(self, tid: str, partition: int, api: str) -> dict | None:
+        if tid == ZERO_UUID:  # Kafka's null topic id (the JSON form has no null uuid)
+            return partition_error(Errors.INVALID_REQUEST, NULL_TOPIC_ID, partition, api)
+        if partition < 0:
+            return partition_error(Errors.INVALID_REQUEST, NEGATIVE_PARTITION_ID, partition, api)
+        return None
+
+    def _unknown_partition(self, tid: str, partition: int, api: str) -> dict | None:
+        meta = self.p.component("metadata")
+        if not meta.available:
+            return None
+        name = meta.topic_name(tid)
+        if name is None or not 0 <= partition < meta.topics.get(name, 0):
+            return partition_error(Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message,
+                                   partition, api)
+        return None
+
+    def _append(self, key: str, value: dict | None) -> None:
+        self.p.append_record(key, value)
+        self.replay(StateRecord(key, value))
+
+    # ================================================================ WriteShareGroupState
+    def write_state(self, request: Request) -> dict:
+        return self._each(request, "WriteShareGroupState", self._write_one)
+
+    def _write_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+        api = "WriteShareGroupState"
+        error = self._common_error(tid, partition, api)
+        if error:
+            return error
+        state = self.states.get(key)
+        if state is None:
+            return partition_error(Errors.INVALID_REQUEST, WRITE_UNINITIALIZED, partition, api)
+        if data["leaderEpoch"] != -1 and state.get("leaderEpoch") is not None \
+                and state["leaderEpoch"] > data["leaderEpoch"]:
+            return partition_error(Errors.FENCED_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH.message, partition, api)
+        if data["stateEpoch"] != -1 and state.get("stateEpoch") is not None \
+                and state["stateEpoch"] > data["stateEpoch"]:
+            return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
+        error = self._unknown_partition(tid, partition, api)
+        if error:
+            return error
+        self._append(*self._share_state_record(group_id, tid, partition, state, data))
+        self.p.emit_event(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
+                          startOffset=self.states[key]["offset"]["startOffset"],
+                          stateBatches=len(self.states[key]["offset"]["stateBatches"]))
+        return {"partition": partition, "errorCode": 0, "errorMessage": None}
+
+    def _share_state_record(self, group_id: str, tid: str, partition: int, state: dict, data: dict):
+        """generateShareStateRecord: a snapshot when the cycle's updates are used up or the state
+        epoch grew, else an update."""
+        now = self.p.clock_ms
+        current = state["offset"]
+        batches = [batch_from_json(b) for b in data["stateBatches"]]
+        if state.get("updateCount", 0) >= self.updates_per_snapshot or data["stateEpoch"] > current["stateEpoch"]:
+            start = current["startOffset"] if data["startOffset"] == -1 else data["startOffset"]
+            merged = combine([batch_from_json(b) for b in current["stateBatches"]], batches, start)
+            value = {"type": R_SNAPSHOT, "snapshotEpoch": current["snapshotEpoch"] + 1,
+                     "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
+                     "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
+                     "startOffset": start, "createTimestamp": now, "writeTimestamp": now,
+                     "stateBatches": [batch_to_json(b) for b in merged]}
+            return record_key(R_SNAPSHOT, group_id, tid, partition), value
+        merged = combine([], batches, data["startOffset"])
+        value = {"type": R_UPDATE, "snapshotEpoch": current["snapshotEpoch"], "leaderEpoch": data["leaderEpoch"],
+                 "startOffset": data["startOffset"], "stateBatches": [batch_to_json(b) for b in merged]}
+        slot = 0 if "updateCount" not in state else state["updateCount"] + 1
+        return record_key(R_UPDATE, group_id, tid, partition, slot), value
+
+    # ================================================================ ReadShareGroupState
+    def read_state(self, request: Request) -> dict:
+        return self._each(request, "ReadShareGroupState", self._read_one)
+
+    def _read_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+        """readStateAndMaybeUpdateLeaderEpoch: a newer leader epoch is recorded (a snapshot or
+        update without batches)."""
+        api = "ReadShareGroupState"
+        error = self._common_error(tid, partition, api)
+        if error:
+            return error
+        state = self.states.get(key)
+        if state is None:
+            return partition_error(Errors.INVALID_REQUEST, READ_UNINITIALIZED, partition, api)
+        leader_epoch = data["leaderEpoch"]
+        if state.get("leaderEpoch") is not None and state["leaderEpoch"] > leader_epoch:
+            return partition_error(Errors.FENCED_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH.message, partition, api)
+        error = self._unknown_partition(tid, partition, api)
+        if error:
+            return error
+        offset = state["offset"]
+        out = {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": offset["stateEpoch"],
+               "startOffset": offset["startOffset"], "stateBatches": [dict(b) for b in offset["stateBatches"]]}
+        if leader_epoch != -1 and state.get("leaderEpoch") != leader_epoch:
+            self._append(*self._share_state_record(group_id, tid, partition, state, {
+                "leaderEpoch": leader_epoch, "stateBatches": [], "startOffset": offset["startOffset"],
+                "stateEpoch": offset["stateEpoch"]}))
+        return out
+
+    # ================================================================ ReadShareGroupStateSummary
+    def read_state_summary(self, request: Request) -> dict:
+        return self._each(request, "ReadShareGroupStateSummary", self._summary_one)
+
+    def _summary_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+        api = "ReadShareGroupStateSummary"
+        error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
+        if error:
+            return error
+        state = self.states.get(key)
+        if state is None:
+            return {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": DEFAULT_STATE_EPOCH,
+                    "leaderEpoch": DEFAULT_LEADER_EPOCH, "startOffset": UNINITIALIZED_START_OFFSET}
+        offset = state["offset"]
+        return {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": offset["stateEpoch"],
+                "leaderEpoch": offset["leaderEpoch"], "startOffset": offset["startOffset"]}
+
+    # ================================================================ InitializeShareGroupState
+    def initialize_state(self, request: Request) -> dict:
+        return self._each(request, "InitializeShareGroupState", self._initialize_one)
+
+    def _initialize_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+        """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
+        api = "InitializeShareGroupState"
+        error = self._common_error(tid, partition, api)
+        if error:
+            return error
+        state = self.states.get(key)
+        if data["stateEpoch"] != -1 and state is not None and state.get("stateEpoch") is not None \
+                and state["stateEpoch"] > data["stateEpoch"]:
+            return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
+        error = self._unknown_partition(tid, partition, api)
+        if error:
+            return error
+        now = self.p.clock_ms
+        self._append(record_key(R_SNAPSHOT, group_id, tid, partition), {
+            "type": R_SNAPSHOT, "snapshotEpoch": 0 if state is None else state["offset"]["snapshotEpoch"] + 1,
+            "stateEpoch": data["stateEpoch"], "leaderEpoch": 0, "startOffset": data["startOffset"],
+            "createTimestamp": now, "writeTimestamp": now, "stateBatches": []})
+        self.p.emit_event(key, "ShareStateInitialized", groupId=group_id, topicId=tid, partition=partition,
+                          stateEpoch=data["stateEpoch"], startOffset=data["startOffset"])
+        return {"partition": partition, "errorCode": 0, "errorMessage": None}
+
+    # ================================================================ DeleteShareGroupState
+    def delete_state(self, request: Request) -> dict:
+        return self._each(request, "DeleteShareGroupState", self._delete_one)
+
+    def _delete_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+        api = "DeleteShareGroupState"
+        error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
+        if error:
+            return error
+        state = self.states.get(key)
+        if state is not None:
+            for slot in range(state.get("slots", 0)):
+                self._append(record_key(R_UPDATE, group_id, tid, partition, slot), None)
+            self._append(record_key(R_SNAPSHOT, group_id, tid, partition), None)
+            self.p.emit_event(key, "ShareStateDeleted", groupId=group_id, topicId=tid, partition=partition)
+        return {"partition": partition, "errorCode": 0, "errorMessage": None}
+
+    # ================================================================ replay
+    def replay(self, record: StateRecord) -> bool:
+        kind, ids = parse_record_key(record.key)
+        if kind == R_SNAPSHOT:
+            self._replay_snapshot(share_partition_key(*ids), record.value)
+            return True
+        if kind == R_UPDATE:
+            group_id, tid, partition, slot = ids
+            self._replay_update(share_partition_key(group_id, tid, partition), int(slot), record.value)
+            return True
+        return False
+
+    def _replay_snapshot(self, key: str, value: dict | None) -> None:
+        """handleShareSnapshot."""
+        if value is None:
+            self.states.pop(key, None)
+            return
+        state = self.states.get(key) or {}
+        state["leaderEpoch"] = max(state.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
+        state["stateEpoch"] = max(state.get("stateEpoch", value["stateEpoch"]), value["stateEpoch"])
+        state["offset"] = _offset(value)
+        if "updateCount" in state and state["updateCount"] >= self.updates_per_snapshot:
+            state["updateCount"] = 0
+        self.states[key] = state
+
+    def _replay_update(self, key: str, slot: int, value: dict | None) -> None:
+        """handleShareUpdate (a tombstone only clears its slot: the snapshot's tombstone follows)."""
+        if value is None:
+            return
+        state = self.states.get(key) or {}
+        state["leaderEpoch"] = max(state.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
+        if "offset" not in state:
+            state["offset"] = _offset(value, state_epoch=0)
+        else:
+            state["offset"] = _merge(state["offset"], value)
+        state["updateCount"] = 0 if "updateCount" not in state else state["updateCount"] + 1
+        state["slots"] = max(state.get("slots", 0), slot + 1)
+        self.states[key] = state
+
+    # ================================================================ snapshot of the component
+    def to_json(self) -> dict:
+        return {"states": {k: self.states[k] for k in self.states}}
+
+    def load_json(self, data: dict) -> None:
+        self.states = LazyMap(EMPTY_SOURCE, "ShareState", _plain, _plain)
+        self.states.update(data.get("states", {}))
+
+    def chunk_maps(self) -> tuple:
+        return (self.states,)
+
+    def rest_json(self):
+        return UNCHANGED  # nothing partition-wide
+
+    # ================================================================ reads for other components
+    def share_partition_state(self, group_id: str, topic_id: str, partition: int) -> dict | None:
+        state = self.states.get(share_partition_key(group_id, topic_id, partition))
+        return None if state is None else state["offset"]
+
+
+def _merge(so_far: dict, update: dict) -> dict:
+    """ShareCoordinatorShard.merge: an update applied to the state so far."""
+    start = so_far["startOffset"] if update["startOffset"] == -1 else update["startOffset"]
+    batches = combine([batch_from_json(b) for b in so_far["stateBatches"]],
+                      [batch_from_json(b) for b in update.get("stateBatches") or []], start)
+    return {**so_far, "startOffset": start,
+            "leaderEpoch": so_far["leaderEpoch"] if update["leaderEpoch"] == -1 else update["leaderEpoch"],
+            "stateBatches": [batch_to_json(b) for b in batches]}
+
+
+def _plain(*args):
+    return args[-1]
+
