@@ -32,6 +32,7 @@ from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..runtime import Component, register_component
 from . import state_apis  # noqa: F401  (registers the APIs)
+from .admin import T_ADMIN_TIMEOUT, ShareAdmin
 from .batch_combiner import batch_from_json, batch_to_json, combine
 from .state_apis import partition_error
 
@@ -87,13 +88,40 @@ class ShareCoordinator(Component):
         "WriteShareGroupState": "write_state",
         "DeleteShareGroupState": "delete_state",
         "ReadShareGroupStateSummary": "read_state_summary",
+        "DescribeShareGroupOffsets": "describe_share_group_offsets",
+        "ShareStateSummaryQuery": "_summary_query",
+        "ShareStateSummaryAnswer": "_summary_answer",
     }
+    timer_handlers = {T_ADMIN_TIMEOUT: "_admin_timeout"}
 
     def __init__(self, partition):
         super().__init__(partition)
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
         self.states: dict[str, dict] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
+        # DescribeShareGroupOffsets waiting for other partitions' answers (admin.py); partition-wide,
+        # read only when needed.
+        self._admin: dict | None = {}
+        self._admin_fetch = None
+        self.admin = ShareAdmin(self)
+
+    # ================================================================ admin (admin.py)
+    def describe_share_group_offsets(self, request: Request):
+        return self.admin.describe(request)
+
+    def _summary_query(self, request: Request):
+        return self.admin.on_query(request)
+
+    def _summary_answer(self, request: Request):
+        return self.admin.on_answer(request)
+
+    def _admin_timeout(self, timer) -> None:
+        self.admin.on_timeout(timer)
+
+    def admin_state(self) -> dict:
+        if self._admin is None:
+            self._admin = (self._admin_fetch() if self._admin_fetch else None) or {}
+        return self._admin
 
     @property
     def updates_per_snapshot(self) -> int:
@@ -319,17 +347,21 @@ class ShareCoordinator(Component):
 
     # ================================================================ snapshot of the component
     def to_json(self) -> dict:
-        return {"states": {k: self.states[k] for k in self.states}}
+        return {"states": {k: self.states[k] for k in self.states}, "admin": self.admin_state()}
 
     def load_json(self, data: dict) -> None:
         self.states = LazyMap(EMPTY_SOURCE, "ShareState", _plain, _plain)
         self.states.update(data.get("states", {}))
+        self._admin = data.get("admin", {})
 
     def chunk_maps(self) -> tuple:
         return (self.states,)
 
+    def bind_rest(self, fetch) -> None:
+        self._admin, self._admin_fetch = None, fetch
+
     def rest_json(self):
-        return UNCHANGED  # nothing partition-wide
+        return UNCHANGED if self._admin is None else self._admin
 
     # ================================================================ reads for other components
     def share_partition_state(self, group_id: str, topic_id: str, partition: int) -> dict | None:

@@ -1,0 +1,193 @@
+"""DescribeShareGroupOffsets (90): a share group's start offsets, read from the share coordinator.
+
+Kafka: the group coordinator of the group turns the request into a ReadShareGroupStateSummary for
+the persister, which sends it to the share coordinators of the share-partitions, and answers once
+all replied (a share-partition without state, or whose read failed, has start offset -1).
+Here: the group's coordinator partition G reads the share-partitions it owns directly and asks the
+others with internal requests on the signed channel, one per owning partition
+(`ShareStateSummaryQuery`, keyed by one of its share-partition keys); each answers with
+`ShareStateSummaryAnswer`, keyed back to G. The request waits in G's state (`pending`, by query id)
+until every answer is in, or `share.admin.timeout.ms` passes (the missing partitions then have start
+offset -1, as Kafka answers a failed read). Like a parked TxnOffsetCommit, a waiting request lives in
+the checkpointed state and not in the state log.
+
+`topics: null` asks for every share-partition of the group: here the partitions of the group's
+current target assignment (Kafka: the initialized share-partitions, see the share group deviations).
+"""
+from __future__ import annotations
+
+from ..api import ApiSpec, register
+from ..consumer._java import order_key
+from ..errors import Errors
+from ..messages import ReplyTo, Request
+from ..metadata import ZERO_UUID
+from ..records import record_key
+from ..routing import coordinator_partition, key_for_partition
+from ..schema import Array, F, Struct
+from ..timers import Timer
+
+T_ADMIN_TIMEOUT = "share-admin-timeout"
+
+
+def _describe_error(version, body, error, message):
+    return {"throttleTimeMs": 0, "groups": [
+        {"groupId": g.get("groupId"), "topics": [], "errorCode": error.code, "errorMessage": message}
+        for g in (body or {}).get("groups") or []]}
+
+
+DESCRIBE_SHARE_GROUP_OFFSETS = register(ApiSpec(
+    name="DescribeShareGroupOffsets", api_key=90, min_version=0, max_version=0,
+    request=Struct(F("groups", Array(Struct(
+        F("groupId", "string"),
+        F("topics", Array(Struct(F("topicName", "string"), F("partitions", Array("int32")))),
+          nullable=(0, None)),
+    )))),
+    component="share", routing_field=None, error_response=_describe_error))
+
+# Internal, between coordinator partitions (no Kafka API key: Kafka's persister sends
+# ReadShareGroupStateSummary over the network and reads the response).
+SUMMARY_QUERY = register(ApiSpec(
+    name="ShareStateSummaryQuery", api_key=1011, min_version=0, max_version=0,
+    request=Struct(F("queryId", "int64"), F("fromPartition", "int32"), F("groupId", "string"),
+                   F("topics", Array(Struct(F("topicId", "uuid"), F("partitions", Array("int32")))))),
+    component="share", internal=True))
+
+SUMMARY_ANSWER = register(ApiSpec(
+    name="ShareStateSummaryAnswer", api_key=1012, min_version=0, max_version=0,
+    request=Struct(F("queryId", "int64"), F("groupId", "string"),
+                   F("summaries", Array(Struct(F("topicId", "uuid"), F("partition", "int32"),
+                                               F("startOffset", "int64"), F("leaderEpoch", "int32"))))),
+    component="share", internal=True))
+
+
+def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
+    return {"partitionIndex": index, "startOffset": start_offset, "leaderEpoch": leader_epoch, "errorCode": 0,
+            "errorMessage": None}
+
+
+class ShareAdmin:
+    """The DescribeShareGroupOffsets side of the share component (`comp`)."""
+
+    def __init__(self, comp):
+        self.comp = comp
+        self.p = comp.p
+
+    def _summary(self, group_id: str, tid: str, partition: int) -> tuple[int, int]:
+        offset = self.comp.share_partition_state(group_id, tid, partition)
+        return (-1, 0) if offset is None else (offset["startOffset"], offset["leaderEpoch"])
+
+    # ------------------------------------------------------------------ the request
+    def describe(self, request: Request) -> dict | None:
+        groups_out: list = []
+        remote: dict[int, dict] = {}  # owning partition -> {"key": routing key, "topics": {tid: [p]}}
+        meta = self.p.component("metadata")
+        for g in request.body["groups"]:
+            group_id = g["groupId"]
+            entry = {"groupId": group_id, "topics": [], "errorCode": 0, "errorMessage": None}
+            groups_out.append(entry)
+            if not self.p.config.get("group.share.enable", True):
+                entry["errorCode"] = Errors.UNSUPPORTED_VERSION.code
+                continue
+            if not self.p.owns(group_id):
+                entry["errorCode"], entry["errorMessage"] = Errors.NOT_COORDINATOR.code, Errors.NOT_COORDINATOR.message
+                continue
+            if not meta.available:
+                entry["errorCode"] = Errors.COORDINATOR_NOT_AVAILABLE.code
+                continue
+            for name, partitions in self._requested(group_id, g["topics"]):
+                tid = meta.topic_id(name)
+                if tid is None:
+                    entry["topics"].append({"topicName": name, "topicId": ZERO_UUID,
+                                            "partitions": [_partition(p) for p in partitions]})
+                    continue
+                parts = []
+                for p in partitions:
+                    key = f"{group_id}:{tid}:{p}"
+                    if self.p.owns(key):
+                        parts.append(_partition(p, *self._summary(group_id, tid, p)))
+                    else:
+                        parts.append(_partition(p))  # filled in by the answer
+                        owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
+                        ask = remote.setdefault(owner, {"key": key, "groups": {}})
+                        ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(p)
+                entry["topics"].append({"topicName": name, "topicId": tid, "partitions": parts})
+        response = {"throttleTimeMs": 0, "groups": groups_out}
+        if not remote:
+            return response
+        self._park(request.reply, response, remote)
+        return None
+
+    def _requested(self, group_id: str, topics: list | None) -> list[tuple[str, list[int]]]:
+        if topics is not None:
+            return [(t["topicName"], list(t["partitions"])) for t in topics]
+        from ..group.share_group import ShareGroup
+        group = self.p.component("groups").groups.get(group_id)
+        if not isinstance(group, ShareGroup):
+            return []
+        by_topic: dict[str, set] = {}
+        for assignment in group.target_assignment.values():
+            for topic, parts in assignment.items():
+                by_topic.setdefault(topic, set()).update(parts)
+        return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
+
+    # ------------------------------------------------------------------ waiting for the answers
+    def _park(self, reply: ReplyTo, response: dict, remote: dict) -> None:
+        st = self.comp.admin_state()
+        qid = st.get("nextQueryId", 0)
+        st["nextQueryId"] = qid + 1
+        waiting = 0
+        for owner, ask in sorted(remote.items()):
+            for group_id, topics in ask["groups"].items():
+                waiting += 1
+                self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, {
+                    "queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
+                    "topics": [{"topicId": t, "partitions": ps} for t, ps in topics.items()]},
+                    correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
+        st.setdefault("pending", {})[str(qid)] = {"reply": reply.to_json(), "response": response, "waiting": waiting}
+        self.p.schedule(record_key(T_ADMIN_TIMEOUT, qid), self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
+                        T_ADMIN_TIMEOUT, {"queryId": qid})
+
+    def on_query(self, request: Request) -> None:
+        """Another partition asks for the summaries of share-partitions this partition owns."""
+        b = request.body
+        summaries = []
+        for t in b["topics"]:
+            for p in t["partitions"]:
+                start, epoch = self._summary(b["groupId"], t["topicId"], p)
+                summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": start, "leaderEpoch": epoch})
+        n = self.p.config["coordinator.partitions"]
+        self.p.send_request(key_for_partition(b["fromPartition"], n), "ShareStateSummaryAnswer", 0,
+                            {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
+                            correlation_id=b["queryId"] % 2**31, client_id=f"share-coordinator-{self.p.partition_id}")
+        return None
+
+    def on_answer(self, request: Request) -> None:
+        b = request.body
+        st = self.comp.admin_state()
+        parked = st.get("pending", {}).get(str(b["queryId"]))
+        if parked is None:
+            return None  # timed out already
+        found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
+        for g in parked["response"]["groups"]:
+            if g["groupId"] != b["groupId"]:
+                continue
+            for t in g["topics"]:
+                for p in t["partitions"]:
+                    s = found.get((t["topicId"], p["partitionIndex"]))
+                    if s is not None:
+                        p["startOffset"], p["leaderEpoch"] = s["startOffset"], s["leaderEpoch"]
+        parked["waiting"] -= 1
+        if parked["waiting"] <= 0:
+            self._finish(b["queryId"])
+        return None
+
+    def on_timeout(self, timer: Timer) -> None:
+        """Answers that did not come are start offset -1, as Kafka reports a failed read."""
+        self._finish(timer.payload["queryId"])
+
+    def _finish(self, qid: int) -> None:
+        parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
+        if parked is None:
+            return
+        self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
+        self.p.respond(ReplyTo.from_json(parked["reply"]), parked["response"])

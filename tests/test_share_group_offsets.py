@@ -1,0 +1,115 @@
+"""DescribeShareGroupOffsets (90): the group's partition reads the share-partition summaries it
+owns and asks the other coordinator partitions over the internal channel (coordinator/share/admin.py).
+Follows GroupCoordinatorService.describeShareGroupOffsets / describeShareGroupAllOffsets and
+GroupCoordinatorServiceTest.testDescribeShareGroupOffsets* (unknown topic: -1 with the zero id; a
+failed or missing read: -1)."""
+from __future__ import annotations
+
+import json
+
+from coordinator.metadata import BROADCAST_KEY, ZERO_UUID
+from coordinator.routing import coordinator_partition
+from coordinator.share.coordinator import share_partition_key
+from tests.consumer_group_helpers import topic_id
+from tests.core_driver import CoreDriver
+
+GROUP = "share-g"
+TOPIC = "orders"
+TID = topic_id(TOPIC)
+N = 50
+
+
+def metadata(d: CoreDriver, partitions: int = 8) -> None:
+    d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": TOPIC, "topicId": TID, "numPartitions": partitions}]},
+           key=BROADCAST_KEY)
+
+
+def describe(d: CoreDriver, topics=None, group=GROUP) -> dict | None:
+    return d.send("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": group, "topics": topics}]}, key=group)
+
+
+def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int = 1) -> None:
+    key = share_partition_key(GROUP, TID, partition)
+    d.send("InitializeShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
+        {"partition": partition, "stateEpoch": 0, "startOffset": 0}]}]}, key=key)
+    r = d.send("WriteShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
+        {"partition": partition, "stateEpoch": 0, "leaderEpoch": leader_epoch, "startOffset": start,
+         "stateBatches": []}]}]}, key=key)
+    assert r["results"][0]["partitions"][0]["errorCode"] == 0
+
+
+def test_describe_share_group_offsets_on_one_partition():
+    """All share-partitions on the group's partition: answered at once."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    init_and_write(d, 0, start=5)
+    resp = describe(d, [{"topicName": TOPIC, "partitions": [0, 1]}, {"topicName": "missing", "partitions": [0]}])
+    [g] = resp["groups"]
+    assert g["errorCode"] == 0
+    assert g["topics"] == [
+        {"topicName": TOPIC, "topicId": TID, "partitions": [
+            {"partitionIndex": 0, "startOffset": 5, "leaderEpoch": 1, "errorCode": 0, "errorMessage": None},
+            {"partitionIndex": 1, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None}]},
+        {"topicName": "missing", "topicId": ZERO_UUID, "partitions": [
+            {"partitionIndex": 0, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None}]}]
+
+
+def test_describe_share_group_offsets_not_coordinator_and_no_metadata():
+    d = CoreDriver(GROUP)
+    other = next(f"g{i}" for i in range(1000) if not d.partition.owns(f"g{i}"))
+    resp = d.send("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": other, "topics": []}]}, key=GROUP)
+    assert resp["groups"][0]["errorCode"] == 16
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"][0]["errorCode"] == 15  # no metadata yet
+
+
+def _remote_partition() -> int:
+    """A partition of TOPIC whose share-partition key is not on the group's coordinator partition."""
+    g = coordinator_partition(GROUP, N)
+    return next(p for p in range(100) if coordinator_partition(share_partition_key(GROUP, TID, p), N) != g)
+
+
+def test_describe_share_group_offsets_across_partitions():
+    """The group's partition parks the request, asks the share-partition's owner, and answers
+    when the answer arrives."""
+    grp = CoreDriver(GROUP)
+    remote = _remote_partition()
+    owner = CoreDriver(share_partition_key(GROUP, TID, remote))
+    for d in (grp, owner):
+        metadata(d, partitions=100)
+    init_and_write(owner, remote, start=42, leader_epoch=3)
+    assert describe(grp, [{"topicName": TOPIC, "partitions": [remote]}]) is None  # parked
+    cid = grp.last_cid
+    [(key, envelope)] = grp.internal_requests
+    assert envelope["apiKey"] == "ShareStateSummaryQuery"
+    assert coordinator_partition(key, N) == owner.partition_id
+    owner.send_raw(json.dumps(envelope).encode(), key=key)
+    [(back_key, answer)] = owner.internal_requests
+    assert answer["apiKey"] == "ShareStateSummaryAnswer" and coordinator_partition(back_key, N) == grp.partition_id
+    grp.send_raw(json.dumps(answer).encode(), key=back_key)
+    [g] = grp.response(cid)["groups"]
+    assert g["topics"][0]["partitions"] == [
+        {"partitionIndex": remote, "startOffset": 42, "leaderEpoch": 3, "errorCode": 0, "errorMessage": None}]
+
+
+def test_describe_share_group_offsets_timeout_answers_uninitialized():
+    """No answer within share.admin.timeout.ms: the missing partitions are -1, as Kafka answers a
+    failed read; a late answer is dropped."""
+    grp = CoreDriver(GROUP)
+    metadata(grp, partitions=100)
+    remote = _remote_partition()
+    assert describe(grp, [{"topicName": TOPIC, "partitions": [remote]}]) is None
+    cid = grp.last_cid
+    grp.advance(30_000)
+    [g] = grp.response(cid)["groups"]
+    assert g["topics"][0]["partitions"][0]["startOffset"] == -1
+
+
+def test_describe_share_group_all_offsets_uses_the_group_assignment():
+    """`topics: null`: every share-partition of the group (here: its target assignment)."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d, partitions=2)
+    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
+                                      "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    init_and_write(d, 1, start=9)
+    [g] = describe(d, None)["groups"]
+    assert [(p["partitionIndex"], p["startOffset"]) for p in g["topics"][0]["partitions"]] == [(0, -1), (1, 9)]
