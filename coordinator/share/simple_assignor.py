@@ -171,9 +171,13 @@ class SimpleAssignor:
         for tp, ms in new.items():
             for m in ms:
                 final.setdefault(m, set()).add(tp)
+        subscriber_sets = {t: set(ms) for t, ms in subscribers.items()}
         for tp, ms in current.items():
+            if tp in new:
+                continue
+            subscribed = subscriber_sets.get(tp[0], ())
             for m in ms:
-                if m in subscribers.get(tp[0], ()) and tp not in new:
+                if m in subscribed:
                     final.setdefault(m, set()).add(tp)
         return _group_assignment(final, member_ids)
 
