@@ -113,3 +113,61 @@ def test_describe_share_group_all_offsets_uses_the_group_assignment():
     init_and_write(d, 1, start=9)
     [g] = describe(d, None)["groups"]
     assert [(p["partitionIndex"], p["startOffset"]) for p in g["topics"][0]["partitions"]] == [(0, -1), (1, 9)]
+
+
+def _alter(d: CoreDriver, offsets: dict, topic: str = TOPIC) -> dict | None:
+    return d.send("AlterShareGroupOffsets", 0, {"groupId": GROUP, "topics": [
+        {"topicName": topic, "partitions": [{"partitionIndex": p, "startOffset": o} for p, o in offsets.items()]}]},
+        key=GROUP)
+
+
+def test_alter_share_group_offsets_requires_an_empty_share_group():
+    """ShareGroup.validateOffsetsAlterable / GroupMetadataManager.shareGroup: GROUP_ID_NOT_FOUND for
+    an unknown group, NON_EMPTY_GROUP while it has members."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    assert _alter(d, {0: 3})["errorCode"] == 69
+    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
+                                      "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    assert _alter(d, {0: 3})["errorCode"] == 68
+
+
+def test_alter_share_group_offsets_initializes_the_share_partitions():
+    """completeAlterShareGroupOffsets + persisterInitialize: known partitions get the new start
+    offset (state epoch = the group epoch), unknown ones UNKNOWN_TOPIC_OR_PARTITION; describe shows it."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d, partitions=2)
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
+                                      "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
+                                      "subscribedTopicNames": None}, key=GROUP)
+    resp = _alter(d, {0: 7, 5: 1})
+    assert resp["errorCode"] == 0
+    assert [(p["partitionIndex"], p["errorCode"]) for p in resp["responses"][0]["partitions"]] == [(0, 0), (5, 3)]
+    [g] = describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"]
+    assert g["topics"][0]["partitions"][0]["startOffset"] == 7
+    state = d.component("share").states[share_partition_key(GROUP, TID, 0)]
+    assert state["offset"]["stateEpoch"] == 2  # the group epoch after the join and the leave
+
+
+def test_alter_share_group_offsets_across_partitions():
+    grp = CoreDriver(GROUP)
+    remote = _remote_partition()
+    owner = CoreDriver(share_partition_key(GROUP, TID, remote))
+    for d in (grp, owner):
+        metadata(d, partitions=100)
+    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
+                                        "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": -1,
+                                        "rackId": None, "subscribedTopicNames": None}, key=GROUP)
+    assert _alter(grp, {remote: 11}) is None  # parked
+    cid = grp.last_cid
+    [(key, envelope)] = grp.internal_requests
+    assert envelope["request"]["op"] == "initialize"
+    owner.send_raw(json.dumps(envelope).encode(), key=key)
+    [(back_key, answer)] = owner.internal_requests
+    grp.send_raw(json.dumps(answer).encode(), key=back_key)
+    resp = grp.response(cid)
+    assert resp["responses"][0]["partitions"] == [{"partitionIndex": remote, "errorCode": 0, "errorMessage": None}]
+    assert owner.component("share").states[share_partition_key(GROUP, TID, remote)]["offset"]["startOffset"] == 11

@@ -49,15 +49,32 @@ DESCRIBE_SHARE_GROUP_OFFSETS = register(ApiSpec(
 SUMMARY_QUERY = register(ApiSpec(
     name="ShareStateSummaryQuery", api_key=1011, min_version=0, max_version=0,
     request=Struct(F("queryId", "int64"), F("fromPartition", "int32"), F("groupId", "string"),
-                   F("topics", Array(Struct(F("topicId", "uuid"), F("partitions", Array("int32")))))),
+                   F("topics", Array(Struct(F("topicId", "uuid"), F("partitions", Array("int32"))))),
+                   # "initialize" (AlterShareGroupOffsets): InitializeShareGroupState at `startOffsets`
+                   # (one per partition) with `stateEpoch`; "summary" (default): read the summaries.
+                   F("op", "string", default="summary"), F("stateEpoch", "int32", default=0),
+                   F("startOffsets", Array("int64"), default=[])),
     component="share", internal=True))
 
 SUMMARY_ANSWER = register(ApiSpec(
     name="ShareStateSummaryAnswer", api_key=1012, min_version=0, max_version=0,
     request=Struct(F("queryId", "int64"), F("groupId", "string"),
                    F("summaries", Array(Struct(F("topicId", "uuid"), F("partition", "int32"),
-                                               F("startOffset", "int64"), F("leaderEpoch", "int32"))))),
+                                               F("startOffset", "int64"), F("leaderEpoch", "int32"),
+                                               F("errorCode", "int16", default=0))))),
     component="share", internal=True))
+
+
+def _alter_error(version, body, error, message):
+    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
+
+
+ALTER_SHARE_GROUP_OFFSETS = register(ApiSpec(
+    name="AlterShareGroupOffsets", api_key=91, min_version=0, max_version=0,
+    request=Struct(F("groupId", "string"), F("topics", Array(Struct(
+        F("topicName", "string"),
+        F("partitions", Array(Struct(F("partitionIndex", "int32"), F("startOffset", "int64")))))))),
+    component="share", routing_field="groupId", error_response=_alter_error))
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
@@ -131,7 +148,7 @@ class ShareAdmin:
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
     # ------------------------------------------------------------------ waiting for the answers
-    def _park(self, reply: ReplyTo, response: dict, remote: dict) -> None:
+    def _park(self, reply: ReplyTo, response: dict, remote: dict, op: str = "summary", state_epoch: int = 0) -> None:
         st = self.comp.admin_state()
         qid = st.get("nextQueryId", 0)
         st["nextQueryId"] = qid + 1
@@ -139,9 +156,11 @@ class ShareAdmin:
         for owner, ask in sorted(remote.items()):
             for group_id, topics in ask["groups"].items():
                 waiting += 1
-                self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, {
-                    "queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
-                    "topics": [{"topicId": t, "partitions": ps} for t, ps in topics.items()]},
+                query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
+                         "topics": [{"topicId": t, "partitions": [p if op == "summary" else p[0] for p in ps]}
+                                    for t, ps in topics.items()], "op": op, "stateEpoch": state_epoch,
+                         "startOffsets": [] if op == "summary" else [p[1] for ps in topics.values() for p in ps]}
+                self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, query,
                     correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
         st.setdefault("pending", {})[str(qid)] = {"reply": reply.to_json(), "response": response, "waiting": waiting}
         self.p.schedule(record_key(T_ADMIN_TIMEOUT, qid), self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
@@ -151,10 +170,17 @@ class ShareAdmin:
         """Another partition asks for the summaries of share-partitions this partition owns."""
         b = request.body
         summaries = []
+        starts = iter(b["startOffsets"])
         for t in b["topics"]:
             for p in t["partitions"]:
+                if b["op"] == "initialize":
+                    code = self._initialize(b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
+                    summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
+                                      "errorCode": code})
+                    continue
                 start, epoch = self._summary(b["groupId"], t["topicId"], p)
-                summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": start, "leaderEpoch": epoch})
+                summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": start, "leaderEpoch": epoch,
+                                  "errorCode": 0})
         n = self.p.config["coordinator.partitions"]
         self.p.send_request(key_for_partition(b["fromPartition"], n), "ShareStateSummaryAnswer", 0,
                             {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
@@ -168,7 +194,13 @@ class ShareAdmin:
         if parked is None:
             return None  # timed out already
         found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
-        for g in parked["response"]["groups"]:
+        for t in parked["response"].get("responses", []):  # AlterShareGroupOffsets
+            for p in t["partitions"]:
+                s = found.get((t["topicId"], p["partitionIndex"]))
+                if s is not None:
+                    p["errorCode"] = s["errorCode"]
+                    p["errorMessage"] = Errors.for_code(s["errorCode"]).message if s["errorCode"] else None
+        for g in parked["response"].get("groups", []):
             if g["groupId"] != b["groupId"]:
                 continue
             for t in g["topics"]:
@@ -184,6 +216,68 @@ class ShareAdmin:
     def on_timeout(self, timer: Timer) -> None:
         """Answers that did not come are start offset -1, as Kafka reports a failed read."""
         self._finish(timer.payload["queryId"])
+
+    # ------------------------------------------------------------------ AlterShareGroupOffsets
+    def _initialize(self, group_id: str, tid: str, partition: int, state_epoch: int, start: int) -> int:
+        out = self.comp._initialize_one(group_id, tid, partition, f"{group_id}:{tid}:{partition}",
+                                        {"stateEpoch": state_epoch, "startOffset": start})
+        return out["errorCode"]
+
+    def alter(self, request: Request) -> dict | None:
+        """GroupCoordinatorService.alterShareGroupOffsets: the group must be an empty share group;
+        each partition of a known topic is initialized at its new start offset with the group epoch
+        as state epoch (the persister's InitializeShareGroupState), here or on its owner."""
+        from ..errors import ApiError
+        from ..group.share_manager import manager as share_manager
+        body = request.body
+        if not self.p.config.get("group.share.enable", True):
+            return _alter_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+        meta = self.p.component("metadata")
+        if not meta.available:
+            return _alter_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+        group_id = body["groupId"]
+        if group_id == "":
+            return _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
+        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        if not body["topics"]:
+            return response
+        try:
+            group = share_manager(self.p.component("groups")).share_group(group_id)
+            group.validate_empty_group()
+        except ApiError as e:
+            return _alter_error(0, body, e.error, e.message)
+        remote: dict[int, dict] = {}
+        for topic in body["topics"]:
+            name = topic["topicName"]
+            tid = meta.topic_id(name)
+            count = meta.topics.get(name)
+            entry = {"topicName": name, "topicId": tid or ZERO_UUID, "partitions": []}
+            response["responses"].append(entry)
+            for p in topic["partitions"]:
+                index = p["partitionIndex"]
+                out = {"partitionIndex": index, "errorCode": 0, "errorMessage": None}
+                entry["partitions"].append(out)
+                if tid is None or not 0 <= index < (count or 0):
+                    out["errorCode"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+                    out["errorMessage"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.message
+                    continue
+                key = f"{group_id}:{tid}:{index}"
+                if self.p.owns(key):
+                    code = self._initialize(group_id, tid, index, group.group_epoch, p["startOffset"])
+                    if code:
+                        out["errorCode"], out["errorMessage"] = code, Errors.for_code(code).message
+                    continue
+                # Until its owner answers (REQUEST_TIMED_OUT if it does not in share.admin.timeout.ms).
+                out["errorCode"], out["errorMessage"] = Errors.REQUEST_TIMED_OUT.code, Errors.REQUEST_TIMED_OUT.message
+                owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
+                ask = remote.setdefault(owner, {"key": key, "groups": {}})
+                ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append((index, p["startOffset"]))
+        self.p.emit_event(group_id, "ShareGroupOffsetsAltered", groupId=group_id,
+                          partitions=sum(len(t["partitions"]) for t in response["responses"]))
+        if not remote:
+            return response
+        self._park(request.reply, response, remote, op="initialize", state_epoch=group.group_epoch)
+        return None
 
     def _finish(self, qid: int) -> None:
         parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)

@@ -89,6 +89,7 @@ class ShareCoordinator(Component):
         "DeleteShareGroupState": "delete_state",
         "ReadShareGroupStateSummary": "read_state_summary",
         "DescribeShareGroupOffsets": "describe_share_group_offsets",
+        "AlterShareGroupOffsets": "alter_share_group_offsets",
         "ShareStateSummaryQuery": "_summary_query",
         "ShareStateSummaryAnswer": "_summary_answer",
     }
@@ -108,6 +109,9 @@ class ShareCoordinator(Component):
     # ================================================================ admin (admin.py)
     def describe_share_group_offsets(self, request: Request):
         return self.admin.describe(request)
+
+    def alter_share_group_offsets(self, request: Request):
+        return self.admin.alter(request)
 
     def _summary_query(self, request: Request):
         return self.admin.on_query(request)
