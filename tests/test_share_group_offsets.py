@@ -171,3 +171,39 @@ def test_alter_share_group_offsets_across_partitions():
     resp = grp.response(cid)
     assert resp["responses"][0]["partitions"] == [{"partitionIndex": remote, "errorCode": 0, "errorMessage": None}]
     assert owner.component("share").states[share_partition_key(GROUP, TID, remote)]["offset"]["startOffset"] == 11
+
+
+def _delete(d: CoreDriver, topics: list[str]) -> dict | None:
+    return d.send("DeleteShareGroupOffsets", 0, {"groupId": GROUP, "topics": [{"topicName": t} for t in topics]},
+                  key=GROUP)
+
+
+def test_delete_share_group_offsets():
+    """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the state of the
+    topic's share-partitions is deleted (with its tombstones); an unknown topic is
+    UNKNOWN_TOPIC_OR_PARTITION; also across coordinator partitions."""
+    grp = CoreDriver(GROUP)
+    remote = _remote_partition()
+    owner = CoreDriver(share_partition_key(GROUP, TID, remote))
+    for d in (grp, owner):
+        metadata(d, partitions=100)
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
+                                        "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    assert _delete(grp, [TOPIC])["errorCode"] == 68  # NON_EMPTY_GROUP
+    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
+                                        "subscribedTopicNames": None}, key=GROUP)
+    init_and_write(owner, remote, start=4)
+    assert _delete(grp, [TOPIC, "missing"]) is None  # waits for the other owners
+    cid = grp.last_cid
+    for key, envelope in grp.internal_requests:
+        target = owner if coordinator_partition(key, N) == owner.partition_id else CoreDriver(key)
+        target.send_raw(json.dumps(envelope).encode(), key=key)
+        for back_key, answer in target.internal_requests:
+            grp.send_raw(json.dumps(answer).encode(), key=back_key)
+        target.internal_requests.clear()
+    resp = grp.response(cid)
+    assert resp["errorCode"] == 0
+    assert [(t["topicName"], t["errorCode"]) for t in resp["responses"]] == [(TOPIC, 0), ("missing", 3)]
+    assert all(not k.startswith("_") for t in resp["responses"] for k in t)
+    assert share_partition_key(GROUP, TID, remote) not in owner.component("share").states

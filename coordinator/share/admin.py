@@ -69,6 +69,15 @@ def _alter_error(version, body, error, message):
     return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
 
 
+def _delete_error(version, body, error, message):
+    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
+
+
+DELETE_SHARE_GROUP_OFFSETS = register(ApiSpec(
+    name="DeleteShareGroupOffsets", api_key=92, min_version=0, max_version=0,
+    request=Struct(F("groupId", "string"), F("topics", Array(Struct(F("topicName", "string"))))),
+    component="share", routing_field="groupId", error_response=_delete_error))
+
 ALTER_SHARE_GROUP_OFFSETS = register(ApiSpec(
     name="AlterShareGroupOffsets", api_key=91, min_version=0, max_version=0,
     request=Struct(F("groupId", "string"), F("topics", Array(Struct(
@@ -157,9 +166,9 @@ class ShareAdmin:
             for group_id, topics in ask["groups"].items():
                 waiting += 1
                 query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
-                         "topics": [{"topicId": t, "partitions": [p if op == "summary" else p[0] for p in ps]}
+                         "topics": [{"topicId": t, "partitions": [p if op != "initialize" else p[0] for p in ps]}
                                     for t, ps in topics.items()], "op": op, "stateEpoch": state_epoch,
-                         "startOffsets": [] if op == "summary" else [p[1] for ps in topics.values() for p in ps]}
+                         "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else []}
                 self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, query,
                     correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
         st.setdefault("pending", {})[str(qid)] = {"reply": reply.to_json(), "response": response, "waiting": waiting}
@@ -173,6 +182,11 @@ class ShareAdmin:
         starts = iter(b["startOffsets"])
         for t in b["topics"]:
             for p in t["partitions"]:
+                if b["op"] == "delete":
+                    out = self.comp._delete_one(b["groupId"], t["topicId"], p, f"{b['groupId']}:{t['topicId']}:{p}", {})
+                    summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
+                                      "errorCode": out["errorCode"]})
+                    continue
                 if b["op"] == "initialize":
                     code = self._initialize(b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
                     summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
@@ -194,7 +208,17 @@ class ShareAdmin:
         if parked is None:
             return None  # timed out already
         found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
-        for t in parked["response"].get("responses", []):  # AlterShareGroupOffsets
+        for t in parked["response"].get("responses", []):  # Alter / DeleteShareGroupOffsets
+            if "partitions" not in t:  # DeleteShareGroupOffsets: one error per topic
+                for (tid, _), s in found.items():
+                    if tid == t["topicId"]:
+                        t["_waiting"] -= 1
+                        if s["errorCode"] and not t.get("_error"):
+                            t["_error"] = s["errorCode"]
+                if t.get("_waiting", 0) <= 0 and t["errorCode"] == Errors.REQUEST_TIMED_OUT.code:
+                    t["errorCode"] = t.get("_error") or 0
+                    t["errorMessage"] = Errors.for_code(t["errorCode"]).message if t["errorCode"] else None
+                continue
             for p in t["partitions"]:
                 s = found.get((t["topicId"], p["partitionIndex"]))
                 if s is not None:
@@ -279,9 +303,74 @@ class ShareAdmin:
         self._park(request.reply, response, remote, op="initialize", state_epoch=group.group_epoch)
         return None
 
+    # ------------------------------------------------------------------ DeleteShareGroupOffsets
+    def delete(self, request: Request) -> dict | None:
+        """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the state of every
+        partition of each named topic is deleted (Kafka: of its initialized share-partitions, which
+        this service does not track; deleting a share-partition without state is a no-op), here or
+        by the owner. One error per topic."""
+        from ..errors import ApiError
+        from ..group.share_manager import manager as share_manager
+        body = request.body
+        meta = self.p.component("metadata")
+        if not self.p.config.get("group.share.enable", True):
+            return _delete_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+        if not meta.available:
+            return _delete_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+        group_id = body["groupId"]
+        if group_id == "":
+            return _delete_error(0, body, Errors.INVALID_GROUP_ID, None)
+        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        if not body["topics"]:
+            return response
+        try:
+            share_manager(self.p.component("groups")).share_group(group_id).validate_empty_group()
+        except ApiError as e:
+            return _delete_error(0, body, e.error, e.message)
+        remote: dict[int, dict] = {}
+        for topic in body["topics"]:
+            name = topic["topicName"]
+            tid = meta.topic_id(name)
+            entry = {"topicName": name, "topicId": tid or ZERO_UUID, "errorCode": 0, "errorMessage": None}
+            response["responses"].append(entry)
+            if tid is None:
+                entry["errorCode"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+                entry["errorMessage"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.message
+                continue
+            for index in range(meta.topics.get(name, 0)):
+                key = f"{group_id}:{tid}:{index}"
+                if self.p.owns(key):
+                    code = self.comp._delete_one(group_id, tid, index, key, {})["errorCode"]
+                    if code and not entry.get("_error"):
+                        entry["_error"] = code
+                    continue
+                # Until every owner answered (REQUEST_TIMED_OUT if one does not in time).
+                entry["_waiting"] = entry.get("_waiting", 0) + 1
+                entry["errorCode"], entry["errorMessage"] = Errors.REQUEST_TIMED_OUT.code, Errors.REQUEST_TIMED_OUT.message
+                owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
+                ask = remote.setdefault(owner, {"key": key, "groups": {}})
+                ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
+        for entry in response["responses"]:
+            if not entry.get("_waiting") and entry.get("_error"):
+                entry["errorCode"], entry["errorMessage"] = entry["_error"], Errors.for_code(entry["_error"]).message
+        self.p.emit_event(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
+                          topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
+        if not remote:
+            return _public(response)
+        self._park(request.reply, response, remote, op="delete")
+        return None
+
     def _finish(self, qid: int) -> None:
         parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
         if parked is None:
             return
         self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
-        self.p.respond(ReplyTo.from_json(parked["reply"]), parked["response"])
+        self.p.respond(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
+
+
+def _public(response: dict) -> dict:
+    """The response without the bookkeeping of a waiting DeleteShareGroupOffsets (keys "_...")."""
+    for t in response.get("responses", []):
+        for k in [k for k in t if k.startswith("_")]:
+            del t[k]
+    return response

@@ -90,6 +90,7 @@ class ShareCoordinator(Component):
         "ReadShareGroupStateSummary": "read_state_summary",
         "DescribeShareGroupOffsets": "describe_share_group_offsets",
         "AlterShareGroupOffsets": "alter_share_group_offsets",
+        "DeleteShareGroupOffsets": "delete_share_group_offsets",
         "ShareStateSummaryQuery": "_summary_query",
         "ShareStateSummaryAnswer": "_summary_answer",
     }
@@ -112,6 +113,9 @@ class ShareCoordinator(Component):
 
     def alter_share_group_offsets(self, request: Request):
         return self.admin.alter(request)
+
+    def delete_share_group_offsets(self, request: Request):
+        return self.admin.delete(request)
 
     def _summary_query(self, request: Request):
         return self.admin.on_query(request)
