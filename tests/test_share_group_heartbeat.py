@@ -394,3 +394,19 @@ def test_share_group_replay_round_trip():
 def test_share_group_member_json_round_trip():
     m = share_member(M1, 3, {"foo": [1, 2]})
     assert ShareGroupMember.from_json(m.to_json()) == m
+
+
+def test_share_group_metrics_are_labelled_share():
+    """The metrics component counts share groups under protocol "share" (events carry groupType)."""
+    c = client()
+    c.share_heartbeat(M1, 0, topics=["foo"])
+    c.share_heartbeat(M2, 0, topics=["foo"])
+    c.share_heartbeat(M1, -1)
+    data = c.d.component("metrics").to_json()["data"]
+    counters, gauges = data["counters"], data["gauges"]
+    assert counters['group_created_total{protocol="share"}'] == 1
+    assert counters['group_member_joined_total{protocol="share"}'] == 2
+    assert counters['group_member_left_total{protocol="share",reason="left"}'] == 1
+    assert counters['group_rebalance_started_total{protocol="share"}'] == 3
+    assert not [k for k in counters if 'protocol="consumer"' in k]
+    assert gauges['group_count{protocol="share"}'] == 1 and gauges['share_group_count{state="Stable"}'] == 1

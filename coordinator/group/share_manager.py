@@ -245,12 +245,12 @@ class ShareGroupManager:
             self.c.emit(group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
             self.c.ensure_expiration_timer()
         if is_new_member:
-            self.c.emit(group_id, "MemberJoined", memberId=member_id, groupInstanceId=None,
+            self.c.emit(group_id, "MemberJoined", groupType=SHARE, memberId=member_id, groupInstanceId=None,
                         clientId=request.reply.client_id)
         for name, fields in events:
-            self.c.emit(group_id, name, **fields)
+            self.c.emit(group_id, name, groupType=SHARE, **fields)
         if reconciled is not updated or is_new_member:
-            self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
+            self.c.emit(group_id, "MemberAssignmentChanged", groupType=SHARE, memberId=member_id, memberEpoch=reconciled.member_epoch,
                         previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state,
                         assignedPartitions=event_assignment(reconciled.assigned_partitions))
         self._report_state_change(group_id, state_before)
@@ -311,9 +311,9 @@ class ShareGroupManager:
         before = self._state(gid)
         self._apply(records)
         self.p.cancel(session_timer_key(gid, mid))
-        self.c.emit(gid, event, memberId=mid, groupInstanceId=None, temporary=False, reason=reason,
+        self.c.emit(gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False, reason=reason,
                     memberEpoch=member.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+        self.c.emit(gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch, metadataHash=metadata_hash,
                     reason=f"1 member(s) removed: {reason}")
         self._report_state_change(gid, before)
 
