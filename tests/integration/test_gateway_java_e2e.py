@@ -7,24 +7,48 @@ consumer honours them.
 - test_broker_markers_*: the service's coordinator (JSON requests) + transactional record batches
   written straight to the broker (Produce v11 with the producer id the service handed out), read
   back by kafka-python's read_committed KafkaConsumer. Needs no gateway.
+- test_java_group_*: three Java consumers (kafka-clients 4.1, tests/integration/java) in one group
+  through the gateway, group.protocol=classic and =consumer (KIP-848): they consume and commit, one
+  is SIGKILLed, the other two take over its partitions; every record is consumed, and a record is
+  consumed twice only if its first consumer had not committed past it (at-least-once).
+- test_java_transactions_*: a Java transactional producer through the gateway commits one
+  transaction and aborts another; Java's and kafka-python's read_committed consumers see exactly
+  the committed records.
 """
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
+from collections import Counter, defaultdict
+from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client.topic_reader import events
 from coordinator.errors import Errors
+from deploy.kafka_local import free_port
+
+from .harness import ROOT, _to_toml
+from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-TOPICS = {"raw-txn-out": 2}
+GROUP_PARTITIONS = 6
+TOPICS = {"raw-txn-out": 2, "java-classic-in": GROUP_PARTITIONS, "java-consumer-in": GROUP_PARTITIONS,
+          "java-txn-out": 2}
+WAIT = 180  # seconds: a takeover waits out a member's session on a shared, loaded machine
+# Short sessions so that a killed member is noticed soon (Kafka's consumer-protocol minimum is 45 s).
+GROUP_CONFIG = {"group.initial.rebalance.delay.ms": 0,
+                "group.consumer.session.timeout.ms": 10000, "group.consumer.min.session.timeout.ms": 6000,
+                "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +59,62 @@ def job(kafka, job_factory):
     finally:
         admin.close()
     return job_factory(stream={"metadata_refresh_ms": 1000}, txn={"markers": "broker"},
-                       coordinator={"coordinator.partitions": PARTITIONS})
+                       coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG})
+
+
+class Gateway:
+    """`python -m gateway` for a job's topics, on a free port."""
+
+    def __init__(self, job, workdir: Path, client_id: str = "e2e-gateway"):
+        config = workdir / "gateway.toml"
+        config.write_text(job.config_file.read_text() + "\n" + _to_toml(
+            {"gateway": {"base_port": free_port(), "client_id": client_id}}))
+        self.log_file = workdir / "gateway.log"
+        self.proc = subprocess.Popen([sys.executable, "-m", "gateway", "--config", str(config)], cwd=ROOT,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=open(self.log_file, "ab"),
+                                     stderr=subprocess.STDOUT)
+        try:
+            self.bootstrap = self._wait_line("GATEWAY-LISTENING", 60).split("bootstrap.servers=")[1].strip()
+            self._wait_line("GATEWAY-READY", WAIT)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_line(self, mark: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.log_file.read_text(errors="replace").splitlines():
+                if mark in line:
+                    return line
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the gateway exited with {self.proc.returncode}:\n{self.tail()}")
+            time.sleep(0.3)
+        raise TimeoutError(f"no {mark} from the gateway in {timeout}s:\n{self.tail()}")
+
+    def tail(self, n: int = 40) -> str:
+        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def gateway(job, tmp_path_factory):
+    g = Gateway(job, tmp_path_factory.mktemp("gateway"))
+    yield g
+    g.stop()
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory) -> str:
+    """The classpath of the compiled Java client."""
+    return compile_java_client(tmp_path_factory.mktemp("java-classes"))
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +236,128 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
         time.sleep(0.2)
     assert [(e["result"], e["outcome"], e["partition"]) for e in written[:3]] == [
         ("COMMIT", "written", 1), ("ABORT", "written", 1), ("COMMIT", "written", 1)]
+
+
+# ------------------------------------------------------------------------------ Java consumer group
+def produce_values(bootstrap: str, topic: str, values: list[str]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        for i, v in enumerate(values):
+            producer.send(topic, v.encode(), partition=i % GROUP_PARTITIONS)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def committed_past(lines: list[str]) -> list[tuple[int, int, int]]:
+    """(line index, partition, next offset) of every successful commit in one member's lines."""
+    out = []
+    for i, line in enumerate(lines):
+        if line.startswith("COMMITTED "):
+            for pair in line.split(" ", 2)[2].split(","):
+                p, o = pair.split("=")
+                out.append((i, int(p), int(o)))
+    return out
+
+
+def at_least_once_violations(lines_by_member: dict[str, list[str]]) -> list[tuple[int, int]]:
+    """(partition, offset) of records delivered more than once where more than one delivery was
+    followed by its member's commit past it: a record whose consumer committed past it must never
+    be delivered again."""
+    committed_deliveries: Counter = Counter()
+    for member, lines in lines_by_member.items():
+        commits = committed_past(lines)
+        for i, line in enumerate(lines):
+            if line.startswith("RECORD "):
+                _, _, p, o, _ = line.split(" ", 4)
+                p, o = int(p), int(o)
+                if any(j > i and cp == p and co > o for j, cp, co in commits):
+                    committed_deliveries[(p, o)] += 1
+    return sorted(k for k, n in committed_deliveries.items() if n > 1)
+
+
+def wait_until(condition, timeout: float, what: str, details=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"{what} not within {timeout}s {details()}"
+        time.sleep(0.2)
+
+
+def stable_assignment(members: list[JavaMember], partitions: int) -> dict | None:
+    """Each member's latest assignment, if together they own every partition exactly once and
+    each has at least one."""
+    latest: dict[str, list[int]] = {}
+    for m in members:
+        latest.update(assignments(m.snapshot()))
+    owned = sorted(p for ps in latest.values() for p in ps)
+    if len(latest) == len(members) and owned == list(range(partitions)) and all(latest.values()):
+        return latest
+    return None
+
+
+def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, java: str, logs: Path) -> None:
+    group = f"java-{protocol}-group"
+    first = [f"{protocol}-{i}" for i in range(300)]
+    produce_values(bootstrap, topic, first)
+    members = [JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, f"m{i}", log_dir=logs)
+               for i in range(3)]
+    try:
+        lines = lambda: {m.args[-1]: m.snapshot() for m in members}  # noqa: E731
+        details = lambda: f"\nassignments {[assignments(m.snapshot()) for m in members]}\n{gateway.tail(15)}"  # noqa: E731
+        wait_until(lambda: stable_assignment(members, GROUP_PARTITIONS), WAIT, "a stable group of three", details)
+        victim = members[0]
+        # The victim has consumed and committed something before it dies.
+        victim.wait_for(lambda line: line.startswith("COMMITTED "), WAIT, "commit")
+        victim.kill()
+        survivors = members[1:]
+        second = [f"{protocol}-{i}" for i in range(300, 600)]
+        produce_values(bootstrap, topic, second)
+        wait_until(lambda: stable_assignment(survivors, GROUP_PARTITIONS), WAIT, "the survivors' takeover", details)
+
+        def all_consumed():
+            values = {v for m in members for (_, _, _, v) in consumed(m.snapshot())}
+            return values >= set(first + second)
+        wait_until(all_consumed, WAIT, "every record consumed", details)
+        by_member = lines()
+        assert at_least_once_violations(by_member) == []
+        # The survivors took over every partition of the victim's.
+        victim_parts = set(assignments(by_member["m0"])["m0"])
+        survivor_records = {(p, o) for m in survivors for (_, p, o, _) in consumed(m.snapshot())}
+        assert victim_parts and all(any(p == vp for p, _ in survivor_records) for vp in victim_parts)
+        deliveries = Counter((p, o) for m in members for (_, p, o, _) in consumed(m.snapshot()))
+        print(f"\n{protocol}: {len(deliveries)} records, {sum(deliveries.values()) - len(deliveries)} "
+              f"delivered twice (at-least-once after the kill), victim owned {sorted(victim_parts)}")
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_java_group_classic_takeover_after_kill(job, gateway, java, kafka, tmp_path):
+    group_takeover("classic", "java-classic-in", kafka.bootstrap, gateway, java, tmp_path)
+
+
+def test_java_group_consumer_protocol_takeover_after_kill(job, gateway, java, kafka, tmp_path):
+    group_takeover("consumer", "java-consumer-in", kafka.bootstrap, gateway, java, tmp_path)
+
+
+# ------------------------------------------------------------------------------ Java transactions
+def test_java_transactions_commit_and_abort_for_read_committed(job, gateway, java, kafka):
+    lines = run_java(java, "produce-txn", gateway.bootstrap, "java-txn-1", "java-txn-out", "7", "5")
+    assert lines == ["COMMITTED 7", "ABORTED 5"]
+    # Java's read_committed consumer, through the gateway.
+    out = run_java(java, "read-committed", gateway.bootstrap, "java-txn-out")
+    assert out[-1] == "END 7"
+    assert sorted(line.split(" ", 4)[4] for line in out if line.startswith("RECORD ")) == \
+        sorted(f"committed-{i}" for i in range(7))
+    # kafka-python's, straight from the broker: the markers are real control records.
+    values = []
+    for p in range(TOPICS["java-txn-out"]):
+        values += read_partition(kafka.bootstrap, TopicPartition("java-txn-out", p), "read_committed")
+    assert sorted(values) == sorted(f"committed-{i}".encode() for i in range(7))
+    everything = []
+    for p in range(TOPICS["java-txn-out"]):
+        everything += read_partition(kafka.bootstrap, TopicPartition("java-txn-out", p), "read_uncommitted")
+    assert len(everything) == 12  # the aborted records are in the log, and hidden
