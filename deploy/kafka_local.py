@@ -62,11 +62,12 @@ def broker_answers(bootstrap: str) -> bool:
 
 class LocalKafka:
     def __init__(self, workdir: str | os.PathLike, port: int = 9092, controller_port: int | None = None,
-                 heap: str = "512m"):
+                 heap: str = "512m", extra_config: dict | None = None):
         self.dir = Path(workdir).resolve()
         self.port = port
         self.controller_port = controller_port or port + 1
         self.heap = heap
+        self.extra_config = extra_config or {}  # more server.properties (e.g. group timeouts for a bench)
 
     @property
     def bootstrap(self) -> str:
@@ -112,7 +113,7 @@ log.cleaner.backoff.ms=5000
 # own transaction coordinator, which does not know those transactions, whether the partition was
 # added (AddPartitionsToTxn verifyOnly) and fail the produce.
 transaction.partition.verification.enable=false
-""")
+""" + "".join(f"{k}={v}\n" for k, v in self.extra_config.items()))
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         return props
 

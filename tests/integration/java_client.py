@@ -37,6 +37,8 @@ class JavaMember:
     def __init__(self, classpath: str, *args: str, log_dir: str | os.PathLike | None = None):
         self.args = args
         self.lines: list[str] = []
+        self.times: list[float] = []  # time.monotonic() when each line was read
+        self.started = time.monotonic()
         self.cond = threading.Condition()
         stderr = open(Path(log_dir) / f"java-{'-'.join(args[:1] + args[-1:])}-{time.monotonic_ns()}.log", "wb") \
             if log_dir else subprocess.DEVNULL
@@ -50,6 +52,7 @@ class JavaMember:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             with self.cond:
                 self.lines.append(line)
+                self.times.append(time.monotonic())
                 self.cond.notify_all()
 
     def wait_for(self, predicate, timeout: float, what: str = "a line"):

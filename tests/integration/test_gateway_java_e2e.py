@@ -17,12 +17,8 @@ consumer honours them.
 """
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -33,9 +29,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client.topic_reader import events
 from coordinator.errors import Errors
-from deploy.kafka_local import free_port
-
-from .harness import ROOT, _to_toml
+from .gateway_process import Gateway
 from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
 
 pytestmark = pytest.mark.integration
@@ -62,51 +56,9 @@ def job(kafka, job_factory):
                        coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG})
 
 
-class Gateway:
-    """`python -m gateway` for a job's topics, on a free port."""
-
-    def __init__(self, job, workdir: Path, client_id: str = "e2e-gateway"):
-        config = workdir / "gateway.toml"
-        config.write_text(job.config_file.read_text() + "\n" + _to_toml(
-            {"gateway": {"base_port": free_port(), "client_id": client_id}}))
-        self.log_file = workdir / "gateway.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway", "--config", str(config)], cwd=ROOT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=open(self.log_file, "ab"),
-                                     stderr=subprocess.STDOUT)
-        try:
-            self.bootstrap = self._wait_line("GATEWAY-LISTENING", 60).split("bootstrap.servers=")[1].strip()
-            self._wait_line("GATEWAY-READY", WAIT)
-        except BaseException:
-            self.stop()
-            raise
-
-    def _wait_line(self, mark: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in self.log_file.read_text(errors="replace").splitlines():
-                if mark in line:
-                    return line
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the gateway exited with {self.proc.returncode}:\n{self.tail()}")
-            time.sleep(0.3)
-        raise TimeoutError(f"no {mark} from the gateway in {timeout}s:\n{self.tail()}")
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
 @pytest.fixture(scope="module")
 def gateway(job, tmp_path_factory):
-    g = Gateway(job, tmp_path_factory.mktemp("gateway"))
+    g = Gateway(job.config_file, tmp_path_factory.mktemp("gateway"), ready_timeout=WAIT)
     yield g
     g.stop()
 
