@@ -52,7 +52,8 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "txn"):
+            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway",
+                          "txn"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix):].lower()
