@@ -19,6 +19,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from deploy.topics import wait_for_broker
+
 from .config import GatewayConfig
 
 log = logging.getLogger("gateway.bridge")
@@ -52,11 +54,22 @@ class CoordinatorBridge:
 
     def _start_clients(self) -> None:
         cfg = self.cfg
+        wait_for_broker(cfg.bootstrap_servers, cfg.startup_timeout_s)
         admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap_servers, client_id=f"{cfg.client_id}-admin")
         try:
-            if cfg.reply_to not in admin.list_topics():
+            # The service creates its request topic (LogAppendTime); never let a producer's metadata
+            # request auto-create it with the broker's defaults.
+            deadline = time.monotonic() + cfg.startup_timeout_s
+            while cfg.requests_topic not in (topics := set(admin.list_topics())):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the request topic {cfg.requests_topic} does not exist: is the "
+                                       "coordinator service running?")
+                log.info("waiting for the service's request topic %s", cfg.requests_topic)
+                time.sleep(1)
+            if cfg.reply_to not in topics:
                 try:
-                    admin.create_topics([NewTopic(cfg.reply_to, cfg.reply_to_partitions, 1)])
+                    admin.create_topics([NewTopic(cfg.reply_to, cfg.reply_to_partitions, 1, topic_configs={
+                        "max.message.bytes": str(cfg.reply_to_max_bytes)})])
                 except TopicAlreadyExistsError:
                     pass
         finally:

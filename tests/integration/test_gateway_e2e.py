@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 
 from deploy.kafka_local import free_port
 
@@ -152,10 +152,26 @@ def run_takeover(lib: str, gateway, topic: str, group: str, workdir: Path) -> No
         _produce(gateway.bootstrap, topic, second)
         _wait(lambda: balanced(survivors) and set(first + second) <= consumed_values(),
               "the survivors take over and consume every record", members, gateway)
+        _check_admin_view(gateway, group, survivors)
     finally:
         for m in members:
             m.stop()
     _check_at_least_once(members)
+
+
+def _check_admin_view(gateway, group: str, survivors) -> None:
+    """An admin client through the gateway (FindCoordinator, then DescribeGroups bridged to the group's
+    coordinator partition; ListGroups asked of every partition) sees the group and the socket
+    address of each member, as Kafka shows it."""
+    admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
+    try:
+        assert group in {g["group_id"] for g in admin.list_groups()}
+        info = admin.describe_groups([group])[group]
+        assert info["group_state"] == "Stable"
+        assert len(info["members"]) == len(survivors)
+        assert {m["client_host"] for m in info["members"]} == {"/127.0.0.1"}
+    finally:
+        admin.close()
 
 
 def _check_at_least_once(members) -> None:
