@@ -17,6 +17,7 @@ consumer honours them.
 """
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,8 +28,9 @@ from kafka.admin import NewTopic
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from client.topic_reader import events
+from client.topic_reader import read_records
 from coordinator.errors import Errors
+
 from .gateway_process import Gateway
 from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
 
@@ -179,13 +181,11 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
     # records themselves are never handed to an application).
     assert read_partition(kafka.bootstrap, tp, "read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"c3"]
     # The service says which markers the broker acknowledged.
-    deadline = time.monotonic() + 30
-    while True:
-        written = [e for e in events(kafka.bootstrap, job.topics["events"])
-                   if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == "raw-txn-1"]
-        if len(written) >= 3 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    def marker_events(records):
+        return [e for e in (json.loads(r.value) for r in records if r.value is not None)
+                if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == "raw-txn-1"]
+    written = marker_events(read_records(kafka.bootstrap, job.topics["events"], timeout_s=60,
+                                         until=lambda records: len(marker_events(records)) >= 3))
     assert [(e["result"], e["outcome"], e["partition"]) for e in written[:3]] == [
         ("COMMIT", "written", 1), ("ABORT", "written", 1), ("COMMIT", "written", 1)]
 
