@@ -30,6 +30,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client.topic_reader import read_records
 from coordinator.errors import Errors
+from streaming.txn_markers import BrokerMarkerWriter
 
 from .gateway_process import Gateway
 from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
@@ -176,6 +177,15 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
         producer.end(commit=True)
     finally:
         producer.close()
+    assert read_partition(kafka.bootstrap, tp, "read_committed") == [b"c1", b"c2", b"c3"]
+    # A replayed batch sends its markers again: the broker takes the copy and readers are unaffected.
+    writer = BrokerMarkerWriter(kafka.bootstrap)
+    try:
+        copy = writer.write([{"topic": tp.topic, "partition": tp.partition, "producerId": producer.pid,
+                              "producerEpoch": producer.epoch, "commit": True, "transactionalId": "raw-txn-1"}])
+    finally:
+        writer.close()
+    assert [r["outcome"] for r in copy] == ["written"]
     assert read_partition(kafka.bootstrap, tp, "read_committed") == [b"c1", b"c2", b"c3"]
     # The data is all there; the aborted records are what read_committed leaves out (the control
     # records themselves are never handed to an application).
