@@ -239,6 +239,12 @@ class ClientConnection:
             self._writer_task.cancel()
         for task in list(self.tasks):
             task.cancel()
+        while not self.slots.empty():  # answers nobody will write
+            slot = self.slots.get_nowait()
+            if not slot.done():
+                slot.cancel()
+            elif not slot.cancelled():
+                slot.exception()
         if self.upstream is not None:
             self.upstream.close()
         self.writer.close()
@@ -304,9 +310,11 @@ class ClientConnection:
         except Exception as e:  # noqa: BLE001 - the writer closes the connection
             if not isinstance(e, (FrameError, UpstreamClosed)):
                 log.exception("answering a request from %s", self.client_host)
-            slot.set_exception(e)
+            if not slot.done():
+                slot.set_exception(e)
         else:
-            slot.set_result(result)
+            if not slot.done():
+                slot.set_result(result)
 
     # ------------------------------------------------------------ handlers
     async def _rewrite(self, future: asyncio.Future, api_key: int, version: int, cid: int) -> bytes:
