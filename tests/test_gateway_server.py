@@ -293,3 +293,22 @@ def test_broker_addresses_are_rewritten_to_one_gateway_port_per_broker_and_api_v
             cluster.close()
             assert cluster.error is None
     asyncio.run(main())
+
+
+def test_a_taken_port_moves_a_brokers_listener_to_the_next_free_one():
+    import socket
+
+    async def main():
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            base = taken.getsockname()[1]
+            gw = Gateway(GatewayConfig(bootstrap_servers="127.0.0.1:1", base_port=base), bridge=StandInBridge())
+            try:
+                port = await gw.ensure_listener(1, "127.0.0.1", 1)
+                assert base < port <= base + 101
+                _, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+            finally:
+                await gw.close()
+    asyncio.run(main())
