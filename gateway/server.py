@@ -153,14 +153,24 @@ class Gateway:
             if node_id in self.ports:
                 return self.ports[node_id]
             wanted = self._explicit_ports.get(node_id)
-            if wanted is None and self.cfg.base_port:
-                taken = set(self.ports.values()) | set(self._explicit_ports.values())
+            derived = wanted is None and self.cfg.base_port != 0
+            if derived:
                 wanted = self.cfg.base_port
-                while wanted in taken:
+            taken = set(self.ports.values()) | set(self._explicit_ports.values())
+            while True:
+                if derived and wanted in taken:
                     wanted += 1
-            server = await asyncio.start_server(
-                lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted or 0,
-                limit=1 << 16)
+                    continue
+                try:
+                    server = await asyncio.start_server(
+                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted or 0,
+                        limit=1 << 16)
+                    break
+                except OSError:
+                    if not derived or wanted - self.cfg.base_port > 100:
+                        raise
+                    log.warning("port %d is taken; broker %d gets the next one", wanted, node_id)
+                    taken.add(wanted)
             self.servers[node_id] = server
             self.ports[node_id] = server.sockets[0].getsockname()[1]
             return self.ports[node_id]
@@ -239,6 +249,12 @@ class ClientConnection:
             self._writer_task.cancel()
         for task in list(self.tasks):
             task.cancel()
+        while not self.slots.empty():  # answers nobody will write
+            slot = self.slots.get_nowait()
+            if not slot.done():
+                slot.cancel()
+            elif not slot.cancelled():
+                slot.exception()
         if self.upstream is not None:
             self.upstream.close()
         self.writer.close()
@@ -304,9 +320,11 @@ class ClientConnection:
         except Exception as e:  # noqa: BLE001 - the writer closes the connection
             if not isinstance(e, (FrameError, UpstreamClosed)):
                 log.exception("answering a request from %s", self.client_host)
-            slot.set_exception(e)
+            if not slot.done():
+                slot.set_exception(e)
         else:
-            slot.set_result(result)
+            if not slot.done():
+                slot.set_result(result)
 
     # ------------------------------------------------------------ handlers
     async def _rewrite(self, future: asyncio.Future, api_key: int, version: int, cid: int) -> bytes:

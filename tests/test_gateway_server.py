@@ -13,7 +13,7 @@ from kio.schema.heartbeat.v4.request import HeartbeatRequest
 
 from coordinator.errors import Errors
 from gateway.bridge import BridgeTimeout
-from gateway.codec import decode_response, encode_request
+from gateway.codec import decode_response, encode_request, encode_response
 from gateway.config import GatewayConfig
 from gateway.server import Gateway
 
@@ -205,3 +205,110 @@ def test_list_groups_asks_every_coordinator_partition(run):
         assert sorted(g.group_id for g in body.groups) == ["g0", "g1", "g2"]
         writer.close()
     run(test, coordinator_partitions=3)
+
+
+class TwoBrokerCluster:
+    """Two stand-in brokers on local sockets that answer ApiVersions, Metadata and DescribeCluster
+    (as Kafka encodes them, with kio), to check what the gateway rewrites."""
+
+    API_KEYS = [(0, 3, 12), (3, 0, 13), (11, 0, 9), (10, 0, 6), (18, 0, 4), (60, 0, 2), (68, 0, 1), (76, 1, 1)]
+
+    error: Exception | None = None
+
+    async def start(self):
+        self.servers = [await asyncio.start_server(self._serve, "127.0.0.1", 0) for _ in range(2)]
+        self.ports = [s.sockets[0].getsockname()[1] for s in self.servers]
+        return self
+
+    def brokers(self, id_field="nodeId"):
+        return [{id_field: n + 1, "host": "127.0.0.1", "port": p, "rack": None}
+                for n, p in enumerate(self.ports)]
+
+    async def _serve(self, reader, writer):
+        from gateway.codec import decode_request, encode_response, from_json, response_class
+        from gateway.frames import read_frame, request_header
+        try:
+            while (f := await read_frame(reader, 1 << 20)) is not None:
+                api_key, version, cid, _, _ = request_header(f)
+                decode_request(f, api_key, version)
+                body = {18: {"errorCode": 0, "apiKeys": [{"apiKey": k, "minVersion": lo, "maxVersion": hi}
+                                                        for k, lo, hi in self.API_KEYS]},
+                        3: {"brokers": self.brokers(), "clusterId": "c", "controllerId": 1, "topics": []},
+                        60: {"errorCode": 0, "brokers": self.brokers("brokerId"), "clusterId": "c",
+                             "controllerId": 1}}[api_key]
+                out = encode_response(cid, from_json(response_class(api_key, version), body))
+                writer.write(len(out).to_bytes(4, "big") + out)
+                await writer.drain()
+        except Exception as e:  # noqa: BLE001 - shown by the test's failure
+            self.error = e
+            raise
+        finally:
+            writer.close()
+
+    def close(self):
+        for s in self.servers:
+            s.close()
+
+
+def _request(api_key, version, cid, body):
+    from gateway.codec import from_json, request_class
+    cls = request_class(api_key, version)
+    header = cls.__header_schema__(request_api_key=api_key, request_api_version=version, correlation_id=cid,
+                                   client_id="c1")
+    return frame(encode_request(header, from_json(cls, body)))
+
+
+def test_broker_addresses_are_rewritten_to_one_gateway_port_per_broker_and_api_versions_narrowed():
+    async def main():
+        cluster = await TwoBrokerCluster().start()
+        gw = Gateway(GatewayConfig(bootstrap_servers=f"127.0.0.1:{cluster.ports[0]}", base_port=0),
+                     bridge=StandInBridge())
+        try:
+            port = await gw.ensure_listener(1, "127.0.0.1", cluster.ports[0])
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(_request(18, 3, 1, {"clientSoftwareName": "t", "clientSoftwareVersion": "1"}))
+            writer.write(_request(3, 12, 2, {"topics": None, "allowAutoTopicCreation": False,
+                                             "includeTopicAuthorizedOperations": False}))
+            writer.write(_request(60, 1, 3, {"includeClusterAuthorizedOperations": False, "endpointType": 1}))
+            await writer.drain()
+            _, versions = await read_response(reader, 18, 3)
+            offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
+            assert offered == {0: (3, 12), 3: (0, 13), 11: (2, 9), 10: (1, 6), 18: (0, 4), 60: (0, 2), 68: (0, 1)}
+            _, metadata = await read_response(reader, 3, 12)
+            assert set(gw.ports) == {1, 2} and gw.ports[1] == port and gw.ports[2] != port
+            assert [(int(b.node_id), b.host, int(b.port)) for b in metadata.brokers] == [
+                (1, "127.0.0.1", port), (2, "127.0.0.1", gw.ports[2])]
+            _, cluster_info = await read_response(reader, 60, 1)
+            assert [(int(b.broker_id), int(b.port)) for b in cluster_info.brokers] == [(1, port), (2, gw.ports[2])]
+            # The second broker's gateway port leads to the second broker.
+            r2, w2 = await asyncio.open_connection("127.0.0.1", gw.ports[2])
+            w2.write(_request(3, 12, 9, {"topics": None, "allowAutoTopicCreation": False,
+                                         "includeTopicAuthorizedOperations": False}))
+            header, _ = await read_response(r2, 3, 12)
+            assert header.correlation_id == 9 and gw.brokers[2] == ("127.0.0.1", cluster.ports[1])
+            writer.close()
+            w2.close()
+        finally:
+            await gw.close()
+            cluster.close()
+            assert cluster.error is None
+    asyncio.run(main())
+
+
+def test_a_taken_port_moves_a_brokers_listener_to_the_next_free_one():
+    import socket
+
+    async def main():
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            base = taken.getsockname()[1]
+            gw = Gateway(GatewayConfig(bootstrap_servers="127.0.0.1:1", base_port=base), bridge=StandInBridge())
+            try:
+                port = await gw.ensure_listener(1, "127.0.0.1", 1)
+                assert base < port <= base + 101
+                _, w = await asyncio.open_connection("127.0.0.1", port)
+                w.close()
+            finally:
+                await gw.close()
+    asyncio.run(main())

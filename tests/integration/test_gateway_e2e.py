@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -220,3 +221,16 @@ def test_confluent_kafka_group_takes_over_a_killed_members_partitions(gw, tmp_pa
     except ImportError as e:
         pytest.skip(f"confluent-kafka does not import here: {e}")
     run_takeover("confluent-kafka", gw, "gw-ck-orders", "gw-ck-group", tmp_path)
+
+
+def test_a_malformed_frame_closes_its_connection_and_the_gateway_serves_on(gw):
+    host, _, port = gw.bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall((12).to_bytes(4, "big") + (11).to_bytes(2, "big") + b"\xff" * 10)  # a JoinGroup of junk
+        assert s.recv(1) == b""  # closed, nothing answered
+    assert gw.proc.poll() is None
+    admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap)  # ApiVersions, Metadata, ListGroups
+    try:
+        assert isinstance(admin.list_groups(), list)
+    finally:
+        admin.close()
