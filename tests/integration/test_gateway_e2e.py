@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
-from deploy.kafka_local import free_port
 
-from .harness import ROOT, _to_toml, create_data_topics
+from .gateway_process import Gateway
+from .harness import ROOT, create_data_topics
 
 pytestmark = pytest.mark.integration
 
@@ -36,45 +36,11 @@ def job(job_factory):
 
 @pytest.fixture(scope="module")
 def gateway(job, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gateway")
-    config = workdir / "gateway.toml"
-    config.write_text(job.config_file.read_text() + "\n" + _to_toml(
-        {"gateway": {"base_port": free_port(), "client_id": "e2e-gateway"}}))
-    log_file = workdir / "gateway.log"
-    log = open(log_file, "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "gateway", "--config", str(config)], cwd=ROOT,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=log, stderr=subprocess.STDOUT)
+    gw = Gateway(job.config_file, tmp_path_factory.mktemp("gateway"), ready_timeout=WAIT)
     try:
-        bootstrap = _wait_line(proc, log_file, "GATEWAY-LISTENING", 60).split("bootstrap.servers=")[1].strip()
-        _wait_line(proc, log_file, "GATEWAY-READY", WAIT)
-        yield Gateway(bootstrap, proc, log_file)
+        yield gw
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-class Gateway:
-    def __init__(self, bootstrap: str, proc: subprocess.Popen, log_file: Path):
-        self.bootstrap, self.proc, self.log_file = bootstrap, proc, log_file
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
-
-
-def _wait_line(proc, log_file: Path, mark: str, timeout: float) -> str:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        for line in log_file.read_text(errors="replace").splitlines():
-            if mark in line:
-                return line
-        if proc.poll() is not None:
-            raise RuntimeError(f"the gateway exited with {proc.returncode}:\n{log_file.read_text()[-3000:]}")
-        time.sleep(0.3)
-    raise TimeoutError(f"no {mark} from the gateway in {timeout}s:\n{log_file.read_text()[-3000:]}")
+        gw.stop()
 
 
 class Member:
