@@ -14,6 +14,7 @@ member-id order, so ties are broken the same way on every run.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -54,6 +55,7 @@ class _Process:
         self.standby: dict[str, set] = {}
         self.assigned: set = set()  # active and standby tasks of the process
         self.active_count = 0
+        self.task_count = 0
 
     def add_member(self, member_id: str) -> None:
         self.member_counts[member_id] = 0
@@ -64,12 +66,13 @@ class _Process:
         (self.active if is_active else self.standby).setdefault(member_id, set()).add(task)
         if is_active:
             self.active_count += 1
+        self.task_count += 1
         self.assigned.add(task)
         self.member_counts[member_id] += 1
         self._compute_load()
 
     def total(self) -> int:
-        return sum(len(t) for t in self.active.values()) + sum(len(t) for t in self.standby.values())
+        return self.task_count
 
     def _compute_load(self) -> None:
         self.load = -1.0 if self.capacity <= 0 else self.total() / self.capacity
@@ -129,6 +132,7 @@ class StickyTaskAssignor:
         self.tasks_per_member = _tasks_per_member(self.all_tasks, self.total_capacity)
         self.pairs = _TaskPairs(self.all_tasks * (self.all_tasks - 1) // 2)
         self.processes: dict[str, _Process] = {}
+        self.task_holders: dict[TaskId, int] = {}  # processes having the task (active or standby)
         self.active_prev: dict[TaskId, tuple[str, str]] = {}
         self.standby_prev: dict[TaskId, list[tuple[str, str]]] = {}
         for member_id in sorted(members):
@@ -144,6 +148,10 @@ class StickyTaskAssignor:
                     if member not in prev:
                         prev.append(member)
         self.process_order = sorted(self.processes)
+        # The processes by (load, id), for the least-loaded searches over all processes; an entry
+        # whose load is no longer the process's is stale (loads only grow during an assignment).
+        self.by_load = [(self.processes[p].load, p) for p in self.process_order]
+        heapq.heapify(self.by_load)
 
     def _has_unfulfilled_quota(self, member: tuple[str, str]) -> bool:
         return self.processes[member[0]].member_counts[member[1]] < self.tasks_per_member
@@ -158,8 +166,46 @@ class StickyTaskAssignor:
             self.tasks_per_member = _tasks_per_member(self.all_tasks, self.total_capacity)
 
     def _add(self, member: tuple[str, str], task: TaskId, is_active: bool) -> None:
-        self.processes[member[0]].add_task(member[1], task, is_active)
+        process = self.processes[member[0]]
+        if not process.has_task(task):
+            self.task_holders[task] = self.task_holders.get(task, 0) + 1
+        process.add_task(member[1], task, is_active)
+        heapq.heappush(self.by_load, (process.load, process.process_id))
         self._update_helpers(member, task, is_active)
+
+    def _least_loaded_of_all(self, task: TaskId, without_task: bool) -> tuple[str, str] | None:
+        """_least_loaded_process_member over all processes (those without `task` if asked), walking
+        the load order instead of scanning every process: the first one where the task makes a new
+        pair, else the least loaded."""
+        popped, fallback, chosen = [], None, None
+        while self.by_load:
+            entry = heapq.heappop(self.by_load)
+            process = self.processes[entry[1]]
+            if entry[0] != process.load:
+                continue  # stale
+            popped.append(entry)
+            if without_task and process.has_task(task):
+                continue
+            if fallback is None:
+                fallback = process
+            if self.pairs.has_new_pair(task, process.assigned):
+                chosen = process
+                break
+        for entry in popped:
+            heapq.heappush(self.by_load, entry)
+        best = chosen or fallback
+        if best is None:
+            return None
+        member_id = best.member_with_least_load()
+        return None if member_id is None else (best.process_id, member_id)
+
+    def _min_load(self) -> float:
+        while self.by_load:
+            load, pid = self.by_load[0]
+            if load == self.processes[pid].load:
+                return load
+            heapq.heappop(self.by_load)
+        return float("inf")
 
     # ---------------------------------------------------------------- active tasks
     def _assign_active(self, tasks: list[TaskId]) -> None:
@@ -178,7 +224,7 @@ class StickyTaskAssignor:
             else:
                 remaining.append(task)
         for task in remaining:  # 3. the least-loaded process
-            member = self._least_loaded_process_member(self.process_order, task)
+            member = self._least_loaded_of_all(task, without_task=False)
             if member is None:
                 raise TaskAssignorError(f"No member available to assign active task {task}.")
             self._add(member, task, True)
@@ -216,29 +262,28 @@ class StickyTaskAssignor:
     # ---------------------------------------------------------------- standby tasks
     def _is_load_balanced(self, process_id: str) -> bool:
         process = self.processes[process_id]
-        return process.has_capacity() or all(p.load >= process.load for p in self.processes.values())
+        return process.has_capacity() or self._min_load() >= process.load
 
     def _assign_standby(self, tasks: list[TaskId], replicas: int) -> None:
         for task in tasks:
             for _ in range(replicas):
-                available = [p for p in self.process_order if not self.processes[p].has_task(task)]
-                if not available:
+                holders = self.task_holders.get(task, 0)
+                if holders >= len(self.processes):
                     break  # not enough capacity for the requested replicas (Kafka logs a warning)
-                available_set = set(available)
                 standby = None
                 prev = self.active_prev.get(task)
-                if (prev is not None and prev[0] in available_set and self._is_load_balanced(prev[0])
+                if (prev is not None and not self.processes[prev[0]].has_task(task) and self._is_load_balanced(prev[0])
                         and self.pairs.has_new_pair(task, self.processes[prev[0]].assigned)):
                     standby = prev
                 if standby is None:
                     prevs = self.standby_prev.get(task)
                     if prevs:
-                        prevs[:] = [m for m in prevs if m[0] in available_set]  # Kafka's removeIf
+                        prevs[:] = [m for m in prevs if not self.processes[m[0]].has_task(task)]  # removeIf
                         prev = self._least_loaded(prevs, task, True)
                         if prev is not None and self._is_load_balanced(prev[0]):
                             standby = prev
                 if standby is None:
-                    standby = self._least_loaded_process_member(available, task)
+                    standby = self._least_loaded_of_all(task, without_task=True)
                     if standby is None:
                         break
                 self._add(standby, task, False)
