@@ -216,11 +216,16 @@ class StreamsGroupManager:
         for key, value in records:
             self.c.append_and_replay(key, value)
 
+    def emit(self, group_id: str, event: str, **fields) -> None:
+        """A group event that says its group type (the metrics label it by `groupType`)."""
+        fields.setdefault("groupType", STREAMS)
+        self.c.emit(group_id, event, **fields)
+
     def _report_state_change(self, group_id: str, before: str | None) -> None:
         after = self._state(group_id)
         if after != before and after is not None:
             group = self.c.groups[group_id]
-            self.c.emit(group_id, "GroupStateChanged", groupType=STREAMS, fromState=before, toState=after,
+            self.emit(group_id, "GroupStateChanged", fromState=before, toState=after,
                         groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
 
     # ================================================================ StreamsGroupHeartbeat
@@ -360,20 +365,20 @@ class StreamsGroupManager:
             events.append(("StreamsShutdownRequested", {"memberId": member_id}))
 
         if is_new_group:
-            self.c.emit(group_id, "GroupCreated", groupType=STREAMS, reason="StreamsGroupHeartbeat")
+            self.emit(group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
             self.c.ensure_expiration_timer()
         if is_new_member:
-            self.c.emit(group_id, "MemberJoined", memberId=member_id, processId=reconciled.process_id,
+            self.emit(group_id, "MemberJoined", memberId=member_id, processId=reconciled.process_id,
                         clientId=request.reply.client_id, topologyEpoch=reconciled.topology_epoch)
         for name, fields in events:
-            self.c.emit(group_id, name, **fields)
+            self.emit(group_id, name, **fields)
         if reconciled != updated or is_new_member:
-            self.c.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
+            self.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
                         previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
                         assignedTasks=reconciled.assigned_tasks.to_wire(),
                         tasksPendingRevocation=reconciled.tasks_pending_revocation.to_wire())
         if configured.internal_topics_to_create and (bump or is_new_member):
-            self.c.emit(group_id, "StreamsInternalTopicsMissing",
+            self.emit(group_id, "StreamsInternalTopicsMissing",
                         topics=[configured.internal_topics_to_create[n]
                                 for n in sorted(configured.internal_topics_to_create)])
         self._report_state_change(group_id, state_before)
@@ -504,9 +509,9 @@ class StreamsGroupManager:
                      (record_key(R_MEMBER, gid, mid), None),
                      (record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))])
         self._cancel_timers(gid, mid)
-        self.c.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason,
+        self.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason,
                     memberEpoch=member.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0,
+        self.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0,
                     reason=f"member {mid} removed: {reason}")
         self._report_state_change(gid, before)
 

@@ -416,3 +416,20 @@ def test_events_of_a_rebalance():
                      "TargetAssignmentComputed", "MemberAssignmentChanged", "GroupStateChanged"):
         assert expected in names
     assert c.events("GroupCreated")[0]["groupType"] == "streams"
+
+
+def test_metrics_label_streams_groups():
+    """Not in Kafka's tests: the service's metrics count streams groups under protocol "streams"
+    (Kafka's streams-group-count{state} and rebalance sensors)."""
+    from tests.test_metrics import counter, gauge, live_gauges, scanned_gauges
+    c = client()
+    r1 = c.join("m1", TOPO)
+    c.join("m2", TOPO)
+    c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    assert gauge(c.d, "group_count", protocol="streams") == 1
+    assert counter(c.d, "group_created_total", protocol="streams") == 1
+    assert counter(c.d, "group_rebalance_started_total", protocol="streams") == 2
+    assert counter(c.d, "group_member_joined_total", protocol="streams") == 2
+    assert gauge(c.d, "streams_group_count", state="Reconciling") == 1
+    assert counter(c.d, "group_rebalance_started_total", protocol="consumer") == 0
+    assert live_gauges(c.d) == scanned_gauges(c.d)
