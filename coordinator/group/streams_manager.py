@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ..consumer.assignors.api import PartitionAssignorException  # noqa: F401  (same failure path)
+from ..consumer.group_state import IllegalStateError
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
@@ -617,7 +617,7 @@ class StreamsGroupManager:
         if is_simple_classic_group(group):
             group = self.c.groups[group_id] = StreamsGroup(group_id)
             return group
-        raise ApiError(Errors.UNKNOWN_SERVER_ERROR, f"Group {group_id} is not a streams group")
+        raise IllegalStateError(f"Group {group_id} is not a streams group")
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]
@@ -628,8 +628,14 @@ class StreamsGroupManager:
             if value is not None:
                 group.group_epoch = int(value["epoch"])
                 group.metadata_hash = int(value.get("metadataHash", 0))
-            else:
-                del self.c.groups[gid]
+                return
+            if group.members:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
+                                        f"has {len(group.members)} members.")
+            if group.target_assignment_epoch != -1:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but did not receive "
+                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            del self.c.groups[gid]
         elif kind == R_TOPOLOGY:
             group.topology = None if value is None else _stored(value)
             if value is None:
@@ -639,15 +645,30 @@ class StreamsGroupManager:
             if value is not None:
                 old = group.members.get(mid) or StreamsGroupMember.default(mid)
                 group.update_member(old.with_metadata_value(value))
-            else:
-                group.remove_member(mid)
+                return
+            old = group.members.get(mid)
+            if old is None:
+                return
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
+                                        "StreamsGroupCurrentMemberAssignmentValue tombstone.")
+            if mid in group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
+                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            group.remove_member(mid)
         elif kind == R_TARGET:
             if value is not None:
                 group.target_assignment[ids[1]] = TasksTuple.from_wire(value)
             else:
                 group.target_assignment.pop(ids[1], None)
         elif kind == R_TARGET_EPOCH:
-            group.target_assignment_epoch = int(value["assignmentEpoch"]) if value is not None else -1
+            if value is not None:
+                group.target_assignment_epoch = int(value["assignmentEpoch"])
+                return
+            if group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete target assignment of {gid} but "
+                                        f"the assignment still has {len(group.target_assignment)} members.")
+            group.target_assignment_epoch = -1
         elif kind == R_CURRENT:
             mid = ids[1]
             if value is not None:

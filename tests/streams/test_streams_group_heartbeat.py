@@ -433,3 +433,22 @@ def test_metrics_label_streams_groups():
     assert gauge(c.d, "streams_group_count", state="Reconciling") == 1
     assert counter(c.d, "group_rebalance_started_total", protocol="consumer") == 0
     assert live_gauges(c.d) == scanned_gauges(c.d)
+
+
+def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testReplayStreamsGroup_tombstones():
+    """replay(StreamsGroupMetadataKey/MemberMetadataKey/TargetAssignmentMetadataKey, null) refuse a
+    tombstone that comes before the tombstones it depends on, as Kafka's IllegalStateExceptions."""
+    from coordinator import CoordinatorPartition
+    from coordinator.consumer.group_state import IllegalStateError
+    from coordinator.messages import StateRecord
+    c = client()
+    c.join("m1", TOPO)
+    log = [StateRecord(k, v) for k, v in c.records()]
+    for bad_key in (record_key("StreamsGroupMetadata", GROUP), record_key("StreamsGroupMemberMetadata", GROUP, "m1"),
+                    record_key("StreamsGroupTargetAssignmentMetadata", GROUP)):
+        with pytest.raises(IllegalStateError):
+            CoordinatorPartition.from_records(c.d.partition_id, log + [StateRecord(bad_key, None)], c.d.config)
+    # DeleteGroups' tombstones, in Kafka's order, replay cleanly
+    c.heartbeat("m1", -1)
+    c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})
+    assert GROUP not in c.rebuilt().component("groups").groups
