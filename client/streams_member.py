@@ -75,7 +75,7 @@ class StreamsGroupMember:
         self.error: dict | None = None
         self.fatal: dict | None = None
         self.fenced = 0
-        self.topics_created: list[str] = []
+        self.topics_created: list[tuple[str, float]] = []  # (topic, time.monotonic() when created)
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -178,7 +178,7 @@ class StreamsGroupMember:
             for name in missing:
                 try:
                     admin.create_topics([NewTopic(name, wanted[name], 1)])
-                    self.topics_created.append(name)
+                    self.topics_created.append((name, time.monotonic()))
                 except TopicAlreadyExistsError:
                     pass  # another member was first
         finally:

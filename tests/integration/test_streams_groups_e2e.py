@@ -130,6 +130,7 @@ def test_streams_group_joins_member_loss_and_topology_change(job):
         live[name] = m
         return m.start()
 
+    started = time.monotonic()
     try:
         # 1. Three members join; the changelog topic is missing at first (MISSING_INTERNAL_TOPICS):
         #    a member creates it, the metadata update reaches the coordinator, the tasks spread.
@@ -137,7 +138,10 @@ def test_streams_group_joins_member_loss_and_topology_change(job):
             join(name, TOPOLOGY_0)
         timings["3 members join (changelog created)"] = wait_converged(cc, live, {"0": 6})
         assert CHANGELOG in admin.list_topics()
+        timings["(of which: until a member created the changelog)"] = min(
+            t for m in live.values() for _, t in m.topics_created) - started
         assert sum(len(m.topics_created) for m in live.values()) >= 1
+        assert all(name == CHANGELOG for m in live.values() for name, _ in m.topics_created)
 
         # 2. A member is lost: killed, its session expires, its tasks move to the others.
         lost = live.pop("b")
