@@ -14,7 +14,9 @@ What it does, as Kafka Streams' StreamsMembershipManager (4.1):
 - later heartbeats carry the member epoch and, when they changed, the tasks it owns;
 - on an assignment: revokes first (`on_revoke`; the tasks are no longer owned), then takes the
   new tasks (`on_assign`), and heartbeats at once to acknowledge;
-- FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the tasks are lost (`on_lost`), it rejoins with epoch 0;
+- FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the tasks are lost (`on_lost`), it rejoins with epoch 0
+  under a new member id (4.1's coordinator validates the epoch of a known member even at epoch 0, so
+  the old id would be fenced again until its session expired);
 - statuses: MISSING_INTERNAL_TOPICS makes it create the internal topics the coordinator describes
   (the service's core cannot create topics; a Kafka 4.1 broker creates them itself), and every
   status is kept in `status`; STALE_TOPOLOGY and SHUTDOWN_APPLICATION are reported, not acted on;
@@ -119,6 +121,9 @@ class StreamsGroupMember:
                 if code in FENCED:
                     lost = self.owned()
                     self._owned, self.member_epoch = _empty(), 0
+                    # Kafka 4.1 checks the epoch of a known member even at epoch 0, so a fenced
+                    # member still in the group would be fenced again: rejoin as a new member.
+                    self.member_id = new_member_id()
                     self.fenced += 1
                     if any(lost.values()) and self.on_lost is not None:
                         self.on_lost(lost)

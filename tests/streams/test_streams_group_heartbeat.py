@@ -452,3 +452,16 @@ def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testR
     c.heartbeat("m1", -1)
     c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})
     assert GROUP not in c.rebuilt().component("groups").groups
+
+
+def test_a_known_member_rejoining_with_epoch_0_is_fenced_as_in_4_1():
+    """throwIfStreamsGroupMemberEpochIsInvalid runs for joining members too (getOrMaybeCreateDynamicStreamsGroupMember)."""
+    c = client()
+    c.join("m1", TOPO)
+    c.join("m2", TOPO)
+    c.heartbeat("m1", 1, active=[], standby=[], warmup=[])
+    assert c.member("m1").member_epoch == 2
+    r = c.join("m1", TOPO)
+    assert r["errorCode"] == FENCED_MEMBER_EPOCH
+    assert r["errorMessage"] == ("The streams group member has a smaller member epoch (0) than the one known by the "
+                                 "group coordinator (2). The member must abandon all its partitions and rejoin.")
