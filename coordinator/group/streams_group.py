@@ -160,6 +160,11 @@ class StreamsGroup(Group):
     def is_empty(self) -> bool:
         return not self.members
 
+    def is_in_states(self, states_lower: set[str]) -> bool:
+        """StreamsGroupState.toLowerCaseString: NotReady is "not_ready" in ListGroups' filter."""
+        state = self.state
+        return ("not_ready" if state == NOT_READY else state.lower()) in states_lower
+
     def protocol_type_or_empty(self) -> str:
         return STREAMS_PROTOCOL_TYPE
 

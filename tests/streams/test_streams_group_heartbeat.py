@@ -465,3 +465,29 @@ def test_a_known_member_rejoining_with_epoch_0_is_fenced_as_in_4_1():
     assert r["errorCode"] == FENCED_MEMBER_EPOCH
     assert r["errorMessage"] == ("The streams group member has a smaller member epoch (0) than the one known by the "
                                  "group coordinator (2). The member must abandon all its partitions and rejoin.")
+
+
+def test_TargetAssignmentBuilderTest_testAssignmentHasNotChanged_via_a_metadata_update():
+    """testStreamsUpdatingMemberMetadataTriggersNewTargetAssignment + TargetAssignmentBuilderTest
+    .testAssignmentHasNotChanged: a member's metadata change bumps the group epoch and recomputes
+    the target; unchanged members get no target record, only the new assignment epoch is written."""
+    c = client()
+    settle(c, {"m1": c.join("m1", TOPO), "m2": c.join("m2", TOPO)})
+    epoch = c.group().group_epoch
+    before = len(c.records())
+    c.heartbeat("m1", c.member("m1").member_epoch, rackId="rack-2")
+    kinds = [k for k, _ in c.records(before)]
+    assert record_key("StreamsGroupMemberMetadata", GROUP, "m1") in kinds
+    assert record_key("StreamsGroupMetadata", GROUP) in kinds
+    assert record_key("StreamsGroupTargetAssignmentMetadata", GROUP) in kinds
+    assert not any("StreamsGroupTargetAssignmentMember" in k for k in kinds)
+    assert c.group().group_epoch == epoch + 1 == c.group().target_assignment_epoch
+
+
+def test_TargetAssignmentBuilderTest_testBuildEmptyAssignmentWhenTopologyNotReady():
+    c = StreamsTestClient(GROUP, topics={})
+    c.join("m1", TOPO)
+    c.join("m2", TOPO)
+    g = c.group()
+    assert g.state == "NotReady" and all(t.is_empty() for t in g.target_assignment.values())
+    assert set(g.target_assignment) == {"m1", "m2"}
