@@ -346,6 +346,7 @@ class StreamsGroupManager:
                 records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
         # Nothing can fail any more: write, replay, soft state, timers.
+        members_before = dict(group.members)  # Kafka builds the endpoint map before its records apply
         if is_new_group:
             self.c.groups[group_id] = group
         self._apply(records)
@@ -395,7 +396,7 @@ class StreamsGroupManager:
             if member_epoch != 0 or not reconciled.assigned_tasks.is_empty():
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != body["endpointInformationEpoch"]:
-            response["partitionsByUserEndpoint"] = self._endpoint_to_partitions(group)
+            response["partitionsByUserEndpoint"] = self._endpoint_to_partitions(group, members_before, reconciled)
         response["endpointInformationEpoch"] = group.endpoint_information_epoch
         if configured.status is not None:
             status.append({"statusCode": configured.status, "statusDetail": configured.status_detail})
@@ -461,33 +462,38 @@ class StreamsGroupManager:
             "targetAssignment": {m: t.to_wire() for m, t in sorted(new.items())} if total <= 10_000 else total}))
         return new[updated.member_id]
 
-    def _endpoint_to_partitions(self, group: StreamsGroup) -> list[dict]:
+    def _endpoint_to_partitions(self, group: StreamsGroup, members: dict, updated: StreamsGroupMember) -> list | None:
         """maybeBuildEndpointToPartitions (EndpointToPartitionsManager): for each member with an
-        endpoint, the source-topic partitions of its active and standby tasks."""
+        endpoint (the members as they were before this heartbeat, the heartbeating one with its new
+        tasks), the partitions of its active and standby tasks' source topics; null when none."""
         out = []
-        configured = group.configured_topology
-        for member_id in sorted(group.members):
-            m = group.members[member_id]
-            if m.user_endpoint is None:
+        for member_id in sorted(members):
+            endpoint = members[member_id].user_endpoint
+            if endpoint is None:
                 continue
-            entry = {"userEndpoint": {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
-                     "activePartitions": self._task_partitions(configured, m.assigned_tasks.active),
-                     "standbyPartitions": self._task_partitions(configured, m.assigned_tasks.standby)}
-            out.append(entry)
-        return out
+            m = updated if member_id == updated.member_id else members[member_id]
+            out.append({"userEndpoint": {"host": endpoint[0], "port": endpoint[1]},
+                        "activePartitions": self._task_partitions(group, m.assigned_tasks.active),
+                        "standbyPartitions": self._task_partitions(group, m.assigned_tasks.standby)})
+        return out or None
 
-    @staticmethod
-    def _task_partitions(configured, tasks) -> list[dict]:
+    def _task_partitions(self, group: StreamsGroup, tasks) -> list[dict]:
+        """One entry per (subtopology, source topic): the task partitions, cut to the topic's
+        partition count as Kafka does."""
+        configured = group.configured_topology
         if configured is None or configured.subtopologies is None:
             return []
-        by_topic: dict[str, set] = {}
-        for sid, parts in tasks.items():
+        topics = self.topics()
+        out = []
+        for sid in sorted(tasks):
             sub = configured.subtopologies.get(sid)
             if sub is None:
                 continue
+            parts = sorted(tasks[sid])
             for topic in sorted(set(sub.source_topics) | set(sub.repartition_source_topics)):
-                by_topic.setdefault(topic, set()).update(parts)
-        return [{"topic": t, "partitions": sorted(p)} for t, p in sorted(by_topic.items())]
+                if topic in topics:
+                    out.append({"topic": topic, "partitions": parts[:topics[topic]]})
+        return out
 
     # ================================================================ leaving and fencing
     def streams_group_leave(self, body: dict) -> dict:

@@ -491,3 +491,18 @@ def test_TargetAssignmentBuilderTest_testBuildEmptyAssignmentWhenTopologyNotRead
     g = c.group()
     assert g.state == "NotReady" and all(t.is_empty() for t in g.target_assignment.values())
     assert set(g.target_assignment) == {"m1", "m2"}
+
+
+def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
+    c = StreamsTestClient(GROUP, topics={FOO: 2})
+    topo = topology(0, subtopology("subtopology1", source=[FOO]))
+    endpoint = {"host": "localhost", "port": 9092}
+    r = c.join("m1", topo, userEndpoint=endpoint)
+    assert active_of(r) == {"subtopology1": {0, 1}}
+    assert r["partitionsByUserEndpoint"] is None  # the joining member was not in the group yet
+    assert r["endpointInformationEpoch"] == 1
+    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint)  # its endpoint epoch is still 0
+    assert r["partitionsByUserEndpoint"] == [{"userEndpoint": endpoint, "standbyPartitions": [],
+                                              "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}]
+    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=1)
+    assert r["partitionsByUserEndpoint"] is None
