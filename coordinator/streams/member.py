@@ -6,7 +6,7 @@ StreamsGroupCurrentMemberAssignment value (field names of the record JSON files)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Mapping
 
@@ -48,8 +48,6 @@ class StreamsGroupMember:
     client_tags: tuple = ()  # sorted (key, value) pairs
     assigned_tasks: TasksTuple = EMPTY
     tasks_pending_revocation: TasksTuple = EMPTY
-    # not in the records: Kafka keeps no task offsets in 4.1 either (TaskOffsets are refused)
-    extra: Mapping = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def default(cls, member_id: str) -> "StreamsGroupMember":
