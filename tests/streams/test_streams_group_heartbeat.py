@@ -506,3 +506,16 @@ def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
                                               "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}]
     r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=1)
     assert r["partitionsByUserEndpoint"] is None
+
+
+def test_onLoaded_arms_session_and_rebalance_timers():
+    """GroupMetadataManager.onLoaded for streams groups: a session timer per member, a rebalance
+    timer for members with tasks to revoke."""
+    c = client()
+    r1 = c.join("m1", TOPO)
+    c.join("m2", TOPO)
+    c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])  # m1: UNREVOKED_TASKS
+    timers = c.rebuilt().timers.schedule_view()
+    assert {k for k in timers if "streams-session" in k} == {
+        record_key("streams-session", GROUP, m) for m in ("m1", "m2")}
+    assert {k for k in timers if "streams-rebalance" in k} == {record_key("streams-rebalance", GROUP, "m1")}
