@@ -78,6 +78,7 @@ class StreamsGroupMember:
         self.fatal: dict | None = None
         self.fenced = 0
         self.topics_created: list[tuple[str, float]] = []  # (topic, time.monotonic() when created)
+        self.first_answer_at: float | None = None  # time.monotonic() of the first answered heartbeat
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -109,6 +110,8 @@ class StreamsGroupMember:
             with self._lock:
                 self._sent_owned = None  # say it again
             return None
+        if self.first_answer_at is None:
+            self.first_answer_at = time.monotonic()
         self._handle(body, resp)
         return resp
 
