@@ -30,7 +30,7 @@ METRICS_SCHEMA = 1
 # Histogram bucket upper bounds (ms) for durations and latencies; the last bucket is +Inf.
 BUCKETS_MS = (10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 
-HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat")
+HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")
 CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 TXN_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
