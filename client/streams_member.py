@@ -17,8 +17,9 @@ What it does, as Kafka Streams' StreamsMembershipManager (4.1):
 - FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the tasks are lost (`on_lost`), it rejoins with epoch 0
   under a new member id (4.1's coordinator validates the epoch of a known member even at epoch 0, so
   the old id would be fenced again until its session expired);
-- statuses: MISSING_INTERNAL_TOPICS makes it create the internal topics the coordinator describes
-  (the service's core cannot create topics; a Kafka 4.1 broker creates them itself), and every
+- statuses: MISSING_INTERNAL_TOPICS makes it create the internal topics the coordinator describes,
+  on a thread of its own so that heartbeats go on (the service's core cannot create topics; a Kafka
+  4.1 broker creates them itself), and every
   status is kept in `status`; STALE_TOPOLOGY and SHUTDOWN_APPLICATION are reported, not acted on;
 - other errors stop the member (`fatal`).
 """
@@ -79,6 +80,8 @@ class StreamsGroupMember:
         self.fenced = 0
         self.topics_created: list[tuple[str, float]] = []  # (topic, time.monotonic() when created)
         self.first_answer_at: float | None = None  # time.monotonic() of the first answered heartbeat
+        self.topic_creation_error: str | None = None
+        self._creator: threading.Thread | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -145,7 +148,7 @@ class StreamsGroupMember:
                 self._reconcile({r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []}
                                  for r in ROLES})
         if self.create_internal_topics and any(s["statusCode"] == MISSING_INTERNAL_TOPICS for s in self.status):
-            self._create_internal_topics()
+            self._start_topic_creation()
 
     def _reconcile(self, target: Tasks) -> None:
         revoked = {r: {s: p - target[r].get(s, set()) for s, p in self._owned[r].items()} for r in ROLES}
@@ -166,6 +169,22 @@ class StreamsGroupMember:
                 self.on_assign(added)
         if any(revoked.values()) or any(added.values()):
             self._ack_needed = True
+
+    def _start_topic_creation(self) -> None:
+        """Create the topics on a thread of their own: the heartbeats must go on meanwhile (a
+        heartbeat thread blocked on the admin client would let the member's session expire)."""
+        with self._lock:
+            if self._creator is not None and self._creator.is_alive():
+                return
+            self._creator = threading.Thread(target=self._create_internal_topics_safely, daemon=True,
+                                             name=f"streams-member-topics-{self.member_id}")
+            self._creator.start()
+
+    def _create_internal_topics_safely(self) -> None:
+        try:
+            self._create_internal_topics()
+        except Exception as e:  # the next heartbeat's status asks again
+            self.topic_creation_error = repr(e)
 
     def _create_internal_topics(self) -> None:
         """Create the repartition and changelog topics the coordinator's configured topology names
