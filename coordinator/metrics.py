@@ -30,7 +30,7 @@ METRICS_SCHEMA = 1
 # Histogram bucket upper bounds (ms) for durations and latencies; the last bucket is +Inf.
 BUCKETS_MS = (10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 
-HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat")
+HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")
 CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 TXN_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
@@ -262,12 +262,13 @@ class Metrics:
     def _rebalance_completed(self, e: dict, gauges: bool) -> None:  # classic: SyncGroup of the leader
         self._add("group_assignment_changes_total", len(e.get("memberIds") or ()), protocol="classic")
 
-    def _group_epoch_bumped(self, e: dict, gauges: bool) -> None:  # consumer: Kafka's rebalance
+    def _group_epoch_bumped(self, e: dict, gauges: bool) -> None:  # consumer / streams: Kafka's rebalance
         gid = e["groupId"]
-        self._add("group_rebalance_started_total", protocol="consumer")
+        protocol = e.get("groupType") or "consumer"
+        self._add("group_rebalance_started_total", protocol=protocol)
         if gid not in self.rebalances:
-            self.rebalances[gid] = {"startMs": e["timeMs"], "protocol": "consumer"}
-        self._groups_touched.setdefault(gid, "consumer")
+            self.rebalances[gid] = {"startMs": e["timeMs"], "protocol": protocol}
+        self._groups_touched.setdefault(gid, protocol)
         self._last_event_ms[gid] = e["timeMs"]
 
     def _settle_consumer_rebalances(self) -> None:
@@ -275,10 +276,10 @@ class Metrics:
         (no state change to see): its rebalance ends when the batch does."""
         groups = self.p.component("groups").groups
         for gid, protocol in self._groups_touched.items():
-            if protocol != "consumer" or gid not in self.rebalances:
+            if protocol not in ("consumer", "streams") or gid not in self.rebalances:
                 continue
             group = groups.get(gid)
-            if group is not None and group.type == "consumer" and group.state_as_string() == "Stable":
+            if group is not None and group.type == protocol and group.state_as_string() == "Stable":
                 self._end_rebalance(gid, self._last_event_ms.get(gid, self.p.clock_ms), completed=True)
 
     def _member_joined(self, e: dict, gauges: bool) -> None:
@@ -297,7 +298,7 @@ class Metrics:
                   protocol=self._protocol(e["groupId"], e), reason="removed")
 
     def _assignment_changed(self, e: dict, gauges: bool) -> None:
-        self._add("group_assignment_changes_total", protocol="consumer")
+        self._add("group_assignment_changes_total", protocol=e.get("groupType") or "consumer")
 
     def _offsets_expired(self, e: dict, gauges: bool) -> None:
         self._add("group_offset_expiration_total", len(e.get("partitions") or ()))
