@@ -20,11 +20,10 @@ METADATA = 3
 DESCRIBE_CLUSTER = 60
 PRODUCE = 0
 
-# Coordinator APIs a broker offers that the service does not (yet) own: never advertised, so that
-# no client reaches the broker's own coordinators through the gateway.
+# Share-group APIs: a share group's records are handed out by the partition leader (ShareFetch), which
+# the service is not, so none of them is advertised and no client reaches the broker's share coordinator.
 HIDDEN_API_KEYS = frozenset({
     76, 77, 78, 79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
-    88, 89,          # StreamsGroupHeartbeat, StreamsGroupDescribe
     90, 91, 92,      # Describe/Alter/DeleteShareGroupOffsets
 })
 
@@ -71,11 +70,13 @@ ROUTES: dict[str, Route] = {
     "OffsetDelete": Route(key=GROUP),
     "TxnOffsetCommit": Route(key=GROUP),  # the group's coordinator, as in Kafka
     "ConsumerGroupHeartbeat": Route(key=GROUP),
+    "StreamsGroupHeartbeat": Route(key=GROUP),
     "OffsetFetch": Route(key=GROUP, items=lambda v: "groups", item_key="groupId", results="groups",
                          result_key="groupId", split_from=8),
     "DescribeGroups": Route(items=lambda v: "groups", results="groups", result_key="groupId"),
     "DeleteGroups": Route(items=lambda v: "groupsNames", results="results", result_key="groupId"),
     "ConsumerGroupDescribe": Route(items=lambda v: "groupIds", results="groups", result_key="groupId"),
+    "StreamsGroupDescribe": Route(items=lambda v: "groupIds", results="groups", result_key="groupId"),
     "DescribeTransactions": Route(items=lambda v: "transactionalIds", results="transactionStates",
                                   result_key="transactionalId"),
     "ListGroups": Route(fan_out=True, results="groups"),

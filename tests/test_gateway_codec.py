@@ -52,7 +52,7 @@ def _scalar(kafka_type: str, name: str, i: int):
     return {
         "string": f"{name}-{i}",
         "bool": True,
-        "int8": 1, "int16": 2 + i, "int32": 1000 + i, "int64": 2**40 + i,
+        "int8": 1, "int16": 2 + i, "uint16": 9000 + i, "int32": 1000 + i, "int64": 2**40 + i,
         "bytes": bytes([0, 1, 255, i % 256]),
         "records": b"",
         "uuid": uuid.UUID(int=(i + 1) << 64 | 7),
