@@ -60,6 +60,15 @@ DEFAULTS: dict[str, Any] = {
     "group.share.record.lock.duration.ms": 30000,
     "group.share.min.record.lock.duration.ms": 15000,
     "group.share.max.record.lock.duration.ms": 60000,
+    # Streams groups (KIP-1071): the fallbacks and bounds of the streams.* group configs.
+    "group.streams.session.timeout.ms": 45000,
+    "group.streams.min.session.timeout.ms": 45000,
+    "group.streams.max.session.timeout.ms": 60000,
+    "group.streams.heartbeat.interval.ms": 5000,
+    "group.streams.min.heartbeat.interval.ms": 5000,
+    "group.streams.max.heartbeat.interval.ms": 15000,
+    "group.streams.num.standby.replicas": 0,
+    "group.streams.max.standby.replicas": 2,
     # Transactions (TransactionStateManagerConfigs).
     "transaction.max.timeout.ms": 900000,
     "transactional.id.expiration.ms": 604800000,
@@ -89,8 +98,12 @@ def _check_consumer_group_settings(v: dict) -> None:
     """GroupCoordinatorConfig's checks of the KIP-848 settings (same rules, same wording)."""
     for name in ("group.consumer.max.size", "group.consumer.regex.refresh.interval.ms"):
         _require(v[name] >= 1, f"{name} must be at least 1")
-    for prefix in ("group.consumer", "group.share"):  # the same rules for share groups' settings
+    for prefix in ("group.consumer", "group.share", "group.streams"):  # the same rules for each type
         _check_session_and_heartbeat(v, prefix)
+    _require(v["group.streams.num.standby.replicas"] >= 0, "group.streams.num.standby.replicas must be at least 0")
+    _require(v["group.streams.max.standby.replicas"] >= 0, "group.streams.max.standby.replicas must be at least 0")
+    _require(v["group.streams.num.standby.replicas"] <= v["group.streams.max.standby.replicas"],
+             "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas")
     lock = "group.share.record.lock.duration.ms"
     _require(v["group.share.min.record.lock.duration.ms"] >= 1000,
              "group.share.min.record.lock.duration.ms must be at least 1000")
@@ -115,7 +128,7 @@ def _check_consumer_group_settings(v: dict) -> None:
 
 
 def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
-    """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer, group.share)."""
+    """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer/share/streams)."""
     def name(kind: str) -> str:
         return f"{prefix}.{kind}"
     for bound in ("min.session.timeout.ms", "min.heartbeat.interval.ms"):
