@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import struct
 import uuid
 from typing import Iterable
+
+import xxhash
 
 from ..consumer._java import order_key
 from ..consumer.assignors import ASSIGNORS, PartitionAssignorException
@@ -121,22 +124,46 @@ def kafka_uuid(seed: str) -> str:
         n += 1
 
 
+TOPIC_HASH_MAGIC_BYTE = b"\x00"  # Utils.TOPIC_HASH_MAGIC_BYTE: the version of the topic hash
+
+
+def _java_long(unsigned: int) -> int:
+    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
+
+
+def _hash4j_string(s: str) -> bytes:
+    """hash4j's HashSink.putString: the UTF-16 code units (little-endian), then the length in chars."""
+    units = s.encode("utf-16-le", "surrogatepass")
+    return units + struct.pack("<i", len(units) // 2)
+
+
+def _uuid_bytes(topic_id: str | None) -> bytes:
+    """A Kafka Uuid string's 16 bytes (most then least significant bits, big-endian: the two
+    putLong calls write them little-endian each)."""
+    try:
+        raw = base64.urlsafe_b64decode((topic_id or "") + "==")
+    except ValueError:
+        raw = b""
+    return raw if len(raw) == 16 else bytes(16)
+
+
 def topic_hash(name: str, topic_id: str | None, partitions: int) -> int:
-    """A signed 64-bit hash of what Kafka's Utils.computeTopicHash covers (topic id, name, number of
-    partitions; racks are not known here). Kafka uses XXH3 over its own serialisation; the value
-    differs, the behaviour (a changed hash bumps the group epoch) does not."""
-    h = hashlib.sha256(f"\x00{topic_id or ''}\x00{name}\x00{partitions}".encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(h[:8], "big", signed=True)
+    """Utils.computeTopicHash (Kafka 4.1): streaming XXH3-64 over the magic byte, the topic id, the
+    name, the number of partitions and each partition's index followed by its replicas' racks. The
+    service's metadata carries no racks, so the value is Kafka's for brokers without `broker.rack`."""
+    msb, lsb = struct.unpack(">qq", _uuid_bytes(topic_id))
+    data = [TOPIC_HASH_MAGIC_BYTE, struct.pack("<qq", msb, lsb), _hash4j_string(name), struct.pack("<i", partitions),
+            struct.pack(f"<{partitions}i", *range(partitions))]
+    return _java_long(xxhash.xxh3_64_intdigest(b"".join(data)))
 
 
 def group_hash(topic_hashes: dict[str, int]) -> int:
-    """Utils.computeGroupHash: 0 for no topics, else an ordered combination by topic name."""
+    """Utils.computeGroupHash: 0 for no topics, else XXH3-64 over the topic hashes in Java string
+    order of the topic names."""
     if not topic_hashes:
         return 0
-    acc = hashlib.sha256()
-    for name in sorted(topic_hashes, key=order_key):
-        acc.update(topic_hashes[name].to_bytes(8, "big", signed=True))
-    return int.from_bytes(acc.digest()[:8], "big", signed=True)
+    data = b"".join(struct.pack("<q", topic_hashes[name]) for name in sorted(topic_hashes, key=order_key))
+    return _java_long(xxhash.xxh3_64_intdigest(data))
 
 
 class ConsumerGroupManager:
