@@ -267,7 +267,7 @@ def test_rejected_requests_carry_the_reason(api, version, body):
 
 def test_unsupported_versions_are_rejected():
     c = client()
-    for api, version in [("JoinGroup", 1), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
+    for api, version in [("JoinGroup", 10), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
                          ("DescribeGroups", 7), ("ListGroups", 6), ("DeleteGroups", 3), ("LeaveGroup", 6),
                          ("SyncGroup", 6), ("Heartbeat", 5)]:
         _, resp = c.send(api, version, {"groupId": "group-id"})

@@ -131,6 +131,9 @@ class ClassicGroupManager:
     def join_group(self, request: Request) -> dict | None:
         body, version, reply = request.body, request.api_version, request.reply
         group_id, member_id = body["groupId"], body["memberId"]
+        if version == 0:
+            # JoinGroupRequest.maybeOverrideRebalanceTimeout: v0 has none, the session timeout is used.
+            body["rebalanceTimeoutMs"] = body["sessionTimeoutMs"]
         # GroupCoordinatorService checks.
         if group_id == "":
             return join_response(version, Errors.INVALID_GROUP_ID, member_id=member_id)
