@@ -59,6 +59,8 @@ class TopicMetadata(Component):
         # OffsetDelete, TxnOffsetCommit and AddPartitionsToTxn does) does not change it.
         self._changed = True
         self._names_by_id: tuple[dict, dict] | None = None  # (the topic_ids it was built from, id -> name)
+        # During the change hooks of an UpdateMetadata: the topic ids before it (not stored).
+        self.previous_topic_ids: dict[str, str] = {}
 
     def _loaded(self) -> "TopicMetadata":
         if self._fetch is not None:
@@ -112,6 +114,7 @@ class TopicMetadata(Component):
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
         old = self.topics  # (loads the stored metadata first)
+        self.previous_topic_ids = self.topic_ids if self.available else {}
         self._max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
                                    if t["maxMessageBytes"] >= 0}
         # A topic re-created under the same name has a new id: that is a change too.

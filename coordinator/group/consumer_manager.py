@@ -13,6 +13,7 @@ Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import ti
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import struct
 import uuid
@@ -35,6 +36,7 @@ from ..consumer.target_assignment import TargetAssignmentBuilder
 from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
+from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..timers import Timer
 from .admin import GROUP_AUTHORIZED_OPERATIONS
@@ -122,6 +124,12 @@ def kafka_uuid(seed: str) -> str:
         if not text.startswith("-"):
             return text
         n += 1
+
+
+def unknown_topic_key(topic_id: str) -> str:
+    """The name under which assignments hold partitions of a topic id the metadata does not know
+    (not a legal topic name, so no topic has it)."""
+    return f"<unknown topic id {topic_id}>"
 
 
 TOPIC_HASH_MAGIC_BYTE = b"\x00"  # Utils.TOPIC_HASH_MAGIC_BYTE: the version of the topic hash
@@ -231,14 +239,16 @@ class ConsumerGroupManager:
                         groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
 
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
-        """The request's owned partitions by topic name (topic ids the metadata does not know map to
-        a key no topic has, so they match no assignment, as an unknown id does in Kafka)."""
+        """The request's owned partitions by topic name. A topic id the metadata does not know maps
+        to `unknown_topic_key(id)`: no topic has that name, but the partitions of a deleted or
+        re-created topic are renamed to it in the assignments (`on_metadata_change`), so a member
+        still owning them is seen owning them, as Kafka (keyed by id) sees it."""
         if topic_partitions is None:
             return None
         names = {tid: name for name, tid in self.metadata.topic_ids.items()}
         owned: dict[str, set] = {}
         for tp in topic_partitions:
-            name = names.get(tp["topicId"], f"<unknown topic id {tp['topicId']}>")
+            name = names.get(tp["topicId"]) or unknown_topic_key(tp["topicId"])
             owned.setdefault(name, set()).update(tp["partitions"])
         return {t: frozenset(p) for t, p in owned.items()}
 
@@ -789,9 +799,54 @@ class ConsumerGroupManager:
         ext["metadataVersion"] = max(self.now, ext.get("metadataVersion", -1) + 1)
         if "newTopicsVersion" not in ext or set(new) - set(old):
             ext["newTopicsVersion"] = ext["metadataVersion"]
-        for group in self.c.groups.values():
+        gone = self._topics_gone()
+        for group in list(self.c.groups.values()):
             if isinstance(group, ConsumerGroup):
                 group.request_metadata_refresh()
+                if gone:
+                    self._rename_gone_topics(group, gone)
+
+    def _topics_gone(self) -> dict[str, str]:
+        """The topics of the previous metadata that no longer exist under their id: deleted, or
+        re-created under the same name (a new id). name -> old id."""
+        before, now = self.metadata.previous_topic_ids, self.metadata.topic_ids
+        gone = {}
+        for name, old_id in before.items():
+            new_id = now.get(name)
+            if new_id is None or (new_id != old_id and ZERO_UUID not in (new_id, old_id)):
+                gone[name] = old_id
+        return gone
+
+    def _rename_gone_topics(self, group: ConsumerGroup, gone: dict[str, str]) -> None:
+        """Kafka keys assignments by topic id, so the partitions of a topic that is gone (deleted,
+        or re-created with a new id) are no longer the topic's of that name: they must be revoked,
+        and a re-created topic's partitions are assigned anew. Here assignments are keyed by name;
+        the old partitions are renamed to `unknown_topic_key(old id)` in the members' current and
+        target assignments (records, replayed), which no topic has: the next assignment treats
+        them as gone and the topic's partitions as new, and a member reporting the old id still
+        owns them until it revokes them."""
+        def renamed(assignment):
+            if not any(t in gone for t in assignment):
+                return None
+            out: dict = {}
+            for topic, partitions in assignment.items():
+                key = unknown_topic_key(gone[topic]) if topic in gone else topic
+                out[key] = frozenset(out.get(key, frozenset()) | partitions)
+            return out
+        gid = group.group_id
+        for member in list(group.members.values()):
+            assigned = renamed(member.assigned_partitions)
+            pending = renamed(member.partitions_pending_revocation)
+            if assigned is not None or pending is not None:
+                updated = dataclasses.replace(
+                    member, assigned_partitions=freeze(member.assigned_partitions if assigned is None else assigned),
+                    partitions_pending_revocation=freeze(member.partitions_pending_revocation if pending is None
+                                                         else pending))
+                self.c.append_and_replay(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
+        for member_id, assignment in list(group.target_assignment.items()):
+            target = renamed(assignment)
+            if target is not None:
+                self.c.append_and_replay(record_key(R_TARGET, gid, member_id), target_value(freeze(target)))
 
     # ================================================================ ConsumerGroupDescribe
     def consumer_group_describe(self, request: Request) -> dict:

@@ -217,7 +217,7 @@ class ClassicMembers:
                 raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
             self.throw_if_rebalance_in_progress(group, member)
             assignment = encode_assignment(
-                {t: sorted(p) for t, p in member.assigned_partitions.items()},
+                {t: sorted(p) for t, p in self.known_topics(member.assigned_partitions).items()},
                 version=assignment_version(member.supported_classic_protocols))
         except ApiError as e:
             return sync_response(version, e.error)
@@ -374,7 +374,7 @@ class ClassicMembers:
             except ApiError:
                 version = 0
             cm.assignment = assignments[cm.member_id] = encode_assignment(
-                {t: sorted(p) for t, p in target.items()}, version=version)
+                {t: sorted(p) for t, p in self.known_topics(target).items()}, version=version)
 
         before = self.m._state(gid)
         for m in leaving:
