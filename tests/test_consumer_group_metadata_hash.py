@@ -56,3 +56,49 @@ def test_subscription_metadata_refreshed_after_group_is_loaded(mock_assignor):
     mark = len(c.records())
     assert c.heartbeat("m", 11)["memberEpoch"] == 11
     assert c.records(mark) == []
+
+
+def test_compute_topic_hash_with_racks():
+    """UtilsTest.testComputeTopicHash with racks: each partition's replicas' racks in Java string
+    order, as length + string (value from Kafka 4.1.1's code: brokers 0-3 on racks "rack0",
+    "räck1", "rack😀", "a", partition i on brokers (i+1)%4, i%4 and 7, which is not registered)."""
+    racks = [["räck1", "rack0"], ["rack\U0001F600", "räck1"], ["rack\U0001F600", "a"]]
+    assert topic_hash("foo", "p4V5YvKHQ2W7i1pD0aCrxA", 3, racks) == -5170899082081913356
+    assert topic_hash("foo", "p4V5YvKHQ2W7i1pD0aCrxA", 3, None) != topic_hash("foo", "p4V5YvKHQ2W7i1pD0aCrxA", 3, racks)
+
+
+def test_racks_are_in_the_group_metadata_hash():
+    """UpdateMetadata's partitionRacks: a change of racks changes the hash and bumps the epoch at
+    the next heartbeat, as in Kafka."""
+    from coordinator.envelope import BROADCAST_KEY
+    c = ConsumerGroupTestClient(topics={"foo": 2})
+    assert c.join("m", ["foo"])["memberEpoch"] == 1
+    c.d.send("UpdateMetadata", 0, {"topicStates": [
+        {"topicName": "foo", "topicId": topic_id("foo"), "numPartitions": 2,
+         "partitionRacks": [["r1", "r0"], ["r2"]]}]}, key=BROADCAST_KEY)
+    assert c.heartbeat("m", 1)["memberEpoch"] == 2
+    assert c.group().metadata_hash == group_hash({"foo": topic_hash("foo", topic_id("foo"), 2, [["r0", "r1"], ["r2"]])})
+    assert c.heartbeat("m", 2)["memberEpoch"] == 2
+    assert c.d.partition.component("metadata").topic_racks == {"foo": [["r1", "r0"], ["r2"]]}
+
+
+def test_the_publisher_reads_replica_racks():
+    """streaming/metadata_publisher.read_topic_metadata on kafka-python's describe_cluster /
+    describe_topics shapes: racks per partition from its replicas' brokers; none without racks."""
+    from streaming.metadata_publisher import read_topic_metadata
+
+    class Admin:
+        def __init__(self, racks):
+            self.racks = racks
+
+        def describe_cluster(self):
+            return {"brokers": [{"broker_id": b, "rack": r} for b, r in self.racks.items()]}
+
+        def describe_topics(self):
+            return [{"name": "foo", "topic_id": None, "error_code": 0, "is_internal": False, "partitions": [
+                {"partition_index": 1, "replica_nodes": [2, 1, 9]}, {"partition_index": 0, "replica_nodes": [1]}]}]
+
+    [foo] = read_topic_metadata(Admin({1: "b", 2: "a"}))
+    assert foo["partitionRacks"] == [["b"], ["a", "b"]]
+    [foo] = read_topic_metadata(Admin({1: None, 2: None}))
+    assert "partitionRacks" not in foo and foo["numPartitions"] == 2

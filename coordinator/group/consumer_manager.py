@@ -155,13 +155,18 @@ def _uuid_bytes(topic_id: str | None) -> bytes:
     return raw if len(raw) == 16 else bytes(16)
 
 
-def topic_hash(name: str, topic_id: str | None, partitions: int) -> int:
+def topic_hash(name: str, topic_id: str | None, partitions: int, racks: list[list[str]] | None = None) -> int:
     """Utils.computeTopicHash (Kafka 4.1): streaming XXH3-64 over the magic byte, the topic id, the
-    name, the number of partitions and each partition's index followed by its replicas' racks. The
-    service's metadata carries no racks, so the value is Kafka's for brokers without `broker.rack`."""
+    name, the number of partitions and each partition's index followed by its replicas' racks
+    (Java string order, each as its length then the string; `racks[i]` for partition i, None when
+    the brokers have no `broker.rack`)."""
     msb, lsb = struct.unpack(">qq", _uuid_bytes(topic_id))
-    data = [TOPIC_HASH_MAGIC_BYTE, struct.pack("<qq", msb, lsb), _hash4j_string(name), struct.pack("<i", partitions),
-            struct.pack(f"<{partitions}i", *range(partitions))]
+    data = [TOPIC_HASH_MAGIC_BYTE, struct.pack("<qq", msb, lsb), _hash4j_string(name), struct.pack("<i", partitions)]
+    for i in range(partitions):
+        data.append(struct.pack("<i", i))
+        for rack in sorted(racks[i] if racks and i < len(racks) else (), key=order_key):
+            data.append(struct.pack("<i", len(rack.encode("utf-16-le", "surrogatepass")) // 2))
+            data.append(_hash4j_string(rack))
     return _java_long(xxhash.xxh3_64_intdigest(b"".join(data)))
 
 
@@ -209,8 +214,8 @@ class ConsumerGroupManager:
 
     def compute_metadata_hash(self, topic_names: Iterable[str]) -> int:
         """ModernGroup.computeMetadataHash over the subscribed topics that exist."""
-        topics, ids = self.topics(), self.metadata.topic_ids
-        return group_hash({t: topic_hash(t, ids.get(t), topics[t]) for t in topic_names if t in topics})
+        topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
+        return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in topic_names if t in topics})
 
     def consumer_group(self, group_id: str) -> ConsumerGroup:
         """GroupMetadataManager.consumerGroup(groupId)."""
