@@ -199,11 +199,16 @@ class FakeShareGroup(FakeGroup):
     type = "share"
 
 
+class FakeStreamsGroup(FakeGroup):
+    type = "streams"
+
+
 @pytest.fixture
 def fake_types():
     saved = dict(group_module._GROUP_TYPES)
     register_group_type(FakeGroup)
     register_group_type(FakeShareGroup)
+    register_group_type(FakeStreamsGroup)
     yield
     group_module._GROUP_TYPES.clear()
     group_module._GROUP_TYPES.update(saved)
@@ -242,6 +247,18 @@ def test_join_group_converts_an_empty_consumer_group(fake_types):
                                (record_key("GroupMetadata", c.group_id), {
                                    "type": "GroupMetadata", "protocolType": "", "generation": 0, "protocol": None,
                                    "leader": None, "currentStateTimestamp": c.now, "members": []})]
+
+
+@pytest.mark.parametrize("members", [1, 0])
+def test_classic_group_join_on_streams_group(fake_types, members):
+    """GroupMetadataManagerTest.testClassicGroupJoinOnStreamsGroup: Kafka 4.1's classicGroupJoin
+    converts only consumer groups; a streams group, even empty, is INCONSISTENT_GROUP_PROTOCOL."""
+    c = client()
+    put(c, FakeStreamsGroup(c.group_id, members=members))
+    mark = len(c.records())
+    _, resp = c.join("")
+    assert (resp["errorCode"], resp["memberId"]) == (INCONSISTENT, "")
+    assert c.group().type == "streams" and c.records(mark) == []
 
 
 def test_join_group_to_a_share_group_is_inconsistent(fake_types):
