@@ -35,8 +35,14 @@ def known_topic_id(kafka):
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
     try:
         admin.create_topics([NewTopic(KNOWN, 2, 1)])
-        [described] = admin.describe_topics([KNOWN])
-        return uuid_to_kafka(described["topic_id"])
+
+        def described_id():  # right after the creation the broker may not describe it yet
+            [described] = admin.describe_topics([KNOWN])
+            try:
+                return None if described["error_code"] else uuid_to_kafka(described["topic_id"])
+            except (ValueError, AttributeError):
+                return None
+        return poll("the topic's id", described_id)
     finally:
         admin.close()
 
@@ -286,7 +292,10 @@ def test_recreated_topic_loses_its_assignment(client, kafka):
     try:
         def topic_id():
             [described] = admin.describe_topics([topic])
-            return uuid_to_kafka(described["topic_id"]) if not described["error_code"] else None
+            try:
+                return None if described["error_code"] else uuid_to_kafka(described["topic_id"])
+            except (ValueError, AttributeError):
+                return None
 
         admin.create_topics([NewTopic(topic, 1, 1)])
         old_id = poll("the topic's id", topic_id)
