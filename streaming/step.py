@@ -47,6 +47,10 @@ class StepSettings:
     # Output topics the sink failed to write to (the supervisor fills this in before a restart):
     # rows for them become dead letters, so a replayed batch does not fail the same way again.
     quarantined_topics: tuple = ()
+    # [txn] markers: "json" (marker records written by the sink) or "broker" (WriteTxnMarkers sent
+    # by the state function before it returns, streaming/txn_markers.py) to the broker at `bootstrap`.
+    txn_markers: str = "json"
+    bootstrap: str = ""
 
 
 # Event keys echo request-record keys; a hostile key must not make an event too large.
@@ -120,7 +124,7 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
         if fits(key, value, {"what": "internal request", "apiKey": q.envelope.get("apiKey")}):
             mac = sign(s.internal_key, key.encode("utf-8"), value)
             rows.append((s.internal_topic, key, value, None, [{"key": MAC_HEADER, "value": mac}]))
-    for d in out.data:
+    for d in (out.data if s.txn_markers == "json" else ()):  # "broker": sent by write_broker_markers
         key = safe_text(d.key)
         if writable(d.topic, key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
             rows.append((d.topic, key, d.value, int(d.partition),
@@ -224,6 +228,25 @@ def run_isolated(load, records: list[InputRecord], batch_time: int):
     return partition, out, culprits
 
 
+def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettings, batch_time: int) -> list[tuple]:
+    """[txn] markers = "broker": have the broker write the batch's markers as control records, and
+    wait for them (a failure raises: the batch fails and its replay sends them again). Returns an
+    event row per marker."""
+    from .txn_markers import markers_of, writer_for
+    markers = markers_of(out.data)
+    if not markers:
+        return []
+    rows = []
+    for r in writer_for(s.bootstrap).write(markers):
+        rows.append((s.events_topic, safe_text(r.get("transactionalId") or ""), _json_bytes({
+            "event": "TransactionMarkerWritten", "coordinatorPartition": coordinator_partition,
+            "timeMs": batch_time, "transactionalId": r.get("transactionalId"), "topic": r["topic"],
+            "partition": r["partition"], "producerId": r["producerId"], "producerEpoch": r["producerEpoch"],
+            "result": "COMMIT" if r["commit"] else "ABORT", "outcome": r["outcome"],
+            "errorCode": r["errorCode"]}), None, []))
+    return rows
+
+
 def make_step(settings: StepSettings):
     config = CoordinatorConfig(settings.coordinator)
 
@@ -250,6 +273,8 @@ def make_step(settings: StepSettings):
         if deadline is not None:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
         rows = output_rows(out, cp, settings, partition.component("metadata").max_message_bytes)
+        if settings.txn_markers == "broker":
+            rows.extend(write_broker_markers(out, cp, settings, batch_time))
         for f in forged:
             rows.append((settings.events_topic, safe_text(f["recordKey"]), _json_bytes({
                 "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,

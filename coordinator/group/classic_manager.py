@@ -83,9 +83,9 @@ class ClassicGroupManager:
 
     @staticmethod
     def client_host(request: Request) -> str:
-        # Kafka records the client's socket address ("/10.0.0.1"); requests reach this service
-        # through a topic, so there is none to record.
-        return ""
+        # Kafka records the client's socket address ("/10.0.0.1"). A request relayed by the gateway
+        # carries it (envelope `clientHost`); one written to the request topic directly has none.
+        return request.client_host
 
     def transition(self, group: ClassicGroup, target: str) -> None:
         previous = group.transition_to(target, self.now)

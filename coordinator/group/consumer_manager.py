@@ -316,7 +316,8 @@ class ConsumerGroupManager:
         updated = member.with_heartbeat(
             instance_id=instance_id, rack_id=body["rackId"], rebalance_timeout_ms=body["rebalanceTimeoutMs"],
             server_assignor=body["serverAssignor"], subscribed_topic_names=subscribed_names,
-            subscribed_topic_regex=regex, client_id=request.reply.client_id, client_host="")
+            subscribed_topic_regex=regex, client_id=request.reply.client_id,
+            client_host=request.client_host)
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
