@@ -374,7 +374,9 @@ class ClientConnection:
         body = to_json(request)
         timeout_s = self.gw.cfg.request_timeout_ms / 1000
         if spec.name == "JoinGroup":  # answered when the rebalance's join phase completes
-            timeout_s += max(body.get("rebalanceTimeoutMs") or 0, 0) / 1000
+            # (v0 has no rebalance timeout: the session timeout is used, as JoinGroupRequest does)
+            rebalance = body.get("sessionTimeoutMs") if version == 0 else body.get("rebalanceTimeoutMs")
+            timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
         try:
             answers = await asyncio.gather(*(
