@@ -35,6 +35,7 @@ from .apis import INT32_MIN
 from .component import GroupCoordinator
 from .consumer_manager import group_hash, topic_hash
 from .group import STREAMS
+from .group_configs import group_configs
 from .streams_apis import described_group, describe_response, heartbeat_response
 from .streams_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_TOPOLOGY, RECORD_TYPES,
                             StreamsGroup, rebalance_timer_key, session_timer_key)
@@ -178,22 +179,16 @@ class StreamsGroupManager:
         """KafkaApis.isStreamsGroupProtocolEnabled: "streams" in group.coordinator.rebalance.protocols."""
         return "streams" in self.config["group.coordinator.rebalance.protocols"]
 
-    def _group_config(self, group_id: str, name: str, setting: str) -> int:
-        """A streams.* group config through the group-config accessor when it knows the key, else
-        the coordinator's setting."""
-        from . import group_configs as gc
-        if name in gc.KEYS_BY_NAME:
-            return gc.group_configs(self.c).effective(group_id, name)
-        return self.config[setting]
-
+    # The streams.* group configs (IncrementalAlterConfigs on the group), else the coordinator's
+    # group.streams.* settings: GroupConfigManager's fallbacks.
     def session_timeout_ms(self, group_id: str) -> int:
-        return self._group_config(group_id, "streams.session.timeout.ms", "group.streams.session.timeout.ms")
+        return group_configs(self.c).streams_session_timeout_ms(group_id)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._group_config(group_id, "streams.heartbeat.interval.ms", "group.streams.heartbeat.interval.ms")
+        return group_configs(self.c).streams_heartbeat_interval_ms(group_id)
 
     def num_standby_replicas(self, group_id: str) -> int:
-        return self._group_config(group_id, "streams.num.standby.replicas", "group.streams.num.standby.replicas")
+        return group_configs(self.c).streams_num_standby_replicas(group_id)
 
     def compute_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
