@@ -185,6 +185,12 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
     if not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'clientHost' must be a string of at most "
                          f"{MAX_CLIENT_HOST_BYTES} UTF-8 bytes", reply, spec)
+    kafka_client = envelope.get("kafkaClient", False)
+    if kafka_client is None:
+        kafka_client = False
+    if type(kafka_client) is not bool:
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean",
+                         reply, spec)
     if "request" not in envelope:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
     try:
@@ -193,7 +199,8 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
     except RecursionError:
         return Rejection(Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
-    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source, client_host=client_host)
+    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source, client_host=client_host,
+                   kafka_client=kafka_client)
 
 
 def _is_valid_string(s, max_bytes: int = MAX_CLIENT_ID_BYTES) -> bool:

@@ -109,7 +109,7 @@ num.network.threads=2
 num.io.threads=2
 log.cleaner.backoff.ms=5000
 # The service's transaction coordinator writes the markers of real clients' transactions with
-# WriteTxnMarkers ([txn] markers = "broker", docs/protocol.md). Verification would ask the broker's
+# WriteTxnMarkers ([txn] markers = "auto" or "broker", docs/protocol.md). Verification would ask the broker's
 # own transaction coordinator, which does not know those transactions, whether the partition was
 # added (AddPartitionsToTxn verifyOnly) and fail the produce.
 transaction.partition.verification.enable=false

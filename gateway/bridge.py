@@ -130,7 +130,7 @@ class CoordinatorBridge:
                 raise BridgeTimeout("the coordinator service has not answered the gateway yet") from None
         cid = self._correlation_id()
         envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
-                    "replyTo": self.cfg.reply_to, "request": body}
+                    "replyTo": self.cfg.reply_to, "kafkaClient": True, "request": body}
         if client_host is not None:
             envelope["clientHost"] = client_host
         future = self._loop.create_future()

@@ -97,10 +97,10 @@ class StreamConfig:
 
     @property
     def txn_markers(self) -> str:
-        """[txn] markers: "json" or "broker" (streaming/txn_markers.py)."""
-        mode = self.raw.get("txn", {}).get("markers", "json")
-        if mode not in ("json", "broker"):
-            raise ValueError(f'[txn] markers must be "json" or "broker", not {mode!r}')
+        """[txn] markers: "auto", "json" or "broker" (streaming/step.py `sent_by_broker`)."""
+        mode = self.raw.get("txn", {}).get("markers", "auto")
+        if mode not in ("auto", "json", "broker"):
+            raise ValueError(f'[txn] markers must be "auto", "json" or "broker", not {mode!r}')
         return mode
 
     @property

@@ -1,12 +1,17 @@
-"""Real transaction markers ([txn] markers = "broker") and real Kafka clients through the gateway.
+"""Real transaction markers and real Kafka clients through the gateway, in the default deployment.
 
-One job for the module, in "broker" marker mode: the service's transaction coordinator decides the
-markers and the broker writes them as control records (WriteTxnMarkers), so that any read_committed
-consumer honours them.
+One job for the module, in the default marker mode ([txn] markers = "auto"): the service's
+transaction coordinator decides the markers; those of producers initialized by a Kafka client (a
+request marked `kafkaClient`, as the gateway marks every request) the broker writes as control
+records (WriteTxnMarkers), so that any read_committed consumer honours them; those of the project's
+JSON clients are JSON marker records, for client/read_committed.py.
 
-- test_broker_markers_*: the service's coordinator (JSON requests) + transactional record batches
-  written straight to the broker (Produce v11 with the producer id the service handed out), read
-  back by kafka-python's read_committed KafkaConsumer. Needs no gateway.
+- test_broker_markers_*: the service's coordinator (JSON requests marked `kafkaClient`, as a
+  gateway relays them) + transactional record batches written straight to the broker (Produce v11
+  with the producer id the service handed out), read back by kafka-python's read_committed
+  KafkaConsumer. Needs no gateway.
+- test_json_transaction_*: in the same job, the project's JSON transactional producer commits and
+  aborts; client/read_committed.py reads the commit, and the markers are JSON records.
 - test_java_group_*: three Java consumers (kafka-clients 4.1, tests/integration/java) in one group
   through the gateway, group.protocol=classic and =consumer (KIP-848): they consume and commit, one
   is SIGKILLed, the other two take over its partitions; every record is consumed, and a record is
@@ -28,7 +33,9 @@ from kafka.admin import NewTopic
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from client import ReadCommittedConsumer, TransactionalProducer
 from client.topic_reader import read_records
+from coordinator.txn.markers import parse_marker
 from coordinator.errors import Errors
 from streaming.txn_markers import BrokerMarkerWriter
 
@@ -39,7 +46,7 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 GROUP_PARTITIONS = 6
-TOPICS = {"raw-txn-out": 2, "java-classic-in": GROUP_PARTITIONS, "java-consumer-in": GROUP_PARTITIONS,
+TOPICS = {"raw-txn-out": 2, "json-txn-out": 2, "java-classic-in": GROUP_PARTITIONS, "java-consumer-in": GROUP_PARTITIONS,
           "java-txn-out": 2}
 WAIT = 180  # seconds: a takeover waits out a member's session on a shared, loaded machine
 # Short sessions so that a killed member is noticed soon (Kafka's consumer-protocol minimum is 45 s).
@@ -55,7 +62,7 @@ def job(kafka, job_factory):
         admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
     finally:
         admin.close()
-    return job_factory(stream={"metadata_refresh_ms": 1000}, txn={"markers": "broker"},
+    return job_factory(stream={"metadata_refresh_ms": 1000},  # [txn] markers: the default, "auto"
                        coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG})
 
 
@@ -81,7 +88,8 @@ def client(job):
 
 class RawTransactionalProducer:
     """Writes transactional record batches with a producer id and epoch from the service's
-    coordinator, as a TV1 Kafka producer does (Produce v11: the broker does not verify)."""
+    coordinator, as a TV1 Kafka producer does (Produce v11: the broker does not verify). Its
+    requests say `kafkaClient`, as the gateway's do: its markers must be control records."""
 
     def __init__(self, bootstrap: str, client, tid: str):
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -94,7 +102,13 @@ class RawTransactionalProducer:
     def call(self, api: str, version: int, body: dict, error=lambda r: r["errorCode"]) -> dict:
         deadline = time.monotonic() + 60
         while True:
-            r = self.client.request(api, version, body, key=self.tid)
+            cid = self.client.next_correlation_id()
+            envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid,
+                        "clientId": self.client.client_id, "kafkaClient": True, "request": body}
+            if self.client.reply_to:
+                envelope["replyTo"] = self.client.reply_to
+            self.client.send_raw(json.dumps(envelope).encode(), key=self.tid)
+            r = self.client.wait(cid, 30, startup=True)["response"]
             code = error(r)
             if code in (Errors.CONCURRENT_TRANSACTIONS.code, Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
                         Errors.UNKNOWN_TOPIC_OR_PARTITION.code) and time.monotonic() < deadline:
@@ -198,6 +212,39 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
                                          until=lambda records: len(marker_events(records)) >= 3))
     assert [(e["result"], e["outcome"], e["partition"]) for e in written[:3]] == [
         ("COMMIT", "written", 1), ("ABORT", "written", 1), ("COMMIT", "written", 1)]
+
+
+def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kafka):
+    """The default mode serves the project's JSON clients too: JSON markers for their producers."""
+    with TransactionalProducer(kafka.bootstrap, "json-txn-1", requests_topic=job.topics["requests"],
+                               responses_topic=job.topics["responses"]) as producer:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(4):
+            producer.send("json-txn-out", f"json-c{i}", partition=i % 2)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send("json-txn-out", "json-a0", partition=0)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send("json-txn-out", "json-c4", partition=1)
+        producer.commit_transaction()
+    reader = ReadCommittedConsumer(kafka.bootstrap, ["json-txn-out"])
+    try:
+        values: list[bytes] = []
+        deadline = time.monotonic() + 60
+        while b"json-c4" not in values:
+            assert time.monotonic() < deadline, f"read_committed delivered only {values}"
+            values += [r.value for r in reader.poll(timeout_ms=200)]
+    finally:
+        reader.close()
+    assert sorted(values) == sorted(f"json-c{i}".encode() for i in range(5))
+    # The markers are JSON records (the broker wrote no control record for them).
+    markers = [parse_marker([(k, v) for k, v in r.headers], r.value)
+               for r in read_records(kafka.bootstrap, "json-txn-out", timeout_s=60,
+                                     until=lambda rs: sum(1 for r in rs if r.headers) >= 4)]
+    assert sorted((m["type"], m["clientKind"]) for m in markers if m) == \
+        [("ABORT", "json"), ("COMMIT", "json"), ("COMMIT", "json"), ("COMMIT", "json")]
 
 
 # ------------------------------------------------------------------------------ Java consumer group
