@@ -34,7 +34,7 @@ class ChunkCorrupt(ValueError):
 KINDS = {
     "Partition": "P",         # the partition's clock, deferred work, timer directory
     "Component": "C",         # a component's partition-wide part, by component name
-    "GroupMetadata": "g",     # a group (classic, with its pending joins and syncs; or consumer)
+    "GroupMetadata": "g",     # a group (classic, with its pending joins and syncs; or consumer; or streams)
     "OffsetCommit": "o",      # a group's committed offsets
     "OpenTransactions": "x",  # a group's partitions with offsets of open transactions
     "PendingOffsets": "q",    # a producer's pending transactional offsets

@@ -49,6 +49,19 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
     "group.consumer.regex.refresh.interval.ms": 600000,
+    # KIP-1071 streams groups (GroupCoordinatorConfig group.streams.*; also the fallbacks and bounds
+    # of the streams.* group configs); StreamsGroupHeartbeat and StreamsGroupDescribe answer
+    # UNSUPPORTED_VERSION unless "streams" is in the protocols.
+    "group.coordinator.rebalance.protocols": ["classic", "consumer", "streams"],
+    "group.streams.session.timeout.ms": 45000,
+    "group.streams.min.session.timeout.ms": 45000,
+    "group.streams.max.session.timeout.ms": 60000,
+    "group.streams.heartbeat.interval.ms": 5000,
+    "group.streams.min.heartbeat.interval.ms": 5000,
+    "group.streams.max.heartbeat.interval.ms": 15000,
+    "group.streams.max.size": INT_MAX,
+    "group.streams.num.standby.replicas": 0,
+    "group.streams.max.standby.replicas": 2,
     # Share groups (KIP-932): the defaults and bounds of the share.* group configs
     # (IncrementalAlterConfigs / DescribeConfigs on GROUP resources accept and describe them).
     # group.share.enable stands for Kafka 4.1's `group.share.enable` / `share.version` feature:
@@ -99,8 +112,16 @@ def _check_consumer_group_settings(v: dict) -> None:
     """GroupCoordinatorConfig's checks of the KIP-848 settings (same rules, same wording)."""
     for name in ("group.consumer.max.size", "group.consumer.regex.refresh.interval.ms", "group.share.max.size"):
         _require(v[name] >= 1, f"{name} must be at least 1")
-    for prefix in ("group.consumer", "group.share"):  # the same rules for share groups' settings
+    for prefix in ("group.consumer", "group.share", "group.streams"):  # the same rules for each type
         _check_session_and_heartbeat(v, prefix)
+    protocols = v["group.coordinator.rebalance.protocols"]
+    _require(all(p in ("classic", "consumer", "streams", "share") for p in protocols),
+             "group.coordinator.rebalance.protocols: each must be one of classic, consumer, streams, share")
+    _require(v["group.streams.max.size"] >= 1, "group.streams.max.size must be at least 1")
+    _require(v["group.streams.num.standby.replicas"] >= 0, "group.streams.num.standby.replicas must be at least 0")
+    _require(v["group.streams.max.standby.replicas"] >= 0, "group.streams.max.standby.replicas must be at least 0")
+    _require(v["group.streams.num.standby.replicas"] <= v["group.streams.max.standby.replicas"],
+             "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas")
     lock = "group.share.record.lock.duration.ms"
     _require(v["group.share.min.record.lock.duration.ms"] >= 1000,
              "group.share.min.record.lock.duration.ms must be at least 1000")
@@ -125,7 +146,7 @@ def _check_consumer_group_settings(v: dict) -> None:
 
 
 def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
-    """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer, group.share)."""
+    """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer/share/streams)."""
     def name(kind: str) -> str:
         return f"{prefix}.{kind}"
     for bound in ("min.session.timeout.ms", "min.heartbeat.interval.ms"):

@@ -28,6 +28,9 @@ _CLIENT_RE = re.compile(rb'"clientId"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 _API_RE = re.compile(rb'"apiKey"\s*:\s*"([A-Za-z]{1,64})"')
 _VERSION_RE = re.compile(rb'"apiVersion"\s*:\s*(-?\d{1,6})\b')
 MAX_CLIENT_ID_BYTES = MAX_STRING_BYTES
+# A socket address as Kafka prints it ("/" and an IPv6 address with a zone fits easily); a client
+# writing the request topic directly may set it, as it sets its clientId, but not at any length.
+MAX_CLIENT_HOST_BYTES = 256
 
 
 @dataclass
@@ -176,6 +179,18 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         return Rejection(Errors.UNSUPPORTED_VERSION,
                          f"{api_name} version {version} is not supported "
                          f"(supported: {spec.min_version}-{spec.max_version})", reply, spec)
+    client_host = envelope.get("clientHost")
+    if client_host is None:
+        client_host = ""
+    if not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'clientHost' must be a string of at most "
+                         f"{MAX_CLIENT_HOST_BYTES} UTF-8 bytes", reply, spec)
+    kafka_client = envelope.get("kafkaClient", False)
+    if kafka_client is None:
+        kafka_client = False
+    if type(kafka_client) is not bool:
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean",
+                         reply, spec)
     if "request" not in envelope:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
     try:
@@ -184,13 +199,14 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
     except RecursionError:
         return Rejection(Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
-    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source)
+    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source, client_host=client_host,
+                   kafka_client=kafka_client)
 
 
-def _is_valid_string(s) -> bool:
+def _is_valid_string(s, max_bytes: int = MAX_CLIENT_ID_BYTES) -> bool:
     if not isinstance(s, str):
         return False
     try:
-        return len(s.encode("utf-8")) <= MAX_CLIENT_ID_BYTES
+        return len(s.encode("utf-8")) <= max_bytes
     except UnicodeEncodeError:  # lone surrogates
         return False

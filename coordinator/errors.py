@@ -149,6 +149,9 @@ _TABLE = [
     (127, "VOTER_NOT_FOUND", "The voter is not part of the set of voters."),
     (128, "INVALID_REGULAR_EXPRESSION", "The regular expression is not valid."),
     (129, "REBOOTSTRAP_REQUIRED", "Client metadata is stale. The client should rebootstrap to obtain new metadata."),
+    (130, "STREAMS_INVALID_TOPOLOGY", "The supplied topology is invalid."),
+    (131, "STREAMS_INVALID_TOPOLOGY_EPOCH", "The supplied topology epoch is invalid."),
+    (132, "STREAMS_TOPOLOGY_FENCED", "The supplied topology epoch is outdated."),
 ]
 
 

@@ -5,8 +5,9 @@ __transaction_state. Here every coordinator partition is reached through the sam
 so the answer's `nodeId` is the coordinator partition and `host`/`port` describe the service's
 endpoint (its Kafka bootstrap address, from `coordinator.endpoint.*`).
 
-Versions 1-6 as in Kafka 4.x (version 0 was removed by KIP-896): 1-3 carry one `key`, 4+ a batch of
-`coordinatorKeys`. Like KafkaApis, the single-key form reports errorMessage "NONE" on success.
+Versions 0-6 as in Kafka 4.1 (KIP-896 kept version 0): 0-3 carry one `key` (v0: a group id), 4+ a
+batch of `coordinatorKeys`. Like KafkaApis, the single-key form reports errorMessage "NONE" on
+success (v1-3; v0 has neither `throttleTimeMs` nor `errorMessage`).
 """
 from __future__ import annotations
 
@@ -26,12 +27,19 @@ def _error_response(version: int, body: dict | None, error: Error, message: str 
         return {"throttleTimeMs": 0, "coordinators": [
             {"key": k, "nodeId": -1, "host": "", "port": -1, "errorCode": error.code,
              "errorMessage": message} for k in keys]}
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message or error.message,
-            "nodeId": -1, "host": "", "port": -1}
+    return _single(version, {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message or error.message,
+                             "nodeId": -1, "host": "", "port": -1})
+
+
+def _single(version: int, response: dict) -> dict:
+    """The v0-3 response; v0 has no throttleTimeMs and no errorMessage."""
+    if version == 0:
+        del response["throttleTimeMs"], response["errorMessage"]
+    return response
 
 
 register(ApiSpec(
-    name="FindCoordinator", api_key=10, min_version=1, max_version=6,
+    name="FindCoordinator", api_key=10, min_version=0, max_version=6,
     request=Struct(
         F("key", "string", versions=(0, 3)),
         F("keyType", "int8", versions=(1, None), default=0),
@@ -51,7 +59,7 @@ class FindCoordinator(Component):
 
     def find_coordinator(self, request: Request) -> dict:
         body, version = request.body, request.api_version
-        key_type = body["keyType"]
+        key_type = body.get("keyType", GROUP)  # v0: a group id
         if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
             raise ApiError(Errors.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}")
         host = self.p.config["coordinator.endpoint.host"]
@@ -62,8 +70,8 @@ class FindCoordinator(Component):
                 _invalid_share_key(k) if key_type == SHARE and not _valid_share_key(k) else
                 {"key": k, "nodeId": coordinator_partition(k, partitions), "host": host, "port": port,
                  "errorCode": 0, "errorMessage": None} for k in body["coordinatorKeys"]]}
-        return {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
-                "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port}
+        return _single(version, {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
+                                 "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port})
 
 
 def _valid_share_key(key: str) -> bool:

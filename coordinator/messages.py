@@ -36,6 +36,12 @@ class Request:
     time_ms: int  # the broker's append time of the request record
     key: str | None = None  # the record key (routing key)
     source: tuple[int, int] = (-1, -1)  # (request-topic partition, offset), for diagnostics
+    # The client's socket address as Kafka prints it ("/10.0.0.1"), when a gateway relays the
+    # request (the envelope's optional `clientHost`); "" otherwise. Never stored in a parked reply.
+    client_host: str = ""
+    # The request came through the Kafka-protocol gateway (the envelope's optional `kafkaClient`):
+    # from an unmodified Kafka client, whose transactions need real control records as markers.
+    kafka_client: bool = False
 
     @property
     def api_key(self) -> str:

@@ -34,6 +34,9 @@ register(ApiSpec(
             # The topic's max.message.bytes, for reply topics (-1: not known). An answer larger than
             # its reply topic takes would fail the sink, so it is replaced by an error first.
             F("maxMessageBytes", "int32", default=-1),
+            # The racks of each partition's replicas (partition i: its list), for the KIP-848
+            # metadata hash; null when no broker has a rack (Kafka then hashes none either).
+            F("partitionRacks", Array(Array("string")), default=None, nullable=(0, None)),
         ))),
     ),
     component="metadata",
@@ -54,11 +57,14 @@ class TopicMetadata(Component):
         self._available = False
         self._topics: dict[str, int] = {}  # topic -> number of partitions
         self._topic_ids: dict[str, str] = {}
+        self._topic_racks: dict[str, list[list[str]]] = {}  # topic -> racks of each partition, where known
         self._max_message_bytes: dict[str, int] = {}  # topic -> max.message.bytes, where known
         # Whether the stored chunk must be rewritten: reading the metadata (every OffsetCommit,
         # OffsetDelete, TxnOffsetCommit and AddPartitionsToTxn does) does not change it.
         self._changed = True
         self._names_by_id: tuple[dict, dict] | None = None  # (the topic_ids it was built from, id -> name)
+        # During the change hooks of an UpdateMetadata: the topic ids before it (not stored).
+        self.previous_topic_ids: dict[str, str] = {}
 
     def _loaded(self) -> "TopicMetadata":
         if self._fetch is not None:
@@ -80,6 +86,10 @@ class TopicMetadata(Component):
     @property
     def topic_ids(self) -> dict[str, str]:
         return self._loaded()._topic_ids
+
+    @property
+    def topic_racks(self) -> dict[str, list[list[str]]]:
+        return self._loaded()._topic_racks
 
     @property
     def max_message_bytes(self) -> dict[str, int]:
@@ -112,11 +122,15 @@ class TopicMetadata(Component):
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
         old = self.topics  # (loads the stored metadata first)
+        self.previous_topic_ids = self.topic_ids if self.available else {}
         self._max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
                                    if t["maxMessageBytes"] >= 0}
-        # A topic re-created under the same name has a new id: that is a change too.
-        changed = not self.available or new != old or ids != self.topic_ids
-        self._topics, self._topic_ids, self._available = new, ids, True
+        racks = {t["topicName"]: t["partitionRacks"] for t in request.body["topicStates"]
+                 if t["partitionRacks"] is not None}
+        # A topic re-created under the same name has a new id: that is a change too (and racks
+        # are in the KIP-848 metadata hash).
+        changed = not self.available or new != old or ids != self.topic_ids or racks != self.topic_racks
+        self._topics, self._topic_ids, self._topic_racks, self._available = new, ids, racks, True
         self._changed = True
         if changed:
             for component in self.p.components.values():
@@ -127,8 +141,11 @@ class TopicMetadata(Component):
 
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
-        return {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids,
-                "maxMessageBytes": self.max_message_bytes}
+        out = {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids,
+               "maxMessageBytes": self.max_message_bytes}
+        if self.topic_racks:
+            out["topicRacks"] = self.topic_racks
+        return out
 
     def load_json(self, d: dict) -> None:
         self._fetch = None
@@ -136,6 +153,7 @@ class TopicMetadata(Component):
         self._topics = d["topics"]
         self._topic_ids = d.get("topicIds", {})
         self._max_message_bytes = d.get("maxMessageBytes", {})
+        self._topic_racks = d.get("topicRacks", {})  # absent before racks were published
         self._changed = True
 
     # Chunked storage: decoded on first use, rewritten only by a batch that changed it.

@@ -30,7 +30,7 @@ METRICS_SCHEMA = 1
 # Histogram bucket upper bounds (ms) for durations and latencies; the last bucket is +Inf.
 BUCKETS_MS = (10, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000, 300000)
 
-HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat")
+HEARTBEAT_APIS = ("Heartbeat", "ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")
 CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
 CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 TXN_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
@@ -262,7 +262,7 @@ class Metrics:
     def _rebalance_completed(self, e: dict, gauges: bool) -> None:  # classic: SyncGroup of the leader
         self._add("group_assignment_changes_total", len(e.get("memberIds") or ()), protocol="classic")
 
-    def _group_epoch_bumped(self, e: dict, gauges: bool) -> None:  # consumer (or share): Kafka's rebalance
+    def _group_epoch_bumped(self, e: dict, gauges: bool) -> None:  # consumer / streams / share: Kafka's rebalance
         gid = e["groupId"]
         protocol = e.get("groupType") or "consumer"
         self._add("group_rebalance_started_total", protocol=protocol)
@@ -276,7 +276,7 @@ class Metrics:
         (no state change to see): its rebalance ends when the batch does."""
         groups = self.p.component("groups").groups
         for gid, protocol in self._groups_touched.items():
-            if protocol not in ("consumer", "share") or gid not in self.rebalances:
+            if protocol not in ("consumer", "streams", "share") or gid not in self.rebalances:
                 continue
             group = groups.get(gid)
             if group is not None and group.type == protocol and group.state_as_string() == "Stable":

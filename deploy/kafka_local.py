@@ -62,11 +62,12 @@ def broker_answers(bootstrap: str) -> bool:
 
 class LocalKafka:
     def __init__(self, workdir: str | os.PathLike, port: int = 9092, controller_port: int | None = None,
-                 heap: str = "512m"):
+                 heap: str = "512m", extra_config: dict | None = None):
         self.dir = Path(workdir).resolve()
         self.port = port
         self.controller_port = controller_port or port + 1
         self.heap = heap
+        self.extra_config = extra_config or {}  # more server.properties (e.g. group timeouts for a bench)
 
     @property
     def bootstrap(self) -> str:
@@ -107,7 +108,12 @@ group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=2
 log.cleaner.backoff.ms=5000
-""")
+# The service's transaction coordinator writes the markers of real clients' transactions with
+# WriteTxnMarkers ([txn] markers = "auto" or "broker", docs/protocol.md). Verification would ask the broker's
+# own transaction coordinator, which does not know those transactions, whether the partition was
+# added (AddPartitionsToTxn verifyOnly) and fail the produce.
+transaction.partition.verification.enable=false
+""" + "".join(f"{k}={v}\n" for k, v in self.extra_config.items()))
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         return props
 
@@ -116,8 +122,13 @@ log.cleaner.backoff.ms=5000
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         # "--cluster-id=ID": a random id starting with "-" (one in 64) would be read as an option.
+        # transaction.version=1: a Kafka 4.1 broker verifies every transactional Produce v12+ (what
+        # clients send once transaction.version 2 is finalized) with its own transaction coordinator,
+        # whatever transaction.partition.verification.enable says; at level 1 clients use
+        # AddPartitionsToTxn and Produce <= v11, which the service's coordinator serves.
         subprocess.run(["java", "-cp", self._classpath(), "kafka.tools.StorageTool", "format",
-                        f"--cluster-id={cluster_id}", "-c", str(props)], check=True, capture_output=True)
+                        f"--cluster-id={cluster_id}", "-c", str(props),
+                        "--feature", "transaction.version=1"], check=True, capture_output=True)
 
     def pid(self) -> int | None:
         return running_pid(self.pidfile)

@@ -1,11 +1,14 @@
-"""The embedded local setup: a broker and Redis on 127.0.0.1, the topics, then the stream in the foreground.
+"""The embedded local setup: a broker and Redis on 127.0.0.1, the topics, the Kafka-protocol
+gateway in the background, then the stream in the foreground.
 
-    python -m deploy.local [--config override.toml] [--no-redis] [other run_stream.py options]
+    python -m deploy.local [--config override.toml] [--no-redis] [--no-gateway] [other run_stream.py options]
 
 Called by deploy/run-local.sh after deploy/setup.sh. The broker is started only when the
 configured bootstrap address is local, Redis (for the read model, `[redis]`) only when it is
 enabled and its url is local; both keep running after the stream stops (deploy/stop-local.sh
-stops them). --no-redis runs the stream without the read model.
+stops them). --no-redis runs the stream without the read model. The gateway (`[gateway]`,
+docs/gateway.md) waits for the broker and the service's topics, then serves Kafka clients at
+`[gateway] advertised_host:base_port`; it too keeps running until deploy/stop-local.sh.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import sys
 import time
 from urllib.parse import urlparse
 
+from deploy import gateway_local
 from deploy.kafka_local import ROOT, LocalKafka
 from deploy.redis_local import LocalRedis
 from streaming.config import StreamConfig
@@ -24,8 +28,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--config")
     ap.add_argument("--no-redis", action="store_true")
+    ap.add_argument("--no-gateway", action="store_true")
     known, _ = ap.parse_known_args(argv)
-    argv = [a for a in argv if a != "--no-redis"]
+    argv = [a for a in argv if a not in ("--no-redis", "--no-gateway")]
     if known.no_redis:
         os.environ["COORD_REDIS_ENABLED"] = "false"  # the stream runs without the projector
     t0 = time.monotonic()
@@ -41,6 +46,12 @@ def main(argv: list[str]) -> int:
         port = redis_url.port or 6379
         server = LocalRedis(ROOT / ".run" / ("redis" if port == 6379 else f"redis-{port}"), port).start()
         print(f"Redis up at {server.url} for the read model (log: {server.logfile})", flush=True)
+    if not known.no_gateway:
+        gateway_local.start(known.config)
+        g = cfg.raw.get("gateway", {})
+        print(f"Kafka-protocol gateway starting: Kafka clients use bootstrap.servers="
+              f"{g.get('advertised_host') or g.get('listen_host', '127.0.0.1')}:{g.get('base_port', 19092)} "
+              f"(log: {gateway_local.LOGFILE})", flush=True)
     print(f"starting the coordinator stream ({time.monotonic() - t0:.1f} s); it creates its topics once the "
           f"broker answers and logs READY when it answers requests", flush=True)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -52,7 +52,8 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard"):
+            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway",
+                          "txn"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix):].lower()
@@ -62,6 +63,7 @@ class StreamConfig:
             _merge(raw, overrides)
         cfg = cls(raw)
         cfg.coordinator_config()  # validate early
+        cfg.txn_markers
         return cfg
 
     # --------------------------------------------------------------- accessors
@@ -92,6 +94,14 @@ class StreamConfig:
             return self.checkpoint.with_name(self.checkpoint.name + ".projector")
         p = Path(own)
         return p if p.is_absolute() else ROOT / p
+
+    @property
+    def txn_markers(self) -> str:
+        """[txn] markers: "auto", "json" or "broker" (streaming/step.py `sent_by_broker`)."""
+        mode = self.raw.get("txn", {}).get("markers", "auto")
+        if mode not in ("auto", "json", "broker"):
+            raise ValueError(f'[txn] markers must be "auto", "json" or "broker", not {mode!r}')
+        return mode
 
     @property
     def metrics(self) -> dict:

@@ -22,21 +22,32 @@ log = logging.getLogger(__name__)
 
 
 def read_topic_metadata(admin: KafkaAdminClient, reply_topic_prefix: str | None = None) -> list[dict]:
-    """Every topic with its id and partition count; topics whose name starts with
+    """Every topic with its id and partition count, and when brokers have racks the racks of each
+    partition's replicas (the KIP-848 metadata hash covers them); topics whose name starts with
     `reply_topic_prefix` (clients' reply topics) also with their max.message.bytes."""
+    broker_racks = _broker_racks(admin)
     topics = []
     for t in admin.describe_topics():
         if t.get("error_code") or t.get("is_internal"):
             continue
         topic_id = t.get("topic_id")
-        topics.append({"topicName": t["name"], "topicId": _uuid_base64(topic_id),
-                       "numPartitions": len(t["partitions"])})
+        topic = {"topicName": t["name"], "topicId": _uuid_base64(topic_id), "numPartitions": len(t["partitions"])}
+        if broker_racks:
+            by_index = {p["partition_index"]: p.get("replica_nodes") or [] for p in t["partitions"]}
+            topic["partitionRacks"] = [sorted(broker_racks[r] for r in by_index.get(i, []) if r in broker_racks)
+                                       for i in range(len(t["partitions"]))]
+        topics.append(topic)
     reply_topics = [t for t in topics if reply_topic_prefix and t["topicName"].startswith(reply_topic_prefix)]
     if reply_topics:
         limits = _max_message_bytes(admin, [t["topicName"] for t in reply_topics])
         for t in reply_topics:
             t["maxMessageBytes"] = limits.get(t["topicName"], -1)
     return sorted(topics, key=lambda t: t["topicName"])
+
+
+def _broker_racks(admin: KafkaAdminClient) -> dict[int, str]:
+    """broker id -> broker.rack, for the brokers that have one."""
+    return {b["broker_id"]: b["rack"] for b in admin.describe_cluster().get("brokers", []) if b.get("rack")}
 
 
 def _max_message_bytes(admin: KafkaAdminClient, names: list[str]) -> dict[str, int]:

@@ -350,6 +350,7 @@ HELP = {
     "group_count": "Groups by protocol (Kafka: group-count{protocol}).",
     "classic_group_count": "Classic groups by state (Kafka: classic-group-count{state}, NumGroups<State>).",
     "consumer_group_count": "Consumer groups by state (Kafka: consumer-group-count{state}).",
+    "streams_group_count": "Streams groups by state (Kafka: streams-group-count{state}).",
     "share_group_count": "Share groups by state (Kafka: share-group-count{state}).",
     "group_member_joined_total": "Members that joined a group.",
     "group_member_left_total": "Members that left a group, by reason (left, expired, fenced, removed).",

@@ -21,7 +21,8 @@ def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tu
                         requests_topic=t["requests"], internal_topic=t["internal"],
                         dead_letters_topic=t["dead_letters"], metrics_topic=t["metrics"], internal_key=internal_key,
                         max_record_bytes=int(cfg.stream["max_record_bytes"]),
-                        quarantined_topics=tuple(quarantined_topics))
+                        quarantined_topics=tuple(quarantined_topics),
+                        txn_markers=cfg.txn_markers, bootstrap=cfg.bootstrap)
 
 
 def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes) -> DataFrame:

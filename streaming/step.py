@@ -20,6 +20,8 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
 from coordinator.messages import Outputs, response_envelope
+from coordinator.txn.markers import parse_marker
+from coordinator.txn.metadata import KAFKA_CLIENT
 
 from .trust import MAC_HEADER, safe_text, sign
 
@@ -47,6 +49,11 @@ class StepSettings:
     # Output topics the sink failed to write to (the supervisor fills this in before a restart):
     # rows for them become dead letters, so a replayed batch does not fail the same way again.
     quarantined_topics: tuple = ()
+    # [txn] markers: "auto" (per producer: the markers of Kafka clients' transactions as "broker",
+    # the others as "json"), "json" (marker records written by the sink) or "broker" (WriteTxnMarkers
+    # sent by the state function before it returns, streaming/txn_markers.py) to `bootstrap`.
+    txn_markers: str = "auto"
+    bootstrap: str = ""
 
 
 # Event keys echo request-record keys; a hostile key must not make an event too large.
@@ -121,6 +128,8 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
             mac = sign(s.internal_key, key.encode("utf-8"), value)
             rows.append((s.internal_topic, key, value, None, [{"key": MAC_HEADER, "value": mac}]))
     for d in out.data:
+        if sent_by_broker(d, s.txn_markers):
+            continue  # write_broker_markers sends it
         key = safe_text(d.key)
         if writable(d.topic, key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
             rows.append((d.topic, key, d.value, int(d.partition),
@@ -224,6 +233,37 @@ def run_isolated(load, records: list[InputRecord], batch_time: int):
     return partition, out, culprits
 
 
+def sent_by_broker(d, mode: str) -> bool:
+    """Whether a marker DataRecord goes to the broker as a control record (WriteTxnMarkers) rather
+    than to the sink as a JSON record: always in "broker" mode, never in "json" mode, and in "auto"
+    mode when a Kafka client (through the gateway) initialized the transaction's producer."""
+    if mode == "broker":
+        return True
+    if mode != "auto":
+        return False
+    marker = parse_marker(d.headers, d.value)
+    return marker is not None and marker.get("clientKind") == KAFKA_CLIENT
+
+
+def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettings, batch_time: int) -> list[tuple]:
+    """Have the broker write the batch's markers that `sent_by_broker` picks as control records,
+    and wait for them (a failure raises: the batch fails and its replay sends them again). Returns
+    an event row per marker."""
+    from .txn_markers import markers_of, writer_for
+    markers = markers_of([d for d in out.data if sent_by_broker(d, s.txn_markers)])
+    if not markers:
+        return []
+    rows = []
+    for r in writer_for(s.bootstrap).write(markers):
+        rows.append((s.events_topic, safe_text(r.get("transactionalId") or ""), _json_bytes({
+            "event": "TransactionMarkerWritten", "coordinatorPartition": coordinator_partition,
+            "timeMs": batch_time, "transactionalId": r.get("transactionalId"), "topic": r["topic"],
+            "partition": r["partition"], "producerId": r["producerId"], "producerEpoch": r["producerEpoch"],
+            "result": "COMMIT" if r["commit"] else "ABORT", "outcome": r["outcome"],
+            "errorCode": r["errorCode"]}), None, []))
+    return rows
+
+
 def make_step(settings: StepSettings):
     config = CoordinatorConfig(settings.coordinator)
 
@@ -250,6 +290,8 @@ def make_step(settings: StepSettings):
         if deadline is not None:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
         rows = output_rows(out, cp, settings, partition.component("metadata").max_message_bytes)
+        if settings.txn_markers != "json":
+            rows.extend(write_broker_markers(out, cp, settings, batch_time))
         for f in forged:
             rows.append((settings.events_topic, safe_text(f["recordKey"]), _json_bytes({
                 "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,

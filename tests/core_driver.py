@@ -79,19 +79,26 @@ class CoreDriver:
 
     # ------------------------------------------------------------------ requests
     def envelope(self, api: str, version: int, body: dict, *, correlation_id: int | None = None,
-                 client_id: str | None = None) -> tuple[int, bytes]:
+                 client_id: str | None = None, client_host: str | None = None,
+                 kafka_client: bool = False) -> tuple[int, bytes]:
         if correlation_id is None:
             self._cid += 1
             correlation_id = self._cid
         env = {"apiKey": api, "apiVersion": version, "correlationId": correlation_id,
                "clientId": self.client_id if client_id is None else client_id, "request": body}
+        if client_host is not None:  # as the gateway relays a Kafka client's request
+            env["clientHost"] = client_host
+        if kafka_client:  # as gateway/bridge.py marks every request it relays
+            env["kafkaClient"] = True
         return correlation_id, json.dumps(env).encode()
 
     def send(self, api: str, version: int, body: dict, *, key: str | None = None,
-             at: int | None = None, client_id: str | None = None) -> dict | None:
+             at: int | None = None, client_id: str | None = None, client_host: str | None = None,
+             kafka_client: bool = False) -> dict | None:
         """Send one request at time `at` (default: now) in a batch of its own; return its
         response, or None if the coordinator parked it."""
-        cid, raw = self.envelope(api, version, body, client_id=client_id)
+        cid, raw = self.envelope(api, version, body, client_id=client_id, client_host=client_host,
+                                 kafka_client=kafka_client)
         # Internal APIs (UpdateMetadata, WriteTxnMarkers) come from the coordinator's own
         # authenticated channel in the stream; the driver plays that channel for them.
         self.send_raw(raw, key=key, at=at)

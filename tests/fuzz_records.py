@@ -24,7 +24,8 @@ API_NAMES = ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGro
              "OffsetFetch", "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups",
              "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "InitProducerId", "AddPartitionsToTxn",
              "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeTransactions", "ListTransactions",
-             "WriteTxnMarkers", "UpdateMetadata", "TxnVerification", "TxnVerificationResult", "NoSuchApi"]
+             "WriteTxnMarkers", "UpdateMetadata", "TxnVerification", "TxnVerificationResult", "NoSuchApi",
+             "StreamsGroupHeartbeat", "StreamsGroupDescribe"]
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from coordinator.consumer.member import MemberState
 from coordinator.group.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 from coordinator.records import record_key
@@ -310,7 +312,7 @@ def test_consumer_group_member_using_classic_protocol_batch_leave_group():
 
 
 # ====================================================================== online upgrade
-def stable_classic_group(c, n: int = 1) -> list[dict]:
+def stable_classic_group(c, n: int = 1, user_data: bytes | None = None) -> list[dict]:
     """n classic members joined and synced with ConsumerProtocol assignments (generation 1)."""
     view = classic_view(c)
     kw = dict(protos=protos(("foo",)), session_timeout=SESSION, rebalance_timeout=REBALANCE)
@@ -326,7 +328,7 @@ def stable_classic_group(c, n: int = 1) -> list[dict]:
         if j is not leader:
             view.sync(j["memberId"], j["generationId"])
     _, resp = view.sync(leader["memberId"], leader["generationId"],
-                        {mid: encode_assignment({"foo": parts[mid]}) for mid in ids})
+                        {mid: encode_assignment({"foo": parts[mid]}, user_data) for mid in ids})
     assert resp["errorCode"] == 0 and c.group().state == "Stable"
     return [{"memberId": mid, "generationId": leader["generationId"], "partitions": parts[mid]} for mid in ids]
 
@@ -352,6 +354,8 @@ def test_consumer_group_heartbeat_with_stable_classic_group():
         record_key("ConsumerGroupTargetAssignmentMetadata", gid),
         record_key("ConsumerGroupCurrentMemberAssignment", gid, "m2")]
     assert c.records(mark)[0][1] is None
+    # Kafka 4.1's fromClassicGroup computes the metadata hash of the converted group.
+    assert c.records(mark)[2][1]["metadataHash"] == c._manager().compute_metadata_hash({"foo"}) != 0
     converted = c.records(mark)[5][1]
     assert (converted["memberEpoch"], converted["state"], converted["assignedPartitions"]) == (
         1, "STABLE", {"foo": [0, 1, 2, 3, 4, 5]})
@@ -406,7 +410,7 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group_refused():
     join_and_rebalance(view, protos=protos(("foo",)))  # its assignment bytes are not a ConsumerProtocolAssignment
     resp = c.join("m1", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        GROUP_ID_NOT_FOUND, f"Cannot upgrade the classic group {GROUP} to consumer group because the embedded "
+        GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because the embedded "
                             "consumer protocol is malformed.")
     assert c.group().type == "classic" and c.group().state == "Stable"
     c2 = client(group_consumer_max_size=1)
@@ -414,6 +418,24 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group_refused():
     resp = c2.join("m1", ["foo"])
     assert resp["errorMessage"] == (f"Cannot upgrade classic group {GROUP} to consumer group because the group "
                                     "size exceeds the consumer group maximum size.")
+
+
+@pytest.mark.parametrize("user_data,expect_upgrade", [(None, True), (b"", True), (b"\x00", False)])
+def test_consumer_group_heartbeat_with_custom_assignor_classic_group(user_data, expect_upgrade):
+    """GroupMetadataManagerTest.testConsumerGroupHeartbeatWithCustomAssignorClassicGroup: a classic
+    assignment carrying a custom assignor's userData cannot be upgraded (it would be lost)."""
+    c = client()
+    stable_classic_group(c, user_data=user_data)
+    mark = len(c.records())
+    resp = c.join("m2", ["foo"], assignor="range")
+    if expect_upgrade:
+        assert resp["errorCode"] == 0 and c.group().type == "consumer"
+    else:
+        assert (resp["errorCode"], resp["errorMessage"]) == (
+            GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported "
+                                "custom assignor is in use. Please refer to the documentation or switch to a default "
+                                "assignor before re-attempting the upgrade.")
+        assert c.group().type == "classic" and c.group().state == "Stable" and c.records(mark) == []
 
 
 def test_upgrade_disabled_by_policy():

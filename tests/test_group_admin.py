@@ -199,11 +199,16 @@ class FakeShareGroup(FakeGroup):
     type = "share"
 
 
+class FakeStreamsGroup(FakeGroup):
+    type = "streams"
+
+
 @pytest.fixture
 def fake_types():
     saved = dict(group_module._GROUP_TYPES)
     register_group_type(FakeGroup)
     register_group_type(FakeShareGroup)
+    register_group_type(FakeStreamsGroup)
     yield
     group_module._GROUP_TYPES.clear()
     group_module._GROUP_TYPES.update(saved)
@@ -244,6 +249,18 @@ def test_join_group_converts_an_empty_consumer_group(fake_types):
                                    "leader": None, "currentStateTimestamp": c.now, "members": []})]
 
 
+@pytest.mark.parametrize("members", [1, 0])
+def test_classic_group_join_on_streams_group(fake_types, members):
+    """GroupMetadataManagerTest.testClassicGroupJoinOnStreamsGroup: Kafka 4.1's classicGroupJoin
+    converts only consumer groups; a streams group, even empty, is INCONSISTENT_GROUP_PROTOCOL."""
+    c = client()
+    put(c, FakeStreamsGroup(c.group_id, members=members))
+    mark = len(c.records())
+    _, resp = c.join("")
+    assert (resp["errorCode"], resp["memberId"]) == (INCONSISTENT, "")
+    assert c.group().type == "streams" and c.records(mark) == []
+
+
 def test_join_group_to_a_share_group_is_inconsistent(fake_types):
     c = client()
     put(c, FakeShareGroup(c.group_id, members=0))
@@ -267,7 +284,7 @@ def test_rejected_requests_carry_the_reason(api, version, body):
 
 def test_unsupported_versions_are_rejected():
     c = client()
-    for api, version in [("JoinGroup", 1), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
+    for api, version in [("JoinGroup", 10), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
                          ("DescribeGroups", 7), ("ListGroups", 6), ("DeleteGroups", 3), ("LeaveGroup", 6),
                          ("SyncGroup", 6), ("Heartbeat", 5)]:
         _, resp = c.send(api, version, {"groupId": "group-id"})

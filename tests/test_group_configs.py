@@ -10,7 +10,7 @@ import state
 
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.errors import ApiError
-from coordinator.group.group_configs import parse, validate
+from coordinator.group.group_configs import group_configs, parse, validate
 from coordinator.messages import StateRecord
 from coordinator.routing import key_for_partition
 from tests.consumer_group_helpers import ConsumerGroupTestClient
@@ -19,6 +19,10 @@ INVALID_CONFIG, INVALID_REQUEST, NOT_COORDINATOR = 40, 42, 16
 GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CFG = CoordinatorConfig()
+# GroupConfig.CONFIG of Kafka 4.1.1, in its definition order.
+ALL_CONFIGS = [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
+               "share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
+               "streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas"]
 
 
 def set_op(name, value):
@@ -55,8 +59,8 @@ def message(overrides: dict) -> str:
 
 
 # ====================================================================== GroupConfigTest
-@pytest.mark.parametrize("name", [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
-                                  "share.record.lock.duration.ms"])
+@pytest.mark.parametrize("name", [n for n in ALL_CONFIGS if n not in ("share.auto.offset.reset",
+                                                                       "share.isolation.level")])
 @pytest.mark.parametrize("value", ["not_a_number", "-0.1", "1.2", "", "2147483648", "1_000", "0x10"])
 def test_from_props_invalid(name, value):
     assert message({name: value}) == f"Invalid value {value} for configuration {name}: Not a number of type INT"
@@ -88,9 +92,58 @@ def test_invalid_props():
             "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
         ("share.record.lock.duration.ms", "70000"):
             "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
+        ("streams.session.timeout.ms", "1"):
+            "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms",
+        ("streams.session.timeout.ms", "70000"):
+            "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms",
+        ("streams.heartbeat.interval.ms", "1000"):
+            "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms",
+        ("streams.heartbeat.interval.ms", "70000"):
+            "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms",
+        ("streams.num.standby.replicas", "3"):
+            "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+        ("streams.num.standby.replicas", "-1"):
+            "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0",
+        ("share.isolation.level", "read_commit"): "Invalid value read_commit for configuration "
+            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        ("share.isolation.level", "READ_COMMITTED"): "Invalid value READ_COMMITTED for configuration "
+            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
     }
     for (name, value), expected in cases.items():
         assert message({name: value}) == expected
+    for value in ("hello", "by_duration", "by_duration:-PT10S", "by_duration:invalid", "none", "LATEST",
+                  "by_duration:PT", "by_duration:P", "by_duration:PT-1S", "by_duration:P106751991167301D"):
+        assert message({"share.auto.offset.reset": value}) == (
+            f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value `{value}` for "
+            f"configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the "
+            f"format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def test_valid_share_auto_offset_reset_and_isolation_level_values():
+    """GroupConfigTest.testValidShareAutoOffsetResetValues / testValidShareIsolationLevelValues (the
+    by_duration part is java.time.Duration.parse: case-insensitive letters, signs, a fraction)."""
+    for value in ("latest", "earliest", "by_duration:PT10S", "by_duration:P1DT2H3M4.5S", "by_duration:pt0s",
+                  "by_duration:-PT-10S", "by_duration:PT1,5S", "by_duration:P0D", " latest "):
+        assert validate({"share.auto.offset.reset": value}, CFG)["share.auto.offset.reset"] == value.strip()
+    for value in ("read_committed", "read_uncommitted"):
+        assert validate({"share.isolation.level": value}, CFG)["share.isolation.level"] == value
+
+
+def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
+    """GroupConfigManager.validate combines extractConsumerGroupConfigMap with the new configs: the
+    share.* and streams.* configs a request leaves out take GroupConfig's own defaults there, so
+    the coordinator's group.share.session.timeout.ms does not count, its bounds do."""
+    cfg = CoordinatorConfig({"group.share.min.session.timeout.ms": 50000, "group.share.session.timeout.ms": 55000,
+                             "group.share.max.session.timeout.ms": 60000})
+    with pytest.raises(ApiError) as e:
+        validate({SESSION: "50000"}, cfg)
+    assert e.value.message == ("share.session.timeout.ms must be greater than or equal to "
+                               "group.share.min.session.timeout.ms")
+    # A group's GroupConfig (what it uses and DescribeConfigs shows) starts from extractGroupConfigMap:
+    # the coordinator's consumer.* and share.* values, GroupConfig's defaults for streams.*.
+    cfg = CoordinatorConfig({"group.streams.session.timeout.ms": 50000, "group.share.session.timeout.ms": 50000})
+    values = parse({SESSION: "50000"}, cfg)
+    assert (values["share.session.timeout.ms"], values["streams.session.timeout.ms"]) == (50000, 45000)
 
 
 def test_session_must_be_greater_than_heartbeat():
@@ -105,7 +158,10 @@ def test_session_must_be_greater_than_heartbeat():
 def test_from_props_with_default_value():
     values = parse({SESSION: "50000"}, CFG)
     assert values == {SESSION: 50000, HEARTBEAT: 5000, "share.session.timeout.ms": 45000,
-                      "share.heartbeat.interval.ms": 5000, "share.record.lock.duration.ms": 30000}
+                      "share.heartbeat.interval.ms": 5000, "share.record.lock.duration.ms": 30000,
+                      "share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
+                      "streams.session.timeout.ms": 45000, "streams.heartbeat.interval.ms": 5000,
+                      "streams.num.standby.replicas": 0}
 
 
 def test_invalid_config_name():
@@ -207,8 +263,7 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
     result = c.describe_configs(synonyms=True, documentation=True)
     assert (result["errorCode"], result["errorMessage"]) == (0, "")
     by_name = {e["name"]: e for e in result["configs"]}
-    assert list(by_name) == [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
-                             "share.record.lock.duration.ms"]
+    assert list(by_name) == ALL_CONFIGS
     assert by_name[HEARTBEAT] == {
         "name": HEARTBEAT, "value": "6000", "readOnly": False, "configSource": 8, "isSensitive": False,
         "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}], "configType": 3,
@@ -226,6 +281,30 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
 def test_describe_follows_the_coordinator_settings_for_unset_configs():
     c = Client(**{"group_consumer_session_timeout_ms": 50000})
     assert c.values()[SESSION] == ("50000", 5)
+
+
+def test_describe_share_and_streams_configs():
+    """ConfigHelper.createGroupConfigEntry for the STRING configs (configType STRING) and the
+    streams.* configs; the accessors the share and streams group types read."""
+    c = Client(**{"group_streams_session_timeout_ms": 50000, "group_share_heartbeat_interval_ms": 6000})
+    accessors = group_configs(c.d.component("groups"))  # the partition is reloaded after each batch
+    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
+            accessors.streams_session_timeout_ms(c.group_id), accessors.share_heartbeat_interval_ms(c.group_id),
+            accessors.streams_num_standby_replicas(c.group_id)) == ("latest", "read_uncommitted", 50000, 6000, 0)
+    assert c.values()["streams.session.timeout.ms"] == ("45000", 5)  # GroupConfig's default, as Kafka shows
+    assert c.alter(set_op("share.auto.offset.reset", " by_duration:PT1H "), set_op("streams.num.standby.replicas", "2"),
+                   set_op("share.isolation.level", "read_committed"))["errorCode"] == 0
+    entries = {e["name"]: e for e in c.describe_configs(synonyms=True)["configs"]}
+    assert entries["share.auto.offset.reset"] == {
+        "name": "share.auto.offset.reset", "value": "by_duration:PT1H", "readOnly": False, "configSource": 8,
+        "isSensitive": False, "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H",
+                                            "source": 8}], "configType": 2, "documentation": None}
+    assert (entries["streams.num.standby.replicas"]["value"], entries["streams.num.standby.replicas"]["configType"]) \
+        == ("2", 3)
+    accessors = group_configs(c.d.component("groups"))
+    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
+            accessors.streams_num_standby_replicas(c.group_id), accessors.streams_session_timeout_ms(c.group_id),
+            accessors.share_heartbeat_interval_ms(c.group_id)) == ("by_duration:PT1H", "read_committed", 2, 45000, 6000)
 
 
 # ====================================================================== the heartbeat uses them

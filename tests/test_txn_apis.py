@@ -93,7 +93,8 @@ def test_marker_record_format():
     assert json.loads(m.key) == ["TxnMarker", "ABORT", p.producer_id, p.epoch]
     assert json.loads(m.value) == {"version": 0, "type": "ABORT", "transactionalId": TID,
                                    "producerId": p.producer_id, "producerEpoch": p.epoch,
-                                   "coordinatorPartition": d.partition_id, "transactionVersion": 2}
+                                   "coordinatorPartition": d.partition_id, "transactionVersion": 2,
+                                   "clientKind": "json"}
     assert parse_marker(m.headers, m.value)["type"] == "ABORT"
     assert parse_marker([("other", b"x")], m.value) is None
 

@@ -58,12 +58,12 @@ class Producer:
         self.d, self.tid, self.timeout_ms = d, tid, timeout_ms
         self.producer_id, self.epoch = NO_PRODUCER_ID, NO_PRODUCER_EPOCH
 
-    def init(self, version: int = 5, keep: bool = False, **body) -> dict:
+    def init(self, version: int = 5, keep: bool = False, kafka_client: bool = False, **body) -> dict:
         req = {"transactionalId": self.tid, "transactionTimeoutMs": self.timeout_ms}
         if keep:
             req.update(producerId=self.producer_id, producerEpoch=self.epoch)
         req.update(body)
-        r = self.d.send("InitProducerId", version, req)
+        r = self.d.send("InitProducerId", version, req, kafka_client=kafka_client)
         if r["errorCode"] == 0:
             self.producer_id, self.epoch = r["producerId"], r["producerEpoch"]
         return r

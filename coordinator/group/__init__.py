@@ -3,7 +3,8 @@ admin APIs.
 
 Importing this package registers the "groups" component and its APIs (JoinGroup, SyncGroup,
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe, ShareGroupHeartbeat, ShareGroupDescribe, and IncrementalAlterConfigs /
+DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe, StreamsGroupHeartbeat, StreamsGroupDescribe,
+ShareGroupHeartbeat, ShareGroupDescribe, and IncrementalAlterConfigs /
 DescribeConfigs for GROUP resources) and the group side of transactions
 (TxnOffsetCommit, WriteTxnMarkers).
 """
@@ -14,7 +15,7 @@ from .classic import ClassicGroup, ClassicGroupMember, IllegalStateError
 from .component import GroupCoordinator
 from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)
 from . import group_configs  # noqa: F401,E402  (per-group configs: IncrementalAlterConfigs / DescribeConfigs)
-from . import share_apis, share_manager  # noqa: F401,E402  (KIP-932 share groups: ShareGroupHeartbeat / Describe)
+from . import streams_apis, streams_manager  # noqa: F401,E402  (KIP-1071 streams groups)
 from .group import Group, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
 

@@ -30,7 +30,8 @@ def join_response(version: int, error: Error = Errors.NONE, *, generation_id: in
         protocol_name = ""
     if version >= 7 and protocol_name == "":
         protocol_name = None
-    body: dict = {"throttleTimeMs": 0, "errorCode": error.code, "generationId": generation_id}
+    body: dict = {"throttleTimeMs": 0} if version >= 2 else {}
+    body.update(errorCode=error.code, generationId=generation_id)
     if version >= 7:
         body["protocolType"] = protocol_type
     body["protocolName"] = protocol_name
@@ -254,7 +255,7 @@ def _delete_error(version, body, error, message):
 NULLABLE = (0, None)
 
 JOIN_GROUP = register(ApiSpec(
-    name="JoinGroup", api_key=11, min_version=2, max_version=9,
+    name="JoinGroup", api_key=11, min_version=0, max_version=9,
     request=Struct(
         F("groupId", "string"),
         F("sessionTimeoutMs", "int32"),

@@ -23,7 +23,7 @@ from ..records import record_key
 from .apis import heartbeat_response, join_response, leave_response, sync_response
 from .classic import (COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, NO_LEADER, PREPARING_REBALANCE,
                       STABLE, ClassicGroup, ClassicGroupMember, IllegalStateError)
-from .group import CLASSIC, CONSUMER, STREAMS
+from .group import CLASSIC, CONSUMER
 
 UNKNOWN_MEMBER_ID = ""
 
@@ -83,9 +83,9 @@ class ClassicGroupManager:
 
     @staticmethod
     def client_host(request: Request) -> str:
-        # Kafka records the client's socket address ("/10.0.0.1"); requests reach this service
-        # through a topic, so there is none to record.
-        return ""
+        # Kafka records the client's socket address ("/10.0.0.1"). A request relayed by the gateway
+        # carries it (envelope `clientHost`); one written to the request topic directly has none.
+        return request.client_host
 
     def transition(self, group: ClassicGroup, target: str) -> None:
         previous = group.transition_to(target, self.now)
@@ -131,6 +131,9 @@ class ClassicGroupManager:
     def join_group(self, request: Request) -> dict | None:
         body, version, reply = request.body, request.api_version, request.reply
         group_id, member_id = body["groupId"], body["memberId"]
+        if version == 0:
+            # JoinGroupRequest.maybeOverrideRebalanceTimeout: v0 has none, the session timeout is used.
+            body["rebalanceTimeoutMs"] = body["sessionTimeoutMs"]
         # GroupCoordinatorService checks.
         if group_id == "":
             return join_response(version, Errors.INVALID_GROUP_ID, member_id=member_id)
@@ -149,7 +152,9 @@ class ClassicGroupManager:
             if existing.type == CONSUMER and not existing.is_empty():
                 # classicGroupJoinToConsumerGroup: the KIP-848 migration path of the group type.
                 return existing.classic_join(self.c, request)
-            if existing.type == CONSUMER or (existing.type == STREAMS and existing.is_empty()):
+            if existing.type == CONSUMER:
+                # An empty consumer group is converted; any other type (a streams group too, even
+                # empty: Kafka 4.1's classicGroupJoin) is INCONSISTENT_GROUP_PROTOCOL.
                 convert = True
             else:
                 return join_response(version, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)

@@ -13,9 +13,13 @@ Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import ti
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
+import struct
 import uuid
 from typing import Iterable
+
+import xxhash
 
 from ..consumer._java import order_key
 from ..consumer.assignors import ASSIGNORS, PartitionAssignorException
@@ -32,6 +36,7 @@ from ..consumer.target_assignment import TargetAssignmentBuilder
 from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
+from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..timers import Timer
 from .admin import GROUP_AUTHORIZED_OPERATIONS
@@ -121,22 +126,57 @@ def kafka_uuid(seed: str) -> str:
         n += 1
 
 
-def topic_hash(name: str, topic_id: str | None, partitions: int) -> int:
-    """A signed 64-bit hash of what Kafka's Utils.computeTopicHash covers (topic id, name, number of
-    partitions; racks are not known here). Kafka uses XXH3 over its own serialisation; the value
-    differs, the behaviour (a changed hash bumps the group epoch) does not."""
-    h = hashlib.sha256(f"\x00{topic_id or ''}\x00{name}\x00{partitions}".encode("utf-8", "surrogatepass")).digest()
-    return int.from_bytes(h[:8], "big", signed=True)
+def unknown_topic_key(topic_id: str) -> str:
+    """The name under which assignments hold partitions of a topic id the metadata does not know
+    (not a legal topic name, so no topic has it)."""
+    return f"<unknown topic id {topic_id}>"
+
+
+TOPIC_HASH_MAGIC_BYTE = b"\x00"  # Utils.TOPIC_HASH_MAGIC_BYTE: the version of the topic hash
+
+
+def _java_long(unsigned: int) -> int:
+    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
+
+
+def _hash4j_string(s: str) -> bytes:
+    """hash4j's HashSink.putString: the UTF-16 code units (little-endian), then the length in chars."""
+    units = s.encode("utf-16-le", "surrogatepass")
+    return units + struct.pack("<i", len(units) // 2)
+
+
+def _uuid_bytes(topic_id: str | None) -> bytes:
+    """A Kafka Uuid string's 16 bytes (most then least significant bits, big-endian: the two
+    putLong calls write them little-endian each)."""
+    try:
+        raw = base64.urlsafe_b64decode((topic_id or "") + "==")
+    except ValueError:
+        raw = b""
+    return raw if len(raw) == 16 else bytes(16)
+
+
+def topic_hash(name: str, topic_id: str | None, partitions: int, racks: list[list[str]] | None = None) -> int:
+    """Utils.computeTopicHash (Kafka 4.1): streaming XXH3-64 over the magic byte, the topic id, the
+    name, the number of partitions and each partition's index followed by its replicas' racks
+    (Java string order, each as its length then the string; `racks[i]` for partition i, None when
+    the brokers have no `broker.rack`)."""
+    msb, lsb = struct.unpack(">qq", _uuid_bytes(topic_id))
+    data = [TOPIC_HASH_MAGIC_BYTE, struct.pack("<qq", msb, lsb), _hash4j_string(name), struct.pack("<i", partitions)]
+    for i in range(partitions):
+        data.append(struct.pack("<i", i))
+        for rack in sorted(racks[i] if racks and i < len(racks) else (), key=order_key):
+            data.append(struct.pack("<i", len(rack.encode("utf-16-le", "surrogatepass")) // 2))
+            data.append(_hash4j_string(rack))
+    return _java_long(xxhash.xxh3_64_intdigest(b"".join(data)))
 
 
 def group_hash(topic_hashes: dict[str, int]) -> int:
-    """Utils.computeGroupHash: 0 for no topics, else an ordered combination by topic name."""
+    """Utils.computeGroupHash: 0 for no topics, else XXH3-64 over the topic hashes in Java string
+    order of the topic names."""
     if not topic_hashes:
         return 0
-    acc = hashlib.sha256()
-    for name in sorted(topic_hashes, key=order_key):
-        acc.update(topic_hashes[name].to_bytes(8, "big", signed=True))
-    return int.from_bytes(acc.digest()[:8], "big", signed=True)
+    data = b"".join(struct.pack("<q", topic_hashes[name]) for name in sorted(topic_hashes, key=order_key))
+    return _java_long(xxhash.xxh3_64_intdigest(data))
 
 
 class ConsumerGroupManager:
@@ -174,8 +214,8 @@ class ConsumerGroupManager:
 
     def compute_metadata_hash(self, topic_names: Iterable[str]) -> int:
         """ModernGroup.computeMetadataHash over the subscribed topics that exist."""
-        topics, ids = self.topics(), self.metadata.topic_ids
-        return group_hash({t: topic_hash(t, ids.get(t), topics[t]) for t in topic_names if t in topics})
+        topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
+        return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in topic_names if t in topics})
 
     def consumer_group(self, group_id: str) -> ConsumerGroup:
         """GroupMetadataManager.consumerGroup(groupId)."""
@@ -204,14 +244,16 @@ class ConsumerGroupManager:
                         groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
 
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
-        """The request's owned partitions by topic name (topic ids the metadata does not know map to
-        a key no topic has, so they match no assignment, as an unknown id does in Kafka)."""
+        """The request's owned partitions by topic name. A topic id the metadata does not know maps
+        to `unknown_topic_key(id)`: no topic has that name, but the partitions of a deleted or
+        re-created topic are renamed to it in the assignments (`on_metadata_change`), so a member
+        still owning them is seen owning them, as Kafka (keyed by id) sees it."""
         if topic_partitions is None:
             return None
         names = {tid: name for name, tid in self.metadata.topic_ids.items()}
         owned: dict[str, set] = {}
         for tp in topic_partitions:
-            name = names.get(tp["topicId"], f"<unknown topic id {tp['topicId']}>")
+            name = names.get(tp["topicId"]) or unknown_topic_key(tp["topicId"])
             owned.setdefault(name, set()).update(tp["partitions"])
         return {t: frozenset(p) for t, p in owned.items()}
 
@@ -274,7 +316,8 @@ class ConsumerGroupManager:
         updated = member.with_heartbeat(
             instance_id=instance_id, rack_id=body["rackId"], rebalance_timeout_ms=body["rebalanceTimeoutMs"],
             server_assignor=body["serverAssignor"], subscribed_topic_names=subscribed_names,
-            subscribed_topic_regex=regex, client_id=request.reply.client_id, client_host="")
+            subscribed_topic_regex=regex, client_id=request.reply.client_id,
+            client_host=request.client_host)
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
@@ -762,9 +805,54 @@ class ConsumerGroupManager:
         ext["metadataVersion"] = max(self.now, ext.get("metadataVersion", -1) + 1)
         if "newTopicsVersion" not in ext or set(new) - set(old):
             ext["newTopicsVersion"] = ext["metadataVersion"]
-        for group in self.c.groups.values():
+        gone = self._topics_gone()
+        for group in list(self.c.groups.values()):
             if isinstance(group, ConsumerGroup):
                 group.request_metadata_refresh()
+                if gone:
+                    self._rename_gone_topics(group, gone)
+
+    def _topics_gone(self) -> dict[str, str]:
+        """The topics of the previous metadata that no longer exist under their id: deleted, or
+        re-created under the same name (a new id). name -> old id."""
+        before, now = self.metadata.previous_topic_ids, self.metadata.topic_ids
+        gone = {}
+        for name, old_id in before.items():
+            new_id = now.get(name)
+            if new_id is None or (new_id != old_id and ZERO_UUID not in (new_id, old_id)):
+                gone[name] = old_id
+        return gone
+
+    def _rename_gone_topics(self, group: ConsumerGroup, gone: dict[str, str]) -> None:
+        """Kafka keys assignments by topic id, so the partitions of a topic that is gone (deleted,
+        or re-created with a new id) are no longer the topic's of that name: they must be revoked,
+        and a re-created topic's partitions are assigned anew. Here assignments are keyed by name;
+        the old partitions are renamed to `unknown_topic_key(old id)` in the members' current and
+        target assignments (records, replayed), which no topic has: the next assignment treats
+        them as gone and the topic's partitions as new, and a member reporting the old id still
+        owns them until it revokes them."""
+        def renamed(assignment):
+            if not any(t in gone for t in assignment):
+                return None
+            out: dict = {}
+            for topic, partitions in assignment.items():
+                key = unknown_topic_key(gone[topic]) if topic in gone else topic
+                out[key] = frozenset(out.get(key, frozenset()) | partitions)
+            return out
+        gid = group.group_id
+        for member in list(group.members.values()):
+            assigned = renamed(member.assigned_partitions)
+            pending = renamed(member.partitions_pending_revocation)
+            if assigned is not None or pending is not None:
+                updated = dataclasses.replace(
+                    member, assigned_partitions=freeze(member.assigned_partitions if assigned is None else assigned),
+                    partitions_pending_revocation=freeze(member.partitions_pending_revocation if pending is None
+                                                         else pending))
+                self.c.append_and_replay(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
+        for member_id, assignment in list(group.target_assignment.items()):
+            target = renamed(assignment)
+            if target is not None:
+                self.c.append_and_replay(record_key(R_TARGET, gid, member_id), target_value(freeze(target)))
 
     # ================================================================ ConsumerGroupDescribe
     def consumer_group_describe(self, request: Request) -> dict:

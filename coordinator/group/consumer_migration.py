@@ -217,7 +217,7 @@ class ClassicMembers:
                 raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
             self.throw_if_rebalance_in_progress(group, member)
             assignment = encode_assignment(
-                {t: sorted(p) for t, p in member.assigned_partitions.items()},
+                {t: sorted(p) for t, p in self.known_topics(member.assigned_partitions).items()},
                 version=assignment_version(member.supported_classic_protocols))
         except ApiError as e:
             return sync_response(version, e.error)
@@ -282,7 +282,14 @@ class ClassicMembers:
         group.group_epoch = group.target_assignment_epoch = generation
         try:
             for cm in classic.members.values():
-                assigned = self.known_topics(decode_assignment(cm.assignment or "").as_dict())
+                decoded = decode_assignment(cm.assignment or "")
+                if decoded.user_data:
+                    # Kafka 4.1: a custom assignor's userData would be lost (UnsupportedVersionException).
+                    raise ApiError(Errors.GROUP_ID_NOT_FOUND,
+                                   f"Cannot upgrade classic group {gid} to consumer group because an unsupported "
+                                   "custom assignor is in use. Please refer to the documentation or switch to a "
+                                   "default assignor before re-attempting the upgrade.")
+                assigned = self.known_topics(decoded.as_dict())
                 subscription = decode_subscription(cm.metadata(classic.protocol_name))
                 member = ConsumerGroupMember(
                     cm.member_id, member_epoch=generation, previous_member_epoch=generation, state=MemberState.STABLE,
@@ -296,14 +303,15 @@ class ClassicMembers:
                 group.update_member(member)
         except SchemaError as e:
             raise ApiError(Errors.GROUP_ID_NOT_FOUND,
-                           f"Cannot upgrade the classic group {gid} to consumer group because the embedded "
+                           f"Cannot upgrade classic group {gid} to consumer group because the embedded "
                            "consumer protocol is malformed.") from e
-        # The metadata hash is left at 0 (not computed by the conversion): the joining member's
-        # heartbeat computes it and bumps the group epoch.
-        from .consumer_manager import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+        from .consumer_manager import (current_value, group_epoch_value, manager, member_value, target_epoch_value,
+                                       target_value)
+        # Kafka 4.1's fromClassicGroup computes the metadata hash of the members' subscriptions.
+        group.metadata_hash = manager(self.c).compute_metadata_hash(group.subscribed_topic_names())
         members = list(group.members.values())
         records += [(record_key(R_MEMBER, gid, mm.member_id), member_value(mm)) for mm in members]
-        records.append((record_key(R_GROUP, gid), group_epoch_value(generation, 0)))
+        records.append((record_key(R_GROUP, gid), group_epoch_value(generation, group.metadata_hash)))
         records += [(record_key(R_TARGET, gid, mm.member_id), target_value(group.target_assignment[mm.member_id]))
                     for mm in members]
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(generation)))
@@ -366,7 +374,7 @@ class ClassicMembers:
             except ApiError:
                 version = 0
             cm.assignment = assignments[cm.member_id] = encode_assignment(
-                {t: sorted(p) for t, p in target.items()}, version=version)
+                {t: sorted(p) for t, p in self.known_topics(target).items()}, version=version)
 
         before = self.m._state(gid)
         for m in leaving:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..api import ApiSpec, register
 from ..errors import ApiError, Errors
@@ -27,104 +28,226 @@ from .component import GroupCoordinator
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
-CONFIG_TYPE_INT = 3  # DescribeConfigsResponse.ConfigType.INT
+CONFIG_TYPES = {"STRING": 2, "INT": 3}  # DescribeConfigsResponse.ConfigType
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 RECORD = "GroupConfig"
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
-
-
-@dataclass(frozen=True)
-class ConfigKey:
-    name: str
-    setting: str  # the coordinator setting that is the default (GroupCoordinatorConfig.extractGroupConfigMap)
-    at_least: int
-    doc: str
-
-
-# GroupConfig.CONFIG, in its definition order (the order ConfigDef parses and validates in).
-CONFIG_KEYS = (
-    ConfigKey(CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.session.timeout.ms", 1,
-              "The timeout to detect client failures when using the consumer group protocol."),
-    ConfigKey(CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.heartbeat.interval.ms", 1,
-              "The heartbeat interval given to the members of a consumer group."),
-    ConfigKey(SHARE_SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", 1,
-              "The timeout to detect client failures when using the share group protocol."),
-    ConfigKey(SHARE_HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", 1,
-              "The heartbeat interval given to the members of a share group."),
-    ConfigKey(SHARE_RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", 1000,
-              "The record acquisition lock duration in milliseconds for share groups."),
-)
-KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
-
-# GroupConfig.validateValues: (config, coordinator setting, "greater"/"less" bound), in its order.
-_BOUNDS = (
-    (CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.min.heartbeat.interval.ms", "max.heartbeat",
-     "group.consumer.max.heartbeat.interval.ms"),
-    (CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.min.session.timeout.ms", "max.session",
-     "group.consumer.max.session.timeout.ms"),
-    (SHARE_HEARTBEAT_INTERVAL_MS, "group.share.min.heartbeat.interval.ms", "max.heartbeat",
-     "group.share.max.heartbeat.interval.ms"),
-    (SHARE_SESSION_TIMEOUT_MS, "group.share.min.session.timeout.ms", "max.session",
-     "group.share.max.session.timeout.ms"),
-    (SHARE_RECORD_LOCK_DURATION_MS, "group.share.min.record.lock.duration.ms", "max.lock",
-     "group.share.max.record.lock.duration.ms"),
-)
-
-_JAVA_INT = re.compile(r"[+-]?\d+")
-_JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim strips every char <= ' '
+SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
+SHARE_ISOLATION_LEVEL = "share.isolation.level"
+STREAMS_SESSION_TIMEOUT_MS = "streams.session.timeout.ms"
+STREAMS_HEARTBEAT_INTERVAL_MS = "streams.heartbeat.interval.ms"
+STREAMS_NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
 
 
 def invalid(message: str) -> ApiError:
     return ApiError(Errors.INVALID_CONFIG, message)
 
 
+# ---------------------------------------------------------------------- validators (ConfigDef's)
+def _at_least(minimum: int):
+    def check(name: str, value: int) -> None:  # ConfigDef.Range.atLeast
+        if value < minimum:
+            raise invalid(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+    return check
+
+
+def _one_of(*valid: str):
+    def check(name: str, value: str) -> None:  # ConfigDef.ValidString.in (case-sensitive)
+        if value not in valid:
+            raise invalid(f"Invalid value {value} for configuration {name}: String must be one of: "
+                          + ", ".join(valid))
+    return check
+
+
+# java.time.Duration.parse's pattern (case-insensitive).
+_ISO_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+                           r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+                           re.IGNORECASE)
+
+
+def java_duration_nanos(text: str) -> int:
+    """java.time.Duration.parse(text) in nanoseconds; ValueError where Java throws (no match, a bare
+    `T`, no section, a long overflow)."""
+    m = _ISO_DURATION.fullmatch(text)
+    if m is None or m.group(3) == "T" or all(m.group(i) is None for i in (2, 4, 5, 6)):
+        raise ValueError(text)
+
+    def long(v: int) -> int:
+        if not LONG_MIN <= v <= LONG_MAX:
+            raise ValueError(text)  # Math.multiplyExact / addExact
+        return v
+
+    days, hours, minutes, seconds = (long(long(int(m.group(i) or 0)) * unit)
+                                     for i, unit in ((2, 86400), (4, 3600), (5, 60), (6, 1)))
+    total = long(days + long(hours + long(minutes + seconds)))
+    fraction = int((m.group(7) or "").ljust(9, "0") or 0)
+    nanos = total * 10**9 + (-fraction if (m.group(6) or "").startswith("-") else fraction)
+    long(nanos // 10**9)  # Duration.ofSeconds(seconds, nanoAdjustment)
+    if m.group(1) == "-":
+        nanos = -nanos
+        long(nanos // 10**9)  # Duration.negated
+    return nanos
+
+
+def _share_auto_offset_reset(name: str, value: str) -> None:
+    """ShareGroupAutoOffsetResetStrategy.Validator: earliest, latest or by_duration:<ISO-8601, >= 0>."""
+    ok = value in ("earliest", "latest")
+    if not ok and value.startswith("by_duration:"):
+        try:
+            ok = java_duration_nanos(value[len("by_duration:"):]) >= 0
+        except ValueError:
+            ok = False
+    if not ok:
+        raise invalid(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for configuration "
+                      f"{name}. The value must be either 'earliest', 'latest' or of the format "
+                      f"'by_duration:<PnDTnHnMn.nS>'.")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str  # "INT" or "STRING" (ConfigDef.Type)
+    default: int | str  # GroupConfig's own default (ConfigDef)
+    validator: Callable[[str, Any], None]
+    doc: str
+    # The coordinator setting that replaces `default` where Kafka passes the broker's values
+    # (GroupCoordinatorConfig.extractGroupConfigMap: consumer.* and share.* INT configs only).
+    setting: str | None = None
+
+
+_SHARE_AUTO_OFFSET_RESET_DOC = (
+    "The strategy to initialize the share-partition start offset. "
+    "<ul><li>earliest: automatically reset the offset to the earliest offset</li>"
+    "<li>latest: automatically reset the offset to the latest offset</li>"
+    "<li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration from the current "
+    "timestamp. &lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). "
+    "Negative duration is not allowed.</li>"
+    "<li>anything else: throw exception to the share consumer.</li></ul>")
+_SHARE_ISOLATION_LEVEL_DOC = (
+    "Controls how to read records written transactionally. If set to \"read_committed\", the share group will "
+    "only deliver transactional records which have been committed. If set to \"read_uncommitted\", the share "
+    "group will return all messages, even transactional messages which have been aborted. Non-transactional "
+    "records will be returned unconditionally in either mode.")
+
+# GroupConfig.CONFIG of Kafka 4.1.1, in its definition order (the order ConfigDef parses and validates in).
+CONFIG_KEYS = (
+    ConfigKey(CONSUMER_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
+              "The timeout to detect client failures when using the consumer group protocol.",
+              "group.consumer.session.timeout.ms"),
+    ConfigKey(CONSUMER_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1),
+              "The heartbeat interval given to the members of a consumer group.",
+              "group.consumer.heartbeat.interval.ms"),
+    ConfigKey(SHARE_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
+              "The timeout to detect client failures when using the share group protocol.",
+              "group.share.session.timeout.ms"),
+    ConfigKey(SHARE_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1),
+              "The heartbeat interval given to the members of a share group.",
+              "group.share.heartbeat.interval.ms"),
+    ConfigKey(SHARE_RECORD_LOCK_DURATION_MS, "INT", 30000, _at_least(1000),
+              "The record acquisition lock duration in milliseconds for share groups.",
+              "group.share.record.lock.duration.ms"),
+    ConfigKey(SHARE_AUTO_OFFSET_RESET, "STRING", "latest", _share_auto_offset_reset, _SHARE_AUTO_OFFSET_RESET_DOC),
+    ConfigKey(SHARE_ISOLATION_LEVEL, "STRING", "read_uncommitted", _one_of("read_committed", "read_uncommitted"),
+              _SHARE_ISOLATION_LEVEL_DOC),
+    ConfigKey(STREAMS_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
+              "The timeout to detect client failures when using the streams group protocol."),
+    ConfigKey(STREAMS_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "The heartbeat interval given to the members."),
+    ConfigKey(STREAMS_NUM_STANDBY_REPLICAS, "INT", 0, _at_least(0), "The number of standby replicas for each task."),
+)
+KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
+# The coordinator settings that are the defaults when Kafka falls back to its own (no group config).
+FALLBACK_SETTINGS = {
+    **{k.name: k.setting for k in CONFIG_KEYS if k.setting},
+    STREAMS_SESSION_TIMEOUT_MS: "group.streams.session.timeout.ms",
+    STREAMS_HEARTBEAT_INTERVAL_MS: "group.streams.heartbeat.interval.ms",
+    STREAMS_NUM_STANDBY_REPLICAS: "group.streams.num.standby.replicas",
+}
+
+# GroupConfig.validateValues: (config, lower-bound setting, upper-bound setting), in its order
+# (None: no bound on that side).
+_BOUNDS = (
+    (CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.min.heartbeat.interval.ms",
+     "group.consumer.max.heartbeat.interval.ms"),
+    (CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    (SHARE_HEARTBEAT_INTERVAL_MS, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    (SHARE_SESSION_TIMEOUT_MS, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    (SHARE_RECORD_LOCK_DURATION_MS, "group.share.min.record.lock.duration.ms",
+     "group.share.max.record.lock.duration.ms"),
+    (STREAMS_HEARTBEAT_INTERVAL_MS, "group.streams.min.heartbeat.interval.ms",
+     "group.streams.max.heartbeat.interval.ms"),
+    (STREAMS_SESSION_TIMEOUT_MS, "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
+    (STREAMS_NUM_STANDBY_REPLICAS, None, "group.streams.max.standby.replicas"),
+)
+_SESSION_OVER_HEARTBEAT = ((CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
+                           (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS),
+                           (STREAMS_SESSION_TIMEOUT_MS, STREAMS_HEARTBEAT_INTERVAL_MS))
+
+_JAVA_INT = re.compile(r"[+-]?\d+")
+_JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim strips every char <= ' '
+
+
 def defaults(config) -> dict[str, int]:
-    """The coordinator's values of every group config (extractGroupConfigMap)."""
-    return {k.name: config[k.setting] for k in CONFIG_KEYS}
+    """GroupCoordinatorConfig.extractGroupConfigMap: the coordinator's consumer.* and share.* INT
+    values, the defaults of a group's GroupConfig and of DescribeConfigs (the other configs take
+    GroupConfig's own defaults there, whatever the coordinator's group.streams.* settings)."""
+    return {k.name: config[k.setting] for k in CONFIG_KEYS if k.setting}
 
 
-def _parse_int(name: str, value) -> int:
-    """ConfigDef.parseType for INT, then Range.atLeast."""
-    if isinstance(value, int):
-        parsed = value
+def _validation_defaults(config) -> dict[str, int]:
+    """GroupConfigManager.validate puts only extractConsumerGroupConfigMap under the new configs."""
+    return {name: config[KEYS_BY_NAME[name].setting]
+            for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS)}
+
+
+def _parse_value(key: ConfigKey, value):
+    """ConfigDef.parseValue: parseType (INT: Integer.parseInt of the trimmed string; STRING: trimmed),
+    then the key's validator."""
+    name = key.name
+    if key.type == "INT":
+        if isinstance(value, int):
+            parsed = value
+        else:
+            trimmed = value.strip(_JAVA_TRIM)
+            parsed = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
+            if parsed is None or not INT_MIN <= parsed <= INT_MAX:
+                raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
     else:
-        trimmed = value.strip(_JAVA_TRIM)
-        parsed = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
-        if parsed is None or not INT_MIN <= parsed <= INT_MAX:
-            raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
-    at_least = KEYS_BY_NAME[name].at_least
-    if parsed < at_least:
-        raise invalid(f"Invalid value {parsed} for configuration {name}: Value must be at least {at_least}")
+        parsed = value.strip(_JAVA_TRIM)
+    key.validator(name, parsed)
     return parsed
 
 
-def parse(overrides: dict[str, str], config) -> dict[str, int]:
-    """GroupConfig.fromProps(coordinator defaults, overrides): every config's effective value."""
-    combined: dict = defaults(config)
-    combined.update(overrides)
-    return {k.name: _parse_int(k.name, combined[k.name]) for k in CONFIG_KEYS}
+def _config_parse(props: dict) -> dict:
+    """ConfigDef.parse: every key in definition order, a missing one taking its default."""
+    return {k.name: _parse_value(k, props.get(k.name, k.default)) for k in CONFIG_KEYS}
 
 
-def validate(overrides: dict[str, str], config) -> dict[str, int]:
+def parse(overrides: dict[str, str], config) -> dict:
+    """GroupConfig.fromProps(extractGroupConfigMap, overrides): every config's value in a group that
+    has overrides."""
+    return _config_parse({**defaults(config), **overrides})
+
+
+def validate(overrides: dict[str, str], config) -> dict:
     """GroupConfigManager.validate: raises ApiError(INVALID_CONFIG) with Kafka's message."""
     for name in overrides:
         if name not in KEYS_BY_NAME:
             raise invalid(f"Unknown group config name: {name}")
-    values = parse(overrides, config)
-    for name, min_setting, _, max_setting in _BOUNDS:
-        if values[name] < config[min_setting]:
+    values = _config_parse({**_validation_defaults(config), **overrides})
+    for name, min_setting, max_setting in _BOUNDS:
+        if min_setting and values[name] < config[min_setting]:
             raise invalid(f"{name} must be greater than or equal to {min_setting}")
         if values[name] > config[max_setting]:
             raise invalid(f"{name} must be less than or equal to {max_setting}")
-    for session, heartbeat in ((CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
-                               (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS)):
+    for session, heartbeat in _SESSION_OVER_HEARTBEAT:
         if values[session] <= values[heartbeat]:
             raise invalid(f"{session} must be greater than {heartbeat}")
     return values
@@ -145,18 +268,48 @@ class GroupConfigs:
     def overrides(self, group_id: str) -> dict[str, str]:
         return dict(self.c.group_configs.get(group_id) or {})
 
-    def effective(self, group_id: str, name: str) -> int:
-        """The group's value if it has overrides (validated when written), else the coordinator's."""
+    def effective(self, group_id: str, name: str):
+        """The group's GroupConfig value if it has overrides (validated when written), else the
+        coordinator's setting (GroupMetadataManager's `groupConfig.map(...).orElse(config...)`), or
+        GroupConfig's default where Kafka has no setting (the share.* strings)."""
         overrides = self.c.group_configs.get(group_id)
-        if not overrides:
-            return self.config[KEYS_BY_NAME[name].setting]
-        return parse(overrides, self.config)[name]
+        if overrides:
+            return parse(overrides, self.config)[name]
+        setting = FALLBACK_SETTINGS.get(name)
+        return self.config[setting] if setting else KEYS_BY_NAME[name].default
 
+    # One accessor per config (what the group types read).
     def consumer_session_timeout_ms(self, group_id: str) -> int:
         return self.effective(group_id, CONSUMER_SESSION_TIMEOUT_MS)
 
     def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
         return self.effective(group_id, CONSUMER_HEARTBEAT_INTERVAL_MS)
+
+    def share_session_timeout_ms(self, group_id: str) -> int:
+        return self.effective(group_id, SHARE_SESSION_TIMEOUT_MS)
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
+
+    def share_record_lock_duration_ms(self, group_id: str) -> int:
+        return self.effective(group_id, SHARE_RECORD_LOCK_DURATION_MS)
+
+    def share_auto_offset_reset(self, group_id: str) -> str:
+        """"earliest", "latest" or "by_duration:<ISO-8601 duration>" (java_duration_nanos parses it)."""
+        return self.effective(group_id, SHARE_AUTO_OFFSET_RESET)
+
+    def share_isolation_level(self, group_id: str) -> str:
+        """"read_committed" or "read_uncommitted"."""
+        return self.effective(group_id, SHARE_ISOLATION_LEVEL)
+
+    def streams_session_timeout_ms(self, group_id: str) -> int:
+        return self.effective(group_id, STREAMS_SESSION_TIMEOUT_MS)
+
+    def streams_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, STREAMS_HEARTBEAT_INTERVAL_MS)
+
+    def streams_num_standby_replicas(self, group_id: str) -> int:
+        return self.effective(group_id, STREAMS_NUM_STANDBY_REPLICAS)
 
     # ------------------------------------------------------------------ IncrementalAlterConfigs
     def incremental_alter_configs(self, request: Request) -> dict:
@@ -233,13 +386,13 @@ class GroupConfigs:
         for key in CONFIG_KEYS:
             if keys and key.name not in keys:
                 continue
-            value = str(values[key.name])
+            value = str(values[key.name])  # ConfigDef.convertToString
             source = SOURCE_GROUP if key.name in overrides else SOURCE_DEFAULT
             entry = {"name": key.name, "value": value, "readOnly": False, "configSource": source,
                      "isSensitive": False,
                      "synonyms": [{"name": key.name, "value": value, "source": source}] if synonyms else []}
             if version >= 3:
-                entry["configType"] = CONFIG_TYPE_INT
+                entry["configType"] = CONFIG_TYPES[key.type]
                 entry["documentation"] = key.doc if documentation else None
             out.append(entry)
         return out

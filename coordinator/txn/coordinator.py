@@ -34,7 +34,7 @@ from ..runtime import register_component
 from ..timers import Timer
 from . import apis, log
 from .markers import CONSUMER_OFFSETS, marker_record, write_txn_markers_body
-from .metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2, IllegalStateError,
+from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2, IllegalStateError,
                        TransactionMetadata, TransactionState, TxnTransitMetadata, sorted_partitions,
                        supports_epoch_bump)
 from .pid import ProducerIdManager
@@ -167,16 +167,18 @@ class TransactionCoordinator:
         if not self._owns(tid):
             raise ApiError(Errors.NOT_COORDINATOR)
 
+        # The kind of client decides how this producer's markers are written ([txn] markers = "auto").
+        kind = KAFKA_CLIENT if request.kafka_client else JSON_CLIENT
         md = self.txns.get(tid)
         if md is None:
             md = TransactionMetadata(tid, self.pids.generate_producer_id(), NO_PRODUCER_ID, NO_PRODUCER_ID,
                                      NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY, set(), -1,
                                      self._now, TV_0)
             self.txns[tid] = md
-            transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now)
+            transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now, kind)
             self._write(md, transit)
             self._event(tid, "ProducerInitialized", producerId=transit.producer_id,
-                        producerEpoch=transit.producer_epoch, reason="new transactional id")
+                        producerEpoch=transit.producer_epoch, reason="new transactional id", clientKind=kind)
             return apis.init_producer_id_response(version, Errors.NONE, transit.producer_id, transit.producer_epoch)
 
         # prepareInitProducerIdTransit: everything below raises before it changes anything.
@@ -189,11 +191,12 @@ class TransactionCoordinator:
         if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if md.is_producer_epoch_exhausted() and (expected is None or expected[1] == md.producer_epoch):
                 transit = md.prepare_producer_id_rotation(self.pids.generate_producer_id(), timeout_ms,
-                                                          self._now, expected is not None)
+                                                          self._now, expected is not None, kind)
                 reason = "producer id rotation (epoch exhausted)"
             else:
                 try:
-                    transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now)
+                    transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now,
+                                                                  kind)
                 except IllegalStateError as e:
                     # Kafka 4.3 answers Errors.forException: an exhausted epoch with another expected
                     # epoch (e.g. the previous one) cannot be bumped.
@@ -201,7 +204,7 @@ class TransactionCoordinator:
                 reason = "epoch bump" if transit.producer_epoch != md.producer_epoch else "retry"
             self._write(md, transit)
             self._event(tid, "ProducerInitialized", producerId=transit.producer_id,
-                        producerEpoch=transit.producer_epoch, reason=reason)
+                        producerEpoch=transit.producer_epoch, reason=reason, clientKind=kind)
             return apis.init_producer_id_response(version, Errors.NONE, transit.producer_id, transit.producer_epoch)
         if md.state == S.ONGOING:
             # Fence the current producer (the bumped epoch is never returned), abort its
@@ -524,7 +527,7 @@ class TransactionCoordinator:
             self.p.write_data(marker_record(
                 topic, p, committed=commit, transactional_id=tid, producer_id=md.producer_id,
                 producer_epoch=md.producer_epoch, coordinator_partition=self.p.partition_id,
-                transaction_version=md.client_transaction_version))
+                transaction_version=md.client_transaction_version, client_kind=md.client_kind))
             sent = True
         n = self.p.config["coordinator.partitions"]
         for topic, p in parts:

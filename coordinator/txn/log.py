@@ -8,7 +8,9 @@ TransactionLog (one per transactional id, compacted on the key):
 
     producerId, previousProducerId, nextProducerId, producerEpoch, transactionTimeoutMs,
     transactionStatus (the state id, int8), transactionPartitions ([{topic, partitionIds}], null in
-    Empty), transactionLastUpdateTimestampMs, transactionStartTimestampMs, clientTransactionVersion
+    Empty), transactionLastUpdateTimestampMs, transactionStartTimestampMs, clientTransactionVersion,
+    and, not in Kafka, clientKind ("json" | "kafka": the kind of client that initialized the current
+    producer, which decides how its markers are written; absent in older records: "json")
 
     Like Kafka's record, it holds no lastProducerEpoch: a replay loads it as -1, as
     `TransactionLog.read` does. Unlike Kafka 4.x's `TransactionLog.valueToBytes`, which leaves the
@@ -29,7 +31,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from ..records import parse_record_key, record_key
-from .metadata import (NO_PRODUCER_EPOCH, TransactionMetadata, TransactionState, TxnTransitMetadata,
+from .metadata import (CLIENT_KINDS, JSON_CLIENT, NO_PRODUCER_EPOCH, TransactionMetadata, TransactionState, TxnTransitMetadata,
                        sorted_partitions)
 
 TRANSACTION_LOG = "TransactionLog"
@@ -59,6 +61,7 @@ def value_of(transit: TxnTransitMetadata) -> dict:
         "transactionLastUpdateTimestampMs": transit.txn_last_update_timestamp,
         "transactionStartTimestampMs": transit.txn_start_timestamp,
         "clientTransactionVersion": transit.client_transaction_version,
+        "clientKind": transit.client_kind,
     }
 
 
@@ -74,7 +77,12 @@ def metadata_of(transactional_id: str, value: dict) -> TransactionMetadata:
         transactional_id, value["producerId"], value.get("previousProducerId", -1),
         value.get("nextProducerId", -1), value["producerEpoch"], NO_PRODUCER_EPOCH,
         value["transactionTimeoutMs"], state, parts, value["transactionStartTimestampMs"],
-        value["transactionLastUpdateTimestampMs"], value.get("clientTransactionVersion", 0))
+        value["transactionLastUpdateTimestampMs"], value.get("clientTransactionVersion", 0),
+        client_kind=_client_kind(value.get("clientKind")))
+
+
+def _client_kind(kind) -> str:
+    return kind if kind in CLIENT_KINDS else JSON_CLIENT
 
 
 def block_key(coordinator_partition: int) -> str:

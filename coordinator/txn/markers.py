@@ -12,7 +12,14 @@ recognise by a header:
     headers            [("__txn_marker", b"COMMIT"|b"ABORT")]   <- identifies a control record
     value              UTF-8 JSON:
         {"version":0,"type":"COMMIT"|"ABORT","transactionalId":...,"producerId":...,
-         "producerEpoch":...,"coordinatorPartition":...,"transactionVersion":0|2}
+         "producerEpoch":...,"coordinatorPartition":...,"transactionVersion":0|2,
+         "clientKind":"json"|"kafka"}
+
+`clientKind` is the kind of client that initialized the producer (InitProducerId through the
+gateway: "kafka"), kept in the transaction's metadata, so that also the markers of timeout and
+fencing aborts, which no request carries, have it. With `[txn] markers = "auto"` the stream sends
+the "kafka" ones to the broker as real control records (streaming/txn_markers.py) and writes the
+others as these JSON records.
 
 `producerEpoch` is the epoch the marker is written with, as in Kafka: the transaction's epoch
 (TV0/TV1), or the bumped one (TV2: the data was written with producerEpoch - 1; the epoch-fence
@@ -37,11 +44,11 @@ COMMIT, ABORT = "COMMIT", "ABORT"
 
 def marker_record(topic: str, partition: int, *, committed: bool, transactional_id: str,
                   producer_id: int, producer_epoch: int, coordinator_partition: int,
-                  transaction_version: int) -> DataRecord:
+                  transaction_version: int, client_kind: str = "json") -> DataRecord:
     kind = COMMIT if committed else ABORT
     value = {"version": 0, "type": kind, "transactionalId": transactional_id, "producerId": producer_id,
              "producerEpoch": producer_epoch, "coordinatorPartition": coordinator_partition,
-             "transactionVersion": transaction_version}
+             "transactionVersion": transaction_version, "clientKind": client_kind}
     key = json.dumps(["TxnMarker", kind, producer_id, producer_epoch], separators=(",", ":"))
     return DataRecord(topic, partition, key,
                       json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),

@@ -29,6 +29,18 @@ INT_MAX = 2**31 - 1
 # TransactionVersion feature levels (org.apache.kafka.server.common.TransactionVersion).
 TV_0, TV_1, TV_2 = 0, 1, 2
 
+# Which kind of client initialized the transactional id's current producer (not in Kafka: the
+# service has two): the project's JSON clients, whose markers are JSON records, or an unmodified
+# Kafka client through the gateway, whose markers must be real control records ([txn] markers).
+JSON_CLIENT, KAFKA_CLIENT = "json", "kafka"
+CLIENT_KINDS = (JSON_CLIENT, KAFKA_CLIENT)
+
+
+def _kind_json(kind: str) -> dict:
+    # In the state snapshot only when it is not the default: the snapshots of JSON clients'
+    # transactions stay as they were (and as state/zdict.py's samples).
+    return {} if kind == JSON_CLIENT else {"clientKind": kind}
+
 
 def supports_epoch_bump(tv: int) -> bool:
     """TransactionVersion.supportsEpochBump(): TV2 (KIP-890 part 2) and later."""
@@ -132,6 +144,7 @@ class TxnTransitMetadata:
     txn_start_timestamp: int
     txn_last_update_timestamp: int
     client_transaction_version: int
+    client_kind: str = JSON_CLIENT
 
     def to_json(self) -> dict:
         return {
@@ -143,6 +156,7 @@ class TxnTransitMetadata:
             "txnStartTimestamp": self.txn_start_timestamp,
             "txnLastUpdateTimestamp": self.txn_last_update_timestamp,
             "clientTransactionVersion": self.client_transaction_version,
+            **_kind_json(self.client_kind),
         }
 
     @staticmethod
@@ -151,7 +165,7 @@ class TxnTransitMetadata:
             d["producerId"], d["prevProducerId"], d["nextProducerId"], d["producerEpoch"],
             d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.from_name(d["txnState"]),
             frozenset((t, p) for t, p in d["topicPartitions"]), d["txnStartTimestamp"],
-            d["txnLastUpdateTimestamp"], d["clientTransactionVersion"])
+            d["txnLastUpdateTimestamp"], d["clientTransactionVersion"], d.get("clientKind", JSON_CLIENT))
 
 
 @dataclass
@@ -166,6 +180,7 @@ class _TransitionData:
     txn_start_timestamp: int
     txn_last_update_timestamp: int
     client_transaction_version: int
+    client_kind: str
 
 
 @dataclass
@@ -185,6 +200,7 @@ class TransactionMetadata:
     # Kafka keeps these in memory only (they are not in the TransactionLog value).
     pending_state: TransactionState | None = None
     has_failed_epoch_fence: bool = False
+    client_kind: str = JSON_CLIENT  # JSON_CLIENT | KAFKA_CLIENT: set by InitProducerId
 
     def __post_init__(self):
         self.topic_partitions = set((t, p) for t, p in self.topic_partitions)
@@ -213,14 +229,15 @@ class TransactionMetadata:
         return _TransitionData(state, self.producer_id, self.next_producer_id, self.producer_epoch,
                                self.last_producer_epoch, self.txn_timeout_ms,
                                frozenset(self.topic_partitions), self.txn_start_timestamp,
-                               self.txn_last_update_timestamp, self.client_transaction_version)
+                               self.txn_last_update_timestamp, self.client_transaction_version,
+                               self.client_kind)
 
     def prepare_no_transit(self) -> TxnTransitMetadata:
         return TxnTransitMetadata(self.producer_id, self.prev_producer_id, self.next_producer_id,
                                   self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms,
                                   self.state, frozenset(self.topic_partitions),
                                   self.txn_start_timestamp, self.txn_last_update_timestamp,
-                                  self.client_transaction_version)
+                                  self.client_transaction_version, self.client_kind)
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         if self.producer_epoch == SHORT_MAX:
@@ -233,7 +250,7 @@ class TransactionMetadata:
         return self._prepare_transition_to(data)
 
     def prepare_increment_producer_epoch(self, new_txn_timeout_ms: int, expected_producer_epoch: int | None,
-                                         update_timestamp: int) -> TxnTransitMetadata:
+                                         update_timestamp: int, client_kind: str | None = None) -> TxnTransitMetadata:
         if self.is_producer_epoch_exhausted():
             raise IllegalStateError(f"Cannot allocate any more producer epochs for producerId {self.producer_id}")
         data = self._data(S.EMPTY)
@@ -259,10 +276,13 @@ class TransactionMetadata:
         data.topic_partitions = frozenset()
         data.txn_start_timestamp = -1
         data.txn_last_update_timestamp = update_timestamp
+        if client_kind is not None:
+            data.client_kind = client_kind
         return self._prepare_transition_to(data)
 
     def prepare_producer_id_rotation(self, new_producer_id: int, new_txn_timeout_ms: int,
-                                     update_timestamp: int, record_last_epoch: bool) -> TxnTransitMetadata:
+                                     update_timestamp: int, record_last_epoch: bool,
+                                     client_kind: str | None = None) -> TxnTransitMetadata:
         if self._has_pending_transaction():
             raise IllegalStateError("Cannot rotate producer ids while a transaction is still pending")
         data = self._data(S.EMPTY)
@@ -273,6 +293,8 @@ class TransactionMetadata:
         data.topic_partitions = frozenset()
         data.txn_start_timestamp = -1
         data.txn_last_update_timestamp = update_timestamp
+        if client_kind is not None:
+            data.client_kind = client_kind
         return self._prepare_transition_to(data)
 
     def prepare_add_partitions(self, added: Iterable[TopicPartition], update_timestamp: int,
@@ -339,7 +361,8 @@ class TransactionMetadata:
         transit = TxnTransitMetadata(
             data.producer_id, self.producer_id, data.next_producer_id, data.producer_epoch,
             data.last_producer_epoch, data.txn_timeout_ms, data.state, frozenset(data.topic_partitions),
-            data.txn_start_timestamp, data.txn_last_update_timestamp, data.client_transaction_version)
+            data.txn_start_timestamp, data.txn_last_update_timestamp, data.client_transaction_version,
+            data.client_kind)
         self.pending_state = data.state
         return transit
 
@@ -390,6 +413,7 @@ class TransactionMetadata:
         self.txn_start_timestamp = transit.txn_start_timestamp
         self.txn_last_update_timestamp = transit.txn_last_update_timestamp
         self.client_transaction_version = transit.client_transaction_version
+        self.client_kind = transit.client_kind
         self.pending_state = None
         self.state = to_state
 
@@ -424,6 +448,7 @@ class TransactionMetadata:
             "clientTransactionVersion": self.client_transaction_version,
             "pendingState": self.pending_state.state_name if self.pending_state else None,
             "hasFailedEpochFence": self.has_failed_epoch_fence,
+            **_kind_json(self.client_kind),
         }
 
     @staticmethod
@@ -434,7 +459,8 @@ class TransactionMetadata:
             d["producerEpoch"], d["lastProducerEpoch"], d["txnTimeoutMs"],
             TransactionState.from_name(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
             d["txnStartTimestamp"], d["txnLastUpdateTimestamp"], d["clientTransactionVersion"],
-            TransactionState.from_name(pending) if pending else None, d.get("hasFailedEpochFence", False))
+            TransactionState.from_name(pending) if pending else None, d.get("hasFailedEpochFence", False),
+            d.get("clientKind", JSON_CLIENT))
 
     def copy(self) -> "TransactionMetadata":
         return replace(self, topic_partitions=set(self.topic_partitions))

@@ -29,7 +29,7 @@ class StreamJob:
 
     def __init__(self, bootstrap: str, workdir: Path, prefix: str, *, stream: dict | None = None,
                  coordinator: dict | None = None, spark: dict | None = None, redis: dict | None = None,
-                 metrics: dict | None = None, dashboard: dict | None = None):
+                 metrics: dict | None = None, dashboard: dict | None = None, txn: dict | None = None):
         self.bootstrap = bootstrap
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -49,6 +49,7 @@ class StreamJob:
             # The metrics endpoint is off unless a test asks for it (on a free port it picks).
             "metrics": {"port": 0, **(metrics or {})},
             "dashboard": dashboard or {},
+            "txn": txn or {},
         }
         self.config_file.write_text(_to_toml(overrides))
         self.cfg = StreamConfig.load(self.config_file, environ={})

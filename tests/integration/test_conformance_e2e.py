@@ -3,19 +3,27 @@ topics the broker does not have (UNKNOWN_TOPIC_OR_PARTITION, nothing stored), Of
 OffsetFetch v10 by topic id, ConsumerGroupDescribe's `subscribedTopicRegex` "", ListTransactions
 v2's pattern, and KIP-890 verification of TxnOffsetCommit (INVALID_TXN_STATE without
 AddOffsetsToTxn, the offsets partition and the transaction on different coordinator partitions),
-and per-group configs (IncrementalAlterConfigs / DescribeConfigs, applied by ConsumerGroupHeartbeat)."""
+per-group configs (IncrementalAlterConfigs / DescribeConfigs, applied by ConsumerGroupHeartbeat,
+with Kafka 4.1.1's config set), a topic deleted and re-created under its name losing its KIP-848
+assignment (ids, as Kafka), and the versions Kafka 4.1.1 still serves (JoinGroup v0, FindCoordinator
+v0)."""
 from __future__ import annotations
+
+import time
 
 import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 
 from client.consumer_group import uuid_to_kafka
 from coordinator import coordinator_partition
+from coordinator.group.consumer_protocol import encode_subscription
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 10  # coordinator partitions: fewer state rows per micro-batch on a small machine
+WAIT = 120.0  # seconds, a bound for conditions that need the job's next metadata refresh
 KNOWN = "conformance-known"  # 2 partitions, created before the job starts
 NEVER = "conformance-never-created"
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_TXN_STATE, INVALID_REGULAR_EXPRESSION = 3, 100, 48, 128
@@ -27,8 +35,14 @@ def known_topic_id(kafka):
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
     try:
         admin.create_topics([NewTopic(KNOWN, 2, 1)])
-        [described] = admin.describe_topics([KNOWN])
-        return uuid_to_kafka(described["topic_id"])
+
+        def described_id():  # right after the creation the broker may not describe it yet
+            [described] = admin.describe_topics([KNOWN])
+            try:
+                return None if described["error_code"] else uuid_to_kafka(described["topic_id"])
+            except (ValueError, AttributeError):
+                return None
+        return poll("the topic's id", described_id)
     finally:
         admin.close()
 
@@ -231,9 +245,105 @@ def test_group_configs_apply_to_the_consumer_group_heartbeat(client):
     assert {c["name"]: (c["value"], c["configSource"]) for c in result["configs"]} == {
         "consumer.session.timeout.ms": ("50000", 8), "consumer.heartbeat.interval.ms": ("7000", 8),
         "share.session.timeout.ms": ("45000", 5), "share.heartbeat.interval.ms": ("5000", 5),
-        "share.record.lock.duration.ms": ("30000", 5)}
+        "share.record.lock.duration.ms": ("30000", 5), "share.auto.offset.reset": ("latest", 5),
+        "share.isolation.level": ("read_uncommitted", 5), "streams.session.timeout.ms": ("45000", 5),
+        "streams.heartbeat.interval.ms": ("5000", 5), "streams.num.standby.replicas": ("0", 5)}
+    assert alter({"name": "share.isolation.level", "configOperation": 0, "value": "READ_COMMITTED"}) == (
+        INVALID_CONFIG, "Invalid value READ_COMMITTED for configuration share.isolation.level: String must be "
+                        "one of: read_committed, read_uncommitted")
     hb = client.request("ConsumerGroupHeartbeat", 1, {
         "groupId": group, "memberId": "conformance-configs-member", "memberEpoch": 0, "instanceId": None,
         "rackId": None, "rebalanceTimeoutMs": 60000, "subscribedTopicNames": [KNOWN], "subscribedTopicRegex": None,
         "serverAssignor": None, "topicPartitions": []})
     assert (hb["errorCode"], hb["heartbeatIntervalMs"]) == (0, 7000), hb
+
+
+def heartbeat(client, group: str, member: str, epoch: int, owned: list[dict] | None, topics=None) -> dict:
+    resp = client.request("ConsumerGroupHeartbeat", 1, {
+        "groupId": group, "memberId": member, "memberEpoch": epoch, "instanceId": None, "rackId": None,
+        "rebalanceTimeoutMs": 60000 if epoch == 0 else -1, "subscribedTopicNames": topics,
+        "subscribedTopicRegex": None, "serverAssignor": None, "topicPartitions": owned})
+    assert resp["errorCode"] == 0, resp
+    return resp
+
+
+def wire(resp: dict) -> list | None:
+    a = resp["assignment"]
+    return None if a is None else [(tp["topicId"], sorted(tp["partitions"])) for tp in a["topicPartitions"]]
+
+
+def poll(what: str, attempt):
+    """attempt() until it returns something truthy (each call is a request answered by the job)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        result = attempt()
+        if result:
+            return result
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_recreated_topic_loses_its_assignment(client, kafka):
+    """Kafka keys assignments by topic id: a topic deleted and re-created under its name is a new
+    topic. The member must revoke the old topic's partitions (it still owns them while it reports
+    the old id) before it gets the new topic's, under the new id, at a new epoch."""
+    topic, group, member = "conformance-recreated", "conformance-recreated-group", "conformance-recreated-m"
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
+    try:
+        def topic_id():
+            [described] = admin.describe_topics([topic])
+            try:
+                return None if described["error_code"] else uuid_to_kafka(described["topic_id"])
+            except (ValueError, AttributeError):
+                return None
+
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        old_id = poll("the topic's id", topic_id)
+        state = {"epoch": heartbeat(client, group, member, 0, [], topics=[topic])["memberEpoch"]}
+
+        def assigned(owned, expected):
+            """One heartbeat at the member's epoch; its response if it carries `expected`."""
+            resp = heartbeat(client, group, member, state["epoch"], owned)
+            state["epoch"] = resp["memberEpoch"]
+            return resp if wire(resp) == expected else None
+
+        # The job learns the topic at its next metadata refresh; then the member gets it.
+        poll("the first assignment", lambda: assigned([], [(old_id, [0])]))
+        owned = [{"topicId": old_id, "partitions": [0]}]
+        heartbeat(client, group, member, state["epoch"], owned)
+
+        admin.delete_topics([topic])
+
+        def recreate():
+            try:
+                admin.create_topics([NewTopic(topic, 1, 1)])
+            except TopicAlreadyExistsError:  # still being deleted
+                return None
+            return True
+        poll("the topic re-created", recreate)
+        new_id = poll("the new topic id", lambda: (tid := topic_id()) != old_id and tid)
+
+        # Once the job has seen the old topic go: an empty assignment at the same epoch while the
+        # old partition is still reported owned; then, the old one revoked, the new topic's
+        # partition under the new id at a new epoch.
+        epoch = state["epoch"]
+        poll("the old partition revoked", lambda: assigned(owned, []))
+        assert state["epoch"] == epoch
+        assert heartbeat(client, group, member, epoch, owned)["memberEpoch"] == epoch  # still owned
+        poll("the new topic's partition", lambda: assigned([], [(new_id, [0])]))
+        assert state["epoch"] > epoch
+    finally:
+        admin.close()
+
+
+def test_versions_kafka_41_still_serves(client):
+    """JoinGroup v0 (the session timeout is the rebalance timeout) and FindCoordinator v0."""
+    group = "conformance-join-v0"
+    found = client.request("FindCoordinator", 0, {"key": group}, key=group)
+    assert found == {"errorCode": 0, "nodeId": coordinator_partition(group, PARTITIONS),
+                     "host": found["host"], "port": found["port"]}
+    joined = client.request("JoinGroup", 0, {
+        "groupId": group, "sessionTimeoutMs": 30000, "memberId": "", "protocolType": "consumer",
+        "protocols": [{"name": "range", "metadata": encode_subscription([KNOWN])}]}, key=group)
+    assert joined["errorCode"] == 0 and "throttleTimeMs" not in joined, joined
+    assert joined["leader"] == joined["memberId"] and joined["generationId"] == 1

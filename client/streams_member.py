@@ -1,0 +1,256 @@
+"""A minimal KIP-1071 streams group member over the request topic: StreamsGroupHeartbeat from the
+client side (membership, topology and task reconciliation; processing records is the application's
+business).
+
+    with CoordinatorClient(bootstrap, "word-count") as cc:
+        m = StreamsGroupMember(cc, "word-count", topology, process_id="host-1",
+                               on_assign=..., on_revoke=...)
+        m.start()              # joins with its topology, then heartbeats every heartbeatIntervalMs
+        ...m.owned()           # {"active": {subtopology: {partitions}}, "standby": ..., "warmup": ...}
+        m.stop()               # leaves the group (member epoch -1)
+
+What it does, as Kafka Streams' StreamsMembershipManager (4.1):
+- joins with member epoch 0, its topology, process id and owned tasks (none);
+- later heartbeats carry the member epoch and, when they changed, the tasks it owns;
+- on an assignment: revokes first (`on_revoke`; the tasks are no longer owned), then takes the
+  new tasks (`on_assign`), and heartbeats at once to acknowledge;
+- FENCED_MEMBER_EPOCH / UNKNOWN_MEMBER_ID: the tasks are lost (`on_lost`), it rejoins with epoch 0
+  under a new member id (4.1's coordinator validates the epoch of a known member even at epoch 0, so
+  the old id would be fenced again until its session expired);
+- statuses: MISSING_INTERNAL_TOPICS makes it create the internal topics the coordinator describes,
+  on a thread of its own so that heartbeats go on (the service's core cannot create topics; a Kafka
+  4.1 broker creates them itself), and every
+  status is kept in `status`; STALE_TOPOLOGY and SHUTDOWN_APPLICATION are reported, not acted on;
+- other errors stop the member (`fatal`).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from .consumer_group import new_member_id
+from .request_client import CoordinatorClient, ResponseTimeout
+
+API = "StreamsGroupHeartbeat"
+LEAVE = -1
+NONE = 0
+FENCED = {25, 110}
+RETRIABLE = {14, 15, 16}
+ROLES = ("active", "standby", "warmup")
+MISSING_INTERNAL_TOPICS = 3
+
+Tasks = dict  # {"active": {subtopology: set(partitions)}, "standby": ..., "warmup": ...}
+
+
+def _empty() -> Tasks:
+    return {r: {} for r in ROLES}
+
+
+def _wire(tasks: dict) -> list[dict]:
+    return [{"subtopologyId": s, "partitions": sorted(p)} for s, p in sorted(tasks.items()) if p]
+
+
+class StreamsGroupMember:
+    def __init__(self, client: CoordinatorClient, group_id: str, topology: dict, *, process_id: str | None = None,
+                 member_id: str | None = None, rebalance_timeout_ms: int = 60000, response_timeout_s: float = 5.0,
+                 retry_backoff_s: float = 0.5, create_internal_topics: bool = True,
+                 on_assign: Callable[[Tasks], None] | None = None, on_revoke: Callable[[Tasks], None] | None = None,
+                 on_lost: Callable[[Tasks], None] | None = None):
+        self.client = client
+        self.group_id = group_id
+        self.topology = topology
+        self.member_id = member_id or new_member_id()
+        self.process_id = process_id or new_member_id()
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.response_timeout_s = response_timeout_s
+        self.retry_backoff_s = retry_backoff_s
+        self.create_internal_topics = create_internal_topics
+        self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
+
+        self.member_epoch = 0
+        self.heartbeat_interval_ms = 5000
+        self.endpoint_information_epoch = 0
+        self._owned: Tasks = _empty()
+        self._sent_owned: Tasks | None = None
+        self._ack_needed = False
+        self.status: list[dict] = []  # the statuses of the last response
+        self.error: dict | None = None
+        self.fatal: dict | None = None
+        self.fenced = 0
+        self.topics_created: list[tuple[str, float]] = []  # (topic, time.monotonic() when created)
+        self.first_answer_at: float | None = None  # time.monotonic() of the first answered heartbeat
+        self.topic_creation_error: str | None = None
+        self._creator: threading.Thread | None = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def owned(self) -> Tasks:
+        with self._lock:
+            return {r: {s: set(p) for s, p in self._owned[r].items() if p} for r in ROLES}
+
+    # ---------------------------------------------------------------- one heartbeat
+    def _request(self) -> dict:
+        owned = self.owned()
+        body: dict = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
+                      "endpointInformationEpoch": self.endpoint_information_epoch}
+        if self.member_epoch == 0:
+            body.update(rebalanceTimeoutMs=self.rebalance_timeout_ms, topology=self.topology,
+                        processId=self.process_id, activeTasks=[], standbyTasks=[], warmupTasks=[])
+        elif owned != self._sent_owned:
+            body.update(activeTasks=_wire(owned["active"]), standbyTasks=_wire(owned["standby"]),
+                        warmupTasks=_wire(owned["warmup"]))
+        return body
+
+    def heartbeat_once(self) -> dict | None:
+        with self._lock:
+            body = self._request()
+        try:
+            resp = self.client.request(API, 0, body, key=self.group_id, timeout=self.response_timeout_s)
+        except ResponseTimeout:
+            with self._lock:
+                self._sent_owned = None  # say it again
+            return None
+        if self.first_answer_at is None:
+            self.first_answer_at = time.monotonic()
+        self._handle(body, resp)
+        return resp
+
+    def _handle(self, body: dict, resp: dict) -> None:
+        code = resp["errorCode"]
+        with self._lock:
+            if code != NONE:
+                self.error = resp
+                self._sent_owned = None
+                if code in FENCED:
+                    lost = self.owned()
+                    self._owned, self.member_epoch = _empty(), 0
+                    # Kafka 4.1 checks the epoch of a known member even at epoch 0, so a fenced
+                    # member still in the group would be fenced again: rejoin as a new member.
+                    self.member_id = new_member_id()
+                    self.fenced += 1
+                    if any(lost.values()) and self.on_lost is not None:
+                        self.on_lost(lost)
+                elif code not in RETRIABLE:
+                    self.fatal = resp
+                    self._stop.set()
+                return
+            if "activeTasks" in body:
+                self._sent_owned = {r: {t["subtopologyId"]: set(t["partitions"]) for t in body[f"{r}Tasks"]}
+                                    for r in ROLES}
+            self.member_epoch = resp["memberEpoch"]
+            self.heartbeat_interval_ms = resp["heartbeatIntervalMs"]
+            self.endpoint_information_epoch = resp["endpointInformationEpoch"]
+            self.status = list(resp["status"] or [])
+            if resp["activeTasks"] is not None:
+                self._reconcile({r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []}
+                                 for r in ROLES})
+        if self.create_internal_topics and any(s["statusCode"] == MISSING_INTERNAL_TOPICS for s in self.status):
+            self._start_topic_creation()
+
+    def _reconcile(self, target: Tasks) -> None:
+        revoked = {r: {s: p - target[r].get(s, set()) for s, p in self._owned[r].items()} for r in ROLES}
+        revoked = {r: {s: p for s, p in t.items() if p} for r, t in revoked.items()}
+        if any(revoked.values()):
+            if self.on_revoke is not None:
+                self.on_revoke(revoked)
+            for r in ROLES:
+                for s, p in revoked[r].items():
+                    self._owned[r][s] -= p
+        added = {r: {s: p - self._owned[r].get(s, set()) for s, p in target[r].items()} for r in ROLES}
+        added = {r: {s: p for s, p in t.items() if p} for r, t in added.items()}
+        if any(added.values()):
+            for r in ROLES:
+                for s, p in added[r].items():
+                    self._owned[r].setdefault(s, set()).update(p)
+            if self.on_assign is not None:
+                self.on_assign(added)
+        if any(revoked.values()) or any(added.values()):
+            self._ack_needed = True
+
+    def _start_topic_creation(self) -> None:
+        """Create the topics on a thread of their own: the heartbeats must go on meanwhile (a
+        heartbeat thread blocked on the admin client would let the member's session expire)."""
+        with self._lock:
+            if self._creator is not None and self._creator.is_alive():
+                return
+            self._creator = threading.Thread(target=self._create_internal_topics_safely, daemon=True,
+                                             name=f"streams-member-topics-{self.member_id}")
+            self._creator.start()
+
+    def _create_internal_topics_safely(self) -> None:
+        try:
+            self._create_internal_topics()
+        except Exception as e:  # the next heartbeat's status asks again
+            self.topic_creation_error = repr(e)
+
+    def _create_internal_topics(self) -> None:
+        """Create the repartition and changelog topics the coordinator's configured topology names
+        and the broker lacks (what a 4.1 broker does on its own)."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+        described = self.client.request("StreamsGroupDescribe", 0, {"groupIds": [self.group_id],
+                                                                    "includeAuthorizedOperations": False},
+                                        key=self.group_id, timeout=self.response_timeout_s * 4)["groups"][0]
+        wanted: dict[str, int] = {}
+        for sub in (described.get("topology") or {}).get("subtopologies", []):
+            for t in sub["stateChangelogTopics"] + sub["repartitionSourceTopics"]:
+                wanted[t["name"]] = t["partitions"]
+        admin = KafkaAdminClient(bootstrap_servers=self.client.bootstrap_servers, client_id="streams-member-admin")
+        try:
+            missing = [n for n in sorted(wanted) if n not in set(admin.list_topics())]
+            for name in missing:
+                try:
+                    admin.create_topics([NewTopic(name, wanted[name], 1)])
+                    self.topics_created.append((name, time.monotonic()))
+                except TopicAlreadyExistsError:
+                    pass  # another member was first
+        finally:
+            admin.close()
+
+    # ---------------------------------------------------------------- the heartbeat thread
+    def start(self) -> "StreamsGroupMember":
+        self._thread = threading.Thread(target=self._run, name=f"streams-member-{self.member_id}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            resp = self.heartbeat_once()
+            if self._stop.is_set():
+                break
+            with self._lock:
+                ack, self._ack_needed = self._ack_needed, False
+            if resp is None:
+                continue
+            if resp["errorCode"] != NONE:
+                wait = 0 if resp["errorCode"] in FENCED else self.retry_backoff_s
+            else:
+                wait = 0 if ack else self.heartbeat_interval_ms / 1000
+            self._wake.wait(wait)
+            self._wake.clear()
+
+    def kill(self) -> None:
+        """Stop heartbeating without a word, as a crashed process would."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.response_timeout_s + 5)
+
+    def stop(self, leave: bool = True) -> dict | None:
+        self.kill()
+        if not leave or self.member_epoch == 0:
+            return None
+        with self._lock:
+            if any(self.owned().values()) and self.on_revoke is not None:
+                self.on_revoke(self.owned())
+            self._owned = _empty()
+        body = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
+                "endpointInformationEpoch": self.endpoint_information_epoch}
+        try:
+            return self.client.request(API, 0, body, key=self.group_id, timeout=self.response_timeout_s * 4)
+        except ResponseTimeout:
+            return None

@@ -1,0 +1,257 @@
+"""The KIP-1071 streams group as a group type of the groups component (Kafka's
+`streams/StreamsGroup` behind the `Group` interface).
+
+Persistent part, one field per record type (StreamsGroup* records of __consumer_offsets):
+    group epoch, metadata hash       StreamsGroupMetadata
+    topology                         StreamsGroupTopology (the record value, see streams/topology.py)
+    members (metadata)               StreamsGroupMemberMetadata
+    members (current assignment)     StreamsGroupCurrentMemberAssignment
+    target assignment per member     StreamsGroupTargetAssignmentMember
+    target assignment epoch          StreamsGroupTargetAssignmentMetadata
+Derived on every change: which process owns each task (active / standby / warm-up), the state.
+Soft state (in the snapshot, not in the log; reset when the partition is rebuilt from its log, as
+Kafka keeps it in memory): the configured topology, the metadata refresh deadline, the member that
+asked for an application shutdown, the endpoint information epoch.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..errors import ApiError, Errors
+from ..records import record_key
+from ..streams.member import StreamsGroupMember
+from ..streams.tasks import EMPTY, TasksTuple
+from ..streams.topology import ConfiguredTopology, configured_from_json, configured_to_json
+from .group import STREAMS, Group, register_group_type
+
+STREAMS_PROTOCOL_TYPE = "streams"
+EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
+    "Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")
+
+R_GROUP = "StreamsGroupMetadata"
+R_TOPOLOGY = "StreamsGroupTopology"
+R_MEMBER = "StreamsGroupMemberMetadata"
+R_TARGET = "StreamsGroupTargetAssignmentMember"
+R_TARGET_EPOCH = "StreamsGroupTargetAssignmentMetadata"
+R_CURRENT = "StreamsGroupCurrentMemberAssignment"
+RECORD_TYPES = (R_GROUP, R_TOPOLOGY, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT)
+
+
+def session_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("streams-session", group_id, member_id)
+
+
+def rebalance_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("streams-rebalance", group_id, member_id)
+
+
+def unknown_member(member_id: str, group_id: str) -> ApiError:
+    return ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+
+
+@register_group_type
+class StreamsGroup(Group):
+    type = STREAMS
+
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.metadata_hash = 0
+        self.target_assignment_epoch = 0
+        self.topology: dict | None = None
+        self.members: dict[str, StreamsGroupMember] = {}
+        self.target_assignment: dict[str, TasksTuple] = {}
+        # derived
+        self.active_owner: dict[tuple, str] = {}
+        self.standby_owners: dict[tuple, set] = {}
+        self.warmup_owners: dict[tuple, set] = {}
+        # soft
+        self.configured_topology: ConfiguredTopology | None = None
+        self.metadata_refresh_deadline = [0, 0]
+        self.shutdown_request_member_id: str | None = None
+        self.endpoint_information_epoch = 0
+
+    # ================================================================ record-shaped updates
+    def update_member(self, member: StreamsGroupMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._remove_task_owner(old)
+        self.members[member.member_id] = member
+        self._add_task_owner(member)
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is not None:
+            self._remove_task_owner(old)
+        if not self.members:
+            self.shutdown_request_member_id = None
+
+    def _add_task_owner(self, m: StreamsGroupMember) -> None:
+        for tasks in (m.assigned_tasks, m.tasks_pending_revocation):
+            for s, parts in tasks.active.items():
+                for p in parts:
+                    self.active_owner[(s, p)] = m.process_id
+            for owners, role in ((self.standby_owners, tasks.standby), (self.warmup_owners, tasks.warmup)):
+                for s, parts in role.items():
+                    for p in parts:
+                        owners.setdefault((s, p), set()).add(m.process_id)
+
+    def _remove_task_owner(self, m: StreamsGroupMember) -> None:
+        for tasks in (m.assigned_tasks, m.tasks_pending_revocation):
+            for s, parts in tasks.active.items():
+                for p in parts:
+                    if self.active_owner.get((s, p)) == m.process_id:
+                        del self.active_owner[(s, p)]
+            for owners, role in ((self.standby_owners, tasks.standby), (self.warmup_owners, tasks.warmup)):
+                for s, parts in role.items():
+                    for p in parts:
+                        procs = owners.get((s, p))
+                        if procs is not None:
+                            procs.discard(m.process_id)
+                            if not procs:
+                                del owners[(s, p)]
+
+    # ================================================================ queries
+    def current_active_task_process_id(self, s: str, p: int) -> str | None:
+        return self.active_owner.get((s, p))
+
+    def current_standby_task_process_ids(self, s: str, p: int) -> set:
+        return self.standby_owners.get((s, p), set())
+
+    def current_warmup_task_process_ids(self, s: str, p: int) -> set:
+        return self.warmup_owners.get((s, p), set())
+
+    def target_assignment_of(self, member_id: str) -> TasksTuple:
+        return self.target_assignment.get(member_id, EMPTY)
+
+    def get_member(self, member_id: str) -> StreamsGroupMember:
+        member = self.members.get(member_id)
+        if member is None:
+            raise unknown_member(member_id, self.group_id)
+        return member
+
+    @property
+    def state(self) -> str:
+        """StreamsGroup.maybeUpdateGroupState, computed on demand."""
+        if not self.members:
+            return EMPTY_STATE
+        if self.topology is None or self.configured_topology is None or not self.configured_topology.is_ready():
+            return NOT_READY
+        if self.group_epoch > self.target_assignment_epoch:
+            return ASSIGNING
+        if any(not m.is_reconciled_to(self.target_assignment_epoch) for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
+        self.metadata_refresh_deadline = [deadline_ms, group_epoch]
+
+    def request_metadata_refresh(self) -> None:
+        self.metadata_refresh_deadline = [0, 0]
+
+    def has_metadata_expired(self, now_ms: int) -> bool:
+        deadline, epoch = self.metadata_refresh_deadline
+        return now_ms >= deadline or self.group_epoch < epoch
+
+    # ================================================================ Group interface
+    def state_as_string(self) -> str:
+        return self.state
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    def is_in_states(self, states_lower: set[str]) -> bool:
+        """StreamsGroupState.toLowerCaseString: NotReady is "not_ready" in ListGroups' filter."""
+        state = self.state
+        return ("not_ready" if state == NOT_READY else state.lower()) in states_lower
+
+    def protocol_type_or_empty(self) -> str:
+        return STREAMS_PROTOCOL_TYPE
+
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
+                               is_transactional: bool, api_version: int) -> None:
+        """StreamsGroup.validateOffsetCommit (the member epoch comes as the generation id)."""
+        if generation_id < 0 and not self.members:
+            return
+        if is_transactional and generation_id == -1 and member_id == "" and instance_id is None:
+            return
+        member = self.get_member(member_id)
+        if not is_transactional and api_version < 9:
+            raise ApiError(Errors.UNSUPPORTED_VERSION,
+                           "OffsetCommit version 9 or above must be used by members using the streams group protocol")
+        _validate_member_epoch(generation_id, member.member_epoch)
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        if member_id is None and member_epoch < 0:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise unknown_member(member_id, self.group_id)
+        _validate_member_epoch(member_epoch, member.member_epoch)
+
+    def validate_offset_delete(self) -> None:
+        pass
+
+    def validate_delete_group(self) -> None:
+        if self.state != EMPTY_STATE:
+            raise ApiError(Errors.NON_EMPTY_GROUP)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        if not self.members or self.configured_topology is None or not self.configured_topology.is_ready():
+            return False
+        return any(topic in s.source_topics or topic in s.repartition_source_topics
+                   for s in self.configured_topology.subtopologies.values())
+
+    def offset_expiration_base(self):
+        return lambda o: o.commit_timestamp_ms
+
+    def tombstone_record_keys(self) -> list[str]:
+        """StreamsGroup.createGroupTombstoneRecords, in Kafka's order."""
+        gid, members = self.group_id, sorted(self.members)
+        keys = [record_key(R_CURRENT, gid, m) for m in members]
+        keys += [record_key(R_TARGET, gid, m) for m in members]
+        keys.append(record_key(R_TARGET_EPOCH, gid))
+        keys += [record_key(R_MEMBER, gid, m) for m in members]
+        keys.append(record_key(R_GROUP, gid))
+        keys.append(record_key(R_TOPOLOGY, gid))
+        return keys
+
+    def timer_keys(self) -> list[str]:
+        keys = []
+        for m in self.members:
+            keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m)]
+        return keys
+
+    # ================================================================ snapshot
+    def to_json(self) -> dict:
+        return {"type": self.type, "groupId": self.group_id, "groupEpoch": self.group_epoch,
+                "metadataHash": self.metadata_hash, "targetAssignmentEpoch": self.target_assignment_epoch,
+                "topology": self.topology,
+                "members": [self.members[m].to_json() for m in sorted(self.members)],
+                "targetAssignment": {m: t.to_wire() for m, t in sorted(self.target_assignment.items())},
+                "configuredTopology": configured_to_json(self.configured_topology),
+                "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
+                "shutdownRequestMemberId": self.shutdown_request_member_id,
+                "endpointInformationEpoch": self.endpoint_information_epoch}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> "StreamsGroup":
+        g = cls(data["groupId"])
+        g.group_epoch = int(data["groupEpoch"])
+        g.metadata_hash = int(data["metadataHash"])
+        g.target_assignment_epoch = int(data["targetAssignmentEpoch"])
+        g.topology = data.get("topology")
+        for m in data.get("members", []):
+            g.update_member(StreamsGroupMember.from_json(m))
+        g.target_assignment = {m: TasksTuple.from_wire(t) for m, t in data.get("targetAssignment", {}).items()}
+        g.configured_topology = configured_from_json(data.get("configuredTopology"))
+        g.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
+        g.shutdown_request_member_id = data.get("shutdownRequestMemberId")
+        g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", 0))
+        return g
+
+
+def _validate_member_epoch(received: int, expected: int) -> None:
+    if received != expected:
+        raise ApiError(Errors.STALE_MEMBER_EPOCH,
+                       f"The received member epoch {received} does not match the expected member epoch {expected}.")

@@ -1,0 +1,760 @@
+"""KIP-1071 streams groups in the groups component: Kafka 4.1's GroupMetadataManager streams path
+(streamsGroupHeartbeat, streamsGroupLeave, the session and rebalance timers, streamsGroupDescribe,
+the replay of StreamsGroup* records and onLoaded), on the algorithms of `coordinator/streams/`.
+
+As for consumer groups, a handler validates and computes on the group as it is, accumulating
+state-log records; they are appended and replayed only when nothing can fail any more, so a request
+answered with an error changes nothing.
+
+Internal topics: Kafka 4.1's broker creates the missing repartition and changelog topics itself
+(KafkaApis.handleStreamsGroupHeartbeat) and answers MISSING_INTERNAL_TOPICS meanwhile. The core
+cannot create topics, so it answers the same status and emits a `StreamsInternalTopicsMissing`
+event naming them (partitions, replication factor, configs); the client (client/streams_member.py)
+creates them from StreamsGroupDescribe's topology, and the next heartbeat after the metadata update
+configures the topology.
+
+Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+"""
+from __future__ import annotations
+
+import re
+
+from ..consumer.group_state import IllegalStateError
+from ..errors import ApiError, Errors
+from ..messages import Request, StateRecord
+from ..records import parse_record_key, record_key
+from ..streams.assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
+from ..streams.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
+from ..streams.reconciliation import reconcile
+from ..streams.tasks import EMPTY, TasksTuple, tasks_to_wire
+from ..streams.topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, StreamsInvalidTopologyError,
+                                configure_topics, required_topics, topology_record_value)
+from ..timers import Timer
+from .admin import GROUP_AUTHORIZED_OPERATIONS
+from .apis import INT32_MIN
+from .component import GroupCoordinator
+from .consumer_manager import group_hash, topic_hash
+from .group import STREAMS
+from .group_configs import group_configs
+from .streams_apis import described_group, describe_response, heartbeat_response
+from .streams_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_TOPOLOGY, RECORD_TYPES,
+                            StreamsGroup, rebalance_timer_key, session_timer_key)
+
+T_SESSION = "streams-session"
+T_REBALANCE = "streams-rebalance"
+INT32_MAX = 2**31 - 1
+METADATA_REFRESH_INTERVAL_MS = INT32_MAX
+# Kafka's Topic.isInternal / Topic.isValid
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# StreamsGroupHeartbeatResponse: Kafka 4.1 answers 0 for both (warm-ups and task offsets are not used yet)
+ACCEPTABLE_RECOVERY_LAG = 0
+TASK_OFFSET_INTERVAL_MS = 0
+
+
+def manager(component: GroupCoordinator) -> "StreamsGroupManager":
+    m = component.__dict__.get("_streams_manager")
+    if m is None:
+        m = component.__dict__["_streams_manager"] = StreamsGroupManager(component)
+    return m
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: StreamsGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(tasks: TasksTuple) -> dict:
+    return {"type": R_TARGET, **tasks.to_wire()}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: StreamsGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
+
+
+def topology_value(topology: dict) -> dict:
+    return {"type": R_TOPOLOGY, **topology}
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(Errors.INVALID_REQUEST, message)
+
+
+def _is_blank(value) -> bool:
+    return value is not None and all(ord(c) <= 0x20 for c in value)
+
+
+def throw_if_request_is_invalid(body: dict) -> None:
+    """GroupCoordinatorService: throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures, then
+    throwIfStreamsGroupHeartbeatRequestIsInvalid (Kafka 4.1's checks and messages)."""
+    topology = body["topology"]
+    if body["instanceId"] is not None:
+        raise _invalid("Static membership is not yet supported.")
+    if body["taskOffsets"] is not None:
+        raise _invalid("TaskOffsets are not supported yet.")
+    if body["taskEndOffsets"] is not None:
+        raise _invalid("TaskEndOffsets are not supported yet.")
+    if body["warmupTasks"]:
+        raise _invalid("WarmupTasks are not supported yet.")
+    if topology is not None and any(s["sourceTopicRegex"] for s in topology["subtopologies"]):
+        raise _invalid("Regular expressions for source topics are not supported yet.")
+    if _is_blank(body["memberId"]):
+        raise _invalid("MemberId can't be empty.")
+    if _is_blank(body["groupId"]):
+        raise _invalid("GroupId can't be empty.")
+    if _is_blank(body["rackId"]):
+        raise _invalid("RackId can't be empty.")
+    epoch = body["memberEpoch"]
+    if epoch == 0:
+        if body["rebalanceTimeoutMs"] == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        for name, label in (("activeTasks", "ActiveTasks"), ("standbyTasks", "StandbyTasks"),
+                            ("warmupTasks", "WarmupTasks")):
+            if body[name]:
+                raise _invalid(f"{label} must be empty when (re-)joining.")
+        if topology is None:
+            raise _invalid("Topology must be non-null when (re-)joining.")
+        for s in topology["subtopologies"]:
+            for t in s["stateChangelogTopics"]:
+                if t["partitions"] != 0:
+                    raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY,
+                                   f"Changelog topic {t['name']} must have an undefined partition count, but it "
+                                   f"is set to {t['partitions']}.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+    if any(body[n] is not None for n in ("activeTasks", "standbyTasks", "warmupTasks")):
+        if any(body[n] is None for n in ("activeTasks", "standbyTasks", "warmupTasks")):
+            raise _invalid("If one task-type is non-null, all must be non-null.")
+    if epoch != 0 and topology is not None:
+        raise _invalid("Topology can only be provided when (re-)joining.")
+
+
+def throw_if_topics_are_invalid(topology: dict | None) -> None:
+    """KafkaApis.handleStreamsGroupHeartbeat: no internal and only legal topic names."""
+    if topology is None:
+        return
+    names: list[str] = []
+    for s in topology["subtopologies"]:
+        for n in (s["sourceTopics"] + s["repartitionSinkTopics"] + [t["name"] for t in s["repartitionSourceTopics"]]
+                  + [t["name"] for t in s["stateChangelogTopics"]]):
+            if n not in names:
+                names.append(n)
+    internal = [n for n in names if n in INTERNAL_TOPICS]
+    if internal:
+        raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY,
+                       f"Use of Kafka internal topics {','.join(internal)} in a Kafka Streams topology is prohibited.")
+    invalid = [n for n in names if not _LEGAL_TOPIC.fullmatch(n) or n in (".", "..")]
+    if invalid:
+        raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY, f"Topic names {','.join(invalid)} are not valid topic names.")
+
+
+class StreamsGroupManager:
+    def __init__(self, coordinator: GroupCoordinator):
+        self.c = coordinator
+        self.p = coordinator.p
+        self.config = coordinator.p.config
+
+    # ================================================================ helpers
+    @property
+    def now(self) -> int:
+        return self.p.clock_ms
+
+    @property
+    def metadata(self):
+        return self.p.component("metadata")
+
+    def topics(self) -> dict[str, int]:
+        meta = self.metadata
+        return meta.topics if meta.available else {}
+
+    def enabled(self) -> bool:
+        """KafkaApis.isStreamsGroupProtocolEnabled: "streams" in group.coordinator.rebalance.protocols."""
+        return "streams" in self.config["group.coordinator.rebalance.protocols"]
+
+    # The streams.* group configs (IncrementalAlterConfigs on the group), else the coordinator's
+    # group.streams.* settings: GroupConfigManager's fallbacks.
+    def session_timeout_ms(self, group_id: str) -> int:
+        return group_configs(self.c).streams_session_timeout_ms(group_id)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return group_configs(self.c).streams_heartbeat_interval_ms(group_id)
+
+    def num_standby_replicas(self, group_id: str) -> int:
+        return group_configs(self.c).streams_num_standby_replicas(group_id)
+
+    def compute_metadata_hash(self, topology: dict) -> int:
+        """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
+        topics, ids = self.topics(), self.metadata.topic_ids
+        return group_hash({t: topic_hash(t, ids.get(t), topics[t]) for t in required_topics(topology) if t in topics})
+
+    def streams_group(self, group_id: str) -> StreamsGroup:
+        group = self.c.groups.get(group_id)
+        if group is None:
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
+        if not isinstance(group, StreamsGroup):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        return group
+
+    def _state(self, group_id: str) -> str | None:
+        group = self.c.groups.get(group_id)
+        return group.state if isinstance(group, StreamsGroup) else None
+
+    def _apply(self, records: list) -> None:
+        for key, value in records:
+            self.c.append_and_replay(key, value)
+
+    def emit(self, group_id: str, event: str, **fields) -> None:
+        """A group event that says its group type (the metrics label it by `groupType`)."""
+        fields.setdefault("groupType", STREAMS)
+        self.c.emit(group_id, event, **fields)
+
+    def _report_state_change(self, group_id: str, before: str | None) -> None:
+        after = self._state(group_id)
+        if after != before and after is not None:
+            group = self.c.groups[group_id]
+            self.emit(group_id, "GroupStateChanged", fromState=before, toState=after,
+                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+
+    # ================================================================ StreamsGroupHeartbeat
+    def streams_group_heartbeat(self, request: Request) -> dict:
+        if not self.enabled():
+            raise ApiError(Errors.UNSUPPORTED_VERSION)
+        body = request.body
+        throw_if_topics_are_invalid(body["topology"])
+        throw_if_request_is_invalid(body)
+        if body["memberEpoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self.streams_group_leave(body)
+        return self._heartbeat(request)
+
+    def _heartbeat(self, request: Request) -> dict:
+        body = request.body
+        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        now = self.now
+        records: list = []
+        events: list = []
+        status: list[dict] = []
+        state_before = self._state(group_id)
+
+        # Get or create the group.
+        joining = member_epoch == 0
+        group = self.c.groups.get(group_id)
+        if group is not None and not isinstance(group, StreamsGroup):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        if group is None:
+            if not joining:
+                raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
+            group = StreamsGroup(group_id)
+        is_new_group = group_id not in self.c.groups
+        if joining and len(group.members) >= self.config["group.streams.max.size"]:
+            raise ApiError(Errors.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum capacity of "
+                                                          f"{self.config['group.streams.max.size']} members.")
+
+        # Get or create the member.
+        owned = None
+        if body["activeTasks"] is not None:
+            owned = TasksTuple.of(_tasks(body["activeTasks"]), _tasks(body["standbyTasks"]),
+                                  _tasks(body["warmupTasks"]))
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            member = StreamsGroupMember.default(member_id)
+        _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
+        is_new_member = member_id not in group.members
+
+        # 1. Create or update the member.
+        endpoint = body["userEndpoint"]
+        tags = body["clientTags"]
+        topology = body["topology"]
+        updated = member.replace(
+            rack_id=body["rackId"] if body["rackId"] is not None else member.rack_id,
+            rebalance_timeout_ms=(body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1
+                                  else member.rebalance_timeout_ms),
+            topology_epoch=topology["epoch"] if topology is not None else member.topology_epoch,
+            client_id=request.reply.client_id, client_host="",
+            process_id=body["processId"] if body["processId"] is not None else member.process_id,
+            client_tags=(tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None
+                         else member.client_tags),
+            user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint)
+        bump = False
+        if updated != member:
+            records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
+            bump = True
+
+        # 2. Initialise or check the group's topology.
+        group_topology = self._maybe_update_topology(group, member_id, topology, records, events)
+        if group.topology is not None and updated.topology_epoch < group.topology["epoch"]:
+            status.append({"statusCode": STALE_TOPOLOGY,
+                           "statusDetail": f"The member's topology epoch {updated.topology_epoch} is behind the "
+                                           f"group's topology epoch {group.topology['epoch']}."})
+
+        # 3. Configure the topology against the topics (and find the internal topics to create).
+        configured = group.configured_topology
+        reconfigure = group.topology is None
+        metadata_hash = group.metadata_hash
+        if reconfigure or configured is None or group.has_metadata_expired(now):
+            metadata_hash = self.compute_metadata_hash(group_topology)
+            if metadata_hash != group.metadata_hash:
+                bump = True
+                reconfigure = True
+            if reconfigure or configured is None:
+                try:
+                    configured = configure_topics(group_topology, metadata_hash, self.topics())
+                except StreamsInvalidTopologyError as e:
+                    raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY, str(e)) from e
+        if configured.is_ready():
+            for tasks in (body["activeTasks"], body["standbyTasks"], body["warmupTasks"]):
+                _throw_if_invalid_tasks(configured, tasks)
+
+        group_epoch = group.group_epoch
+        if bump:
+            group_epoch += 1
+            records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
+            events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
+                                                "reason": "new group" if group.group_epoch == 0 else
+                                                f"member {member_id} joined or changed its metadata, or the "
+                                                "topics of the topology changed"}))
+
+        # 4. A new target assignment if the group epoch is ahead of the assignment epoch.
+        if group_epoch > group.target_assignment_epoch:
+            target = self._update_target_assignment(group, group_epoch, updated, configured, records, events)
+            target_epoch = group_epoch
+        else:
+            target_epoch = group.target_assignment_epoch
+            target = group.target_assignment_of(member_id)
+
+        # 5. Reconcile the member with its target (revoke before assign).
+        reconciled = updated
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target, group.current_active_task_process_id,
+                                   group.current_standby_task_process_ids, group.current_warmup_task_process_ids,
+                                   owned)
+            if reconciled != updated:
+                records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
+
+        # Nothing can fail any more: write, replay, soft state, timers.
+        members_before = dict(group.members)  # Kafka builds the endpoint map before its records apply
+        if is_new_group:
+            self.c.groups[group_id] = group
+        self._apply(records)
+        group = self.c.groups[group_id]
+        group.configured_topology = configured
+        if bump:
+            group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+        if reconciled != updated:
+            if reconciled.state == MemberState.UNREVOKED_TASKS:
+                self._schedule_rebalance_timeout(group_id, member_id, reconciled.member_epoch,
+                                                 reconciled.rebalance_timeout_ms)
+            else:
+                self.p.cancel(rebalance_timer_key(group_id, member_id))
+        self._schedule_session_timeout(group_id, member_id)
+        if body["shutdownApplication"] and group.shutdown_request_member_id is None:
+            group.shutdown_request_member_id = member_id
+            events.append(("StreamsShutdownRequested", {"memberId": member_id}))
+
+        if is_new_group:
+            self.emit(group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
+            self.c.ensure_expiration_timer()
+        if is_new_member:
+            self.emit(group_id, "MemberJoined", memberId=member_id, processId=reconciled.process_id,
+                        clientId=request.reply.client_id, topologyEpoch=reconciled.topology_epoch)
+        for name, fields in events:
+            self.emit(group_id, name, **fields)
+        if reconciled != updated or is_new_member:
+            self.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
+                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
+                        assignedTasks=reconciled.assigned_tasks.to_wire(),
+                        tasksPendingRevocation=reconciled.tasks_pending_revocation.to_wire())
+        if configured.internal_topics_to_create and (bump or is_new_member):
+            self.emit(group_id, "StreamsInternalTopicsMissing",
+                        topics=[configured.internal_topics_to_create[n]
+                                for n in sorted(configured.internal_topics_to_create)])
+        self._report_state_change(group_id, state_before)
+
+        # The response.
+        response = heartbeat_response(member_id=member_id, member_epoch=reconciled.member_epoch,
+                                      heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
+                                      acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+                                      task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS)
+        if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
+            response["activeTasks"] = tasks_to_wire(reconciled.assigned_tasks.active)
+            response["standbyTasks"] = tasks_to_wire(reconciled.assigned_tasks.standby)
+            response["warmupTasks"] = tasks_to_wire(reconciled.assigned_tasks.warmup)
+            if member_epoch != 0 or not reconciled.assigned_tasks.is_empty():
+                group.endpoint_information_epoch += 1
+        if group.endpoint_information_epoch != body["endpointInformationEpoch"]:
+            response["partitionsByUserEndpoint"] = self._endpoint_to_partitions(group, members_before, reconciled)
+        response["endpointInformationEpoch"] = group.endpoint_information_epoch
+        if configured.status is not None:
+            status.append({"statusCode": configured.status, "statusDetail": configured.status_detail})
+        if group.shutdown_request_member_id is not None:
+            status.append({"statusCode": SHUTDOWN_APPLICATION,
+                           "statusDetail": f"Streams group member {group.shutdown_request_member_id} encountered a "
+                                           "fatal error and requested a shutdown for the entire application."})
+        if status:
+            response["status"] = status
+        return response
+
+    def _maybe_update_topology(self, group: StreamsGroup, member_id: str, topology: dict | None, records: list,
+                               events: list) -> dict:
+        """maybeUpdateTopology: the first topology initialises the group's; a member with an older
+        epoch keeps the group's (and is told STALE_TOPOLOGY); any other difference is refused, as
+        Kafka 4.1 does ("Topology updates are not supported yet.")."""
+        if topology is not None:
+            value = topology_record_value(topology)
+            if group.topology is None:
+                records.append((record_key(R_TOPOLOGY, group.group_id), topology_value(value)))
+                events.append(("StreamsTopologyInitialized", {"topologyEpoch": value["epoch"], "memberId": member_id,
+                                                              "subtopologies": len(value["subtopologies"])}))
+                return value
+            if group.topology["epoch"] > value["epoch"]:
+                return group.topology
+            if _stored(group.topology) != value:
+                raise _invalid("Topology updates are not supported yet.")
+            return group.topology
+        if group.topology is not None:
+            return group.topology
+        raise ApiError(Errors.UNKNOWN_SERVER_ERROR, "The topology is null and the group topology is also null.")
+
+    def _update_target_assignment(self, group: StreamsGroup, group_epoch: int, updated: StreamsGroupMember,
+                                  configured, records: list, events: list) -> TasksTuple:
+        """updateStreamsTargetAssignment (TargetAssignmentBuilder): the assignor sees each member's
+        process and its current target; a topology that is not ready gives everyone nothing."""
+        members = dict(group.members)
+        members[updated.member_id] = updated
+        specs = {m: MemberSpec(members[m].process_id, group.target_assignment_of(m).active,
+                               group.target_assignment_of(m).standby) for m in members}
+        if configured.is_ready():
+            subs = {sid: SubtopologySpec(s.number_of_tasks, s.is_stateful())
+                    for sid, s in configured.subtopologies.items()}
+            try:
+                new = ASSIGNORS["sticky"]().assign(specs, subs, self.num_standby_replicas(group.group_id))
+            except TaskAssignorError as e:
+                raise ApiError(Errors.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                                                            f"epoch {group_epoch}: {e}") from e
+        else:
+            new = {m: EMPTY for m in specs}
+        gid = group.group_id
+        changed = []
+        for m in sorted(specs):
+            old = group.target_assignment.get(m)
+            if old is None or old != new[m]:
+                records.append((record_key(R_TARGET, gid, m), target_value(new[m])))
+                changed.append(m)
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        total = sum(t.count() for t in new.values())
+        events.append(("TargetAssignmentComputed", {
+            "assignmentEpoch": group_epoch, "assignor": "sticky", "members": len(new),
+            "changedMembers": changed if len(changed) <= 1000 else len(changed),
+            "targetAssignment": {m: t.to_wire() for m, t in sorted(new.items())} if total <= 10_000 else total}))
+        return new[updated.member_id]
+
+    def _endpoint_to_partitions(self, group: StreamsGroup, members: dict, updated: StreamsGroupMember) -> list | None:
+        """maybeBuildEndpointToPartitions (EndpointToPartitionsManager): for each member with an
+        endpoint (the members as they were before this heartbeat, the heartbeating one with its new
+        tasks), the partitions of its active and standby tasks' source topics; null when none."""
+        out = []
+        for member_id in sorted(members):
+            endpoint = members[member_id].user_endpoint
+            if endpoint is None:
+                continue
+            m = updated if member_id == updated.member_id else members[member_id]
+            out.append({"userEndpoint": {"host": endpoint[0], "port": endpoint[1]},
+                        "activePartitions": self._task_partitions(group, m.assigned_tasks.active),
+                        "standbyPartitions": self._task_partitions(group, m.assigned_tasks.standby)})
+        return out or None
+
+    def _task_partitions(self, group: StreamsGroup, tasks) -> list[dict]:
+        """One entry per (subtopology, source topic): the task partitions, cut to the topic's
+        partition count as Kafka does."""
+        configured = group.configured_topology
+        if configured is None or configured.subtopologies is None:
+            return []
+        topics = self.topics()
+        out = []
+        for sid in sorted(tasks):
+            sub = configured.subtopologies.get(sid)
+            if sub is None:
+                continue
+            parts = sorted(tasks[sid])
+            for topic in sorted(set(sub.source_topics) | set(sub.repartition_source_topics)):
+                if topic in topics:
+                    out.append({"topic": topic, "partitions": parts[:topics[topic]]})
+        return out
+
+    # ================================================================ leaving and fencing
+    def streams_group_leave(self, body: dict) -> dict:
+        group = self.streams_group(body["groupId"])
+        member_id = body["memberId"]
+        if body["shutdownApplication"] and group.shutdown_request_member_id is None:
+            group.shutdown_request_member_id = member_id
+        member = group.get_member(member_id)
+        self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        return heartbeat_response(member_id=member_id, member_epoch=body["memberEpoch"])
+
+    def fence_member(self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str) -> None:
+        """streamsGroupFenceMember: the member's tombstones and a group epoch bump (metadata hash 0,
+        as Kafka writes it: the next heartbeat recomputes it)."""
+        gid, mid = group.group_id, member.member_id
+        group_epoch = group.group_epoch + 1
+        before = self._state(gid)
+        self._apply([(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
+                     (record_key(R_MEMBER, gid, mid), None),
+                     (record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))])
+        self._cancel_timers(gid, mid)
+        self.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason,
+                    memberEpoch=member.member_epoch)
+        self.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0,
+                    reason=f"member {mid} removed: {reason}")
+        self._report_state_change(gid, before)
+
+    # ================================================================ timers
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self.p.schedule(session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id),
+                        T_SESSION, {"groupId": group_id, "memberId": member_id})
+
+    def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int, timeout_ms: int) -> None:
+        self.p.schedule(rebalance_timer_key(group_id, member_id), self.now + timeout_ms, T_REBALANCE,
+                        {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
+                         "rebalanceTimeoutMs": timeout_ms})
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.p.cancel(session_timer_key(group_id, member_id))
+        self.p.cancel(rebalance_timer_key(group_id, member_id))
+
+    def on_session_timeout(self, timer: Timer) -> None:
+        group = self.c.groups.get(timer.payload["groupId"])
+        if not isinstance(group, StreamsGroup):
+            return
+        member = group.members.get(timer.payload["memberId"])
+        if member is not None:
+            self.fence_member(group, member, "MemberFenced", "the member session expired")
+
+    def on_rebalance_timeout(self, timer: Timer) -> None:
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, StreamsGroup):
+            return
+        member = group.members.get(payload["memberId"])
+        if member is None or member.member_epoch != payload["memberEpoch"]:
+            return
+        self.fence_member(group, member, "MemberFenced",
+                          f"it failed to transition from epoch {payload['memberEpoch']} within "
+                          f"{payload['rebalanceTimeoutMs']}ms")
+
+    def on_metadata_change(self, old: dict, new: dict) -> None:
+        """onMetadataUpdate: streams groups recompute their metadata hash (and reconfigure their
+        topology if it changed) on their next heartbeat."""
+        for group in self.c.groups.values():
+            if isinstance(group, StreamsGroup):
+                group.request_metadata_refresh()
+
+    # ================================================================ StreamsGroupDescribe
+    def streams_group_describe(self, request: Request) -> dict:
+        if not self.enabled():
+            raise ApiError(Errors.UNSUPPORTED_VERSION)
+        body = request.body
+        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
+        out = []
+        for group_id in body["groupIds"]:
+            if group_id == "":
+                out.append(described_group(group_id, Errors.INVALID_GROUP_ID))
+                continue
+            if not self.p.owns(group_id):
+                out.append(described_group(group_id, Errors.NOT_COORDINATOR))
+                continue
+            try:
+                group = self.streams_group(group_id)
+            except ApiError as e:
+                out.append(described_group(group_id, e.error, message=e.message))
+                continue
+            out.append(self.describe(group, operations))
+        return describe_response(out)
+
+    def describe(self, group: StreamsGroup, operations: int = INT32_MIN) -> dict:
+        """StreamsGroup.asDescribedGroup."""
+        members = []
+        for member_id in sorted(group.members):
+            m = group.members[member_id]
+            target = group.target_assignment.get(member_id)
+            members.append({
+                "memberId": m.member_id, "memberEpoch": m.member_epoch, "instanceId": m.instance_id,
+                "rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
+                "topologyEpoch": m.topology_epoch, "processId": m.process_id,
+                "userEndpoint": None if m.user_endpoint is None else
+                {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
+                "clientTags": [{"key": k, "value": v} for k, v in m.client_tags],
+                "taskOffsets": [], "taskEndOffsets": [],
+                "assignment": m.assigned_tasks.to_wire(),
+                "targetAssignment": (target or EMPTY).to_wire(), "isClassic": False})
+        configured = group.configured_topology
+        return described_group(group.group_id, state=group.state, group_epoch=group.group_epoch,
+                               assignment_epoch=group.target_assignment_epoch,
+                               topology=None if configured is None else configured.as_describe_topology(),
+                               members=members, authorized_operations=operations)
+
+    # ================================================================ replay and load
+    def _persisted_group(self, group_id: str, create: bool) -> StreamsGroup | None:
+        """getOrMaybeCreatePersistedStreamsGroup."""
+        group = self.c.groups.get(group_id)
+        if group is None:
+            if not create:
+                return None
+            group = self.c.groups[group_id] = StreamsGroup(group_id)
+            return group
+        if isinstance(group, StreamsGroup):
+            return group
+        if not create:
+            return None
+        from .consumer_manager import is_simple_classic_group
+        if is_simple_classic_group(group):
+            group = self.c.groups[group_id] = StreamsGroup(group_id)
+            return group
+        raise IllegalStateError(f"Group {group_id} is not a streams group")
+
+    def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        gid = ids[0]
+        group = self._persisted_group(gid, value is not None)
+        if group is None:
+            return
+        if kind == R_GROUP:
+            if value is not None:
+                group.group_epoch = int(value["epoch"])
+                group.metadata_hash = int(value.get("metadataHash", 0))
+                return
+            if group.members:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
+                                        f"has {len(group.members)} members.")
+            if group.target_assignment_epoch != -1:
+                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but did not receive "
+                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            del self.c.groups[gid]
+        elif kind == R_TOPOLOGY:
+            group.topology = None if value is None else _stored(value)
+            if value is None:
+                group.configured_topology = None
+        elif kind == R_MEMBER:
+            mid = ids[1]
+            if value is not None:
+                old = group.members.get(mid) or StreamsGroupMember.default(mid)
+                group.update_member(old.with_metadata_value(value))
+                return
+            old = group.members.get(mid)
+            if old is None:
+                return
+            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
+                                        "StreamsGroupCurrentMemberAssignmentValue tombstone.")
+            if mid in group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
+                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+            group.remove_member(mid)
+        elif kind == R_TARGET:
+            if value is not None:
+                group.target_assignment[ids[1]] = TasksTuple.from_wire(value)
+            else:
+                group.target_assignment.pop(ids[1], None)
+        elif kind == R_TARGET_EPOCH:
+            if value is not None:
+                group.target_assignment_epoch = int(value["assignmentEpoch"])
+                return
+            if group.target_assignment:
+                raise IllegalStateError(f"Received a tombstone record to delete target assignment of {gid} but "
+                                        f"the assignment still has {len(group.target_assignment)} members.")
+            group.target_assignment_epoch = -1
+        elif kind == R_CURRENT:
+            mid = ids[1]
+            if value is not None:
+                old = group.members.get(mid) or StreamsGroupMember.default(mid)
+                group.update_member(old.with_assignment_value(value))
+            else:
+                old = group.members.get(mid)
+                if old is not None:
+                    group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                                                    assigned_tasks=EMPTY, tasks_pending_revocation=EMPTY))
+
+    def on_loaded(self) -> None:
+        for group in self.c.groups.values():
+            if not isinstance(group, StreamsGroup):
+                continue
+            for member in group.members.values():
+                self._schedule_session_timeout(group.group_id, member.member_id)
+                if member.state == MemberState.UNREVOKED_TASKS:
+                    self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
+                                                     member.rebalance_timeout_ms)
+
+
+def _stored(value: dict) -> dict:
+    """The topology part of a StreamsGroupTopology record value."""
+    return {"epoch": value["epoch"], "subtopologies": value["subtopologies"]}
+
+
+def _tasks(task_ids: list[dict] | None) -> dict:
+    out: dict[str, set] = {}
+    for t in task_ids or []:
+        out.setdefault(t["subtopologyId"], set()).update(t["partitions"])
+    return out
+
+
+def _contained(owned: dict, assigned: dict) -> bool:
+    return all(set(p) <= set(assigned.get(s, ())) for s, p in owned.items())
+
+
+def _throw_if_member_epoch_is_invalid(member: StreamsGroupMember, received: int, owned: TasksTuple | None) -> None:
+    """throwIfStreamsGroupMemberEpochIsInvalid."""
+    if received > member.member_epoch:
+        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
+                       f"The streams group member has a greater member epoch ({received}) than the one known by the "
+                       f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+                       "rejoin.")
+    if received < member.member_epoch:
+        a = member.assigned_tasks
+        ok = (received == member.previous_member_epoch and owned is not None
+              and _contained(owned.active, a.active) and _contained(owned.standby, a.standby)
+              and _contained(owned.warmup, a.warmup))
+        if not ok:
+            raise ApiError(Errors.FENCED_MEMBER_EPOCH,
+                           f"The streams group member has a smaller member epoch ({received}) than the one known by "
+                           f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                           "partitions and rejoin.")
+
+
+def _throw_if_invalid_tasks(configured, tasks: list[dict] | None) -> None:
+    """throwIfRequestContainsInvalidTasks."""
+    for t in tasks or []:
+        sub = configured.subtopologies.get(t["subtopologyId"])
+        if sub is None:
+            raise _invalid(f"Subtopology {t['subtopologyId']} does not exist in the topology.")
+        for p in t["partitions"]:
+            if p < 0 or p >= sub.number_of_tasks:
+                raise _invalid(f"Task {p} for subtopology {t['subtopologyId']} is invalid. Number of tasks for "
+                               f"this subtopology: {sub.number_of_tasks}")
+
+
+# ====================================================================== wiring
+def _replay(component, record: StateRecord) -> bool:
+    kind, ids = parse_record_key(record.key)
+    if kind not in RECORD_TYPES:
+        return False
+    manager(component).replay(kind, ids, record.value)
+    return True
+
+
+GroupCoordinator.extend(
+    apis={"StreamsGroupHeartbeat": lambda c, request: manager(c).streams_group_heartbeat(request),
+          "StreamsGroupDescribe": lambda c, request: manager(c).streams_group_describe(request)},
+    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer),
+            T_REBALANCE: lambda c, timer: manager(c).on_rebalance_timeout(timer)},
+    replay=_replay,
+    on_load=lambda c: manager(c).on_loaded(),
+    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
+)

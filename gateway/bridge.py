@@ -1,0 +1,182 @@
+"""The coordinator bridge: JSON requests to the service, its answers back to the waiting callers.
+
+One producer writes request envelopes to the request topic; one consumer thread reads the
+gateway's reply topic (every partition: the answers are keyed by each Kafka client's own clientId)
+and resolves the caller waiting for that correlation id. The gateway numbers its requests itself,
+so a correlation id is unique among its requests in flight; the service's sink is at-least-once,
+so an answer to an id no longer waited for (a duplicate, a late answer) is dropped.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import threading
+import time
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+from deploy.topics import wait_for_broker
+
+from .config import GatewayConfig
+
+log = logging.getLogger("gateway.bridge")
+INT32_MAX = 2**31 - 1
+
+
+class BridgeTimeout(TimeoutError):
+    pass
+
+
+class CoordinatorBridge:
+    def __init__(self, cfg: GatewayConfig):
+        self.cfg = cfg
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: dict[int, asyncio.Future] = {}
+        self._next_cid = random.randrange(INT32_MAX)  # a restart does not reuse the last run's ids
+        self._producer: KafkaProducer | None = None
+        self._consumer: KafkaConsumer | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.ready = asyncio.Event()
+        self.duplicates = 0
+
+    # ------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self._loop.run_in_executor(None, self._start_clients)
+        self._thread = threading.Thread(target=self._poll, name="gateway-responses", daemon=True)
+        self._thread.start()
+        self._probe_task = asyncio.create_task(self._probe())
+
+    def _start_clients(self) -> None:
+        cfg = self.cfg
+        wait_for_broker(cfg.bootstrap_servers, cfg.startup_timeout_s)
+        admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap_servers, client_id=f"{cfg.client_id}-admin")
+        try:
+            # The service creates its request topic (LogAppendTime); never let a producer's metadata
+            # request auto-create it with the broker's defaults.
+            deadline = time.monotonic() + cfg.startup_timeout_s
+            while cfg.requests_topic not in (topics := set(admin.list_topics())):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the request topic {cfg.requests_topic} does not exist: is the "
+                                       "coordinator service running?")
+                log.info("waiting for the service's request topic %s", cfg.requests_topic)
+                time.sleep(1)
+            if cfg.reply_to not in topics:
+                try:
+                    admin.create_topics([NewTopic(cfg.reply_to, cfg.reply_to_partitions, 1, topic_configs={
+                        "max.message.bytes": str(cfg.reply_to_max_bytes)})])
+                except TopicAlreadyExistsError:
+                    pass
+        finally:
+            admin.close()
+        self._producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers, acks="all", linger_ms=1,
+                                       client_id=f"{cfg.client_id}-producer")
+        self._consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
+                                       enable_auto_commit=False, fetch_max_wait_ms=20,
+                                       client_id=f"{cfg.client_id}-consumer")
+        deadline = time.monotonic() + 60
+        while not (parts := self._consumer.partitions_for_topic(cfg.reply_to)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"reply topic {cfg.reply_to} has no partitions")
+            time.sleep(0.2)
+        tps = [TopicPartition(cfg.reply_to, p) for p in sorted(parts)]
+        self._consumer.assign(tps)
+        self._consumer.seek_to_end(*tps)
+        for tp in tps:
+            self._consumer.position(tp)  # resolve "end" before the first request is sent
+        self._producer.partitions_for(cfg.requests_topic)  # metadata now, so send() never blocks on it
+
+    async def _probe(self) -> None:
+        """Ready once the service answers on the reply topic (it accepts a replyTo only once its
+        topic metadata lists the topic, a few seconds after the gateway created it)."""
+        while not self.ready.is_set():
+            try:
+                await self.call("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["gateway-probe"]},
+                                key="gateway-probe", client_id=self.cfg.client_id, client_host=None,
+                                timeout_s=3, wait_ready=False)
+                self.ready.set()
+                log.info("the coordinator service answers on %s", self.cfg.reply_to)
+            except BridgeTimeout:
+                log.info("waiting for the coordinator service to answer on %s", self.cfg.reply_to)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
+        if self._producer:
+            self._producer.close(timeout=5)
+        if self._consumer:
+            self._consumer.close()
+
+    # ------------------------------------------------------------ requests
+    def _correlation_id(self) -> int:
+        cid = self._next_cid
+        self._next_cid = cid + 1 if cid < INT32_MAX else 0
+        return cid
+
+    async def call(self, api: str, version: int, body: dict, *, key: str, client_id: str,
+                   client_host: str | None, timeout_s: float, wait_ready: bool = True) -> dict:
+        """Send one request envelope and return the service's response body."""
+        deadline = self._loop.time() + timeout_s
+        if wait_ready and not self.ready.is_set():
+            try:
+                await asyncio.wait_for(self.ready.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                raise BridgeTimeout("the coordinator service has not answered the gateway yet") from None
+        cid = self._correlation_id()
+        envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
+                    "replyTo": self.cfg.reply_to, "kafkaClient": True, "request": body}
+        if client_host is not None:
+            envelope["clientHost"] = client_host
+        future = self._loop.create_future()
+        self._pending[cid] = future
+        try:
+            value = json.dumps(envelope, separators=(",", ":")).encode()
+            sent = self._producer.send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
+            sent.add_errback(lambda e: self._loop.call_soon_threadsafe(self._fail, cid, e))
+            left = deadline - self._loop.time()
+            try:
+                envelope = await asyncio.wait_for(future, max(left, 0.001))
+            except asyncio.TimeoutError:
+                raise BridgeTimeout(f"no answer to {api} in {timeout_s:.1f}s") from None
+        finally:
+            self._pending.pop(cid, None)
+        return envelope["response"]
+
+    def _fail(self, cid: int, error: Exception) -> None:
+        future = self._pending.get(cid)
+        if future is not None and not future.done():
+            log.warning("request %d not written: %s", cid, error)
+            future.set_exception(BridgeTimeout(f"request not written: {error}"))
+
+    def _deliver(self, cid: int, envelope: dict) -> None:
+        future = self._pending.get(cid)
+        if future is None or future.done():
+            self.duplicates += 1
+            return
+        future.set_result(envelope)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            try:
+                batches = self._consumer.poll(timeout_ms=100)
+            except Exception:  # noqa: BLE001
+                if self._stop.is_set():
+                    return
+                log.exception("polling %s", self.cfg.reply_to)
+                time.sleep(0.5)
+                continue
+            for records in batches.values():
+                for rec in records:
+                    try:
+                        envelope = json.loads(rec.value)
+                        cid = envelope["correlationId"]
+                        envelope["response"]
+                    except (TypeError, ValueError, KeyError):
+                        continue
+                    self._loop.call_soon_threadsafe(self._deliver, cid, envelope)

@@ -1,0 +1,422 @@
+"""The gateway's listeners and client connections (asyncio).
+
+Each broker of the cluster gets one gateway port; a client connection on that port is served by
+one upstream connection to that broker (opened on first use), so passed-through requests keep the
+client's order. Requests in flight on a connection are answered in the order they arrived, as
+Kafka requires, whatever order their answers come in: each request takes a slot in the
+connection's bounded queue, and the writer sends the slots' answers in order. When the queue is
+full the connection is not read any further (a slow client costs at most `max_in_flight`
+answers of memory).
+"""
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections import deque
+
+from kio.schema.index import api_key_map, schema_name_map
+
+from coordinator.errors import Errors
+
+from . import apis
+from .bridge import BridgeTimeout, CoordinatorBridge
+from .codec import decode_request, decode_response, encode_request, encode_response, from_json, \
+    request_class, response_class, to_json
+from .config import GatewayConfig
+from .frames import FrameError, produce_expects_response, read_frame, request_header
+
+log = logging.getLogger("gateway")
+UPSTREAM_MAX_FRAME = 2**31 - 1
+REWRITTEN = (apis.API_VERSIONS, apis.METADATA, apis.DESCRIBE_CLUSTER)
+
+
+def kio_versions(api_key: int) -> tuple[int, int] | None:
+    name = api_key_map.get(api_key)
+    if name is None:
+        return None
+    versions = sorted(schema_name_map[name])
+    return versions[0], versions[-1]
+
+
+class UpstreamClosed(ConnectionError):
+    pass
+
+
+class Upstream:
+    """One connection to a broker; its answers come back in request order."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.pending: deque[tuple[int, asyncio.Future]] = deque()
+        self.task = asyncio.create_task(self._read_loop())
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> "Upstream":
+        reader, writer = await asyncio.open_connection(host, port)
+        return cls(reader, writer)
+
+    def send(self, frame: bytes, correlation_id: int, expects_response: bool) -> asyncio.Future | None:
+        if self.task.done():
+            raise UpstreamClosed("the broker closed the connection")
+        self.writer.write(len(frame).to_bytes(4, "big"))
+        self.writer.write(frame)
+        if not expects_response:
+            return None
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((correlation_id, future))
+        return future
+
+    async def _read_loop(self) -> None:
+        error: Exception = UpstreamClosed("the broker closed the connection")
+        try:
+            while True:
+                prefix = await self.reader.readexactly(4)
+                size = int.from_bytes(prefix, "big", signed=True)
+                if not 4 <= size <= UPSTREAM_MAX_FRAME:
+                    raise UpstreamClosed(f"the broker sent a frame of {size} bytes")
+                frame = await self.reader.readexactly(size)
+                cid = int.from_bytes(frame[:4], "big", signed=True)
+                if not self.pending or self.pending[0][0] != cid:
+                    raise UpstreamClosed(f"the broker answered correlation id {cid} out of order")
+                _, future = self.pending.popleft()
+                if not future.done():
+                    future.set_result(frame)
+        except (asyncio.IncompleteReadError, ConnectionError, UpstreamClosed) as e:
+            error = e if isinstance(e, UpstreamClosed) else UpstreamClosed(f"broker connection lost: {e}")
+        finally:
+            while self.pending:
+                _, future = self.pending.popleft()
+                if not future.done():
+                    future.set_exception(error)
+            self.writer.close()
+
+    def close(self) -> None:
+        self.task.cancel()
+        self.writer.close()
+
+
+async def fetch_brokers(bootstrap_servers: str, client_id: str) -> dict[int, tuple[str, int]]:
+    """The cluster's brokers (node id -> host, port), from a Metadata request to a bootstrap server."""
+    last: Exception | None = None
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            upstream = await Upstream.open(host, int(port))
+        except OSError as e:
+            last = e
+            continue
+        try:
+            cls = request_class(apis.METADATA, 12)
+            header = cls.__header_schema__(request_api_key=apis.METADATA, request_api_version=12,
+                                           correlation_id=1, client_id=client_id)
+            body = cls(topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+            frame = await upstream.send(encode_request(header, body), 1, True)
+            _, response = decode_response(frame, apis.METADATA, 12)
+            return {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+        finally:
+            upstream.close()
+    raise ConnectionError(f"no broker answers at {bootstrap_servers}: {last}")
+
+
+class Gateway:
+    def __init__(self, cfg: GatewayConfig, bridge: CoordinatorBridge | None = None):
+        self.cfg = cfg
+        self.bridge = bridge if bridge is not None else CoordinatorBridge(cfg)
+        self.brokers: dict[int, tuple[str, int]] = {}  # node id -> the broker's own address
+        self.ports: dict[int, int] = {}  # node id -> the gateway's port for it
+        self.servers: dict[int, asyncio.base_events.Server] = {}
+        self.connections: set[ClientConnection] = set()
+        self._listen_lock = asyncio.Lock()
+        self._explicit_ports = dict(cfg.broker_ports)
+
+    async def start(self) -> None:
+        await self.bridge.start()
+        brokers = await fetch_brokers(self.cfg.bootstrap_servers, self.cfg.client_id)
+        for node_id, (host, port) in sorted(brokers.items()):
+            await self.ensure_listener(node_id, host, port)
+        log.info("gateway listening: %s", ", ".join(
+            f"{self.cfg.advertised_host}:{p} -> broker {n} at {self.brokers[n][0]}:{self.brokers[n][1]}"
+            for n, p in sorted(self.ports.items())))
+
+    @property
+    def bootstrap(self) -> str:
+        """The bootstrap address clients use (the first broker's gateway port)."""
+        return f"{self.cfg.advertised_host}:{self.ports[min(self.ports)]}"
+
+    async def ensure_listener(self, node_id: int, host: str, port: int) -> int:
+        """The gateway port for a broker, opening a listener the first time it is seen."""
+        self.brokers[node_id] = (host, port)
+        if node_id in self.ports:
+            return self.ports[node_id]
+        async with self._listen_lock:
+            if node_id in self.ports:
+                return self.ports[node_id]
+            wanted = self._explicit_ports.get(node_id)
+            derived = wanted is None and self.cfg.base_port != 0
+            if derived:
+                wanted = self.cfg.base_port
+            taken = set(self.ports.values()) | set(self._explicit_ports.values())
+            while True:
+                if derived and wanted in taken:
+                    wanted += 1
+                    continue
+                try:
+                    server = await asyncio.start_server(
+                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted or 0,
+                        limit=1 << 16)
+                    break
+                except OSError:
+                    if not derived or wanted - self.cfg.base_port > 100:
+                        raise
+                    log.warning("port %d is taken; broker %d gets the next one", wanted, node_id)
+                    taken.add(wanted)
+            self.servers[node_id] = server
+            self.ports[node_id] = server.sockets[0].getsockname()[1]
+            return self.ports[node_id]
+
+    async def _serve(self, node_id: int, reader, writer) -> None:
+        conn = ClientConnection(self, node_id, reader, writer)
+        self.connections.add(conn)
+        try:
+            await conn.serve()
+        finally:
+            self.connections.discard(conn)
+
+    def advertised_versions(self, entries) -> tuple:
+        """The broker's ApiVersions entries, narrowed to what the gateway can serve."""
+        out = []
+        for e in entries:
+            key = int(e.api_key)
+            if key in apis.HIDDEN_API_KEYS:
+                continue
+            lo, hi = int(e.min_version), int(e.max_version)
+            own = apis.service_versions(key)
+            if own is not None:
+                lo, hi = max(lo, own[0]), min(hi, own[1])
+            if own is not None or key in REWRITTEN:
+                known = kio_versions(key)
+                if known is None:
+                    continue
+                lo, hi = max(lo, known[0]), min(hi, known[1])
+            if lo <= hi:
+                out.append(dataclasses.replace(e, min_version=lo, max_version=hi))
+        return tuple(out)
+
+    async def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+        for conn in list(self.connections):
+            conn.abort()
+        await asyncio.get_running_loop().run_in_executor(None, self.bridge.close)
+
+
+class ClientConnection:
+    def __init__(self, gateway: Gateway, node_id: int, reader, writer):
+        self.gw, self.node_id = gateway, node_id
+        self.reader, self.writer = reader, writer
+        peer = writer.get_extra_info("peername")
+        self.client_host = f"/{peer[0]}" if peer else "/"
+        self.slots: asyncio.Queue[asyncio.Future] = asyncio.Queue(gateway.cfg.max_in_flight)
+        self.upstream: Upstream | None = None
+        self.tasks: set[asyncio.Task] = set()
+        self._writer_task: asyncio.Task | None = None
+        self._serve_task: asyncio.Task | None = None
+
+    async def serve(self) -> None:
+        self._serve_task = asyncio.current_task()
+        self._writer_task = asyncio.create_task(self._write_loop())
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._writer_task.done():
+                frame = await read_frame(self.reader, self.gw.cfg.max_frame_bytes)
+                if frame is None:
+                    break
+                slot = loop.create_future()
+                await self.slots.put(slot)  # blocks while max_in_flight answers are pending
+                await self._dispatch(frame, slot)
+        except FrameError as e:
+            log.info("closing the connection from %s: %s", self.client_host, e)
+        except (OSError, UpstreamClosed) as e:
+            log.info("connection from %s ends: %s", self.client_host, e)
+        except asyncio.CancelledError:
+            pass  # the writer ended the connection
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        if self._writer_task is not None and not self._writer_task.done():
+            self._writer_task.cancel()
+        for task in list(self.tasks):
+            task.cancel()
+        while not self.slots.empty():  # answers nobody will write
+            slot = self.slots.get_nowait()
+            if not slot.done():
+                slot.cancel()
+            elif not slot.cancelled():
+                slot.exception()
+        if self.upstream is not None:
+            self.upstream.close()
+        self.writer.close()
+
+    async def _write_loop(self) -> None:
+        try:
+            while True:
+                slot = await self.slots.get()
+                frame = await slot
+                if frame is None:
+                    continue
+                self.writer.write(len(frame).to_bytes(4, "big"))
+                self.writer.write(frame)
+                await self.writer.drain()
+        except asyncio.CancelledError:
+            raise
+        except (FrameError, UpstreamClosed, ConnectionError) as e:
+            log.info("closing the connection from %s: %s", self.client_host, e)
+        except Exception:  # noqa: BLE001 - a bug answering one request closes only its connection
+            log.exception("closing the connection from %s", self.client_host)
+        self.writer.close()
+        if self._serve_task is not None:
+            self._serve_task.cancel()
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _dispatch(self, frame: bytes, slot: asyncio.Future) -> None:
+        api_key, version, cid, client_id, end = request_header(frame)
+        if api_key == apis.FIND_COORDINATOR:
+            self._spawn(self._answer(slot, self._find_coordinator, frame, version, cid))
+            return
+        spec = apis.bridged_spec(api_key)
+        if spec is not None:
+            self._spawn(self._answer(slot, self._bridge, spec, frame, version, cid, client_id))
+            return
+        expects = True
+        if api_key == apis.PRODUCE:
+            try:
+                expects = produce_expects_response(frame, version, end)
+            except (FrameError, ValueError, IndexError) as e:
+                raise FrameError(f"malformed Produce request: {e}") from None
+        if self.upstream is None:
+            host, port = self.gw.brokers[self.node_id]
+            self.upstream = await Upstream.open(host, port)
+        future = self.upstream.send(frame, cid, expects)
+        await self.upstream.writer.drain()
+        if future is None:
+            slot.set_result(None)
+        elif api_key in REWRITTEN:
+            self._spawn(self._answer(slot, self._rewrite, future, api_key, version, cid))
+        else:
+            future.add_done_callback(lambda f: _copy_outcome(f, slot))
+
+    async def _answer(self, slot: asyncio.Future, handler, *args) -> None:
+        try:
+            result = await handler(*args)
+        except asyncio.CancelledError:
+            slot.cancel()
+            raise
+        except Exception as e:  # noqa: BLE001 - the writer closes the connection
+            if not isinstance(e, (FrameError, UpstreamClosed)):
+                log.exception("answering a request from %s", self.client_host)
+            if not slot.done():
+                slot.set_exception(e)
+        else:
+            if not slot.done():
+                slot.set_result(result)
+
+    # ------------------------------------------------------------ handlers
+    async def _rewrite(self, future: asyncio.Future, api_key: int, version: int, cid: int) -> bytes:
+        frame = await future
+        try:
+            _, body = decode_response(frame, api_key, version)
+        except Exception:  # noqa: BLE001 - e.g. ApiVersions answered in v0 for an unknown version
+            return frame
+        if api_key == apis.API_VERSIONS:
+            body = dataclasses.replace(body, api_keys=self.gw.advertised_versions(body.api_keys))
+        else:
+            brokers = []
+            for b in body.brokers:
+                node = int(b.node_id if hasattr(b, "node_id") else b.broker_id)
+                port = await self.gw.ensure_listener(node, b.host, int(b.port))
+                brokers.append(dataclasses.replace(b, host=self.gw.cfg.advertised_host, port=port))
+            body = dataclasses.replace(body, brokers=tuple(brokers))
+        return encode_response(cid, body)
+
+    async def _find_coordinator(self, frame: bytes, version: int, cid: int) -> bytes:
+        """Any gateway port serves the coordinator APIs: the coordinator is the node the client
+        is connected to."""
+        _, request = _decode(frame, apis.FIND_COORDINATOR, version)
+        body = to_json(request)
+        host, port = self.gw.cfg.advertised_host, self.gw.ports[self.node_id]
+
+        def one(key: str) -> dict:
+            if body.get("keyType", 0) not in (0, 1):
+                return {"key": key, "nodeId": -1, "host": "", "port": -1,
+                        "errorCode": Errors.INVALID_REQUEST.code,
+                        "errorMessage": f"Unknown coordinator type received: {body.get('keyType')}"}
+            return {"key": key, "nodeId": self.node_id, "host": host, "port": port, "errorCode": 0,
+                    "errorMessage": None}
+
+        if version < 4:
+            answer = one(body.get("key", ""))
+            answer.pop("key")
+            if answer["errorCode"] == 0:
+                answer["errorMessage"] = "NONE"
+            response = {"throttleTimeMs": 0, **answer}
+        else:
+            response = {"throttleTimeMs": 0, "coordinators": [one(k) for k in body.get("coordinatorKeys", [])]}
+        return encode_response(cid, from_json(response_class(apis.FIND_COORDINATOR, version), response))
+
+    async def _bridge(self, spec, frame: bytes, version: int, cid: int, client_id: str | None) -> bytes:
+        _, request = _decode(frame, spec.api_key, version)
+        body = to_json(request)
+        timeout_s = self.gw.cfg.request_timeout_ms / 1000
+        if spec.name == "JoinGroup":  # answered when the rebalance's join phase completes
+            # (v0 has no rebalance timeout: the session timeout is used, as JoinGroupRequest does)
+            rebalance = body.get("sessionTimeoutMs") if version == 0 else body.get("rebalanceTimeoutMs")
+            timeout_s += max(rebalance or 0, 0) / 1000
+        subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
+        try:
+            answers = await asyncio.gather(*(
+                self.gw.bridge.call(spec.name, version, sub.body, key=sub.key, client_id=client_id or "",
+                                    client_host=self.client_host, timeout_s=timeout_s)
+                for sub in subs))
+            response = apis.merge(spec, subs, list(answers))
+        except BridgeTimeout as e:
+            response = _error_body(spec, version, body, str(e))
+        return encode_response(cid, from_json(response_class(spec.api_key, version), response))
+
+
+def _decode(frame: bytes, api_key: int, version: int):
+    try:
+        return decode_request(frame, api_key, version)
+    except Exception as e:  # noqa: BLE001 - kio raises several kinds on a damaged frame
+        raise FrameError(f"malformed request (api key {api_key} v{version}): {e}") from None
+
+
+def _error_body(spec, version: int, body: dict, message: str) -> dict:
+    """The API's own error shape (as the service builds it), with a retriable error: the client
+    looks for its coordinator again and retries."""
+    try:
+        validated = spec.request.validate(body, version)
+    except Exception:  # noqa: BLE001
+        validated = None
+    response = spec.error_response(version, validated, Errors.COORDINATOR_NOT_AVAILABLE, message)
+    response.setdefault("throttleTimeMs", 0)
+    return response
+
+
+def _copy_outcome(source: asyncio.Future, target: asyncio.Future) -> None:
+    if source.cancelled():
+        if not target.done():
+            target.cancel()
+        return
+    error = source.exception()  # retrieved even when nobody waits any more
+    if target.done():
+        return
+    if error is not None:
+        target.set_exception(error)
+    else:
+        target.set_result(source.result())
