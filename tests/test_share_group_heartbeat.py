@@ -410,3 +410,17 @@ def test_share_group_metrics_are_labelled_share():
     assert counters['group_rebalance_started_total{protocol="share"}'] == 3
     assert not [k for k in counters if 'protocol="consumer"' in k]
     assert gauges['group_count{protocol="share"}'] == 1 and gauges['share_group_count{state="Stable"}'] == 1
+
+
+def test_importing_the_core_registers_the_share_apis():
+    """What the stream's workers import (`coordinator`) registers every share API (a fresh
+    interpreter: the tests above import the share modules themselves)."""
+    import subprocess
+    import sys
+    names = ["ShareGroupHeartbeat", "ShareGroupDescribe", "InitializeShareGroupState", "ReadShareGroupState",
+             "WriteShareGroupState", "DeleteShareGroupState", "ReadShareGroupStateSummary",
+             "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"]
+    code = ("import coordinator; from coordinator.api import lookup; "
+            f"print([n for n in {names!r} if lookup(n) is None])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

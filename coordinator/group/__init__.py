@@ -16,6 +16,7 @@ from .component import GroupCoordinator
 from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)
 from . import group_configs  # noqa: F401,E402  (per-group configs: IncrementalAlterConfigs / DescribeConfigs)
 from . import streams_apis, streams_manager  # noqa: F401,E402  (KIP-1071 streams groups)
+from . import share_apis, share_manager  # noqa: F401,E402  (KIP-932 share groups: ShareGroupHeartbeat / Describe)
 from .group import Group, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
 

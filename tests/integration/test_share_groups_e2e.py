@@ -45,8 +45,10 @@ def wait_until(what: str, check, timeout: float = 120, every: float = 0.5):
 
 
 def describe(cc) -> dict:
-    [g] = cc.request("ShareGroupDescribe", 1, {"groupIds": [GROUP], "includeAuthorizedOperations": False},
-                     key=GROUP, timeout=30)["groups"]
+    resp = cc.request("ShareGroupDescribe", 1, {"groupIds": [GROUP], "includeAuthorizedOperations": False},
+                      key=GROUP, timeout=30)
+    assert "groups" in resp, resp
+    [g] = resp["groups"]
     return g
 
 
