@@ -66,3 +66,23 @@ def test_a_client_host_that_is_not_a_short_string_is_rejected(client_host):
                client_host=client_host)
     assert r["errorCode"] == Errors.INVALID_REQUEST.code
     assert "clientHost" in r["errorMessage"]
+
+
+def test_a_streams_members_client_host_follows_its_heartbeats():
+    from tests.streams.helpers import subtopology, topology
+    d = CoreDriver(group_id="sg")
+    body = {"groupId": "sg", "memberId": "m-1", "memberEpoch": 0, "endpointInformationEpoch": 0,
+            "rebalanceTimeoutMs": 30000, "processId": "p-1", "activeTasks": [], "standbyTasks": [],
+            "warmupTasks": [], "topology": topology(0, subtopology("0", source=["in"]))}
+    first = d.send("StreamsGroupHeartbeat", 0, body, client_host="/10.0.0.8")
+    assert first["errorCode"] == 0, first
+
+    def shown() -> str:
+        r = d.send("StreamsGroupDescribe", 0, {"groupIds": ["sg"], "includeAuthorizedOperations": False})
+        (member,) = r["groups"][0]["members"]
+        return member["clientHost"]
+
+    assert shown() == "/10.0.0.8"
+    d.send("StreamsGroupHeartbeat", 0, {"groupId": "sg", "memberId": "m-1", "memberEpoch": first["memberEpoch"],
+                                        "endpointInformationEpoch": 0}, client_host="/10.0.0.9")
+    assert shown() == "/10.0.0.9"

@@ -192,8 +192,9 @@ class StreamsGroupManager:
 
     def compute_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
-        topics, ids = self.topics(), self.metadata.topic_ids
-        return group_hash({t: topic_hash(t, ids.get(t), topics[t]) for t in required_topics(topology) if t in topics})
+        topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
+        return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t))
+                           for t in required_topics(topology) if t in topics})
 
     def streams_group(self, group_id: str) -> StreamsGroup:
         group = self.c.groups.get(group_id)
@@ -279,7 +280,7 @@ class StreamsGroupManager:
             rebalance_timeout_ms=(body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1
                                   else member.rebalance_timeout_ms),
             topology_epoch=topology["epoch"] if topology is not None else member.topology_epoch,
-            client_id=request.reply.client_id, client_host="",
+            client_id=request.reply.client_id, client_host=request.client_host,
             process_id=body["processId"] if body["processId"] is not None else member.process_id,
             client_tags=(tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None
                          else member.client_tags),
