@@ -33,8 +33,11 @@ smallest form that keeps its guarantees:
   has itself seen them ACQUIRED for longer than the lock duration (a consumer that died while holding
   records thus delays them by at most about twice the lock duration); the holder acknowledges only
   within its own lock.
-- **Initialization.** A share-partition without state is initialized (InitializeShareGroupState) at
-  the offset `auto_offset_reset` says (Kafka's `share.auto.offset.reset`, default latest).
+- **Initialization.** The group coordinator initializes a share-partition (start offset -1) before
+  assigning it; a start offset of -1 is resolved with `auto_offset_reset` (Kafka's
+  `share.auto.offset.reset`, default latest) and written with the first acquisition. A
+  share-partition without any state (a coordinator without that step) is initialized here.
+  Writes carry the state epoch read at the claim (FENCED_STATE_EPOCH once offsets were altered).
 
 Records are read with kafka-python (assign + seek), topics named by id in the protocol
 (`TopicNames`).
@@ -84,6 +87,7 @@ class ShareConsumer:
         self.member_id = member_id or new_member_id()
         self.rack_id = rack_id
         self.auto_offset_reset = auto_offset_reset
+        self._state_epochs: dict[tuple, int] = {}  # (topic id, partition) -> state epoch read at the claim
         self.max_records = max_records
         self.lock_ms = record_lock_duration_ms
         self.max_delivery_count = max_delivery_count
@@ -208,16 +212,21 @@ class ShareConsumer:
         summary = self._state_call("ReadShareGroupStateSummary", tid, partition, {"leaderEpoch": 0})
         if summary["errorCode"] != NONE:
             return None
-        if summary["startOffset"] == -1:
-            start = self._reset_offset(TopicPartition(topic, partition))
-            init = self._state_call("InitializeShareGroupState", tid, partition, {"stateEpoch": 0, "startOffset": start})
-            if init["errorCode"] != NONE:
-                return None
-            summary = self._state_call("ReadShareGroupStateSummary", tid, partition, {"leaderEpoch": 0})
         epoch = summary["leaderEpoch"] + 1
         state = self._state_call("ReadShareGroupState", tid, partition, {"leaderEpoch": epoch})
+        if state["errorCode"] == INVALID_REQUEST:
+            # No state: the group coordinator initializes a share-partition before assigning it, so
+            # only a coordinator without that step (or a state deleted since) gets here.
+            init = self._state_call("InitializeShareGroupState", tid, partition,
+                                    {"stateEpoch": 0, "startOffset": self._reset_offset(TopicPartition(topic, partition))})
+            if init["errorCode"] != NONE:
+                return None
+            state = self._state_call("ReadShareGroupState", tid, partition, {"leaderEpoch": epoch})
         if state["errorCode"] != NONE:
             return None
+        if state["startOffset"] == -1:  # initialized by the group coordinator: share.auto.offset.reset
+            state = {**state, "startOffset": self._reset_offset(TopicPartition(topic, partition))}
+        self._state_epochs[(tid, partition)] = state.get("stateEpoch", 0)
         return epoch, state
 
     def _available(self, tid: str, partition: int, state: dict, end: int) -> tuple[int, list[tuple]]:
@@ -276,7 +285,7 @@ class ShareConsumer:
         batches += [{"firstOffset": f, "lastOffset": l, "deliveryState": ARCHIVED, "deliveryCount": c}
                     for f, l, c in archived]
         written = self._state_call("WriteShareGroupState", tid, partition, {
-            "stateEpoch": 0, "leaderEpoch": epoch, "startOffset": new_start, "stateBatches": batches})
+            "stateEpoch": state.get("stateEpoch", 0), "leaderEpoch": epoch, "startOffset": new_start, "stateBatches": batches})
         if written["errorCode"] != NONE:
             return None  # FENCED_LEADER_EPOCH: another consumer claimed it meanwhile
         return taken
@@ -347,7 +356,7 @@ class ShareConsumer:
                     batches.append({"firstOffset": offset, "lastOffset": offset, "deliveryState": state,
                                     "deliveryCount": count})
             result = self._state_call("WriteShareGroupState", tid, partition, {
-                "stateEpoch": 0, "leaderEpoch": -1, "startOffset": -1, "stateBatches": batches})
+                "stateEpoch": self._state_epochs.get((tid, partition), -1), "leaderEpoch": -1, "startOffset": -1, "stateBatches": batches})
             if result["errorCode"] == NONE:
                 done += [r for _, _, r in offsets]
         return done

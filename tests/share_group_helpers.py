@@ -17,6 +17,47 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
                 "memberEpoch": member_epoch, "rackId": rack_id, "subscribedTopicNames": topics}
         return self.send("ShareGroupHeartbeat", 1, body, client_id=client_id)
 
+    def on_manager(self, fn) -> None:
+        """Call `fn(share manager)` on the live partition and keep its records (as `inject` does;
+        Kafka's tests call the GroupMetadataManager method and read the CoordinatorResult)."""
+        import state
+        part = self.d.partition
+        part.clock_ms = max(part.clock_ms, self.d.now)
+        from coordinator.group.share_manager import manager
+        fn(manager(part.component("groups")))
+        out = part.drain()
+        self.d.records += [(r.key, r.value) for r in out.records]
+        self.d._state = part
+        self.d._blob = state.encode(part.to_json())
+
+    def initialize_share_partitions(self, fail: bool = False) -> int:
+        """Deliver the group partition's internal InitializeShareGroupState queries to the owning
+        coordinator partitions (each a CoreDriver of its own) and their answers back; `fail` drops
+        the queries instead. Returns how many were delivered."""
+        import json
+        from tests.core_driver import CoreDriver
+        owners = self.__dict__.setdefault("_owners", {})
+        pending, self.d.internal_requests = self.d.internal_requests, []
+        for key, envelope in pending:
+            if fail:
+                continue
+            owner = owners.get(key) or CoreDriver(key)
+            owners[key] = owner
+            owner.send_raw(json.dumps(envelope).encode(), key=key)
+            answers, owner.internal_requests = owner.internal_requests, []
+            for back_key, answer in answers:
+                self.d.send_raw(json.dumps(answer).encode(), key=back_key)
+        return len(pending)
+
+    def share_join(self, member_id: str, *, topics: list[str], **kw) -> dict:
+        """A member's first heartbeat, the initialization of the new share-partitions, and the
+        heartbeat that gets them (the member's flow once its group initializes share-partitions)."""
+        first = self.share_heartbeat(member_id, 0, topics=topics, **kw)
+        if first["errorCode"]:
+            return first
+        self.initialize_share_partitions()
+        return self.share_heartbeat(member_id, first["memberEpoch"], topics=topics, client_id=kw.get("client_id"))
+
     def share_describe(self, *group_ids: str, include_operations: bool = False) -> list[dict]:
         return self.send("ShareGroupDescribe", 1, {"groupIds": list(group_ids),
                                                    "includeAuthorizedOperations": include_operations})["groups"]

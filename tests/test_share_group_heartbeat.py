@@ -1,8 +1,9 @@
 """ShareGroupHeartbeat / ShareGroupDescribe and share groups beside the other group types, through
 the real coordinator (envelope, schema, run_batch, state encoded between requests), ported from
 Kafka's GroupMetadataManagerTest (testShareGroup*, ...OnShareGroup, share session timeouts) and
-ShareGroupTest. Deviation kept in mind: every partition of a subscribed topic is assignable at once
-(Kafka first initializes share partitions through the share coordinator; docs/protocol.md)."""
+ShareGroupTest. A partition is assigned once its share-partition is initialized (Kafka's
+InitializeShareGroupState round trip, tests/test_share_group_initialize.py): `share_join` joins,
+delivers the initialization queries and heartbeats again."""
 from __future__ import annotations
 
 from coordinator.group.share_group import ShareGroup, ShareGroupMember
@@ -66,7 +67,7 @@ def test_share_group_member_id_generation():
     resp = c.share_heartbeat(M1, 0, topics=["foo", "bar"])
     assert resp["errorCode"] == 0
     assert resp["memberId"] == M1 and resp["memberEpoch"] == 1 and resp["heartbeatIntervalMs"] == 5000
-    assert assigned(c, resp) == {"foo": [0], "bar": [0]}  # Kafka: empty until initialized (deviation)
+    assert assigned(c, resp) == {}  # empty until initialized
 
 
 def test_share_group_unknown_group_id():
@@ -88,6 +89,11 @@ def test_share_group_unknown_member_id_joins():
 def test_share_group_member_joins_empty_group_with_assignments():
     """testShareGroupMemberJoinsEmptyGroupWithAssignments: the records and their order."""
     c = client()
+    c.inject([(rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
+              (rk("ShareGroupStatePartitionMetadata"), {
+                  "type": "ShareGroupStatePartitionMetadata", "initializingTopics": [], "deletingTopics": [],
+                  "initializedTopics": [{"topicId": topic_id("foo"), "topicName": "foo", "partitions": list(range(6))},
+                                        {"topicId": topic_id("bar"), "topicName": "bar", "partitions": [0, 1, 2]}]})])
     start = len(c.d.records)
     resp = c.share_heartbeat(M1, 0, topics=["foo", "bar"], client_id="client")
     assert resp["memberEpoch"] == 1
@@ -96,6 +102,7 @@ def test_share_group_member_joins_empty_group_with_assignments():
     assert keys(records) == [rk("ShareGroupMemberMetadata", M1), rk("ShareGroupMetadata"),
                              rk("ShareGroupTargetAssignmentMember", M1), rk("ShareGroupTargetAssignmentMetadata"),
                              rk("ShareGroupCurrentMemberAssignment", M1)]
+    assert c.d.internal_requests == []  # every partition initialized already
     values = dict(records)
     assert values[rk("ShareGroupMemberMetadata", M1)] == {
         "type": "ShareGroupMemberMetadata", "rackId": None, "clientId": "client", "clientHost": "",
@@ -111,14 +118,14 @@ def test_share_group_partitions_are_shared_and_rebalanced_on_joins():
     """Several members on fewer partitions: each gets one, partitions go to several members; a
     member's epoch moves to the target epoch on its next heartbeat (no revocation)."""
     c = client(topics={"foo": 2})
-    r1 = c.share_heartbeat(M1, 0, topics=["foo"])
-    assert assigned(c, r1) == {"foo": [0, 1]}
+    r1 = c.share_join(M1, topics=["foo"])
+    assert assigned(c, r1) == {"foo": [0, 1]} and r1["memberEpoch"] == 2
     r2 = c.share_heartbeat(M2, 0, topics=["foo"])
     r3 = c.share_heartbeat(M3, 0, topics=["foo"])
-    assert r2["memberEpoch"] == 2 and r3["memberEpoch"] == 3
-    r1 = c.share_heartbeat(M1, 1)
-    assert r1["memberEpoch"] == 3 and r1["assignment"] is not None
-    r2 = c.share_heartbeat(M2, 2)
+    assert r2["memberEpoch"] == 3 and r3["memberEpoch"] == 4
+    r1 = c.share_heartbeat(M1, 2)
+    assert r1["memberEpoch"] == 4 and r1["assignment"] is not None
+    r2 = c.share_heartbeat(M2, 3)
     group = c.group()
     every = [p for m in group.members.values() for p in m.assigned_partitions.get("foo", ())]
     assert sorted(set(every)) == [0, 1]
@@ -126,7 +133,7 @@ def test_share_group_partitions_are_shared_and_rebalanced_on_joins():
     assert len(every) >= 3  # three members, two partitions: at least one partition is shared
     assert group.state_as_string() == "Stable"
     # An unchanged heartbeat gets no assignment.
-    assert c.share_heartbeat(M2, 3)["assignment"] is None
+    assert c.share_heartbeat(M2, 4)["assignment"] is None
 
 
 def test_share_group_fenced_member_epoch():
@@ -200,6 +207,7 @@ def test_session_timeout_expiration_for_share_member():
     """testSessionTimeoutExpirationForShareMember."""
     c = client()
     assert c.share_heartbeat(M1, 0, topics=["foo"])["memberEpoch"] == 1
+    c.initialize_share_partitions()
     timer = record_key("share-session", GROUP, M1)
     assert c.timers()[timer][0] == c.now + 45000
     start = len(c.d.records)
@@ -251,12 +259,12 @@ def test_share_group_describe_no_errors():
     c = ShareGroupTestClient(group_id="group-id-2", topics={"foo": 1})
     c.inject([(record_key("ShareGroupMetadata", "group-id-2"),
                {"type": "ShareGroupMetadata", "epoch": 15, "metadataHash": 0})])
-    resp = c.share_heartbeat(M1, 0, topics=["foo"], client_id="client")
-    assert resp["memberEpoch"] == 16
+    resp = c.share_join(M1, topics=["foo"], client_id="client")
+    assert resp["memberEpoch"] == 17
     [g] = c.share_describe("group-id-2", include_operations=False)
     assert g == {"errorCode": 0, "errorMessage": None, "groupId": "group-id-2", "groupState": "Stable",
-                 "groupEpoch": 16, "assignmentEpoch": 16, "assignorName": "simple",
-                 "members": [{"memberId": M1, "rackId": None, "memberEpoch": 16, "clientId": "client",
+                 "groupEpoch": 17, "assignmentEpoch": 17, "assignorName": "simple",
+                 "members": [{"memberId": M1, "rackId": None, "memberEpoch": 17, "clientId": "client",
                               "clientHost": "", "subscribedTopicNames": ["foo"],
                               "assignment": {"topicPartitions": [
                                   {"topicId": topic_id("foo"), "topicName": "foo", "partitions": [0]}]}}],

@@ -104,13 +104,17 @@ def test_describe_share_group_offsets_timeout_answers_uninitialized():
     assert g["topics"][0]["partitions"][0]["startOffset"] == -1
 
 
-def test_describe_share_group_all_offsets_uses_the_group_assignment():
-    """`topics: null`: every share-partition of the group (here: its target assignment)."""
+def test_describe_share_group_all_offsets_uses_the_initialized_partitions():
+    """`topics: null`: every initialized share-partition of the group (ShareGroupStatePartitionMetadata);
+    the heartbeat initialized both at start offset -1 with the group epoch as state epoch."""
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d, partitions=2)
     d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
                                       "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
-    init_and_write(d, 1, start=9)
+    key = share_partition_key(GROUP, TID, 1)
+    r = d.send("WriteShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
+        {"partition": 1, "stateEpoch": 1, "leaderEpoch": 1, "startOffset": 9, "stateBatches": []}]}]}, key=key)
+    assert r["results"][0]["partitions"][0]["errorCode"] == 0
     [g] = describe(d, None)["groups"]
     assert [(p["partitionIndex"], p["startOffset"]) for p in g["topics"][0]["partitions"]] == [(0, -1), (1, 9)]
 
@@ -161,6 +165,7 @@ def test_alter_share_group_offsets_across_partitions():
                                         "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
     grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": -1,
                                         "rackId": None, "subscribedTopicNames": None}, key=GROUP)
+    grp.internal_requests.clear()  # the heartbeat's own initialization queries (not answered here)
     assert _alter(grp, {remote: 11}) is None  # parked
     cid = grp.last_cid
     [(key, envelope)] = grp.internal_requests

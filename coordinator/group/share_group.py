@@ -7,6 +7,8 @@ Persistent part, one field per record type Kafka writes for a share group:
     members (current assignment)     ShareGroupCurrentMemberAssignment
     target assignment per member     ShareGroupTargetAssignmentMember
     target assignment epoch          ShareGroupTargetAssignmentMetadata
+    share-partitions initializing,   ShareGroupStatePartitionMetadata (Kafka keeps it in the
+    initialized and being deleted    manager's shareGroupStatePartitionMetadata map)
 The state (Empty / Stable) derives from the members, as ShareGroup.maybeUpdateGroupState does: a
 share group never rebalances in Kafka's sense (no revocation: a member moves to its new target at
 once), so it has no Assigning / Reconciling state.
@@ -38,7 +40,7 @@ R_MEMBER = "ShareGroupMemberMetadata"
 R_TARGET = "ShareGroupTargetAssignmentMember"
 R_TARGET_EPOCH = "ShareGroupTargetAssignmentMetadata"
 R_CURRENT = "ShareGroupCurrentMemberAssignment"
-R_STATE_PARTITION_METADATA = "ShareGroupStatePartitionMetadata"  # see docs/protocol.md: tombstones only
+R_STATE_PARTITION_METADATA = "ShareGroupStatePartitionMetadata"
 RECORD_TYPES = (R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, R_STATE_PARTITION_METADATA)
 
 
@@ -108,6 +110,10 @@ class ShareGroup(Group):
         self.target_assignment: dict[str, dict] = {}
         # Soft state (Kafka's DeadlineAndEpoch): [deadline ms, group epoch]; [0, 0] = refresh now.
         self.metadata_refresh_deadline = [0, 0]
+        # ShareGroupStatePartitionMetadataInfo: None until the record exists; else
+        # {"initializing": {tid: InitMapValue}, "initialized": {tid: InitMapValue}, "deleting": {tid: name}}
+        # with InitMapValue = {"name", "partitions": sorted list, "timestamp"} (timestamp: when replayed).
+        self.state_partition_metadata: dict | None = None
 
     # ================================================================ record-shaped updates
     def update_member(self, member: ShareGroupMember) -> None:
@@ -207,7 +213,8 @@ class ShareGroup(Group):
                 "metadataHash": self.metadata_hash, "assignmentEpoch": self.target_assignment_epoch,
                 "members": {m: self.members[m].to_json() for m in sorted(self.members)},
                 "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
-                "metadataRefreshDeadline": list(self.metadata_refresh_deadline)}
+                "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
+                "statePartitionMetadata": self.state_partition_metadata}
 
     @classmethod
     def from_json(cls, data: Mapping) -> "ShareGroup":
@@ -220,6 +227,7 @@ class ShareGroup(Group):
         for member_id, a in (data.get("targetAssignment") or {}).items():
             group.update_target_assignment(member_id, a)
         group.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
+        group.state_partition_metadata = data.get("statePartitionMetadata")  # absent in older snapshots
         return group
 
     def __repr__(self) -> str:

@@ -6,10 +6,14 @@ As for consumer groups (consumer_manager.py, whose metadata hash and topic-id ma
 a request validates and computes on the group as it is, accumulating state-log records; they are
 appended and replayed only once nothing can fail, so an error answer changes nothing.
 
-Deviation (docs/protocol.md): Kafka 4.1 assigns only share partitions the share coordinator has
-initialized (ShareGroupStatePartitionMetadata, written after an InitializeShareGroupState round
-trip); here every partition of a subscribed topic is assignable at once, and a share-partition's
-state starts when it is first written.
+Initialization before assignment, as Kafka 4.1: a heartbeat finds the subscribed share-partitions
+neither initialized nor initializing (subscribedTopicsChangeMap), records them as initializing in
+ShareGroupStatePartitionMetadata and has them initialized (InitializeShareGroupState, start offset
+-1, state epoch = group epoch) by their share coordinator partitions (`coordinator/share/admin.py`,
+the persister's part); the answer records them initialized (initializeShareGroupState) or takes
+them out of initializing (uninitializeShareGroupState). The assignor sees only initialized
+partitions, and the next heartbeat bumps the group epoch while the target assignment does not cover
+every initialized partition (initializedAssignmentPending).
 
 Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
 """
@@ -36,6 +40,57 @@ from .share_group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS
 
 T_SESSION = "share-session"
 ASSIGNOR = SimpleAssignor()
+
+
+# ====================================================================== ShareGroupStatePartitionMetadata
+def init_value(name: str, partitions, timestamp: int) -> dict:
+    """Kafka's InitMapValue."""
+    return {"name": name, "partitions": sorted(set(partitions)), "timestamp": timestamp}
+
+
+def combine_init_maps(a: dict, b: dict) -> dict:
+    """combineInitMaps: partitions united per topic, the newest timestamp kept."""
+    out = {tid: dict(v) for tid, v in a.items()}
+    for tid, v in b.items():
+        if tid in out:
+            out[tid] = init_value(v["name"], set(out[tid]["partitions"]) | set(v["partitions"]),
+                                  max(out[tid]["timestamp"], v["timestamp"]))
+        else:
+            out[tid] = dict(v)
+    return out
+
+
+def _topic_infos(m: dict) -> list:
+    return [{"topicId": tid, "topicName": v["name"], "partitions": sorted(v["partitions"])}
+            for tid, v in sorted(m.items())]
+
+
+def state_partition_metadata_record(group_id: str, initializing: dict, initialized: dict, deleting: dict):
+    """newShareGroupStatePartitionMetadataRecord (deleting: {tid: name})."""
+    return (record_key(R_STATE_PARTITION_METADATA, group_id),
+            {"type": R_STATE_PARTITION_METADATA, "initializingTopics": _topic_infos(initializing),
+             "initializedTopics": _topic_infos(initialized),
+             "deletingTopics": [{"topicId": t, "topicName": n} for t, n in sorted(deleting.items())]})
+
+
+def state_partition_metadata_info(value: dict, timestamp: int) -> dict:
+    """The replayed record (every InitMapValue stamped with the replay time, as Kafka does)."""
+    def init_map(infos):
+        return {i["topicId"]: init_value(i["topicName"], i["partitions"], timestamp) for i in infos or []}
+    return {"initializing": init_map(value.get("initializingTopics")),
+            "initialized": init_map(value.get("initializedTopics")),
+            "deleting": {i["topicId"]: i.get("topicName", "<UNKNOWN>") for i in value.get("deletingTopics") or []}}
+
+
+def initialized_by_name(group) -> dict[str, set]:
+    """The group's initialized share-partitions by topic name (what the assignor may assign)."""
+    info = group.state_partition_metadata
+    if info is None:
+        return {}
+    out: dict[str, set] = {}
+    for v in info["initialized"].values():
+        out.setdefault(v["name"], set()).update(v["partitions"])
+    return out
 
 
 class IllegalStateError(Exception):
@@ -203,6 +258,7 @@ class ShareGroupManager:
         if updated != member or is_new_member:
             records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
+        bump = bump or self.initialized_assignment_pending(group)
         members_after = dict(group.members)
         members_after[member_id] = updated
         group_epoch = group.group_epoch
@@ -238,9 +294,13 @@ class ShareGroupManager:
                                          previous_member_epoch=updated.member_epoch)
             records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
+        init_map = self.maybe_create_initialize_request(group, group.subscribed_topic_names(members_after), records)
+
         # Nothing can fail any more.
         self._apply(records)
         self._schedule_session_timeout(group_id, member_id)
+        if init_map:
+            self._send_initialize(group_id, group_epoch, init_map)
         if is_new_group:
             self.c.emit(group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
             self.c.ensure_expiration_timer()
@@ -272,8 +332,9 @@ class ShareGroupManager:
             specs[m_id] = (subscribed, group.target_assignment.get(m_id, {}))
         counts = group.subscribed_topic_names(members)
         homogeneous = all(c == len(members) for t, c in counts.items() if t in topics)
+        initialized = initialized_by_name(group)
         try:
-            result = ASSIGNOR.assign(specs, topics, homogeneous)
+            result = ASSIGNOR.assign(specs, topics, homogeneous, lambda t, p: p in initialized.get(t, ()))
         except PartitionAssignorException as ex:
             raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
                            f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}") from ex
@@ -291,6 +352,110 @@ class ShareGroupManager:
             "targetAssignment": ({m: {t: sorted(ps) for t, ps in sorted(a.items())} for m, a in result.items()}
                                  if total <= 10_000 else total)}))
         return result
+
+    # ================================================================ share-partition initialization
+    def initialized_assignment_pending(self, group: ShareGroup) -> bool:
+        """initializedAssignmentPending: members, and initialized partitions the target lacks (or has
+        extra). Only of subscribed topics (deviation, docs/protocol.md: Kafka 4.1 compares every
+        initialized partition, so a topic no member subscribes to any more bumps the epoch at every
+        heartbeat)."""
+        if group.state_partition_metadata is None or not group.members:
+            return False
+        subscribed = group.subscribed_topic_names()
+        initialized = {t: ps for t, ps in initialized_by_name(group).items() if t in subscribed}
+        assigned: dict[str, set] = {}
+        for a in group.target_assignment.values():
+            for t, ps in a.items():
+                assigned.setdefault(t, set()).update(ps)
+        return {t: set(ps) for t, ps in initialized.items()} != assigned
+
+    def subscribed_topics_change_map(self, group_id: str, topic_names) -> dict:
+        """subscribedTopicsChangeMap: {tid: InitMapValue} of subscribed partitions neither initialized
+        nor initializing since less than 2 x offsets.commit.timeout.ms (those are retried)."""
+        if not topic_names:
+            return {}
+        meta = self.consumers.metadata
+        group = self.c.groups.get(group_id)
+        info = getattr(group, "state_partition_metadata", None)
+        now = self.now
+        delta = 2 * int(self.config.get("offsets.commit.timeout.ms", 5000))
+        done: dict[str, set] = {}
+        if info is not None:
+            for tid, v in info["initialized"].items():
+                done.setdefault(tid, set()).update(v["partitions"])
+            for tid, v in info["initializing"].items():
+                if now - v["timestamp"] < delta:
+                    done.setdefault(tid, set()).update(v["partitions"])
+        out = {}
+        for name in sorted(topic_names, key=order_key):
+            tid, count = meta.topic_id(name), meta.topics.get(name)
+            if tid is None or count is None:
+                continue
+            missing = [p for p in range(count) if p not in done.get(tid, set())]
+            if missing:
+                out[tid] = init_value(name, missing, now)
+        return out
+
+    def maybe_create_initialize_request(self, group: ShareGroup, topic_names, records: list) -> dict:
+        """maybeCreateInitializeShareGroupStateRequest: the initializing record; returns what to initialize."""
+        if not topic_names or not self.consumers.metadata.available:
+            return {}
+        change = self.subscribed_topics_change_map(group.group_id, topic_names)
+        if not change:
+            return {}
+        info = group.state_partition_metadata
+        if info is None:
+            records.append(state_partition_metadata_record(group.group_id, change, {}, {}))
+        else:
+            deleting = {t: n for t, n in info["deleting"].items() if t not in change}
+            records.append(state_partition_metadata_record(
+                group.group_id, combine_init_maps(info["initializing"], change), info["initialized"], deleting))
+        return change
+
+    def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict) -> None:
+        """The persister's initializeState: each share-partition's coordinator partition initializes it."""
+        from ..share.admin import initialize_for_group
+        initialize_for_group(self.p, group_id, group_epoch,
+                             {tid: list(v["partitions"]) for tid, v in init_map.items()})
+
+    def initialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
+        """initializeShareGroupState: the answered partitions move from initializing to initialized."""
+        group = self.c.groups.get(group_id)
+        if not isinstance(group, ShareGroup) or not topic_partitions:
+            return
+        enriched = self._attach_init_value(topic_partitions)
+        info = group.state_partition_metadata
+        if info is None:
+            self._apply([state_partition_metadata_record(group_id, {}, enriched, {})])
+            return
+        initializing = {}
+        for tid, v in info["initializing"].items():
+            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
+            if left:
+                initializing[tid] = {**v, "partitions": left}
+        self._apply([state_partition_metadata_record(group_id, initializing,
+                                                     combine_init_maps(info["initialized"], enriched),
+                                                     info["deleting"])])
+        self.c.emit(group_id, "SharePartitionsInitialized", groupType=SHARE,
+                    topicPartitions={t: sorted(ps) for t, ps in sorted(topic_partitions.items())})
+
+    def uninitialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
+        """uninitializeShareGroupState: failed partitions leave initializing (the next heartbeat retries)."""
+        group = self.c.groups.get(group_id)
+        info = getattr(group, "state_partition_metadata", None)
+        if not isinstance(group, ShareGroup) or info is None or not info["initializing"] or not topic_partitions:
+            return
+        initializing = {}
+        for tid, v in info["initializing"].items():
+            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
+            if left:
+                initializing[tid] = {**v, "partitions": left}
+        self._apply([state_partition_metadata_record(group_id, initializing, info["initialized"], info["deleting"])])
+
+    def _attach_init_value(self, topic_partitions: dict) -> dict:
+        meta = self.consumers.metadata
+        return {tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now)
+                for tid, ps in topic_partitions.items()}
 
     # ================================================================ leaving and fencing
     def share_group_leave(self, body: dict) -> dict:
@@ -416,7 +581,7 @@ class ShareGroupManager:
                                         "assignment epoch in invalid.")
             del self.c.groups[gid]
         elif kind == R_STATE_PARTITION_METADATA:
-            pass  # not written here (see the module docstring): tombstones only
+            group.state_partition_metadata = None if value is None else state_partition_metadata_info(value, self.now)
         elif kind == R_MEMBER:
             member_id = ids[1]
             old = group.members.get(member_id)

@@ -11,8 +11,8 @@ until every answer is in, or `share.admin.timeout.ms` passes (the missing partit
 offset -1, as Kafka answers a failed read). Like a parked TxnOffsetCommit, a waiting request lives in
 the checkpointed state and not in the state log.
 
-`topics: null` asks for every share-partition of the group: here the partitions of the group's
-current target assignment (Kafka: the initialized share-partitions, see the share group deviations).
+`topics: null` asks for every initialized share-partition of the group (its
+ShareGroupStatePartitionMetadata record, as Kafka).
 """
 from __future__ import annotations
 
@@ -150,10 +150,8 @@ class ShareAdmin:
         group = self.p.component("groups").groups.get(group_id)
         if not isinstance(group, ShareGroup):
             return []
-        by_topic: dict[str, set] = {}
-        for assignment in group.target_assignment.values():
-            for topic, parts in assignment.items():
-                by_topic.setdefault(topic, set()).update(parts)
+        from ..group.share_manager import initialized_by_name
+        by_topic = initialized_by_name(group)
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
     # ------------------------------------------------------------------ waiting for the answers
@@ -207,6 +205,9 @@ class ShareAdmin:
         parked = st.get("pending", {}).get(str(b["queryId"]))
         if parked is None:
             return None  # timed out already
+        if "groupInit" in parked:
+            self._group_init_answer(b["queryId"], parked, b["summaries"])
+            return None
         found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
         for t in parked["response"].get("responses", []):  # Alter / DeleteShareGroupOffsets
             if "partitions" not in t:  # DeleteShareGroupOffsets: one error per topic
@@ -360,12 +361,84 @@ class ShareAdmin:
         self._park(request.reply, response, remote, op="delete")
         return None
 
+    # ------------------------------------------------------------------ share group initialization
+    def initialize_for_group(self, group_id: str, group_epoch: int, topics: dict) -> None:
+        """The persister's initializeState for a ShareGroupHeartbeat: InitializeShareGroupState with
+        start offset -1 and the group epoch as state epoch, here for the share-partitions this
+        partition owns and by their owners for the others (`"op": "initialize"`); the outcome goes to
+        the group (initializeShareGroupState / uninitializeShareGroupState). A query not answered in
+        share.admin.timeout.ms counts as failed, as a persister error does in Kafka."""
+        done: dict[str, list] = {}
+        failed: dict[str, list] = {}
+        remote: dict[int, dict] = {}
+        for tid in sorted(topics):
+            for part in sorted(topics[tid]):
+                key = f"{group_id}:{tid}:{part}"
+                if self.p.owns(key):
+                    code = self._initialize(group_id, tid, part, group_epoch, -1)
+                    (failed if code else done).setdefault(tid, []).append(part)
+                    continue
+                owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
+                ask = remote.setdefault(owner, {"key": key, "topics": {}})
+                ask["topics"].setdefault(tid, []).append(part)
+        self._group_init_outcome(group_id, *_all_or_nothing(done, failed))
+        st = self.comp.admin_state()
+        for owner, ask in sorted(remote.items()):
+            qid = st.get("nextQueryId", 0)
+            st["nextQueryId"] = qid + 1
+            query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
+                     "topics": [{"topicId": t, "partitions": ps} for t, ps in ask["topics"].items()],
+                     "op": "initialize", "stateEpoch": group_epoch,
+                     "startOffsets": [-1 for ps in ask["topics"].values() for _ in ps]}
+            self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31,
+                                client_id=f"share-admin-{self.p.partition_id}")
+            st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"]}
+            self.p.schedule(record_key(T_ADMIN_TIMEOUT, qid),
+                            self.p.clock_ms + self.p.config["share.admin.timeout.ms"], T_ADMIN_TIMEOUT,
+                            {"queryId": qid})
+
+    def _group_init_answer(self, qid: int, parked: dict, summaries: list) -> None:
+        done: dict[str, list] = {}
+        failed: dict[str, list] = {}
+        for s in summaries:
+            (failed if s["errorCode"] else done).setdefault(s["topicId"], []).append(s["partition"])
+        self.comp.admin_state()["pending"].pop(str(qid), None)
+        self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
+        self._group_init_outcome(parked["groupInit"], *_all_or_nothing(done, failed))
+
+    def _group_init_outcome(self, group_id: str, done: dict, failed: dict) -> None:
+        from ..group.share_manager import manager as share_manager
+        m = share_manager(self.p.component("groups"))
+        if done:
+            m.initialize_share_group_state(group_id, done)
+        if failed:
+            m.uninitialize_share_group_state(group_id, failed)
+
     def _finish(self, qid: int) -> None:
         parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
         if parked is None:
             return
         self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
+        if "groupInit" in parked:  # timed out: the owner did not answer
+            self._group_init_outcome(parked["groupInit"], {}, parked["topics"])
+            return
         self.p.respond(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
+
+
+def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
+    """handlePersisterInitializeResponse: one failed partition and every partition of the result is
+    uninitialized."""
+    if not failed:
+        return done, {}
+    everything = {t: list(ps) for t, ps in failed.items()}
+    for t, ps in done.items():
+        everything.setdefault(t, []).extend(ps)
+    return {}, everything
+
+
+def initialize_for_group(p, group_id: str, group_epoch: int, topics: dict) -> None:
+    """Called by the share group manager (the groups component of the same coordinator partition)."""
+    p.component("share").admin.initialize_for_group(group_id, group_epoch, topics)
 
 
 def _public(response: dict) -> dict:
