@@ -369,20 +369,69 @@ def test_describe_groups_on_share_group():
 
 
 def test_delete_groups_share_group():
-    """ShareGroupTest.testValidateDeleteGroup: NON_EMPTY_GROUP while it has members, deleted when
-    empty (with its tombstones, GroupMetadataManagerTest.testShareGroupDeleteTombstones' order)."""
+    """ShareGroupTest.testValidateDeleteGroup: NON_EMPTY_GROUP while it has members; deleted when
+    empty (GroupCoordinatorService.deleteGroups): its share-partitions move to deleting and their
+    state is deleted by their owners first, then its tombstones (testShareGroupDeleteTombstones'
+    order). The request waits for the owners."""
     c = client()
-    c.share_heartbeat(M1, 0, topics=["foo"])
+    c.share_join(M1, topics=["foo"])
     [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
     assert r["errorCode"] == NON_EMPTY_GROUP
     c.share_heartbeat(M1, -1)
+    owned = [k for k, o in c._owners.items() if k in o.component("share").states]
+    assert owned  # the initialized share-partitions have state on their owners
     start = len(c.d.records)
-    [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
-    assert r["errorCode"] == 0
-    assert keys(c.records(start)) == [rk("ShareGroupTargetAssignmentMetadata"),
+    assert c.send("DeleteGroups", 2, {"groupsNames": [GROUP]}) is None  # waits for the owners
+    cid = c.d.last_cid
+    assert c.group().state_partition_metadata["deleting"] == {topic_id("foo"): "foo"}
+    c.initialize_share_partitions()  # delivers the delete queries and the answers
+    [r] = c.d.response(cid)["results"]
+    assert r == {"groupId": GROUP, "errorCode": 0}
+    assert keys(c.records(start)) == [rk("ShareGroupStatePartitionMetadata"),
+                                      rk("ShareGroupTargetAssignmentMetadata"),
                                       rk("ShareGroupStatePartitionMetadata"), rk("ShareGroupMetadata")]
+    assert all(k not in c._owners[k].component("share").states for k in owned)
     assert c.group() is None
     assert c.rebuilt().component("groups").groups.get(GROUP) is None
+
+
+def test_delete_groups_share_group_without_share_partitions():
+    """A share group that never initialized a share-partition is deleted at once."""
+    c = client()
+    c.inject([(rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 1, "metadataHash": 0})])
+    [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
+    assert r["errorCode"] == 0 and c.group() is None
+
+
+def test_delete_groups_share_group_persister_error_keeps_the_group():
+    """testDeleteShareGroupPersisterError: an owner that does not answer fails the group's deletion
+    (REQUEST_TIMED_OUT) and the group stays, its share-partitions deleting; a second DeleteGroups
+    deletes the deleting topics' partitions again (shareGroupBuildPartitionDeleteRequest with
+    already deleting topics, testShareGroupDeleteRequestWithAlreadyDeletingTopics) and succeeds."""
+    c = client(topics={"foo": 6, "bar": 3})
+    c.share_join(M1, topics=["foo"])
+    c.share_heartbeat(M1, -1)
+    unknown = next(f"g{i}" for i in range(1000) if c.d.partition.owns(f"g{i}"))
+    assert c.send("DeleteGroups", 2, {"groupsNames": [GROUP, unknown]}) is None
+    cid = c.d.last_cid
+    c.initialize_share_partitions(fail=True)
+    c.sleep(c.d.config["share.admin.timeout.ms"] + 1)
+    results = c.d.response(cid)["results"]
+    REQUEST_TIMED_OUT = 7
+    assert {r["groupId"]: r["errorCode"] for r in results} == {GROUP: REQUEST_TIMED_OUT,
+                                                               unknown: GROUP_ID_NOT_FOUND}
+    group = c.group()
+    assert group is not None and group.state_partition_metadata["deleting"] == {topic_id("foo"): "foo"}
+    assert group.state_partition_metadata["initialized"] == {}
+    assert c.send("DeleteGroups", 2, {"groupsNames": [GROUP]}) is None
+    cid = c.d.last_cid
+    deleted = [(e["request"]["groupId"], sorted(p for t in e["request"]["topics"] for p in t["partitions"]))
+               for _, e in c.d.internal_requests]
+    assert sorted(p for _, ps in deleted for p in ps) == [
+        p for p in range(6) if not c.d.partition.owns(f"{GROUP}:{topic_id('foo')}:{p}")]
+    c.initialize_share_partitions()
+    assert c.d.response(cid)["results"] == [{"groupId": GROUP, "errorCode": 0}]
+    assert c.group() is None
 
 
 def test_share_group_replay_round_trip():

@@ -204,3 +204,23 @@ def test_initialization_across_partitions_and_share_state():
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert {t: v["partitions"] for t, v in rebuilt.state_partition_metadata["initialized"].items()} == {
         T1: [0, 1, 2, 3]}
+
+
+def test_share_group_delete_request_records():
+    """testShareGroupDeleteRequestNoDeletingTopics / WithAlreadyDeletingTopics: initialized and
+    initializing partitions (and all partitions of a topic already deleting) are to be deleted, and
+    one record moves every one of those topics to deleting."""
+    c = ShareGroupTestClient(topics={"t1": 2, "t2": 2, "t3": 3})
+    with_group(c, initializing=[("t1", [1])], initialized=[("t1", [0]), ("t2", [0, 1])], deleting=["t3"])
+    start = len(c.d.records)
+    out = {}
+    c.on_manager(lambda m: out.update(m.share_group_build_partition_delete_request(m.share_group(GROUP))))
+    assert out == {T1: [0, 1], T2: [0, 1], T3: [0, 1, 2]}
+    assert spm_records(c, start) == [spm_value(deleting=["t1", "t2", "t3"])]
+    # Nothing to delete without the record.
+    c2 = ShareGroupTestClient(topics={"t1": 2})
+    c2.inject([(record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0,
+                                                          "metadataHash": 0})])
+    none = []
+    c2.on_manager(lambda m: none.append(m.share_group_build_partition_delete_request(m.share_group(GROUP))))
+    assert none == [None]

@@ -176,6 +176,9 @@ def test_alter_share_group_offsets_across_partitions():
     resp = grp.response(cid)
     assert resp["responses"][0]["partitions"] == [{"partitionIndex": remote, "errorCode": 0, "errorMessage": None}]
     assert owner.component("share").states[share_partition_key(GROUP, TID, remote)]["offset"]["startOffset"] == 11
+    # completeAlterShareGroupOffsets: the altered share-partition is recorded initialized.
+    info = grp.component("groups").groups[GROUP].state_partition_metadata
+    assert remote in info["initialized"][TID]["partitions"]
 
 
 def _delete(d: CoreDriver, topics: list[str]) -> dict | None:
@@ -183,32 +186,61 @@ def _delete(d: CoreDriver, topics: list[str]) -> dict | None:
                   key=GROUP)
 
 
+def deliver(grp: CoreDriver, owners: dict[int, CoreDriver]) -> int:
+    """The group partition's internal queries to their owners (one CoreDriver per coordinator
+    partition, with the topic metadata) and the answers back, until none is left."""
+    n = 0
+    while grp.internal_requests:
+        pending, grp.internal_requests = grp.internal_requests, []
+        for key, envelope in pending:
+            pid = coordinator_partition(key, N)
+            if pid not in owners:
+                owners[pid] = CoreDriver(key)
+                metadata(owners[pid], partitions=100)
+            target = owners[pid]
+            target.send_raw(json.dumps(envelope).encode(), key=key)
+            answers, target.internal_requests = target.internal_requests, []
+            for back_key, answer in answers:
+                grp.send_raw(json.dumps(answer).encode(), key=back_key)
+            n += 1
+    return n
+
+
 def test_delete_share_group_offsets():
     """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the state of the
-    topic's share-partitions is deleted (with its tombstones); an unknown topic is
-    UNKNOWN_TOPIC_OR_PARTITION; also across coordinator partitions."""
+    topic's initialized share-partitions is deleted (with its tombstones), across coordinator
+    partitions, and the topic leaves deleting afterwards (completeDeleteShareGroupOffsets); an
+    unknown topic is UNKNOWN_TOPIC_OR_PARTITION, a known one without initialized share-partitions too
+    ("There is no offset information to delete.")."""
     grp = CoreDriver(GROUP)
     remote = _remote_partition()
-    owner = CoreDriver(share_partition_key(GROUP, TID, remote))
-    for d in (grp, owner):
-        metadata(d, partitions=100)
+    owners = {grp.partition_id: grp}
+    grp.send("UpdateMetadata", 0, {"topicStates": [
+        {"topicName": TOPIC, "topicId": TID, "numPartitions": 100},
+        {"topicName": "other", "topicId": topic_id("other"), "numPartitions": 1}]}, key=BROADCAST_KEY)
     m = "m1-aaaaaaaaaaaaaaaaaaaa"
     grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
                                         "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    assert deliver(grp, owners) > 0  # the share-partitions are initialized
     assert _delete(grp, [TOPIC])["errorCode"] == 68  # NON_EMPTY_GROUP
     grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
                                         "subscribedTopicNames": None}, key=GROUP)
-    init_and_write(owner, remote, start=4)
-    assert _delete(grp, [TOPIC, "missing"]) is None  # waits for the other owners
+    owner = owners[coordinator_partition(share_partition_key(GROUP, TID, remote), N)]
+    assert share_partition_key(GROUP, TID, remote) in owner.component("share").states
+    assert _delete(grp, [TOPIC, "missing", "other"]) is None  # waits for the other owners
     cid = grp.last_cid
-    for key, envelope in grp.internal_requests:
-        target = owner if coordinator_partition(key, N) == owner.partition_id else CoreDriver(key)
-        target.send_raw(json.dumps(envelope).encode(), key=key)
-        for back_key, answer in target.internal_requests:
-            grp.send_raw(json.dumps(answer).encode(), key=back_key)
-        target.internal_requests.clear()
+    info = grp.component("groups").groups[GROUP].state_partition_metadata
+    assert info["initialized"] == {} and info["deleting"] == {TID: TOPIC}
+    deliver(grp, owners)
     resp = grp.response(cid)
     assert resp["errorCode"] == 0
-    assert [(t["topicName"], t["errorCode"]) for t in resp["responses"]] == [(TOPIC, 0), ("missing", 3)]
+    assert [(t["topicName"], t["errorCode"], t["errorMessage"]) for t in resp["responses"]] == [
+        (TOPIC, 0, None), ("missing", 3, "This server does not host this topic-partition."),
+        ("other", 3, "There is no offset information to delete.")]
     assert all(not k.startswith("_") for t in resp["responses"] for k in t)
     assert share_partition_key(GROUP, TID, remote) not in owner.component("share").states
+    assert grp.component("groups").groups[GROUP].state_partition_metadata["deleting"] == {}
+    # Nothing initialized any more: the topic has no offset information to delete.
+    r = _delete(grp, [TOPIC])
+    assert [(t["errorCode"], t["errorMessage"]) for t in r["responses"]] == [
+        (3, "There is no offset information to delete.")]

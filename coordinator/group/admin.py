@@ -11,7 +11,7 @@ from ..messages import Request
 from .apis import (INT32_MIN, delete_groups_response, describe_response, described_group,
                    list_groups_response)
 from .classic import DEAD, STABLE, ClassicGroup
-from .group import parse_group_type
+from .group import SHARE, parse_group_type
 
 # Without an authorizer Kafka reports every operation a GROUP resource supports:
 # READ(3), DELETE(6), DESCRIBE(8), DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11) as a bit field.
@@ -72,6 +72,7 @@ def list_groups(coordinator, request: Request) -> dict:
 def delete_groups(coordinator, request: Request) -> dict:
     body, version = request.body, request.api_version
     results = []
+    share_states: dict[str, dict] = {}  # share group -> {topic id: [partitions]} whose state to delete
     # The service de-duplicates the group ids of a request (Kafka orders them by hash; here they
     # keep the request's order).
     for group_id in dict.fromkeys(body["groupsNames"]):
@@ -86,6 +87,16 @@ def delete_groups(coordinator, request: Request) -> dict:
         except ApiError as e:
             results.append({"groupId": group_id, "errorCode": e.error.code})
             continue
-        coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True)
         results.append({"groupId": group_id, "errorCode": Errors.NONE.code})
+        if group.type == SHARE:
+            # GroupCoordinatorService.deleteShareGroups: the share-partitions' state first.
+            from .share_manager import manager as share_manager
+            topics = share_manager(coordinator).share_group_build_partition_delete_request(group)
+            if topics:
+                share_states[group_id] = topics
+                continue
+        coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True)
+    if share_states:
+        from ..share.admin import delete_share_groups
+        return delete_share_groups(coordinator.p, request, results, share_states)
     return delete_groups_response(version, results)

@@ -457,6 +457,64 @@ class ShareGroupManager:
         return {tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now)
                 for tid, ps in topic_partitions.items()}
 
+    # ================================================================ deleting share-partition state
+    def share_group_build_partition_delete_request(self, group: ShareGroup) -> dict | None:
+        """shareGroupBuildPartitionDeleteRequest (DeleteGroups): the initialized and initializing
+        share-partitions (and every partition of a topic still deleting from an earlier attempt) to
+        delete, {tid: [partitions]}, after a record moving them all to deleting; None if nothing."""
+        info = group.state_partition_metadata
+        if info is None:
+            return None
+        candidates = combine_init_maps(info["initialized"], info["initializing"])
+        meta = self.consumers.metadata
+        if meta.available:
+            for tid in sorted(info["deleting"]):
+                name = meta.topic_name(tid)
+                if name is not None:
+                    candidates = combine_init_maps(candidates, {tid: init_value(name, range(meta.topics[name]), -1)})
+        if not candidates and not info["deleting"]:
+            return None
+        deleting = {tid: v["name"] for tid, v in candidates.items()}
+        self._apply([state_partition_metadata_record(group.group_id, {}, {}, deleting)])
+        return {tid: list(v["partitions"]) for tid, v in sorted(candidates.items())} or None
+
+    def share_partitions_eligible_for_offset_deletion(self, group_id: str, topic_names: list[str]) -> tuple:
+        """sharePartitionsEligibleForOffsetDeletion (DeleteShareGroupOffsets): ({tid: (name,
+        [partitions])} to delete, [error topic responses]); the initialized partitions of each named
+        topic (all its partitions if it is already deleting) move to deleting in one record."""
+        group = self.share_group(group_id)
+        info = group.state_partition_metadata
+        if info is None:
+            return {}, []
+        meta = self.consumers.metadata
+        initialized = {tid: dict(v) for tid, v in info["initialized"].items()}
+        deleting = dict(info["deleting"])
+        to_delete, errors = {}, []
+        for name in topic_names:
+            tid = meta.topic_id(name)
+            if tid is None:
+                errors.append({"topicName": name, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                               "errorMessage": Errors.UNKNOWN_TOPIC_OR_PARTITION.message})
+            elif tid in initialized:
+                to_delete[tid] = (name, list(initialized.pop(tid)["partitions"]))
+                deleting[tid] = name
+            elif tid in deleting:
+                to_delete[tid] = (name, list(range(meta.topics.get(name, 0))))
+            else:
+                errors.append({"topicName": name, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                               "errorMessage": "There is no offset information to delete."})
+        self._apply([state_partition_metadata_record(group_id, info["initializing"], initialized, deleting)])
+        return to_delete, errors
+
+    def complete_delete_share_group_offsets(self, group_id: str, topic_ids) -> None:
+        """completeDeleteShareGroupOffsets: the deleted topics leave deleting."""
+        group = self.c.groups.get(group_id)
+        info = getattr(group, "state_partition_metadata", None)
+        if info is None:
+            return
+        deleting = {t: n for t, n in info["deleting"].items() if t not in set(topic_ids)}
+        self._apply([state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting)])
+
     # ================================================================ leaving and fencing
     def share_group_leave(self, body: dict) -> dict:
         group = self.share_group(body["groupId"])

@@ -208,6 +208,12 @@ class ShareAdmin:
         if "groupInit" in parked:
             self._group_init_answer(b["queryId"], parked, b["summaries"])
             return None
+        if "deleteGroups" in parked:
+            self._delete_groups_answer(parked, b["groupId"], b["summaries"])
+            parked["waiting"] -= 1
+            if parked["waiting"] <= 0:
+                self._finish(b["queryId"])
+            return None
         found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
         for t in parked["response"].get("responses", []):  # Alter / DeleteShareGroupOffsets
             if "partitions" not in t:  # DeleteShareGroupOffsets: one error per topic
@@ -300,16 +306,31 @@ class ShareAdmin:
         self.p.emit_event(group_id, "ShareGroupOffsetsAltered", groupId=group_id,
                           partitions=sum(len(t["partitions"]) for t in response["responses"]))
         if not remote:
+            self._record_altered(group_id, response)
             return response
         self._park(request.reply, response, remote, op="initialize", state_epoch=group.group_epoch)
+        st = self.comp.admin_state()
+        st["pending"][str(st["nextQueryId"] - 1)]["alterGroup"] = group_id
         return None
+
+    def _record_altered(self, group_id: str, response: dict) -> None:
+        """completeAlterShareGroupOffsets then handlePersisterInitializeResponse: the share-partitions
+        initialized at their new offsets are recorded initialized (ShareGroupStatePartitionMetadata)."""
+        from ..group.share_manager import manager as share_manager
+        done = {t["topicId"]: [p["partitionIndex"] for p in t["partitions"] if p["errorCode"] == 0]
+                for t in response["responses"] if t["topicId"] != ZERO_UUID}
+        done = {t: ps for t, ps in done.items() if ps}
+        if done:
+            share_manager(self.p.component("groups")).initialize_share_group_state(group_id, done)
 
     # ------------------------------------------------------------------ DeleteShareGroupOffsets
     def delete(self, request: Request) -> dict | None:
-        """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the state of every
-        partition of each named topic is deleted (Kafka: of its initialized share-partitions, which
-        this service does not track; deleting a share-partition without state is a no-op), here or
-        by the owner. One error per topic."""
+        """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the initialized
+        share-partitions of each named topic move to deleting (ShareGroupStatePartitionMetadata,
+        sharePartitionsEligibleForOffsetDeletion) and their state is deleted, here or by the owner;
+        the deleted topics then leave deleting (completeDeleteShareGroupOffsets). A topic without
+        initialized share-partitions is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information
+        to delete."). One error per topic."""
         from ..errors import ApiError
         from ..group.share_manager import manager as share_manager
         body = request.body
@@ -324,21 +345,18 @@ class ShareAdmin:
         response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
             return response
+        manager = share_manager(self.p.component("groups"))
         try:
-            share_manager(self.p.component("groups")).share_group(group_id).validate_empty_group()
+            manager.share_group(group_id).validate_empty_group()
+            to_delete, error_topics = manager.share_partitions_eligible_for_offset_deletion(
+                group_id, [t["topicName"] for t in body["topics"]])
         except ApiError as e:
             return _delete_error(0, body, e.error, e.message)
         remote: dict[int, dict] = {}
-        for topic in body["topics"]:
-            name = topic["topicName"]
-            tid = meta.topic_id(name)
-            entry = {"topicName": name, "topicId": tid or ZERO_UUID, "errorCode": 0, "errorMessage": None}
+        for tid, (name, partitions) in to_delete.items():
+            entry = {"topicName": name, "topicId": tid, "errorCode": 0, "errorMessage": None}
             response["responses"].append(entry)
-            if tid is None:
-                entry["errorCode"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.code
-                entry["errorMessage"] = Errors.UNKNOWN_TOPIC_OR_PARTITION.message
-                continue
-            for index in range(meta.topics.get(name, 0)):
+            for index in partitions:
                 key = f"{group_id}:{tid}:{index}"
                 if self.p.owns(key):
                     code = self.comp._delete_one(group_id, tid, index, key, {})["errorCode"]
@@ -354,11 +372,91 @@ class ShareAdmin:
         for entry in response["responses"]:
             if not entry.get("_waiting") and entry.get("_error"):
                 entry["errorCode"], entry["errorMessage"] = entry["_error"], Errors.for_code(entry["_error"]).message
+        response["responses"] += [{"topicId": ZERO_UUID, **e} for e in error_topics]
+        if not remote:
+            return self._complete_delete_offsets(group_id, response)
+        self._park(request.reply, response, remote, op="delete")
+        st = self.comp.admin_state()
+        st["pending"][str(st["nextQueryId"] - 1)]["deleteOffsets"] = group_id
+        return None
+
+    def _complete_delete_offsets(self, group_id: str, response: dict) -> dict:
+        from ..group.share_manager import manager as share_manager
+        deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
+        share_manager(self.p.component("groups")).complete_delete_share_group_offsets(group_id, deleted)
         self.p.emit_event(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
                           topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
+        return _public(response)
+
+    # ------------------------------------------------------------------ DeleteGroups of share groups
+    def delete_share_groups(self, request: Request, results: list, groups: dict) -> dict | None:
+        """GroupCoordinatorService.deleteGroups for share groups: the persister deletes the state
+        of each group's share-partitions (here, or by their owners with `"op": "delete"`); a group
+        whose deletion failed gets the error and is kept, the others are then deleted as usual
+        (their tombstones). The request waits for the owners' answers."""
+        errors: dict[str, int] = {}
+        remote: dict[int, dict] = {}
+        for group_id, topics in groups.items():
+            errors[group_id] = 0
+            for tid in sorted(topics):
+                for index in sorted(topics[tid]):
+                    key = f"{group_id}:{tid}:{index}"
+                    if self.p.owns(key):
+                        code = self.comp._delete_one(group_id, tid, index, key, {})["errorCode"]
+                        errors[group_id] = errors[group_id] or code
+                        continue
+                    owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
+                    ask = remote.setdefault(owner, {"key": key, "groups": {}})
+                    ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
+        parked = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
+                                   "waitingFor": {}}}
         if not remote:
-            return _public(response)
-        self._park(request.reply, response, remote, op="delete")
+            return self._finish_delete_groups(parked, respond=False)
+        waiting_for = parked["deleteGroups"]["waitingFor"]
+        for ask in remote.values():
+            for group_id in ask["groups"]:
+                waiting_for[group_id] = waiting_for.get(group_id, 0) + 1
+        self._park(request.reply, {}, remote, op="delete")
+        st = self.comp.admin_state()
+        st["pending"][str(st["nextQueryId"] - 1)].update(parked)
+        return None
+
+    def _delete_groups_answer(self, parked: dict, group_id: str, summaries: list) -> None:
+        state = parked["deleteGroups"]
+        for s in summaries:
+            if s["errorCode"] and not state["errors"].get(group_id):
+                state["errors"][group_id] = s["errorCode"]
+        state["waitingFor"][group_id] -= 1
+
+    def _finish_delete_groups(self, parked: dict, respond: bool = True) -> dict | None:
+        """performShareGroupsDeletion's outcome, then the usual deletion of the groups that did not
+        fail (validated again: a member may have joined meanwhile). An owner that did not answer
+        is REQUEST_TIMED_OUT for its groups."""
+        from ..errors import ApiError
+        from ..group.apis import delete_groups_response
+        state = parked["deleteGroups"]
+        groups = self.p.component("groups")
+        for result in state["results"]:
+            group_id = result["groupId"]
+            if group_id not in state["errors"]:
+                continue
+            error = state["errors"][group_id]
+            if not error and state["waitingFor"].get(group_id, 0) > 0:
+                error = Errors.REQUEST_TIMED_OUT.code
+            if not error:
+                group = groups.groups.get(group_id)
+                try:
+                    if group is None:
+                        raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                    group.validate_delete_group()
+                    groups.delete_group(group, reason="DeleteGroups", with_offsets=True)
+                except ApiError as e:
+                    error = e.error.code
+            result["errorCode"] = error
+        response = delete_groups_response(state["version"], state["results"])
+        if not respond:
+            return response
+        self.p.respond(ReplyTo.from_json(parked["reply"]), response)
         return None
 
     # ------------------------------------------------------------------ share group initialization
@@ -422,6 +520,14 @@ class ShareAdmin:
         if "groupInit" in parked:  # timed out: the owner did not answer
             self._group_init_outcome(parked["groupInit"], {}, parked["topics"])
             return
+        if "deleteGroups" in parked:
+            self._finish_delete_groups(parked)
+            return
+        if "alterGroup" in parked:
+            self._record_altered(parked["alterGroup"], parked["response"])
+        if "deleteOffsets" in parked:
+            _public(parked["response"])
+            self._complete_delete_offsets(parked["deleteOffsets"], parked["response"])
         self.p.respond(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
 
 
@@ -434,6 +540,11 @@ def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
     for t, ps in done.items():
         everything.setdefault(t, []).extend(ps)
     return {}, everything
+
+
+def delete_share_groups(p, request: Request, results: list, groups: dict) -> dict | None:
+    """Called by DeleteGroups (the groups component of the same coordinator partition)."""
+    return p.component("share").admin.delete_share_groups(request, results, groups)
 
 
 def initialize_for_group(p, group_id: str, group_epoch: int, topics: dict) -> None:
