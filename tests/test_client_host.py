@@ -86,3 +86,21 @@ def test_a_streams_members_client_host_follows_its_heartbeats():
     d.send("StreamsGroupHeartbeat", 0, {"groupId": "sg", "memberId": "m-1", "memberEpoch": first["memberEpoch"],
                                         "endpointInformationEpoch": 0}, client_host="/10.0.0.9")
     assert shown() == "/10.0.0.9"
+
+
+def test_a_share_members_client_host_follows_its_heartbeats():
+    d = CoreDriver(group_id="shg")
+    body = {"groupId": "shg", "memberId": "m-1", "memberEpoch": 0, "rackId": None,
+            "subscribedTopicNames": ["orders"]}
+    first = d.send("ShareGroupHeartbeat", 1, body, client_host="/10.0.0.8")
+    assert first["errorCode"] == 0, first
+
+    def shown() -> str:
+        r = d.send("ShareGroupDescribe", 1, {"groupIds": ["shg"], "includeAuthorizedOperations": False})
+        (member,) = r["groups"][0]["members"]
+        return member["clientHost"]
+
+    assert shown() == "/10.0.0.8"
+    d.send("ShareGroupHeartbeat", 1, {**body, "memberEpoch": first["memberEpoch"], "subscribedTopicNames": None},
+           client_host="/10.0.0.9")
+    assert shown() == "/10.0.0.9"

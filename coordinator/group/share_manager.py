@@ -248,7 +248,7 @@ class ShareGroupManager:
         is_new_member = member_id not in group.members
 
         # 1. Create or update the member; bump the group epoch if its subscription changed.
-        changes = {"client_id": request.reply.client_id, "client_host": ""}
+        changes = {"client_id": request.reply.client_id, "client_host": request.client_host}
         if body["rackId"] is not None:
             changes["rack_id"] = body["rackId"]
         if subscribed is not None:
