@@ -113,6 +113,22 @@ def is_simple_classic_group(group) -> bool:
             and not group.pending_join_members)
 
 
+def persisted_group(groups: dict, group_id: str, create: bool, group_type: type, wrong_type: str):
+    """Kafka's getOrMaybeCreatePersisted{Consumer,Share,Streams}Group: the group of `group_type` a
+    replayed record is about, created by a record (`create`); None for a tombstone of a group that is
+    gone or of another type (where Kafka throws GroupIdNotFound). A simple classic group (offsets
+    replayed before the group's records) is backed by no record and is replaced."""
+    group = groups.get(group_id)
+    if isinstance(group, group_type):
+        return group
+    if not create:
+        return None
+    if group is None or is_simple_classic_group(group):
+        group = groups[group_id] = group_type(group_id)
+        return group
+    raise IllegalStateError(wrong_type)
+
+
 def kafka_uuid(seed: str) -> str:
     """A Kafka Uuid string (22 characters of url-safe base64) derived from `seed`; like
     Uuid.randomUuid it never starts with '-'."""
@@ -895,24 +911,8 @@ class ConsumerGroupManager:
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> ConsumerGroup | None:
-        """getOrMaybeCreatePersistedConsumerGroup (None where Kafka throws GroupIdNotFound: a
-        tombstone for a group that is gone)."""
-        group = self.c.groups.get(group_id)
-        if group is None:
-            if not create:
-                return None
-            group = self.c.groups[group_id] = ConsumerGroup(group_id)
-            return group
-        if isinstance(group, ConsumerGroup):
-            return group
-        if not create:
-            return None  # a tombstone for a group of another type: nothing of it is here
-        if is_simple_classic_group(group):
-            # Offsets replayed before the group's records created a simple group: not backed by
-            # any record, it is replaced.
-            group = self.c.groups[group_id] = ConsumerGroup(group_id)
-            return group
-        raise IllegalStateError(f"Group {group_id} is not a consumer group")
+        return persisted_group(self.c.groups, group_id, create, ConsumerGroup,
+                               f"Group {group_id} is not a consumer group")
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
+from ..consumer.group_state import IllegalStateError
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
@@ -29,7 +30,7 @@ from ..timers import Timer
 from .admin import GROUP_AUTHORIZED_OPERATIONS
 from .apis import INT32_MIN
 from .component import GroupCoordinator
-from .consumer_manager import event_assignment, is_simple_classic_group
+from .consumer_manager import event_assignment, persisted_group
 from .consumer_manager import manager as consumer_manager
 from .group import SHARE
 from .group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS, group_configs
@@ -91,10 +92,6 @@ def initialized_by_name(group) -> dict[str, set]:
     for v in info["initialized"].values():
         out.setdefault(v["name"], set()).update(v["partitions"])
     return out
-
-
-class IllegalStateError(Exception):
-    """A replayed record that contradicts the state (Kafka's IllegalStateException)."""
 
 
 def manager(component: GroupCoordinator) -> "ShareGroupManager":
@@ -602,21 +599,7 @@ class ShareGroupManager:
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> ShareGroup | None:
-        """getOrMaybeCreatePersistedShareGroup (None where Kafka logs a tombstone without group)."""
-        group = self.c.groups.get(group_id)
-        if group is None:
-            if not create:
-                return None
-            group = self.c.groups[group_id] = ShareGroup(group_id)
-            return group
-        if isinstance(group, ShareGroup):
-            return group
-        if not create:
-            return None
-        if is_simple_classic_group(group):
-            group = self.c.groups[group_id] = ShareGroup(group_id)
-            return group
-        raise IllegalStateError(f"Group {group_id} is not a share group.")
+        return persisted_group(self.c.groups, group_id, create, ShareGroup, f"Group {group_id} is not a share group.")
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]

@@ -33,7 +33,7 @@ from ..timers import Timer
 from .admin import GROUP_AUTHORIZED_OPERATIONS
 from .apis import INT32_MIN
 from .component import GroupCoordinator
-from .consumer_manager import group_hash, topic_hash
+from .consumer_manager import group_hash, persisted_group, topic_hash
 from .group import STREAMS
 from .group_configs import group_configs
 from .streams_apis import described_group, describe_response, heartbeat_response
@@ -604,22 +604,8 @@ class StreamsGroupManager:
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> StreamsGroup | None:
-        """getOrMaybeCreatePersistedStreamsGroup."""
-        group = self.c.groups.get(group_id)
-        if group is None:
-            if not create:
-                return None
-            group = self.c.groups[group_id] = StreamsGroup(group_id)
-            return group
-        if isinstance(group, StreamsGroup):
-            return group
-        if not create:
-            return None
-        from .consumer_manager import is_simple_classic_group
-        if is_simple_classic_group(group):
-            group = self.c.groups[group_id] = StreamsGroup(group_id)
-            return group
-        raise IllegalStateError(f"Group {group_id} is not a streams group")
+        return persisted_group(self.c.groups, group_id, create, StreamsGroup,
+                               f"Group {group_id} is not a streams group")
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]
