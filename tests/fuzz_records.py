@@ -25,7 +25,10 @@ API_NAMES = ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGro
              "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "InitProducerId", "AddPartitionsToTxn",
              "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeTransactions", "ListTransactions",
              "WriteTxnMarkers", "UpdateMetadata", "TxnVerification", "TxnVerificationResult", "NoSuchApi",
-             "StreamsGroupHeartbeat", "StreamsGroupDescribe"]
+             "StreamsGroupHeartbeat", "StreamsGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
+             "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState", "DeleteShareGroupState",
+             "ReadShareGroupStateSummary", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+             "DeleteShareGroupOffsets", "ShareStateSummaryQuery", "ShareStateSummaryAnswer"]
 
 
 @dataclass
