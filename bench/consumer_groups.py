@@ -124,7 +124,7 @@ def e2e(args) -> int:
 # ====================================================================== core
 def core(args) -> int:
     import state
-    from tests.consumer_group_helpers import ConsumerGroupTestClient
+    from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
     sizes = [(10, 100), (100, 1000)] if args.quick else [(10, 100), (100, 1000), (1000, 10000)]
     print(f"{'members':>8}{'partitions':>11}{'steady hb (ms)':>16}{'join hb (ms)':>14}{'state (KiB)':>13}"

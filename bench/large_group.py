@@ -26,7 +26,7 @@ import state  # noqa: E402
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition  # noqa: E402
 from coordinator.batch import InputRecord, run_batch  # noqa: E402
 from coordinator.envelope import BROADCAST_KEY  # noqa: E402
-from tests.group_helpers import protocols  # noqa: E402
+from tests.group.group_helpers import protocols  # noqa: E402
 
 GROUP = "large-group"
 

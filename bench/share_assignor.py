@@ -74,7 +74,7 @@ def bench_heartbeat(repeat: int) -> None:
     encoded between batches (tests/core_driver.py)."""
     from tests.core_driver import CoreDriver
     from coordinator.metadata import BROADCAST_KEY
-    from tests.consumer_group_helpers import topic_id
+    from tests.consumer.consumer_group_helpers import topic_id
     print(f"\nShareGroupHeartbeat joining a group of {MEMBERS:,} members (core, state encoded; best of {repeat}, ms)")
     for partitions in (100, 1000):
         topics = make_topics(partitions)

@@ -5,7 +5,7 @@ names are the schema's names in snake_case, except that `...Ms` fields typed as 
 timestamps lose the suffix (`sessionTimeoutMs` -> `session_timeout`, a timedelta). The service's
 JSON is what Kafka's generated JSON converters print: camelCase names, bytes in base64, Uuids as 22
 characters of url-safe base64. The mapping below is derived from each field's `kafka_type`, so it
-covers every API kio knows; `tests/test_gateway_codec.py` checks it against Kafka's schemas.
+covers every API kio knows; `tests/gateway/test_gateway_codec.py` checks it against Kafka's schemas.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import time
 from kafka import KafkaProducer
 
 from client.topic_reader import read_records
-from tests.fuzz_records import HostileRecords, check_answer
+from tests.runtime.fuzz_records import HostileRecords, check_answer
 from streaming.trust import MAC_HEADER
 
 from .harness import create_data_topics

@@ -30,7 +30,7 @@ from coordinator import CoordinatorPartition, Errors, coordinator_partition
 from coordinator.group.consumer_protocol import decode_assignment
 from coordinator.messages import StateRecord
 from streaming.inspect_state import read_states
-from tests.test_group_replay import normalized
+from tests.group.test_group_replay import normalized
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from coordinator import CoordinatorPartition
 from coordinator.messages import StateRecord
-from tests.consumer_group_helpers import ConsumerGroupTestClient
+from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 GROUP = "fooup"
 INVALID_REQUEST, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED = 42, 25, 69, 81

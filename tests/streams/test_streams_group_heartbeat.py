@@ -421,7 +421,7 @@ def test_events_of_a_rebalance():
 def test_metrics_label_streams_groups():
     """Not in Kafka's tests: the service's metrics count streams groups under protocol "streams"
     (Kafka's streams-group-count{state} and rebalance sensors)."""
-    from tests.test_metrics import counter, gauge, live_gauges, scanned_gauges
+    from tests.runtime.test_metrics import counter, gauge, live_gauges, scanned_gauges
     c = client()
     r1 = c.join("m1", TOPO)
     c.join("m2", TOPO)

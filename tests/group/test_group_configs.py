@@ -1,0 +1,422 @@
+"""Per-group configs: IncrementalAlterConfigs / DescribeConfigs for GROUP resources, the
+GroupConfig state-log record, and their use by ConsumerGroupHeartbeat (Kafka's GroupConfigTest,
+GroupConfigManagerTest, ConfigHelper's group entries and GroupMetadataManagerTest
+.testConsumerGroupDynamicConfigs)."""
+from __future__ import annotations
+
+import pytest
+
+import state
+
+from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
+from coordinator.errors import ApiError
+from coordinator.group.group_configs import group_configs, parse, validate
+from coordinator.messages import StateRecord
+from coordinator.routing import key_for_partition
+from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
+
+INVALID_CONFIG, INVALID_REQUEST, NOT_COORDINATOR = 40, 42, 16
+GROUP = 32
+SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+CFG = CoordinatorConfig()
+# GroupConfig.CONFIG of Kafka 4.1.1, in its definition order.
+ALL_CONFIGS = [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
+               "share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
+               "streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas"]
+
+
+def set_op(name, value):
+    return {"name": name, "configOperation": 0, "value": value}
+
+
+def delete_op(name):
+    return {"name": name, "configOperation": 1, "value": None}
+
+
+class Client(ConsumerGroupTestClient):
+    def alter(self, *ops, group_id=None, resource_type=GROUP, validate_only=False, version=1) -> dict:
+        resp = self.send("IncrementalAlterConfigs", version, {
+            "resources": [{"resourceType": resource_type, "resourceName": self.group_id if group_id is None else group_id,
+                           "configs": list(ops)}], "validateOnly": validate_only})
+        return resp["responses"][0]
+
+    def describe_configs(self, *names, group_id=None, version=4, synonyms=False, documentation=False) -> dict:
+        body = {"resources": [{"resourceType": GROUP, "resourceName": self.group_id if group_id is None else group_id,
+                               "configurationKeys": list(names) or None}], "includeSynonyms": synonyms}
+        if version >= 3:
+            body["includeDocumentation"] = documentation
+        return self.send("DescribeConfigs", version, body)["results"][0]
+
+    def values(self) -> dict:
+        return {c["name"]: (c["value"], c["configSource"]) for c in self.describe_configs()["configs"]}
+
+
+def message(overrides: dict) -> str:
+    with pytest.raises(ApiError) as e:
+        validate(overrides, CFG)
+    assert e.value.error.code == INVALID_CONFIG
+    return e.value.message
+
+
+# ====================================================================== GroupConfigTest
+@pytest.mark.parametrize("name", [n for n in ALL_CONFIGS if n not in ("share.auto.offset.reset",
+                                                                       "share.isolation.level")])
+@pytest.mark.parametrize("value", ["not_a_number", "-0.1", "1.2", "", "2147483648", "1_000", "0x10"])
+def test_from_props_invalid(name, value):
+    assert message({name: value}) == f"Invalid value {value} for configuration {name}: Not a number of type INT"
+
+
+def test_at_least_bounds_and_java_parsing():
+    assert message({SESSION: "0"}) == f"Invalid value 0 for configuration {SESSION}: Value must be at least 1"
+    assert message({"share.record.lock.duration.ms": "999"}) == (
+        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000")
+    # Integer.parseInt after String.trim: a sign and surrounding blanks are accepted.
+    assert validate({SESSION: " +50000\t"}, CFG)[SESSION] == 50000
+
+
+def test_invalid_props():
+    cases = {
+        (SESSION, "1"): f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
+        (SESSION, "70000"): f"{SESSION} must be less than or equal to group.consumer.max.session.timeout.ms",
+        (HEARTBEAT, "1"): f"{HEARTBEAT} must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
+        (HEARTBEAT, "70000"): f"{HEARTBEAT} must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+        ("share.session.timeout.ms", "1"):
+            "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms",
+        ("share.session.timeout.ms", "70000"):
+            "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
+        ("share.heartbeat.interval.ms", "1"):
+            "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms",
+        ("share.heartbeat.interval.ms", "70000"):
+            "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
+        ("share.record.lock.duration.ms", "10000"):
+            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
+        ("share.record.lock.duration.ms", "70000"):
+            "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
+        ("streams.session.timeout.ms", "1"):
+            "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms",
+        ("streams.session.timeout.ms", "70000"):
+            "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms",
+        ("streams.heartbeat.interval.ms", "1000"):
+            "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms",
+        ("streams.heartbeat.interval.ms", "70000"):
+            "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms",
+        ("streams.num.standby.replicas", "3"):
+            "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+        ("streams.num.standby.replicas", "-1"):
+            "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0",
+        ("share.isolation.level", "read_commit"): "Invalid value read_commit for configuration "
+            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        ("share.isolation.level", "READ_COMMITTED"): "Invalid value READ_COMMITTED for configuration "
+            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
+    }
+    for (name, value), expected in cases.items():
+        assert message({name: value}) == expected
+    for value in ("hello", "by_duration", "by_duration:-PT10S", "by_duration:invalid", "none", "LATEST",
+                  "by_duration:PT", "by_duration:P", "by_duration:PT-1S", "by_duration:P106751991167301D"):
+        assert message({"share.auto.offset.reset": value}) == (
+            f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value `{value}` for "
+            f"configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the "
+            f"format 'by_duration:<PnDTnHnMn.nS>'.")
+
+
+def test_valid_share_auto_offset_reset_and_isolation_level_values():
+    """GroupConfigTest.testValidShareAutoOffsetResetValues / testValidShareIsolationLevelValues (the
+    by_duration part is java.time.Duration.parse: case-insensitive letters, signs, a fraction)."""
+    for value in ("latest", "earliest", "by_duration:PT10S", "by_duration:P1DT2H3M4.5S", "by_duration:pt0s",
+                  "by_duration:-PT-10S", "by_duration:PT1,5S", "by_duration:P0D", " latest "):
+        assert validate({"share.auto.offset.reset": value}, CFG)["share.auto.offset.reset"] == value.strip()
+    for value in ("read_committed", "read_uncommitted"):
+        assert validate({"share.isolation.level": value}, CFG)["share.isolation.level"] == value
+
+
+def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
+    """GroupConfigManager.validate combines extractConsumerGroupConfigMap with the new configs: the
+    share.* and streams.* configs a request leaves out take GroupConfig's own defaults there, so
+    the coordinator's group.share.session.timeout.ms does not count, its bounds do."""
+    cfg = CoordinatorConfig({"group.share.min.session.timeout.ms": 50000, "group.share.session.timeout.ms": 55000,
+                             "group.share.max.session.timeout.ms": 60000})
+    with pytest.raises(ApiError) as e:
+        validate({SESSION: "50000"}, cfg)
+    assert e.value.message == ("share.session.timeout.ms must be greater than or equal to "
+                               "group.share.min.session.timeout.ms")
+    # A group's GroupConfig (what it uses and DescribeConfigs shows) starts from extractGroupConfigMap:
+    # the coordinator's consumer.* and share.* values, GroupConfig's defaults for streams.*.
+    cfg = CoordinatorConfig({"group.streams.session.timeout.ms": 50000, "group.share.session.timeout.ms": 50000})
+    values = parse({SESSION: "50000"}, cfg)
+    assert (values["share.session.timeout.ms"], values["streams.session.timeout.ms"]) == (50000, 45000)
+
+
+def test_session_must_be_greater_than_heartbeat():
+    cfg = CFG.with_overrides(**{"group_consumer_min_session_timeout_ms": 1000,
+                                "group_consumer_min_heartbeat_interval_ms": 1000})
+    with pytest.raises(ApiError) as e:
+        validate({SESSION: "5000", HEARTBEAT: "5000"}, cfg)
+    assert e.value.message == f"{SESSION} must be greater than {HEARTBEAT}"
+    assert validate({SESSION: "5001", HEARTBEAT: "5000"}, cfg)[SESSION] == 5001
+
+
+def test_from_props_with_default_value():
+    values = parse({SESSION: "50000"}, CFG)
+    assert values == {SESSION: 50000, HEARTBEAT: 5000, "share.session.timeout.ms": 45000,
+                      "share.heartbeat.interval.ms": 5000, "share.record.lock.duration.ms": 30000,
+                      "share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
+                      "streams.session.timeout.ms": 45000, "streams.heartbeat.interval.ms": 5000,
+                      "streams.num.standby.replicas": 0}
+
+
+def test_invalid_config_name():
+    assert message({SESSION: "50000", "invalid.config.name": "10"}) == "Unknown group config name: invalid.config.name"
+
+
+# ====================================================================== IncrementalAlterConfigs
+def test_set_then_delete_writes_the_record_and_its_tombstone():
+    c = Client()
+    assert c.values()[SESSION] == ("45000", 5)
+    r = c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "6000"))
+    assert r == {"errorCode": 0, "errorMessage": None, "resourceType": GROUP, "resourceName": c.group_id}
+    assert c.records() == [(f'["GroupConfig","{c.group_id}"]',
+                            {"type": "GroupConfig", "configs": {SESSION: "50000", HEARTBEAT: "6000"}})]
+    assert c.values()[SESSION] == ("50000", 8) and c.values()[HEARTBEAT] == ("6000", 8)
+    assert c.events("GroupConfigChanged")[-1]["configs"] == {SESSION: "50000", HEARTBEAT: "6000"}
+
+    assert c.alter(delete_op(SESSION))["errorCode"] == 0
+    assert c.records(1) == [(f'["GroupConfig","{c.group_id}"]', {"type": "GroupConfig", "configs": {HEARTBEAT: "6000"}})]
+    assert c.values()[SESSION] == ("45000", 5)
+    assert c.alter(delete_op(HEARTBEAT), delete_op("share.session.timeout.ms"))["errorCode"] == 0
+    assert c.records(2) == [(f'["GroupConfig","{c.group_id}"]', None)]
+    assert all(source == 5 for _, source in c.values().values())
+    # Deleting what is not set changes nothing: no record.
+    assert c.alter(delete_op(SESSION))["errorCode"] == 0
+    assert len(c.records()) == 3
+
+
+def test_validate_only_writes_nothing():
+    c = Client()
+    assert c.alter(set_op(SESSION, "50000"), validate_only=True)["errorCode"] == 0
+    r = c.alter(set_op(SESSION, "1"), validate_only=True)
+    assert (r["errorCode"], r["errorMessage"]) == (
+        INVALID_CONFIG, f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms")
+    assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
+
+
+def test_invalid_alterations_change_nothing():
+    c = Client()
+    c.alter(set_op(SESSION, "50000"))
+    cases = [
+        ((set_op("foo", "1"),), INVALID_CONFIG, "Unknown group config name: foo"),
+        ((set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")), INVALID_CONFIG,
+         f"Invalid value x for configuration {HEARTBEAT}: Not a number of type INT"),
+        (({"name": SESSION, "configOperation": 2, "value": "1"},), INVALID_CONFIG,
+         f"Can't APPEND to key {SESSION} because its type is not LIST."),
+        (({"name": SESSION, "configOperation": 3, "value": "1"},), INVALID_CONFIG,
+         f"Can't SUBTRACT to key {SESSION} because its type is not LIST."),
+        (({"name": SESSION, "configOperation": 7, "value": "1"},), INVALID_REQUEST, "Unknown operation type 7"),
+        ((set_op(SESSION, "55000"), delete_op(SESSION)), INVALID_REQUEST, "Error due to duplicate config keys"),
+        ((set_op(SESSION, None), set_op(HEARTBEAT, None)), INVALID_REQUEST,
+         f"Null value not supported for : {SESSION}, {HEARTBEAT}"),
+    ]
+    for ops, code, text in cases:
+        r = c.alter(*ops)
+        assert (r["errorCode"], r["errorMessage"]) == (code, text), ops
+    assert len(c.records()) == 1 and c.values()[SESSION] == ("50000", 8)
+
+
+def test_resources_answered_one_by_one():
+    c = Client()
+    elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
+    resources = [
+        {"resourceType": GROUP, "resourceName": c.group_id, "configs": [set_op(SESSION, "50000")]},
+        {"resourceType": GROUP, "resourceName": elsewhere, "configs": [set_op(SESSION, "50000")]},
+        {"resourceType": 2, "resourceName": "orders", "configs": [set_op("retention.ms", "1")]},
+        {"resourceType": GROUP, "resourceName": "", "configs": [set_op(SESSION, "50000")]},
+    ]
+    r = c.send("IncrementalAlterConfigs", 0, {"resources": resources, "validateOnly": False})
+    assert [(x["resourceName"], x["errorCode"]) for x in r["responses"]] == [
+        (c.group_id, 0), (elsewhere, NOT_COORDINATOR), ("orders", INVALID_REQUEST), ("", INVALID_REQUEST)]
+    assert "only GROUP (32)" in r["responses"][2]["errorMessage"]
+    assert r["responses"][3]["errorMessage"] == "Default group resources are not allowed."
+    assert len(c.records()) == 1
+
+    d = c.send("DescribeConfigs", 4, {"resources": [
+        {"resourceType": GROUP, "resourceName": elsewhere, "configurationKeys": None},
+        {"resourceType": GROUP, "resourceName": "", "configurationKeys": None},
+        {"resourceType": 4, "resourceName": "1", "configurationKeys": None}],
+        "includeSynonyms": False, "includeDocumentation": False})
+    assert [(x["errorCode"], x["configs"]) for x in d["results"]] == [
+        (NOT_COORDINATOR, []), (INVALID_REQUEST, []), (INVALID_REQUEST, [])]
+    assert d["results"][1]["errorMessage"] == "Group name must not be empty"
+
+
+def test_a_malformed_request_is_answered_per_resource():
+    c = Client()
+    r = c.send("IncrementalAlterConfigs", 1, {"resources": [
+        {"resourceType": GROUP, "resourceName": c.group_id, "configs": [{"name": SESSION, "configOperation": 300}]}],
+        "validateOnly": False})
+    assert (r["responses"], r["errorCode"]) == ([], INVALID_REQUEST) and "configOperation" in r["errorMessage"]
+    assert c.records() == []
+
+
+# ====================================================================== DescribeConfigs
+def test_describe_shows_every_config_with_its_source_type_and_documentation():
+    c = Client()
+    c.alter(set_op(HEARTBEAT, "6000"))
+    result = c.describe_configs(synonyms=True, documentation=True)
+    assert (result["errorCode"], result["errorMessage"]) == (0, "")
+    by_name = {e["name"]: e for e in result["configs"]}
+    assert list(by_name) == ALL_CONFIGS
+    assert by_name[HEARTBEAT] == {
+        "name": HEARTBEAT, "value": "6000", "readOnly": False, "configSource": 8, "isSensitive": False,
+        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}], "configType": 3,
+        "documentation": "The heartbeat interval given to the members of a consumer group."}
+    assert by_name[SESSION]["configSource"] == 5 and by_name[SESSION]["synonyms"] == [
+        {"name": SESSION, "value": "45000", "source": 5}]
+    # Requested keys only (unknown ones are left out); no synonyms / documentation unless asked;
+    # v1-2 have no configType / documentation.
+    only = c.describe_configs(SESSION, "nope")["configs"]
+    assert [(e["name"], e["synonyms"], e["documentation"]) for e in only] == [(SESSION, [], None)]
+    v1 = c.describe_configs(HEARTBEAT, version=1)["configs"][0]
+    assert "configType" not in v1 and "documentation" not in v1 and v1["value"] == "6000"
+
+
+def test_describe_follows_the_coordinator_settings_for_unset_configs():
+    c = Client(**{"group_consumer_session_timeout_ms": 50000})
+    assert c.values()[SESSION] == ("50000", 5)
+
+
+def test_describe_share_and_streams_configs():
+    """ConfigHelper.createGroupConfigEntry for the STRING configs (configType STRING) and the
+    streams.* configs; the accessors the share and streams group types read."""
+    c = Client(**{"group_streams_session_timeout_ms": 50000, "group_share_heartbeat_interval_ms": 6000})
+    accessors = group_configs(c.d.component("groups"))  # the partition is reloaded after each batch
+    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
+            accessors.streams_session_timeout_ms(c.group_id), accessors.share_heartbeat_interval_ms(c.group_id),
+            accessors.streams_num_standby_replicas(c.group_id)) == ("latest", "read_uncommitted", 50000, 6000, 0)
+    assert c.values()["streams.session.timeout.ms"] == ("45000", 5)  # GroupConfig's default, as Kafka shows
+    assert c.alter(set_op("share.auto.offset.reset", " by_duration:PT1H "), set_op("streams.num.standby.replicas", "2"),
+                   set_op("share.isolation.level", "read_committed"))["errorCode"] == 0
+    entries = {e["name"]: e for e in c.describe_configs(synonyms=True)["configs"]}
+    assert entries["share.auto.offset.reset"] == {
+        "name": "share.auto.offset.reset", "value": "by_duration:PT1H", "readOnly": False, "configSource": 8,
+        "isSensitive": False, "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H",
+                                            "source": 8}], "configType": 2, "documentation": None}
+    assert (entries["streams.num.standby.replicas"]["value"], entries["streams.num.standby.replicas"]["configType"]) \
+        == ("2", 3)
+    accessors = group_configs(c.d.component("groups"))
+    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
+            accessors.streams_num_standby_replicas(c.group_id), accessors.streams_session_timeout_ms(c.group_id),
+            accessors.share_heartbeat_interval_ms(c.group_id)) == ("by_duration:PT1H", "read_committed", 2, 45000, 6000)
+
+
+# ====================================================================== the heartbeat uses them
+def test_consumer_group_dynamic_configs():
+    """GroupMetadataManagerTest.testConsumerGroupDynamicConfigs."""
+    c = Client(topics={"foo": 6})
+    r = c.join("m1", ["foo"], rebalance_timeout=90000)
+    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 5000
+    assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 45000
+    c.sleep(5000)
+
+    assert c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "10000"))["errorCode"] == 0
+    # The session timer is rescheduled on the next heartbeat, with the group's values.
+    r = c.heartbeat("m1", 1)
+    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 10000
+    assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
+
+    # The session expires after the group's timeout, not the coordinator's.
+    c.sleep(45000)
+    assert c.group().members.keys() == {"m1"}
+    c.sleep(5000)
+    assert "m1" not in c.group().members
+
+
+def test_other_groups_keep_the_coordinator_settings():
+    c = Client(topics={"foo": 2})
+    other = key_for_partition(c.d.partition_id, prefix="other-")
+    assert coordinator_partition(other, 50) == c.d.partition_id
+    c.alter(set_op(HEARTBEAT, "10000"))
+    assert c.join("m1", ["foo"])["heartbeatIntervalMs"] == 10000
+    assert c.join("m2", ["foo"], group_id=other)["heartbeatIntervalMs"] == 5000
+
+
+def test_delete_groups_keeps_the_group_configs():
+    """Kafka (through 4.0) keeps a group's configs in the metadata log when the group is deleted."""
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    c.alter(set_op(HEARTBEAT, "10000"))
+    c.heartbeat("m1", -1)
+    r = c.send("DeleteGroups", 2, {"groupsNames": [c.group_id]})
+    assert r["results"][0]["errorCode"] == 0
+    assert c.values()[HEARTBEAT] == ("10000", 8)
+    assert c.join("m2", ["foo"])["heartbeatIntervalMs"] == 10000
+
+
+# ====================================================================== state log and state
+def test_rebuild_from_the_state_log_keeps_the_configs():
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "6000"))
+    c.alter(delete_op(HEARTBEAT))
+    records = [StateRecord(k, v) for k, v in c.records()]
+    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, records, CFG, now_ms=c.now)
+    groups = rebuilt.component("groups")
+    assert dict(groups.group_configs) == {c.group_id: {SESSION: "50000"}}
+    # onLoaded: the member's session uses the group's timeout.
+    assert rebuilt.timers.schedule_view()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
+    # Replaying the same log twice gives the same state.
+    again = CoordinatorPartition.from_records(c.d.partition_id, records, CFG, now_ms=c.now)
+    assert again.to_json() == rebuilt.to_json()
+    assert dict(c.groups().group_configs) == dict(groups.group_configs)
+
+
+def test_a_state_without_group_configs_loads():
+    """A snapshot written before group configs (no "groupConfigs", no GroupConfig chunks) loads."""
+    c = Client(topics={"foo": 2})
+    c.join("m1", ["foo"])
+    snapshot = c.d.partition.to_json()
+    assert snapshot["components"]["groups"].pop("groupConfigs") == {}
+    loaded = state.StoredState(*state.encode(snapshot)).load(c.d.partition_id, CFG)
+    groups = loaded.component("groups")
+    assert dict(groups.group_configs) == {} and "m1" in groups.groups[c.group_id].members
+
+
+def test_classic_members_keep_their_own_session_timeout():
+    """A classic member inside a consumer group keeps its JoinGroup sessionTimeoutMs whatever the
+    group's consumer.session.timeout.ms; consumer-protocol members use the group's."""
+    from tests.consumer.test_consumer_group_migration import (SESSION as CLASSIC_SESSION, classic_join_new,
+                                                     classic_view, consumer_group_with_one_member, sync,
+                                                     timer_deadline)
+    c = Client(topics={"foo": 6, "bar": 3})
+    assert c.alter(set_op(SESSION, "55000"))["errorCode"] == 0
+    consumer_group_with_one_member(c)
+    assert timer_deadline(c, "consumer-session", "m1") == c.now + 55000
+    joined = classic_join_new(c)
+    mid = joined["memberId"]
+    assert timer_deadline(c, "consumer-session", mid) == c.now + CLASSIC_SESSION
+    sync(c, mid, joined["generationId"])
+    assert classic_view(c).heartbeat(mid, joined["generationId"])["errorCode"] == 0
+    assert timer_deadline(c, "consumer-session", mid) == c.now + CLASSIC_SESSION
+
+
+def test_share_settings_are_checked_at_start_up():
+    with pytest.raises(ValueError, match="group.share.heartbeat.interval.ms must be less than or equal to "
+                                         "group.share.max.heartbeat.interval.ms"):
+        CoordinatorConfig({"group.share.heartbeat.interval.ms": 20000})
+    with pytest.raises(ValueError, match="group.share.record.lock.duration.ms must be greater than or equal to "
+                                         "group.share.min.record.lock.duration.ms"):
+        CoordinatorConfig({"group.share.record.lock.duration.ms": 10000})
+    # The coordinator's values are the group configs' defaults, and bound them.
+    cfg = CoordinatorConfig({"group.share.max.session.timeout.ms": 90000, "group.share.session.timeout.ms": 80000})
+    assert parse({}, cfg)["share.session.timeout.ms"] == 80000
+    assert validate({"share.session.timeout.ms": "90000"}, cfg)["share.session.timeout.ms"] == 90000
+
+
+def test_checks_follow_kafkas_order():
+    """The broker's checks (duplicate keys, null values) come before the controller's (operation,
+    group name, values), and ownership is checked once the request is well formed."""
+    c = Client()
+    elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
+    assert c.alter(set_op(SESSION, "1"), set_op(SESSION, "2"), group_id="")["errorMessage"] == (
+        "Error due to duplicate config keys")
+    assert c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"] == INVALID_CONFIG
+    assert c.alter(set_op(SESSION, "1"), group_id="")["errorMessage"] == "Default group resources are not allowed."
+    assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == NOT_COORDINATOR

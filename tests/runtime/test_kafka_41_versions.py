@@ -1,0 +1,44 @@
+"""Versions Kafka 4.1.1 still serves that the service once refused (KIP-896 kept them): JoinGroup
+v0-1 and FindCoordinator v0 (KafkaApisTest.testHandleJoinGroupRequest / testOldFindCoordinator*)."""
+from __future__ import annotations
+
+import pytest
+
+from coordinator.routing import coordinator_partition
+from tests.group.group_helpers import GroupTestClient, protocols
+
+
+@pytest.mark.parametrize("version", range(0, 10))
+def test_handle_join_group_request(version):
+    """KafkaApisTest.testHandleJoinGroupRequest: v0 has no rebalance timeout, the session timeout is
+    used; the response has the fields of its version (throttleTimeMs from v2)."""
+    c = GroupTestClient()
+    body = {"groupId": c.group_id, "sessionTimeoutMs": 20000, "rebalanceTimeoutMs": 10000, "memberId": "",
+            "protocolType": "consumer", "protocols": protocols("range")}
+    if version == 0:
+        del body["rebalanceTimeoutMs"]
+    cid, resp = c.send("JoinGroup", version, body)
+    if version >= 4:
+        assert resp["errorCode"] == 79  # MEMBER_ID_REQUIRED
+        body["memberId"] = resp["memberId"]
+        cid, resp = c.send("JoinGroup", version, body)
+    assert resp is None  # parked until the initial rebalance delay
+    c.sleep(3000)
+    resp = c.response(cid)
+    assert resp["errorCode"] == 0 and resp["generationId"] == 1 and resp["leader"] == resp["memberId"]
+    assert ("throttleTimeMs" in resp) == (version >= 2)
+    [member] = c.group().members.values()
+    assert (member.rebalance_timeout_ms, member.session_timeout_ms) == (20000 if version == 0 else 10000, 20000)
+
+
+def test_old_find_coordinator():
+    """KafkaApisTest.testOldFindCoordinator*: version 0 (a group id) is answered with errorCode,
+    nodeId, host and port only."""
+    c = GroupTestClient()
+    cid, raw = c.d.envelope("FindCoordinator", 0, {"key": "some-group"})
+    c.d.send_raw(raw, key="some-group")
+    assert c.d.response(cid) == {"errorCode": 0, "nodeId": coordinator_partition("some-group", 50),
+                                 "host": "127.0.0.1", "port": 9092}
+    cid, raw = c.d.envelope("FindCoordinator", 1, {"key": "some-group", "keyType": 0})
+    c.d.send_raw(raw, key="some-group")
+    assert c.d.response(cid)["errorMessage"] == "NONE"

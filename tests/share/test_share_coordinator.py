@@ -1,0 +1,364 @@
+"""The share coordinator's state APIs through the real coordinator (envelope, schema, run_batch,
+chunked state between requests), ported from Kafka's ShareCoordinatorShardTest (one test here per
+test there, named after it) and the routing of ShareCoordinatorService / KafkaApis.findCoordinator."""
+from __future__ import annotations
+
+import pytest
+
+from coordinator import CoordinatorPartition
+from coordinator.messages import StateRecord
+from coordinator.metadata import BROADCAST_KEY
+from coordinator.records import record_key
+from coordinator.share.coordinator import share_partition_key
+from tests.consumer.consumer_group_helpers import topic_id
+from tests.core_driver import CoreDriver
+
+GROUP_ID, PARTITION = "group1", 0
+TOPIC = "topic1"
+TOPIC_ID = topic_id(TOPIC)
+KEY = share_partition_key(GROUP_ID, TOPIC_ID, PARTITION)
+NONE, INVALID_REQUEST, NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION = 0, 42, 16, 3
+FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH = 74, 124
+
+
+class Shard:
+    """A coordinator partition owning KEY, spoken to with the share-state APIs."""
+
+    def __init__(self, topics: dict | None = None, **overrides):
+        # One coordinator partition by default: every share-partition key is this shard's, as in
+        # ShareCoordinatorShardTest (routing is tested on its own below).
+        overrides.setdefault("coordinator_partitions", 1)
+        self.d = CoreDriver(KEY, **overrides)
+        if topics is not False:
+            states = [{"topicName": t, "topicId": topic_id(t), "numPartitions": n}
+                      for t, n in (topics or {TOPIC: 3}).items()]
+            self.d.send("UpdateMetadata", 0, {"topicStates": states}, key=BROADCAST_KEY)
+
+    def call(self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID) -> dict:
+        body = {"groupId": group_id, "topics": [{"topicId": tid, "partitions": partitions}]}
+        return self.d.send(api, 0, body, key=share_partition_key(group_id, tid, partitions[0]["partition"]))
+
+    def one(self, api: str, group_id: str = GROUP_ID, tid: str = TOPIC_ID, **partition) -> dict:
+        partition.setdefault("partition", PARTITION)
+        [result] = self.call(api, [partition], group_id, tid)["results"]
+        [p] = result["partitions"]
+        return p
+
+    def initialize(self, state_epoch: int = 0, start_offset: int = 0, **kw) -> dict:
+        return self.one("InitializeShareGroupState", stateEpoch=state_epoch, startOffset=start_offset, **kw)
+
+    def write(self, *, state_epoch=0, leader_epoch=0, start_offset=0, batches=(), **kw) -> dict:
+        return self.one("WriteShareGroupState", stateEpoch=state_epoch, leaderEpoch=leader_epoch,
+                        startOffset=start_offset, stateBatches=[batch(*b) for b in batches], **kw)
+
+    def read(self, leader_epoch=0, **kw) -> dict:
+        return self.one("ReadShareGroupState", leaderEpoch=leader_epoch, **kw)
+
+    def summary(self, leader_epoch=0, **kw) -> dict:
+        return self.one("ReadShareGroupStateSummary", leaderEpoch=leader_epoch, **kw)
+
+    def delete(self, **kw) -> dict:
+        return self.one("DeleteShareGroupState", **kw)
+
+    def state(self, key: str = KEY) -> dict | None:
+        return self.d.component("share").states.get(key)
+
+    def records(self, since: int = 0):
+        return self.d.records[since:]
+
+    def rebuilt(self, records=None) -> CoordinatorPartition:
+        recs = self.d.records if records is None else records
+        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in recs],
+                                                 self.d.config, now_ms=self.d.now)
+
+
+def batch(first, last, state, count) -> dict:
+    return {"firstOffset": first, "lastOffset": last, "deliveryState": state, "deliveryCount": count}
+
+
+def keys(records):
+    return [k for k, _ in records]
+
+
+@pytest.fixture
+def shard():
+    return Shard()
+
+
+def test_write_fails_on_uninitialized_partition(shard):
+    """testWriteFailsOnUninitializedPartition."""
+    p = shard.write(batches=[(0, 10, 0, 1)])
+    assert (p["errorCode"], p["errorMessage"]) == (
+        INVALID_REQUEST, "Write operation on uninitialized share partition not allowed.")
+    assert not [k for k in keys(shard.records()) if k.startswith('["Share')]
+
+
+def test_write_state_success(shard):
+    """testWriteStateSuccess: an update record with the same snapshot epoch."""
+    shard.initialize()
+    start = len(shard.records())
+    assert shard.write(batches=[(0, 10, 0, 1)]) == {"partition": 0, "errorCode": 0, "errorMessage": None}
+    [(key, value)] = shard.records(start)
+    assert key == record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 0)
+    assert value == {"type": "ShareUpdate", "snapshotEpoch": 0, "leaderEpoch": 0, "startOffset": 0,
+                     "stateBatches": [batch(0, 10, 0, 1)]}
+    state = shard.state()
+    assert state["leaderEpoch"] == 0
+    assert state["offset"]["stateBatches"] == [batch(0, 10, 0, 1)]
+
+
+def test_write_state_sequential_requests_with_higher_state_epoch_create_share_snapshots(shard):
+    """testWriteStateSequentialRequestsWithHigherStateEpochCreateShareSnapshots."""
+    shard.initialize(state_epoch=1)
+    start = len(shard.records())
+    shard.write(state_epoch=1, batches=[(0, 10, 0, 1)])
+    shard.write(state_epoch=1, batches=[(11, 12, 0, 1)])
+    shard.write(state_epoch=2, batches=[(13, 14, 0, 1)])
+    kinds = [k.split(",")[0] for k in keys(shard.records(start))]
+    assert kinds == ['["ShareUpdate"', '["ShareUpdate"', '["ShareSnapshot"']
+    snapshot = shard.records(start)[-1][1]
+    assert (snapshot["snapshotEpoch"], snapshot["stateEpoch"]) == (1, 2)
+    assert snapshot["stateBatches"] == [batch(0, 14, 0, 1)]  # contiguous, same state: combined
+    assert shard.state()["stateEpoch"] == 2
+
+
+def test_subsequent_write_state_snapshot_epoch_updates_successfully():
+    """testSubsequentWriteStateSnapshotEpochUpdatesSuccessfully: with 0 updates per snapshot every
+    write is a snapshot with the next snapshot epoch."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=0)
+    shard.initialize()
+    shard.write(batches=[(0, 10, 0, 1)])
+    shard.write(batches=[(11, 12, 0, 1)])
+    offset = shard.state()["offset"]
+    assert offset["snapshotEpoch"] == 2
+    assert offset["stateBatches"] == [batch(0, 12, 0, 1)]
+
+
+def test_write_state_invalid_request_data(shard):
+    """testWriteStateInvalidRequestData: a negative partition, a null (zero) topic id."""
+    p = shard.write(partition=-1, batches=[(0, 10, 0, 1)])
+    assert (p["errorCode"], p["errorMessage"]) == (INVALID_REQUEST, "The partition id cannot be a negative number.")
+
+
+def test_write_state_fenced_leader_epoch_error(shard):
+    """testWriteStateFencedLeaderEpochError."""
+    shard.initialize()
+    assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == NONE
+    p = shard.write(leader_epoch=3, batches=[(11, 12, 0, 1)])
+    assert (p["errorCode"], p["errorMessage"]) == (FENCED_LEADER_EPOCH, "The leader epoch in the request is older "
+                                                                         "than the epoch on the broker.")
+    assert shard.state()["leaderEpoch"] == 5
+
+
+def test_write_state_fenced_state_epoch_error(shard):
+    """testWriteStateFencedStateEpochError."""
+    shard.initialize(state_epoch=5)
+    p = shard.write(state_epoch=3, batches=[(0, 10, 0, 1)])
+    assert p["errorCode"] == FENCED_STATE_EPOCH
+
+
+def test_write_unknown_topic_or_partition():
+    """testWriteNullMetadataImage's metadata check: an unknown topic or partition (once the
+    coordinator has metadata)."""
+    shard = Shard()
+    shard.initialize()
+    assert shard.write(partition=7, batches=[])["errorCode"] == INVALID_REQUEST  # uninitialized first
+    assert shard.initialize(partition=7)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert shard.initialize(tid=topic_id("nope"))["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_read_fails_on_uninitialized_partition(shard):
+    """testReadFailsOnUninitializedPartition."""
+    p = shard.read()
+    assert (p["errorCode"], p["errorMessage"]) == (INVALID_REQUEST,
+                                                   "Read operation on uninitialized share partition not allowed.")
+
+
+def test_read_state_success(shard):
+    """testReadStateSuccess."""
+    shard.initialize()
+    shard.write(batches=[(0, 10, 0, 1)])
+    assert shard.read() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 0,
+                            "startOffset": 0, "stateBatches": [batch(0, 10, 0, 1)]}
+
+
+def test_read_state_summary_success(shard):
+    """testReadStateSummarySuccess, and a share-partition without state (PartitionFactory's defaults)."""
+    assert shard.summary() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 0,
+                               "leaderEpoch": 0, "startOffset": -1}
+    shard.initialize(state_epoch=2, start_offset=5)
+    shard.write(state_epoch=2, leader_epoch=3, start_offset=7, batches=[(7, 10, 0, 1)])
+    assert shard.summary() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 2,
+                               "leaderEpoch": 3, "startOffset": 7}
+
+
+def test_read_state_invalid_request_data(shard):
+    """testReadStateInvalidRequestData / testReadStateSummaryInvalidRequestData."""
+    assert shard.read(partition=-1)["errorCode"] == INVALID_REQUEST
+    assert shard.summary(partition=-1)["errorCode"] == INVALID_REQUEST
+
+
+def test_read_state_fenced_leader_epoch_error(shard):
+    """testReadStateFencedLeaderEpochError."""
+    shard.initialize()
+    shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])
+    assert shard.read(leader_epoch=3)["errorCode"] == FENCED_LEADER_EPOCH
+
+
+def test_non_sequential_batch_updates():
+    """testNonSequentialBatchUpdates: moving the start offset keeps batch 2."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=0)
+    shard.initialize()
+    shard.write(start_offset=100, batches=[(100, 109, 1, 1), (110, 119, 1, 2), (120, 129, 1, 0)])
+    shard.write(start_offset=-1, batches=[(100, 109, 2, 1)])
+    start = len(shard.records())
+    shard.write(start_offset=110, batches=[(120, 129, 2, 1)])
+    [(_, snapshot)] = shard.records(start)
+    assert snapshot["snapshotEpoch"] == 3 and snapshot["startOffset"] == 110
+    assert snapshot["stateBatches"] == [batch(110, 119, 1, 2), batch(120, 129, 2, 1)]
+
+
+def test_read_state_leader_epoch_update_success(shard):
+    """testReadStateLeaderEpochUpdateSuccess: a read with a new leader epoch records it."""
+    shard.initialize()
+    start = len(shard.records())
+    p = shard.read(leader_epoch=2)
+    assert (p["errorCode"], p["startOffset"], p["stateEpoch"]) == (0, 0, 0)
+    [(key, value)] = shard.records(start)
+    assert key.startswith('["ShareUpdate"') and value["leaderEpoch"] == 2 and value["stateBatches"] == []
+    assert shard.state()["leaderEpoch"] == 2
+
+
+def test_read_state_leader_epoch_update_no_update(shard):
+    """testReadStateLeaderEpochUpdateNoUpdate: -1 or the same leader epoch writes nothing."""
+    shard.initialize()
+    shard.read(leader_epoch=2)
+    start = len(shard.records())
+    shard.read(leader_epoch=2)
+    assert shard.records(start) == []
+
+
+def test_delete_state_success(shard):
+    """testDeleteStateSuccess: tombstones for the update slots, then the snapshot."""
+    shard.initialize()
+    shard.write(batches=[(0, 10, 0, 1)])
+    shard.write(batches=[(11, 20, 0, 1)])
+    start = len(shard.records())
+    assert shard.delete() == {"partition": 0, "errorCode": 0, "errorMessage": None}
+    assert shard.records(start) == [
+        (record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 0), None),
+        (record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 1), None),
+        (record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION), None)]
+    assert shard.state() is None
+    assert shard.read()["errorCode"] == INVALID_REQUEST
+
+
+def test_delete_state_uninitialized_record(shard):
+    """testDeleteStateUnintializedRecord: nothing to delete, no error, no record."""
+    start = len(shard.records())
+    assert shard.delete()["errorCode"] == NONE
+    assert shard.records(start) == []
+
+
+def test_delete_state_invalid_request_data(shard):
+    """testDeleteStateInvalidRequestData / testDeleteTopicIdNonExistentInMetadataImage /
+    testDeletePartitionIdNonExistentInMetadataImage."""
+    assert shard.delete(partition=-1)["errorCode"] == INVALID_REQUEST
+    assert shard.delete(tid=topic_id("nope"))["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert shard.delete(partition=5)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_initialize_state_success(shard):
+    """testInitializeStateSuccess: a snapshot with snapshot epoch 0, leader epoch 0, no batches."""
+    start = len(shard.records())
+    assert shard.initialize(state_epoch=0, start_offset=10) == {"partition": 0, "errorCode": 0, "errorMessage": None}
+    [(key, value)] = shard.records(start)
+    assert key == record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION)
+    assert value == {"type": "ShareSnapshot", "snapshotEpoch": 0, "stateEpoch": 0, "leaderEpoch": 0,
+                     "startOffset": 10, "createTimestamp": shard.d.now, "writeTimestamp": shard.d.now,
+                     "stateBatches": []}
+    # Initializing again is a fresh start, with the next snapshot epoch.
+    shard.write(batches=[(10, 20, 0, 1)])
+    shard.initialize(state_epoch=1, start_offset=30)
+    offset = shard.state()["offset"]
+    assert (offset["snapshotEpoch"], offset["startOffset"], offset["stateBatches"]) == (1, 30, [])
+
+
+def test_initialize_state_invalid_request_data(shard):
+    """testInitializeStateInvalidRequestData / ...TopicIdNonExistentInMetadataImage /
+    ...PartitionIdNonExistentInMetadataImage, and a fenced state epoch."""
+    assert shard.initialize(partition=-1)["errorCode"] == INVALID_REQUEST
+    assert shard.initialize(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"] == "The topic id cannot be null."
+    assert shard.initialize(partition=3)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    shard.initialize(state_epoch=5)
+    assert shard.initialize(state_epoch=4)["errorCode"] == FENCED_STATE_EPOCH
+
+
+def test_replay_with_share_snapshot_and_updates(shard):
+    """testReplayWithShareSnapshot: the state rebuilt from the log is the live one, also after the
+    log is compacted (latest value per key, in log order)."""
+    shard.initialize()
+    for i in range(6):
+        shard.write(leader_epoch=i, batches=[(i * 10, i * 10 + 9, 2, 1)])
+    live = shard.state()
+    rebuilt = shard.rebuilt().component("share").states[KEY]
+    assert rebuilt["offset"] == live["offset"] and rebuilt["leaderEpoch"] == live["leaderEpoch"]
+    compacted = {}
+    for k, v in shard.records():
+        compacted.pop(k, None)
+        compacted[k] = v
+    assert shard.rebuilt(list(compacted.items())).component("share").states[KEY]["offset"] == live["offset"]
+
+
+def test_replay_after_compaction_with_snapshot_cycles():
+    """Update slots are reused after each snapshot; compaction keeps the latest value per slot, and
+    the stale ones precede the latest snapshot, so the rebuilt state is still the live one."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=3)
+    shard.initialize()
+    for i in range(11):
+        shard.write(start_offset=i, batches=[(i * 10, i * 10 + 4, 2, 1), (i * 10 + 5, i * 10 + 9, 0, i % 3)])
+    live = shard.state()["offset"]
+    compacted: dict = {}
+    for k, v in shard.records():
+        compacted.pop(k, None)
+        compacted[k] = v
+    assert shard.rebuilt(list(compacted.items())).component("share").states[KEY]["offset"] == live
+    # Deleted: nothing of it comes back from the compacted log (the slots have tombstones).
+    shard.delete()
+    compacted = {}
+    for k, v in shard.records():
+        compacted.pop(k, None)
+        compacted[k] = v
+    assert KEY not in shard.rebuilt([(k, v) for k, v in compacted.items() if v is not None]).component("share").states
+
+
+def test_not_coordinator_for_another_partitions_share_partition():
+    """ShareCoordinatorService routes each share-partition to its own shard: here a partition owned
+    by another coordinator partition is answered NOT_COORDINATOR, the others are served."""
+    shard = Shard(coordinator_partitions=50)
+    other = next(p for p in range(1, 200) if not shard.d.partition.owns(share_partition_key(GROUP_ID, TOPIC_ID, p)))
+    shard.initialize()
+    body = {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": [
+        {"partition": 0, "leaderEpoch": 0}, {"partition": other, "leaderEpoch": 0}]}]}
+    resp = shard.d.send("ReadShareGroupState", 0, body, key=KEY)
+    assert [p["errorCode"] for p in resp["results"][0]["partitions"]] == [0, NOT_COORDINATOR]
+
+
+def test_empty_requests_are_answered_empty(shard):
+    """ShareCoordinatorService: no topics, a topic without partitions, or an empty group id."""
+    for body in ({"groupId": GROUP_ID, "topics": []},
+                 {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": []}]},
+                 {"groupId": "", "topics": [{"topicId": TOPIC_ID, "partitions": [{"partition": 0, "leaderEpoch": 0}]}]}):
+        assert shard.d.send("ReadShareGroupState", 0, body, key=KEY) == {"results": []}
+
+
+def test_find_coordinator_share_key_type():
+    """KafkaApis.getCoordinator for keyType 2 (SHARE): v6+, key `groupId:topicId:partition`."""
+    from coordinator.routing import coordinator_partition
+    d = CoreDriver(KEY)
+    resp = d.send("FindCoordinator", 6, {"keyType": 2, "coordinatorKeys": [KEY, "bad-key"]}, key=KEY)
+    good, bad = resp["coordinators"]
+    assert (good["errorCode"], good["nodeId"]) == (0, coordinator_partition(KEY, d.config["coordinator.partitions"]))
+    assert (bad["errorCode"], bad["nodeId"]) == (INVALID_REQUEST, -1)
+    resp = d.send("FindCoordinator", 5, {"keyType": 2, "coordinatorKeys": [KEY]}, key=KEY)
+    assert resp["coordinators"][0]["errorCode"] == INVALID_REQUEST
