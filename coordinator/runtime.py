@@ -31,6 +31,7 @@ from .envelope import Rejection
 from .errors import ApiError, Errors
 from .messages import (DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response,
                        StateRecord)
+from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
 from .timers import Timer, Timers
 
@@ -86,6 +87,10 @@ def unregister_component(cls: type) -> None:
 
 
 class CoordinatorPartition:
+    # Tests set this: every request answered with an ApiError is checked to have left the
+    # partition's state exactly as it was (it encodes the whole state twice per request).
+    verify_api_errors = False
+
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
                  snapshot: dict | None = None, chunks: ChunkSource | None = None):
         """An empty partition, or one loaded from a full `snapshot` dict (formats 1 and 2), or one
@@ -290,7 +295,9 @@ class CoordinatorPartition:
         if owner is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         self.firing = timer
-        getattr(owner, owner.timer_handlers[timer.kind])(timer)
+        result = getattr(owner, owner.timer_handlers[timer.kind])(timer)
+        if result is not None:
+            self.apply(result)
         self.firing = None
 
     def next_deadline(self) -> int | None:
@@ -325,14 +332,59 @@ class CoordinatorPartition:
         component = self.components[spec.component]
         method = getattr(component, component.handlers[spec.name])
         mark = _mark(self.out)
+        before = self._fingerprint() if self.verify_api_errors else None
         try:
-            body = method(request)
+            result = method(request)
         except ApiError as e:
-            # A handler raises ApiError before it changes anything; outputs it made are dropped.
+            # A handler that raises has returned no result, so nothing of it was applied.
             _rollback(self.out, mark)
+            if before is not None and self._fingerprint() != before:
+                raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
+                                     + _first_difference(before, self._fingerprint()))
             body = spec.error_response(request.api_version, request.body, e.error, e.message)
-        if body is not None:  # None: the response is parked and sent later
             self.respond(request.reply, body)
+            return
+        if isinstance(result, CoordinatorResult):
+            self.apply(result, request.reply)
+        elif result is not None:  # a bare response body (handlers not yet returning results)
+            self.respond(request.reply, result)
+
+    def apply(self, result: CoordinatorResult, reply: ReplyTo | None = None) -> None:
+        """Apply what a handler computed: append its records and replay them (unless it is one of
+        Kafka's in-memory-only results), apply its timer operations, queue its outputs, and
+        answer the request (`reply`) with its response, if it has one."""
+        for record in result.records:
+            self.out.records.append(record)
+            if result.replay_records:
+                self.replay(record)
+        for op in result.timers:
+            if isinstance(op, Schedule):
+                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)
+            elif isinstance(op, Cancel):
+                self.timers.cancel(op.key)
+            elif isinstance(op, Defer):
+                self.deferred[op.key] = [op.kind, op.payload or {}]
+        for e in result.events:
+            self.emit_event(e.key, e.event, **e.fields)
+        for r in result.replies:
+            self.respond(r.reply, r.body)
+        self.out.requests.extend(result.requests)
+        self.out.data.extend(result.data)
+        if result.response is not None:
+            if reply is None:
+                raise ValueError("a timer's result cannot carry a response")
+            self.respond(reply, result.response)
+
+    def replay(self, record: StateRecord) -> None:
+        """Apply one state-log record to the state: the only way records change it."""
+        if not any(c.replay(record) for c in self.components.values()):
+            raise ValueError(f"no component replays state-log record {record.key!r}")
+
+    def _fingerprint(self) -> str:
+        snap = self.to_json()
+        snap.pop("clock")
+        snap["components"].pop("metrics", None)
+        return json.dumps(snap, sort_keys=True, default=str)
 
     def _reject(self, rejection: Rejection) -> None:
         if rejection.reply is not None:
@@ -359,11 +411,15 @@ class CoordinatorPartition:
         part = cls(partition_id, config)
         part.clock_ms = now_ms
         for record in records:
-            if not any(c.replay(record) for c in part.components.values()):
-                raise ValueError(f"no component replays state-log record {record.key!r}")
+            part.replay(record)
         for c in part.components.values():
             c.after_replay()
         return part
+
+
+def _first_difference(a: str, b: str) -> str:
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"...{a[max(0, i - 150):i + 150]}... became ...{b[max(0, i - 150):i + 150]}..."
 
 
 # Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-].
