@@ -15,8 +15,11 @@ from .api import ApiSpec, register
 from .errors import ApiError, Error, Errors
 from .messages import Request
 from .routing import coordinator_partition
-from .runtime import Component, register_component
+from .component import Component
+from .result import CoordinatorResult
+from .runtime import register_component
 from .schema import Array, F, Struct
+from .share.keys import parse_share_partition_key
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
@@ -55,9 +58,15 @@ class FindCoordinator(Component):
     """Stateless: any partition answers for any key."""
 
     name = "find_coordinator"
-    handlers = {"FindCoordinator": "find_coordinator"}
 
-    def find_coordinator(self, request: Request) -> dict:
+    def __init__(self, partition):
+        super().__init__(partition)
+        self.handlers = {"FindCoordinator": self.find_coordinator}
+
+    def find_coordinator(self, request: Request) -> CoordinatorResult:
+        return CoordinatorResult(response=self._answer(request))
+
+    def _answer(self, request: Request) -> dict:
         body, version = request.body, request.api_version
         key_type = body.get("keyType", GROUP)  # v0: a group id
         if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
@@ -77,7 +86,6 @@ class FindCoordinator(Component):
 def _valid_share_key(key: str) -> bool:
     """SharePartitionKey.validate: `groupId:topicId:partition` (the share coordinator's key, KIP-932;
     keyType 2, FindCoordinator v6+). The partition is found from the whole key, as for a group."""
-    from .share.coordinator import parse_share_partition_key
     try:
         parse_share_partition_key(key)
         return True

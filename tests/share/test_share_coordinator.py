@@ -9,7 +9,7 @@ from coordinator import CoordinatorPartition
 from coordinator.messages import StateRecord
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import topic_id
 from tests.core_driver import CoreDriver
 

@@ -9,7 +9,7 @@ testShareGroupInitializingClearsCommonDeleting) and GroupCoordinatorServiceTest
 from __future__ import annotations
 
 from coordinator.records import record_key
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import GROUP, topic_id
 from tests.share.share_group_helpers import ShareGroupTestClient
 

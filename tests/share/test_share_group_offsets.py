@@ -9,7 +9,7 @@ import json
 
 from coordinator.metadata import BROADCAST_KEY, ZERO_UUID
 from coordinator.routing import coordinator_partition
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import topic_id
 from tests.core_driver import CoreDriver
 
