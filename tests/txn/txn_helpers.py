@@ -3,6 +3,8 @@ to seed a transaction in a given state (as Kafka's tests build a TransactionMeta
 from __future__ import annotations
 
 import state as state_codec
+from coordinator.result import CoordinatorResult
+from coordinator.routing import coordinator_partition
 from coordinator.txn.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TransactionState
 from tests.core_driver import CoreDriver
 
@@ -28,8 +30,10 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, last_epoch,
                             timeout_ms, state, set(partitions), d.now if start is None else start,
                             d.now if last_update is None else last_update, tv, pending)
-    comp.txns[tid] = m
-    comp._sync_timers(m)
+    comp.state.txns[tid] = m
+    timers = CoordinatorResult()
+    comp.state.sync_timers(timers, m)
+    part.apply(timers)
     d._state = part
     d._blob = state_codec.encode(part.to_json())
     return m
@@ -37,7 +41,6 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
 
 def same_partition_ids(n: int, partition: int, prefix: str = "t", partitions: int = 50) -> list[str]:
     """`n` transactional ids owned by coordinator partition `partition`."""
-    from coordinator.routing import coordinator_partition
     out, i = [], 0
     while len(out) < n:
         if coordinator_partition(f"{prefix}{i}", partitions) == partition:
