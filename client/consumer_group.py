@@ -31,7 +31,7 @@ import base64
 import threading
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from .request_client import CoordinatorClient, ResponseTimeout
 
@@ -224,7 +224,7 @@ class ConsumerGroupMember:
             self._ack_needed = True
 
     # ---------------------------------------------------------------- the heartbeat thread
-    def start(self) -> "ConsumerGroupMember":
+    def start(self) -> ConsumerGroupMember:
         self._thread = threading.Thread(target=self._run, name=f"member-{self.member_id}", daemon=True)
         self._thread.start()
         return self

@@ -124,7 +124,7 @@ class ReadModel:
     def close(self) -> None:
         self.redis.close()
 
-    def __enter__(self) -> "ReadModel":
+    def __enter__(self) -> ReadModel:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -47,8 +47,8 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .consumer_group import TopicNames, new_member_id
 from .request_client import CoordinatorClient, ResponseTimeout
@@ -150,7 +150,7 @@ class ShareConsumer:
                     self.on_assignment(self.assigned())
         return resp
 
-    def start(self) -> "ShareConsumer":
+    def start(self) -> ShareConsumer:
         self._thread = threading.Thread(target=self._run, name=f"share-{self.member_id}", daemon=True)
         self._thread.start()
         return self

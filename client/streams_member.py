@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .consumer_group import new_member_id
 from .request_client import CoordinatorClient, ResponseTimeout
@@ -212,7 +212,7 @@ class StreamsGroupMember:
             admin.close()
 
     # ---------------------------------------------------------------- the heartbeat thread
-    def start(self) -> "StreamsGroupMember":
+    def start(self) -> StreamsGroupMember:
         self._thread = threading.Thread(target=self._run, name=f"streams-member-{self.member_id}", daemon=True)
         self._thread.start()
         return self

@@ -6,8 +6,8 @@ import argparse
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 
 def running_pid(pidfile: Path) -> int | None:

@@ -7,8 +7,8 @@ ListGroups and ListTransactions go to every partition (each lists its own, as a 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import coordinator  # noqa: F401  (registers the service's APIs: the version table below reads it)
 from coordinator.api import ApiSpec, lookup

@@ -126,7 +126,7 @@ class CoordinatorBridge:
         if wait_ready and not self.ready.is_set():
             try:
                 await asyncio.wait_for(self.ready.wait(), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise BridgeTimeout("the coordinator service has not answered the gateway yet") from None
         cid = self._correlation_id()
         envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
@@ -142,7 +142,7 @@ class CoordinatorBridge:
             left = deadline - self._loop.time()
             try:
                 envelope = await asyncio.wait_for(future, max(left, 0.001))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise BridgeTimeout(f"no answer to {api} in {timeout_s:.1f}s") from None
         finally:
             self._pending.pop(cid, None)

@@ -20,10 +20,9 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (EntityField, EntityTupleField, PrimitiveTupleField, classify_field,
-                                    is_optional)
+from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _MS = datetime.timedelta(milliseconds=1)
 _DURATIONS = ("timedelta_i32", "timedelta_i64")
 _TIMESTAMPS = ("datetime_i64",)

@@ -21,8 +21,16 @@ from coordinator.errors import Errors
 
 from . import apis
 from .bridge import BridgeTimeout, CoordinatorBridge
-from .codec import decode_request, decode_response, encode_request, encode_response, from_json, \
-    request_class, response_class, to_json
+from .codec import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    from_json,
+    request_class,
+    response_class,
+    to_json,
+)
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
 
@@ -52,7 +60,7 @@ class Upstream:
         self.task = asyncio.create_task(self._read_loop())
 
     @classmethod
-    async def open(cls, host: str, port: int) -> "Upstream":
+    async def open(cls, host: str, port: int) -> Upstream:
         reader, writer = await asyncio.open_connection(host, port)
         return cls(reader, writer)
 

@@ -26,7 +26,8 @@ import json
 import struct
 import zlib
 from bisect import bisect_left
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from coordinator.chunks import ChunkCorrupt, ChunkSource, utf8_key
 

@@ -231,7 +231,7 @@ class Dashboard:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> "Dashboard":
+    def start(self) -> Dashboard:
         for target, name in ((self._consume_events, "dashboard-events"), (self._sample_loop, "dashboard-sampler")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()

@@ -123,8 +123,12 @@ class StreamHealth:
 
 def _families(store: MetricsStore, health: StreamHealth | None):
     """The metric families to serve (prometheus_client's custom-collector types)."""
-    from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
-                                        SummaryMetricFamily)
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+        SummaryMetricFamily,
+    )
 
     t = store.totals()
     out: dict[str, object] = {}
@@ -230,7 +234,7 @@ class MetricsExporter:
                                        redis_url=settings.pop("redis_url", None),
                                        redis_prefix=settings.pop("redis_prefix", "coord"), settings=settings)
 
-    def start(self) -> "MetricsExporter":
+    def start(self) -> MetricsExporter:
         self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]

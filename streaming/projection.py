@@ -48,7 +48,7 @@ class StateRecord:
     value: dict | None
 
     @staticmethod
-    def of(partition: int, offset: int, key: str | None, value: str | bytes | None) -> "StateRecord | None":
+    def of(partition: int, offset: int, key: str | None, value: str | bytes | None) -> StateRecord | None:
         """From the Kafka record; None when it is not a state record the projection can read."""
         if key is None:
             return None

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from client import ClassicGroupMember, ConsumerGroupMember, CoordinatorClient, TransactionalProducer
 

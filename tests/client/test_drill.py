@@ -4,8 +4,14 @@ from __future__ import annotations
 import copy
 import json
 
-from client.drill.compare import (Report, compare_partitions, durable_view, entity, first_difference,
-                                  unfinished_transactions)
+from client.drill.compare import (
+    Report,
+    compare_partitions,
+    durable_view,
+    entity,
+    first_difference,
+    unfinished_transactions,
+)
 from client.drill.reference import SELF_CHECK_KEY, client_requests, covered, reference_states
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.batch import InputRecord, run_batch

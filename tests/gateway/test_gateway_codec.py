@@ -16,8 +16,18 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 from coordinator.errors import Errors
 from coordinator.schema import Array, Struct
 from gateway import apis
-from gateway.codec import (ZERO_UUID, decode_request, decode_response, encode_request, encode_response,
-                           from_json, json_name, request_class, response_class, to_json)
+from gateway.codec import (
+    ZERO_UUID,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    from_json,
+    json_name,
+    request_class,
+    response_class,
+    to_json,
+)
 from gateway.server import kio_versions
 
 KAFKA_MESSAGES = Path("/work/kafka-src-4.1.1/kafka-clients/common/message")
@@ -58,7 +68,7 @@ def _scalar(kafka_type: str, name: str, i: int):
         "uuid": uuid.UUID(int=(i + 1) << 64 | 7),
         "timedelta_i32": datetime.timedelta(milliseconds=1500 + i),
         "timedelta_i64": datetime.timedelta(milliseconds=1500 + i),
-        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc),
+        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
         "error_code": ErrorCode.coordinator_not_available,
     }[kafka_type]
 

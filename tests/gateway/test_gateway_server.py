@@ -5,7 +5,6 @@ not answer in time gets the client a retriable error."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 
 import pytest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
@@ -225,7 +224,7 @@ class TwoBrokerCluster:
                 for n, p in enumerate(self.ports)]
 
     async def _serve(self, reader, writer):
-        from gateway.codec import decode_request, encode_response, from_json, response_class
+        from gateway.codec import decode_request, from_json, response_class
         from gateway.frames import read_frame, request_header
         try:
             while (f := await read_frame(reader, 1 << 20)) is not None:

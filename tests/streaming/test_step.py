@@ -7,7 +7,6 @@ import json
 import pandas as pd
 
 import state
-
 from coordinator import CoordinatorConfig
 from coordinator.metadata import BROADCAST_KEY
 from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
