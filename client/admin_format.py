@@ -19,7 +19,7 @@ def _cell(v) -> str:
 
 def _row(widths: list[int | None], values: list) -> str:
     """Java's "%-Ns" for each column (None: "%s", the last column), joined by one space."""
-    return " ".join(_cell(v) if w is None else f"{_cell(v):<{w}}" for w, v in zip(widths, values))
+    return " ".join(_cell(v) if w is None else f"{_cell(v):<{w}}" for w, v in zip(widths, values, strict=True))
 
 
 # ---------------------------------------------------------------------------------- groups --list
@@ -32,8 +32,8 @@ def list_table(groups: list[dict], include_type: bool, include_state: bool) -> s
     if include_state:
         header, keys, widths = header + ["STATE"], keys + ["state"], widths + [20]
     # Java's format is "%-Ns %-20s %-20s%n": every column padded, also the last one.
-    lines = [" ".join(f"{h:<{w}}" for h, w in zip(header, widths))]
-    lines += [" ".join(f"{_cell(g.get(k)):<{w}}" for k, w in zip(keys, widths)) for g in groups]
+    lines = [" ".join(f"{h:<{w}}" for h, w in zip(header, widths, strict=True))]
+    lines += [" ".join(f"{_cell(g.get(k)):<{w}}" for k, w in zip(keys, widths, strict=True)) for g in groups]
     return "\n".join(lines)
 
 
@@ -124,7 +124,7 @@ def reset_table(plan: dict[str, dict[TopicPartition, int]]) -> str:
     widths = [30, 30, 10, 15]
     rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] if plan else []
     rows += [[g, tp[0], tp[1], o] for g, offsets in plan.items() for tp, o in sorted(offsets.items())]
-    return "".join("\n" + " ".join(f"{_cell(v):<{w}}" for w, v in zip(widths, r)) for r in rows)
+    return "".join("\n" + " ".join(f"{_cell(v):<{w}}" for w, v in zip(widths, r, strict=True)) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def pretty_table(headers: list[str], rows: list[list]) -> str:
     """ToolsUtils.prettyPrintTable: each cell padded to its column's width and followed by a tab."""
     cells = [[_cell(v) for v in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    return "\n".join("".join(f"{v:<{w}}\t" for v, w in zip(r, widths)) for r in [headers] + cells)
+    return "\n".join("".join(f"{v:<{w}}\t" for v, w in zip(r, widths, strict=True)) for r in [headers] + cells)
 
 
 LIST_TXN_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]

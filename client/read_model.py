@@ -103,7 +103,7 @@ class ReadModel:
     def offsets_of(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], dict]]:
         """`offsets` of several groups in one round trip."""
         raws = self._hashes([f"{self.prefix}:offsets:{g}" for g in group_ids])
-        return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws)}
+        return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws, strict=True)}
 
     # ------------------------------------------------------------ transactions
     def transaction(self, transactional_id: str) -> dict | None:

@@ -160,10 +160,10 @@ def merge(spec: ApiSpec, subs: list[SubRequest], answers: list[dict]) -> dict:
         return merged
     # Split: results back in the order of the client's items.
     placed: list[tuple[int, dict]] = []
-    for sub, a in zip(subs, answers):
+    for sub, a in zip(subs, answers, strict=True):
         results = a.get(route.results) or []
         if len(results) == len(sub.indexes):
-            placed.extend(zip(sub.indexes, results))
+            placed.extend(zip(sub.indexes, results, strict=True))
         else:  # an error shape without per-item entries: keep what there is
             placed.extend((sub.indexes[0] if sub.indexes else 0, r) for r in results)
     placed.sort(key=lambda pr: pr[0])

@@ -64,7 +64,7 @@ class StreamConfig:
             _merge(raw, overrides)
         cfg = cls(raw)
         cfg.coordinator_config()  # validate early
-        cfg.txn_markers
+        _ = cfg.txn_markers  # validate early
         return cfg
 
     # --------------------------------------------------------------- accessors

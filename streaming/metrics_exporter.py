@@ -83,7 +83,8 @@ class MetricsStore:
                 gauges[k] = gauges.get(k, 0) + v
             for k, h in r.get("histograms", {}).items():
                 total = histograms.setdefault(k, {"buckets": [0] * len(h["buckets"]), "sum": 0, "count": 0})
-                total["buckets"] = [a + b for a, b in zip(total["buckets"], h["buckets"])]
+                # strict=False: a worker of another version may report other buckets (summed as far as both go)
+                total["buckets"] = [a + b for a, b in zip(total["buckets"], h["buckets"], strict=False)]
                 total["sum"] += h["sum"]
                 total["count"] += h["count"]
         return {"counters": counters, "gauges": gauges, "histograms": histograms, "wall": wall,
@@ -158,7 +159,8 @@ def _families(store: MetricsStore, health: StreamHealth | None):
     for key, h in sorted(t["histograms"].items()):
         name, labels = parse_series(key)
         cumulative, running = [], 0
-        for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], h["buckets"]):
+        # strict=False: buckets reported by a worker of another version are cut to this one's bounds
+        for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], h["buckets"], strict=False):
             running += count
             cumulative.append((bound, running))
         family(HistogramMetricFamily, name, sorted(labels), HELP.get(name, name)) \

@@ -188,7 +188,8 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
         columns = [pdf[c] for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
         flags = [pdf[c] if c in pdf else [d] * len(pdf)
                  for c, d in (("key_valid", True), ("internal", False), ("verified", False))]
-        for (key, value, size, ts, part, off), (key_valid, internal, verified) in zip(zip(*columns), zip(*flags)):
+        rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
+        for (key, value, size, ts, part, off), (key_valid, internal, verified) in rows:
             key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
             if bool(internal) and not bool(verified):
                 forged.append({"recordKey": (key or "")[:MAX_EVENT_KEY_CHARS], "requestPartition": int(part),

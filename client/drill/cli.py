@@ -127,8 +127,8 @@ def run_drill(cfg, killer, spec: LoadSpec, kills: int, seed: int, *, max_delay_s
         load.start()
         mark = (0, 0, {}, tuple(-1 for _ in load.consumers))
         for n in range(1, kills + 1):
-            wait_until(lambda: load.progressed_since(mark) or load.errors(),
-                       lambda: f"no progress of the load before kill {n}: {load.progress()}", spec.wait_s)
+            wait_until(lambda mark=mark: load.progressed_since(mark) or load.errors(),
+                       lambda n=n: f"no progress of the load before kill {n}: {load.progress()}", spec.wait_s)
             if load.errors():
                 break
             delay = rng.uniform(0, max_delay_s)

@@ -243,7 +243,7 @@ class MixedLoad:
         """Every part got answers since `mark` (so a kill lands in the middle of all of them)."""
         now = self.progress()
         return (now[0] > mark[0] + 3 and (not self.txns or now[1] > mark[1])
-                and (not self.classic or now[2] != mark[2]) and all(a > b for a, b in zip(now[3], mark[3])))
+                and (not self.classic or now[2] != mark[2]) and all(a > b for a, b in zip(now[3], mark[3], strict=True)))
 
     def stop(self) -> None:
         """Stop every part; group members leave their groups, the last transaction ends."""

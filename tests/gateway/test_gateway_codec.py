@@ -138,7 +138,7 @@ def _assert_contained(service: dict, kio: dict, path: str) -> None:
         if isinstance(v, dict):
             _assert_contained(v, kio[k], f"{path}.{k}")
         elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for a, b in zip(v, kio[k]):
+            for a, b in zip(v, kio[k], strict=True):
                 _assert_contained(a, b, f"{path}.{k}[]")
         else:
             assert kio[k] == v, f"{path}.{k}: {kio[k]!r} != {v!r}"
@@ -184,7 +184,7 @@ def _compare(cls, fields, commons, version, path) -> None:
     mine = dataclasses.fields(cls)
     theirs = [f for f in fields if _in(f["versions"], version)]
     assert [json_name(f) for f in mine] == [f["name"][0].lower() + f["name"][1:] for f in theirs], path
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=True):
         kind = classify_field(a)
         if isinstance(kind, (EntityField, EntityTupleField)):
             sub = b.get("fields") or next(c["fields"] for c in commons if c["name"] == b["type"].strip("[]"))

@@ -137,7 +137,7 @@ def test_reading_stops_while_the_in_flight_queue_is_full(run):
         bridge.calls[0][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
         await until(lambda: len(bridge.calls) == 5)
         for i in range(12):
-            await until(lambda: len(bridge.calls) > i)
+            await until(lambda i=i: len(bridge.calls) > i)
             bridge.calls[i][1].done() or bridge.calls[i][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
         answers = [await read_response(reader) for _ in range(12)]
         assert [h.correlation_id for h, _ in answers] == list(range(12))
