@@ -7,6 +7,7 @@ cell padded to its column's width, followed by a tab).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MISSING = "-"
@@ -17,7 +18,7 @@ def _cell(v) -> str:
     return MISSING if v is None else str(v)
 
 
-def _row(widths: list[int | None], values: list) -> str:
+def _row(widths: Sequence[int | None], values: list) -> str:
     """Java's "%-Ns" for each column (None: "%s", the last column), joined by one space."""
     return " ".join(_cell(v) if w is None else f"{_cell(v):<{w}}" for w, v in zip(widths, values, strict=True))
 
@@ -122,7 +123,7 @@ def state_table(group: dict, coordinator: str) -> str:
 def reset_table(plan: dict[str, dict[TopicPartition, int]]) -> str:
     """printOffsetsToReset: "%n%-30s %-30s %-10s %-15s" per row, then a newline."""
     widths = [30, 30, 10, 15]
-    rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] if plan else []
+    rows: list[list] = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] if plan else []
     rows += [[g, tp[0], tp[1], o] for g, offsets in plan.items() for tp, o in sorted(offsets.items())]
     return "".join("\n" + " ".join(f"{_cell(v):<{w}}" for w, v in zip(widths, r, strict=True)) for r in rows)
 
@@ -133,6 +134,12 @@ class ResetSpec:
     to-datetime (the latter's offsets come from the broker's offsets_for_times, given as `by_time`)."""
     kind: str
     value: int | None = None
+
+    def amount(self) -> int:
+        """The offset (to-offset), the shift (shift-by) or the time in ms (to-datetime): they need one."""
+        if self.value is None:
+            raise ResetError(f"--{self.kind} needs a value")
+        return self.value
 
 
 class ResetError(ValueError):
@@ -170,13 +177,13 @@ def plan_reset(spec: ResetSpec, partitions: list[TopicPartition], committed: dic
             current = committed.get(tp)
             out[tp] = latest[tp] if current is None or current < 0 else current
         elif spec.kind == "to-offset":
-            out[tp] = clamp(tp, spec.value)
+            out[tp] = clamp(tp, spec.amount())
         elif spec.kind == "shift-by":
             current = committed.get(tp)
             if current is None or current < 0:
                 raise ResetError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current "
                                  f"committed offset")
-            out[tp] = clamp(tp, current + spec.value)
+            out[tp] = clamp(tp, current + spec.amount())
         elif spec.kind == "to-datetime":
             found = (by_time or {}).get(tp)
             if found is None:
@@ -242,11 +249,10 @@ OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 def describe_txn_row(txn: dict, now_ms: int) -> list:
     start = txn.get("startTimestamp")
-    started = start is not None and start >= 0
+    started: tuple[int | str, int | str] = ("None", "None") if start is None or start < 0 else (start, now_ms - start)
     tps = ",".join(f"{t['topic']}-{p}" for t in txn.get("partitions") or [] for p in t["partitions"])
     return [txn["coordinatorPartition"], txn["transactionalId"], txn["producerId"], txn["producerEpoch"],
-            txn["state"], txn["timeoutMs"], start if started else "None",
-            now_ms - start if started else "None", tps]
+            txn["state"], txn["timeoutMs"], *started, tps]
 
 
 def hanging_rows(txns: list[dict], max_timeout_ms: int, now_ms: int) -> list[list]:

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafka import KafkaConsumer
+
 from coordinator.errors import Errors
 from coordinator.group.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -124,7 +126,7 @@ class ClassicGroupMember:
         self._client = client
         self._client_closed = False
         self._partitions_for = partitions_for
-        self._metadata_consumer = None
+        self._metadata_consumer: KafkaConsumer | None = None
 
         self._cond = threading.Condition()
         self.state = UNJOINED
@@ -147,6 +149,8 @@ class ClassicGroupMember:
     # ================================================================ lifecycle
     def start(self) -> ClassicGroupMember:
         if self._client is None:
+            if self.bootstrap_servers is None:
+                raise ValueError("a member without a client needs bootstrap_servers")
             self._client = CoordinatorClient(self.bootstrap_servers, self.client_id,
                                              requests_topic=self.requests_topic,
                                              responses_topic=self.responses_topic)
@@ -300,7 +304,6 @@ class ClassicGroupMember:
         if self._partitions_for is not None:
             return self._partitions_for(topic)
         if self._metadata_consumer is None:
-            from kafka import KafkaConsumer
             self._metadata_consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
                                                     client_id=f"{self.client_id}-metadata")
         parts = self._metadata_consumer.partitions_for_topic(topic)

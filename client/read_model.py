@@ -15,6 +15,7 @@ Fields the projector did not write (a null in the record) read as None. Raises
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 
@@ -34,7 +35,7 @@ class ReadModelUnavailable(RuntimeError):
 def decode_hash(raw: dict, ints: tuple, json_fields: tuple, fields: tuple) -> dict:
     """A Redis hash (str -> str) as the projector wrote it, with ints as ints and JSON parsed;
     every field of `fields` present (None when absent)."""
-    out = {f: None for f in fields}
+    out: dict[str, Any] = {f: None for f in fields}
     for k, v in raw.items():
         if k in ints:
             out[k] = int(v)

@@ -300,7 +300,7 @@ class ShareConsumer(HeartbeatMember):
             return []  # RELEASE: the hold is dropped (see the module docstring)
         done: list[ShareRecord] = []
         for (tid, partition), offsets in by_partition.items():
-            batches = []
+            batches: list[dict] = []
             for offset, count, _ in sorted(offsets, key=lambda o: o[0]):
                 if batches and batches[-1]["lastOffset"] + 1 == offset and batches[-1]["deliveryCount"] == count:
                     batches[-1]["lastOffset"] = offset

@@ -107,10 +107,7 @@ _BY_KEY = _by_key()
 
 def service_versions(api_key: int) -> tuple[int, int] | None:
     """The versions the gateway offers for an API it answers or bridges (None: pass through)."""
-    if api_key == FIND_COORDINATOR:
-        spec = lookup("FindCoordinator")
-        return (spec.min_version, spec.max_version)
-    spec = _BY_KEY.get(api_key)
+    spec = lookup("FindCoordinator") if api_key == FIND_COORDINATOR else _BY_KEY.get(api_key)
     return (spec.min_version, spec.max_version) if spec else None
 
 
@@ -140,6 +137,8 @@ def plan(spec: ApiSpec, version: int, body: dict, partitions: int) -> list[SubRe
         if not by_partition:  # an empty list: any partition answers it
             return [SubRequest(key_for_partition(0, partitions), body, [])]
         return list(by_partition.values())
+    if route.key is None:  # ROUTES gives every single-partition API its key
+        raise ValueError(f"{spec.name} has no routing key")
     return [SubRequest(route.key(body, version) or "", body, [])]
 
 

@@ -136,8 +136,9 @@ def _zero(fm: _FieldMap) -> Any:
 # ------------------------------------------------------------------ entities
 def to_json(entity: Any) -> dict:
     """A kio entity as the service's JSON body (Kafka's JSON converter names and encodings)."""
-    out = {}
-    for fm in _fields(type(entity)):
+    out: dict[str, Any] = {}
+    cls: type = type(entity)
+    for fm in _fields(cls):
         value = getattr(entity, fm.field.name)
         if fm.entity is not None:
             if fm.array:
@@ -176,11 +177,11 @@ def from_json(cls: type, data: dict) -> Any:
 
 
 # ------------------------------------------------------------------ frames
-def request_class(api_key: int, version: int) -> type:
+def request_class(api_key: int, version: int) -> type[Any]:
     return load_request_schema(api_key, version)
 
 
-def response_class(api_key: int, version: int) -> type:
+def response_class(api_key: int, version: int) -> type[Any]:
     return load_response_schema(api_key, version)
 
 

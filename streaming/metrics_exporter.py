@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+from prometheus_client.registry import Collector
+
 from coordinator.metrics import BUCKETS_MS
 
 PREFIX = "kafka_coordinator_"
@@ -196,7 +198,7 @@ def _families(store: MetricsStore, health: StreamHealth | None):
     return list(out.values())
 
 
-class _Collector:
+class _Collector(Collector):
     def __init__(self, store: MetricsStore, health: StreamHealth | None):
         self.store, self.health = store, health
 
@@ -223,7 +225,7 @@ class MetricsExporter:
         self._lag, self._lag_every_s = lag, lag_every_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._server = None
+        self._server: ThreadingHTTPServer | None = None
         self._server_thread: threading.Thread | None = None
         self.port: int | None = None
         self.dashboard = None
@@ -237,10 +239,10 @@ class MetricsExporter:
                                        redis_prefix=settings.pop("redis_prefix", "coord"), settings=settings)
 
     def start(self) -> MetricsExporter:
-        self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._server_thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+        server = self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server_thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
         self._server_thread.start()
         self._thread = threading.Thread(target=self._consume, name="metrics-consumer", daemon=True)
         self._thread.start()

@@ -159,12 +159,12 @@ class Supervisor:
                 return 1
             except Exception as e:  # noqa: BLE001 - e.g. the broker is down while starting
                 text = failure_text(e)
-                query = None
             else:
-                text = self._watch(query)
-                if text is None:  # stopping
+                failed = self._watch(query)
+                if failed is None:  # stopping
                     self.stop_query(query)
                     return 0
+                text = failed
             if time.monotonic() - started_at >= self.policy.healthy_after_s:
                 consecutive = 0
             consecutive += 1

@@ -148,7 +148,8 @@ class GroupCommits(_Worker):
 
     def __init__(self, members: list[ClassicGroupMember], spec: LoadSpec):
         super().__init__()
-        self.members, self.spec, self.last = members, spec, {}
+        self.members, self.spec = members, spec
+        self.last: dict[tuple[str, int], int] = {}  # (topic, partition) -> offset
 
     def loop(self) -> None:
         n = 0
@@ -220,8 +221,8 @@ class MixedLoad:
         self.simple.start()
         for m in self.classic:
             m.start()
-        for m in self.consumers:
-            m.start()
+        for member in self.consumers:
+            member.start()
         if self.txns:
             self.txns.start()
         self.commits.start()
@@ -253,9 +254,9 @@ class MixedLoad:
             self.txns.stop(self.spec.wait_s)
         for m in self.classic:
             m.close()
-        for m in self.consumers:
-            m.stop()
-            m.client.close()
+        for member in self.consumers:
+            member.stop()
+            member.client.close()
 
     def close(self) -> None:
         self.client.close()
