@@ -90,7 +90,7 @@ class LocalService:
             return [e for e in self.events if e["event"] == name and (group_id is None or e.get("groupId") == group_id)]
 
     # ------------------------------------------------------------------ clients
-    def client(self, client_id: str) -> "LocalClient":
+    def client(self, client_id: str) -> LocalClient:
         c = LocalClient(self, client_id)
         self._clients[client_id] = c
         return c

@@ -7,7 +7,6 @@ import json
 import pandas as pd
 
 import state
-
 from coordinator import CoordinatorConfig
 from coordinator.metadata import BROADCAST_KEY
 from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
@@ -97,7 +96,7 @@ def test_records_too_large_for_the_sink_never_reach_it():
     hostile_key = "x" * 5000
     out = run(step, 0, [frame(("g", env("FindCoordinator", 4, 1, {"keyType": 0, "coordinatorKeys": keys}), 100, 1, 0, 0),
                               (hostile_key, b"not json", 8, 2, 0, 1))], g)
-    sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"])]
+    sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"], strict=True)]
     assert max(sizes) <= 1500
     resp = json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]
     assert resp["errorCode"] == -1 and "larger than 1500 bytes" in resp["errorMessage"]
@@ -150,7 +149,7 @@ def test_hostile_strings_never_reach_a_sink_column_unencodable():
     out = Outputs(responses=[Response(ReplyTo("X", 0, 1, bad), {"errorCode": 0})],
                   events=[Event(bad, {"event": "E", "x": bad})], records=[StateRecord(bad, {"v": bad})])
     rows = output_rows(out, 0, TRUSTED)
-    for topic, key, value, _, _ in rows:
+    for _topic, key, value, _, _ in rows:
         key.encode("utf-8")  # what Arrow needs
         json.loads(value)
 
