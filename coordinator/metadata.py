@@ -15,35 +15,17 @@ anything for being unknown.
 """
 from __future__ import annotations
 
-from .api import ApiSpec, register
 from .chunks import UNCHANGED
 from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
 from .component import Component
 from .result import CoordinatorResult
 from .runtime import register_component
-from .schema import Array, F, Struct
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-register(ApiSpec(
-    name="UpdateMetadata", api_key=6, min_version=0, max_version=0,
-    request=Struct(
-        F("topicStates", Array(Struct(
-            F("topicName", "string"),
-            F("topicId", "uuid", default="AAAAAAAAAAAAAAAAAAAAAA"),
-            F("numPartitions", "int32"),
-            # The topic's max.message.bytes, for reply topics (-1: not known). An answer larger than
-            # its reply topic takes would fail the sink, so it is replaced by an error first.
-            F("maxMessageBytes", "int32", default=-1),
-            # The racks of each partition's replicas (partition i: its list), for the KIP-848
-            # metadata hash; null when no broker has a rack (Kafka then hashes none either).
-            F("partitionRacks", Array(Array("string")), default=None, nullable=(0, None)),
-        ))),
-    ),
-    component="metadata",
-    internal=True,
-))
+# The UpdateMetadata request's fields: messages/service/UpdateMetadataRequest.json (the service's own
+# reduced form; its row is in coordinator/protocol/table.py).
 
 
 @register_component

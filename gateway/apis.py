@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import coordinator  # noqa: F401  (registers the service's APIs: the version table below reads it)
 from coordinator.api import ApiSpec, lookup
 from coordinator.routing import coordinator_partition, key_for_partition
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..api import ApiSpec, register
+from ..api import lookup
 from ..consumer._java import order_key
 from ..errors import Errors
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key
 from ..routing import coordinator_partition, key_for_partition
-from ..schema import Array, F, Struct
 from ..result import CoordinatorResult
 from ..timers import Timer
 
@@ -35,61 +34,11 @@ if TYPE_CHECKING:
 T_ADMIN_TIMEOUT = "share-admin-timeout"
 
 
-def _describe_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "groups": [
-        {"groupId": g.get("groupId"), "topics": [], "errorCode": error.code, "errorMessage": message}
-        for g in (body or {}).get("groups") or []]}
-
-
-DESCRIBE_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="DescribeShareGroupOffsets", api_key=90, min_version=0, max_version=0,
-    request=Struct(F("groups", Array(Struct(
-        F("groupId", "string"),
-        F("topics", Array(Struct(F("topicName", "string"), F("partitions", Array("int32")))),
-          nullable=(0, None)),
-    )))),
-    component="share", routing_field=None, error_response=_describe_error))
-
-# Internal, between coordinator partitions (no Kafka API key: Kafka's persister sends
-# ReadShareGroupStateSummary over the network and reads the response).
-SUMMARY_QUERY = register(ApiSpec(
-    name="ShareStateSummaryQuery", api_key=1011, min_version=0, max_version=0,
-    request=Struct(F("queryId", "int64"), F("fromPartition", "int32"), F("groupId", "string"),
-                   F("topics", Array(Struct(F("topicId", "uuid"), F("partitions", Array("int32"))))),
-                   # "initialize" (AlterShareGroupOffsets): InitializeShareGroupState at `startOffsets`
-                   # (one per partition) with `stateEpoch`; "summary" (default): read the summaries.
-                   F("op", "string", default="summary"), F("stateEpoch", "int32", default=0),
-                   F("startOffsets", Array("int64"), default=[])),
-    component="share", internal=True))
-
-SUMMARY_ANSWER = register(ApiSpec(
-    name="ShareStateSummaryAnswer", api_key=1012, min_version=0, max_version=0,
-    request=Struct(F("queryId", "int64"), F("groupId", "string"),
-                   F("summaries", Array(Struct(F("topicId", "uuid"), F("partition", "int32"),
-                                               F("startOffset", "int64"), F("leaderEpoch", "int32"),
-                                               F("errorCode", "int16", default=0))))),
-    component="share", internal=True))
-
-
-def _alter_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
-
-
-def _delete_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
-
-
-DELETE_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="DeleteShareGroupOffsets", api_key=92, min_version=0, max_version=0,
-    request=Struct(F("groupId", "string"), F("topics", Array(Struct(F("topicName", "string"))))),
-    component="share", routing_field="groupId", error_response=_delete_error))
-
-ALTER_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="AlterShareGroupOffsets", api_key=91, min_version=0, max_version=0,
-    request=Struct(F("groupId", "string"), F("topics", Array(Struct(
-        F("topicName", "string"),
-        F("partitions", Array(Struct(F("partitionIndex", "int32"), F("startOffset", "int64")))))))),
-    component="share", routing_field="groupId", error_response=_alter_error))
+# The APIs (DescribeShareGroupOffsets, Alter/DeleteShareGroupOffsets and the internal
+# ShareStateSummaryQuery/Answer between coordinator partitions, for which Kafka's persister sends
+# ReadShareGroupStateSummary over the network) are in the API table, coordinator/protocol/table.py.
+_alter_error = lookup("AlterShareGroupOffsets").error_response
+_delete_error = lookup("DeleteShareGroupOffsets").error_response
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:

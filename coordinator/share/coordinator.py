@@ -33,7 +33,6 @@ from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
 from ..component import Component
 from ..runtime import register_component
-from . import state_apis  # noqa: F401  (registers the APIs)
 from .admin import T_ADMIN_TIMEOUT, ShareAdmin
 from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .batch_combiner import batch_from_json, batch_to_json, combine
