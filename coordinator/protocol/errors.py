@@ -8,8 +8,9 @@ not set are at their default.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import Error
 from .loader import shape
@@ -28,7 +29,7 @@ class Echo:
     request: str
     response: str
     copy: dict[str, str | None] = field(default_factory=dict)
-    children: tuple["Echo", ...] = ()
+    children: tuple[Echo, ...] = ()
     versions: tuple[int, int | None] = (0, None)
     fill: dict[str, Any] = field(default_factory=dict)  # values other than the file's defaults
 
@@ -47,7 +48,7 @@ class ErrorShape:
     # (version, body) -> the body to echo; (version, body, error, message) -> extra top-level values.
     map_error: Callable[[int, Error], Error] | None = None
     prepare: Callable[[int, dict], dict] | None = None
-    extra: Callable[[int, "dict | None", Error, "str | None"], dict] | None = None
+    extra: Callable[[int, dict | None, Error, str | None], dict] | None = None
 
 
 def _item(rule: Echo, version: int, item: Any, error: Error, message: str | None, with_message: bool) -> dict:

@@ -6,11 +6,10 @@ API table (`ErrorShape.map_error/prepare/extra`): the logic of a request's `getE
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import Error, Errors
 from .loader import shape
-
 
 # ====================================================================== response hooks
 

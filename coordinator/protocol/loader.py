@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -82,6 +82,13 @@ def parse_versions(text: str | None) -> tuple[int, int | None] | None:
     return int(lo), int(hi or lo)
 
 
+def _versions(text: str) -> tuple[int, int | None]:
+    rng = parse_versions(text)
+    if rng is None:
+        raise ValueError(f"no versions: {text!r}")
+    return rng
+
+
 def _camel(name: str) -> str:
     return name[0].lower() + name[1:]
 
@@ -95,7 +102,7 @@ def _read(name: str) -> tuple[dict, bool]:
     raise KeyError(f"no message file {name}.json")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> Message:
     """The message `name` ("JoinGroupRequest", ...)."""
     raw, ours = _read(name)
@@ -106,7 +113,7 @@ def parse_message(raw: dict, ours: bool = False) -> Message:
     """A message file's JSON (comments removed) as a `Message`."""
     commons = {c["name"]: c for c in raw.get("commonStructs", [])}
     body = MessageStruct(raw["name"], tuple(_field(f, commons) for f in raw["fields"]))
-    return Message(raw["name"], raw["apiKey"], parse_versions(raw["validVersions"]), body, ours)
+    return Message(raw["name"], raw["apiKey"], _versions(raw["validVersions"]), body, ours)
 
 
 def _type(type_name: str, spec: dict, commons: dict) -> Any:
@@ -124,7 +131,7 @@ def _field(spec: dict, commons: dict) -> FieldSpec:
     t = _type(spec["type"], spec, commons)
     nullable = parse_versions(spec.get("nullableVersions"))
     default = _default(t, spec["default"]) if "default" in spec else _NO_DEFAULT
-    return FieldSpec(_camel(spec["name"]), t, parse_versions(spec["versions"]), nullable,
+    return FieldSpec(_camel(spec["name"]), t, _versions(spec["versions"]), nullable,
                      "taggedVersions" in spec, default)
 
 
@@ -145,7 +152,7 @@ def _default(t: Any, value: Any) -> Any:
 
 # ====================================================================== request validators
 
-@lru_cache(maxsize=None)
+@cache
 def request_struct(name: str) -> Struct:
     """The validator of request message `name` ("JoinGroupRequest")."""
     return validator(load(name))
@@ -187,9 +194,19 @@ def zero(t: Any) -> Any:
     return {"bool": False, "string": "", "bytes": "", "uuid": ZERO_UUID, "float64": 0.0, "records": None}[t]
 
 
-@lru_cache(maxsize=None)
-def _plan(s: MessageStruct, version: int) -> tuple:
-    """(name, default, struct plan or None, array item plan or None) per field of the version."""
+class _Plan:
+    """How to shape one struct in one version (compiled once)."""
+
+    __slots__ = ("fields", "names", "nested")
+
+    def __init__(self, fields: tuple):
+        self.fields = fields  # (name, default, struct plan or None, array item plan or None)
+        self.names = tuple(f[0] for f in fields)
+        self.nested = tuple((name, sub, item) for name, _, sub, item in fields if sub is not None or item is not None)
+
+
+@cache
+def _plan(s: MessageStruct, version: int) -> _Plan:
     out = []
     for f in s.fields:
         if not f.in_version(version):
@@ -204,22 +221,33 @@ def _plan(s: MessageStruct, version: int) -> tuple:
         else:
             default = zero(f.type)
         out.append((f.name, default, sub, item))
-    return tuple(out)
+    return _Plan(tuple(out))
 
 
 _STRUCT_DEFAULT = object()
 
 
-def _shape(plan: tuple, data: dict) -> dict:
+def _shape(plan: _Plan, data: dict) -> dict:
+    if tuple(data) == plan.names:
+        # Already exactly the version's fields in order (most nested items the handlers build):
+        # only nested structs need a look.
+        if not plan.nested:
+            return data
+        out = dict(data)
+        for name, sub, item in plan.nested:
+            value = out[name]
+            if value is not None:
+                out[name] = _shape(sub, value) if sub is not None else _shape_list(item, value)
+        return out
     out = {}
-    for name, default, sub, item in plan:
+    for name, default, sub, item in plan.fields:
         if name in data:
             value = data[name]
             if value is not None:
                 if sub is not None:
                     value = _shape(sub, value)
                 elif item is not None:
-                    value = [_shape(item, x) for x in value]
+                    value = _shape_list(item, value)
         elif default is _STRUCT_DEFAULT:
             value = _shape(sub, {})
         else:
@@ -228,11 +256,24 @@ def _shape(plan: tuple, data: dict) -> dict:
     return out
 
 
+def _shape_list(item: _Plan, values: list) -> list:
+    if item.nested:
+        return [_shape(item, x) for x in values]
+    names = item.names  # flat items: those already in shape are kept as they are
+    return [x if tuple(x) == names else _shape(item, x) for x in values]
+
+
 def shape(name: str, version: int, data: dict, path: tuple[str, ...] = ()) -> dict:
     """`data` as message `name` prints in `version`: exactly the version's fields, in the file's
     order, absent ones at their default. `path` names a nested struct (e.g. ("groups",) for one
     entry of DescribeGroupsResponse's `groups`) to shape just that entry."""
-    return _shape(plan(name, version, path), data)
+    compiled = _PLANS.get((name, version, path))
+    if compiled is None:
+        compiled = _PLANS[(name, version, path)] = plan(name, version, path)
+    return _shape(compiled, data)
+
+
+_PLANS: dict[tuple, _Plan] = {}
 
 
 def shape_message(message: Message, version: int, data: dict) -> dict:
@@ -240,8 +281,8 @@ def shape_message(message: Message, version: int, data: dict) -> dict:
     return _shape(_plan(message.body, version), data)
 
 
-@lru_cache(maxsize=None)
-def plan(name: str, version: int, path: tuple[str, ...] = ()) -> tuple:
+@cache
+def plan(name: str, version: int, path: tuple[str, ...] = ()) -> _Plan:
     s = load(name).body
     for step in path:
         t = next(f.type for f in s.fields if f.name == step)
@@ -250,4 +291,4 @@ def plan(name: str, version: int, path: tuple[str, ...] = ()) -> tuple:
 
 
 def has_field(name: str, version: int, field: str, path: tuple[str, ...] = ()) -> bool:
-    return any(p[0] == field for p in plan(name, version, path))
+    return field in plan(name, version, path).names

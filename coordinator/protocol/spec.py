@@ -1,8 +1,8 @@
 """`ApiSpec`: one API as the service answers it (built from the API table, coordinator/protocol/table.py)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import Error
 from ..schema import Struct

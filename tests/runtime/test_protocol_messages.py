@@ -3,6 +3,9 @@ them, the API table, and the one error-response builder (Kafka's getErrorRespons
 and version."""
 from __future__ import annotations
 
+from importlib import resources
+from pathlib import Path
+
 import pytest
 
 from coordinator.api import all_apis, lookup
@@ -278,3 +281,14 @@ def test_join_group_echoes_the_member_id_for_the_services_own_checks():
     assert spec.error_response(5, body, Errors.UNKNOWN_MEMBER_ID, None)["memberId"] == ""
     assert spec.error_response(6, body, Errors.UNKNOWN_MEMBER_ID, None)["protocolName"] == ""
     assert spec.error_response(7, body, Errors.UNKNOWN_MEMBER_ID, None)["protocolName"] is None
+
+
+KAFKA_MESSAGES = Path("/work/kafka-src-4.1.1/kafka-clients/common/message")
+
+
+@pytest.mark.skipif(not KAFKA_MESSAGES.is_dir(), reason="Kafka's message schemas are not unpacked here")
+def test_the_vendored_files_are_kafkas_unchanged():
+    vendored = sorted((resources.files("coordinator.protocol") / "messages" / "kafka").iterdir(), key=str)
+    assert len(vendored) == 2 * sum(1 for a in APIS if not load(a.name + "Request").ours)
+    for path in vendored:
+        assert path.read_bytes() == (KAFKA_MESSAGES / path.name).read_bytes(), path.name
