@@ -11,12 +11,12 @@ success (v1-3; v0 has neither `throttleTimeMs` nor `errorMessage`).
 """
 from __future__ import annotations
 
+from .component import Component
 from .errors import ApiError, Errors
 from .messages import Request
 from .protocol.loader import shape
-from .routing import coordinator_partition
-from .component import Component
 from .result import CoordinatorResult
+from .routing import coordinator_partition
 from .runtime import register_component
 from .share.keys import parse_share_partition_key
 

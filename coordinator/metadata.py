@@ -16,9 +16,9 @@ anything for being unknown.
 from __future__ import annotations
 
 from .chunks import UNCHANGED
+from .component import Component
 from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
-from .component import Component
 from .result import CoordinatorResult
 from .runtime import register_component
 

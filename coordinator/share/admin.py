@@ -24,8 +24,8 @@ from ..errors import Errors
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key
-from ..routing import coordinator_partition, key_for_partition
 from ..result import CoordinatorResult
+from ..routing import coordinator_partition, key_for_partition
 from ..timers import Timer
 
 if TYPE_CHECKING:
