@@ -241,7 +241,7 @@ def test_reply_to_must_match_the_allowed_pattern(probe):
     part, out = run_batch(loader(fresh_blob()), [InputRecord(None, json.dumps(raw).encode(), 1, 0, 0),
                                                  InputRecord(None, json.dumps(ok).encode(), 1, 0, 1)], 5)
     by_cid = {r.reply.correlation_id: r for r in out.responses}
-    assert by_cid[1].body["errorCode"] == 42 and by_cid[1].reply.reply_to is None
+    assert by_cid[1].body["errorCode"] == Errors.INVALID_REQUEST.code and by_cid[1].reply.reply_to is None
     assert by_cid[2].body["errorCode"] == 0 and by_cid[2].reply.reply_to == "coordinator-responses.team-a"
     assert part.component("probe").log == [["touch", 1, 1]]
 

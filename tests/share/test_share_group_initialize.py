@@ -179,7 +179,7 @@ def test_error_answer_uninitializes_the_answered_partitions():
         owners[key] = CoreDriver(key)
         owners[key].send("UpdateMetadata", 0, {"topicStates": [{"topicName": "t1", "topicId": T1,
                                                                 "numPartitions": 1}]}, key=BROADCAST_KEY)
-    c._owners = owners
+    c.owners = owners
     c.initialize_share_partitions()
     info = c.group().state_partition_metadata
     initialized = set(info["initialized"].get(T1, {}).get("partitions", []))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import state as state_codec
+from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import run_batch
 from coordinator.messages import StateRecord
@@ -76,7 +77,7 @@ def test_a_fencing_abort_has_the_kind_of_the_fenced_producer_and_the_new_produce
     old.init(kafka_client=True)
     old.add(("orders", 0))
     new = Producer(d)
-    assert new.init()["errorCode"] == 51  # CONCURRENT_TRANSACTIONS: the ongoing transaction is aborted
+    assert new.init()["errorCode"] == Errors.CONCURRENT_TRANSACTIONS.code  # the ongoing transaction is aborted
     # The fence abort's marker closes data the Kafka client wrote: a control record.
     assert marker_kinds(d) == [("ABORT", "kafka")]
     d.advance(1)  # Complete*
@@ -126,5 +127,5 @@ def test_the_envelope_flag_must_be_a_boolean():
                                                         "transactionTimeoutMs": 60000}}).encode()
     d.send_raw(raw)
     r = d.responses[99]
-    assert r["errorCode"] == 42 and "kafkaClient" in r["errorMessage"]  # INVALID_REQUEST
+    assert r["errorCode"] == Errors.INVALID_REQUEST.code and "kafkaClient" in r["errorMessage"]
     assert txn(d) is None

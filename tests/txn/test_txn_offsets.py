@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-import state
 from coordinator import CoordinatorPartition
 from coordinator.group.classic import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
@@ -423,7 +422,7 @@ def test_rebuilding_from_the_state_log_gives_the_same_offsets(compact):
     assert observable(c.groups())["committed"] == {("foo", "t", 0): (11, "metadata", c.now), ("foo", "t", 1): (24, "", c.now),
                                                    ("foo", "u", 0): (50, "metadata", c.now)}
     # The rebuilt partition keeps serving: producer 7 commits its open transaction, zombies are fenced.
-    c.d._state, c.d._blob = rebuilt, state.encode(rebuilt.to_json())
+    c.d.failover(records)
     assert errors(txn_commit(c, {("t", 3): 44}, producer_id=7, epoch=1)) == [E.INVALID_PRODUCER_EPOCH.code]
     marker(c, 7, True, epoch=3)
     assert fetch_parts(c, {"t": [3]}, require_stable=True) == {("t", 3): 43}

@@ -5,6 +5,7 @@ import copy
 import json
 
 import state as state_codec
+from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import StateRecord
@@ -193,7 +194,7 @@ def test_requests_for_a_reloaded_prepare_transaction_wait_for_its_completion():
     raw = json.dumps({"apiKey": "InitProducerId", "apiVersion": 5, "correlationId": 5, "clientId": "c",
                       "request": {"transactionalId": "lost2", "transactionTimeoutMs": 1000}}).encode()
     part, out = run(rebuilt, d.now + 1, [InputRecord("lost2", raw, d.now + 1)])
-    assert out.responses[0].body["errorCode"] == 51  # CONCURRENT_TRANSACTIONS (markers being re-sent)
+    assert out.responses[0].body["errorCode"] == Errors.CONCURRENT_TRANSACTIONS.code  # markers being re-sent
     part, out = run(part, d.now + 2)
     part, out = run(part, d.now + 3, [InputRecord("lost2", raw, d.now + 3)])
     assert out.responses[0].body["errorCode"] == 0
