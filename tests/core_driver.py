@@ -104,12 +104,14 @@ class CoreDriver:
         self.injected.update(range(len(self.records), len(self.records) + len(records)))
         return self._continue_with(part)
 
-    def rebuilt(self, records: Iterable[tuple[str, dict | None]] | None = None) -> CoordinatorPartition:
-        """A partition loaded from state-log records (default: every record written so far), as a
-        Kafka coordinator loads its partition of __consumer_offsets / __transaction_state."""
+    def rebuilt(self, records: Iterable[tuple[str, dict | None]] | None = None, *,
+                now_ms: int | None = None) -> CoordinatorPartition:
+        """A partition loaded (at `now_ms`, default now) from state-log records (default: every
+        record written so far), as a Kafka coordinator loads its partition of __consumer_offsets
+        / __transaction_state."""
         records = self.records if records is None else records
         return CoordinatorPartition.from_records(self.partition_id, [StateRecord(k, v) for k, v in records],
-                                                 self.config, now_ms=self.now)
+                                                 self.config, now_ms=self.now if now_ms is None else now_ms)
 
     def failover(self, records: Iterable[tuple[str, dict | None]] | None = None) -> Outputs:
         """Lose the live state and continue from a partition loaded from the state log (a

@@ -158,8 +158,7 @@ def test_rebuilding_from_the_state_log_gives_the_same_groups_and_offsets(compact
     c = scenario()
     live = c.groups()
     records = compacted(c.records()) if compact else c.records()
-    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                config=c.d.config, now_ms=c.now).component("groups")
+    rebuilt = c.d.rebuilt(records).component("groups")
     assert normalized(rebuilt) == normalized(live)
     assert len(live.groups) == 4 and all(g.state in (STABLE, EMPTY) for g in live.groups.values())
 

@@ -7,7 +7,6 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
 from coordinator.share.keys import share_partition_key
@@ -67,8 +66,7 @@ class Shard:
 
     def rebuilt(self, records=None) -> CoordinatorPartition:
         recs = self.d.records if records is None else records
-        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in recs],
-                                                 self.d.config, now_ms=self.d.now)
+        return self.d.rebuilt(recs)
 
 
 def batch(first, last, state, count) -> dict:

@@ -9,7 +9,6 @@ import state as state_codec
 from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import run_batch
-from coordinator.messages import StateRecord
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import JSON_CLIENT, KAFKA_CLIENT, TransactionState
 from tests.txn.txn_helpers import Producer, driver, records_of, txn
@@ -28,8 +27,7 @@ def marker_kinds(d) -> list[tuple[str, str]]:
 
 
 def replayed(d) -> CoordinatorPartition:
-    return CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records],
-                                             d.config, now_ms=d.now)
+    return d.rebuilt()
 
 
 def test_init_through_the_gateway_marks_the_producer_and_its_markers():

@@ -17,8 +17,6 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import VALID_PREVIOUS_STATES, TransactionState
 from tests.core_driver import CoreDriver
@@ -212,8 +210,7 @@ class Harness:
     def check_replay(self):
         d = self.d
         original = d.partition
-        rebuilt = CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records],
-                                                    d.config, now_ms=d.now)
+        rebuilt = d.rebuilt()
         tc = "transactions"
         assert rebuilt.component(tc).persistent_view() == original.component(tc).persistent_view()
         assert rebuilt.timers.schedule_view() == original.timers.schedule_view()

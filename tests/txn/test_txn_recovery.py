@@ -8,7 +8,6 @@ import state as state_codec
 from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import InputRecord, run_batch
-from coordinator.messages import StateRecord
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import SHORT_MAX, TV_2, TransactionState
@@ -18,8 +17,7 @@ S = TransactionState
 
 
 def replayed(d, now=None) -> CoordinatorPartition:
-    return CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records], d.config,
-                                             now_ms=d.now if now is None else now)
+    return d.rebuilt(now_ms=now)
 
 
 def loader_of(part: CoordinatorPartition):
