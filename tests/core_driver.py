@@ -55,6 +55,10 @@ class CoreDriver:
         """The partition's current state (decoded fresh, read-only by convention)."""
         return self._load()
 
+    def stored(self) -> state.StoredState:
+        """The partition's state as the stream stores it between batches (encoded chunks)."""
+        return state.StoredState(*self._blob)
+
     def component(self, name: str):
         return self.partition.component(name)
 
