@@ -3,10 +3,9 @@ through Kafka in the end-to-end test): join, incremental heartbeats, revoke-then
 immediate acknowledgement, fencing and rejoin, lost responses, leaving."""
 from __future__ import annotations
 
-from coordinator.errors import Errors
-
 from client.consumer_group import ConsumerGroupMember, new_member_id
 from client.request_client import ResponseTimeout
+from coordinator.errors import Errors
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, topic_id
 
 

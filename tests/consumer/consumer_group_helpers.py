@@ -11,8 +11,15 @@ from coordinator import CoordinatorPartition
 from coordinator.consumer.assignors import ASSIGNORS
 from coordinator.consumer.member import ConsumerGroupMember
 from coordinator.consumer.topic_partitions import freeze
-from coordinator.group.consumer_manager import current_value, group_epoch_value, member_value, target_epoch_value, target_value
-from coordinator.group.consumer_manager import kafka_uuid, manager as consumer_manager_of
+from coordinator.group.consumer_manager import (
+    current_value,
+    group_epoch_value,
+    kafka_uuid,
+    member_value,
+    target_epoch_value,
+    target_value,
+)
+from coordinator.group.consumer_manager import manager as consumer_manager_of
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
 from tests.core_driver import CoreDriver

@@ -12,7 +12,6 @@ from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient
 from tests.group.group_helpers import GroupTestClient, group_on_partition
 
 
-
 def client(**kw) -> ConsumerGroupTestClient:
     kw.setdefault("topics", {"foo": 6, "bar": 3})
     return ConsumerGroupTestClient(**kw)

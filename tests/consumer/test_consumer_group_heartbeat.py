@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import Errors
 from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.errors import Errors
 from coordinator.records import record_key
-from tests.consumer.consumer_group_helpers import (GROUP, ConsumerGroupTestClient, assignment_of,
-                                                   mock_assignor, topic_id)
+from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id
 
 __all__ = ["mock_assignor"]  # the fixture
 

@@ -7,14 +7,14 @@ import base64
 
 import pytest
 
-from coordinator.errors import Errors
 from coordinator.consumer.member import MemberState
+from coordinator.errors import Errors
 from coordinator.group.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
-from coordinator.records import record_key
 from coordinator.metrics import series
-from tests.runtime.test_metrics import live_gauges, scanned_gauges
+from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of
 from tests.group.group_helpers import GroupTestClient
+from tests.runtime.test_metrics import live_gauges, scanned_gauges
 
 SESSION, REBALANCE = 10_000, 5_000
 

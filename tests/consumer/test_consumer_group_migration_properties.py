@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from coordinator.errors import Errors
 from coordinator.group.consumer_protocol import decode_assignment, encode_subscription
+from tests.consumer.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
 from tests.group.group_helpers import GroupTestClient
 from tests.runtime.test_metrics import live_gauges, scanned_gauges
-from tests.consumer.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
 
 CLASSIC_PROTOCOLS = [{"name": "range", "metadata": encode_subscription(TOPICS, version=3)}]
 

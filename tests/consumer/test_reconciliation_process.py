@@ -16,7 +16,8 @@ from coordinator.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, mock_assignor
 
-from .helpers import mk_assignment, mk_topic_assignment as tp
+from .helpers import mk_assignment
+from .helpers import mk_topic_assignment as tp
 
 __all__ = ["mock_assignor"]  # the fixture
 

@@ -8,9 +8,14 @@ from coordinator.group import group as group_module
 from coordinator.group.classic import DEAD, EMPTY, STABLE
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
-from tests.group.group_helpers import (GroupTestClient, b64, group_on_partition, join_and_complete, join_and_rebalance,
-                                 protocols)
-
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    group_on_partition,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+)
 
 
 def client(**overrides) -> GroupTestClient:

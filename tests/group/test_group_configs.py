@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 
 import state
-
-from coordinator.errors import Errors
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
-from coordinator.errors import ApiError
+from coordinator.errors import ApiError, Errors
 from coordinator.group.group_configs import group_configs, parse, validate
 from coordinator.messages import StateRecord
 from coordinator.routing import key_for_partition
@@ -382,9 +380,14 @@ def test_a_state_without_group_configs_loads():
 def test_classic_members_keep_their_own_session_timeout():
     """A classic member inside a consumer group keeps its JoinGroup sessionTimeoutMs whatever the
     group's consumer.session.timeout.ms; consumer-protocol members use the group's."""
-    from tests.consumer.test_consumer_group_migration import (SESSION as CLASSIC_SESSION, classic_join_new,
-                                                     classic_view, consumer_group_with_one_member, sync,
-                                                     timer_deadline)
+    from tests.consumer.test_consumer_group_migration import SESSION as CLASSIC_SESSION
+    from tests.consumer.test_consumer_group_migration import (
+        classic_join_new,
+        classic_view,
+        consumer_group_with_one_member,
+        sync,
+        timer_deadline,
+    )
     c = Client(topics={"foo": 6, "bar": 3})
     assert c.alter(set_op(SESSION, "55000"))["errorCode"] == 0
     consumer_group_with_one_member(c)

@@ -9,8 +9,14 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator.group.classic import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from tests.group.group_helpers import (GroupTestClient, b64, join_and_complete, join_and_rebalance, protocols,
-                                 static_members_join_and_rebalance)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+    static_members_join_and_rebalance,
+)
 
 DYN = 3  # a JoinGroup version that does not require a known member id
 

@@ -6,8 +6,13 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator.group.classic import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, ClassicGroup, ClassicGroupMember
-from tests.group.group_helpers import (GroupTestClient, group_on_partition, join_and_complete, join_and_rebalance,
-                                 protocols)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    group_on_partition,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+)
 
 MINUTE = 60_000
 

@@ -9,8 +9,14 @@ from coordinator.group.classic import EMPTY, PREPARING_REBALANCE, STABLE, Classi
 from coordinator.group.consumer_protocol import encode_subscription
 from coordinator.messages import StateRecord
 from coordinator.records import record_key
-from tests.group.group_helpers import (GroupTestClient, b64, group_on_partition, join_and_rebalance, protocols,
-                                 static_members_join_and_rebalance)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    group_on_partition,
+    join_and_rebalance,
+    protocols,
+    static_members_join_and_rebalance,
+)
 
 SUBSCRIPTION = encode_subscription(["foo"])
 

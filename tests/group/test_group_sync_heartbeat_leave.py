@@ -10,10 +10,15 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import Errors
-from coordinator.group.classic import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
-                                       ClassicGroupMember)
-from tests.group.group_helpers import (GroupTestClient, b64, join_and_complete, join_and_rebalance, protocols,
-                                 static_members_join_and_rebalance)
+from coordinator.group.classic import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroupMember
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+    static_members_join_and_rebalance,
+)
 
 DYN = 3
 

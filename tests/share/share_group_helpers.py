@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 
 from coordinator.group.share_group import ShareGroupMember
-from coordinator.group.share_manager import (current_value, group_epoch_value, member_value, target_epoch_value,
-                                             target_value)
+from coordinator.group.share_manager import (
+    current_value,
+    group_epoch_value,
+    member_value,
+    target_epoch_value,
+    target_value,
+)
 from coordinator.group.share_manager import manager as share_manager_of
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient

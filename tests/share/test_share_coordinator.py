@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
+from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
 from coordinator.share.keys import share_partition_key

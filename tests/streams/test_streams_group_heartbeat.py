@@ -10,10 +10,14 @@ from coordinator.errors import Errors
 from coordinator.group.streams_group import StreamsGroup
 from coordinator.records import record_key
 from coordinator.streams.member import MemberState
-from coordinator.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
-                                          MISSING_SOURCE_TOPICS, SHUTDOWN_APPLICATION, STALE_TOPOLOGY)
-from tests.streams.helpers import (GROUP, StreamsTestClient, active_of, status_codes, subtopology, tasks,
-                                   topology)
+from coordinator.streams.topology import (
+    INCORRECTLY_PARTITIONED_TOPICS,
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    SHUTDOWN_APPLICATION,
+    STALE_TOPOLOGY,
+)
+from tests.streams.helpers import GROUP, StreamsTestClient, active_of, status_codes, subtopology, tasks, topology
 
 FOO = "foo"
 CHANGELOG = f"{GROUP}-store-changelog"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import state as state_codec
-from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import run_batch
+from coordinator.errors import Errors
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import JSON_CLIENT, KAFKA_CLIENT, TransactionState
 from tests.txn.txn_helpers import Producer, driver, records_of, txn

@@ -12,8 +12,8 @@ from coordinator import coordinator_partition
 from coordinator.errors import Errors
 from coordinator.routing import key_for_partition
 from coordinator.txn.metadata import TransactionState
-from tests.core_driver import CoreDriver
 from tests.client.test_read_committed import Rec
+from tests.core_driver import CoreDriver
 from tests.txn.txn_helpers import Producer
 
 E = Errors

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import ApiError, Errors
 from coordinator.group.classic import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
-from coordinator.errors import ApiError, Errors
 from tests.group.group_helpers import GroupTestClient, join_and_rebalance
 from tests.group.test_group_replay import compacted
 

@@ -5,9 +5,9 @@ import copy
 import json
 
 import state as state_codec
-from coordinator.errors import Errors
 from coordinator import CoordinatorPartition
 from coordinator.batch import InputRecord, run_batch
+from coordinator.errors import Errors
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import SHORT_MAX, TV_2, TransactionState
