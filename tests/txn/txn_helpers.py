@@ -3,6 +3,7 @@ to seed a transaction in a given state (as Kafka's tests build a TransactionMeta
 from __future__ import annotations
 
 import state as state_codec
+from coordinator.result import CoordinatorResult
 from coordinator.txn.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TransactionState
 from tests.core_driver import CoreDriver
 
@@ -28,8 +29,10 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, last_epoch,
                             timeout_ms, state, set(partitions), d.now if start is None else start,
                             d.now if last_update is None else last_update, tv, pending)
-    comp.txns[tid] = m
-    comp._sync_timers(m)
+    comp.state.txns[tid] = m
+    timers = CoordinatorResult()
+    comp.state.sync_timers(timers, m)
+    part.apply(timers)
     d._state = part
     d._blob = state_codec.encode(part.to_json())
     return m
