@@ -49,9 +49,9 @@ class TransactionStateManager:
         # the replay of its Prepare* record, Kafka's prepareComplete in the append callback).
         self.pending_complete: LazyMap = pending_complete_map(partition.chunks)
         # Transitions whose TransactionLog record is in a result the runtime has not applied yet
-        # (Kafka's TxnTransitMetadata awaiting the append callback). Empty between requests, so
-        # it is in no snapshot.
-        self.in_flight: dict[str, TxnTransitMetadata] = {}
+        # (Kafka's TxnTransitMetadata awaiting the append callback), with the record's value.
+        # Empty between requests, so it is in no snapshot.
+        self.in_flight: dict[str, tuple[TxnTransitMetadata, dict]] = {}
 
     # ---------------------------------------------------------------- queries
     def get(self, transactional_id: str) -> TransactionMetadata | None:
@@ -67,8 +67,9 @@ class TransactionStateManager:
         """appendTransactionToLog: the transit's record goes into `result` (its replay completes
         the transition); the timers follow the new state. Returns the metadata as it will be."""
         tid = md.transactional_id
-        result.record(log.txn_key(tid), log.value_of(transit))
-        self.in_flight[tid] = transit
+        value = log.value_of(transit)
+        result.record(log.txn_key(tid), value)
+        self.in_flight[tid] = (transit, value)
         after = completed(md, transit)
         self.sync_timers(result, after)
         return after
@@ -120,18 +121,23 @@ class TransactionStateManager:
     def replay_transaction_log(self, transactional_id: str, value: dict | None) -> None:
         """One TransactionLog record (or tombstone): the only way the metadata changes."""
         tid = transactional_id
-        transit = self.in_flight.pop(tid, None)
+        in_flight = self.in_flight.pop(tid, None)
         pending = self.pending_complete.pop(tid, None)
         if value is None:  # tombstone: the id expired
             self.txns.pop(tid, None)
             return
         md = self.txns.get(tid)
-        transit = transit or pending
-        if (md is not None and transit is not None and md.pending_state == transit.txn_state
-                and log.value_of(transit) == value):
-            md.complete_transition_to(transit)  # the record of the transition in flight
+        transit = None
+        if in_flight is not None and in_flight[1] is value:  # the record a handler just wrote
+            transit = in_flight[0]
+        elif pending is not None and log.value_of(pending) == value:  # Complete*, markers written
+            transit = pending
+        if md is not None and transit is not None and md.pending_state == transit.txn_state:
+            md.complete_transition_to(transit)  # Kafka's append callback
         else:
             md = self.txns[tid] = log.metadata_of(tid, value)  # TransactionLog.read, as on load
+            if transit is not None:  # a new transactional id's first record
+                md.last_producer_epoch = transit.last_producer_epoch
         if md.state in PREPARE_STATES:
             # The markers go out now (live: with this record; on load: at the next batch) and
             # Complete* is written when they are durable: it is pending meanwhile.

@@ -7,6 +7,7 @@ import json
 
 import state as state_codec
 from coordinator import CoordinatorPartition
+from coordinator.batch import run_batch
 from coordinator.messages import StateRecord
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import JSON_CLIENT, KAFKA_CLIENT, TransactionState
@@ -96,7 +97,6 @@ def test_the_kind_survives_a_state_log_replay_and_the_state_snapshot():
     # A transaction caught in Prepare* by a replay re-sends its markers with the kind.
     p.end(True)
     part = replayed(d)
-    from coordinator.batch import run_batch
     blob = state_codec.encode(part.to_json())
     _, out = run_batch(lambda: CoordinatorPartition(part.partition_id, part.config, state_codec.decode(*blob)),
                        [], d.now + 1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import state as state_codec
 from coordinator.result import CoordinatorResult
+from coordinator.routing import coordinator_partition
 from coordinator.txn.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TransactionState
 from tests.core_driver import CoreDriver
 
@@ -40,7 +41,6 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
 
 def same_partition_ids(n: int, partition: int, prefix: str = "t", partitions: int = 50) -> list[str]:
     """`n` transactional ids owned by coordinator partition `partition`."""
-    from coordinator.routing import coordinator_partition
     out, i = [], 0
     while len(out) < n:
         if coordinator_partition(f"{prefix}{i}", partitions) == partition:
