@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+from ..component import Component
 from ..consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
 from ..messages import Request, StateRecord
@@ -67,14 +68,14 @@ class _EndResult:
 
 
 @register_component
-class TransactionCoordinator:
+class TransactionCoordinator(Component):
     name = "transactions"
     # The cluster's finalized `transaction.version`: Kafka 4.x formats new clusters at 2. It is the
     # version of the coordinator's own aborts (timeouts, InitProducerId during a transaction).
     server_transaction_version = TV_2
 
     def __init__(self, partition):
-        self.p = partition
+        super().__init__(partition)
         self.state = TransactionStateManager(partition)
         self.markers = TransactionMarkerChannelManager(partition, self.state)
         self.pids = ProducerIdManager(partition)
@@ -297,18 +298,22 @@ class TransactionCoordinator:
         return Errors.NONE
 
     # ======================================================================== KIP-890 verification
-    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool) -> Error:
+    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool,
+                                 result: CoordinatorResult | None = None) -> Error:
         """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
         of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
         in the transaction, TRANSACTION_ABORTABLE if not) or added (TxnOffsetCommit v5).
 
         Called by the group side of the same partition while it handles TxnOffsetCommit (the
-        transaction is coordinated here, so no request goes out): the addition is applied at once,
-        through the runtime, before the group handler goes on."""
-        result = CoordinatorResult()
+        transaction is coordinated here, so no request goes out). The addition goes into the
+        caller's `result`; without one (a caller not yet returning results) the runtime applies
+        it at once."""
+        own = result is None
+        result = CoordinatorResult() if result is None else result
         tp = (CONSUMER_OFFSETS, partition)
         error = self._add_or_verify(result, tid, pid, epoch, [tp], verify_only, 5)[tp]
-        self.p.apply(result)
+        if own:
+            self.p.apply(result)
         return error
 
     def txn_verification(self, request: Request) -> CoordinatorResult:
