@@ -15,18 +15,20 @@ synchronous: the record, the response and everything else the batch emits become
 together, or the batch is replayed. The reply to EndTxn follows the Prepare* record at once, as in
 Kafka.
 
-What Kafka keeps only in memory, and the handlers change directly (only once nothing can fail
-with an ApiError; none of it is a TransactionLog record):
+What Kafka keeps only in memory (none of it is in a TransactionLog record). The handlers change
+it directly, and only once nothing can fail with an ApiError, except where the replay does:
 
 - the pending transition while a write is in flight: `prepare_*` sets `pending_state` on the
   metadata and the transit is held in `TransactionStateManager.in_flight` until the replay of its
   record completes it (`complete_transition_to`); it also carries `lastProducerEpoch`, which the
-  record does not (a load sets it to -1, as `TransactionLog.read` does);
+  record does not (a load sets it to -1, as `TransactionLog.read` does). A new transactional id
+  is not put in the map by its handler: the replay of its first record installs it;
 - the epoch fence of InitProducerId during a transaction and of a timeout (PrepareEpochFence,
   never written: the fenced epoch goes into the PrepareAbort record, and with transaction version
   0/1 it is set on the metadata first, as Kafka's endTransaction does);
 - Complete* pending while markers are in flight (`pending_complete`, prepared by the replay of the
-  Prepare* record, kept in the snapshot because the markers take a batch);
+  Prepare* record, as Kafka prepares it in the append callback and on load; kept in the snapshot
+  because the markers take a batch);
 - the cursor in the current producer-id block and the correlation id of requests sent.
 """
 from __future__ import annotations
