@@ -36,11 +36,15 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     d.inject([(txn_log.txn_key(tid), txn_log.value_of(m.prepare_no_transit()))])
     if state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and pending is None:
         d.failover()
-    if last_epoch != NO_PRODUCER_EPOCH or pending is not None or (state == S.EMPTY and partitions):
+    prepared = state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+    if last_epoch != NO_PRODUCER_EPOCH or pending is not None or prepared or (state == S.EMPTY and partitions):
         def in_memory(part):
-            md = part.component("transactions").txns[tid]
+            comp = part.component("transactions")
+            md = comp.txns[tid]
             md.last_producer_epoch, md.pending_state = last_epoch, pending
             md.topic_partitions = set(partitions)
+            if prepared:  # the replay prepared Complete*; Kafka's tests build Prepare* without it
+                comp.state.pending_complete.pop(tid, None)
         d.call(in_memory)
     return txn(d, tid)
 
