@@ -28,8 +28,9 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     partition rebuilt from its log), except in Prepare* (a load would complete it) or with a
     pending transition, states that have none. What the log cannot carry, Kafka's tests set on the
     metadata in memory and so does this: the last producer epoch (a loaded transaction's is
-    unknown), a pending transition (an append in flight, which no state between two batches
-    shows), the partitions of an Empty transaction."""
+    unknown), the pending transition (an append in flight, which no state between two batches
+    shows; a replayed Prepare* has its Complete* pending, Kafka's tests' Prepare* has none unless
+    given), the partitions of an Empty transaction."""
     m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, NO_PRODUCER_EPOCH,
                             timeout_ms, state, set(partitions) if state != S.EMPTY else set(),
                             d.now if start is None else start, d.now if last_update is None else last_update, tv)
