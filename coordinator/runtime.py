@@ -7,8 +7,8 @@ request (its append time) and with each batch (the batch time).
 
 A component is a class with:
     name                      key of its state in the snapshot
-    handlers: dict            API name -> method name
-    timer_handlers: dict      timer kind -> method name
+    handlers: dict            API name -> bound callable (or, during the transition, a method name)
+    timer_handlers: dict      timer kind -> bound callable (or a method name)
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
@@ -295,7 +295,8 @@ class CoordinatorPartition:
         if owner is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         self.firing = timer
-        result = getattr(owner, owner.timer_handlers[timer.kind])(timer)
+        handler = owner.timer_handlers[timer.kind]
+        result = (handler if callable(handler) else getattr(owner, handler))(timer)
         if result is not None:
             self.apply(result)
         self.firing = None
@@ -330,7 +331,8 @@ class CoordinatorPartition:
             return
         self.out.applied.append((spec.name, request.time_ms))
         component = self.components[spec.component]
-        method = getattr(component, component.handlers[spec.name])
+        handler = component.handlers[spec.name]  # a bound callable, or (transition) a method name
+        method = handler if callable(handler) else getattr(component, handler)
         mark = _mark(self.out)
         before = self._fingerprint() if self.verify_api_errors else None
         try:

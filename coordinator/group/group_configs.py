@@ -24,7 +24,6 @@ from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
 from ..schema import Array, F, Struct
-from .component import GroupCoordinator
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
@@ -258,7 +257,7 @@ class GroupConfigs:
     """The partition's group configs: groupId -> {name: value string}, one chunk per group
     (`GroupCoordinator.group_configs`, a LazyMap), and the effective values the heartbeat uses."""
 
-    def __init__(self, component: GroupCoordinator):
+    def __init__(self, component):
         self.c = component
 
     @property
@@ -398,7 +397,8 @@ class GroupConfigs:
         return out
 
     # ------------------------------------------------------------------ replay
-    def replay(self, group_id: str, value: dict | None) -> None:
+    def replay(self, _kind: str, ids: list, value: dict | None) -> None:
+        group_id = ids[0]
         if value is None:
             self.c.group_configs.pop(group_id, None)
         else:
@@ -420,13 +420,6 @@ def _check_group(component, resource: dict, empty_message: str) -> str:
     if not component.p.owns(group_id):
         raise ApiError(Errors.NOT_COORDINATOR)
     return group_id
-
-
-def group_configs(component: GroupCoordinator) -> GroupConfigs:
-    m = component.__dict__.get("_group_configs_manager")
-    if m is None:
-        m = component.__dict__["_group_configs_manager"] = GroupConfigs(component)
-    return m
 
 
 # ====================================================================== API table
@@ -471,18 +464,3 @@ DESCRIBE_CONFIGS = register(ApiSpec(
         F("includeDocumentation", "bool", versions=(3, None), default=False),
     ),
     component="groups", routing_field=None, error_response=_describe_error))
-
-
-def _replay(component, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
-    if kind != RECORD:
-        return False
-    group_configs(component).replay(ids[0], record.value)
-    return True
-
-
-GroupCoordinator.extend(
-    apis={"IncrementalAlterConfigs": lambda c, request: group_configs(c).incremental_alter_configs(request),
-          "DescribeConfigs": lambda c, request: group_configs(c).describe_configs(request)},
-    replay=_replay,
-)

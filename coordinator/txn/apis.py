@@ -272,7 +272,7 @@ def _list_error(version, body, error, message):
 
 
 # Version 2 (Kafka 4.1, KIP-1152) adds transactionalIdPattern, an RE2/J regular expression, matched
-# here with the linear-time matcher of consumer-group regexes (coordinator/consumer/regex.py).
+# here with the linear-time matcher of consumer-group regexes (coordinator/group/consumer/regex.py).
 LIST_TRANSACTIONS = register(ApiSpec(
     name="ListTransactions", api_key=66, min_version=0, max_version=2,
     request=Struct(

@@ -26,13 +26,14 @@ import re
 from collections import OrderedDict
 
 from ..chunks import EMPTY_SOURCE, LazyMap
-from ..consumer.regex import RegexError, compile_regex
+from ..group.consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
 from ..messages import Request
 from ..routing import coordinator_partition, key_for_partition
 from ..runtime import register_component
 from ..timers import Timer
-from . import apis, log
+from . import apis
+from . import log
 from .markers import CONSUMER_OFFSETS, marker_record, write_txn_markers_body
 from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2, IllegalStateError,
                        TransactionMetadata, TransactionState, TxnTransitMetadata, sorted_partitions,

@@ -9,11 +9,11 @@ import pytest
 
 import state
 from coordinator import CoordinatorPartition
-from coordinator.consumer.assignors import ASSIGNORS
-from coordinator.consumer.member import ConsumerGroupMember
-from coordinator.consumer.topic_partitions import freeze
-from coordinator.group.consumer_manager import current_value, group_epoch_value, member_value, target_epoch_value, target_value
-from coordinator.group.consumer_manager import kafka_uuid
+from coordinator.group.consumer.assignors import ASSIGNORS
+from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.consumer.topic_partitions import freeze
+from coordinator.group.consumer.group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from coordinator.group.consumer.manager import kafka_uuid
 from coordinator.messages import StateRecord
 from coordinator.metadata import BROADCAST_KEY
 from tests.core_driver import CoreDriver
@@ -149,8 +149,7 @@ class ConsumerGroupTestClient:
         self.inject(records)
 
     def _manager(self):
-        from coordinator.group.consumer_manager import manager
-        return manager(self.d.partition.component("groups"))
+        return self.d.partition.component("groups").consumer
 
     # ---------------------------------------------------------------- replay
     def rebuilt(self) -> CoordinatorPartition:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.heartbeat import should_send_assignment, throw_if_member_epoch_is_invalid
-from coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH
-from coordinator.consumer.reconciliation import reconcile
-from coordinator.consumer.target_assignment import TargetAssignmentBuilder
+from coordinator.group.consumer.group import ConsumerGroup
+from coordinator.group.consumer.heartbeat import should_send_assignment, throw_if_member_epoch_is_invalid
+from coordinator.group.consumer.member import LEAVE_GROUP_MEMBER_EPOCH
+from coordinator.group.consumer.reconciliation import reconcile
+from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import (FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND,
                                           GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNKNOWN_MEMBER_ID,
@@ -203,7 +203,7 @@ def assignment_of_target(c, member_id):
 
 
 def test_assignor_failure_is_unknown_server_error(mock_assignor):
-    from coordinator.consumer.assignors import PartitionAssignorException
+    from coordinator.group.consumer.assignors import PartitionAssignorException
 
     def fail(spec, describer):
         raise PartitionAssignorException("Assignment failed.")

@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from coordinator.consumer.member import MemberState
-from coordinator.group.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+from coordinator.group.consumer.member import MemberState
+from coordinator.group.classic.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 from coordinator.records import record_key
 from coordinator.metrics import series
 from tests.runtime.test_metrics import live_gauges, scanned_gauges

@@ -10,8 +10,8 @@ import sys
 
 SCRIPT = r"""
 import json, random
-from coordinator.consumer.assignors import assign
-from coordinator.consumer.group import ConsumerGroup
+from coordinator.group.consumer.assignors import assign
+from coordinator.group.consumer.group import ConsumerGroup
 from tests.consumer.mini_coordinator import MiniCoordinator
 
 rnd = random.Random(3)

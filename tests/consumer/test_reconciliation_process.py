@@ -10,9 +10,9 @@ subscription and owned partitions all set) or when the assignment changed.
 """
 from __future__ import annotations
 
-from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.group_state import ConsumerGroupState
-from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer.group import ConsumerGroup
+from coordinator.group.consumer.group_state import ConsumerGroupState
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 
 from .helpers import mk_assignment, mk_topic_assignment as tp
 from .mini_coordinator import MiniCoordinator

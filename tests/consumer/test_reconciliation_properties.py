@@ -18,8 +18,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.group_state import ConsumerGroupState
+from coordinator.group.consumer.group import ConsumerGroup
+from coordinator.group.consumer.group_state import ConsumerGroupState
 
 from .mini_coordinator import MiniCoordinator
 

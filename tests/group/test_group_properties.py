@@ -19,7 +19,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.classic import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE,
+from coordinator.group.classic.group import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE,
                                        VALID_PREVIOUS_STATES)
 from coordinator.records import record_key
 from tests.group.group_helpers import GroupTestClient

@@ -6,8 +6,8 @@ import pytest
 
 import state
 from coordinator import CoordinatorPartition
-from coordinator.group.classic import EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup
-from coordinator.group.consumer_protocol import encode_subscription
+from coordinator.group.classic.group import EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup
+from coordinator.group.classic.consumer_protocol import encode_subscription
 from coordinator.messages import StateRecord
 from coordinator.records import record_key
 from tests.group.group_helpers import (GroupTestClient, b64, group_on_partition, join_and_rebalance, protocols,

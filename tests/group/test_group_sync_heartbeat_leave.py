@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.classic import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
+from coordinator.group.classic.group import (COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
                                        ClassicGroupMember)
 from tests.group.group_helpers import (GroupTestClient, b64, join_and_complete, join_and_rebalance, protocols,
                                  static_members_join_and_rebalance)

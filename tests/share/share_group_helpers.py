@@ -2,8 +2,8 @@
 consumer-group test client (same driver, same UpdateMetadata topic ids)."""
 from __future__ import annotations
 
-from coordinator.group.share_group import ShareGroupMember
-from coordinator.group.share_manager import (current_value, group_epoch_value, member_value, target_epoch_value,
+from coordinator.group.share.group import ShareGroupMember
+from coordinator.group.share.group import (current_value, group_epoch_value, member_value, target_epoch_value,
                                              target_value)
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
@@ -23,8 +23,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
         import state
         part = self.d.partition
         part.clock_ms = max(part.clock_ms, self.d.now)
-        from coordinator.group.share_manager import manager
-        fn(manager(part.component("groups")))
+        fn(part.component("groups").share)
         out = part.drain()
         self.d.records += [(r.key, r.value) for r in out.records]
         self.d._state = part
@@ -63,8 +62,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
                                                    "includeAuthorizedOperations": include_operations})["groups"]
 
     def share_manager(self):
-        from coordinator.group.share_manager import manager
-        return manager(self.d.partition.component("groups"))
+        return self.d.partition.component("groups").share
 
     def inject_share_group(self, epoch: int, members: list[ShareGroupMember], targets: dict | None = None,
                            assignment_epoch: int | None = None, metadata_hash: int | None = None,

@@ -6,7 +6,7 @@ InitializeShareGroupState round trip, tests/share/test_share_group_initialize.py
 delivers the initialization queries and heartbeats again."""
 from __future__ import annotations
 
-from coordinator.group.share_group import ShareGroup, ShareGroupMember
+from coordinator.group.share.group import ShareGroup, ShareGroupMember
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import (FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
                                           INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_REQUEST,

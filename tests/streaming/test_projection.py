@@ -17,7 +17,7 @@ from tests.group.group_helpers import GroupTestClient, join_and_complete, protoc
 from tests.client.read_model_compare import (classic_differences, consumer_differences, offsets_differences,
                                       txn_differences)
 from tests.txn.txn_helpers import Producer, driver
-from coordinator.group.consumer_protocol import encode_assignment
+from coordinator.group.classic.consumer_protocol import encode_assignment
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.streams_group import StreamsGroup
+from coordinator.group.streams.group import StreamsGroup
 from coordinator.records import record_key
-from coordinator.streams.member import MemberState
-from coordinator.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
+from coordinator.group.streams.member import MemberState
+from coordinator.group.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
                                           MISSING_SOURCE_TOPICS, SHUTDOWN_APPLICATION, STALE_TOPOLOGY)
 from tests.streams.helpers import (FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
                                    INCONSISTENT_GROUP_PROTOCOL, INVALID_REQUEST, NON_EMPTY_GROUP,
@@ -439,7 +439,7 @@ def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testR
     """replay(StreamsGroupMetadataKey/MemberMetadataKey/TargetAssignmentMetadataKey, null) refuse a
     tombstone that comes before the tombstones it depends on, as Kafka's IllegalStateExceptions."""
     from coordinator import CoordinatorPartition
-    from coordinator.consumer.group_state import IllegalStateError
+    from coordinator.group.consumer.group_state import IllegalStateError
     from coordinator.messages import StateRecord
     c = client()
     c.join("m1", TOPO)

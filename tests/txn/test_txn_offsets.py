@@ -8,7 +8,7 @@ import pytest
 
 import state
 from coordinator import CoordinatorPartition
-from coordinator.group.classic import EMPTY, ClassicGroup, ClassicGroupMember
+from coordinator.group.classic.group import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
 from coordinator.messages import StateRecord
 from coordinator.records import record_key

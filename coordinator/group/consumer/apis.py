@@ -11,10 +11,10 @@ gives both id and name. The coordinator learns the ids from the broker (UpdateMe
 """
 from __future__ import annotations
 
-from ..api import ApiSpec, register
-from ..errors import Error
-from ..schema import Array, F, Struct
-from .apis import INT32_MIN
+from ...api import ApiSpec, register
+from ...errors import Error
+from ...schema import Array, F, Struct
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 NULLABLE = (0, None)

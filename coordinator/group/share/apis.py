@@ -4,10 +4,10 @@ converters print them. Topics on the wire are topic ids, as for consumer groups.
 """
 from __future__ import annotations
 
-from ..api import ApiSpec, register
-from ..errors import Error
-from ..schema import Array, F, Struct
-from .apis import INT32_MIN
+from ...api import ApiSpec, register
+from ...errors import Error
+from ...schema import Array, F, Struct
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 NULLABLE = (0, None)

@@ -9,9 +9,9 @@ offset store keys partitions by name, as Kafka's does) and back.
 """
 from __future__ import annotations
 
-from ..api import ApiSpec, register
-from ..errors import Error, Errors
-from ..schema import Array, F, Struct
+from ...api import ApiSpec, register
+from ...errors import Error, Errors
+from ...schema import Array, F, Struct
 
 COMPONENT = "groups"
 INT32_MIN = -(2**31)

@@ -5,10 +5,10 @@ StreamsGroup* messages, which carry no topic ids except in the describe's assign
 """
 from __future__ import annotations
 
-from ..api import ApiSpec, register
-from ..errors import Error
-from ..schema import Array, F, Struct
-from .apis import INT32_MIN
+from ...api import ApiSpec, register
+from ...errors import Error
+from ...schema import Array, F, Struct
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 NULLABLE = (0, None)
