@@ -5,11 +5,16 @@ consumer."""
 from .classic_group import ClassicGroupMember
 from .consumer_group import ConsumerGroupMember, TopicNames, new_member_id
 from .read_committed import ReadCommittedConsumer, ReadCommittedPartition
+from .request_client import CoordinatorClient, ResponseTimeout, ServiceUnavailable, response_partition
 from .share_consumer import ShareConsumer, ShareRecord
 from .streams_member import StreamsGroupMember
-from .request_client import CoordinatorClient, ResponseTimeout, ServiceUnavailable, response_partition
-from .transactional_producer import (AbortableTransactionError, FatalTransactionError, ProducerFencedError,
-                                     TransactionalError, TransactionalProducer)
+from .transactional_producer import (
+                                     AbortableTransactionError,
+                                     FatalTransactionError,
+                                     ProducerFencedError,
+                                     TransactionalError,
+                                     TransactionalProducer,
+)
 
 __all__ = ["AbortableTransactionError", "ClassicGroupMember", "CoordinatorClient", "FatalTransactionError", "ConsumerGroupMember",
            "ProducerFencedError", "ReadCommittedConsumer", "ReadCommittedPartition", "ResponseTimeout", "ServiceUnavailable", "ShareConsumer", "ShareRecord", "StreamsGroupMember",

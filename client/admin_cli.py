@@ -205,10 +205,10 @@ class Context:
         # A service configured without the read model has none to read (unless --redis names one).
         self.use_redis = not ns.no_redis and bool(ns.redis or redis_cfg.get("enabled", True))
         self.timeout_s = max(1.0, ns.timeout / 1000)
-        self._client = None
+        self._client: CoordinatorClient | None = None
         self._consumer = None
-        self._service_reads = None
-        self._reads = None
+        self._service_reads: ServiceReads | None = None
+        self._reads: RedisReads | ServiceReads | None = None
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out)
@@ -437,7 +437,7 @@ def reset_offsets(ctx: Context) -> int:
         committed = ctx.service.offsets(gid) if group is not None else {}
         tps = _partitions_to_reset(ctx, gid, committed)
         earliest, latest = ctx.log_offsets(tps, "beginning"), ctx.log_offsets(tps, "end")
-        by_time = ctx.offsets_for_time(tps, spec.value) if spec.kind == "to-datetime" else None
+        by_time = ctx.offsets_for_time(tps, spec.amount()) if spec.kind == "to-datetime" else None
         offsets, warnings = fmt.plan_reset(spec, tps, committed, earliest, latest, by_time)
         for w in warnings:
             ctx.warn(w)

@@ -7,6 +7,7 @@ cell padded to its column's width, followed by a tab).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 MISSING = "-"
@@ -17,9 +18,9 @@ def _cell(v) -> str:
     return MISSING if v is None else str(v)
 
 
-def _row(widths: list[int | None], values: list) -> str:
+def _row(widths: Sequence[int | None], values: list) -> str:
     """Java's "%-Ns" for each column (None: "%s", the last column), joined by one space."""
-    return " ".join(_cell(v) if w is None else f"{_cell(v):<{w}}" for w, v in zip(widths, values))
+    return " ".join(_cell(v) if w is None else f"{_cell(v):<{w}}" for w, v in zip(widths, values, strict=True))
 
 
 # ---------------------------------------------------------------------------------- groups --list
@@ -32,8 +33,8 @@ def list_table(groups: list[dict], include_type: bool, include_state: bool) -> s
     if include_state:
         header, keys, widths = header + ["STATE"], keys + ["state"], widths + [20]
     # Java's format is "%-Ns %-20s %-20s%n": every column padded, also the last one.
-    lines = [" ".join(f"{h:<{w}}" for h, w in zip(header, widths))]
-    lines += [" ".join(f"{_cell(g.get(k)):<{w}}" for k, w in zip(keys, widths)) for g in groups]
+    lines = [" ".join(f"{h:<{w}}" for h, w in zip(header, widths, strict=True))]
+    lines += [" ".join(f"{_cell(g.get(k)):<{w}}" for k, w in zip(keys, widths, strict=True)) for g in groups]
     return "\n".join(lines)
 
 
@@ -122,9 +123,9 @@ def state_table(group: dict, coordinator: str) -> str:
 def reset_table(plan: dict[str, dict[TopicPartition, int]]) -> str:
     """printOffsetsToReset: "%n%-30s %-30s %-10s %-15s" per row, then a newline."""
     widths = [30, 30, 10, 15]
-    rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] if plan else []
+    rows: list[list] = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]] if plan else []
     rows += [[g, tp[0], tp[1], o] for g, offsets in plan.items() for tp, o in sorted(offsets.items())]
-    return "".join("\n" + " ".join(f"{_cell(v):<{w}}" for w, v in zip(widths, r)) for r in rows)
+    return "".join("\n" + " ".join(f"{_cell(v):<{w}}" for w, v in zip(widths, r, strict=True)) for r in rows)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,12 @@ class ResetSpec:
     to-datetime (the latter's offsets come from the broker's offsets_for_times, given as `by_time`)."""
     kind: str
     value: int | None = None
+
+    def amount(self) -> int:
+        """The offset (to-offset), the shift (shift-by) or the time in ms (to-datetime): they need one."""
+        if self.value is None:
+            raise ResetError(f"--{self.kind} needs a value")
+        return self.value
 
 
 class ResetError(ValueError):
@@ -170,13 +177,13 @@ def plan_reset(spec: ResetSpec, partitions: list[TopicPartition], committed: dic
             current = committed.get(tp)
             out[tp] = latest[tp] if current is None or current < 0 else current
         elif spec.kind == "to-offset":
-            out[tp] = clamp(tp, spec.value)
+            out[tp] = clamp(tp, spec.amount())
         elif spec.kind == "shift-by":
             current = committed.get(tp)
             if current is None or current < 0:
                 raise ResetError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current "
                                  f"committed offset")
-            out[tp] = clamp(tp, current + spec.value)
+            out[tp] = clamp(tp, current + spec.amount())
         elif spec.kind == "to-datetime":
             found = (by_time or {}).get(tp)
             if found is None:
@@ -226,7 +233,7 @@ def pretty_table(headers: list[str], rows: list[list]) -> str:
     """ToolsUtils.prettyPrintTable: each cell padded to its column's width and followed by a tab."""
     cells = [[_cell(v) for v in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    return "\n".join("".join(f"{v:<{w}}\t" for v, w in zip(r, widths)) for r in [headers] + cells)
+    return "\n".join("".join(f"{v:<{w}}\t" for v, w in zip(r, widths, strict=True)) for r in [headers] + cells)
 
 
 LIST_TXN_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
@@ -242,11 +249,10 @@ OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 def describe_txn_row(txn: dict, now_ms: int) -> list:
     start = txn.get("startTimestamp")
-    started = start is not None and start >= 0
+    started: tuple[int | str, int | str] = ("None", "None") if start is None or start < 0 else (start, now_ms - start)
     tps = ",".join(f"{t['topic']}-{p}" for t in txn.get("partitions") or [] for p in t["partitions"])
     return [txn["coordinatorPartition"], txn["transactionalId"], txn["producerId"], txn["producerEpoch"],
-            txn["state"], txn["timeoutMs"], start if started else "None",
-            now_ms - start if started else "None", tps]
+            txn["state"], txn["timeoutMs"], *started, tps]
 
 
 def hanging_rows(txns: list[dict], max_timeout_ms: int, now_ms: int) -> list[list]:

@@ -170,7 +170,7 @@ class ServiceReads:
     def describe_transactions(self, transactional_ids: list[str]) -> dict[str, dict | None]:
         cids = [(t, self.client.send("DescribeTransactions", DESCRIBE_TXN_VERSION, {"transactionalIds": [t]}, key=t))
                 for t in dict.fromkeys(transactional_ids)]
-        out = {}
+        out: dict[str, dict | None] = {}
         for tid, cid in cids:
             s = self.client.wait(cid, self.timeout)["response"]["transactionStates"][0]
             if s["errorCode"] == Errors.TRANSACTIONAL_ID_NOT_FOUND.code:

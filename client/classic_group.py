@@ -40,12 +40,21 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
+
+from kafka import KafkaConsumer
 
 from coordinator.errors import Errors
-from coordinator.group.classic.consumer_protocol import (CONSUMER_PROTOCOL_TYPE, SchemaError, decode_assignment,
-                                                 decode_subscription, encode_assignment, encode_subscription)
+from coordinator.group.classic.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    SchemaError,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 
 from . import range_assignor
 from .request_client import CoordinatorClient, ResponseTimeout
@@ -100,8 +109,8 @@ class ClassicGroupMember:
                  heartbeat_interval_ms: int = 3000, retry_backoff_ms: int = 100,
                  requests_topic: str = "coordinator-requests", responses_topic: str = "coordinator-responses",
                  client: Any = None, partitions_for: Callable[[str], int | None] | None = None,
-                 on_assignment: Callable[["ClassicGroupMember", dict], None] | None = None,
-                 on_revoked: Callable[["ClassicGroupMember", dict], None] | None = None):
+                 on_assignment: Callable[[ClassicGroupMember, dict], None] | None = None,
+                 on_revoked: Callable[[ClassicGroupMember, dict], None] | None = None):
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.topics = list(topics)
@@ -117,7 +126,7 @@ class ClassicGroupMember:
         self._client = client
         self._client_closed = False
         self._partitions_for = partitions_for
-        self._metadata_consumer = None
+        self._metadata_consumer: KafkaConsumer | None = None
 
         self._cond = threading.Condition()
         self.state = UNJOINED
@@ -138,8 +147,10 @@ class ClassicGroupMember:
         self._threads: list[threading.Thread] = []
 
     # ================================================================ lifecycle
-    def start(self) -> "ClassicGroupMember":
+    def start(self) -> ClassicGroupMember:
         if self._client is None:
+            if self.bootstrap_servers is None:
+                raise ValueError("a member without a client needs bootstrap_servers")
             self._client = CoordinatorClient(self.bootstrap_servers, self.client_id,
                                              requests_topic=self.requests_topic,
                                              responses_topic=self.responses_topic)
@@ -199,14 +210,14 @@ class ClassicGroupMember:
             self._metadata_consumer.close()
             self._metadata_consumer = None
 
-    def __enter__(self) -> "ClassicGroupMember":
+    def __enter__(self) -> ClassicGroupMember:
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     # ================================================================ observing
-    def wait_for(self, predicate: Callable[["ClassicGroupMember"], bool], timeout: float = 60.0) -> None:
+    def wait_for(self, predicate: Callable[[ClassicGroupMember], bool], timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         with self._cond:
             while not predicate(self):
@@ -218,7 +229,7 @@ class ClassicGroupMember:
                                        f"(state {self.state}, {self.generation})")
                 self._cond.wait(min(left, 0.5))
 
-    def wait_stable(self, min_generation: int = 1, timeout: float = 60.0) -> "ClassicGroupMember":
+    def wait_stable(self, min_generation: int = 1, timeout: float = 60.0) -> ClassicGroupMember:
         """Wait until the member is Stable in a generation >= `min_generation`."""
         self.wait_for(lambda m: m.state == STABLE and not m._rejoin_needed
                       and m.generation.generation_id >= min_generation, timeout)
@@ -293,7 +304,6 @@ class ClassicGroupMember:
         if self._partitions_for is not None:
             return self._partitions_for(topic)
         if self._metadata_consumer is None:
-            from kafka import KafkaConsumer
             self._metadata_consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
                                                     client_id=f"{self.client_id}-metadata")
         parts = self._metadata_consumer.partitions_for_topic(topic)

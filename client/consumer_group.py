@@ -29,28 +29,19 @@ from __future__ import annotations
 
 import base64
 import threading
-import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
-from .request_client import CoordinatorClient, ResponseTimeout
+from kafka import KafkaAdminClient
 
-API = "ConsumerGroupHeartbeat"
-LEAVE, STATIC_LEAVE = -1, -2
-NONE = 0
-FENCED = {25, 110}  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
-RETRIABLE = {14, 15, 16, 111}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
-#                                UNRELEASED_INSTANCE_ID
+from .heartbeat_loop import COORDINATOR_RETRIABLE, LEAVE, HeartbeatMember, new_member_id
+from .request_client import CoordinatorClient
+
+__all__ = ["ConsumerGroupMember", "TopicNames", "new_member_id", "uuid_to_kafka"]
+
+STATIC_LEAVE = -2
 
 Assignment = dict  # {topicId: set(partitions)}
-
-
-def new_member_id() -> str:
-    """Uuid.randomUuid().toString(): 22 characters of url-safe base64, never starting with '-'."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 def uuid_to_kafka(topic_id) -> str:
@@ -61,7 +52,6 @@ class TopicNames:
     """Topic id <-> name, from the broker's metadata (refreshed when an id is unknown)."""
 
     def __init__(self, bootstrap_servers: str):
-        from kafka import KafkaAdminClient
         self._admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="topic-names")
         self._by_id: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -99,7 +89,12 @@ class TopicNames:
         self._admin.close()
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(HeartbeatMember):
+    API = "ConsumerGroupHeartbeat"
+    API_VERSION = 1
+    RETRIABLE = COORDINATOR_RETRIABLE | {111}  # and UNRELEASED_INSTANCE_ID: retried after a back-off
+    THREAD_NAME = "member"
+
     def __init__(self, client: CoordinatorClient, group_id: str, topics: list[str] | None = None, *,
                  regex: str | None = None, member_id: str | None = None, instance_id: str | None = None,
                  rack_id: str | None = None, rebalance_timeout_ms: int = 60000, server_assignor: str | None = None,
@@ -110,33 +105,19 @@ class ConsumerGroupMember:
                  on_response: Callable[[dict, float], None] | None = None):
         if topics is None and regex is None:
             raise ValueError("subscribe to topics or to a regex")
-        self.client = client
-        self.group_id = group_id
+        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
+                         retry_backoff_s=retry_backoff_s, on_response=on_response)
         self.topics = None if topics is None else list(topics)
         self.regex = regex
-        self.member_id = member_id or new_member_id()
         self.instance_id = instance_id
         self.rack_id = rack_id
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.server_assignor = server_assignor
-        self.response_timeout_s = response_timeout_s
-        self.retry_backoff_s = retry_backoff_s
-        self.on_assign, self.on_revoke, self.on_lost, self.on_response = on_assign, on_revoke, on_lost, on_response
+        self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
 
-        self.member_epoch = 0
-        self.heartbeat_interval_ms = 5000
         self._owned: Assignment = {}
         self._sent_owned: Assignment | None = None  # what the coordinator last heard (None: say it)
         self._full = True  # the next heartbeat carries everything
-        self._ack_needed = False
-        self.error: dict | None = None  # the last error response
-        self.fatal: dict | None = None  # the error that stopped the member
-        self.fenced = 0  # times fenced
-        self.heartbeats = 0
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
 
     # ---------------------------------------------------------------- state
     def owned(self) -> Assignment:
@@ -161,48 +142,21 @@ class ConsumerGroupMember:
             body["topicPartitions"] = [{"topicId": t, "partitions": sorted(p)} for t, p in sorted(owned.items())]
         return body
 
-    def heartbeat_once(self) -> dict | None:
-        """Send one heartbeat and handle its response; None if none came in time."""
-        with self._lock:
-            body = self._request()
-        started = time.monotonic()
-        try:
-            resp = self.client.request(API, 1, body, key=self.group_id, timeout=self.response_timeout_s)
-        except ResponseTimeout:
-            with self._lock:
-                self._full = True  # the coordinator may not have seen it: say everything again
-            return None
-        self.heartbeats += 1
-        if self.on_response is not None:
-            self.on_response(resp, time.monotonic() - started)
-        self._handle(body, resp)
-        return resp
+    def _resend_in_full(self) -> None:
+        self._full = True
 
-    def _handle(self, body: dict, resp: dict) -> None:
-        code = resp["errorCode"]
-        with self._lock:
-            if code != NONE:
-                self.error = resp
-                self._full = True
-                if code in FENCED:
-                    lost = self.owned()
-                    self._owned, self._sent_owned = {}, None
-                    self.member_epoch = 0
-                    self.fenced += 1
-                    if lost and self.on_lost is not None:
-                        self.on_lost(lost)
-                elif code not in RETRIABLE:
-                    self.fatal = resp
-                    self._stop.set()
-                return
-            self._full = False
-            if body["topicPartitions"] is not None:
-                self._sent_owned = {t["topicId"]: set(t["partitions"]) for t in body["topicPartitions"]}
-            self.member_epoch = resp["memberEpoch"]
-            self.heartbeat_interval_ms = resp["heartbeatIntervalMs"]
-            if resp["assignment"] is not None:
-                self._reconcile({tp["topicId"]: set(tp["partitions"])
-                                 for tp in resp["assignment"]["topicPartitions"]})
+    def _fenced(self) -> None:
+        lost = self.owned()
+        self._owned, self._sent_owned = {}, None
+        if lost and self.on_lost is not None:
+            self.on_lost(lost)
+
+    def _on_answer(self, body: dict, resp: dict) -> None:
+        self._full = False
+        if body["topicPartitions"] is not None:
+            self._sent_owned = {t["topicId"]: set(t["partitions"]) for t in body["topicPartitions"]}
+        if resp["assignment"] is not None:
+            self._reconcile({tp["topicId"]: set(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]})
 
     def _reconcile(self, target: Assignment) -> None:
         """Revoke what is no longer assigned, then take what is new; acknowledge at once."""
@@ -223,43 +177,11 @@ class ConsumerGroupMember:
         if revoked or added:
             self._ack_needed = True
 
-    # ---------------------------------------------------------------- the heartbeat thread
-    def start(self) -> "ConsumerGroupMember":
-        self._thread = threading.Thread(target=self._run, name=f"member-{self.member_id}", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            resp = self.heartbeat_once()
-            if self._stop.is_set():
-                break
-            with self._lock:
-                ack, self._ack_needed = self._ack_needed, False
-            if resp is None:
-                continue  # resend at once (in full)
-            if resp["errorCode"] != NONE:
-                wait = 0 if resp["errorCode"] in FENCED else self.retry_backoff_s
-            else:
-                wait = 0 if ack else self.heartbeat_interval_ms / 1000
-            self._wake.wait(wait)
-            self._wake.clear()
-
-    def wake(self) -> None:
-        """Heartbeat now (e.g. after a subscription change)."""
-        self._wake.set()
-
+    # ---------------------------------------------------------------- subscription and leaving
     def subscribe(self, topics: list[str] | None = None, regex: str | None = None) -> None:
         with self._lock:
             self.topics, self.regex, self._full = topics, regex, True
         self.wake()
-
-    def kill(self) -> None:
-        """Stop heartbeating without a word, as a crashed process would."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.response_timeout_s + 5)
 
     def stop(self, leave: bool = True, leave_temporarily: bool = False) -> dict | None:
         """Stop; unless told otherwise, give up the partitions and leave the group."""
@@ -271,9 +193,5 @@ class ConsumerGroupMember:
                 self.on_revoke(self.owned())
             self._owned = {}
         epoch = STATIC_LEAVE if (leave_temporarily and self.instance_id is not None) else LEAVE
-        body = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": epoch,
-                "instanceId": self.instance_id}
-        try:
-            return self.client.request(API, 1, body, key=self.group_id, timeout=self.response_timeout_s * 4)
-        except ResponseTimeout:
-            return None
+        return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": epoch,
+                                 "instanceId": self.instance_id})

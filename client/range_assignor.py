@@ -11,8 +11,8 @@ empty.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 NAME = "range"
 

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -210,7 +211,7 @@ class ReadCommittedConsumer:
     def close(self) -> None:
         self._consumer.close()
 
-    def __enter__(self) -> "ReadCommittedConsumer":
+    def __enter__(self) -> ReadCommittedConsumer:
         return self
 
     def __exit__(self, *exc) -> None:

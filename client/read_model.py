@@ -15,6 +15,7 @@ Fields the projector did not write (a null in the record) read as None. Raises
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import redis
 
@@ -34,7 +35,7 @@ class ReadModelUnavailable(RuntimeError):
 def decode_hash(raw: dict, ints: tuple, json_fields: tuple, fields: tuple) -> dict:
     """A Redis hash (str -> str) as the projector wrote it, with ints as ints and JSON parsed;
     every field of `fields` present (None when absent)."""
-    out = {f: None for f in fields}
+    out: dict[str, Any] = {f: None for f in fields}
     for k, v in raw.items():
         if k in ints:
             out[k] = int(v)
@@ -103,7 +104,7 @@ class ReadModel:
     def offsets_of(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], dict]]:
         """`offsets` of several groups in one round trip."""
         raws = self._hashes([f"{self.prefix}:offsets:{g}" for g in group_ids])
-        return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws)}
+        return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws, strict=True)}
 
     # ------------------------------------------------------------ transactions
     def transaction(self, transactional_id: str) -> dict | None:
@@ -124,7 +125,7 @@ class ReadModel:
     def close(self) -> None:
         self.redis.close()
 
-    def __enter__(self) -> "ReadModel":
+    def __enter__(self) -> ReadModel:
         return self
 
     def __exit__(self, *exc) -> None:

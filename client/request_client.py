@@ -193,7 +193,7 @@ class CoordinatorClient:
         self._producer.close()
         self._consumer.close()
 
-    def __enter__(self) -> "CoordinatorClient":
+    def __enter__(self) -> CoordinatorClient:
         return self
 
     def __exit__(self, *exc) -> None:

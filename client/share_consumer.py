@@ -45,18 +45,18 @@ Records are read with kafka-python (assign + seek), topics named by id in the pr
 from __future__ import annotations
 
 import random
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from .consumer_group import TopicNames, new_member_id
-from .request_client import CoordinatorClient, ResponseTimeout
+from kafka import KafkaConsumer, TopicPartition
+
+from .consumer_group import TopicNames
+from .heartbeat_loop import LEAVE, NONE, HeartbeatMember
+from .request_client import CoordinatorClient
 
 HEARTBEAT = "ShareGroupHeartbeat"
-LEAVE = -1
-NONE, INVALID_REQUEST, FENCED_LEADER_EPOCH = 0, 42, 74
-FENCED = {25, 110}  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH
+INVALID_REQUEST, FENCED_LEADER_EPOCH = 42, 74
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 ACCEPT, RELEASE, REJECT = "accept", "release", "reject"
 
@@ -75,39 +75,31 @@ def share_key(group_id: str, topic_id: str, partition: int) -> str:
     return f"{group_id}:{topic_id}:{partition}"
 
 
-class ShareConsumer:
+class ShareConsumer(HeartbeatMember):
+    API = HEARTBEAT
+    API_VERSION = 1
+    THREAD_NAME = "share"
+
     def __init__(self, client: CoordinatorClient, group_id: str, topics: list[str], *, bootstrap_servers: str,
                  member_id: str | None = None, rack_id: str | None = None, auto_offset_reset: str = "latest",
                  max_records: int = 50, record_lock_duration_ms: int = 30000, max_delivery_count: int = 5,
                  response_timeout_s: float = 5.0, retry_backoff_s: float = 0.5,
                  on_assignment: Callable[[dict], None] | None = None):
-        self.client = client
-        self.group_id = group_id
+        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
+                         retry_backoff_s=retry_backoff_s)
         self.topics = list(topics)
-        self.member_id = member_id or new_member_id()
         self.rack_id = rack_id
         self.auto_offset_reset = auto_offset_reset
         self._state_epochs: dict[tuple, int] = {}  # (topic id, partition) -> state epoch read at the claim
         self.max_records = max_records
         self.lock_ms = record_lock_duration_ms
         self.max_delivery_count = max_delivery_count
-        self.response_timeout_s = response_timeout_s
-        self.retry_backoff_s = retry_backoff_s
         self.on_assignment = on_assignment
         self.names = TopicNames(bootstrap_servers)
-        from kafka import KafkaConsumer
         self._consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
                                        group_id=None, consumer_timeout_ms=1000)
-        self.member_epoch = 0
-        self.heartbeat_interval_ms = 5000
         self.assignment: dict[str, set[int]] = {}  # topicId -> partitions
-        self.fatal: dict | None = None
-        self.fenced = 0
         self._full = True
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
         self._seen_acquired: dict[tuple, float] = {}  # (topicId, partition, first, last, count) -> first seen
         self._held: dict[tuple, tuple] = {}  # (topicId, partition, offset) -> (count, lock deadline)
         self._backoff: dict[tuple, float] = {}  # (topicId, partition) -> not before (monotonic)
@@ -119,61 +111,28 @@ class ShareConsumer:
         with self._lock:
             return {t: set(p) for t, p in self.assignment.items() if p}
 
-    def heartbeat_once(self) -> dict | None:
-        with self._lock:
-            full = self._full or self.member_epoch == 0
-            body = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
-                    "rackId": self.rack_id if full else None, "subscribedTopicNames": self.topics if full else None}
-        try:
-            resp = self.client.request(HEARTBEAT, 1, body, key=self.group_id, timeout=self.response_timeout_s)
-        except ResponseTimeout:
-            with self._lock:
-                self._full = True
-            return None
-        with self._lock:
-            code = resp["errorCode"]
-            if code != NONE:
-                self._full = True
-                if code in FENCED:
-                    self.assignment, self.member_epoch = {}, 0
-                    self.fenced += 1
-                elif code not in (14, 15, 16):
-                    self.fatal = resp
-                    self._stop.set()
-                return resp
-            self._full = False
-            self.member_epoch = resp["memberEpoch"]
-            self.heartbeat_interval_ms = resp["heartbeatIntervalMs"]
-            if resp["assignment"] is not None:
-                self.assignment = {tp["topicId"]: set(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]}
-                if self.on_assignment is not None:
-                    self.on_assignment(self.assigned())
-        return resp
+    def _request(self) -> dict:
+        full = self._full or self.member_epoch == 0
+        return {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
+                "rackId": self.rack_id if full else None, "subscribedTopicNames": self.topics if full else None}
 
-    def start(self) -> "ShareConsumer":
-        self._thread = threading.Thread(target=self._run, name=f"share-{self.member_id}", daemon=True)
-        self._thread.start()
-        return self
+    def _resend_in_full(self) -> None:
+        self._full = True
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            resp = self.heartbeat_once()
-            if self._stop.is_set():
-                break
-            if resp is None:
-                continue
-            wait = (0 if resp["errorCode"] in FENCED else self.retry_backoff_s) if resp["errorCode"] else \
-                self.heartbeat_interval_ms / 1000
-            self._wake.wait(wait)
-            self._wake.clear()
+    def _fenced(self) -> None:
+        self.assignment = {}
+
+    def _on_answer(self, body: dict, resp: dict) -> None:
+        self._full = False
+        if resp["assignment"] is not None:
+            self.assignment = {tp["topicId"]: set(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]}
+            if self.on_assignment is not None:
+                self.on_assignment(self.assigned())
 
     def kill(self) -> None:
         """Stop heartbeating without a word, as a crashed process would (its acquired records stay
         ACQUIRED until the others' view of their lock expires)."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.response_timeout_s + 5)
+        super().kill()
 
     def stop(self) -> dict | None:
         self.kill()
@@ -181,12 +140,8 @@ class ShareConsumer:
         try:
             if self.member_epoch == 0:
                 return None
-            return self.client.request(HEARTBEAT, 1, {"groupId": self.group_id, "memberId": self.member_id,
-                                                      "memberEpoch": LEAVE, "rackId": None,
-                                                      "subscribedTopicNames": None},
-                                       key=self.group_id, timeout=self.response_timeout_s * 4)
-        except ResponseTimeout:
-            return None
+            return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
+                                     "rackId": None, "subscribedTopicNames": None})
         finally:
             self.close()
 
@@ -208,7 +163,6 @@ class ShareConsumer:
 
     def _claim(self, tid: str, topic: str, partition: int) -> tuple[int, dict] | None:
         """Become the share-partition's acquirer: (leader epoch, state) or None if beaten."""
-        from kafka import TopicPartition
         summary = self._state_call("ReadShareGroupStateSummary", tid, partition, {"leaderEpoch": 0})
         if summary["errorCode"] != NONE:
             return None
@@ -256,12 +210,11 @@ class ShareConsumer:
             cursor = last + 1
         if cursor < end:
             out.append((cursor, end - 1, 0))
-        return new_start, [(f, min(l, end - 1), c) for f, l, c in out if f < end]
+        return new_start, [(f, min(last, end - 1), c) for f, last, c in out if f < end]
 
     def _acquire(self, tid: str, topic: str, partition: int) -> list[tuple] | None:
         """Claim the share-partition and acquire up to max_records: [(first, last, count)]; None
         if another consumer's claim came between."""
-        from kafka import TopicPartition
         claimed = self._claim(tid, topic, partition)
         if claimed is None:
             return None
@@ -280,10 +233,10 @@ class ShareConsumer:
             budget -= last - first + 1
         if not taken and not archived and new_start == state["startOffset"]:
             return []
-        batches = [{"firstOffset": f, "lastOffset": l, "deliveryState": ACQUIRED, "deliveryCount": c}
-                   for f, l, c in taken]
-        batches += [{"firstOffset": f, "lastOffset": l, "deliveryState": ARCHIVED, "deliveryCount": c}
-                    for f, l, c in archived]
+        batches = [{"firstOffset": f, "lastOffset": last, "deliveryState": ACQUIRED, "deliveryCount": c}
+                   for f, last, c in taken]
+        batches += [{"firstOffset": f, "lastOffset": last, "deliveryState": ARCHIVED, "deliveryCount": c}
+                    for f, last, c in archived]
         written = self._state_call("WriteShareGroupState", tid, partition, {
             "stateEpoch": state.get("stateEpoch", 0), "leaderEpoch": epoch, "startOffset": new_start, "stateBatches": batches})
         if written["errorCode"] != NONE:
@@ -295,7 +248,6 @@ class ShareConsumer:
         """Acquire and fetch records of the next assigned share-partition that has some (at most
         max_records), taking the partitions in turn; [] if none has any now. One partition per
         call keeps the time between acquisition and acknowledgement short (the lock runs)."""
-        from kafka import TopicPartition
         out: list[ShareRecord] = []
         now = time.monotonic()
         candidates = [(tid, p) for tid, ps in sorted(self.assigned().items()) for p in sorted(ps)
@@ -348,7 +300,7 @@ class ShareConsumer:
             return []  # RELEASE: the hold is dropped (see the module docstring)
         done: list[ShareRecord] = []
         for (tid, partition), offsets in by_partition.items():
-            batches = []
+            batches: list[dict] = []
             for offset, count, _ in sorted(offsets, key=lambda o: o[0]):
                 if batches and batches[-1]["lastOffset"] + 1 == offset and batches[-1]["deliveryCount"] == count:
                     batches[-1]["lastOffset"] = offset

@@ -27,16 +27,15 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from .consumer_group import new_member_id
-from .request_client import CoordinatorClient, ResponseTimeout
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 
-API = "StreamsGroupHeartbeat"
-LEAVE = -1
-NONE = 0
-FENCED = {25, 110}
-RETRIABLE = {14, 15, 16}
+from .heartbeat_loop import LEAVE, HeartbeatMember, new_member_id
+from .request_client import CoordinatorClient
+
 ROLES = ("active", "standby", "warmup")
 MISSING_INTERNAL_TOPICS = 3
 
@@ -51,41 +50,31 @@ def _wire(tasks: dict) -> list[dict]:
     return [{"subtopologyId": s, "partitions": sorted(p)} for s, p in sorted(tasks.items()) if p]
 
 
-class StreamsGroupMember:
+class StreamsGroupMember(HeartbeatMember):
+    API = "StreamsGroupHeartbeat"
+    API_VERSION = 0
+    THREAD_NAME = "streams-member"
+
     def __init__(self, client: CoordinatorClient, group_id: str, topology: dict, *, process_id: str | None = None,
                  member_id: str | None = None, rebalance_timeout_ms: int = 60000, response_timeout_s: float = 5.0,
                  retry_backoff_s: float = 0.5, create_internal_topics: bool = True,
                  on_assign: Callable[[Tasks], None] | None = None, on_revoke: Callable[[Tasks], None] | None = None,
                  on_lost: Callable[[Tasks], None] | None = None):
-        self.client = client
-        self.group_id = group_id
+        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
+                         retry_backoff_s=retry_backoff_s)
         self.topology = topology
-        self.member_id = member_id or new_member_id()
         self.process_id = process_id or new_member_id()
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.response_timeout_s = response_timeout_s
-        self.retry_backoff_s = retry_backoff_s
         self.create_internal_topics = create_internal_topics
         self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
 
-        self.member_epoch = 0
-        self.heartbeat_interval_ms = 5000
         self.endpoint_information_epoch = 0
         self._owned: Tasks = _empty()
         self._sent_owned: Tasks | None = None
-        self._ack_needed = False
         self.status: list[dict] = []  # the statuses of the last response
-        self.error: dict | None = None
-        self.fatal: dict | None = None
-        self.fenced = 0
         self.topics_created: list[tuple[str, float]] = []  # (topic, time.monotonic() when created)
-        self.first_answer_at: float | None = None  # time.monotonic() of the first answered heartbeat
         self.topic_creation_error: str | None = None
         self._creator: threading.Thread | None = None
-        self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def owned(self) -> Tasks:
         with self._lock:
@@ -104,49 +93,29 @@ class StreamsGroupMember:
                         warmupTasks=_wire(owned["warmup"]))
         return body
 
-    def heartbeat_once(self) -> dict | None:
-        with self._lock:
-            body = self._request()
-        try:
-            resp = self.client.request(API, 0, body, key=self.group_id, timeout=self.response_timeout_s)
-        except ResponseTimeout:
-            with self._lock:
-                self._sent_owned = None  # say it again
-            return None
-        if self.first_answer_at is None:
-            self.first_answer_at = time.monotonic()
-        self._handle(body, resp)
-        return resp
+    def _resend_in_full(self) -> None:
+        self._sent_owned = None  # say the owned tasks again
 
-    def _handle(self, body: dict, resp: dict) -> None:
-        code = resp["errorCode"]
-        with self._lock:
-            if code != NONE:
-                self.error = resp
-                self._sent_owned = None
-                if code in FENCED:
-                    lost = self.owned()
-                    self._owned, self.member_epoch = _empty(), 0
-                    # Kafka 4.1 checks the epoch of a known member even at epoch 0, so a fenced
-                    # member still in the group would be fenced again: rejoin as a new member.
-                    self.member_id = new_member_id()
-                    self.fenced += 1
-                    if any(lost.values()) and self.on_lost is not None:
-                        self.on_lost(lost)
-                elif code not in RETRIABLE:
-                    self.fatal = resp
-                    self._stop.set()
-                return
-            if "activeTasks" in body:
-                self._sent_owned = {r: {t["subtopologyId"]: set(t["partitions"]) for t in body[f"{r}Tasks"]}
-                                    for r in ROLES}
-            self.member_epoch = resp["memberEpoch"]
-            self.heartbeat_interval_ms = resp["heartbeatIntervalMs"]
-            self.endpoint_information_epoch = resp["endpointInformationEpoch"]
-            self.status = list(resp["status"] or [])
-            if resp["activeTasks"] is not None:
-                self._reconcile({r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []}
-                                 for r in ROLES})
+    def _fenced(self) -> None:
+        lost = self.owned()
+        self._owned = _empty()
+        # Kafka 4.1 checks the epoch of a known member even at epoch 0, so a fenced
+        # member still in the group would be fenced again: rejoin as a new member.
+        self.member_id = new_member_id()
+        if any(lost.values()) and self.on_lost is not None:
+            self.on_lost(lost)
+
+    def _on_answer(self, body: dict, resp: dict) -> None:
+        if "activeTasks" in body:
+            self._sent_owned = {r: {t["subtopologyId"]: set(t["partitions"]) for t in body[f"{r}Tasks"]}
+                                for r in ROLES}
+        self.endpoint_information_epoch = resp["endpointInformationEpoch"]
+        self.status = list(resp["status"] or [])
+        if resp["activeTasks"] is not None:
+            self._reconcile({r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []}
+                             for r in ROLES})
+
+    def _after_answer(self, resp: dict) -> None:
         if self.create_internal_topics and any(s["statusCode"] == MISSING_INTERNAL_TOPICS for s in self.status):
             self._start_topic_creation()
 
@@ -189,9 +158,6 @@ class StreamsGroupMember:
     def _create_internal_topics(self) -> None:
         """Create the repartition and changelog topics the coordinator's configured topology names
         and the broker lacks (what a 4.1 broker does on its own)."""
-        from kafka import KafkaAdminClient
-        from kafka.admin import NewTopic
-        from kafka.errors import TopicAlreadyExistsError
         described = self.client.request("StreamsGroupDescribe", 0, {"groupIds": [self.group_id],
                                                                     "includeAuthorizedOperations": False},
                                         key=self.group_id, timeout=self.response_timeout_s * 4)["groups"][0]
@@ -211,35 +177,7 @@ class StreamsGroupMember:
         finally:
             admin.close()
 
-    # ---------------------------------------------------------------- the heartbeat thread
-    def start(self) -> "StreamsGroupMember":
-        self._thread = threading.Thread(target=self._run, name=f"streams-member-{self.member_id}", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            resp = self.heartbeat_once()
-            if self._stop.is_set():
-                break
-            with self._lock:
-                ack, self._ack_needed = self._ack_needed, False
-            if resp is None:
-                continue
-            if resp["errorCode"] != NONE:
-                wait = 0 if resp["errorCode"] in FENCED else self.retry_backoff_s
-            else:
-                wait = 0 if ack else self.heartbeat_interval_ms / 1000
-            self._wake.wait(wait)
-            self._wake.clear()
-
-    def kill(self) -> None:
-        """Stop heartbeating without a word, as a crashed process would."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.response_timeout_s + 5)
-
+    # ---------------------------------------------------------------- leaving
     def stop(self, leave: bool = True) -> dict | None:
         self.kill()
         if not leave or self.member_epoch == 0:
@@ -248,9 +186,5 @@ class StreamsGroupMember:
             if any(self.owned().values()) and self.on_revoke is not None:
                 self.on_revoke(self.owned())
             self._owned = _empty()
-        body = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
-                "endpointInformationEpoch": self.endpoint_information_epoch}
-        try:
-            return self.client.request(API, 0, body, key=self.group_id, timeout=self.response_timeout_s * 4)
-        except ResponseTimeout:
-            return None
+        return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
+                                 "endpointInformationEpoch": self.endpoint_information_epoch})

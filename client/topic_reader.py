@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from kafka import KafkaConsumer, TopicPartition
 

@@ -383,7 +383,7 @@ class TransactionalProducer:
         if self._own_client:
             self._client.close()
 
-    def __enter__(self) -> "TransactionalProducer":
+    def __enter__(self) -> TransactionalProducer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -2,10 +2,10 @@
 
 No Spark, Kafka or clock: a `CoordinatorPartition` takes requests with their times and returns
 responses, events, state-log records and its next deadline. Importing this package registers
-every API and component.
+every component; the APIs are listed in coordinator/protocol/table.py.
 """
-from . import find_coordinator  # noqa: F401  (registers FindCoordinator)
-from . import metadata  # noqa: F401  (registers UpdateMetadata, the topic metadata component)
+from . import find_coordinator  # noqa: F401  (the FindCoordinator component)
+from . import metadata  # noqa: F401  (the topic metadata component)
 from . import group  # noqa: F401  (registers the group coordinator: classic groups and offsets)
 from . import txn  # noqa: F401  (registers the transaction coordinator)
 from . import share  # noqa: F401  (registers the share coordinator: share-partition state, KIP-932)

@@ -1,45 +1,21 @@
-"""The API table: each Kafka API this service answers, its versions and request schema.
+"""The APIs this service answers, looked up by Kafka's API name (`apiKey` in the envelope, e.g. "JoinGroup").
 
-Components register their APIs here at import time (`register(ApiSpec(...))`); the partition
-runtime looks requests up by Kafka's API name (`apiKey` in the envelope, e.g. "JoinGroup").
+The APIs are listed once, as data, in coordinator/protocol/table.py (name, key, versions, owning
+component, routing field, internal flag, error shape); their fields come from the message JSON
+files in coordinator/protocol/messages/. `register` remains for tests that add an API of their own.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from .protocol.spec import ApiSpec, ErrorResponseBuilder, top_level_error
+from .protocol.table import API_TABLE
 
-from .errors import Error
-from .schema import Struct
+__all__ = ["ApiSpec", "ErrorResponseBuilder", "top_level_error", "register", "unregister", "lookup", "all_apis"]
 
-# (version, validated body or None, error, message) -> response body
-ErrorResponseBuilder = Callable[[int, "dict | None", Error, "str | None"], dict]
-
-
-def top_level_error(version: int, body: dict | None, error: Error, message: str | None) -> dict:
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message}
-
-
-@dataclass(frozen=True)
-class ApiSpec:
-    name: str  # Kafka's API name, e.g. "JoinGroup"
-    api_key: int  # Kafka's numeric API key, e.g. 11
-    min_version: int
-    max_version: int
-    request: Struct
-    component: str  # name of the component that handles it
-    # The body field whose value must route to the receiving partition (NOT_COORDINATOR otherwise);
-    # None for APIs any partition answers or that check ownership per item.
-    routing_field: str | None = None
-    error_response: ErrorResponseBuilder = top_level_error
-    # Sent only by coordinator partitions to each other (WriteTxnMarkers); clients may still send
-    # them, as Kafka brokers accept them, but the docs say they are internal.
-    internal: bool = False
-
-
-_REGISTRY: dict[str, ApiSpec] = {}
+_REGISTRY: dict[str, ApiSpec] = {spec.name: spec for spec in API_TABLE}
 
 
 def register(spec: ApiSpec) -> ApiSpec:
+    """For tests that add an API of their own (the service's APIs are in the table)."""
     existing = _REGISTRY.get(spec.name)
     if existing is not None and existing != spec:
         raise ValueError(f"API {spec.name} registered twice")

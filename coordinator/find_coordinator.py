@@ -11,43 +11,21 @@ success (v1-3; v0 has neither `throttleTimeMs` nor `errorMessage`).
 """
 from __future__ import annotations
 
-from .api import ApiSpec, register
-from .errors import ApiError, Error, Errors
+from .component import Component
+from .errors import ApiError, Errors
 from .messages import Request
+from .protocol.loader import shape
+from .result import CoordinatorResult
 from .routing import coordinator_partition
-from .runtime import Component, register_component
-from .schema import Array, F, Struct
+from .runtime import register_component
+from .share.keys import parse_share_partition_key
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
-def _error_response(version: int, body: dict | None, error: Error, message: str | None) -> dict:
-    if version >= 4:
-        keys = (body or {}).get("coordinatorKeys") or []
-        return {"throttleTimeMs": 0, "coordinators": [
-            {"key": k, "nodeId": -1, "host": "", "port": -1, "errorCode": error.code,
-             "errorMessage": message} for k in keys]}
-    return _single(version, {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message or error.message,
-                             "nodeId": -1, "host": "", "port": -1})
-
-
 def _single(version: int, response: dict) -> dict:
-    """The v0-3 response; v0 has no throttleTimeMs and no errorMessage."""
-    if version == 0:
-        del response["throttleTimeMs"], response["errorMessage"]
-    return response
-
-
-register(ApiSpec(
-    name="FindCoordinator", api_key=10, min_version=0, max_version=6,
-    request=Struct(
-        F("key", "string", versions=(0, 3)),
-        F("keyType", "int8", versions=(1, None), default=0),
-        F("coordinatorKeys", Array("string"), versions=(4, None)),
-    ),
-    component="find_coordinator",
-    error_response=_error_response,
-))
+    """The v0-3 response, shaped (v0 has no throttleTimeMs and no errorMessage)."""
+    return shape("FindCoordinatorResponse", version, response)
 
 
 @register_component
@@ -55,9 +33,15 @@ class FindCoordinator(Component):
     """Stateless: any partition answers for any key."""
 
     name = "find_coordinator"
-    handlers = {"FindCoordinator": "find_coordinator"}
 
-    def find_coordinator(self, request: Request) -> dict:
+    def __init__(self, partition):
+        super().__init__(partition)
+        self.handlers = {"FindCoordinator": self.find_coordinator}
+
+    def find_coordinator(self, request: Request) -> CoordinatorResult:
+        return CoordinatorResult(response=self._answer(request))
+
+    def _answer(self, request: Request) -> dict:
         body, version = request.body, request.api_version
         key_type = body.get("keyType", GROUP)  # v0: a group id
         if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
@@ -77,7 +61,6 @@ class FindCoordinator(Component):
 def _valid_share_key(key: str) -> bool:
     """SharePartitionKey.validate: `groupId:topicId:partition` (the share coordinator's key, KIP-932;
     keyType 2, FindCoordinator v6+). The partition is found from the whole key, as for a group."""
-    from .share.coordinator import parse_share_partition_key
     try:
         parse_share_partition_key(key)
         return True

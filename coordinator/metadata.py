@@ -15,42 +15,29 @@ anything for being unknown.
 """
 from __future__ import annotations
 
-from .api import ApiSpec, register
 from .chunks import UNCHANGED
+from .component import Component
 from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
-from .runtime import Component, register_component
-from .schema import Array, F, Struct
+from .result import CoordinatorResult
+from .runtime import register_component
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
-register(ApiSpec(
-    name="UpdateMetadata", api_key=6, min_version=0, max_version=0,
-    request=Struct(
-        F("topicStates", Array(Struct(
-            F("topicName", "string"),
-            F("topicId", "uuid", default="AAAAAAAAAAAAAAAAAAAAAA"),
-            F("numPartitions", "int32"),
-            # The topic's max.message.bytes, for reply topics (-1: not known). An answer larger than
-            # its reply topic takes would fail the sink, so it is replaced by an error first.
-            F("maxMessageBytes", "int32", default=-1),
-            # The racks of each partition's replicas (partition i: its list), for the KIP-848
-            # metadata hash; null when no broker has a rack (Kafka then hashes none either).
-            F("partitionRacks", Array(Array("string")), default=None, nullable=(0, None)),
-        ))),
-    ),
-    component="metadata",
-    internal=True,
-))
+# The UpdateMetadata request's fields: messages/service/UpdateMetadataRequest.json (the service's own
+# reduced form; its row is in coordinator/protocol/table.py).
 
 
 @register_component
 class TopicMetadata(Component):
     name = "metadata"
-    handlers = {"UpdateMetadata": "update_metadata"}
 
     def __init__(self, partition):
         super().__init__(partition)
+        self.handlers = {"UpdateMetadata": self.update_metadata}
+        # What runs when the topics change (Kafka's GroupMetadataManager.onMetadataUpdate): wired
+        # by the partition when it builds its components.
+        self.listeners: list = []
         # The stored metadata, read when first needed: a cluster's topic list can be long, and a
         # batch that does not look at it should not pay for decoding and re-encoding it.
         self._fetch = None
@@ -118,7 +105,7 @@ class TopicMetadata(Component):
         return n is not None and (partition is None or 0 <= partition < n)
 
     # ------------------------------------------------------------------ API
-    def update_metadata(self, request: Request) -> None:
+    def update_metadata(self, request: Request) -> CoordinatorResult:
         new = {t["topicName"]: t["numPartitions"] for t in request.body["topicStates"]}
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
         old = self.topics  # (loads the stored metadata first)
@@ -132,12 +119,12 @@ class TopicMetadata(Component):
         changed = not self.available or new != old or ids != self.topic_ids or racks != self.topic_racks
         self._topics, self._topic_ids, self._topic_racks, self._available = new, ids, racks, True
         self._changed = True
+        # No response: a broadcast from the stream's own publisher, nobody awaits an answer.
+        result = CoordinatorResult()
         if changed:
-            for component in self.p.components.values():
-                hook = getattr(component, "on_metadata_change", None)
-                if hook is not None:
-                    hook(old, new)
-        return None  # a broadcast from the stream's own publisher: nobody awaits an answer
+            for listener in self.listeners:
+                result.merge(listener(old, new))
+        return result
 
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:

@@ -9,6 +9,9 @@ Fields not in the version are ignored, as Kafka's converters ignore them.
 
 A field is optional when Kafka's schema declares a default for it, when it is nullable in that
 version (default null) or when it is a tagged field; otherwise it is mandatory.
+
+The service's request schemas are built from the message JSON files (coordinator/protocol/loader.py);
+`Struct` and `F` remain the form they take (and tests declare small APIs of their own with them).
 """
 from __future__ import annotations
 

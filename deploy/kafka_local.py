@@ -133,10 +133,10 @@ transaction.partition.verification.enable=false
     def pid(self) -> int | None:
         return running_pid(self.pidfile)
 
-    def start(self, timeout: float = 90) -> "LocalKafka":
+    def start(self, timeout: float = 90) -> LocalKafka:
         return self.launch().wait_ready(timeout)
 
-    def launch(self) -> "LocalKafka":
+    def launch(self) -> LocalKafka:
         """Start the broker process without waiting for it to answer (see `wait_ready`)."""
         self._proc = None
         if self.pid() is not None and _port_open(self.port):
@@ -152,7 +152,7 @@ transaction.partition.verification.enable=false
         self.pidfile.write_text(str(self._proc.pid))
         return self
 
-    def wait_ready(self, timeout: float = 90) -> "LocalKafka":
+    def wait_ready(self, timeout: float = 90) -> LocalKafka:
         proc = getattr(self, "_proc", None)
         deadline = time.time() + timeout
         while time.time() < deadline:

@@ -43,8 +43,9 @@ def main(argv: list[str]) -> int:
         print(f"Kafka broker starting at {broker.bootstrap} (log: {broker.logfile})", flush=True)
     redis_url = urlparse(cfg.redis.get("url", ""))
     if cfg.redis.get("enabled") and not known.no_redis and redis_url.hostname in ("127.0.0.1", "localhost"):
-        port = redis_url.port or 6379
-        server = LocalRedis(ROOT / ".run" / ("redis" if port == 6379 else f"redis-{port}"), port).start()
+        redis_port = redis_url.port or 6379
+        server = LocalRedis(ROOT / ".run" / ("redis" if redis_port == 6379 else f"redis-{redis_port}"),
+                            redis_port).start()
         print(f"Redis up at {server.url} for the read model (log: {server.logfile})", flush=True)
     if not known.no_gateway:
         gateway_local.start(known.config)

@@ -6,8 +6,25 @@ import argparse
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any, Protocol, TypeVar
+
+
+class LocalServer(Protocol):
+    """What `server_cli` drives: a server known by its pidfile."""
+
+    @property
+    def logfile(self) -> Path: ...
+
+    def pid(self) -> int | None: ...
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> None: ...
+
+
+Server = TypeVar("Server", bound=LocalServer)
 
 
 def running_pid(pidfile: Path) -> int | None:
@@ -39,7 +56,7 @@ def terminate(pidfile: Path, timeout: float, poll_s: float = 0.1) -> None:
 
 
 def server_cli(argv: list[str] | None, description: str, name: str, default_dir: Path, default_port: int,
-               make: Callable[[str, int], object], address: Callable[[object], str]) -> int:
+               make: Callable[[str, int], Server], address: Callable[[Server], str]) -> int:
     """`start | stop | status [--dir D] [--port P]` for a server object with start(), stop(), pid()
     and logfile."""
     ap = argparse.ArgumentParser(description=description)

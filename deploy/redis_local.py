@@ -48,7 +48,7 @@ class LocalRedis:
         except redis.RedisError:
             return False
 
-    def start(self, timeout: float = 30) -> "LocalRedis":
+    def start(self, timeout: float = 30) -> LocalRedis:
         if self.pid() is not None and self.answers():
             return self
         binary = shutil.which("redis-server")

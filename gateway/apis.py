@@ -7,10 +7,9 @@ ListGroups and ListTransactions go to every partition (each lists its own, as a 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-import coordinator  # noqa: F401  (registers the service's APIs: the version table below reads it)
 from coordinator.api import ApiSpec, lookup
 from coordinator.routing import coordinator_partition, key_for_partition
 
@@ -107,10 +106,7 @@ _BY_KEY = _by_key()
 
 def service_versions(api_key: int) -> tuple[int, int] | None:
     """The versions the gateway offers for an API it answers or bridges (None: pass through)."""
-    if api_key == FIND_COORDINATOR:
-        spec = lookup("FindCoordinator")
-        return (spec.min_version, spec.max_version)
-    spec = _BY_KEY.get(api_key)
+    spec = lookup("FindCoordinator") if api_key == FIND_COORDINATOR else _BY_KEY.get(api_key)
     return (spec.min_version, spec.max_version) if spec else None
 
 
@@ -140,6 +136,8 @@ def plan(spec: ApiSpec, version: int, body: dict, partitions: int) -> list[SubRe
         if not by_partition:  # an empty list: any partition answers it
             return [SubRequest(key_for_partition(0, partitions), body, [])]
         return list(by_partition.values())
+    if route.key is None:  # ROUTES gives every single-partition API its key
+        raise ValueError(f"{spec.name} has no routing key")
     return [SubRequest(route.key(body, version) or "", body, [])]
 
 
@@ -160,10 +158,10 @@ def merge(spec: ApiSpec, subs: list[SubRequest], answers: list[dict]) -> dict:
         return merged
     # Split: results back in the order of the client's items.
     placed: list[tuple[int, dict]] = []
-    for sub, a in zip(subs, answers):
+    for sub, a in zip(subs, answers, strict=True):
         results = a.get(route.results) or []
         if len(results) == len(sub.indexes):
-            placed.extend(zip(sub.indexes, results))
+            placed.extend(zip(sub.indexes, results, strict=True))
         else:  # an error shape without per-item entries: keep what there is
             placed.extend((sub.indexes[0] if sub.indexes else 0, r) for r in results)
     placed.sort(key=lambda pr: pr[0])

@@ -14,6 +14,7 @@ import logging
 import random
 import threading
 import time
+from typing import TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -25,6 +26,14 @@ from .config import GatewayConfig
 
 log = logging.getLogger("gateway.bridge")
 INT32_MAX = 2**31 - 1
+T = TypeVar("T")
+
+
+def _started(part: T | None) -> T:
+    """The event loop or Kafka client `CoordinatorBridge.start` made."""
+    if part is None:
+        raise RuntimeError("the coordinator bridge is not started")
+    return part
 
 
 class BridgeTimeout(TimeoutError):
@@ -35,7 +44,7 @@ class CoordinatorBridge:
     def __init__(self, cfg: GatewayConfig):
         self.cfg = cfg
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[int, asyncio.Future[dict]] = {}
         self._next_cid = random.randrange(INT32_MAX)  # a restart does not reuse the last run's ids
         self._producer: KafkaProducer | None = None
         self._consumer: KafkaConsumer | None = None
@@ -122,31 +131,32 @@ class CoordinatorBridge:
     async def call(self, api: str, version: int, body: dict, *, key: str, client_id: str,
                    client_host: str | None, timeout_s: float, wait_ready: bool = True) -> dict:
         """Send one request envelope and return the service's response body."""
-        deadline = self._loop.time() + timeout_s
+        loop = _started(self._loop)
+        deadline = loop.time() + timeout_s
         if wait_ready and not self.ready.is_set():
             try:
                 await asyncio.wait_for(self.ready.wait(), timeout_s)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise BridgeTimeout("the coordinator service has not answered the gateway yet") from None
         cid = self._correlation_id()
         envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
                     "replyTo": self.cfg.reply_to, "kafkaClient": True, "request": body}
         if client_host is not None:
             envelope["clientHost"] = client_host
-        future = self._loop.create_future()
+        future: asyncio.Future[dict] = loop.create_future()
         self._pending[cid] = future
         try:
             value = json.dumps(envelope, separators=(",", ":")).encode()
-            sent = self._producer.send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
-            sent.add_errback(lambda e: self._loop.call_soon_threadsafe(self._fail, cid, e))
-            left = deadline - self._loop.time()
+            sent = _started(self._producer).send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
+            sent.add_errback(lambda e: loop.call_soon_threadsafe(self._fail, cid, e))
+            left = deadline - loop.time()
             try:
-                envelope = await asyncio.wait_for(future, max(left, 0.001))
-            except asyncio.TimeoutError:
+                answer = await asyncio.wait_for(future, max(left, 0.001))
+            except TimeoutError:
                 raise BridgeTimeout(f"no answer to {api} in {timeout_s:.1f}s") from None
         finally:
             self._pending.pop(cid, None)
-        return envelope["response"]
+        return answer["response"]
 
     def _fail(self, cid: int, error: Exception) -> None:
         future = self._pending.get(cid)
@@ -162,9 +172,10 @@ class CoordinatorBridge:
         future.set_result(envelope)
 
     def _poll(self) -> None:
+        loop, consumer = _started(self._loop), _started(self._consumer)
         while not self._stop.is_set():
             try:
-                batches = self._consumer.poll(timeout_ms=100)
+                batches = consumer.poll(timeout_ms=100)
             except Exception:  # noqa: BLE001
                 if self._stop.is_set():
                     return
@@ -179,4 +190,4 @@ class CoordinatorBridge:
                         envelope["response"]
                     except (TypeError, ValueError, KeyError):
                         continue
-                    self._loop.call_soon_threadsafe(self._deliver, cid, envelope)
+                    loop.call_soon_threadsafe(self._deliver, cid, envelope)

@@ -20,10 +20,9 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (EntityField, EntityTupleField, PrimitiveTupleField, classify_field,
-                                    is_optional)
+from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _MS = datetime.timedelta(milliseconds=1)
 _DURATIONS = ("timedelta_i32", "timedelta_i64")
 _TIMESTAMPS = ("datetime_i64",)
@@ -137,8 +136,9 @@ def _zero(fm: _FieldMap) -> Any:
 # ------------------------------------------------------------------ entities
 def to_json(entity: Any) -> dict:
     """A kio entity as the service's JSON body (Kafka's JSON converter names and encodings)."""
-    out = {}
-    for fm in _fields(type(entity)):
+    out: dict[str, Any] = {}
+    cls: type = type(entity)
+    for fm in _fields(cls):
         value = getattr(entity, fm.field.name)
         if fm.entity is not None:
             if fm.array:
@@ -177,11 +177,11 @@ def from_json(cls: type, data: dict) -> Any:
 
 
 # ------------------------------------------------------------------ frames
-def request_class(api_key: int, version: int) -> type:
+def request_class(api_key: int, version: int) -> type[Any]:
     return load_request_schema(api_key, version)
 
 
-def response_class(api_key: int, version: int) -> type:
+def response_class(api_key: int, version: int) -> type[Any]:
     return load_response_schema(api_key, version)
 
 

@@ -25,7 +25,7 @@ class GatewayConfig:
     coordinator_partitions: int = 50
 
     @classmethod
-    def from_stream_config(cls, cfg: StreamConfig, **overrides) -> "GatewayConfig":
+    def from_stream_config(cls, cfg: StreamConfig, **overrides) -> GatewayConfig:
         g = dict(cfg.raw.get("gateway", {}))
         listen = g.get("listen_host", cls.listen_host)
         values = dict(

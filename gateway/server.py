@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import logging
 from collections import deque
+from typing import Literal, overload
 
 from kio.schema.index import api_key_map, schema_name_map
 
@@ -21,8 +22,16 @@ from coordinator.errors import Errors
 
 from . import apis
 from .bridge import BridgeTimeout, CoordinatorBridge
-from .codec import decode_request, decode_response, encode_request, encode_response, from_json, \
-    request_class, response_class, to_json
+from .codec import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    from_json,
+    request_class,
+    response_class,
+    to_json,
+)
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
 
@@ -52,9 +61,15 @@ class Upstream:
         self.task = asyncio.create_task(self._read_loop())
 
     @classmethod
-    async def open(cls, host: str, port: int) -> "Upstream":
+    async def open(cls, host: str, port: int) -> Upstream:
         reader, writer = await asyncio.open_connection(host, port)
         return cls(reader, writer)
+
+    @overload
+    def send(self, frame: bytes, correlation_id: int, expects_response: Literal[True]) -> asyncio.Future: ...
+
+    @overload
+    def send(self, frame: bytes, correlation_id: int, expects_response: bool) -> asyncio.Future | None: ...
 
     def send(self, frame: bytes, correlation_id: int, expects_response: bool) -> asyncio.Future | None:
         if self.task.done():
@@ -152,10 +167,10 @@ class Gateway:
         async with self._listen_lock:
             if node_id in self.ports:
                 return self.ports[node_id]
-            wanted = self._explicit_ports.get(node_id)
-            derived = wanted is None and self.cfg.base_port != 0
-            if derived:
-                wanted = self.cfg.base_port
+            explicit = self._explicit_ports.get(node_id)
+            derived = explicit is None and self.cfg.base_port != 0
+            # base_port 0 (and no explicit port): an ephemeral one
+            wanted = self.cfg.base_port if explicit is None else explicit
             taken = set(self.ports.values()) | set(self._explicit_ports.values())
             while True:
                 if derived and wanted in taken:
@@ -163,7 +178,7 @@ class Gateway:
                     continue
                 try:
                     server = await asyncio.start_server(
-                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted or 0,
+                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted,
                         limit=1 << 16)
                     break
                 except OSError:

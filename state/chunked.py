@@ -26,7 +26,8 @@ import json
 import struct
 import zlib
 from bisect import bisect_left
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from coordinator.chunks import ChunkCorrupt, ChunkSource, utf8_key
 
@@ -171,7 +172,8 @@ def write(base: ChunkReader | None, changes: dict[str, Any]) -> bytes:
             continue
         changed[k] = text
     if base is None:
-        return _write_all(sorted((k, _pack_value(t)) for k, t in changed.items()))
+        # Without a base nothing is deleted (None texts were skipped above).
+        return _write_all(sorted((k, _pack_value(t)) for k, t in changed.items() if t is not None))
     if not changed:
         return base.payload
 
@@ -225,7 +227,9 @@ def _compact(base: ChunkReader, changed: dict[bytes, bytes | None]) -> bytes:
 
 
 def _write_all(chunks: list[tuple[bytes, bytes]]) -> bytes:
-    index, data, offset = [], [], 0
+    index: list[bytes] = []
+    data: list[bytes] = []
+    offset = 0
     for k, value in chunks:
         index.append(ENTRY.pack(offset, len(k), len(value)))
         data += (k, value)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Callable
+from collections.abc import Callable
 
 from coordinator.chunks import OverlaySource
 from coordinator.config import CoordinatorConfig

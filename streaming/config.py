@@ -10,9 +10,10 @@ import copy
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from coordinator.config import CoordinatorConfig
 
@@ -42,7 +43,7 @@ class StreamConfig:
 
     @classmethod
     def load(cls, override_file: str | os.PathLike | None = None,
-             overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> "StreamConfig":
+             overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> StreamConfig:
         with open(DEFAULTS_FILE, "rb") as f:
             raw = tomllib.load(f)
         if override_file:
@@ -63,7 +64,7 @@ class StreamConfig:
             _merge(raw, overrides)
         cfg = cls(raw)
         cfg.coordinator_config()  # validate early
-        cfg.txn_markers
+        _ = cfg.txn_markers  # validate early
         return cfg
 
     # --------------------------------------------------------------- accessors

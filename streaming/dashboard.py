@@ -23,6 +23,10 @@ import threading
 import time
 from collections import deque
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from client.read_model import ReadModel
 
 log = logging.getLogger("dashboard")
 
@@ -221,8 +225,8 @@ class Dashboard:
         self.history = History(int(s["history_s"]))
         self.rebalances: deque = deque(maxlen=5000)
         self._rebalance_lock = threading.Lock()
-        self._model = None
-        self._kafka = None
+        self._model: ReadModel | None = None
+        self._kafka: Any = None  # a KafkaConsumer once needed
         self._kafka_lock = threading.Lock()
         self._ends: dict = {}  # (topic, partition) -> (end offset, monotonic time read)
         self._last_batch_id = -1
@@ -231,7 +235,7 @@ class Dashboard:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def start(self) -> "Dashboard":
+    def start(self) -> Dashboard:
         for target, name in ((self._consume_events, "dashboard-events"), (self._sample_loop, "dashboard-sampler")):
             t = threading.Thread(target=target, name=name, daemon=True)
             t.start()
@@ -281,7 +285,7 @@ class Dashboard:
             return {"groups": groups, "offsets": offsets, "txns": txns}, problems
         except ReadModelUnavailable as e:
             reason = str(e).split(": ", 1)[-1]
-            empty = {"group": None, "offsets": {}} if group_id is not None else {"groups": None, "txns": None,
+            empty: dict[str, Any] = {"group": None, "offsets": {}} if group_id is not None else {"groups": None, "txns": None,
                                                                                 "offsets": {}}
             return empty, [f"Redis at {self.redis_url} is not reachable: {reason}"]
 

@@ -72,9 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-store", default="rocksdb", choices=["rocksdb", "hdfs"])
     args = ap.parse_args(argv)
     states = read_states(args.checkpoint, state_store=args.state_store, batch_id=args.batch)
+    shown: dict[int, dict | None] = dict(states)
     if args.partition is not None:
-        states = {args.partition: states.get(args.partition)}
-    json.dump({str(k): v for k, v in sorted(states.items())}, sys.stdout, indent=1, ensure_ascii=False)
+        shown = {args.partition: states.get(args.partition)}  # null if it has no state
+    json.dump({str(k): v for k, v in sorted(shown.items())}, sys.stdout, indent=1, ensure_ascii=False)
     print()
     return 0
 

@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote
 
+from prometheus_client.registry import Collector
+
 from coordinator.metrics import BUCKETS_MS
 
 PREFIX = "kafka_coordinator_"
@@ -83,7 +85,8 @@ class MetricsStore:
                 gauges[k] = gauges.get(k, 0) + v
             for k, h in r.get("histograms", {}).items():
                 total = histograms.setdefault(k, {"buckets": [0] * len(h["buckets"]), "sum": 0, "count": 0})
-                total["buckets"] = [a + b for a, b in zip(total["buckets"], h["buckets"])]
+                # strict=False: a worker of another version may report other buckets (summed as far as both go)
+                total["buckets"] = [a + b for a, b in zip(total["buckets"], h["buckets"], strict=False)]
                 total["sum"] += h["sum"]
                 total["count"] += h["count"]
         return {"counters": counters, "gauges": gauges, "histograms": histograms, "wall": wall,
@@ -123,8 +126,12 @@ class StreamHealth:
 
 def _families(store: MetricsStore, health: StreamHealth | None):
     """The metric families to serve (prometheus_client's custom-collector types)."""
-    from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily,
-                                        SummaryMetricFamily)
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+        SummaryMetricFamily,
+    )
 
     t = store.totals()
     out: dict[str, object] = {}
@@ -154,7 +161,8 @@ def _families(store: MetricsStore, health: StreamHealth | None):
     for key, h in sorted(t["histograms"].items()):
         name, labels = parse_series(key)
         cumulative, running = [], 0
-        for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], h["buckets"]):
+        # strict=False: buckets reported by a worker of another version are cut to this one's bounds
+        for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], h["buckets"], strict=False):
             running += count
             cumulative.append((bound, running))
         family(HistogramMetricFamily, name, sorted(labels), HELP.get(name, name)) \
@@ -190,7 +198,7 @@ def _families(store: MetricsStore, health: StreamHealth | None):
     return list(out.values())
 
 
-class _Collector:
+class _Collector(Collector):
     def __init__(self, store: MetricsStore, health: StreamHealth | None):
         self.store, self.health = store, health
 
@@ -217,7 +225,7 @@ class MetricsExporter:
         self._lag, self._lag_every_s = lag, lag_every_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._server = None
+        self._server: ThreadingHTTPServer | None = None
         self._server_thread: threading.Thread | None = None
         self.port: int | None = None
         self.dashboard = None
@@ -230,11 +238,11 @@ class MetricsExporter:
                                        redis_url=settings.pop("redis_url", None),
                                        redis_prefix=settings.pop("redis_prefix", "coord"), settings=settings)
 
-    def start(self) -> "MetricsExporter":
-        self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self._server_thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+    def start(self) -> MetricsExporter:
+        server = self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server_thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
         self._server_thread.start()
         self._thread = threading.Thread(target=self._consume, name="metrics-consumer", daemon=True)
         self._thread.start()

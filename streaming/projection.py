@@ -48,7 +48,7 @@ class StateRecord:
     value: dict | None
 
     @staticmethod
-    def of(partition: int, offset: int, key: str | None, value: str | bytes | None) -> "StateRecord | None":
+    def of(partition: int, offset: int, key: str | None, value: str | bytes | None) -> StateRecord | None:
         """From the Kafka record; None when it is not a state record the projection can read."""
         if key is None:
             return None
@@ -307,8 +307,8 @@ def classic_group(v: dict) -> dict:
 
 def topic_partitions(assignment: dict | None) -> list[dict]:
     """{topic: [partitions]} -> [{"topic", "partitions"}] (topics in Java order, partitions sorted)."""
-    return [{"topic": t, "partitions": sorted(assignment[t])}
-            for t in sorted(assignment or {}, key=order_key) if assignment[t]]
+    assignment = assignment or {}
+    return [{"topic": t, "partitions": sorted(assignment[t])} for t in sorted(assignment, key=order_key) if assignment[t]]
 
 
 def _flat(mapping: dict) -> list:

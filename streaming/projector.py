@@ -124,7 +124,7 @@ class RedisProjector:
         for g in order:
             aux, count = next(answers), next(answers)
             fields = sorted(offset_fields.get(g, ()))
-            existing = dict(zip(fields, (v is not None for v in next(answers)))) if fields else {}
+            existing = dict(zip(fields, (v is not None for v in next(answers)), strict=True)) if fields else {}
             projection.load_group(g, aux, count, existing)
 
     def _model_keys(self) -> list[str]:

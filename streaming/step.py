@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pandas as pd
 
@@ -117,10 +117,10 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
     for rec in out.records:
-        value = None if rec.value is None else _json_bytes(rec.value)
+        record_value = None if rec.value is None else _json_bytes(rec.value)  # None: a tombstone
         key = safe_text(rec.key)
-        if fits(key, value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}):
-            rows.append((s.state_log_topic, key, value, coordinator_partition, []))
+        if fits(key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}):
+            rows.append((s.state_log_topic, key, record_value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
@@ -130,9 +130,9 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
     for d in out.data:
         if sent_by_broker(d, s.txn_markers):
             continue  # write_broker_markers sends it
-        key = safe_text(d.key)
-        if writable(d.topic, key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
-            rows.append((d.topic, key, d.value, int(d.partition),
+        data_key = safe_text(d.key)  # None: a record without a key
+        if writable(d.topic, data_key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
+            rows.append((d.topic, data_key, d.value, int(d.partition),
                          [{"key": safe_text(k), "value": v} for k, v in d.headers]))
     for what in oversized:
         rows.append((s.events_topic, "", _json_bytes({"event": "RecordTooLarge",
@@ -188,7 +188,8 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
         columns = [pdf[c] for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
         flags = [pdf[c] if c in pdf else [d] * len(pdf)
                  for c, d in (("key_valid", True), ("internal", False), ("verified", False))]
-        for (key, value, size, ts, part, off), (key_valid, internal, verified) in zip(zip(*columns), zip(*flags)):
+        rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
+        for (key, value, size, ts, part, off), (key_valid, internal, verified) in rows:
             key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
             if bool(internal) and not bool(verified):
                 forged.append({"recordKey": (key or "")[:MAX_EVENT_KEY_CHARS], "requestPartition": int(part),
@@ -253,7 +254,7 @@ def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettin
     markers = markers_of([d for d in out.data if sent_by_broker(d, s.txn_markers)])
     if not markers:
         return []
-    rows = []
+    rows: list[tuple] = []
     for r in writer_for(s.bootstrap).write(markers):
         rows.append((s.events_topic, safe_text(r.get("transactionalId") or ""), _json_bytes({
             "event": "TransactionMarkerWritten", "coordinatorPartition": coordinator_partition,
@@ -317,10 +318,10 @@ def make_identity_step(settings: StepSettings):
     (`[stream] step = "identity"`); never used in production."""
 
     def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
-        rows = []
+        rows: list[tuple] = []
         for r in records_from_frames(pdfs)[0]:
             try:
-                env = json.loads(r.value)
+                env = json.loads(r.value or b"")  # None: not JSON (ValueError) as any other
                 reply = {"correlationId": env["correlationId"], "apiKey": env.get("apiKey"),
                          "apiVersion": env.get("apiVersion"), "clientId": env.get("clientId", ""),
                          "response": {"errorCode": 0}}

@@ -21,8 +21,9 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Protocol, Sequence
+from typing import Protocol
 
 log = logging.getLogger("supervisor")
 
@@ -49,11 +50,11 @@ class Decision:
     immediately: bool = False  # restart without waiting for the backoff (the cause was handled)
 
     @classmethod
-    def restart(cls, reason: str, *, immediately: bool = False) -> "Decision":
+    def restart(cls, reason: str, *, immediately: bool = False) -> Decision:
         return cls(False, reason, immediately)
 
     @classmethod
-    def give_up(cls, reason: str) -> "Decision":
+    def give_up(cls, reason: str) -> Decision:
         return cls(True, reason)
 
 
@@ -102,7 +103,7 @@ class RestartPolicy:
     max_attempts: int = 20  # consecutive failures before giving up; 0: never give up
 
     @classmethod
-    def from_config(cls, stream: dict) -> "RestartPolicy":
+    def from_config(cls, stream: dict) -> RestartPolicy:
         return cls(initial_backoff_s=int(stream.get("restart_backoff_initial_ms", 1000)) / 1000,
                    max_backoff_s=int(stream.get("restart_backoff_max_ms", 30000)) / 1000,
                    healthy_after_s=int(stream.get("restart_healthy_after_ms", 60000)) / 1000,
@@ -158,12 +159,12 @@ class Supervisor:
                 return 1
             except Exception as e:  # noqa: BLE001 - e.g. the broker is down while starting
                 text = failure_text(e)
-                query = None
             else:
-                text = self._watch(query)
-                if text is None:  # stopping
+                failed = self._watch(query)
+                if failed is None:  # stopping
                     self.stop_query(query)
                     return 0
+                text = failed
             if time.monotonic() - started_at >= self.policy.healthy_after_s:
                 consecutive = 0
             consecutive += 1

@@ -4,7 +4,7 @@ after any failure (a broker away must never kill the thread)."""
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 def follow_topic(bootstrap: str, topic: str, stop: threading.Event, position: Callable, on_record: Callable,

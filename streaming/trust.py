@@ -20,6 +20,7 @@ import os
 import secrets
 import struct
 from pathlib import Path
+from typing import overload
 
 MAC_HEADER = "coordinator-mac"
 KEY_FILE = "coordinator-internal.key"
@@ -61,6 +62,14 @@ def mac_sql(key: bytes, key_col: str = "key", value_col: str = "value") -> str:
 def header_sql(name: str = MAC_HEADER, headers_col: str = "headers") -> str:
     """The value of header `name` as a string, or null."""
     return f"cast(element_at(filter({headers_col}, h -> h.key = '{name}'), 1).value as string)"
+
+
+@overload
+def safe_text(s: str) -> str: ...
+
+
+@overload
+def safe_text(s: str | None) -> str | None: ...
 
 
 def safe_text(s: str | None) -> str | None:

@@ -9,7 +9,7 @@ for every partition's answer before the batch's outputs are returned. The broker
 real control batch (COMMIT/ABORT) that every read_committed consumer honours.
 
 Why synchronously, in the state function: the core writes Complete* at the start of the NEXT
-micro-batch (coordinator/txn/coordinator.py), i.e. once this batch committed, which now is after
+micro-batch (coordinator/txn/marker_channel.py), i.e. once this batch committed, which now is after
 the broker acknowledged the markers: the same guarantee as in "json" mode (a transaction's next
 one cannot start, nor write data, before its markers are in the log). A replayed batch re-sends
 the same markers; the broker appends a second control batch, which no reader counts (a marker ends

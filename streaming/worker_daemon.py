@@ -20,6 +20,7 @@ import os
 import sys
 import zipfile
 
+
 def python_top_levels(archive: str) -> set[str]:
     """The top-level modules and packages an archive on the import path provides."""
     with zipfile.ZipFile(archive) as z:

@@ -5,6 +5,8 @@
     d.advance(3000)                       # move the clock; due timers fire
     d.response(cid)                       # a response that was parked and has now been sent
     d.records / d.events                  # everything the partition has emitted so far
+    d.inject(records)                     # seed state: records appended and replayed
+    d.failover()                          # a coordinator load: rebuilt from the state log
 
 Every request goes through the real envelope parsing and `run_batch`, one request per batch by
 default, and the partition is rebuilt from its encoded state between batches (as in the stream),
@@ -13,13 +15,14 @@ so a test also proves that the state survives encoding.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.api import lookup
 from coordinator.batch import InputRecord, run_batch
-from coordinator.messages import Outputs
+from coordinator.messages import Outputs, StateRecord
+from coordinator.result import CoordinatorResult
 
 
 class CoreDriver:
@@ -41,7 +44,8 @@ class CoreDriver:
         self.responses: dict[int, dict] = {}  # correlation id -> response body
         self.response_envelopes: list[tuple[Any, dict]] = []  # (ReplyTo, body) in emission order
         self.events: list[dict] = []
-        self.records: list[tuple[str, dict | None]] = []
+        self.records: list[tuple[str, dict | None]] = []  # the state log: written and injected
+        self.injected: set[int] = set()  # indexes in `records` of the records `inject` appended
         self.internal_requests: list[tuple[str, dict]] = []
         self.data: list = []
 
@@ -50,6 +54,10 @@ class CoreDriver:
     def partition(self) -> CoordinatorPartition:
         """The partition's current state (decoded fresh, read-only by convention)."""
         return self._load()
+
+    def stored(self) -> state.StoredState:
+        """The partition's state as the stream stores it between batches (encoded chunks)."""
+        return state.StoredState(*self._blob)
 
     def component(self, name: str):
         return self.partition.component(name)
@@ -68,6 +76,10 @@ class CoreDriver:
         else:
             part, out = run_batch(self._load, records, batch_time)
         self._state = part
+        self._collect(out)
+        return out
+
+    def _collect(self, out: Outputs) -> None:
         for r in out.responses:
             self.responses[r.reply.correlation_id] = r.body
             self.response_envelopes.append((r.reply, r.body))
@@ -75,7 +87,50 @@ class CoreDriver:
         self.records += [(r.key, r.value) for r in out.records]
         self.internal_requests += [(r.key, r.envelope) for r in out.requests]
         self.data += out.data
+
+    def _continue_with(self, part: CoordinatorPartition) -> Outputs:
+        """The partition the next batch starts from; what it has queued is emitted."""
+        out = part.drain()
+        self._state = part
+        self._blob = state.encode(part.to_json())
+        self._collect(out)
         return out
+
+    # ------------------------------------------------------------------ seeding and loading
+    def inject(self, records: Iterable[tuple[str, dict | None]]) -> Outputs:
+        """Append state-log records and replay them into the partition, through the runtime's one
+        way to change state (`CoordinatorPartition.apply`), as Kafka's tests `replay` records to
+        build a group or a transaction."""
+        part = self._load()
+        part.clock_ms = max(part.clock_ms, self.now)
+        records = [StateRecord(k, v) for k, v in records]
+        part.apply(CoordinatorResult(records=records))
+        self.injected.update(range(len(self.records), len(self.records) + len(records)))
+        return self._continue_with(part)
+
+    def rebuilt(self, records: Iterable[tuple[str, dict | None]] | None = None, *,
+                now_ms: int | None = None) -> CoordinatorPartition:
+        """A partition loaded (at `now_ms`, default now) from state-log records (default: every
+        record written so far), as a Kafka coordinator loads its partition of __consumer_offsets
+        / __transaction_state."""
+        records = self.records if records is None else records
+        return CoordinatorPartition.from_records(self.partition_id, [StateRecord(k, v) for k, v in records],
+                                                 self.config, now_ms=self.now if now_ms is None else now_ms)
+
+    def failover(self, records: Iterable[tuple[str, dict | None]] | None = None) -> Outputs:
+        """Lose the live state and continue from a partition loaded from the state log (a
+        coordinator failover); returns what the load queued."""
+        return self._continue_with(self.rebuilt(records))
+
+    def call(self, fn: Callable[[CoordinatorPartition], Any]) -> Any:
+        """Run `fn` on the live partition and keep what it emits: for the tests that, like Kafka's,
+        call into a classic group or a manager directly (Kafka keeps classic groups in memory only
+        and its tests change them in place)."""
+        part = self._load()
+        part.clock_ms = max(part.clock_ms, self.now)
+        result = fn(part)
+        self._continue_with(part)
+        return result
 
     # ------------------------------------------------------------------ requests
     def envelope(self, api: str, version: int, body: dict, *, correlation_id: int | None = None,

@@ -53,7 +53,10 @@ def load_checks(load: MixedLoad, report: Report, wait_s: float) -> None:
     from client import ReadCommittedConsumer
 
     report.add("load ran without client errors", load.errors())
-    client, missing, errors, last = load.client, [], [], {}
+    client = load.client
+    missing: list[str] = []
+    errors: list[str] = []
+    last: dict[tuple[str, int], tuple[int, str | None]] = {}  # (group, partition) -> last acknowledged commit
     for cid, (api, _, body, group) in sorted(load.simple.sent.items()):
         try:
             r = client.wait(cid, timeout=wait_s if not missing else 5)["response"]
@@ -95,20 +98,20 @@ def load_checks(load: MixedLoad, report: Report, wait_s: float) -> None:
                f"{sum(map(len, expected.values()))} last acknowledged commits fetched")
 
     if load.txns:
-        want = sorted(load.txns.value(k, s) for k in load.txns.committed for s in ("a", "b"))
+        values = sorted(load.txns.value(k, s) for k in load.txns.committed for s in ("a", "b"))
         prefix = f"{load.spec.run_id}-".encode()
         reader = ReadCommittedConsumer(load.bootstrap, [load.spec.txn_topic])
-        got: list[bytes] = []
+        read: list[bytes] = []
         try:
             deadline = time.monotonic() + wait_s
-            while sorted(got) != want and time.monotonic() < deadline and len(got) <= len(want):
-                got += [r.value for r in reader.poll(timeout_ms=200) if r.value.startswith(prefix)]
+            while sorted(read) != values and time.monotonic() < deadline and len(read) <= len(values):
+                read += [r.value for r in reader.poll(timeout_ms=200) if r.value.startswith(prefix)]
         finally:
             reader.close()
-        problems = [] if sorted(got) == want else [
-            f"read_committed saw {len(got)} records of this drill's transactions, expected {len(want)} "
-            f"(missing {sorted(set(want) - set(got))[:5]}, unexpected or repeated "
-            f"{sorted(v for v in set(got) if got.count(v) != want.count(v))[:5]})"]
+        problems = [] if sorted(read) == values else [
+            f"read_committed saw {len(read)} records of this drill's transactions, expected {len(values)} "
+            f"(missing {sorted(set(values) - set(read))[:5]}, unexpected or repeated "
+            f"{sorted(v for v in set(read) if read.count(v) != values.count(v))[:5]})"]
         report.add("committed transactions' records read exactly once (markers written)", problems,
                    f"{len(load.txns.committed)} transactions committed")
 
@@ -125,10 +128,10 @@ def run_drill(cfg, killer, spec: LoadSpec, kills: int, seed: int, *, max_delay_s
     alive = getattr(killer, "alive", lambda: True)
     try:
         load.start()
-        mark = (0, 0, {}, tuple(-1 for _ in load.consumers))
+        mark: tuple = (0, 0, {}, tuple(-1 for _ in load.consumers))
         for n in range(1, kills + 1):
-            wait_until(lambda: load.progressed_since(mark) or load.errors(),
-                       lambda: f"no progress of the load before kill {n}: {load.progress()}", spec.wait_s)
+            wait_until(lambda mark=mark: load.progressed_since(mark) or load.errors(),
+                       lambda n=n: f"no progress of the load before kill {n}: {load.progress()}", spec.wait_s)
             if load.errors():
                 break
             delay = rng.uniform(0, max_delay_s)
@@ -220,8 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kill == "local":
             job = LocalJob(args.config, Path(args.job_log or str(cfg.checkpoint).rstrip("/") + ".drill.log"))
             job.wait_started(job.start(), args.wait)
-            job.alive = lambda: job.proc is not None and job.proc.poll() is None
-            killer = job
+            killer: LocalJob | StatusPidKiller | HookKiller | ManualKiller = job
         elif args.kill == "pid":
             killer = StatusPidKiller(cfg.checkpoint, group=args.kill_group)
         elif args.kill == "hook":

@@ -45,10 +45,13 @@ class LocalJob:
         return mark
 
     def wait_started(self, mark: int, timeout: float = 180) -> None:
+        if self.proc is None:
+            raise RuntimeError("the job was not started")
+        proc = self.proc
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the job exited with {self.proc.returncode}; see {self.log_file}")
+            if proc.poll() is not None:
+                raise RuntimeError(f"the job exited with {proc.returncode}; see {self.log_file}")
             with open(self.log_file, "rb") as f:
                 f.seek(mark)
                 if b"COORDINATOR-STREAM-STARTED" in f.read():
@@ -68,6 +71,10 @@ class LocalJob:
 
     def restart(self) -> None:
         self.start()
+
+    def alive(self) -> bool:
+        """Whether the job's process runs (the drill stops waiting for answers when it does not)."""
+        return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout: float = 60) -> None:
         """A clean stop: SIGTERM to the driver (it stops the query and Spark)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from client import ClassicGroupMember, ConsumerGroupMember, CoordinatorClient, TransactionalProducer
 
@@ -148,7 +148,8 @@ class GroupCommits(_Worker):
 
     def __init__(self, members: list[ClassicGroupMember], spec: LoadSpec):
         super().__init__()
-        self.members, self.spec, self.last = members, spec, {}
+        self.members, self.spec = members, spec
+        self.last: dict[tuple[str, int], int] = {}  # (topic, partition) -> offset
 
     def loop(self) -> None:
         n = 0
@@ -220,8 +221,8 @@ class MixedLoad:
         self.simple.start()
         for m in self.classic:
             m.start()
-        for m in self.consumers:
-            m.start()
+        for member in self.consumers:
+            member.start()
         if self.txns:
             self.txns.start()
         self.commits.start()
@@ -243,7 +244,7 @@ class MixedLoad:
         """Every part got answers since `mark` (so a kill lands in the middle of all of them)."""
         now = self.progress()
         return (now[0] > mark[0] + 3 and (not self.txns or now[1] > mark[1])
-                and (not self.classic or now[2] != mark[2]) and all(a > b for a, b in zip(now[3], mark[3])))
+                and (not self.classic or now[2] != mark[2]) and all(a > b for a, b in zip(now[3], mark[3], strict=True)))
 
     def stop(self) -> None:
         """Stop every part; group members leave their groups, the last transaction ends."""
@@ -253,9 +254,9 @@ class MixedLoad:
             self.txns.stop(self.spec.wait_s)
         for m in self.classic:
             m.close()
-        for m in self.consumers:
-            m.stop()
-            m.client.close()
+        for member in self.consumers:
+            member.stop()
+            member.client.close()
 
     def close(self) -> None:
         self.client.close()

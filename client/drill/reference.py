@@ -6,6 +6,8 @@ reference applies the whole covered log as one batch at the checkpoint's last ba
 """
 from __future__ import annotations
 
+import functools
+
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.batch import InputRecord, run_batch
 from coordinator.metadata import BROADCAST_KEY
@@ -53,7 +55,7 @@ def reference_states(records: list[InputRecord], config: CoordinatorConfig,
             by_partition.setdefault(p, []).append(r)
     out = {}
     for p, recs in by_partition.items():
-        part, _ = run_batch(lambda p=p: CoordinatorPartition(p, config), recs, batch_time_ms)
+        part, _ = run_batch(functools.partial(CoordinatorPartition, p, config), recs, batch_time_ms)
         out[p] = part.logical_state()
     return out
 

@@ -8,14 +8,20 @@ or stopped job), at the batch the offset log says covers the requests (see `cove
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from coordinator import CoordinatorPartition
 from coordinator.messages import StateRecord
 
 from .compare import Report, compare_partitions, durable_view, first_difference, unfinished_transactions
 from .reference import client_requests, covered, logical, reference_states, request_log
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class CheckpointStates:
@@ -25,26 +31,24 @@ class CheckpointStates:
 
     def __init__(self, checkpoint: str, state_store: str = "rocksdb"):
         self.checkpoint, self.state_store = checkpoint, state_store
-        self._spark = None
+        self._spark: SparkSession | None = None
 
     def open(self) -> None:
         """Start the local Spark session the reader needs (slow), so that a batch id taken just
         before `read` is still in a running job's offset log (it keeps only the latest ones)."""
         if self._spark is None:
-            import os
-            import sys
-
             from pyspark.sql import SparkSession
 
             from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
 
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            self._spark = (SparkSession.builder.master("local[1]").appName("coordinator-drill-verify")
-                           .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                           .config("spark.sql.streaming.stateStore.providerClass",
-                                   ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER)
-                           .getOrCreate())
-            self._spark.sparkContext.setLogLevel("ERROR")
+            spark = (SparkSession.builder.master("local[1]").appName("coordinator-drill-verify")
+                     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                     .config("spark.sql.streaming.stateStore.providerClass",
+                             ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER)
+                     .getOrCreate())
+            spark.sparkContext.setLogLevel("ERROR")
+            self._spark = spark
 
     def read(self, batch_id: int) -> dict[int, dict]:
         from streaming.inspect_state import read_states

@@ -96,6 +96,10 @@ def delete_groups(coordinator, request: Request) -> dict:
                 continue
         coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True)
     if share_states:
+        from ..result import CoordinatorResult
         from ..share.admin import delete_share_groups
-        return delete_share_groups(coordinator.p, request, results, share_states)
+        result = CoordinatorResult()
+        response = delete_share_groups(coordinator.p, result, request, results, share_states)
+        coordinator.p.apply(result)  # until DeleteGroups returns a result
+        return response
     return delete_groups_response(version, results)

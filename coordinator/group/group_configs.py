@@ -19,11 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..api import ApiSpec, register
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
-from ..schema import Array, F, Struct
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
@@ -422,45 +420,4 @@ def _check_group(component, resource: dict, empty_message: str) -> str:
     return group_id
 
 
-# ====================================================================== API table
-def _alter_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "responses": [
-        {"errorCode": error.code, "errorMessage": message, "resourceType": r["resourceType"],
-         "resourceName": r["resourceName"]} for r in (body or {}).get("resources", [])]}
-
-
-def _describe_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "results": [
-        {"errorCode": error.code, "errorMessage": message, "resourceType": r["resourceType"],
-         "resourceName": r["resourceName"], "configs": []} for r in (body or {}).get("resources", [])]}
-
-
-INCREMENTAL_ALTER_CONFIGS = register(ApiSpec(
-    name="IncrementalAlterConfigs", api_key=44, min_version=0, max_version=1,
-    request=Struct(
-        F("resources", Array(Struct(
-            F("resourceType", "int8"),
-            F("resourceName", "string"),
-            F("configs", Array(Struct(
-                F("name", "string"),
-                F("configOperation", "int8"),
-                F("value", "string", nullable=(0, None)),
-            ))),
-        ))),
-        F("validateOnly", "bool"),
-    ),
-    # Names several groups: ownership is checked per resource (NOT_COORDINATOR per resource).
-    component="groups", routing_field=None, error_response=_alter_error))
-
-DESCRIBE_CONFIGS = register(ApiSpec(
-    name="DescribeConfigs", api_key=32, min_version=1, max_version=4,
-    request=Struct(
-        F("resources", Array(Struct(
-            F("resourceType", "int8"),
-            F("resourceName", "string"),
-            F("configurationKeys", Array("string"), nullable=(0, None)),
-        ))),
-        F("includeSynonyms", "bool", versions=(1, None), default=False),
-        F("includeDocumentation", "bool", versions=(3, None), default=False),
-    ),
-    component="groups", routing_field=None, error_response=_describe_error))
+# The APIs (request fields, error shapes): coordinator/protocol/table.py.

@@ -16,74 +16,29 @@ ShareGroupStatePartitionMetadata record, as Kafka).
 """
 from __future__ import annotations
 
-from ..api import ApiSpec, register
+from typing import TYPE_CHECKING
+
+from ..api import lookup
 from ..group.consumer._java import order_key
 from ..errors import ApiError, Errors
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key
+from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
-from ..schema import Array, F, Struct
 from ..timers import Timer
+
+if TYPE_CHECKING:
+    from .coordinator import StagedStates
 
 T_ADMIN_TIMEOUT = "share-admin-timeout"
 
 
-def _describe_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "groups": [
-        {"groupId": g.get("groupId"), "topics": [], "errorCode": error.code, "errorMessage": message}
-        for g in (body or {}).get("groups") or []]}
-
-
-DESCRIBE_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="DescribeShareGroupOffsets", api_key=90, min_version=0, max_version=0,
-    request=Struct(F("groups", Array(Struct(
-        F("groupId", "string"),
-        F("topics", Array(Struct(F("topicName", "string"), F("partitions", Array("int32")))),
-          nullable=(0, None)),
-    )))),
-    component="share", routing_field=None, error_response=_describe_error))
-
-# Internal, between coordinator partitions (no Kafka API key: Kafka's persister sends
-# ReadShareGroupStateSummary over the network and reads the response).
-SUMMARY_QUERY = register(ApiSpec(
-    name="ShareStateSummaryQuery", api_key=1011, min_version=0, max_version=0,
-    request=Struct(F("queryId", "int64"), F("fromPartition", "int32"), F("groupId", "string"),
-                   F("topics", Array(Struct(F("topicId", "uuid"), F("partitions", Array("int32"))))),
-                   # "initialize" (AlterShareGroupOffsets): InitializeShareGroupState at `startOffsets`
-                   # (one per partition) with `stateEpoch`; "summary" (default): read the summaries.
-                   F("op", "string", default="summary"), F("stateEpoch", "int32", default=0),
-                   F("startOffsets", Array("int64"), default=[])),
-    component="share", internal=True))
-
-SUMMARY_ANSWER = register(ApiSpec(
-    name="ShareStateSummaryAnswer", api_key=1012, min_version=0, max_version=0,
-    request=Struct(F("queryId", "int64"), F("groupId", "string"),
-                   F("summaries", Array(Struct(F("topicId", "uuid"), F("partition", "int32"),
-                                               F("startOffset", "int64"), F("leaderEpoch", "int32"),
-                                               F("errorCode", "int16", default=0))))),
-    component="share", internal=True))
-
-
-def _alter_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
-
-
-def _delete_error(version, body, error, message):
-    return {"throttleTimeMs": 0, "errorCode": error.code, "errorMessage": message, "responses": []}
-
-
-DELETE_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="DeleteShareGroupOffsets", api_key=92, min_version=0, max_version=0,
-    request=Struct(F("groupId", "string"), F("topics", Array(Struct(F("topicName", "string"))))),
-    component="share", routing_field="groupId", error_response=_delete_error))
-
-ALTER_SHARE_GROUP_OFFSETS = register(ApiSpec(
-    name="AlterShareGroupOffsets", api_key=91, min_version=0, max_version=0,
-    request=Struct(F("groupId", "string"), F("topics", Array(Struct(
-        F("topicName", "string"),
-        F("partitions", Array(Struct(F("partitionIndex", "int32"), F("startOffset", "int64")))))))),
-    component="share", routing_field="groupId", error_response=_alter_error))
+# The APIs (DescribeShareGroupOffsets, Alter/DeleteShareGroupOffsets and the internal
+# ShareStateSummaryQuery/Answer between coordinator partitions, for which Kafka's persister sends
+# ReadShareGroupStateSummary over the network) are in the API table, coordinator/protocol/table.py.
+_alter_error = lookup("AlterShareGroupOffsets").error_response
+_delete_error = lookup("DeleteShareGroupOffsets").error_response
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
@@ -103,7 +58,8 @@ class ShareAdmin:
         return (-1, 0) if offset is None else (offset["startOffset"], offset["leaderEpoch"])
 
     # ------------------------------------------------------------------ the request
-    def describe(self, request: Request) -> dict | None:
+    def describe(self, request: Request) -> CoordinatorResult:
+        result = CoordinatorResult()
         groups_out: list = []
         remote: dict[int, dict] = {}  # owning partition -> {"key": routing key, "topics": {tid: [p]}}
         meta = self.p.component("metadata")
@@ -139,9 +95,10 @@ class ShareAdmin:
                 entry["topics"].append({"topicName": name, "topicId": tid, "partitions": parts})
         response = {"throttleTimeMs": 0, "groups": groups_out}
         if not remote:
-            return response
-        self._park(request.reply, response, remote)
-        return None
+            result.response = response
+            return result
+        self._park(result, request.reply, response, remote)
+        return result
 
     def _requested(self, group_id: str, topics: list | None) -> list[tuple[str, list[int]]]:
         if topics is not None:
@@ -155,7 +112,11 @@ class ShareAdmin:
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
     # ------------------------------------------------------------------ waiting for the answers
-    def _park(self, reply: ReplyTo, response: dict, remote: dict, op: str = "summary", state_epoch: int = 0) -> None:
+    def _park(self, result: CoordinatorResult, reply: ReplyTo, response: dict, remote: dict, op: str = "summary",
+              state_epoch: int = 0) -> dict:
+        """Ask the owners (`remote`) and keep the request waiting in the admin state (what Kafka
+        keeps in memory as the persister's pending futures; here checkpointed, never in the log).
+        Returns the parked entry."""
         st = self.comp.admin_state()
         qid = st.get("nextQueryId", 0)
         st["nextQueryId"] = qid + 1
@@ -167,26 +128,31 @@ class ShareAdmin:
                          "topics": [{"topicId": t, "partitions": [p if op != "initialize" else p[0] for p in ps]}
                                     for t, ps in topics.items()], "op": op, "stateEpoch": state_epoch,
                          "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else []}
-                self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, query,
-                    correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
-        st.setdefault("pending", {})[str(qid)] = {"reply": reply.to_json(), "response": response, "waiting": waiting}
-        self.p.schedule(record_key(T_ADMIN_TIMEOUT, qid), self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
+                result.send_request(ask["key"], "ShareStateSummaryQuery", 0, query,
+                                    correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
+        parked = {"reply": reply.to_json(), "response": response, "waiting": waiting}
+        st.setdefault("pending", {})[str(qid)] = parked
+        result.schedule(record_key(T_ADMIN_TIMEOUT, qid), self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
                         T_ADMIN_TIMEOUT, {"queryId": qid})
+        return parked
 
-    def on_query(self, request: Request) -> None:
+    def on_query(self, request: Request) -> CoordinatorResult:
         """Another partition asks for the summaries of share-partitions this partition owns."""
         b = request.body
+        result = CoordinatorResult()
+        staged = self.comp.writes(result)
         summaries = []
         starts = iter(b["startOffsets"])
         for t in b["topics"]:
             for p in t["partitions"]:
                 if b["op"] == "delete":
-                    out = self.comp._delete_one(b["groupId"], t["topicId"], p, f"{b['groupId']}:{t['topicId']}:{p}", {})
+                    out = self.comp._delete_one(staged, b["groupId"], t["topicId"], p,
+                                                f"{b['groupId']}:{t['topicId']}:{p}", {})
                     summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
                                       "errorCode": out["errorCode"]})
                     continue
                 if b["op"] == "initialize":
-                    code = self._initialize(b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
+                    code = self._initialize(staged, b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
                     summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
                                       "errorCode": code})
                     continue
@@ -194,26 +160,27 @@ class ShareAdmin:
                 summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": start, "leaderEpoch": epoch,
                                   "errorCode": 0})
         n = self.p.config["coordinator.partitions"]
-        self.p.send_request(key_for_partition(b["fromPartition"], n), "ShareStateSummaryAnswer", 0,
+        result.send_request(key_for_partition(b["fromPartition"], n), "ShareStateSummaryAnswer", 0,
                             {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
                             correlation_id=b["queryId"] % 2**31, client_id=f"share-coordinator-{self.p.partition_id}")
-        return None
+        return result
 
-    def on_answer(self, request: Request) -> None:
+    def on_answer(self, request: Request) -> CoordinatorResult:
         b = request.body
+        result = CoordinatorResult()
         st = self.comp.admin_state()
         parked = st.get("pending", {}).get(str(b["queryId"]))
         if parked is None:
-            return None  # timed out already
+            return result  # timed out already
         if "groupInit" in parked:
-            self._group_init_answer(b["queryId"], parked, b["summaries"])
-            return None
+            self._group_init_answer(result, b["queryId"], parked, b["summaries"])
+            return result
         if "deleteGroups" in parked:
             self._delete_groups_answer(parked, b["groupId"], b["summaries"])
             parked["waiting"] -= 1
             if parked["waiting"] <= 0:
-                self._finish(b["queryId"])
-            return None
+                self._finish(result, b["queryId"])
+            return result
         found = {(s["topicId"], s["partition"]): s for s in b["summaries"]}
         for t in parked["response"].get("responses", []):  # Alter / DeleteShareGroupOffsets
             if "partitions" not in t:  # DeleteShareGroupOffsets: one error per topic
@@ -241,40 +208,50 @@ class ShareAdmin:
                         p["startOffset"], p["leaderEpoch"] = s["startOffset"], s["leaderEpoch"]
         parked["waiting"] -= 1
         if parked["waiting"] <= 0:
-            self._finish(b["queryId"])
-        return None
+            self._finish(result, b["queryId"])
+        return result
 
-    def on_timeout(self, timer: Timer) -> None:
+    def on_timeout(self, timer: Timer) -> CoordinatorResult:
         """Answers that did not come are start offset -1, as Kafka reports a failed read."""
-        self._finish(timer.payload["queryId"])
+        result = CoordinatorResult()
+        self._finish(result, timer.payload["queryId"])
+        return result
 
     # ------------------------------------------------------------------ AlterShareGroupOffsets
-    def _initialize(self, group_id: str, tid: str, partition: int, state_epoch: int, start: int) -> int:
-        out = self.comp._initialize_one(group_id, tid, partition, f"{group_id}:{tid}:{partition}",
+    def _initialize(self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int,
+                    start: int) -> int:
+        out = self.comp._initialize_one(staged, group_id, tid, partition, f"{group_id}:{tid}:{partition}",
                                         {"stateEpoch": state_epoch, "startOffset": start})
         return out["errorCode"]
 
-    def alter(self, request: Request) -> dict | None:
+    def alter(self, request: Request) -> CoordinatorResult:
         """GroupCoordinatorService.alterShareGroupOffsets: the group must be an empty share group;
         each partition of a known topic is initialized at its new start offset with the group epoch
         as state epoch (the persister's InitializeShareGroupState), here or on its owner."""
         body = request.body
+        result = CoordinatorResult()
         if not self.p.config.get("group.share.enable", True):
-            return _alter_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+            result.response = _alter_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+            return result
         meta = self.p.component("metadata")
         if not meta.available:
-            return _alter_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            result.response = _alter_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            return result
         group_id = body["groupId"]
         if group_id == "":
-            return _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
+            result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
+            return result
         response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
-            return response
+            result.response = response
+            return result
         try:
             group = self.p.component("groups").share.share_group(group_id)
             group.validate_empty_group()
         except ApiError as e:
-            return _alter_error(0, body, e.error, e.message)
+            result.response = _alter_error(0, body, e.error, e.message)
+            return result
+        staged = self.comp.writes(result)
         remote: dict[int, dict] = {}
         for topic in body["topics"]:
             name = topic["topicName"]
@@ -292,7 +269,7 @@ class ShareAdmin:
                     continue
                 key = f"{group_id}:{tid}:{index}"
                 if self.p.owns(key):
-                    code = self._initialize(group_id, tid, index, group.group_epoch, p["startOffset"])
+                    code = self._initialize(staged, group_id, tid, index, group.group_epoch, p["startOffset"])
                     if code:
                         out["errorCode"], out["errorMessage"] = code, Errors.for_code(code).message
                     continue
@@ -301,27 +278,27 @@ class ShareAdmin:
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "groups": {}})
                 ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append((index, p["startOffset"]))
-        self.p.emit_event(group_id, "ShareGroupOffsetsAltered", groupId=group_id,
-                          partitions=sum(len(t["partitions"]) for t in response["responses"]))
+        result.emit(group_id, "ShareGroupOffsetsAltered", groupId=group_id,
+                    partitions=sum(len(t["partitions"]) for t in response["responses"]))
         if not remote:
-            self._record_altered(group_id, response)
-            return response
-        self._park(request.reply, response, remote, op="initialize", state_epoch=group.group_epoch)
-        st = self.comp.admin_state()
-        st["pending"][str(st["nextQueryId"] - 1)]["alterGroup"] = group_id
-        return None
+            self._record_altered(result, group_id, response)
+            result.response = response
+            return result
+        parked = self._park(result, request.reply, response, remote, op="initialize", state_epoch=group.group_epoch)
+        parked["alterGroup"] = group_id
+        return result
 
-    def _record_altered(self, group_id: str, response: dict) -> None:
+    def _record_altered(self, result: CoordinatorResult, group_id: str, response: dict) -> None:
         """completeAlterShareGroupOffsets then handlePersisterInitializeResponse: the share-partitions
         initialized at their new offsets are recorded initialized (ShareGroupStatePartitionMetadata)."""
         done = {t["topicId"]: [p["partitionIndex"] for p in t["partitions"] if p["errorCode"] == 0]
                 for t in response["responses"] if t["topicId"] != ZERO_UUID}
         done = {t: ps for t, ps in done.items() if ps}
         if done:
-            self.p.component("groups").share.initialize_share_group_state(group_id, done)
+            result.merge(self.p.component("groups").share.initialize_share_group_state(group_id, done))
 
     # ------------------------------------------------------------------ DeleteShareGroupOffsets
-    def delete(self, request: Request) -> dict | None:
+    def delete(self, request: Request) -> CoordinatorResult:
         """GroupCoordinatorService.deleteShareGroupOffsets: an empty share group; the initialized
         share-partitions of each named topic move to deleting (ShareGroupStatePartitionMetadata,
         sharePartitionsEligibleForOffsetDeletion) and their state is deleted, here or by the owner;
@@ -329,24 +306,31 @@ class ShareAdmin:
         initialized share-partitions is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information
         to delete."). One error per topic."""
         body = request.body
+        result = CoordinatorResult()
         meta = self.p.component("metadata")
         if not self.p.config.get("group.share.enable", True):
-            return _delete_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+            result.response = _delete_error(0, body, Errors.UNSUPPORTED_VERSION, None)
+            return result
         if not meta.available:
-            return _delete_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            result.response = _delete_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            return result
         group_id = body["groupId"]
         if group_id == "":
-            return _delete_error(0, body, Errors.INVALID_GROUP_ID, None)
+            result.response = _delete_error(0, body, Errors.INVALID_GROUP_ID, None)
+            return result
         response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
-            return response
+            result.response = response
+            return result
         manager = self.p.component("groups").share
         try:
             manager.share_group(group_id).validate_empty_group()
             to_delete, error_topics = manager.share_partitions_eligible_for_offset_deletion(
                 group_id, [t["topicName"] for t in body["topics"]])
         except ApiError as e:
-            return _delete_error(0, body, e.error, e.message)
+            result.response = _delete_error(0, body, e.error, e.message)
+            return result
+        staged = self.comp.writes(result)
         remote: dict[int, dict] = {}
         for tid, (name, partitions) in to_delete.items():
             entry = {"topicName": name, "topicId": tid, "errorCode": 0, "errorMessage": None}
@@ -354,7 +338,7 @@ class ShareAdmin:
             for index in partitions:
                 key = f"{group_id}:{tid}:{index}"
                 if self.p.owns(key):
-                    code = self.comp._delete_one(group_id, tid, index, key, {})["errorCode"]
+                    code = self.comp._delete_one(staged, group_id, tid, index, key, {})["errorCode"]
                     if code and not entry.get("_error"):
                         entry["_error"] = code
                     continue
@@ -369,34 +353,36 @@ class ShareAdmin:
                 entry["errorCode"], entry["errorMessage"] = entry["_error"], Errors.for_code(entry["_error"]).message
         response["responses"] += [{"topicId": ZERO_UUID, **e} for e in error_topics]
         if not remote:
-            return self._complete_delete_offsets(group_id, response)
-        self._park(request.reply, response, remote, op="delete")
-        st = self.comp.admin_state()
-        st["pending"][str(st["nextQueryId"] - 1)]["deleteOffsets"] = group_id
-        return None
+            result.response = self._complete_delete_offsets(result, group_id, response)
+            return result
+        parked = self._park(result, request.reply, response, remote, op="delete")
+        parked["deleteOffsets"] = group_id
+        return result
 
-    def _complete_delete_offsets(self, group_id: str, response: dict) -> dict:
+    def _complete_delete_offsets(self, result: CoordinatorResult, group_id: str, response: dict) -> dict:
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
-        self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted)
-        self.p.emit_event(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
-                          topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
+        result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted))
+        result.emit(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
+                    topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
         return _public(response)
 
     # ------------------------------------------------------------------ DeleteGroups of share groups
-    def delete_share_groups(self, request: Request, results: list, groups: dict) -> dict | None:
+    def delete_share_groups(self, result: CoordinatorResult, request: Request, results: list,
+                            groups: dict) -> dict | None:
         """GroupCoordinatorService.deleteGroups for share groups: the persister deletes the state
         of each group's share-partitions (here, or by their owners with `"op": "delete"`); a group
         whose deletion failed gets the error and is kept, the others are then deleted as usual
         (their tombstones). The request waits for the owners' answers."""
         errors: dict[str, int] = {}
         remote: dict[int, dict] = {}
+        staged = self.comp.writes(result)
         for group_id, topics in groups.items():
             errors[group_id] = 0
             for tid in sorted(topics):
                 for index in sorted(topics[tid]):
                     key = f"{group_id}:{tid}:{index}"
                     if self.p.owns(key):
-                        code = self.comp._delete_one(group_id, tid, index, key, {})["errorCode"]
+                        code = self.comp._delete_one(staged, group_id, tid, index, key, {})["errorCode"]
                         errors[group_id] = errors[group_id] or code
                         continue
                     owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
@@ -405,14 +391,12 @@ class ShareAdmin:
         parked = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
                                    "waitingFor": {}}}
         if not remote:
-            return self._finish_delete_groups(parked, respond=False)
+            return self._finish_delete_groups(result, parked, respond=False)
         waiting_for = parked["deleteGroups"]["waitingFor"]
         for ask in remote.values():
             for group_id in ask["groups"]:
                 waiting_for[group_id] = waiting_for.get(group_id, 0) + 1
-        self._park(request.reply, {}, remote, op="delete")
-        st = self.comp.admin_state()
-        st["pending"][str(st["nextQueryId"] - 1)].update(parked)
+        self._park(result, request.reply, {}, remote, op="delete").update(parked)
         return None
 
     def _delete_groups_answer(self, parked: dict, group_id: str, summaries: list) -> None:
@@ -422,15 +406,15 @@ class ShareAdmin:
                 state["errors"][group_id] = s["errorCode"]
         state["waitingFor"][group_id] -= 1
 
-    def _finish_delete_groups(self, parked: dict, respond: bool = True) -> dict | None:
+    def _finish_delete_groups(self, result: CoordinatorResult, parked: dict, respond: bool = True) -> dict | None:
         """performShareGroupsDeletion's outcome, then the usual deletion of the groups that did not
         fail (validated again: a member may have joined meanwhile). An owner that did not answer
         is REQUEST_TIMED_OUT for its groups."""
         from ..group.classic.apis import delete_groups_response
         state = parked["deleteGroups"]
         groups = self.p.component("groups")
-        for result in state["results"]:
-            group_id = result["groupId"]
+        for entry in state["results"]:
+            group_id = entry["groupId"]
             if group_id not in state["errors"]:
                 continue
             error = state["errors"][group_id]
@@ -442,18 +426,18 @@ class ShareAdmin:
                     if group is None:
                         raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
                     group.validate_delete_group()
-                    groups.delete_group(group, reason="DeleteGroups", with_offsets=True)
+                    result.merge(groups.delete_group(group, reason="DeleteGroups", with_offsets=True))
                 except ApiError as e:
                     error = e.error.code
-            result["errorCode"] = error
+            entry["errorCode"] = error
         response = delete_groups_response(state["version"], state["results"])
         if not respond:
             return response
-        self.p.respond(ReplyTo.from_json(parked["reply"]), response)
+        result.reply(ReplyTo.from_json(parked["reply"]), response)
         return None
 
     # ------------------------------------------------------------------ share group initialization
-    def initialize_for_group(self, group_id: str, group_epoch: int, topics: dict) -> None:
+    def initialize_for_group(self, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict) -> None:
         """The persister's initializeState for a ShareGroupHeartbeat: InitializeShareGroupState with
         start offset -1 and the group epoch as state epoch, here for the share-partitions this
         partition owns and by their owners for the others (`"op": "initialize"`); the outcome goes to
@@ -462,17 +446,18 @@ class ShareAdmin:
         done: dict[str, list] = {}
         failed: dict[str, list] = {}
         remote: dict[int, dict] = {}
+        staged = self.comp.writes(result)
         for tid in sorted(topics):
             for part in sorted(topics[tid]):
                 key = f"{group_id}:{tid}:{part}"
                 if self.p.owns(key):
-                    code = self._initialize(group_id, tid, part, group_epoch, -1)
+                    code = self._initialize(staged, group_id, tid, part, group_epoch, -1)
                     (failed if code else done).setdefault(tid, []).append(part)
                     continue
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "topics": {}})
                 ask["topics"].setdefault(tid, []).append(part)
-        self._group_init_outcome(group_id, *_all_or_nothing(done, failed))
+        self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed))
         st = self.comp.admin_state()
         for owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
@@ -481,46 +466,46 @@ class ShareAdmin:
                      "topics": [{"topicId": t, "partitions": ps} for t, ps in ask["topics"].items()],
                      "op": "initialize", "stateEpoch": group_epoch,
                      "startOffsets": [-1 for ps in ask["topics"].values() for _ in ps]}
-            self.p.send_request(ask["key"], "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31,
+            result.send_request(ask["key"], "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31,
                                 client_id=f"share-admin-{self.p.partition_id}")
             st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"]}
-            self.p.schedule(record_key(T_ADMIN_TIMEOUT, qid),
+            result.schedule(record_key(T_ADMIN_TIMEOUT, qid),
                             self.p.clock_ms + self.p.config["share.admin.timeout.ms"], T_ADMIN_TIMEOUT,
                             {"queryId": qid})
 
-    def _group_init_answer(self, qid: int, parked: dict, summaries: list) -> None:
+    def _group_init_answer(self, result: CoordinatorResult, qid: int, parked: dict, summaries: list) -> None:
         done: dict[str, list] = {}
         failed: dict[str, list] = {}
         for s in summaries:
             (failed if s["errorCode"] else done).setdefault(s["topicId"], []).append(s["partition"])
         self.comp.admin_state()["pending"].pop(str(qid), None)
-        self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
-        self._group_init_outcome(parked["groupInit"], *_all_or_nothing(done, failed))
+        result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
+        self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
 
-    def _group_init_outcome(self, group_id: str, done: dict, failed: dict) -> None:
+    def _group_init_outcome(self, result: CoordinatorResult, group_id: str, done: dict, failed: dict) -> None:
         m = self.p.component("groups").share
         if done:
-            m.initialize_share_group_state(group_id, done)
+            result.merge(m.initialize_share_group_state(group_id, done))
         if failed:
-            m.uninitialize_share_group_state(group_id, failed)
+            result.merge(m.uninitialize_share_group_state(group_id, failed))
 
-    def _finish(self, qid: int) -> None:
+    def _finish(self, result: CoordinatorResult, qid: int) -> None:
         parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
         if parked is None:
             return
-        self.p.cancel(record_key(T_ADMIN_TIMEOUT, qid))
+        result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
         if "groupInit" in parked:  # timed out: the owner did not answer
-            self._group_init_outcome(parked["groupInit"], {}, parked["topics"])
+            self._group_init_outcome(result, parked["groupInit"], {}, parked["topics"])
             return
         if "deleteGroups" in parked:
-            self._finish_delete_groups(parked)
+            self._finish_delete_groups(result, parked)
             return
         if "alterGroup" in parked:
-            self._record_altered(parked["alterGroup"], parked["response"])
+            self._record_altered(result, parked["alterGroup"], parked["response"])
         if "deleteOffsets" in parked:
             _public(parked["response"])
-            self._complete_delete_offsets(parked["deleteOffsets"], parked["response"])
-        self.p.respond(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
+            self._complete_delete_offsets(result, parked["deleteOffsets"], parked["response"])
+        result.reply(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
 
 
 def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
@@ -534,14 +519,16 @@ def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
     return {}, everything
 
 
-def delete_share_groups(p, request: Request, results: list, groups: dict) -> dict | None:
-    """Called by DeleteGroups (the groups component of the same coordinator partition)."""
-    return p.component("share").admin.delete_share_groups(request, results, groups)
+def delete_share_groups(p, result: CoordinatorResult, request: Request, results: list, groups: dict) -> dict | None:
+    """Called by DeleteGroups (the groups component of the same coordinator partition): the
+    share-partition deletions go into the caller's `result`."""
+    return p.component("share").admin.delete_share_groups(result, request, results, groups)
 
 
-def initialize_for_group(p, group_id: str, group_epoch: int, topics: dict) -> None:
-    """Called by the share group manager (the groups component of the same coordinator partition)."""
-    p.component("share").admin.initialize_for_group(group_id, group_epoch, topics)
+def initialize_for_group(p, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict) -> None:
+    """Called by the share group manager (the groups component of the same coordinator partition):
+    the initializations and queries go into the caller's `result`."""
+    p.component("share").admin.initialize_for_group(result, group_id, group_epoch, topics)
 
 
 def _public(response: dict) -> dict:

@@ -30,9 +30,11 @@ from ..errors import Errors
 from ..messages import Request, StateRecord
 from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
-from ..runtime import Component, register_component
-from . import state_apis  # noqa: F401  (registers the APIs)
+from ..result import CoordinatorResult
+from ..component import Component
+from ..runtime import register_component
 from .admin import T_ADMIN_TIMEOUT, ShareAdmin
+from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .batch_combiner import batch_from_json, batch_to_json, combine
 from .state_apis import partition_error
 
@@ -48,27 +50,6 @@ READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowe
 UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
 
 
-def share_partition_key(group_id: str, topic_id: str, partition: int) -> str:
-    """SharePartitionKey.asCoordinatorKey(): the routing key."""
-    return f"{group_id}:{topic_id}:{partition}"
-
-
-def parse_share_partition_key(key: str) -> tuple[str, str, int]:
-    """SharePartitionKey.validate + getInstance: `groupId:topicId:partition`; ValueError if not."""
-    parts = key.split(":")
-    if len(parts) != 3:
-        raise ValueError(f"Invalid key format: expected - groupId:topicId:partition, found -  {key}")
-    group_id, topic_id, partition = parts
-    if not group_id.strip():
-        raise ValueError("Group id cannot be null or empty")
-    if len(topic_id) != 22:
-        raise ValueError(f"Invalid topic id {topic_id}")
-    try:
-        return group_id, topic_id, int(partition)
-    except ValueError:
-        raise ValueError(f"Invalid partition {partition}") from None
-
-
 def _offset(value: dict, state_epoch: int | None = None) -> dict:
     """ShareGroupOffset from a ShareSnapshot value (or a ShareUpdate one with `state_epoch` 0)."""
     return {"snapshotEpoch": int(value["snapshotEpoch"]),
@@ -82,22 +63,23 @@ def _offset(value: dict, state_epoch: int | None = None) -> dict:
 @register_component
 class ShareCoordinator(Component):
     name = "share"
-    handlers = {
-        "InitializeShareGroupState": "initialize_state",
-        "ReadShareGroupState": "read_state",
-        "WriteShareGroupState": "write_state",
-        "DeleteShareGroupState": "delete_state",
-        "ReadShareGroupStateSummary": "read_state_summary",
-        "DescribeShareGroupOffsets": "describe_share_group_offsets",
-        "AlterShareGroupOffsets": "alter_share_group_offsets",
-        "DeleteShareGroupOffsets": "delete_share_group_offsets",
-        "ShareStateSummaryQuery": "_summary_query",
-        "ShareStateSummaryAnswer": "_summary_answer",
-    }
-    timer_handlers = {T_ADMIN_TIMEOUT: "_admin_timeout"}
 
     def __init__(self, partition):
         super().__init__(partition)
+        self.admin = ShareAdmin(self)
+        self.handlers = {
+            "InitializeShareGroupState": self.initialize_state,
+            "ReadShareGroupState": self.read_state,
+            "WriteShareGroupState": self.write_state,
+            "DeleteShareGroupState": self.delete_state,
+            "ReadShareGroupStateSummary": self.read_state_summary,
+            "DescribeShareGroupOffsets": self.admin.describe,
+            "AlterShareGroupOffsets": self.admin.alter,
+            "DeleteShareGroupOffsets": self.admin.delete,
+            "ShareStateSummaryQuery": self.admin.on_query,
+            "ShareStateSummaryAnswer": self.admin.on_answer,
+        }
+        self.timer_handlers = {T_ADMIN_TIMEOUT: self.admin.on_timeout}
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
         self.states: dict[str, dict] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
@@ -105,27 +87,8 @@ class ShareCoordinator(Component):
         # read only when needed.
         self._admin: dict | None = {}
         self._admin_fetch = None
-        self.admin = ShareAdmin(self)
 
     # ================================================================ admin (admin.py)
-    def describe_share_group_offsets(self, request: Request):
-        return self.admin.describe(request)
-
-    def alter_share_group_offsets(self, request: Request):
-        return self.admin.alter(request)
-
-    def delete_share_group_offsets(self, request: Request):
-        return self.admin.delete(request)
-
-    def _summary_query(self, request: Request):
-        return self.admin.on_query(request)
-
-    def _summary_answer(self, request: Request):
-        return self.admin.on_answer(request)
-
-    def _admin_timeout(self, timer) -> None:
-        self.admin.on_timeout(timer)
-
     def admin_state(self) -> dict:
         if self._admin is None:
             self._admin = (self._admin_fetch() if self._admin_fetch else None) or {}
@@ -136,13 +99,19 @@ class ShareCoordinator(Component):
         return self.p.config["share.coordinator.snapshot.update.records.per.snapshot"]
 
     # ================================================================ request plumbing
-    def _each(self, request: Request, api: str, fn) -> dict:
+    def writes(self, result: CoordinatorResult) -> "StagedStates":
+        return StagedStates(self, result)
+
+    def _each(self, request: Request, api: str, fn) -> CoordinatorResult:
         """ShareCoordinatorService: an empty request is answered empty; each share-partition is
-        handled on its own (the shard's method gets one partition), results grouped by topic."""
+        handled on its own (the shard's method gets one partition, and sees the records of the
+        partitions before it), results grouped by topic."""
         body = request.body
         group_id = body["groupId"]
+        result = CoordinatorResult(response={"results": []})
         if not body["topics"] or any(not t["partitions"] for t in body["topics"]) or not group_id.strip():
-            return {"results": []}
+            return result
+        staged = self.writes(result)
         results: dict[str, list] = {}
         for topic in body["topics"]:
             tid = topic["topicId"]
@@ -152,9 +121,10 @@ class ShareCoordinator(Component):
                 if not self.p.owns(key):
                     out = partition_error(Errors.NOT_COORDINATOR, Errors.NOT_COORDINATOR.message, partition, api)
                 else:
-                    out = fn(group_id, tid, partition, key, pdata)
+                    out = fn(staged, group_id, tid, partition, key, pdata)
                 results.setdefault(tid, []).append(out)
-        return {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        result.response = {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        return result
 
     def _common_error(self, tid: str, partition: int, api: str) -> dict | None:
         if tid == ZERO_UUID:  # Kafka's null topic id (the JSON form has no null uuid)
@@ -173,20 +143,16 @@ class ShareCoordinator(Component):
                                    partition, api)
         return None
 
-    def _append(self, key: str, value: dict | None) -> None:
-        self.p.append_record(key, value)
-        self.replay(StateRecord(key, value))
-
     # ================================================================ WriteShareGroupState
-    def write_state(self, request: Request) -> dict:
+    def write_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "WriteShareGroupState", self._write_one)
 
-    def _write_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _write_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "WriteShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
             return error
-        state = self.states.get(key)
+        state = staged.get(key)
         if state is None:
             return partition_error(Errors.INVALID_REQUEST, WRITE_UNINITIALIZED, partition, api)
         if data["leaderEpoch"] != -1 and state.get("leaderEpoch") is not None \
@@ -198,10 +164,10 @@ class ShareCoordinator(Component):
         error = self._unknown_partition(tid, partition, api)
         if error:
             return error
-        self._append(*self._share_state_record(group_id, tid, partition, state, data))
-        self.p.emit_event(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
-                          startOffset=self.states[key]["offset"]["startOffset"],
-                          stateBatches=len(self.states[key]["offset"]["stateBatches"]))
+        staged.append(*self._share_state_record(group_id, tid, partition, state, data))
+        written = staged.get(key)["offset"]
+        staged.result.emit(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
+                           startOffset=written["startOffset"], stateBatches=len(written["stateBatches"]))
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     def _share_state_record(self, group_id: str, tid: str, partition: int, state: dict, data: dict):
@@ -226,17 +192,17 @@ class ShareCoordinator(Component):
         return record_key(R_UPDATE, group_id, tid, partition, slot), value
 
     # ================================================================ ReadShareGroupState
-    def read_state(self, request: Request) -> dict:
+    def read_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupState", self._read_one)
 
-    def _read_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _read_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """readStateAndMaybeUpdateLeaderEpoch: a newer leader epoch is recorded (a snapshot or
         update without batches)."""
         api = "ReadShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
             return error
-        state = self.states.get(key)
+        state = staged.get(key)
         if state is None:
             return partition_error(Errors.INVALID_REQUEST, READ_UNINITIALIZED, partition, api)
         leader_epoch = data["leaderEpoch"]
@@ -249,21 +215,21 @@ class ShareCoordinator(Component):
         out = {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": offset["stateEpoch"],
                "startOffset": offset["startOffset"], "stateBatches": [dict(b) for b in offset["stateBatches"]]}
         if leader_epoch != -1 and state.get("leaderEpoch") != leader_epoch:
-            self._append(*self._share_state_record(group_id, tid, partition, state, {
+            staged.append(*self._share_state_record(group_id, tid, partition, state, {
                 "leaderEpoch": leader_epoch, "stateBatches": [], "startOffset": offset["startOffset"],
                 "stateEpoch": offset["stateEpoch"]}))
         return out
 
     # ================================================================ ReadShareGroupStateSummary
-    def read_state_summary(self, request: Request) -> dict:
+    def read_state_summary(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupStateSummary", self._summary_one)
 
-    def _summary_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _summary_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "ReadShareGroupStateSummary"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
             return error
-        state = self.states.get(key)
+        state = staged.get(key)
         if state is None:
             return {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": DEFAULT_STATE_EPOCH,
                     "leaderEpoch": DEFAULT_LEADER_EPOCH, "startOffset": UNINITIALIZED_START_OFFSET}
@@ -272,16 +238,16 @@ class ShareCoordinator(Component):
                 "leaderEpoch": offset["leaderEpoch"], "startOffset": offset["startOffset"]}
 
     # ================================================================ InitializeShareGroupState
-    def initialize_state(self, request: Request) -> dict:
+    def initialize_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "InitializeShareGroupState", self._initialize_one)
 
-    def _initialize_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _initialize_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
         api = "InitializeShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
             return error
-        state = self.states.get(key)
+        state = staged.get(key)
         if data["stateEpoch"] != -1 and state is not None and state.get("stateEpoch") is not None \
                 and state["stateEpoch"] > data["stateEpoch"]:
             return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
@@ -289,69 +255,42 @@ class ShareCoordinator(Component):
         if error:
             return error
         now = self.p.clock_ms
-        self._append(record_key(R_SNAPSHOT, group_id, tid, partition), {
+        staged.append(record_key(R_SNAPSHOT, group_id, tid, partition), {
             "type": R_SNAPSHOT, "snapshotEpoch": 0 if state is None else state["offset"]["snapshotEpoch"] + 1,
             "stateEpoch": data["stateEpoch"], "leaderEpoch": 0, "startOffset": data["startOffset"],
             "createTimestamp": now, "writeTimestamp": now, "stateBatches": []})
-        self.p.emit_event(key, "ShareStateInitialized", groupId=group_id, topicId=tid, partition=partition,
-                          stateEpoch=data["stateEpoch"], startOffset=data["startOffset"])
+        staged.result.emit(key, "ShareStateInitialized", groupId=group_id, topicId=tid, partition=partition,
+                           stateEpoch=data["stateEpoch"], startOffset=data["startOffset"])
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     # ================================================================ DeleteShareGroupState
-    def delete_state(self, request: Request) -> dict:
+    def delete_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "DeleteShareGroupState", self._delete_one)
 
-    def _delete_one(self, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _delete_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "DeleteShareGroupState"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
             return error
-        state = self.states.get(key)
+        state = staged.get(key)
         if state is not None:
             for slot in range(state.get("slots", 0)):
-                self._append(record_key(R_UPDATE, group_id, tid, partition, slot), None)
-            self._append(record_key(R_SNAPSHOT, group_id, tid, partition), None)
-            self.p.emit_event(key, "ShareStateDeleted", groupId=group_id, topicId=tid, partition=partition)
+                staged.append(record_key(R_UPDATE, group_id, tid, partition, slot), None)
+            staged.append(record_key(R_SNAPSHOT, group_id, tid, partition), None)
+            staged.result.emit(key, "ShareStateDeleted", groupId=group_id, topicId=tid, partition=partition)
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     # ================================================================ replay
     def replay(self, record: StateRecord) -> bool:
-        kind, ids = parse_record_key(record.key)
-        if kind == R_SNAPSHOT:
-            self._replay_snapshot(share_partition_key(*ids), record.value)
-            return True
-        if kind == R_UPDATE:
-            group_id, tid, partition, slot = ids
-            self._replay_update(share_partition_key(group_id, tid, partition), int(slot), record.value)
-            return True
-        return False
-
-    def _replay_snapshot(self, key: str, value: dict | None) -> None:
-        """handleShareSnapshot."""
-        if value is None:
+        key = _state_key(record.key)
+        if key is None:
+            return False
+        state = replayed(self.states.get(key), record, self.updates_per_snapshot)
+        if state is None:
             self.states.pop(key, None)
-            return
-        state = self.states.get(key) or {}
-        state["leaderEpoch"] = max(state.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
-        state["stateEpoch"] = max(state.get("stateEpoch", value["stateEpoch"]), value["stateEpoch"])
-        state["offset"] = _offset(value)
-        if "updateCount" in state and state["updateCount"] >= self.updates_per_snapshot:
-            state["updateCount"] = 0
-        self.states[key] = state
-
-    def _replay_update(self, key: str, slot: int, value: dict | None) -> None:
-        """handleShareUpdate (a tombstone only clears its slot: the snapshot's tombstone follows)."""
-        if value is None:
-            return
-        state = self.states.get(key) or {}
-        state["leaderEpoch"] = max(state.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
-        if "offset" not in state:
-            state["offset"] = _offset(value, state_epoch=0)
         else:
-            state["offset"] = _merge(state["offset"], value)
-        state["updateCount"] = 0 if "updateCount" not in state else state["updateCount"] + 1
-        state["slots"] = max(state.get("slots", 0), slot + 1)
-        self.states[key] = state
+            self.states[key] = state
+        return True
 
     # ================================================================ snapshot of the component
     def to_json(self) -> dict:
@@ -375,6 +314,64 @@ class ShareCoordinator(Component):
     def share_partition_state(self, group_id: str, topic_id: str, partition: int) -> dict | None:
         state = self.states.get(share_partition_key(group_id, topic_id, partition))
         return None if state is None else state["offset"]
+
+
+class StagedStates:
+    """The share-partition states as the records a handler has put in its `result` so far leave
+    them: what the next share-partition of the same request sees (Kafka's service runs one write
+    operation per share-partition, each replayed before the next). The runtime replays the records
+    into the real states once the handler has returned."""
+
+    def __init__(self, comp: ShareCoordinator, result: CoordinatorResult):
+        self.comp, self.result = comp, result
+        self._states: dict[str, dict | None] = {}
+
+    def get(self, key: str) -> dict | None:
+        return self._states[key] if key in self._states else self.comp.states.get(key)
+
+    def append(self, key: str, value: dict | None) -> None:
+        record = StateRecord(key, value)
+        self.result.records.append(record)
+        state_key = _state_key(key)
+        assert state_key is not None, key
+        self._states[state_key] = replayed(self.get(state_key), record, self.comp.updates_per_snapshot)
+
+
+def _state_key(record_key_: str) -> str | None:
+    """The share-partition a ShareSnapshot / ShareUpdate record belongs to (None: not one)."""
+    kind, ids = parse_record_key(record_key_)
+    if kind == R_SNAPSHOT:
+        return share_partition_key(*ids)
+    if kind == R_UPDATE:
+        return share_partition_key(*ids[:3])
+    return None
+
+
+def replayed(state: dict | None, record: StateRecord, updates_per_snapshot: int) -> dict | None:
+    """A share-partition's state after one of its records (None: deleted); `state` is not changed.
+    handleShareSnapshot / handleShareUpdate (an update tombstone only clears its slot: the
+    snapshot's tombstone follows)."""
+    value = record.value
+    kind, ids = parse_record_key(record.key)
+    if kind == R_SNAPSHOT:
+        if value is None:
+            return None
+        new = dict(state or {})
+        new["leaderEpoch"] = max(new.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
+        new["stateEpoch"] = max(new.get("stateEpoch", value["stateEpoch"]), value["stateEpoch"])
+        new["offset"] = _offset(value)
+        if "updateCount" in new and new["updateCount"] >= updates_per_snapshot:
+            new["updateCount"] = 0
+        return new
+    if value is None:
+        return state
+    slot = int(ids[3])
+    new = dict(state or {})
+    new["leaderEpoch"] = max(new.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
+    new["offset"] = _offset(value, state_epoch=0) if "offset" not in new else _merge(new["offset"], value)
+    new["updateCount"] = 0 if "updateCount" not in new else new["updateCount"] + 1
+    new["slots"] = max(new.get("slots", 0), slot + 1)
+    return new
 
 
 def _merge(so_far: dict, update: dict) -> dict:

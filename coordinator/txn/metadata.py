@@ -15,7 +15,7 @@ The only protocol error raised here is PRODUCER_FENCED from `prepare_increment_p
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Iterable
 
@@ -463,4 +463,8 @@ class TransactionMetadata:
             d.get("clientKind", JSON_CLIENT))
 
     def copy(self) -> "TransactionMetadata":
-        return replace(self, topic_partitions=set(self.topic_partitions))
+        # Not dataclasses.replace: handlers copy on every write (state_manager.completed).
+        c = object.__new__(TransactionMetadata)
+        c.__dict__.update(self.__dict__)
+        c.topic_partitions = set(self.topic_partitions)
+        return c

@@ -1,7 +1,8 @@
 """The coordinator core served in-process on the wall clock, for fast tests of the clients.
 
-Requests go through the real envelope parsing and `run_batch` (one request per batch, the state
-encoded between batches, exactly the core the Spark job runs), timers fire on a ticker thread as
+Requests go through a CoreDriver per coordinator partition (the real envelope parsing and
+`run_batch`, one request per batch, the state encoded between batches, exactly the core the Spark
+job runs), timers fire on a ticker thread as
 soon as they are due, and responses reach the `LocalClient` named by their clientId. What it leaves
 out is the transport (Kafka topics) and Spark's micro-batches: the client's protocol logic runs
 against the real coordinator in milliseconds instead of seconds. The end-to-end tests
@@ -15,11 +16,10 @@ import threading
 import time
 from typing import Any
 
-import state
 from client.request_client import ResponseTimeout
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
-from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import response_envelope
+from tests.core_driver import CoreDriver
 
 
 class LocalService:
@@ -27,9 +27,8 @@ class LocalService:
         self.config = (config or CoordinatorConfig()).with_overrides(**overrides) if overrides else \
             (config or CoordinatorConfig())
         self._lock = threading.RLock()
-        self._blobs: dict[int, tuple] = {}
+        self._drivers: dict[int, CoreDriver] = {}  # one per coordinator partition
         self._deadlines: dict[int, int | None] = {}
-        self._offsets = itertools.count()
         self._clients: dict[str, LocalClient] = {}
         self.events: list[dict] = []
         self.records: dict[int, list[tuple[str, dict | None]]] = {}
@@ -38,18 +37,17 @@ class LocalService:
         self._ticker.start()
 
     # ------------------------------------------------------------------ core
-    def _run(self, p: int, records: list[InputRecord], now: int) -> None:
-        blob = self._blobs.get(p)
-        stored = None if blob is None else state.StoredState(*blob)
+    def _driver(self, p: int) -> CoreDriver:
+        d = self._drivers.get(p)
+        if d is None:
+            d = self._drivers[p] = CoreDriver(partition=p, config=self.config, start_ms=0)
+        return d
 
-        def load() -> CoordinatorPartition:
-            if stored is None:
-                return CoordinatorPartition(p, self.config)
-            return stored.load(p, self.config)  # lazily, as the stream does
-
-        part, out = run_batch(load, records, now)
-        self._blobs[p] = state.encode_partition(part)
-        self._deadlines[p] = part.next_deadline()
+    def _run(self, p: int, key: str | None, raw: bytes | None, now: int, internal: bool = False) -> None:
+        """One batch of partition `p` at `now`: the request `raw`, or none (timers due fire)."""
+        d = self._driver(p)
+        out = d.advance_to(now) if raw is None else d.send_raw(raw, key=key, at=now, internal=internal)
+        self._deadlines[p] = d.next_deadline()
         self.events += [e.body for e in out.events]
         self.records.setdefault(p, []).extend((r.key, r.value) for r in out.records)
         for r in out.responses:
@@ -60,14 +58,12 @@ class LocalService:
         # partitions as the stream's signed internal channel delivers them, each in a batch of its own.
         for q in out.requests:
             target = coordinator_partition(q.key, self.config["coordinator.partitions"])
-            self._run(target, [InputRecord(q.key, json.dumps(q.envelope).encode(), now, 0, next(self._offsets),
-                                           internal=True)], now)
+            self._run(target, q.key, json.dumps(q.envelope).encode(), now, internal=True)
 
     def submit(self, key: str | None, raw: bytes) -> None:
         with self._lock:
             now = int(time.time() * 1000)
-            p = coordinator_partition(key, self.config["coordinator.partitions"])
-            self._run(p, [InputRecord(key, raw, now, 0, next(self._offsets))], now)
+            self._run(coordinator_partition(key, self.config["coordinator.partitions"]), key, raw, now)
 
     def _tick(self, tick_s: float) -> None:
         while not self._stop.wait(tick_s):
@@ -75,12 +71,12 @@ class LocalService:
                 now = int(time.time() * 1000)
                 for p, deadline in list(self._deadlines.items()):
                     if deadline is not None and deadline <= now:
-                        self._run(p, [], now)
+                        self._run(p, None, None, now)
 
     def partition(self, key: str) -> CoordinatorPartition:
         p = coordinator_partition(key, self.config["coordinator.partitions"])
         with self._lock:
-            return CoordinatorPartition(p, self.config, state.decode(*self._blobs[p]))
+            return self._driver(p).partition
 
     def group(self, group_id: str):
         return self.partition(group_id).component("groups").groups.get(group_id)
@@ -90,7 +86,7 @@ class LocalService:
             return [e for e in self.events if e["event"] == name and (group_id is None or e.get("groupId") == group_id)]
 
     # ------------------------------------------------------------------ clients
-    def client(self, client_id: str) -> "LocalClient":
+    def client(self, client_id: str) -> LocalClient:
         c = LocalClient(self, client_id)
         self._clients[client_id] = c
         return c

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from client.consumer_group import ConsumerGroupMember, new_member_id
 from client.request_client import ResponseTimeout
+from coordinator.errors import Errors
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, topic_id
 
 
@@ -63,7 +64,7 @@ def test_fenced_member_loses_its_partitions_and_rejoins_with_the_same_id():
     m.heartbeat_once()
     c.sleep(45_000)  # the session expires
     m.heartbeat_once()
-    assert m.error["errorCode"] == 25 and m.owned() == {} and lost and m.member_epoch == 0
+    assert m.error["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and m.owned() == {} and lost and m.member_epoch == 0
     m.heartbeat_once()
     assert m.member_epoch > 0 and sum(len(p) for p in m.owned().values()) == 2
 
@@ -86,4 +87,4 @@ def test_fatal_errors_stop_the_member():
     c = ConsumerGroupTestClient(topics={"foo": 2})
     m = ConsumerGroupMember(InProcess(c), c.group_id, ["foo"], member_id="m", server_assignor="nope")
     m.heartbeat_once()
-    assert m.fatal["errorCode"] == 112 and m._stop.is_set()
+    assert m.fatal["errorCode"] == Errors.UNSUPPORTED_ASSIGNOR.code and m._stop.is_set()

@@ -4,8 +4,14 @@ from __future__ import annotations
 import copy
 import json
 
-from client.drill.compare import (Report, compare_partitions, durable_view, entity, first_difference,
-                                  unfinished_transactions)
+from client.drill.compare import (
+    Report,
+    compare_partitions,
+    durable_view,
+    entity,
+    first_difference,
+    unfinished_transactions,
+)
 from client.drill.reference import SELF_CHECK_KEY, client_requests, covered, reference_states
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.batch import InputRecord, run_batch
@@ -35,7 +41,7 @@ def live_run(records: list[InputRecord], cut: int) -> dict[int, CoordinatorParti
         # The first batch ends before the later records were appended (as a real batch does).
         first, _ = run_batch(lambda p=p: CoordinatorPartition(p, CONFIG), recs[:cut], recs[cut - 1].time_ms + 1)
         snap = first.to_json()
-        second, _ = run_batch(lambda: CoordinatorPartition(p, CONFIG, copy.deepcopy(snap)), recs[cut:], 2000)
+        second, _ = run_batch(lambda p=p, snap=snap: CoordinatorPartition(p, CONFIG, copy.deepcopy(snap)), recs[cut:], 2000)
         out[p] = second
     return out
 

@@ -7,26 +7,19 @@ from typing import Any
 
 import pytest
 
-import state
 from coordinator import CoordinatorPartition
 from coordinator.group.consumer.assignors import ASSIGNORS
-from coordinator.group.consumer.member import ConsumerGroupMember
-from coordinator.group.consumer.topic_partitions import freeze
 from coordinator.group.consumer.group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
 from coordinator.group.consumer.manager import kafka_uuid
-from coordinator.messages import StateRecord
+from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.consumer.topic_partitions import freeze
 from coordinator.metadata import BROADCAST_KEY
+from coordinator.records import record_key
 from tests.core_driver import CoreDriver
 
 GROUP = "fooup"
 HB_V = 1
 
-NONE, UNKNOWN_SERVER_ERROR, INVALID_REQUEST = 0, -1, 42
-UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, INCONSISTENT_GROUP_PROTOCOL = 25, 22, 23
-GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, FENCED_INSTANCE_ID = 69, 81, 82
-FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR, STALE_MEMBER_EPOCH = 110, 111, 112, 113
-NON_EMPTY_GROUP, NOT_COORDINATOR, INVALID_GROUP_ID, UNSUPPORTED_VERSION = 68, 16, 24, 35
-INVALID_REGULAR_EXPRESSION, MEMBER_ID_REQUIRED = 128, 79
 
 
 def topic_id(name: str) -> str:
@@ -117,27 +110,18 @@ class ConsumerGroupTestClient:
         return {self.names[tp["topicId"]]: sorted(tp["partitions"]) for tp in resp["assignment"]["topicPartitions"]}
 
     def inject(self, records: list[tuple[str, dict | None]]) -> None:
-        """Append and replay records directly (Kafka's context.replay(record) in its tests)."""
-        part = self.d.partition
-        part.clock_ms = max(part.clock_ms, self.d.now)
-        comp = part.component("groups")
-        for key, value in records:
-            comp.append_and_replay(key, value)
-        out = part.drain()
-        self.d.records += [(r.key, r.value) for r in out.records]
-        self.d._state = part
-        self.d._blob = state.encode(part.to_json())
+        """Append and replay records (Kafka's context.replay(record) in its tests)."""
+        self.d.inject(records)
 
     def inject_group(self, epoch: int, members: list[ConsumerGroupMember], targets: dict | None = None,
                      assignment_epoch: int | None = None, metadata_hash: int | None = None,
                      group_id: str | None = None) -> None:
         """A group as Kafka's ConsumerGroupBuilder writes it: members, epoch, target, current."""
-        from coordinator.records import record_key
         gid = group_id or self.group_id
         records = [(record_key("ConsumerGroupMemberMetadata", gid, m.member_id), member_value(m)) for m in members]
         if metadata_hash is None:
             subscribed = set().union(*(m.subscribed_topic_names for m in members)) if members else set()
-            metadata_hash = self._manager().compute_metadata_hash(subscribed)
+            metadata_hash = self.consumer_manager().compute_metadata_hash(subscribed)
         records.append((record_key("ConsumerGroupMetadata", gid), group_epoch_value(epoch, metadata_hash)))
         targets = targets if targets is not None else {m.member_id: m.assigned_partitions for m in members}
         for mid, a in targets.items():
@@ -148,14 +132,14 @@ class ConsumerGroupTestClient:
             records.append((record_key("ConsumerGroupCurrentMemberAssignment", gid, m.member_id), current_value(m)))
         self.inject(records)
 
-    def _manager(self):
-        return self.d.partition.component("groups").consumer
+    def consumer_manager(self):
+        """The consumer-group manager of the current state (read-only by convention)."""
+        return self.d.component("groups").consumer
 
     # ---------------------------------------------------------------- replay
     def rebuilt(self) -> CoordinatorPartition:
         """The partition rebuilt from every state-log record written so far."""
-        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in self.d.records],
-                                                 self.d.config, now_ms=self.d.now)
+        return self.d.rebuilt()
 
 
 def assignment_of(member) -> dict:

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import Errors
 from coordinator.group.admin import GROUP_AUTHORIZED_OPERATIONS
 from coordinator.records import record_key
-from tests.consumer.consumer_group_helpers import (GROUP, GROUP_ID_NOT_FOUND, INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID,
-                                          INVALID_REGULAR_EXPRESSION, MEMBER_ID_REQUIRED, NON_EMPTY_GROUP,
-                                          NOT_COORDINATOR, STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION,
-                                          ConsumerGroupTestClient, topic_id)
+from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, topic_id
 from tests.group.group_helpers import GroupTestClient, group_on_partition
-
-FENCED_INSTANCE_ID, GROUP_SUBSCRIBED_TO_TOPIC = 82, 86
 
 
 def client(**kw) -> ConsumerGroupTestClient:
@@ -73,11 +69,11 @@ def test_consumer_group_describe_errors():
     unknown = group_on_partition(c.d.partition_id, prefix="unknown")
     groups = c.describe(unknown, other_classic, elsewhere, "")
     assert [(g["groupId"], g["errorCode"], g["errorMessage"]) for g in groups] == [
-        (unknown, GROUP_ID_NOT_FOUND, f"Group {unknown} not found."),
-        (other_classic, GROUP_ID_NOT_FOUND, f"Group {other_classic} is not a consumer group."),
-        (elsewhere, NOT_COORDINATOR, None),
-        ("", INVALID_GROUP_ID, None)]
-    assert groups[0] == {"errorCode": GROUP_ID_NOT_FOUND, "errorMessage": f"Group {unknown} not found.",
+        (unknown, Errors.GROUP_ID_NOT_FOUND.code, f"Group {unknown} not found."),
+        (other_classic, Errors.GROUP_ID_NOT_FOUND.code, f"Group {other_classic} is not a consumer group."),
+        (elsewhere, Errors.NOT_COORDINATOR.code, None),
+        ("", Errors.INVALID_GROUP_ID.code, None)]
+    assert groups[0] == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "errorMessage": f"Group {unknown} not found.",
                          "groupId": unknown, "groupState": "", "groupEpoch": 0, "assignmentEpoch": 0,
                          "assignorName": "", "members": [], "authorizedOperations": -2**31}
 
@@ -114,7 +110,7 @@ def test_describe_groups_answers_for_classic_groups_only():
     c = client()
     stable_two_members(c)
     [g] = c.send("DescribeGroups", 6, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"]
-    assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (GROUP_ID_NOT_FOUND,
+    assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (Errors.GROUP_ID_NOT_FOUND.code,
                                                                     f"Group {GROUP} is not a classic group.", "Dead")
 
 
@@ -126,7 +122,7 @@ def test_delete_groups_needs_an_empty_consumer_group():
                                "topics": [{"name": "foo", "partitions": [
                                    {"partitionIndex": 0, "committedOffset": 5, "committedMetadata": ""}]}]})
     [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
-    assert r["errorCode"] == NON_EMPTY_GROUP
+    assert r["errorCode"] == Errors.NON_EMPTY_GROUP.code
     c.heartbeat("m1", -1)
     assert str(c.group().state) == "Empty"
     mark = len(c.records())
@@ -157,14 +153,14 @@ def fetch(c, member_id, epoch):
 def test_offset_commit_and_fetch_with_member_epochs():
     c = client()
     c.join("m1", ["foo"])
-    assert commit(c, "m1", 0) == STALE_MEMBER_EPOCH
-    assert commit(c, "m1", 2) == STALE_MEMBER_EPOCH
-    assert commit(c, "zz", 1) == UNKNOWN_MEMBER_ID
-    assert commit(c, "", -1) == UNKNOWN_MEMBER_ID  # the group has members
-    assert commit(c, "m1", 1, version=8) == UNSUPPORTED_VERSION
+    assert commit(c, "m1", 0) == Errors.STALE_MEMBER_EPOCH.code
+    assert commit(c, "m1", 2) == Errors.STALE_MEMBER_EPOCH.code
+    assert commit(c, "zz", 1) == Errors.UNKNOWN_MEMBER_ID.code
+    assert commit(c, "", -1) == Errors.UNKNOWN_MEMBER_ID.code  # the group has members
+    assert commit(c, "m1", 1, version=8) == Errors.UNSUPPORTED_VERSION.code
     assert commit(c, "m1", 1) == 0
-    assert fetch(c, "m1", 0)["errorCode"] == STALE_MEMBER_EPOCH
-    assert fetch(c, "zz", 1)["errorCode"] == UNKNOWN_MEMBER_ID
+    assert fetch(c, "m1", 0)["errorCode"] == Errors.STALE_MEMBER_EPOCH.code
+    assert fetch(c, "zz", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     ok = fetch(c, "m1", 1)
     assert ok["errorCode"] == 0 and ok["topics"][0]["partitions"][0]["committedOffset"] == 10
     assert fetch(c, None, -1)["topics"][0]["partitions"][0]["committedOffset"] == 10  # admin
@@ -175,7 +171,7 @@ def test_offset_commit_and_fetch_with_member_epochs():
 
 def test_offset_commit_to_an_unknown_group_v9_and_txn_offset_commit_epochs():
     c = client()
-    assert commit(c, "m", 3) == GROUP_ID_NOT_FOUND
+    assert commit(c, "m", 3) == Errors.GROUP_ID_NOT_FOUND.code
     c.join("m1", ["foo"])
     # TxnOffsetCommit maps STALE_MEMBER_EPOCH to ILLEGAL_GENERATION (validated by the groups component).
     groups = c.groups()
@@ -194,7 +190,7 @@ def test_offset_delete_refuses_subscribed_topics():
                                          {"name": "bar", "partitions": [{"partitionIndex": 0}]}]}
     resp = c.send("OffsetDelete", 0, body)
     assert [(t["name"], t["partitions"][0]["errorCode"]) for t in resp["topics"]] == [
-        ("foo", GROUP_SUBSCRIBED_TO_TOPIC), ("bar", 0)]
+        ("foo", Errors.GROUP_SUBSCRIBED_TO_TOPIC.code), ("bar", 0)]
 
 
 def test_offsets_of_consumer_groups_expire_from_their_commit_time_except_subscribed_topics():
@@ -221,17 +217,17 @@ def test_classic_apis_against_a_consumer_group():
     c.join("m2", ["foo"])
     classic = classic_view(c)
     _, join = classic.join("")
-    assert join["errorCode"] == MEMBER_ID_REQUIRED  # classic members are admitted (online migration)
-    assert classic.heartbeat("m1", 1)["errorCode"] == UNKNOWN_MEMBER_ID  # not a classic-protocol member
-    assert classic.heartbeat("zz", 1)["errorCode"] == UNKNOWN_MEMBER_ID
-    assert classic.heartbeat("zz", 1, instance_id="i1")["errorCode"] == FENCED_INSTANCE_ID
-    assert classic.sync("m2", 2)[1]["errorCode"] == UNKNOWN_MEMBER_ID
-    assert classic.sync("zz", 2, instance_id="i1")[1]["errorCode"] == FENCED_INSTANCE_ID
+    assert join["errorCode"] == Errors.MEMBER_ID_REQUIRED.code  # classic members are admitted (online migration)
+    assert classic.heartbeat("m1", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code  # not a classic-protocol member
+    assert classic.heartbeat("zz", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert classic.heartbeat("zz", 1, instance_id="i1")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
+    assert classic.sync("m2", 2)[1]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert classic.sync("zz", 2, instance_id="i1")[1]["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     # LeaveGroup removes consumer-protocol members (the admin client's removeMembersFromConsumerGroup).
     epoch = c.group().group_epoch
     resp = classic.leave({"memberId": "", "groupInstanceId": "i1"}, {"memberId": "m2"}, {"memberId": "zz"},
                          {"memberId": "other", "groupInstanceId": "i1"})
-    assert [m["errorCode"] for m in resp["members"]] == [0, 0, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID]
+    assert [m["errorCode"] for m in resp["members"]] == [0, 0, Errors.UNKNOWN_MEMBER_ID.code, Errors.FENCED_INSTANCE_ID.code]
     assert c.group().members == {} and c.group().group_epoch == epoch + 1  # one bump for both
 
 
@@ -239,7 +235,7 @@ def test_classic_leave_of_unknown_static_member():
     c = client()
     c.join("m1", ["foo"])
     resp = classic_view(c).leave({"memberId": "", "groupInstanceId": "nope"})
-    assert resp["members"][0]["errorCode"] == UNKNOWN_MEMBER_ID and "m1" in c.group().members
+    assert resp["members"][0]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and "m1" in c.group().members
 
 
 # ====================================================================== conversions
@@ -247,7 +243,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group():
     c = client()
     classic = classic_view(c)
     _, first = classic.join("")
-    assert first["errorCode"] == MEMBER_ID_REQUIRED
+    assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().type == "classic" and c.group().is_empty()
     commit(c, "", -1)  # offsets survive the conversion
     mark = len(c.records())
@@ -272,10 +268,10 @@ def test_an_empty_consumer_group_becomes_a_classic_group():
     c.heartbeat("m1", -1)
     classic = classic_view(c)
     _, resp = classic.join("member-id")
-    assert resp["errorCode"] == UNKNOWN_MEMBER_ID and c.group().type == "consumer"
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.group().type == "consumer"
     mark = len(c.records())
     _, resp = classic.join("")
-    assert resp["errorCode"] == MEMBER_ID_REQUIRED and c.group().type == "classic"
+    assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code and c.group().type == "classic"
     assert [k for k, _ in c.records(mark)] == [
         record_key("ConsumerGroupTargetAssignmentMetadata", GROUP), record_key("ConsumerGroupPartitionMetadata", GROUP),
         record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
@@ -331,7 +327,7 @@ def test_regex_picks_up_new_topics_on_its_next_refresh():
 def test_invalid_regex():
     c = client()
     resp = c.join("m1", None, regex="[")
-    assert resp["errorCode"] == INVALID_REGULAR_EXPRESSION
+    assert resp["errorCode"] == Errors.INVALID_REGULAR_EXPRESSION.code
     assert resp["errorMessage"] == "SubscribedTopicRegex `[` is not a valid regular expression: unterminated character set."
 
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.errors import Errors
 from coordinator.records import record_key
-from tests.consumer.consumer_group_helpers import (FENCED_INSTANCE_ID, FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND,
-                                          GROUP_MAX_SIZE_REACHED, INVALID_REQUEST, UNKNOWN_MEMBER_ID,
-                                          UNKNOWN_SERVER_ERROR, UNRELEASED_INSTANCE_ID, UNSUPPORTED_ASSIGNOR,
-                                          ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id)
+from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id
 
 __all__ = ["mock_assignor"]  # the fixture
 
@@ -55,7 +53,7 @@ def rk(kind, *ids):
 def test_consumer_heartbeat_request_validation(body, message):
     c = client(group_id=body["groupId"])  # the partition the request is routed to
     resp = c.send("ConsumerGroupHeartbeat", 1, body)
-    assert resp == {"throttleTimeMs": 0, "errorCode": INVALID_REQUEST, "errorMessage": message, "memberId": None,
+    assert resp == {"throttleTimeMs": 0, "errorCode": Errors.INVALID_REQUEST.code, "errorMessage": message, "memberId": None,
                     "memberEpoch": 0, "heartbeatIntervalMs": 0, "assignment": None}
     assert c.records() == [] and c.group() is None
 
@@ -63,7 +61,7 @@ def test_consumer_heartbeat_request_validation(body, message):
 def test_unsupported_assignor_lists_the_configured_ones():
     c = client()
     resp = c.join("m", ["foo"], assignor="sticky")
-    assert resp["errorCode"] == UNSUPPORTED_ASSIGNOR
+    assert resp["errorCode"] == Errors.UNSUPPORTED_ASSIGNOR.code
     # Kafka lists its HashMap's keys: "uniform" hashes to an earlier bucket than "range".
     assert resp["errorMessage"] == "ServerAssignor sticky is not supported. Supported assignors: uniform, range."
     c2 = client(group_consumer_assignors=["range"])
@@ -74,7 +72,7 @@ def test_unsupported_assignor_lists_the_configured_ones():
 def test_owned_partitions_must_name_topics_by_id():
     c = client()
     resp = c.heartbeat("m", 1, owned_ids=[{"topicName": "foo", "partitions": [0]}])
-    assert resp["errorCode"] == INVALID_REQUEST and "topicId" in resp["errorMessage"]
+    assert resp["errorCode"] == Errors.INVALID_REQUEST.code and "topicId" in resp["errorMessage"]
 
 
 # ====================================================================== joining
@@ -95,14 +93,14 @@ def test_member_id_generation():
 def test_unknown_group_id():
     c = client()
     resp = c.heartbeat("m", 100, topics=["foo"], rebalance_timeout=5000, owned={})
-    assert (resp["errorCode"], resp["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Consumer group {GROUP} not found.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Consumer group {GROUP} not found.")
 
 
 def test_unknown_member_id_joins_consumer_group():
     c = client()
     c.join("m1", ["foo", "bar"])
     resp = c.heartbeat("other", 1, topics=["foo", "bar"], rebalance_timeout=5000, owned={})
-    assert (resp["errorCode"], resp["errorMessage"]) == (UNKNOWN_MEMBER_ID,
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.UNKNOWN_MEMBER_ID.code,
                                                          f"Member other is not a member of group {GROUP}.")
 
 
@@ -112,12 +110,12 @@ def test_consumer_group_member_epoch_validation(mock_assignor):
     c.inject_group(100, [member])
     for epoch in (200, 50):
         resp = c.heartbeat("m", epoch, topics=["foo", "bar"], rebalance_timeout=5000)
-        assert resp["errorCode"] == FENCED_MEMBER_EPOCH
+        assert resp["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     assert c.heartbeat("m", 200)["errorMessage"] == (
         "The consumer group member has a greater member epoch (200) than the one known by the group coordinator "
         "(100). The member must abandon all its partitions and rejoin.")
     # The previous epoch without owned partitions: fenced.
-    assert c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000)["errorCode"] == FENCED_MEMBER_EPOCH
+    assert c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     # The previous epoch with a subset of its partitions: the response with epoch 100 was lost.
     resp = c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000, owned={"foo": [1, 2]})
     assert resp["errorCode"] == 0 and resp["memberEpoch"] == 100
@@ -181,7 +179,7 @@ def test_group_max_size_reached():
     c.join("m1", ["foo"])
     resp = c.join("m2", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of 1 members.")
+        Errors.GROUP_MAX_SIZE_REACHED.code, "The consumer group has reached its maximum capacity of 1 members.")
     assert c.heartbeat("m1", 1)["errorCode"] == 0  # members already in the group are fine
 
 
@@ -211,7 +209,7 @@ def test_assignor_failure_is_unknown_server_error(mock_assignor):
     c = client(group_consumer_assignors=["mock"])
     resp = c.join("m", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        UNKNOWN_SERVER_ERROR, "Failed to compute a new target assignment for epoch 1: Assignment failed.")
+        Errors.UNKNOWN_SERVER_ERROR.code, "Failed to compute a new target assignment for epoch 1: Assignment failed.")
     assert c.records() == [] and c.group() is None
 
 
@@ -283,9 +281,9 @@ def test_static_member_leaves_for_good_after_its_session_timeout(mock_assignor):
 def test_leave_of_unknown_group_or_member():
     c = client()
     resp = c.heartbeat("m", -1)
-    assert (resp["errorCode"], resp["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} not found.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} not found.")
     c.join("m1", ["foo"])
-    assert c.heartbeat("zz", -1)["errorCode"] == UNKNOWN_MEMBER_ID
+    assert c.heartbeat("zz", -1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 # ====================================================================== static members
@@ -294,7 +292,7 @@ def test_unreleased_instance_id(mock_assignor):
     c.inject_group(10, [stable_member("m1", 10, {"foo": frozenset({0})}, instance_id="i1")])
     resp = c.join("m2", ["foo"], instance_id="i1")
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        UNRELEASED_INSTANCE_ID,
+        Errors.UNRELEASED_INSTANCE_ID.code,
         "Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member.")
 
 
@@ -302,9 +300,9 @@ def test_unknown_static_member_and_fenced_instance_id(mock_assignor):
     c = client(group_consumer_assignors=["mock"])
     c.inject_group(10, [stable_member("m1", 10, {"foo": frozenset({0})}, instance_id="i1")])
     resp = c.heartbeat("m2", 10, instance_id="unknown")
-    assert (resp["errorCode"], resp["errorMessage"]) == (UNKNOWN_MEMBER_ID, "Instance id unknown is unknown.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.UNKNOWN_MEMBER_ID.code, "Instance id unknown is unknown.")
     resp = c.heartbeat("m2", 10, instance_id="i1")
-    assert (resp["errorCode"], resp["errorMessage"]) == (FENCED_INSTANCE_ID,
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.FENCED_INSTANCE_ID.code,
                                                          "Static member m2 with instance id i1 was fenced by member m1.")
 
 
@@ -443,7 +441,7 @@ def test_fenced_member_epoch_in_unknown_state_unless_it_owns_nothing(mock_assign
     c = client(group_consumer_assignors=["mock"])
     m = stable_member("m", 10, {"foo": frozenset({0})}).replace(state=MemberState.UNKNOWN)
     c.inject_group(11, [m], targets={"m": {"foo": {0}}}, assignment_epoch=11)
-    assert c.heartbeat("m", 10)["errorCode"] == FENCED_MEMBER_EPOCH
+    assert c.heartbeat("m", 10)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     assert c.heartbeat("m", 10, owned={})["errorCode"] == 0
 
 

@@ -8,16 +8,14 @@ import base64
 import pytest
 
 from coordinator.group.consumer.member import MemberState
+from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
-from coordinator.records import record_key
 from coordinator.metrics import series
-from tests.runtime.test_metrics import live_gauges, scanned_gauges
-from tests.consumer.consumer_group_helpers import (GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED, ILLEGAL_GENERATION,
-                                          INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID,
-                                          ConsumerGroupTestClient, assignment_of)
+from coordinator.records import record_key
+from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of
 from tests.group.group_helpers import GroupTestClient
+from tests.runtime.test_metrics import live_gauges, scanned_gauges
 
-FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS = 82, 27
 SESSION, REBALANCE = 10_000, 5_000
 
 
@@ -49,7 +47,7 @@ def classic_join(c, member_id: str, topics=("foo",), **kw) -> dict:
 
 def classic_join_new(c, topics=("foo",), **kw) -> dict:
     first = classic_join(c, "", topics, **kw)
-    assert first["errorCode"] == MEMBER_ID_REQUIRED, first
+    assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code, first
     return classic_join(c, first["memberId"], topics, **kw)
 
 
@@ -90,7 +88,7 @@ def test_joining_consumer_group_with_new_dynamic_member():
     c = client()
     consumer_group_with_one_member(c)
     first = classic_join(c, "")
-    assert first["errorCode"] == MEMBER_ID_REQUIRED and first["memberId"]
+    assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code and first["memberId"]
     assert "m1" in c.group().members and len(c.group().members) == 1  # nothing written
     mark = len(c.records())
     resp = classic_join(c, first["memberId"])
@@ -136,8 +134,8 @@ def test_static_member_joining_consumer_group_with_unknown_instance_id_and_unmat
     c = client()
     consumer_group_with_one_member(c)
     static = classic_join(c, "", instance_id="i1")
-    assert classic_join(c, "some-id", instance_id="other")["errorCode"] == UNKNOWN_MEMBER_ID
-    assert classic_join(c, "some-id", instance_id="i1")["errorCode"] == FENCED_INSTANCE_ID
+    assert classic_join(c, "some-id", instance_id="other")["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert classic_join(c, "some-id", instance_id="i1")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     assert classic_join(c, static["memberId"], instance_id="i1")["errorCode"] == 0
 
 
@@ -145,17 +143,17 @@ def test_joining_consumer_group_throws_exception_if_protocol_is_not_supported():
     c = client()
     consumer_group_with_one_member(c)
     resp = classic_join(c, "", protocol_type="connect")
-    assert (resp["errorCode"], resp["memberId"]) == (INCONSISTENT_GROUP_PROTOCOL, "")
+    assert (resp["errorCode"], resp["memberId"]) == (Errors.INCONSISTENT_GROUP_PROTOCOL.code, "")
     classic_join_new(c, protos=protos(names=("range",)))
     # A protocol every classic member supports is required.
-    assert classic_join(c, "", protos=protos(names=("roundrobin",)))["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
-    assert classic_join(c, "", protos=protos(names=("roundrobin", "range")))["errorCode"] == MEMBER_ID_REQUIRED
+    assert classic_join(c, "", protos=protos(names=("roundrobin",)))["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    assert classic_join(c, "", protos=protos(names=("roundrobin", "range")))["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
 
 
 def test_joining_consumer_group_throws_exception_if_group_over_max_size():
     c = client(group_consumer_max_size=1)
     consumer_group_with_one_member(c)
-    assert classic_join(c, "")["errorCode"] == GROUP_MAX_SIZE_REACHED
+    assert classic_join(c, "")["errorCode"] == Errors.GROUP_MAX_SIZE_REACHED.code
 
 
 def test_reconciliation_in_joining_consumer_group_with_cooperative_protocol():
@@ -170,7 +168,7 @@ def test_reconciliation_in_joining_consumer_group_with_cooperative_protocol():
     assert member.state == MemberState.UNRELEASED_PARTITIONS and member.assigned_partitions == {}
     # m1 revokes; the classic member is told to rejoin by its heartbeat, then gets its partitions.
     release(c)
-    assert classic_view(c).heartbeat(mid, joined["generationId"])["errorCode"] == REBALANCE_IN_PROGRESS
+    assert classic_view(c).heartbeat(mid, joined["generationId"])["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     rejoined = classic_join(c, mid)
     assert rejoined["errorCode"] == 0
     resp = sync(c, mid, rejoined["generationId"])
@@ -205,13 +203,13 @@ def test_classic_group_sync_to_consumer_group_errors():
     consumer_group_with_one_member(c)
     joined = classic_join(c, "", instance_id="i1")
     mid, gen = joined["memberId"], joined["generationId"]
-    assert sync(c, "unknown", gen)["errorCode"] == UNKNOWN_MEMBER_ID
-    assert sync(c, "unknown", gen, instance_id="i1")["errorCode"] == FENCED_INSTANCE_ID
-    assert sync(c, mid, gen, instance_id="i2")["errorCode"] == UNKNOWN_MEMBER_ID
-    assert sync(c, mid, gen, instance_id="i1", protocol_type="connect")["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
-    assert sync(c, mid, gen, instance_id="i1", protocol_name="roundrobin")["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
-    assert sync(c, mid, gen + 1, instance_id="i1")["errorCode"] == ILLEGAL_GENERATION
-    assert sync(c, "m1", 1)["errorCode"] == UNKNOWN_MEMBER_ID  # a consumer-protocol member
+    assert sync(c, "unknown", gen)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert sync(c, "unknown", gen, instance_id="i1")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
+    assert sync(c, mid, gen, instance_id="i2")["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert sync(c, mid, gen, instance_id="i1", protocol_type="connect")["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    assert sync(c, mid, gen, instance_id="i1", protocol_name="roundrobin")["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    assert sync(c, mid, gen + 1, instance_id="i1")["errorCode"] == Errors.ILLEGAL_GENERATION.code
+    assert sync(c, "m1", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code  # a consumer-protocol member
     ok = sync(c, mid, gen, instance_id="i1", protocol_type=None, protocol_name=None, version=3)
     assert ok == {"throttleTimeMs": 0, "errorCode": 0, "assignment": ok["assignment"]}
 
@@ -223,7 +221,7 @@ def test_classic_group_sync_to_consumer_group_rebalance_in_progress():
     mid = joined["memberId"]
     c.join("m3", ["foo"])  # bumps the group epoch
     resp = sync(c, mid, joined["generationId"])
-    assert resp["errorCode"] == REBALANCE_IN_PROGRESS
+    assert resp["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     assert timer_deadline(c, "consumer-join", mid) == c.now + REBALANCE
 
 
@@ -252,7 +250,7 @@ def test_classic_group_heartbeat_to_consumer_group_rebalance_in_progress():
     sync(c, mid, gen)
     assert classic_view(c).heartbeat(mid, gen)["errorCode"] == 0
     c.join("m3", ["foo"])
-    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == REBALANCE_IN_PROGRESS
+    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     assert timer_deadline(c, "consumer-join", mid) == c.now + REBALANCE
 
 
@@ -264,10 +262,10 @@ def test_classic_group_heartbeat_to_consumer_errors():
     joined = classic_join(c, "", instance_id="i1")
     mid, gen = joined["memberId"], joined["generationId"]
     view = classic_view(c)
-    assert view.heartbeat("unknown", gen)["errorCode"] == UNKNOWN_MEMBER_ID
-    assert view.heartbeat("unknown", gen, instance_id="i1")["errorCode"] == FENCED_INSTANCE_ID
-    assert view.heartbeat(mid, gen + 1, instance_id="i1")["errorCode"] == ILLEGAL_GENERATION
-    assert view.heartbeat("m1", 1)["errorCode"] == UNKNOWN_MEMBER_ID
+    assert view.heartbeat("unknown", gen)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert view.heartbeat("unknown", gen, instance_id="i1")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
+    assert view.heartbeat(mid, gen + 1, instance_id="i1")["errorCode"] == Errors.ILLEGAL_GENERATION.code
+    assert view.heartbeat("m1", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     assert view.heartbeat(mid, gen, instance_id="i1")["errorCode"] == 0
 
 
@@ -278,9 +276,9 @@ def test_consumer_group_member_using_classic_protocol_fenced_when_join_timeout()
     mid, gen = joined["memberId"], joined["generationId"]
     sync(c, mid, gen)
     c.join("m3", ["foo"])
-    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == REBALANCE_IN_PROGRESS
+    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     c.sleep(REBALANCE - 1)
-    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == REBALANCE_IN_PROGRESS  # the timer stays
+    assert classic_view(c).heartbeat(mid, gen)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code  # the timer stays
     c.sleep(1)
     assert mid not in c.group().members
     assert c.events("MemberFenced")[-1]["reason"] == ("the classic member failed to join within the rebalance "
@@ -304,7 +302,7 @@ def test_consumer_group_member_using_classic_protocol_batch_leave_group():
     b = classic_join(c, "", instance_id="i2")["memberId"]
     epoch = c.group().group_epoch
     resp = classic_view(c).leave({"memberId": a}, {"memberId": "", "groupInstanceId": "i2"}, {"memberId": "zz"})
-    assert [m["errorCode"] for m in resp["members"]] == [0, 0, UNKNOWN_MEMBER_ID]
+    assert [m["errorCode"] for m in resp["members"]] == [0, 0, Errors.UNKNOWN_MEMBER_ID.code]
     assert set(c.group().members) == {"m1"} and c.group().group_epoch == epoch + 1
     for mid in (a, b):
         for kind in ("consumer-session", "consumer-sync", "consumer-join"):
@@ -355,7 +353,7 @@ def test_consumer_group_heartbeat_with_stable_classic_group():
         record_key("ConsumerGroupCurrentMemberAssignment", gid, "m2")]
     assert c.records(mark)[0][1] is None
     # Kafka 4.1's fromClassicGroup computes the metadata hash of the converted group.
-    assert c.records(mark)[2][1]["metadataHash"] == c._manager().compute_metadata_hash({"foo"}) != 0
+    assert c.records(mark)[2][1]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo"}) != 0
     converted = c.records(mark)[5][1]
     assert (converted["memberEpoch"], converted["state"], converted["assignedPartitions"]) == (
         1, "STABLE", {"foo": [0, 1, 2, 3, 4, 5]})
@@ -367,13 +365,13 @@ def test_consumer_group_heartbeat_with_stable_classic_group():
     assert c.member("m2").state == MemberState.UNRELEASED_PARTITIONS
     # The classic member is told to rejoin, revokes, and the two end with disjoint partitions.
     view = classic_view(c)
-    assert view.heartbeat(oid, 1)["errorCode"] == REBALANCE_IN_PROGRESS
+    assert view.heartbeat(oid, 1)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     rejoin = classic_join(c, oid, owned={"foo": [0, 1, 2, 3, 4, 5]})
     assert rejoin["errorCode"] == 0
     s = sync(c, oid, rejoin["generationId"])
     assert assigned(s) == target_of(c, oid) and len(assigned(s)["foo"]) == 3
     # Still revoking: the cooperative client rejoins once it revoked, and reaches the new epoch.
-    assert view.heartbeat(oid, rejoin["generationId"])["errorCode"] == REBALANCE_IN_PROGRESS
+    assert view.heartbeat(oid, rejoin["generationId"])["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     rejoin = classic_join(c, oid, owned=assigned(s))
     assert rejoin["generationId"] == c.group().group_epoch and c.member(oid).state == MemberState.STABLE
     assert assigned(sync(c, oid, rejoin["generationId"])) == assigned(s)
@@ -397,7 +395,7 @@ def test_consumer_group_heartbeat_with_preparing_rebalance_classic_group():
                             rebalance_timeout=REBALANCE)
     assert parked is None and c.group().state == "PreparingRebalance"
     assert c.join("m2", ["foo"])["errorCode"] == 0
-    assert c.d.response(cid)["errorCode"] == REBALANCE_IN_PROGRESS
+    assert c.d.response(cid)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     assert c.d.response(cid)["memberId"] == old["memberId"]
 
 
@@ -410,7 +408,7 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group_refused():
     join_and_rebalance(view, protos=protos(("foo",)))  # its assignment bytes are not a ConsumerProtocolAssignment
     resp = c.join("m1", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because the embedded "
+        Errors.GROUP_ID_NOT_FOUND.code, f"Cannot upgrade classic group {GROUP} to consumer group because the embedded "
                             "consumer protocol is malformed.")
     assert c.group().type == "classic" and c.group().state == "Stable"
     c2 = client(group_consumer_max_size=1)
@@ -432,7 +430,7 @@ def test_consumer_group_heartbeat_with_custom_assignor_classic_group(user_data, 
         assert resp["errorCode"] == 0 and c.group().type == "consumer"
     else:
         assert (resp["errorCode"], resp["errorMessage"]) == (
-            GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported "
+            Errors.GROUP_ID_NOT_FOUND.code, f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported "
                                 "custom assignor is in use. Please refer to the documentation or switch to a default "
                                 "assignor before re-attempting the upgrade.")
         assert c.group().type == "classic" and c.group().state == "Stable" and c.records(mark) == []
@@ -490,7 +488,7 @@ def test_last_consumer_protocol_member_leaving_consumer_group():
     assert c.d.partition.timers.get(record_key("classic-join", gid)) is not None
     # The classic member rejoins the classic group's rebalance and completes it alone.
     view = classic_view(c)
-    assert view.heartbeat(mid, epoch)["errorCode"] == REBALANCE_IN_PROGRESS
+    assert view.heartbeat(mid, epoch)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
     cid, joined = view.join(mid, protos=protos(), session_timeout=SESSION, rebalance_timeout=REBALANCE)
     joined = joined or c.d.response(cid)
     assert joined["errorCode"] == 0 and joined["generationId"] == epoch + 1 and joined["leader"] == mid

@@ -12,12 +12,12 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import decode_assignment, encode_subscription
+from tests.consumer.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
 from tests.group.group_helpers import GroupTestClient
 from tests.runtime.test_metrics import live_gauges, scanned_gauges
-from tests.consumer.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
 
-REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION = 27, 79, 25, 22
 CLASSIC_PROTOCOLS = [{"name": "range", "metadata": encode_subscription(TOPICS, version=3)}]
 
 
@@ -46,10 +46,10 @@ class MixedSim(Sim):
         m.owned, m.revoking = {}, {}  # eager: everything is revoked before the join
         kw = dict(protos=CLASSIC_PROTOCOLS, session_timeout=SESSION, rebalance_timeout=5 * SESSION)
         _, resp = self.view.join(m.member_id, **kw)
-        if resp["errorCode"] == MEMBER_ID_REQUIRED:
+        if resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code:
             m.member_id = resp["memberId"]
             _, resp = self.view.join(m.member_id, **kw)
-        if resp["errorCode"] == UNKNOWN_MEMBER_ID:
+        if resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code:
             m.member_id, m.generation = "", -1
             return
         assert resp["errorCode"] == 0, resp
@@ -60,7 +60,7 @@ class MixedSim(Sim):
         if sync["errorCode"] == 0:
             m.owned = {t: set(p) for t, p in decode_assignment(sync["assignment"]).as_dict().items()}
         else:
-            assert sync["errorCode"] == REBALANCE_IN_PROGRESS, sync
+            assert sync["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code, sync
 
     def heartbeat(self, m) -> None:
         if not isinstance(m, SimClassic):
@@ -70,10 +70,10 @@ class MixedSim(Sim):
         if m.generation < 0:
             return self.classic_rejoin(m)
         code = self.view.heartbeat(m.member_id, m.generation)["errorCode"]
-        if code in (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION):
+        if code in (Errors.UNKNOWN_MEMBER_ID.code, Errors.ILLEGAL_GENERATION.code):
             m.member_id, m.generation, m.owned, m.max_epoch = "", -1, {}, 0  # fenced: a new incarnation
             self.classic_rejoin(m)
-        elif code == REBALANCE_IN_PROGRESS:
+        elif code == Errors.REBALANCE_IN_PROGRESS.code:
             self.classic_rejoin(m)
         else:
             assert code == 0, code

@@ -11,8 +11,7 @@ import sys
 SCRIPT = r"""
 import json, random
 from coordinator.group.consumer.assignors import assign
-from coordinator.group.consumer.group import ConsumerGroup
-from tests.consumer.mini_coordinator import MiniCoordinator
+from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 rnd = random.Random(3)
 topics = {f"t{i}": rnd.randint(1, 30) for i in range(12)}
@@ -25,17 +24,20 @@ again = {m: {**het[m], "assignment": first.get(m, {})} for m in het}
 again["new"] = {"subscribedTopicNames": names[:5]}
 out["uniform-rerun"] = assign("uniform", again, topics)
 
-group = ConsumerGroup("g")
-coordinator = MiniCoordinator(group, topics)
+# The real coordinator: 25 members join one by one (the uniform assignor), the others heartbeat.
+coordinator = ConsumerGroupTestClient("g", topics)
 epochs = {}
 for i, m in enumerate(sorted(het)):
-    r = coordinator.heartbeat(m, 0, subscribed_topic_names=het[m]["subscribedTopicNames"], owned={},
-                              rebalance_timeout_ms=1000)
-    epochs[m] = r.member_epoch
+    r = coordinator.join(m, het[m]["subscribedTopicNames"], rebalance_timeout=1000, assignor="uniform")
+    assert r["errorCode"] == 0, r
+    epochs[m] = r["memberEpoch"]
     for other in sorted(epochs)[: i]:
         r = coordinator.heartbeat(other, epochs[other])
-        epochs[other] = r.member_epoch
-out["group"] = group.to_json()
+        assert r["errorCode"] == 0, r
+        epochs[other] = r["memberEpoch"]
+out["group"] = coordinator.group().to_json()
+out["records"] = coordinator.records()
+out["responses"] = coordinator.d.responses
 print(json.dumps(out, sort_keys=True))
 """
 

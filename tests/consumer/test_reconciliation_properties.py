@@ -1,4 +1,5 @@
-"""Property tests (hypothesis) for reconciliation, driven through the test-only MiniCoordinator.
+"""Property tests (hypothesis) for reconciliation, driven through the real coordinator
+(ConsumerGroupHeartbeat requests on a CoreDriver; partition additions by UpdateMetadata).
 
 Random sequences of joins, leaves, partition additions and heartbeats from simulated clients.
 A client revokes (and only then takes new partitions) when it chooses to acknowledge, and sends
@@ -18,10 +19,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.consumer.group import ConsumerGroup
 from coordinator.group.consumer.group_state import ConsumerGroupState
-
-from .mini_coordinator import MiniCoordinator
+from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 TOPICS = ("a", "b", "c")
 
@@ -35,18 +34,19 @@ class Client:
         self.latest: dict | None = None  # the last assignment received, not yet applied
         self.sent_owned: dict | None = None
 
-    def heartbeat(self, coordinator, ack: bool, omit_owned: bool):
+    def heartbeat(self, c: ConsumerGroupTestClient, ack: bool, omit_owned: bool):
         if ack and self.latest is not None:
             self.owned = {t: ps for t, ps in self.latest.items() if ps}  # revoke, then assign
             self.latest = None
         owned = None if (omit_owned and self.sent_owned == self.owned) else dict(self.owned)
-        r = coordinator.heartbeat(self.member_id, self.epoch, owned=owned)
+        r = c.heartbeat(self.member_id, self.epoch, owned=owned)
+        assert r["errorCode"] == 0, r
         if owned is not None:
             self.sent_owned = owned
-        assert r.member_epoch >= self.epoch
-        self.epoch = r.member_epoch
-        if r.assignment is not None:
-            self.latest = r.assignment
+        assert r["memberEpoch"] >= self.epoch
+        self.epoch = r["memberEpoch"]
+        if r["assignment"] is not None:
+            self.latest = c.assignment(r)
 
 
 subscriptions = st.sets(st.sampled_from(TOPICS), min_size=1).map(sorted)
@@ -60,6 +60,10 @@ ops = st.builds(
         join, st.tuples(st.just("leave"), st.integers(0, 5)),
         st.tuples(st.just("grow"), st.sampled_from(TOPICS), st.integers(1, 3)),
         heartbeat, heartbeat, heartbeat, heartbeat, heartbeat, heartbeat), min_size=15, max_size=80))
+
+
+def as_lists(assignment) -> dict:
+    return {t: sorted(ps) for t, ps in assignment.items() if ps}
 
 
 def check_invariants(group, clients, last_epochs):
@@ -79,49 +83,54 @@ def check_invariants(group, clients, last_epochs):
 
 
 def run_scenario(steps, assignor):
-    group = ConsumerGroup("g")
     topics = {"a": 4, "b": 3, "c": 5}
-    coordinator = MiniCoordinator(group, topics, assignor)
+    # The live partition between batches (no encoding round trip): hundreds of examples.
+    coordinator = ConsumerGroupTestClient("g", topics, roundtrip=False)
     clients: dict[int, Client] = {}
     last_epochs: dict = {}
     epochs = (0, 0)
     for step in steps:
         kind = step[0]
         if kind == "join" and step[1] not in clients:
-            c = clients[step[1]] = Client(f"member-{step[1]}", step[2])
-            r = coordinator.heartbeat(c.member_id, 0, subscribed_topic_names=c.subscription,
-                                      owned={}, rebalance_timeout_ms=30000)
-            c.epoch, c.latest = r.member_epoch, r.assignment
+            cl = clients[step[1]] = Client(f"member-{step[1]}", step[2])
+            r = coordinator.join(cl.member_id, cl.subscription, rebalance_timeout=30000, assignor=assignor)
+            assert r["errorCode"] == 0, r
+            cl.epoch, cl.latest = r["memberEpoch"], coordinator.assignment(r)
         elif kind == "leave" and clients:
-            c = clients.pop(sorted(clients)[step[1] % len(clients)])
-            c.owned = {}  # the consumer revokes everything, then leaves
-            coordinator.heartbeat(c.member_id, -1)
-            last_epochs.pop(c.member_id, None)
+            cl = clients.pop(sorted(clients)[step[1] % len(clients)])
+            cl.owned = {}  # the consumer revokes everything, then leaves
+            assert coordinator.heartbeat(cl.member_id, -1)["errorCode"] == 0
+            last_epochs.pop(cl.member_id, None)
         elif kind == "grow":
             topics[step[1]] += step[2]
-            group.group_epoch += 1  # a metadata change bumps the group epoch
+            coordinator.set_topics(topics)  # the metadata change bumps the group epoch
         elif kind == "hb" and clients:
-            c = clients[sorted(clients)[step[1] % len(clients)]]
-            c.heartbeat(coordinator, ack=step[2], omit_owned=step[3])
+            cl = clients[sorted(clients)[step[1] % len(clients)]]
+            cl.heartbeat(coordinator, ack=step[2], omit_owned=step[3])
+        group = coordinator.group()
+        if group is None:  # every member left, or none has joined yet
+            assert not clients
+            continue
         check_invariants(group, clients, last_epochs)
         assert (group.group_epoch, group.target_assignment_epoch) >= epochs
         epochs = (group.group_epoch, group.target_assignment_epoch)
 
     # Everyone acknowledges: the group converges within a few rounds.
     for _ in range(4):
-        for c in clients.values():
-            c.heartbeat(coordinator, ack=True, omit_owned=False)
-            check_invariants(group, clients, last_epochs)
-    for c in clients.values():
-        c.heartbeat(coordinator, ack=True, omit_owned=False)
+        for cl in clients.values():
+            cl.heartbeat(coordinator, ack=True, omit_owned=False)
+            check_invariants(coordinator.group(), clients, last_epochs)
+    for cl in clients.values():
+        cl.heartbeat(coordinator, ack=True, omit_owned=False)
+    group = coordinator.group()
     if clients:
         assert group.state == ConsumerGroupState.STABLE, group.state
-    for c in clients.values():
-        m = group.members[c.member_id]
-        assert m.assigned_partitions == group.target_assignment.get(c.member_id, {})
-        assert c.owned == dict(m.assigned_partitions) and c.epoch == group.target_assignment_epoch
-    subscribed = {t for c in clients.values() for t in c.subscription}
-    owned = sorted((t, p) for c in clients.values() for t, ps in c.owned.items() for p in ps)
+    for cl in clients.values():
+        m = group.members[cl.member_id]
+        assert m.assigned_partitions == group.target_assignment.get(cl.member_id, {})
+        assert as_lists(cl.owned) == as_lists(m.assigned_partitions) and cl.epoch == group.target_assignment_epoch
+    subscribed = {t for cl in clients.values() for t in cl.subscription}
+    owned = sorted((t, p) for cl in clients.values() for t, ps in cl.owned.items() for p in ps)
     assert owned == sorted((t, p) for t in subscribed for p in range(topics[t]))
 
 

@@ -16,8 +16,18 @@ from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTuple
 from coordinator.errors import Errors
 from coordinator.schema import Array, Struct
 from gateway import apis
-from gateway.codec import (ZERO_UUID, decode_request, decode_response, encode_request, encode_response,
-                           from_json, json_name, request_class, response_class, to_json)
+from gateway.codec import (
+    ZERO_UUID,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    from_json,
+    json_name,
+    request_class,
+    response_class,
+    to_json,
+)
 from gateway.server import kio_versions
 
 KAFKA_MESSAGES = Path("/work/kafka-src-4.1.1/kafka-clients/common/message")
@@ -58,7 +68,7 @@ def _scalar(kafka_type: str, name: str, i: int):
         "uuid": uuid.UUID(int=(i + 1) << 64 | 7),
         "timedelta_i32": datetime.timedelta(milliseconds=1500 + i),
         "timedelta_i64": datetime.timedelta(milliseconds=1500 + i),
-        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc),
+        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
         "error_code": ErrorCode.coordinator_not_available,
     }[kafka_type]
 
@@ -128,7 +138,7 @@ def _assert_contained(service: dict, kio: dict, path: str) -> None:
         if isinstance(v, dict):
             _assert_contained(v, kio[k], f"{path}.{k}")
         elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for a, b in zip(v, kio[k]):
+            for a, b in zip(v, kio[k], strict=True):
                 _assert_contained(a, b, f"{path}.{k}[]")
         else:
             assert kio[k] == v, f"{path}.{k}: {kio[k]!r} != {v!r}"
@@ -174,7 +184,7 @@ def _compare(cls, fields, commons, version, path) -> None:
     mine = dataclasses.fields(cls)
     theirs = [f for f in fields if _in(f["versions"], version)]
     assert [json_name(f) for f in mine] == [f["name"][0].lower() + f["name"][1:] for f in theirs], path
-    for a, b in zip(mine, theirs):
+    for a, b in zip(mine, theirs, strict=True):
         kind = classify_field(a)
         if isinstance(kind, (EntityField, EntityTupleField)):
             sub = b.get("fields") or next(c["fields"] for c in commons if c["name"] == b["type"].strip("[]"))

@@ -5,7 +5,6 @@ not answer in time gets the client a retriable error."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 
 import pytest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
@@ -138,7 +137,7 @@ def test_reading_stops_while_the_in_flight_queue_is_full(run):
         bridge.calls[0][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
         await until(lambda: len(bridge.calls) == 5)
         for i in range(12):
-            await until(lambda: len(bridge.calls) > i)
+            await until(lambda i=i: len(bridge.calls) > i)
             bridge.calls[i][1].done() or bridge.calls[i][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
         answers = [await read_response(reader) for _ in range(12)]
         assert [h.correlation_id for h, _ in answers] == list(range(12))
@@ -225,7 +224,7 @@ class TwoBrokerCluster:
                 for n, p in enumerate(self.ports)]
 
     async def _serve(self, reader, writer):
-        from gateway.codec import decode_request, encode_response, from_json, response_class
+        from gateway.codec import decode_request, from_json, response_class
         from gateway.frames import read_frame, request_header
         try:
             while (f := await read_frame(reader, 1 << 20)) is not None:

@@ -6,7 +6,7 @@ import base64
 import json
 from typing import Any, Callable
 
-import state
+from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import encode_subscription
 from tests.core_driver import CoreDriver
 
@@ -63,16 +63,7 @@ class GroupTestClient:
     def mutate(self, fn: Callable[[Any], None]) -> None:
         """Run `fn` on the component directly (as Kafka's tests call group.transitionTo or the
         manager's methods), keeping what it writes and emits."""
-        part = self.d.partition
-        part.clock_ms = max(part.clock_ms, self.d.now)
-        fn(part.component("groups"))
-        out = part.drain()
-        self.d.records += [(r.key, r.value) for r in out.records]
-        self.d.events += [e.body for e in out.events]
-        for r in out.responses:
-            self.d.responses[r.reply.correlation_id] = r.body
-        self.d._state = part
-        self.d._blob = state.encode(part.to_json())
+        self.d.call(lambda part: fn(part.component("groups")))
 
     def records(self, since: int = 0) -> list[tuple[str, dict | None]]:
         return self.d.records[since:]
@@ -100,7 +91,7 @@ class GroupTestClient:
     def join_dynamic(self, **kw) -> tuple[int, dict | None]:
         """v4+ dynamic join: the MEMBER_ID_REQUIRED round trip, then the real join."""
         _, first = self.join("", **kw)
-        assert first["errorCode"] == 79, first
+        assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code, first
         return self.join(first["memberId"], **kw)
 
     def sync(self, member_id: str, generation: int, assignments: dict[str, str] | None = None, *,

@@ -8,11 +8,14 @@ from coordinator.group import group as group_module
 from coordinator.group.classic.group import DEAD, EMPTY, STABLE
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
-from tests.group.group_helpers import (GroupTestClient, b64, group_on_partition, join_and_complete, join_and_rebalance,
-                                 protocols)
-
-NONE, NOT_COORDINATOR, INCONSISTENT, UNKNOWN_MEMBER = 0, 16, 23, 25
-NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, MEMBER_ID_REQUIRED = 68, 69, 79
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    group_on_partition,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+)
 
 
 def client(**overrides) -> GroupTestClient:
@@ -66,10 +69,10 @@ def test_describe_unknown_and_foreign_groups():
     c = client()
     mine, theirs = group_on_partition(c.d.partition_id), group_on_partition(c.d.partition_id, other=True)
     v6 = describe(c, [mine, theirs])
-    assert v6[0] == {"errorCode": GROUP_ID_NOT_FOUND, "errorMessage": f"Group {mine} not found.", "groupId": mine,
+    assert v6[0] == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "errorMessage": f"Group {mine} not found.", "groupId": mine,
                      "groupState": DEAD, "protocolType": "", "protocolData": "", "members": [],
                      "authorizedOperations": -2147483648}
-    assert v6[1]["errorCode"] == NOT_COORDINATOR and v6[1]["groupId"] == theirs
+    assert v6[1]["errorCode"] == Errors.NOT_COORDINATOR.code and v6[1]["groupId"] == theirs
     # Before v6 an unknown group is described as Dead without error.
     [v5] = describe(c, [mine], version=5)
     assert v5["errorCode"] == 0 and v5["groupState"] == DEAD and "errorMessage" not in v5
@@ -92,7 +95,7 @@ def test_list_groups_with_filters():
     join_and_rebalance(c)
     c.commit({("t", 0): 1}, group_id=empty)
     resp = list_groups(c)
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     assert resp["groups"] == [
         {"groupId": c.group_id, "protocolType": "consumer", "groupState": STABLE, "groupType": "classic"},
         {"groupId": empty, "protocolType": "", "groupState": EMPTY, "groupType": "classic"}]
@@ -109,7 +112,7 @@ def test_list_groups_with_filters():
 def test_list_groups_filters_are_mandatory_in_their_versions():
     c = client()
     _, resp = c.send("ListGroups", 4, {})
-    assert resp["errorCode"] == 42
+    assert resp["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 # ====================================================================== DeleteGroups
@@ -123,10 +126,10 @@ def test_delete_groups():
     mark = len(c.records())
     resp = delete_groups(c, [c.group_id, simple, theirs, unknown, simple])
     assert resp == {"throttleTimeMs": 0, "results": [
-        {"groupId": c.group_id, "errorCode": NON_EMPTY_GROUP},
-        {"groupId": simple, "errorCode": NONE},
-        {"groupId": theirs, "errorCode": NOT_COORDINATOR},
-        {"groupId": unknown, "errorCode": GROUP_ID_NOT_FOUND}]}
+        {"groupId": c.group_id, "errorCode": Errors.NON_EMPTY_GROUP.code},
+        {"groupId": simple, "errorCode": Errors.NONE.code},
+        {"groupId": theirs, "errorCode": Errors.NOT_COORDINATOR.code},
+        {"groupId": unknown, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}
     assert c.records(mark) == [(record_key("OffsetCommit", simple, "t", 0), None),
                                (record_key("OffsetCommit", simple, "t", 1), None),
                                (record_key("GroupMetadata", simple), None)]
@@ -138,7 +141,7 @@ def test_delete_empty_classic_group_after_members_left():
     c = client()
     leader = join_and_complete(c)
     c.leave({"memberId": leader["memberId"]})
-    assert delete_groups(c, [c.group_id])["results"] == [{"groupId": c.group_id, "errorCode": NONE}]
+    assert delete_groups(c, [c.group_id])["results"] == [{"groupId": c.group_id, "errorCode": Errors.NONE.code}]
     assert c.group() is None
     # Its timers went with it.
     assert all("group-id" not in k for k in c.timers())
@@ -152,7 +155,7 @@ def test_delete_groups_deletes_pending_transactional_offsets_too():
         comp.append_transactional_offset(3, c.group_id, "t", 1, 10)
     c.mutate(add)
     mark = len(c.records())
-    assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == NONE
+    assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == Errors.NONE.code
     assert [k for k, _ in c.records(mark)] == [record_key("OffsetCommit", c.group_id, "t", 0),
                                                record_key("OffsetCommit", c.group_id, "t", 1),
                                                record_key("GroupMetadata", c.group_id)]
@@ -222,26 +225,26 @@ def test_classic_apis_against_a_non_empty_consumer_group(fake_types):
     c = client()
     put(c, FakeGroup(c.group_id, members=2))
     # Without a migration path, as a group type that does not accept classic members.
-    assert c.join("")[1]["errorCode"] == INCONSISTENT
-    assert c.sync("m", 1)[1]["errorCode"] == UNKNOWN_MEMBER
-    assert c.heartbeat("m", 1)["errorCode"] == UNKNOWN_MEMBER
-    assert c.leave({"memberId": "m"})["members"][0]["errorCode"] == UNKNOWN_MEMBER
+    assert c.join("")[1]["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    assert c.sync("m", 1)[1]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert c.heartbeat("m", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert c.leave({"memberId": "m"})["members"][0]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     [g] = describe(c, [c.group_id])
-    assert g["errorCode"] == GROUP_ID_NOT_FOUND and g["errorMessage"] == f"Group {c.group_id} is not a classic group."
+    assert g["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code and g["errorMessage"] == f"Group {c.group_id} is not a classic group."
     # Generic APIs go through the Group interface.
-    assert c.commit({("t", 0): 1}, member_id="m", generation=3)["topics"][0]["partitions"][0]["errorCode"] == 113
+    assert c.commit({("t", 0): 1}, member_id="m", generation=3)["topics"][0]["partitions"][0]["errorCode"] == Errors.STALE_MEMBER_EPOCH.code
     assert list_groups(c)["groups"] == [{"groupId": c.group_id, "protocolType": "", "groupState": "Stable",
                                          "groupType": "consumer"}]
-    assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == NON_EMPTY_GROUP
+    assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == Errors.NON_EMPTY_GROUP.code
 
 
 def test_join_group_converts_an_empty_consumer_group(fake_types):
     c = client()
     put(c, FakeGroup(c.group_id, members=0))
     _, resp = c.join("member-id")  # a known member id cannot join a group being converted
-    assert resp["errorCode"] == UNKNOWN_MEMBER and c.group().type == "consumer"
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.group().type == "consumer"
     _, resp = c.join("")
-    assert resp["errorCode"] == MEMBER_ID_REQUIRED
+    assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().type == "classic"
     assert c.records()[:2] == [(record_key("ConsumerGroupMetadata", c.group_id), None),
                                (record_key("GroupMetadata", c.group_id), {
@@ -257,7 +260,7 @@ def test_classic_group_join_on_streams_group(fake_types, members):
     put(c, FakeStreamsGroup(c.group_id, members=members))
     mark = len(c.records())
     _, resp = c.join("")
-    assert (resp["errorCode"], resp["memberId"]) == (INCONSISTENT, "")
+    assert (resp["errorCode"], resp["memberId"]) == (Errors.INCONSISTENT_GROUP_PROTOCOL.code, "")
     assert c.group().type == "streams" and c.records(mark) == []
 
 
@@ -265,8 +268,8 @@ def test_join_group_to_a_share_group_is_inconsistent(fake_types):
     c = client()
     put(c, FakeShareGroup(c.group_id, members=0))
     _, resp = c.join("")
-    assert resp["errorCode"] == INCONSISTENT and resp["memberId"] == ""
-    assert c.sync("m", 1)[1]["errorCode"] == UNKNOWN_MEMBER  # empty: UNKNOWN_MEMBER_ID
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code and resp["memberId"] == ""
+    assert c.sync("m", 1)[1]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code  # empty: UNKNOWN_MEMBER_ID
 
 
 # ====================================================================== rejected requests
@@ -279,7 +282,7 @@ def test_join_group_to_a_share_group_is_inconsistent(fake_types):
 def test_rejected_requests_carry_the_reason(api, version, body):
     c = client()
     _, resp = c.send(api, version, body)
-    assert resp["errorCode"] == 42 and "mandatory" in resp["errorMessage"]
+    assert resp["errorCode"] == Errors.INVALID_REQUEST.code and "mandatory" in resp["errorMessage"]
 
 
 def test_unsupported_versions_are_rejected():
@@ -288,7 +291,7 @@ def test_unsupported_versions_are_rejected():
                          ("DescribeGroups", 7), ("ListGroups", 6), ("DeleteGroups", 3), ("LeaveGroup", 6),
                          ("SyncGroup", 6), ("Heartbeat", 5)]:
         _, resp = c.send(api, version, {"groupId": "group-id"})
-        assert resp["errorCode"] == 35, (api, version, resp)
+        assert resp["errorCode"] == Errors.UNSUPPORTED_VERSION.code, (api, version, resp)
 
 
 # ====================================================================== explicit construction

@@ -7,15 +7,13 @@ from __future__ import annotations
 import pytest
 
 import state
-
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
-from coordinator.errors import ApiError
+from coordinator.errors import ApiError, Errors
 from coordinator.group.group_configs import parse, validate
 from coordinator.messages import StateRecord
 from coordinator.routing import key_for_partition
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
-INVALID_CONFIG, INVALID_REQUEST, NOT_COORDINATOR = 40, 42, 16
 GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CFG = CoordinatorConfig()
@@ -54,7 +52,7 @@ class Client(ConsumerGroupTestClient):
 def message(overrides: dict) -> str:
     with pytest.raises(ApiError) as e:
         validate(overrides, CFG)
-    assert e.value.error.code == INVALID_CONFIG
+    assert e.value.error.code == Errors.INVALID_CONFIG.code
     return e.value.message
 
 
@@ -195,7 +193,7 @@ def test_validate_only_writes_nothing():
     assert c.alter(set_op(SESSION, "50000"), validate_only=True)["errorCode"] == 0
     r = c.alter(set_op(SESSION, "1"), validate_only=True)
     assert (r["errorCode"], r["errorMessage"]) == (
-        INVALID_CONFIG, f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms")
+        Errors.INVALID_CONFIG.code, f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms")
     assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
 
 
@@ -203,16 +201,16 @@ def test_invalid_alterations_change_nothing():
     c = Client()
     c.alter(set_op(SESSION, "50000"))
     cases = [
-        ((set_op("foo", "1"),), INVALID_CONFIG, "Unknown group config name: foo"),
-        ((set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")), INVALID_CONFIG,
+        ((set_op("foo", "1"),), Errors.INVALID_CONFIG.code, "Unknown group config name: foo"),
+        ((set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")), Errors.INVALID_CONFIG.code,
          f"Invalid value x for configuration {HEARTBEAT}: Not a number of type INT"),
-        (({"name": SESSION, "configOperation": 2, "value": "1"},), INVALID_CONFIG,
+        (({"name": SESSION, "configOperation": 2, "value": "1"},), Errors.INVALID_CONFIG.code,
          f"Can't APPEND to key {SESSION} because its type is not LIST."),
-        (({"name": SESSION, "configOperation": 3, "value": "1"},), INVALID_CONFIG,
+        (({"name": SESSION, "configOperation": 3, "value": "1"},), Errors.INVALID_CONFIG.code,
          f"Can't SUBTRACT to key {SESSION} because its type is not LIST."),
-        (({"name": SESSION, "configOperation": 7, "value": "1"},), INVALID_REQUEST, "Unknown operation type 7"),
-        ((set_op(SESSION, "55000"), delete_op(SESSION)), INVALID_REQUEST, "Error due to duplicate config keys"),
-        ((set_op(SESSION, None), set_op(HEARTBEAT, None)), INVALID_REQUEST,
+        (({"name": SESSION, "configOperation": 7, "value": "1"},), Errors.INVALID_REQUEST.code, "Unknown operation type 7"),
+        ((set_op(SESSION, "55000"), delete_op(SESSION)), Errors.INVALID_REQUEST.code, "Error due to duplicate config keys"),
+        ((set_op(SESSION, None), set_op(HEARTBEAT, None)), Errors.INVALID_REQUEST.code,
          f"Null value not supported for : {SESSION}, {HEARTBEAT}"),
     ]
     for ops, code, text in cases:
@@ -232,7 +230,7 @@ def test_resources_answered_one_by_one():
     ]
     r = c.send("IncrementalAlterConfigs", 0, {"resources": resources, "validateOnly": False})
     assert [(x["resourceName"], x["errorCode"]) for x in r["responses"]] == [
-        (c.group_id, 0), (elsewhere, NOT_COORDINATOR), ("orders", INVALID_REQUEST), ("", INVALID_REQUEST)]
+        (c.group_id, 0), (elsewhere, Errors.NOT_COORDINATOR.code), ("orders", Errors.INVALID_REQUEST.code), ("", Errors.INVALID_REQUEST.code)]
     assert "only GROUP (32)" in r["responses"][2]["errorMessage"]
     assert r["responses"][3]["errorMessage"] == "Default group resources are not allowed."
     assert len(c.records()) == 1
@@ -243,7 +241,7 @@ def test_resources_answered_one_by_one():
         {"resourceType": 4, "resourceName": "1", "configurationKeys": None}],
         "includeSynonyms": False, "includeDocumentation": False})
     assert [(x["errorCode"], x["configs"]) for x in d["results"]] == [
-        (NOT_COORDINATOR, []), (INVALID_REQUEST, []), (INVALID_REQUEST, [])]
+        (Errors.NOT_COORDINATOR.code, []), (Errors.INVALID_REQUEST.code, []), (Errors.INVALID_REQUEST.code, [])]
     assert d["results"][1]["errorMessage"] == "Group name must not be empty"
 
 
@@ -252,7 +250,7 @@ def test_a_malformed_request_is_answered_per_resource():
     r = c.send("IncrementalAlterConfigs", 1, {"resources": [
         {"resourceType": GROUP, "resourceName": c.group_id, "configs": [{"name": SESSION, "configOperation": 300}]}],
         "validateOnly": False})
-    assert (r["responses"], r["errorCode"]) == ([], INVALID_REQUEST) and "configOperation" in r["errorMessage"]
+    assert (r["responses"], r["errorCode"]) == ([], Errors.INVALID_REQUEST.code) and "configOperation" in r["errorMessage"]
     assert c.records() == []
 
 
@@ -382,9 +380,14 @@ def test_a_state_without_group_configs_loads():
 def test_classic_members_keep_their_own_session_timeout():
     """A classic member inside a consumer group keeps its JoinGroup sessionTimeoutMs whatever the
     group's consumer.session.timeout.ms; consumer-protocol members use the group's."""
-    from tests.consumer.test_consumer_group_migration import (SESSION as CLASSIC_SESSION, classic_join_new,
-                                                     classic_view, consumer_group_with_one_member, sync,
-                                                     timer_deadline)
+    from tests.consumer.test_consumer_group_migration import SESSION as CLASSIC_SESSION
+    from tests.consumer.test_consumer_group_migration import (
+        classic_join_new,
+        classic_view,
+        consumer_group_with_one_member,
+        sync,
+        timer_deadline,
+    )
     c = Client(topics={"foo": 6, "bar": 3})
     assert c.alter(set_op(SESSION, "55000"))["errorCode"] == 0
     consumer_group_with_one_member(c)
@@ -417,6 +420,6 @@ def test_checks_follow_kafkas_order():
     elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
     assert c.alter(set_op(SESSION, "1"), set_op(SESSION, "2"), group_id="")["errorMessage"] == (
         "Error due to duplicate config keys")
-    assert c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"] == INVALID_CONFIG
+    assert c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"] == Errors.INVALID_CONFIG.code
     assert c.alter(set_op(SESSION, "1"), group_id="")["errorMessage"] == "Default group resources are not allowed."
-    assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == NOT_COORDINATOR
+    assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == Errors.NOT_COORDINATOR.code

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import Errors
 from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
-from tests.group.group_helpers import (GroupTestClient, b64, join_and_complete, join_and_rebalance, protocols,
-                                 static_members_join_and_rebalance)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+    static_members_join_and_rebalance,
+)
 
-NONE, INCONSISTENT, INVALID_GROUP_ID, UNKNOWN_MEMBER, INVALID_SESSION = 0, 23, 24, 25, 26
-REBALANCE_IN_PROGRESS, MEMBER_ID_REQUIRED, MAX_SIZE, FENCED = 27, 79, 81, 82
-COORDINATOR_NOT_AVAILABLE, UNKNOWN_SERVER_ERROR = 15, -1
 DYN = 3  # a JoinGroup version that does not require a known member id
 
 
@@ -30,7 +34,7 @@ def kill(c: GroupTestClient, group_id: str | None = None) -> None:
 def test_join_group_with_empty_group_id_gets_invalid_group_id():
     c = GroupTestClient(group_id="")
     _, resp = c.join("some-member", group_id="")
-    assert resp["errorCode"] == INVALID_GROUP_ID and resp["memberId"] == "some-member"
+    assert resp["errorCode"] == Errors.INVALID_GROUP_ID.code and resp["memberId"] == "some-member"
     assert c.groups().groups == {}
 
 
@@ -38,21 +42,21 @@ def test_join_group_with_empty_group_id_gets_invalid_group_id():
 def test_join_group_with_session_timeout_out_of_range(session):
     c = GroupTestClient()
     _, resp = c.join("m", session_timeout=session)
-    assert resp["errorCode"] == INVALID_SESSION and resp["memberId"] == "m"
+    assert resp["errorCode"] == Errors.INVALID_SESSION_TIMEOUT.code and resp["memberId"] == "m"
     assert c.group() is None
 
 
 def test_join_group_to_another_partitions_group_gets_not_coordinator():
     c = GroupTestClient()
     _, resp = c.join("", group_id="other-group-on-another-partition")
-    assert resp["errorCode"] == 16 and resp["memberId"] == ""
+    assert resp["errorCode"] == Errors.NOT_COORDINATOR.code and resp["memberId"] == ""
 
 
 # ====================================================================== creation and max size
 def test_generate_records_on_new_classic_group():
     c = client()
     _, resp = c.join("")
-    assert resp["errorCode"] == MEMBER_ID_REQUIRED
+    assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().state == EMPTY and c.group().num_pending_join_members() == 1
     assert c.records() == [('["GroupMetadata","group-id"]', {
         "type": "GroupMetadata", "protocolType": "", "generation": 0, "protocol": None, "leader": None,
@@ -65,7 +69,7 @@ def test_join_group_should_receive_error_if_group_over_max_size():
     assert all(c.response(cid) is None for cid in cids)
     before = len(c.records())
     _, resp = c.join("", version=DYN)
-    assert resp["errorCode"] == MAX_SIZE and resp["memberId"] == ""
+    assert resp["errorCode"] == Errors.GROUP_MAX_SIZE_REACHED.code and resp["memberId"] == ""
     assert len(c.records()) == before
     assert c.group().num_members() == 10
 
@@ -73,7 +77,7 @@ def test_join_group_should_receive_error_if_group_over_max_size():
 def test_dynamic_members_join_group_with_max_size_and_required_known_member():
     c = client(group_max_size=10, group_initial_rebalance_delay_ms=50)
     first = [c.join("")[1] for _ in range(11)]
-    assert {r["errorCode"] for r in first} == {MEMBER_ID_REQUIRED}
+    assert {r["errorCode"] for r in first} == {Errors.MEMBER_ID_REQUIRED.code}
     member_ids = [r["memberId"] for r in first]
     assert len(set(member_ids)) == 11
     g = c.group()
@@ -83,14 +87,14 @@ def test_dynamic_members_join_group_with_max_size_and_required_known_member():
     c.sleep(50)  # the first delay ends: members joined meanwhile, so it is extended
     c.sleep(50)  # nobody joined since: the join completes
     codes = [c.response(cid)["errorCode"] for cid in second]
-    assert codes.count(NONE) == 10 and codes.count(MAX_SIZE) == 1
+    assert codes.count(Errors.NONE.code) == 10 and codes.count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     g = c.group()
     assert g.num_members() == 10 and g.num_pending_join_members() == 0 and g.state == COMPLETING_REBALANCE
 
     # Accepted members may rejoin; the rejected one is rejected again.
     third = [c.join(m)[1] for m in member_ids]
-    assert [r["errorCode"] for r in third].count(NONE) == 10
-    assert [r["errorCode"] for r in third].count(MAX_SIZE) == 1
+    assert [r["errorCode"] for r in third].count(Errors.NONE.code) == 10
+    assert [r["errorCode"] for r in third].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
 
 
 def test_dynamic_members_join_group_with_max_size_and_not_required_known_member():
@@ -101,11 +105,11 @@ def test_dynamic_members_join_group_with_max_size_and_not_required_known_member(
     c.sleep(50)
     c.sleep(50)
     responses = [c.response(cid) for cid in first]
-    assert [r["errorCode"] for r in responses].count(NONE) == 10
-    assert [r["errorCode"] for r in responses].count(MAX_SIZE) == 1
+    assert [r["errorCode"] for r in responses].count(Errors.NONE.code) == 10
+    assert [r["errorCode"] for r in responses].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     second = [c.join(r["memberId"], version=DYN)[1] for r in responses]
-    assert [r["errorCode"] for r in second].count(NONE) == 10
-    assert [r["errorCode"] for r in second].count(MAX_SIZE) == 1
+    assert [r["errorCode"] for r in second].count(Errors.NONE.code) == 10
+    assert [r["errorCode"] for r in second].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     g = c.group()
     assert g.num_members() == 10 and g.num_awaiting_join_response() == 0 and g.state == COMPLETING_REBALANCE
 
@@ -119,10 +123,10 @@ def test_static_members_join_group_with_max_size():
     c.sleep(50)
     c.sleep(50)
     responses = [c.response(cid) for cid in first]
-    assert [r["errorCode"] for r in responses].count(MAX_SIZE) == 1
+    assert [r["errorCode"] for r in responses].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     second = [c.join(r["memberId"], instance_id=i)[1] for r, i in zip(responses, instances)]
-    assert [r["errorCode"] for r in second].count(NONE) == 10
-    assert [r["errorCode"] for r in second].count(MAX_SIZE) == 1
+    assert [r["errorCode"] for r in second].count(Errors.NONE.code) == 10
+    assert [r["errorCode"] for r in second].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     g = c.group()
     assert g.num_members() == 10 and g.num_awaiting_join_response() == 0 and g.state == COMPLETING_REBALANCE
 
@@ -140,7 +144,7 @@ def test_dynamic_members_can_rejoin_group_with_max_size_while_rebalancing():
     c.sleep(50)
     c.sleep(50)
     codes = [c.response(cid)["errorCode"] for cid in third]
-    assert codes.count(NONE) == 10 and codes.count(MAX_SIZE) == 1
+    assert codes.count(Errors.NONE.code) == 10 and codes.count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     g = c.group()
     assert g.num_members() == 10 and g.num_awaiting_join_response() == 0 and g.state == COMPLETING_REBALANCE
 
@@ -163,7 +167,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     assert g.num_members() == 10 and g.num_awaiting_join_response() == 10 and g.state == PREPARING_REBALANCE
     c.sleep(10000)
     codes = [c.response(cid)["errorCode"] for cid in cids]
-    assert codes == [NONE] * 10 + [MAX_SIZE] * 2
+    assert codes == [Errors.NONE.code] * 10 + [Errors.GROUP_MAX_SIZE_REACHED.code] * 2
     g = c.group()
     assert g.state == COMPLETING_REBALANCE and list(g.members) == member_ids[:10]
 
@@ -172,15 +176,15 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
 def test_join_group_unknown_member_new_group():
     c = client()
     _, resp = c.join("member-id", version=DYN)
-    assert resp["errorCode"] == UNKNOWN_MEMBER and c.records() == []
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.records() == []
     _, resp = c.join("member-id", instance_id="group-instance-id")
-    assert resp["errorCode"] == UNKNOWN_MEMBER and c.records() == [] and c.group() is None
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.records() == [] and c.group() is None
 
 
 def test_join_group_protocol_type_is_not_provided_when_an_error_occurs():
     c = client()
     _, resp = c.join("member-id")
-    assert resp["errorCode"] == UNKNOWN_MEMBER and resp["memberId"] == "member-id"
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and resp["memberId"] == "member-id"
     assert resp["protocolType"] is None and resp["generationId"] == -1
 
 
@@ -188,21 +192,21 @@ def test_classic_group_join_inconsistent_protocol_type():
     c = client()
     join_and_complete(c)
     _, resp = c.join("", version=DYN, protocol_type="connect")
-    assert resp["errorCode"] == INCONSISTENT and resp["memberId"] == ""
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code and resp["memberId"] == ""
 
 
 def test_join_group_with_empty_protocol_type():
     c = client()
     _, resp = c.join("", version=DYN, protocol_type="")
-    assert resp["errorCode"] == INCONSISTENT
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     _, resp = c.join("", instance_id="group-instance-id", protocol_type="")
-    assert resp["errorCode"] == INCONSISTENT
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
 
 
 def test_join_group_with_empty_group_protocol():
     c = client()
     _, resp = c.join("", version=DYN, protos=[])
-    assert resp["errorCode"] == INCONSISTENT
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
 
 
 def test_join_group_inconsistent_group_protocol():
@@ -210,28 +214,28 @@ def test_join_group_inconsistent_group_protocol():
     cid, resp = c.join("", version=DYN, protos=protocols("range"))
     assert resp is None
     _, other = c.join("", version=DYN, protos=protocols("roundrobin"))
-    assert other["errorCode"] == INCONSISTENT
+    assert other["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     c.sleep(3000)
-    assert c.response(cid)["errorCode"] == NONE
+    assert c.response(cid)["errorCode"] == Errors.NONE.code
 
 
 def test_join_group_second_join_inconsistent_protocol():
     c = client()
     _, first = c.join("")
-    assert first["errorCode"] == MEMBER_ID_REQUIRED
+    assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     _, resp = c.join(first["memberId"], protos=[])
-    assert resp["errorCode"] == INCONSISTENT
+    assert resp["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     cid, resp = c.join(first["memberId"], protos=protocols("range"))
     assert resp is None
     c.sleep(3000)
-    assert c.response(cid)["errorCode"] == NONE
+    assert c.response(cid)["errorCode"] == Errors.NONE.code
 
 
 def test_join_group_unknown_consumer_existing_group():
     c = client()
     join_and_complete(c, session_timeout=5000, rebalance_timeout=5000)
     _, resp = c.join("other-member-id")
-    assert resp["errorCode"] == UNKNOWN_MEMBER and resp["memberId"] == "other-member-id"
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and resp["memberId"] == "other-member-id"
 
 
 def test_join_group_unknown_consumer_new_dead_group():
@@ -239,7 +243,7 @@ def test_join_group_unknown_consumer_new_dead_group():
     c.join("")
     kill(c)
     _, resp = c.join("")
-    assert resp["errorCode"] == COORDINATOR_NOT_AVAILABLE and resp["memberId"] == ""
+    assert resp["errorCode"] == Errors.COORDINATOR_NOT_AVAILABLE.code and resp["memberId"] == ""
 
 
 def test_existing_member_join_dead_group():
@@ -247,7 +251,7 @@ def test_existing_member_join_dead_group():
     resp = join_and_complete(c)
     kill(c)
     _, again = c.join(resp["memberId"])
-    assert again["errorCode"] == COORDINATOR_NOT_AVAILABLE and again["memberId"] == resp["memberId"]
+    assert again["errorCode"] == Errors.COORDINATOR_NOT_AVAILABLE.code and again["memberId"] == resp["memberId"]
 
 
 def test_join_group_returns_the_protocol_type():
@@ -258,7 +262,7 @@ def test_join_group_returns_the_protocol_type():
     c.sleep(3000)
     for cid in (leader_cid, member_cid):
         resp = c.response(cid)
-        assert resp["errorCode"] == NONE and resp["protocolType"] == "consumer"
+        assert resp["errorCode"] == Errors.NONE.code and resp["protocolType"] == "consumer"
 
 
 def test_join_group_response_fields_by_version():
@@ -287,7 +291,7 @@ def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group
     c.sleep(1500)
     assert c.response(cid) is None
     c.sleep(1501)
-    assert c.response(cid)["errorCode"] == NONE
+    assert c.response(cid)["errorCode"] == Errors.NONE.code
 
 
 def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebalance():
@@ -299,7 +303,7 @@ def test_reset_rebalance_delay_when_new_member_joins_group_during_initial_rebala
     c.sleep(1501)
     assert c.response(first) is None and c.response(second) is None
     c.sleep(1500)
-    assert c.response(first)["errorCode"] == NONE and c.response(second)["errorCode"] == NONE
+    assert c.response(first)["errorCode"] == Errors.NONE.code and c.response(second)["errorCode"] == Errors.NONE.code
 
 
 def test_delay_rebalance_upto_rebalance_timeout():
@@ -314,7 +318,7 @@ def test_delay_rebalance_upto_rebalance_timeout():
     c.sleep(2998)
     assert all(c.response(x) is None for x in (first, second, third))
     c.sleep(1)
-    assert all(c.response(x)["errorCode"] == NONE for x in (first, second, third))
+    assert all(c.response(x)["errorCode"] == Errors.NONE.code for x in (first, second, third))
 
 
 # ====================================================================== new-member and pending expiry
@@ -326,18 +330,18 @@ def test_join_group_replace_static_member():
     new_cid, resp = c.join("", instance_id="group-instance-id", session_timeout=5000)
     assert resp is None
     old = c.response(old_cid)
-    assert old["errorCode"] == FENCED
+    assert old["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     g = c.group()
     assert g.num_awaiting_join_response() == 1 and g.num_members() == 1
     c.sleep(3000)
-    assert c.response(new_cid)["errorCode"] == NONE
+    assert c.response(new_cid)["errorCode"] == Errors.NONE.code
     assert c.group().num_awaiting_join_response() == 0 and c.group().num_members() == 1
 
 
 def test_heartbeat_expiration_should_remove_pending_member():
     c = client()
     _, resp = c.join("", session_timeout=1000)
-    assert resp["errorCode"] == MEMBER_ID_REQUIRED
+    assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().num_members() == 0 and c.group().num_pending_join_members() == 1
     c.sleep(1000)
     assert c.group().num_pending_join_members() == 0
@@ -350,7 +354,7 @@ def test_heartbeat_expiration_should_remove_member():
     member_id = c.group().leader_id
     mark = len(c.records())
     c.sleep(300000)  # the new member join timeout
-    assert c.response(cid)["errorCode"] == UNKNOWN_MEMBER and c.response(cid)["memberId"] == ""
+    assert c.response(cid)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.response(cid)["memberId"] == ""
     assert c.group().num_members() == 0 and c.group().state == EMPTY and c.group().generation_id == 1
     assert c.records(mark) == [('["GroupMetadata","group-id"]', {
         "type": "GroupMetadata", "protocolType": "consumer", "generation": 1, "protocol": None, "leader": None,
@@ -369,7 +373,7 @@ def test_new_member_join_expiration():
     g = c.group()
     assert g.num_members() == 2 and sum(m.is_new for m in g.members.values()) == 1
     c.sleep(timeout)
-    assert c.response(second_cid)["errorCode"] == UNKNOWN_MEMBER
+    assert c.response(second_cid)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     g = c.group()
     assert list(g.members) == [first["memberId"]] and not any(m.is_new for m in g.members.values())
 
@@ -379,7 +383,7 @@ def test_new_member_timeout_completion():
     resp = join_and_complete(c, version=DYN, session_timeout=300000 + 5000)
     assert c.group().generation_id == 1 and c.group().state == COMPLETING_REBALANCE
     _, sync = c.sync(resp["memberId"], resp["generationId"])
-    assert sync["errorCode"] == NONE and c.group().num_members() == 1
+    assert sync["errorCode"] == Errors.NONE.code and c.group().num_members() == 1
     # The new-member timeout is gone: the member survives it.
     c.sleep(300000)
     assert c.group().num_members() == 1
@@ -396,10 +400,10 @@ def test_new_member_failure_after_join_group_completion():
     member_id = resp["memberId"]
     assert resp["leader"] == member_id and resp["generationId"] == 1
     _, sync = c.sync(member_id, 1)
-    assert sync["errorCode"] == NONE and c.group().state == STABLE
+    assert sync["errorCode"] == Errors.NONE.code and c.group().state == STABLE
     other_cid, _ = c.join("", version=DYN, session_timeout=5000, rebalance_timeout=10000)
     _, again = c.join(member_id, version=DYN, session_timeout=5000, rebalance_timeout=10000)
-    assert again["errorCode"] == NONE and c.response(other_cid)["errorCode"] == NONE
+    assert again["errorCode"] == Errors.NONE.code and c.response(other_cid)["errorCode"] == Errors.NONE.code
     # verifySessionExpiration: both members' sessions lapse; the group ends Empty.
     c.sleep(5000)
     assert c.group().num_members() == 0 and c.group().state == EMPTY
@@ -408,10 +412,10 @@ def test_new_member_failure_after_join_group_completion():
 def test_join_group_existing_pending_member_with_group_instance_id_throws_exception():
     c = client()
     _, resp = c.join("")
-    assert resp["errorCode"] == MEMBER_ID_REQUIRED
+    assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     _, bug = c.join(resp["memberId"], instance_id="group-instance-id")
     # Kafka throws IllegalStateException: a bug path, answered UNKNOWN_SERVER_ERROR here.
-    assert bug["errorCode"] == UNKNOWN_SERVER_ERROR
+    assert bug["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
     assert c.events("RequestFailed")
 
 
@@ -422,7 +426,7 @@ def test_join_group_existing_member_updated_metadata_triggers_rebalance():
     member_id = resp["memberId"]
     assert c.group().state == COMPLETING_REBALANCE and c.group().generation_id == 1
     _, again = c.join(member_id, protos=protocols("range", "roundrobin"))
-    assert again["errorCode"] == NONE
+    assert again["errorCode"] == Errors.NONE.code
     g = c.group()
     assert g.state == COMPLETING_REBALANCE and g.generation_id == 2
     assert [p for p, _ in g.member(member_id).protocols] == ["range", "roundrobin"]
@@ -432,7 +436,7 @@ def test_join_group_as_existing_leader_triggers_rebalance_in_stable_state():
     c = client()
     resp = join_and_rebalance(c)
     _, again = c.join(resp["memberId"])
-    assert again["errorCode"] == NONE and again["generationId"] == 2
+    assert again["errorCode"] == Errors.NONE.code and again["generationId"] == 2
     assert c.group().state == COMPLETING_REBALANCE
 
 
@@ -443,14 +447,14 @@ def test_join_group_as_existing_member_with_updated_metadata_triggers_rebalance_
     member_cid, _ = c.join("", version=DYN, protos=protocols("range"))
     _, leader_again = c.join(leader_id, protos=protocols("range"))
     member = c.response(member_cid)
-    assert leader_again["errorCode"] == NONE and member["errorCode"] == NONE
+    assert leader_again["errorCode"] == Errors.NONE.code and member["errorCode"] == Errors.NONE.code
     assert c.group().generation_id == 2 and c.group().num_members() == 2
     _, sync = c.sync(leader_id, 2, {leader_id: b64(0), member["memberId"]: b64(1)})
     assert c.group().state == STABLE
     member_cid, resp = c.join(member["memberId"], protos=protocols("range", "roundrobin"))
     assert resp is None
     _, leader_again = c.join(leader_id, protos=protocols("range"))
-    assert leader_again["errorCode"] == NONE and c.response(member_cid)["errorCode"] == NONE
+    assert leader_again["errorCode"] == Errors.NONE.code and c.response(member_cid)["errorCode"] == Errors.NONE.code
     assert c.group().generation_id == 3 and c.group().state == COMPLETING_REBALANCE
 
 
@@ -463,7 +467,7 @@ def test_join_group_existing_member_does_not_trigger_rebalance_in_stable_state()
     c.sync(leader["memberId"], 2, {})
     assert c.group().state == STABLE
     _, again = c.join(member["memberId"], version=DYN)
-    assert again["errorCode"] == NONE and again["generationId"] == 2 and c.group().state == STABLE
+    assert again["errorCode"] == Errors.NONE.code and again["generationId"] == 2 and c.group().state == STABLE
     assert again["members"] == []
 
 
@@ -477,7 +481,7 @@ def test_join_group_existing_member_in_empty_state():
         g.transition_to(EMPTY, c.now)
     c.mutate(empty)
     _, again = c.join(resp["memberId"])
-    assert again["errorCode"] == UNKNOWN_MEMBER and again["generationId"] == -1
+    assert again["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and again["generationId"] == -1
 
 
 def test_complete_join_remove_not_yet_rejoined_dynamic_members():
@@ -488,7 +492,7 @@ def test_complete_join_remove_not_yet_rejoined_dynamic_members():
     assert c.group().num_members() == 2 and c.group().state == PREPARING_REBALANCE
     c.sleep(1000)  # the rebalance timeout: the leader did not rejoin
     resp = c.response(member_cid)
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     g = c.group()
     assert list(g.members) == [resp["memberId"]] and g.generation_id == 2
     # The leader's session (1000) ends with the rebalance timeout; scheduled first, it fires first.
@@ -511,7 +515,7 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     first_id = first["memberId"]
     second_cid, _ = c.join("", instance_id="second-instance-id", **kw)
     _, first_again = c.join(first_id, instance_id="first-instance-id", **kw)
-    assert first_again["errorCode"] == NONE and c.response(second_cid)["errorCode"] == NONE
+    assert first_again["errorCode"] == Errors.NONE.code and c.response(second_cid)["errorCode"] == Errors.NONE.code
     assert c.group().num_members() == 2 and c.group().generation_id == 2
     second_id = c.response(second_cid)["memberId"]
 
@@ -529,7 +533,7 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     first_cid, resp = c.join(first_id, instance_id="first-instance-id", **kw)
     assert resp is None and c.group().state == PREPARING_REBALANCE
     _, second = c.join(second_id, instance_id="second-instance-id", **kw)
-    assert second["errorCode"] == NONE and c.response(first_cid)["errorCode"] == NONE
+    assert second["errorCode"] == Errors.NONE.code and c.response(first_cid)["errorCode"] == Errors.NONE.code
     assert c.group().state == COMPLETING_REBALANCE and c.group().generation_id == 3
 
 
@@ -537,14 +541,14 @@ def test_generation_id_increments_on_rebalance():
     c = client()
     leader = join_and_rebalance(c)
     _, again = c.join(leader["memberId"])
-    assert again["errorCode"] == NONE and again["generationId"] == 2
+    assert again["errorCode"] == Errors.NONE.code and again["generationId"] == 2
 
 
 def test_join_group_completion_when_pending_member_joins():
     c = client()
     setup = setup_group_with_pending_member(c)
     _, resp = c.join(setup["pendingMemberId"], session_timeout=2500)
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     g = c.group()
     assert g.state == COMPLETING_REBALANCE and g.num_members() == 3 and g.num_pending_join_members() == 0
 
@@ -569,7 +573,7 @@ def setup_group_with_pending_member(c: GroupTestClient) -> dict:
     c.sync(follower["memberId"], follower["generationId"])
     assert c.group().state == STABLE
     _, pending = c.join("", session_timeout=2500)
-    assert pending["errorCode"] == MEMBER_ID_REQUIRED
+    assert pending["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     leader_cid, _ = c.join(leader["memberId"], version=DYN, **kw)
     follower_cid, _ = c.join(follower["memberId"], version=DYN, **kw)
     assert c.response(leader_cid) is None and c.response(follower_cid) is None
@@ -588,7 +592,7 @@ def test_static_member_rejoin_with_explicit_unknown_member_id():
     c = client()
     join_and_complete(c, instance_id="group-instance-id", session_timeout=5000, rebalance_timeout=5000)
     _, resp = c.join("unknown-member-id", instance_id="group-instance-id")
-    assert resp["errorCode"] == FENCED
+    assert resp["errorCode"] == Errors.FENCED_INSTANCE_ID.code
 
 
 @pytest.mark.parametrize("version", [8, 9])
@@ -622,7 +626,7 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
     join_and_complete(c, instance_id="group-instance-id", protos=protocols("range", "roundrobin"))
     c.mutate(lambda comp: comp.groups[c.group_id].transition_to(STABLE, c.now))
     _, resp = c.join("", instance_id="group-instance-id", protos=protocols("roundrobin"))
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     g = c.group()
     assert g.num_members() == 1 and g.generation_id == 2 and g.state == COMPLETING_REBALANCE
 
@@ -632,7 +636,7 @@ def test_replace_static_member_in_completing_rebalance_state_triggers_rebalance(
     join_and_complete(c, instance_id="group-instance-id")
     assert c.group().state == COMPLETING_REBALANCE and c.group().generation_id == 1
     _, resp = c.join("", instance_id="group-instance-id")
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     g = c.group()
     assert g.num_members() == 1 and g.generation_id == 2 and g.state == COMPLETING_REBALANCE
 
@@ -646,7 +650,7 @@ def test_static_member_fence_duplicate_rejoined_follower():
     assert resp is None
     c.join("", instance_id="follower-instance-id")  # a duplicate takes the instance id
     old = c.response(old_cid)
-    assert old == {"throttleTimeMs": 0, "errorCode": FENCED, "generationId": -1, "protocolType": None,
+    assert old == {"throttleTimeMs": 0, "errorCode": Errors.FENCED_INSTANCE_ID.code, "generationId": -1, "protocolType": None,
                    "protocolName": None, "leader": "", "skipAssignment": False, "memberId": r["followerId"],
                    "members": []}
     assert c.group().state == PREPARING_REBALANCE
@@ -660,20 +664,20 @@ def test_static_member_fence_duplicate_syncing_follower_after_member_id_changed(
     assert resp is None and c.group().state == PREPARING_REBALANCE
     _, follower = c.join(r["followerId"], instance_id="follower-instance-id", **kw)
     leader = c.response(leader_cid)
-    assert leader["errorCode"] == NONE and leader["generationId"] == 2 and leader["leader"] == r["leaderId"]
+    assert leader["errorCode"] == Errors.NONE.code and leader["generationId"] == 2 and leader["leader"] == r["leaderId"]
     assert {m["groupInstanceId"] for m in leader["members"]} == {"leader-instance-id", "follower-instance-id"}
-    assert follower["errorCode"] == NONE and follower["members"] == [] and follower["memberId"] == r["followerId"]
+    assert follower["errorCode"] == Errors.NONE.code and follower["members"] == [] and follower["memberId"] == r["followerId"]
 
     old_sync_cid, resp = c.sync(r["followerId"], 2, instance_id="follower-instance-id")
     assert resp is None
     dup_cid, resp = c.join("", instance_id="follower-instance-id", **kw)
     assert resp is None and c.group().state == PREPARING_REBALANCE
-    assert c.response(old_sync_cid)["errorCode"] == FENCED
+    assert c.response(old_sync_cid)["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     # The rebalance timeout: the leader (not rejoined, session 10000) goes; the duplicate stays.
     c.sleep(10000)
     dup = c.response(dup_cid)
     g = c.group()
-    assert dup["errorCode"] == NONE and g.state == COMPLETING_REBALANCE and g.generation_id == 3
+    assert dup["errorCode"] == Errors.NONE.code and g.state == COMPLETING_REBALANCE and g.generation_id == 3
     assert list(g.members) == [dup["memberId"]] and dup["leader"] == dup["memberId"]
 
 
@@ -684,13 +688,13 @@ def test_static_member_fence_duplicate_rejoining_follower_after_member_id_change
     leader_cid, _ = c.join(r["leaderId"], instance_id="leader-instance-id", **kw)
     assert c.group().state == PREPARING_REBALANCE
     dup_cid, dup = c.join("", instance_id="follower-instance-id", **kw)
-    assert dup is not None and dup["errorCode"] == NONE  # completes the join with the leader
+    assert dup is not None and dup["errorCode"] == Errors.NONE.code  # completes the join with the leader
     _, old = c.join(r["followerId"], instance_id="follower-instance-id", **kw)
     leader = c.response(leader_cid)
     assert leader["generationId"] == 2 and leader["leader"] == r["leaderId"]
     assert {m["groupInstanceId"] for m in leader["members"]} == {"leader-instance-id", "follower-instance-id"}
     assert dup["leader"] == r["leaderId"] and dup["members"] == [] and dup["generationId"] == 2
-    assert old == {"throttleTimeMs": 0, "errorCode": FENCED, "generationId": -1, "protocolType": None,
+    assert old == {"throttleTimeMs": 0, "errorCode": Errors.FENCED_INSTANCE_ID.code, "generationId": -1, "protocolType": None,
                    "protocolName": None, "leader": "", "skipAssignment": False, "memberId": r["followerId"],
                    "members": []}
 
@@ -700,9 +704,9 @@ def test_static_member_rejoin_with_known_member_id():
     first = join_and_complete(c, instance_id="group-instance-id")
     _, again = c.join(first["memberId"], instance_id="group-instance-id")
     # Same metadata during CompletingRebalance: answered at once.
-    assert again["errorCode"] == NONE and c.group().state == COMPLETING_REBALANCE
+    assert again["errorCode"] == Errors.NONE.code and c.group().state == COMPLETING_REBALANCE
     _, sync = c.sync(first["memberId"], first["generationId"], instance_id="group-instance-id")
-    assert sync["errorCode"] == NONE and c.group().state == STABLE
+    assert sync["errorCode"] == Errors.NONE.code and c.group().state == STABLE
 
 
 @pytest.mark.parametrize("version", [8, 9])
@@ -714,17 +718,17 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id(version):
     # No rebalance; the new member id is persisted.
     assert len(c.records(mark)) == 1 and c.records(mark)[0][1]["generation"] == 1
     new_id = resp["memberId"]
-    assert resp["errorCode"] == NONE and resp["generationId"] == 1 and c.group().state == STABLE
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 1 and c.group().state == STABLE
     assert resp["leader"] == (new_id if version >= 9 else r["leaderId"])
     assert resp.get("skipAssignment", False) is (version >= 9)
     assert {m["groupInstanceId"] for m in resp["members"]} == (
         {"leader-instance-id", "follower-instance-id"} if version >= 9 else set())
     _, old_join = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"], version=version)
-    assert old_join["errorCode"] == FENCED
+    assert old_join["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     _, old_sync = c.sync(r["leaderId"], 1, instance_id="leader-instance-id")
-    assert old_sync["errorCode"] == FENCED
+    assert old_sync["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     _, old_sync = c.sync(r["leaderId"], 1)
-    assert old_sync["errorCode"] == UNKNOWN_MEMBER
+    assert old_sync["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_static_member_rejoin_with_leader_id_and_known_member_id():
@@ -735,7 +739,7 @@ def test_static_member_rejoin_with_leader_id_and_known_member_id():
     c.sleep(10000)  # the follower's session lapses: the leader completes the join alone
     resp = c.response(cid)
     assert not c.group().has_member(r["followerId"])
-    assert resp["errorCode"] == NONE and resp["generationId"] == 2 and resp["leader"] == r["leaderId"]
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 2 and resp["leader"] == r["leaderId"]
     assert [m["groupInstanceId"] for m in resp["members"]] == ["leader-instance-id"]
 
 
@@ -744,7 +748,7 @@ def test_static_member_rejoin_with_leader_id_and_unexpected_dead_group():
     r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     kill(c)
     _, resp = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"])
-    assert resp["errorCode"] == COORDINATOR_NOT_AVAILABLE
+    assert resp["errorCode"] == Errors.COORDINATOR_NOT_AVAILABLE.code
 
 
 def test_static_member_rejoin_with_leader_id_and_unexpected_empty_group():
@@ -757,7 +761,7 @@ def test_static_member_rejoin_with_leader_id_and_unexpected_empty_group():
         g.transition_to(EMPTY, c.now)
     c.mutate(empty)
     _, resp = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"])
-    assert resp["errorCode"] == UNKNOWN_MEMBER
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_static_member_rejoin_with_follower_id_and_change_of_protocol():
@@ -770,7 +774,7 @@ def test_static_member_rejoin_with_follower_id_and_change_of_protocol():
     c.sleep(10000)  # the old leader did not rejoin: re-election
     resp = c.response(cid)
     g = c.group()
-    assert resp["errorCode"] == NONE and g.has_static_member("leader-instance-id") and g.is_leader(r["followerId"])
+    assert resp["errorCode"] == Errors.NONE.code and g.has_static_member("leader-instance-id") and g.is_leader(r["followerId"])
     assert resp["generationId"] == 2 and resp["protocolName"] == "roundrobin" and resp["leader"] == r["followerId"]
     assert {m["groupInstanceId"] for m in resp["members"]} == {"leader-instance-id", "follower-instance-id"}
 
@@ -785,7 +789,7 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_with
     assert resp is None and c.group().select_protocol() == "roundrobin"
     c.sleep(10000)
     resp = c.response(cid)
-    assert resp["errorCode"] == NONE and c.group().is_leader(resp["memberId"])
+    assert resp["errorCode"] == Errors.NONE.code and c.group().is_leader(resp["memberId"])
     assert resp["memberId"] != r["followerId"] and resp["protocolName"] == "roundrobin"
     assert {m["groupInstanceId"] for m in resp["members"]} == {"leader-instance-id", "follower-instance-id"}
 
@@ -797,14 +801,14 @@ def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_whil
     _, resp = c.join("", instance_id="follower-instance-id", protos=protocols(c.group().select_protocol()))
     assert len(c.records(mark)) == 1
     new_follower = resp["memberId"]
-    assert resp["errorCode"] == NONE and resp["generationId"] == 1 and resp["leader"] == r["leaderId"]
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 1 and resp["leader"] == r["leaderId"]
     assert resp["skipAssignment"] is False and resp["members"] == [] and new_follower != r["followerId"]
     _, old = c.join(r["followerId"], instance_id="follower-instance-id", protos=protocols("range"))
-    assert old["errorCode"] == FENCED
+    assert old["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     _, sync = c.sync(r["followerId"], 1, instance_id="follower-instance-id")
-    assert sync["errorCode"] == FENCED
+    assert sync["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     _, sync = c.sync(new_follower, 1, instance_id="follower-instance-id")
-    assert sync["errorCode"] == NONE and sync["assignment"] == r["followerAssignment"]
+    assert sync["errorCode"] == Errors.NONE.code and sync["assignment"] == r["followerAssignment"]
 
 
 def test_static_member_rejoin_with_known_leader_id_to_trigger_rebalance_and_follower_with_change_of_protocol():
@@ -821,7 +825,7 @@ def test_static_member_rejoin_with_known_leader_id_to_trigger_rebalance_and_foll
     assert resp is None and c.group().state == PREPARING_REBALANCE
     c.sleep(5000)  # the leader's session lapses; the follower awaits join and stays
     resp = c.response(cid)
-    assert resp["errorCode"] == NONE and resp["generationId"] == 3 and resp["leader"] == r["followerId"]
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 3 and resp["leader"] == r["followerId"]
     assert [m["groupInstanceId"] for m in resp["members"]] == ["follower-instance-id"]
 
 
@@ -831,10 +835,10 @@ def test_static_member_rejoin_as_follower_with_unknown_member_id():
     mark = len(c.records())
     _, resp = c.join("", instance_id="follower-instance-id", protos=r["protocols"])
     assert len(c.records(mark)) == 1 and c.group().has_static_member("leader-instance-id")
-    assert resp["errorCode"] == NONE and resp["generationId"] == 1 and resp["leader"] == r["leaderId"]
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 1 and resp["leader"] == r["leaderId"]
     assert resp["memberId"] != r["followerId"] and c.group().state == STABLE
     _, sync = c.sync(resp["memberId"], 1, instance_id="follower-instance-id")
-    assert sync["errorCode"] == NONE and sync["assignment"] == r["followerAssignment"]
+    assert sync["errorCode"] == Errors.NONE.code and sync["assignment"] == r["followerAssignment"]
 
 
 def test_static_member_rejoin_as_follower_with_known_member_id_and_no_protocol_change():
@@ -843,7 +847,7 @@ def test_static_member_rejoin_as_follower_with_known_member_id_and_no_protocol_c
     mark = len(c.records())
     _, resp = c.join(r["followerId"], instance_id="follower-instance-id", protos=r["protocols"])
     assert c.records(mark) == [] and c.group().state == STABLE
-    assert resp["errorCode"] == NONE and resp["generationId"] == 1 and resp["memberId"] == r["followerId"]
+    assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 1 and resp["memberId"] == r["followerId"]
 
 
 @pytest.mark.parametrize("instance,member", [("leader-instance-id", "followerId"),
@@ -853,7 +857,7 @@ def test_static_member_rejoin_with_mismatched_instance_id(instance, member):
     c = client()
     r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     _, resp = c.join(r[member], instance_id=instance, protos=r["protocols"])
-    assert resp["errorCode"] == FENCED
+    assert resp["errorCode"] == Errors.FENCED_INSTANCE_ID.code
 
 
 def test_get_different_static_member_id_after_each_rejoin():
@@ -864,7 +868,7 @@ def test_get_different_static_member_id_after_each_rejoin():
         mark = len(c.records())
         _, resp = c.join("", instance_id="leader-instance-id", protos=r["protocols"])
         assert len(c.records(mark)) == 1
-        assert resp["errorCode"] == NONE and resp["memberId"] == c.group().static_member_id("leader-instance-id")
+        assert resp["errorCode"] == Errors.NONE.code and resp["memberId"] == c.group().static_member_id("leader-instance-id")
         assert resp["memberId"] != last
         last = resp["memberId"]
 
@@ -873,7 +877,7 @@ def test_static_member_join_with_unknown_instance_id_and_known_member_id():
     c = client()
     r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     _, resp = c.join(r["leaderId"], instance_id="unknown-instance-id", protos=r["protocols"])
-    assert resp["errorCode"] == UNKNOWN_MEMBER
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_static_member_rejoin_with_illegal_state_as_unknown_member():
@@ -886,7 +890,7 @@ def test_static_member_rejoin_with_illegal_state_as_unknown_member():
         g.transition_to(EMPTY, c.now)
     c.mutate(empty)
     _, resp = c.join("", instance_id="follower-instance-id", protos=protocols("range", "roundrobin"))
-    assert resp["errorCode"] == UNKNOWN_SERVER_ERROR  # IllegalStateException in Kafka
+    assert resp["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code  # IllegalStateException in Kafka
     assert "follower-instance-id" in c.events("RequestFailed")[0]["detail"]
 
 
@@ -903,7 +907,7 @@ def test_static_member_fail_to_rejoin_before_rebalance_timeout(who_rejoins):
     old_cid, _ = c.join(old_id, instance_id=instance, protos=r["protocols"])
     c.sleep(10000)
     old, new = c.response(old_cid), c.response(new_cid)
-    assert old["errorCode"] == NONE and new["errorCode"] == NONE
+    assert old["errorCode"] == Errors.NONE.code and new["errorCode"] == Errors.NONE.code
     leader_resp = old if old["leader"] == old["memberId"] else new
     follower_resp = new if leader_resp is old else old
     assert leader_resp["generationId"] == 2

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import Errors
 from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, ClassicGroup, ClassicGroupMember
-from tests.group.group_helpers import (GroupTestClient, group_on_partition, join_and_complete, join_and_rebalance,
-                                 protocols)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    group_on_partition,
+    join_and_complete,
+    join_and_rebalance,
+    protocols,
+)
 
-NONE, OFFSET_METADATA_TOO_LARGE, NOT_COORDINATOR, ILLEGAL_GENERATION = 0, 12, 16, 22
-INVALID_GROUP_ID, UNKNOWN_MEMBER, REBALANCE_IN_PROGRESS, NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND = 24, 25, 27, 68, 69
-GROUP_SUBSCRIBED_TO_TOPIC, UNSTABLE_OFFSET_COMMIT, COORDINATOR_NOT_AVAILABLE = 86, 88, 15
 MINUTE = 60_000
 
 
@@ -40,7 +43,7 @@ def with_member_group(c: GroupTestClient, instance_id: str | None = None, state:
 def test_offset_commit_with_unknown_group(version):
     c = client()
     resp = c.commit({("bar", 0): 100}, member_id="member", generation=10, version=version)
-    expected = GROUP_ID_NOT_FOUND if version >= 9 else ILLEGAL_GENERATION
+    expected = Errors.GROUP_ID_NOT_FOUND.code if version >= 9 else Errors.ILLEGAL_GENERATION.code
     assert partition_errors(resp) == [expected]
     assert ("throttleTimeMs" in resp) is (version >= 3)
     assert c.group() is None and c.records() == []
@@ -49,7 +52,7 @@ def test_offset_commit_with_unknown_group(version):
 def test_offset_commit_creates_a_simple_group():
     c = client()
     resp = c.commit({("bar", 0): 100, ("bar", 1): 200}, version=9)
-    assert partition_errors(resp) == [NONE, NONE]
+    assert partition_errors(resp) == [Errors.NONE.code, Errors.NONE.code]
     g = c.group()
     assert g.state == EMPTY and g.protocol_type is None and g.generation_id == 0
     assert [k for k, _ in c.records()] == ['["OffsetCommit","group-id","bar",0]', '["OffsetCommit","group-id","bar",1]']
@@ -69,7 +72,7 @@ def test_offset_commit_of_no_partitions_does_not_reach_the_coordinator():
 def test_offset_commit_accepts_the_empty_group_id():
     # The coordinator service supports offset commits for "" for backwards compatibility.
     c = GroupTestClient(group_id="")
-    assert partition_errors(c.commit({("bar", 0): 1}, group_id="")) == [NONE]
+    assert partition_errors(c.commit({("bar", 0): 1}, group_id="")) == [Errors.NONE.code]
     assert c.committed("bar", 0, group_id="") == 1
 
 
@@ -77,26 +80,26 @@ def test_generic_group_offset_commit_with_dead_group():
     c = client()
     with_member_group(c, state=DEAD)
     resp = c.commit({("bar", 0): 100}, member_id="member", generation=10)
-    assert partition_errors(resp) == [COORDINATOR_NOT_AVAILABLE]
+    assert partition_errors(resp) == [Errors.COORDINATOR_NOT_AVAILABLE.code]
 
 
 def test_generic_group_offset_commit_with_unknown_member_id():
     c = client()
     with_member_group(c)
-    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member2", generation=10)) == [UNKNOWN_MEMBER]
+    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member2", generation=10)) == [Errors.UNKNOWN_MEMBER_ID.code]
 
 
 def test_generic_group_offset_commit_with_illegal_generation():
     c = client()
     with_member_group(c)
-    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member", generation=10)) == [ILLEGAL_GENERATION]
+    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member", generation=10)) == [Errors.ILLEGAL_GENERATION.code]
 
 
 def test_generic_group_offset_commit_with_unknown_instance_id():
     c = client()
     with_member_group(c)
     resp = c.commit({("bar", 0): 100}, member_id="member", instance_id="instanceid", generation=10)
-    assert partition_errors(resp) == [UNKNOWN_MEMBER]
+    assert partition_errors(resp) == [Errors.UNKNOWN_MEMBER_ID.code]
 
 
 def test_generic_group_offset_commit_with_fenced_instance_id():
@@ -104,7 +107,7 @@ def test_generic_group_offset_commit_with_fenced_instance_id():
     with_member_group(c, instance_id="new-instance-id")
     # "old-instance-id" is mapped to no member: unknown, not fenced.
     resp = c.commit({("bar", 0): 100}, member_id="member", instance_id="old-instance-id", generation=10)
-    assert partition_errors(resp) == [UNKNOWN_MEMBER]
+    assert partition_errors(resp) == [Errors.UNKNOWN_MEMBER_ID.code]
     resp = c.commit({("bar", 0): 100}, member_id="other", instance_id="new-instance-id", generation=10)
     assert partition_errors(resp) == [82]
 
@@ -113,20 +116,20 @@ def test_generic_group_offset_commit_while_in_completing_rebalance_state():
     c = client()
     leader = join_and_complete(c)
     resp = c.commit({("bar", 0): 100}, member_id=leader["memberId"], generation=1)
-    assert c.group().state == COMPLETING_REBALANCE and partition_errors(resp) == [REBALANCE_IN_PROGRESS]
+    assert c.group().state == COMPLETING_REBALANCE and partition_errors(resp) == [Errors.REBALANCE_IN_PROGRESS.code]
 
 
 def test_generic_group_offset_commit_without_member_id_and_generation():
     c = client()
     join_and_rebalance(c)
-    assert partition_errors(c.commit({("bar", 0): 100})) == [UNKNOWN_MEMBER]
+    assert partition_errors(c.commit({("bar", 0): 100})) == [Errors.UNKNOWN_MEMBER_ID.code]
 
 
 def test_generic_group_offset_commit_with_retention_time():
     c = client()
     leader = join_and_rebalance(c)
     resp = c.commit({("bar", 0): 100}, member_id=leader["memberId"], generation=1, version=4, retention=1234)
-    assert partition_errors(resp) == [NONE]
+    assert partition_errors(resp) == [Errors.NONE.code]
     assert c.records()[-1][1]["expireTimestamp"] == c.now + 1234
 
 
@@ -135,7 +138,7 @@ def test_generic_group_offset_commit_in_stable_state_maintains_the_session():
     leader = join_and_rebalance(c, session_timeout=5000)
     for _ in range(3):
         c.sleep(4000)
-        assert partition_errors(c.commit({("bar", 0): 1}, member_id=leader["memberId"], generation=1)) == [NONE]
+        assert partition_errors(c.commit({("bar", 0): 1}, member_id=leader["memberId"], generation=1)) == [Errors.NONE.code]
     assert c.group().num_members() == 1 and c.group().state == STABLE
 
 
@@ -148,7 +151,7 @@ def test_offset_commit_with_too_large_metadata():
             # Kafka counts UTF-16 units: five emoji are ten.
             {"partitionIndex": 2, "committedOffset": 3, "committedMetadata": "😀😀😀"}]}]}
     _, resp = c.send("OffsetCommit", 8, body)
-    assert partition_errors(resp) == [OFFSET_METADATA_TOO_LARGE, NONE, OFFSET_METADATA_TOO_LARGE]
+    assert partition_errors(resp) == [Errors.OFFSET_METADATA_TOO_LARGE.code, Errors.NONE.code, Errors.OFFSET_METADATA_TOO_LARGE.code]
     assert c.committed("bar", 1) == 2 and c.committed("bar", 0) == -1
 
 
@@ -162,7 +165,7 @@ def test_fetch_offsets_of_unknown_partitions_and_groups():
                                  "metadata": "", "errorCode": 0}
     assert parts[("bar", 1)]["committedOffset"] == -1 and parts[("baz", 0)]["committedOffset"] == -1
     unknown = c.fetch({"bar": [0]}, group_id=group_on_partition(c.d.partition_id))
-    assert unknown["groups"][0]["errorCode"] == NONE
+    assert unknown["groups"][0]["errorCode"] == Errors.NONE.code
     assert unknown["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == -1
 
 
@@ -189,7 +192,7 @@ def test_fetch_all_offsets():
     assert [(t["name"], [p["committedOffset"] for p in t["partitions"]]) for t in v2["topics"]] == \
         [("bar", [100, 101]), ("baz", [7])]
     empty = c.fetch(None, group_id=group_on_partition(c.d.partition_id))
-    assert empty["groups"][0] == {"groupId": empty["groups"][0]["groupId"], "topics": [], "errorCode": NONE}
+    assert empty["groups"][0] == {"groupId": empty["groups"][0]["groupId"], "topics": [], "errorCode": Errors.NONE.code}
 
 
 def test_fetch_offsets_for_groups_of_other_partitions():
@@ -198,14 +201,14 @@ def test_fetch_offsets_for_groups_of_other_partitions():
     _, resp = c.send("OffsetFetch", 8, {"groups": [
         {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0]}]},
         {"groupId": c.group_id, "topics": [{"name": "t", "partitionIndexes": [0]}]}], "requireStable": False})
-    assert resp["groups"][0] == {"groupId": other, "topics": [], "errorCode": NOT_COORDINATOR}
-    assert resp["groups"][1]["errorCode"] == NONE
+    assert resp["groups"][0] == {"groupId": other, "topics": [], "errorCode": Errors.NOT_COORDINATOR.code}
+    assert resp["groups"][1]["errorCode"] == Errors.NONE.code
     # Single-group versions: the top-level error (v2+) or every partition's (v1).
     _, v3 = c.send("OffsetFetch", 3, {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0]}]})
-    assert v3 == {"throttleTimeMs": 0, "topics": [], "errorCode": NOT_COORDINATOR}
+    assert v3 == {"throttleTimeMs": 0, "topics": [], "errorCode": Errors.NOT_COORDINATOR.code}
     _, v1 = c.send("OffsetFetch", 1, {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0, 1]}]})
     assert v1 == {"topics": [{"name": "t", "partitions": [
-        {"partitionIndex": i, "committedOffset": -1, "metadata": "", "errorCode": NOT_COORDINATOR}
+        {"partitionIndex": i, "committedOffset": -1, "metadata": "", "errorCode": Errors.NOT_COORDINATOR.code}
         for i in (0, 1)]}]}
 
 
@@ -236,12 +239,12 @@ def test_fetch_with_require_stable_reports_pending_transactional_offsets():
     resp = c.fetch({"bar": [0, 1]}, require_stable=True)
     parts = resp["groups"][0]["topics"][0]["partitions"]
     assert parts[0] == {"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
-                        "errorCode": UNSTABLE_OFFSET_COMMIT}
-    assert parts[1]["committedOffset"] == 200 and parts[1]["errorCode"] == NONE
+                        "errorCode": Errors.UNSTABLE_OFFSET_COMMIT.code}
+    assert parts[1]["committedOffset"] == 200 and parts[1]["errorCode"] == Errors.NONE.code
     # Without requireStable the last committed offset is returned.
     assert c.committed("bar", 0) == 100
     all_parts = c.fetch(None, require_stable=True)["groups"][0]["topics"][0]["partitions"]
-    assert [p["errorCode"] for p in all_parts] == [UNSTABLE_OFFSET_COMMIT, NONE]
+    assert [p["errorCode"] for p in all_parts] == [Errors.UNSTABLE_OFFSET_COMMIT.code, Errors.NONE.code]
     complete(c, 7, committed=True)
     assert c.fetch({"bar": [0]}, require_stable=True)["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 150
 
@@ -272,10 +275,10 @@ def test_transactional_offset_commit_validation():
     def check(comp):
         with pytest.raises(Exception) as e:
             comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 5, 4)
-        assert e.value.error.code == ILLEGAL_GENERATION
+        assert e.value.error.code == Errors.ILLEGAL_GENERATION.code
         with pytest.raises(Exception) as e:
             comp.validate_transactional_offset_commit("missing-group", "", None, 3, 4)
-        assert e.value.error.code == ILLEGAL_GENERATION
+        assert e.value.error.code == Errors.ILLEGAL_GENERATION.code
         # Transactional commits skip the state checks (no REBALANCE_IN_PROGRESS, no identity needed).
         comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4)
         comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 1, 4)
@@ -292,12 +295,12 @@ def delete_offsets(c: GroupTestClient, topics: dict[str, list[int]], group_id: s
 
 def test_offset_delete_unknown_group():
     c = client()
-    assert delete_offsets(c, {"foo": [0]}) == {"errorCode": GROUP_ID_NOT_FOUND, "throttleTimeMs": 0, "topics": []}
+    assert delete_offsets(c, {"foo": [0]}) == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "throttleTimeMs": 0, "topics": []}
 
 
 def test_offset_delete_with_empty_group_id():
     c = GroupTestClient(group_id="")
-    assert delete_offsets(c, {"foo": [0]}, group_id="")["errorCode"] == INVALID_GROUP_ID
+    assert delete_offsets(c, {"foo": [0]}, group_id="")["errorCode"] == Errors.INVALID_GROUP_ID.code
 
 
 def test_generic_group_offset_delete_with_errors():
@@ -306,10 +309,10 @@ def test_generic_group_offset_delete_with_errors():
     c.commit({("foo", 0): 1, ("bar", 0): 2}, member_id=leader["memberId"], generation=1)
     mark = len(c.records())
     resp = delete_offsets(c, {"foo": [0], "bar": [0, 1]})
-    assert resp == {"errorCode": NONE, "throttleTimeMs": 0, "topics": [
-        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": GROUP_SUBSCRIBED_TO_TOPIC}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
-                                       {"partitionIndex": 1, "errorCode": NONE}]}]}
+    assert resp == {"errorCode": Errors.NONE.code, "throttleTimeMs": 0, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
     # Only the partition that had an offset gets a tombstone.
     assert c.records(mark) == [('["OffsetCommit","group-id","bar",0]', None)]
     assert c.committed("bar", 0) == -1 and c.committed("foo", 0) == 1
@@ -318,7 +321,7 @@ def test_generic_group_offset_delete_with_errors():
 def test_generic_group_offset_delete_non_consumer_group():
     c = client()
     join_and_rebalance(c, protocol_type="connect")
-    assert delete_offsets(c, {"bar": [0]})["errorCode"] == NON_EMPTY_GROUP
+    assert delete_offsets(c, {"bar": [0]})["errorCode"] == Errors.NON_EMPTY_GROUP.code
 
 
 def test_offset_delete_from_empty_group_and_pending_offsets():
@@ -326,7 +329,7 @@ def test_offset_delete_from_empty_group_and_pending_offsets():
     c.commit({("bar", 0): 1})
     add_pending(c, 9, "bar", 1, 5)
     resp = delete_offsets(c, {"bar": [0, 1, 2]})
-    assert resp["errorCode"] == NONE
+    assert resp["errorCode"] == Errors.NONE.code
     assert [k for k, v in c.records()[-2:]] == ['["OffsetCommit","group-id","bar",0]',
                                                 '["OffsetCommit","group-id","bar",1]']
     assert not c.groups().has_pending_transactional_offsets(c.group_id)
@@ -429,7 +432,6 @@ def test_expiration_timer_runs_every_check_interval_while_groups_exist():
 
 # ====================================================================== topics the metadata does not know
 # KafkaApis answers them before the coordinator sees the request (KafkaApisTest).
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def with_topics(c: GroupTestClient, **partitions: int) -> None:
@@ -445,13 +447,13 @@ def test_handle_offset_commit_request_topics_and_partitions_validation():
                      ("zar", 0): 60, ("zar", 1): 70}, member_id="member")
     # Partitions failing the validation come first (foo-2), then topics failing it (zar before bar).
     assert resp["topics"] == [
-        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
-                                       {"partitionIndex": 0, "errorCode": NONE},
-                                       {"partitionIndex": 1, "errorCode": NONE}]},
-        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
-                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
-                                       {"partitionIndex": 1, "errorCode": NONE}]}]
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                                       {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]
     assert sorted(k for k, _ in c.records()) == sorted(
         f'["OffsetCommit","group-id","{t}",{p}]' for t, p in [("foo", 0), ("foo", 1), ("bar", 0), ("bar", 1)])
     fetched = c.fetch({"zar": [0, 1], "foo": [2], "bar": [1]})["groups"][0]["topics"]
@@ -463,7 +465,7 @@ def test_offset_commit_with_invalid_partition(partition):
     c = client()
     with_topics(c, topic=1)
     resp = c.commit({("topic", partition): 15})
-    assert partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert partition_errors(resp) == [Errors.UNKNOWN_TOPIC_OR_PARTITION.code]
     # Nothing reached the coordinator: no simple group, no record.
     assert c.group() is None and c.records() == [] and c.events("GroupCreated") == []
 
@@ -475,8 +477,8 @@ def test_offset_commit_coordinator_error_goes_to_the_known_topics_only():
     with_topics(c, foo=1)
     resp = c.commit({("zar", 0): 1, ("foo", 0): 1}, member_id="member", generation=10, version=9)
     assert resp["topics"] == [
-        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
-        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": GROUP_ID_NOT_FOUND}]}]
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
+        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}]
     assert c.group() is None and c.records() == []
 
 
@@ -484,7 +486,7 @@ def test_offset_commit_before_any_metadata_accepts_every_topic():
     # Until the first UpdateMetadata arrives nothing is rejected for naming an unknown topic (the
     # documented choice: a Kafka broker serves only once it has metadata).
     c = client()
-    assert partition_errors(c.commit({("never-created", 0): 5})) == [NONE]
+    assert partition_errors(c.commit({("never-created", 0): 5})) == [Errors.NONE.code]
     assert c.committed("never-created", 0) == 5
 
 
@@ -497,14 +499,14 @@ def test_offset_delete_topics_and_partitions_validation():
         {"name": "foo", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}, {"partitionIndex": 2}]},
         {"name": "bar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
         {"name": "zar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]}]})
-    assert resp == {"errorCode": NONE, "throttleTimeMs": 0, "topics": [
-        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
-                                       {"partitionIndex": 0, "errorCode": NONE},
-                                       {"partitionIndex": 1, "errorCode": NONE}]},
-        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
-                                       {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_OR_PARTITION}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": NONE},
-                                       {"partitionIndex": 1, "errorCode": NONE}]}]}
+    assert resp == {"errorCode": Errors.NONE.code, "throttleTimeMs": 0, "topics": [
+        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                                       {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
+        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
+        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
     assert len(c.records(since)) == 4 and all(v is None for _, v in c.records(since))
 
 
@@ -516,7 +518,7 @@ def test_offset_delete_with_invalid_partition(partition):
     since = len(c.records())
     _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
         {"name": "topic", "partitions": [{"partitionIndex": partition}]}]})
-    assert resp["errorCode"] == NONE and partition_errors(resp) == [UNKNOWN_TOPIC_OR_PARTITION]
+    assert resp["errorCode"] == Errors.NONE.code and partition_errors(resp) == [Errors.UNKNOWN_TOPIC_OR_PARTITION.code]
     assert c.records(since) == []
 
 
@@ -526,11 +528,10 @@ def test_offset_delete_with_invalid_group_with_top_level_error():
     with_topics(c, topic=1)
     _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
         {"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]})
-    assert resp == {"errorCode": GROUP_ID_NOT_FOUND, "throttleTimeMs": 0, "topics": []}
+    assert resp == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "throttleTimeMs": 0, "topics": []}
 
 
 # ====================================================================== v10: topics by id (KIP-848)
-UNKNOWN_TOPIC_ID = 100
 
 
 def with_topic_ids(c: GroupTestClient, **partitions: int) -> dict[str, str]:
@@ -560,19 +561,19 @@ def test_handle_offset_commit_request_topics_and_partitions_validation_with_topi
     resp = commit_v10(c, [(ids["foo"], [(0, 10), (1, 20), (2, 30)]), (ids["bar"], [(0, 40), (1, 50)]),
                           (zar, [(0, 60), (1, 70)])])
     assert resp == {"throttleTimeMs": 0, "topics": [
-        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 2, "errorCode": UNKNOWN_TOPIC_OR_PARTITION},
-                                               {"partitionIndex": 0, "errorCode": NONE},
-                                               {"partitionIndex": 1, "errorCode": NONE}]},
-        {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": UNKNOWN_TOPIC_ID},
-                                        {"partitionIndex": 1, "errorCode": UNKNOWN_TOPIC_ID}]},
-        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": NONE},
-                                               {"partitionIndex": 1, "errorCode": NONE}]}]}
+        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                                               {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                               {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
+        {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_ID.code},
+                                        {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_ID.code}]},
+        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                                               {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
     # Stored under the names: a by-name fetch (v9) sees them.
     assert c.committed("foo", 1) == 20 and c.committed("bar", 0) == 40
     # Only unknown ids: nothing reaches the coordinator.
     fresh = c.sibling(group_on_partition(c.d.partition_id, prefix="fresh"))
     resp = commit_v10(fresh, [(zar, [(0, 1)])])
-    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and fresh.group() is None
+    assert partition_errors(resp) == [Errors.UNKNOWN_TOPIC_ID.code] and fresh.group() is None
 
 
 def test_offset_commit_v10_coordinator_error_is_answered_by_id():
@@ -580,13 +581,13 @@ def test_offset_commit_v10_coordinator_error_is_answered_by_id():
     ids = with_topic_ids(c, foo=1)
     resp = commit_v10(c, [(ids["foo"], [(0, 1)])], generationIdOrMemberEpoch=3, memberId="m")
     assert resp["topics"] == [{"topicId": ids["foo"], "partitions": [{"partitionIndex": 0,
-                                                                      "errorCode": GROUP_ID_NOT_FOUND}]}]
+                                                                      "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}]
 
 
 def test_offset_commit_v10_before_any_metadata_knows_no_topic_id():
     c = client()
     resp = commit_v10(c, [("AAAAAAAAAAAAAAAAAAAAAQ", [(0, 1)])])
-    assert partition_errors(resp) == [UNKNOWN_TOPIC_ID] and c.records() == []
+    assert partition_errors(resp) == [Errors.UNKNOWN_TOPIC_ID.code] and c.records() == []
 
 
 def test_fetch_offsets_v10_with_topic_ids():
@@ -598,13 +599,13 @@ def test_fetch_offsets_v10_with_topic_ids():
         "topics": [{"topicId": zar, "partitionIndexes": [0]},
                    {"topicId": ids["foo"], "partitionIndexes": [0, 1]}]}], "requireStable": False})
     [g] = resp["groups"]
-    assert g == {"groupId": c.group_id, "errorCode": NONE, "topics": [
+    assert g == {"groupId": c.group_id, "errorCode": Errors.NONE.code, "topics": [
         {"topicId": zar, "partitions": [{"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1,
-                                         "metadata": "", "errorCode": UNKNOWN_TOPIC_ID}]},
+                                         "metadata": "", "errorCode": Errors.UNKNOWN_TOPIC_ID.code}]},
         {"topicId": ids["foo"], "partitions": [
-            {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "metadata": "", "errorCode": NONE},
+            {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "metadata": "", "errorCode": Errors.NONE.code},
             {"partitionIndex": 1, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
-             "errorCode": NONE}]}]}
+             "errorCode": Errors.NONE.code}]}]}
     # All offsets: named by id; a topic the metadata no longer has is left out.
     _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
                                                      "topics": None}], "requireStable": False})

@@ -19,15 +19,14 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.classic.group import (COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE,
-                                       VALID_PREVIOUS_STATES)
+from coordinator.errors import Errors
+from coordinator.group.classic.group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, VALID_PREVIOUS_STATES
 from coordinator.records import record_key
 from tests.group.group_helpers import GroupTestClient
 
 PARTITIONS = 6
 MEMBERS = 4
 LEGAL = {(f, t) for t, fs in VALID_PREVIOUS_STATES.items() for f in fs}
-NONE = 0
 
 
 def encode_assignment(partitions: list[int]) -> str:
@@ -79,9 +78,9 @@ class Model:
             self.on_join(m, resp)
 
     def on_join(self, m: Member, resp: dict) -> None:
-        if resp["errorCode"] == 79:  # MEMBER_ID_REQUIRED
+        if resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code:
             m.member_id = resp["memberId"]
-        elif resp["errorCode"] == NONE:
+        elif resp["errorCode"] == Errors.NONE.code:
             m.member_id, m.generation = resp["memberId"], resp["generationId"]
             m.leader = resp["leader"] == resp["memberId"]
             m.members = [x["memberId"] for x in resp["members"]]
@@ -117,7 +116,7 @@ class Model:
 
     def on_sync(self, m: Member, generation: int, member_id: str, resp: dict) -> None:
         """`member_id` is the id the request was sent with (the client may have crashed since)."""
-        if resp["errorCode"] != NONE:
+        if resp["errorCode"] != Errors.NONE.code:
             if resp["errorCode"] in (25, 22, 82) and m.member_id == member_id:  # UNKNOWN_MEMBER_ID, ...
                 m.reset()
             return
@@ -150,7 +149,7 @@ class Model:
         resp = self.c.commit({("t", partition): 100 + partition}, member_id=m.member_id, generation=m.generation,
                              instance_id=m.instance_id)
         code = resp["topics"][0]["partitions"][0]["errorCode"]
-        if code == NONE:
+        if code == Errors.NONE.code:
             g = self.c.group()
             if m.generation >= 0:
                 assert g.generation_id == m.generation, "a commit from an old generation was accepted"

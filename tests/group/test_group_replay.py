@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-import state
 from coordinator import CoordinatorPartition
 from coordinator.group.classic.group import EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup
 from coordinator.group.classic.consumer_protocol import encode_subscription
 from coordinator.messages import StateRecord
 from coordinator.records import record_key
-from tests.group.group_helpers import (GroupTestClient, b64, group_on_partition, join_and_rebalance, protocols,
-                                 static_members_join_and_rebalance)
+from tests.group.group_helpers import (
+    GroupTestClient,
+    b64,
+    group_on_partition,
+    join_and_rebalance,
+    protocols,
+    static_members_join_and_rebalance,
+)
 
 SUBSCRIPTION = encode_subscription(["foo"])
 
@@ -159,8 +164,7 @@ def test_rebuilding_from_the_state_log_gives_the_same_groups_and_offsets(compact
     c = scenario()
     live = c.groups()
     records = compacted(c.records()) if compact else c.records()
-    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                config=c.d.config, now_ms=c.now).component("groups")
+    rebuilt = c.d.rebuilt(records).component("groups")
     assert normalized(rebuilt) == normalized(live)
     assert len(live.groups) == 4 and all(g.state in (STABLE, EMPTY) for g in live.groups.values())
 
@@ -168,10 +172,8 @@ def test_rebuilding_from_the_state_log_gives_the_same_groups_and_offsets(compact
 def test_a_rebuilt_partition_keeps_serving():
     c = scenario()
     leader_id = c.group().leader_id
-    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in c.records()],
-                                                config=c.d.config, now_ms=c.now)
-    # Swap the driver's state for the rebuilt one, as after a coordinator failover.
-    c.d._state, c.d._blob = rebuilt, state.encode(rebuilt.to_json())
+    # The driver continues from the partition rebuilt from the state log, as after a coordinator failover.
+    c.d.failover()
     assert c.heartbeat(leader_id, 1)["errorCode"] == 0
     assert c.committed("foo", 0) == 10
     # Session timers were re-armed from the load time: a silent member is removed after its session.

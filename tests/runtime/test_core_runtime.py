@@ -10,38 +10,43 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
 from coordinator.api import ApiSpec, register, unregister
 from coordinator.batch import InputRecord, order_records, run_batch
 from coordinator.errors import ApiError
+from coordinator.records import parse_record_key, record_key
+from coordinator.result import CoordinatorResult
 from coordinator.runtime import register_component, unregister_component
 from coordinator.schema import F, Struct
 
 
 class Probe:
-    """A test component: `Touch` records the time it ran at and can arm a timer; `Boom` crashes."""
+    """A test component: `Touch` records the time it ran at (a state-log record, replayed into
+    its log) and can arm a timer; `Boom` crashes."""
 
     name = "probe"
-    handlers = {"Touch": "touch", "Boom": "boom"}
-    timer_handlers = {"probe-expire": "expire", "probe-crash": "crash_timer"}
 
     def __init__(self, partition):
         self.p = partition
         self.log: list = []
+        self.handlers = {"Touch": self.touch, "Boom": self.boom}
+        self.timer_handlers = {"probe-expire": self.expire, "probe-crash": self.crash_timer}
 
     def touch(self, request):
         b = request.body
-        self.log.append(["touch", b["id"], self.p.clock_ms])
+        result = CoordinatorResult(response={"errorCode": 0, "id": b["id"], "at": self.p.clock_ms})
+        result.record(record_key("ProbeLog", len(self.log)), {"entry": ["touch", b["id"], self.p.clock_ms]})
         if b["timerMs"] > 0:
             kind = "probe-crash" if b["crashTimer"] else "probe-expire"
-            self.p.schedule(f"t-{b['id']}", self.p.clock_ms + b["timerMs"], kind, {"id": b["id"]})
+            result.schedule(f"t-{b['id']}", self.p.clock_ms + b["timerMs"], kind, {"id": b["id"]})
         if b["fail"]:
             raise ApiError(Errors.INVALID_GROUP_ID, "told to fail")
-        return {"errorCode": 0, "id": b["id"], "at": self.p.clock_ms}
+        return result
 
     def boom(self, request):
         self.log.append(["boom-started", request.body["id"]])  # a half-made change
         raise ZeroDivisionError("bug")
 
     def expire(self, timer):
-        self.log.append(["expired", timer.payload["id"], self.p.clock_ms])
-        self.p.emit_event(str(timer.payload["id"]), "ProbeExpired", id=timer.payload["id"])
+        return (CoordinatorResult()
+                .record(record_key("ProbeLog", len(self.log)), {"entry": ["expired", timer.payload["id"], self.p.clock_ms]})
+                .emit(str(timer.payload["id"]), "ProbeExpired", id=timer.payload["id"]))
 
     def crash_timer(self, timer):
         self.log.append(["crash-timer", timer.payload["id"]])
@@ -54,7 +59,10 @@ class Probe:
         self.log = d["log"]
 
     def replay(self, record):
-        return False
+        if parse_record_key(record.key)[0] != "ProbeLog":
+            return False
+        self.log.append(record.value["entry"])
+        return True
 
     def after_replay(self):
         pass
@@ -157,6 +165,9 @@ def test_api_error_answers_and_leaves_no_outputs(probe):
     part, out = run_batch(loader(fresh_blob()), [InputRecord(None, env("Touch", 1, {"id": 1, "fail": True}), 10)], 10)
     assert out.responses[0].body["errorCode"] == Errors.INVALID_GROUP_ID.code
     assert out.responses[0].body["errorMessage"] == "told to fail"
+    # Nothing of the handler's result was applied: no record, no log entry, no timer.
+    assert out.records == [] and out.events == []
+    assert part.component("probe").log == [] and part.next_deadline() is None
 
 
 def test_handler_crash_is_isolated_and_state_is_not_corrupted(probe):
@@ -230,7 +241,7 @@ def test_reply_to_must_match_the_allowed_pattern(probe):
     part, out = run_batch(loader(fresh_blob()), [InputRecord(None, json.dumps(raw).encode(), 1, 0, 0),
                                                  InputRecord(None, json.dumps(ok).encode(), 1, 0, 1)], 5)
     by_cid = {r.reply.correlation_id: r for r in out.responses}
-    assert by_cid[1].body["errorCode"] == 42 and by_cid[1].reply.reply_to is None
+    assert by_cid[1].body["errorCode"] == Errors.INVALID_REQUEST.code and by_cid[1].reply.reply_to is None
     assert by_cid[2].body["errorCode"] == 0 and by_cid[2].reply.reply_to == "coordinator-responses.team-a"
     assert part.component("probe").log == [["touch", 1, 1]]
 
@@ -259,15 +270,18 @@ def test_format_1_payload_written_by_the_first_release_decodes():
 def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
     class Deferring(Probe):
         name = "deferring"
-        handlers = {"Touch2": "touch2"}
-        timer_handlers = {"deferred-done": "done"}
+
+        def __init__(self, partition):
+            super().__init__(partition)
+            self.handlers = {"Touch2": self.touch2}
+            self.timer_handlers = {"deferred-done": self.done}
 
         def touch2(self, request):
-            self.p.defer("d-1", "deferred-done", {"id": request.body["id"]})
-            return {"errorCode": 0}
+            return CoordinatorResult(response={"errorCode": 0}).defer("d-1", "deferred-done",
+                                                                      {"id": request.body["id"]})
 
         def done(self, timer):
-            self.p.emit_event("d", "DeferredRan", id=timer.payload["id"])
+            return CoordinatorResult().emit("d", "DeferredRan", id=timer.payload["id"])
 
     register_component(Deferring)
     register(ApiSpec("Touch2", 9002, 0, 0, Struct(F("id", "int32")), component="deferring"))

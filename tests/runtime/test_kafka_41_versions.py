@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import Errors
 from coordinator.routing import coordinator_partition
 from tests.group.group_helpers import GroupTestClient, protocols
 
@@ -19,7 +20,7 @@ def test_handle_join_group_request(version):
         del body["rebalanceTimeoutMs"]
     cid, resp = c.send("JoinGroup", version, body)
     if version >= 4:
-        assert resp["errorCode"] == 79  # MEMBER_ID_REQUIRED
+        assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
         body["memberId"] = resp["memberId"]
         cid, resp = c.send("JoinGroup", version, body)
     assert resp is None  # parked until the initial rebalance delay

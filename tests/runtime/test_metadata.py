@@ -1,5 +1,5 @@
 """Topic metadata reaches the core as an UpdateMetadata broadcast and is kept per partition."""
-from coordinator.runtime import register_component, unregister_component
+from coordinator.result import CoordinatorResult
 from tests.core_driver import CoreDriver
 
 
@@ -17,38 +17,19 @@ def test_unknown_until_the_first_update_then_exact():
     assert meta.exists("orders", 2) and not meta.exists("orders", 3) and not meta.exists("nope")
 
 
-def test_components_hear_about_changes_only():
+def test_listeners_hear_about_changes_only():
+    """The metadata's listeners (the group coordinator's onMetadataUpdate) run when the topics
+    change, not when the same metadata arrives again; what they return is applied."""
     seen = []
 
-    class Listener:
-        name = "listener"
-        handlers: dict = {}
-        timer_handlers: dict = {}
+    def listener(old, new):
+        seen.append((old, new))
+        return CoordinatorResult().emit("x", "Heard", topics=sorted(new))
 
-        def __init__(self, partition):
-            pass
-
-        def on_metadata_change(self, old, new):
-            seen.append((old, new))
-
-        def to_json(self):
-            return {}
-
-        def load_json(self, d):
-            pass
-
-        def replay(self, record):
-            return False
-
-        def after_replay(self):
-            pass
-
-    register_component(Listener)
-    try:
-        d = CoreDriver(partition=0)
-        d.send("UpdateMetadata", 0, topics(a=1))
-        d.send("UpdateMetadata", 0, topics(a=1))
-        d.send("UpdateMetadata", 0, topics(a=2))
-        assert seen == [({}, {"a": 1}), ({"a": 1}, {"a": 2})]
-    finally:
-        unregister_component(Listener)
+    d = CoreDriver(partition=0, roundtrip=False)
+    d.partition.component("metadata").listeners.append(listener)
+    d.send("UpdateMetadata", 0, topics(a=1))
+    d.send("UpdateMetadata", 0, topics(a=1))
+    d.send("UpdateMetadata", 0, topics(a=2))
+    assert seen == [({}, {"a": 1}), ({"a": 1}, {"a": 2})]
+    assert [e["topics"] for e in d.events if e["event"] == "Heard"] == [["a"], ["a"]]

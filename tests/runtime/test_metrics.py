@@ -243,7 +243,7 @@ def test_a_replayed_batch_emits_the_identical_metrics_record():
     c = GroupTestClient()
     join = join_and_rebalance(c)
     d = c.d
-    blob = d._blob
+    blob = d.stored()
     recs = _records(d, [("Heartbeat", 4, {"groupId": c.group_id, "generationId": join["generationId"],
                                           "memberId": join["memberId"], "groupInstanceId": None}, c.group_id),
                         ("OffsetCommit", 9, {"groupId": c.group_id, "generationIdOrMemberEpoch": join["generationId"],
@@ -255,8 +255,7 @@ def test_a_replayed_batch_emits_the_identical_metrics_record():
     batch_time = d.now + 700  # the requests waited 700 ms for their batch
     runs = []
     for _ in range(2):
-        stored = state.StoredState(*blob)
-        part, out = run_batch(lambda: stored.load(d.partition_id, d.config), recs, batch_time)
+        part, out = run_batch(lambda: blob.load(d.partition_id, d.config), recs, batch_time)
         runs.append((out.metrics, state.encode_partition(part)))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
     record = runs[0][0]
@@ -271,7 +270,7 @@ def test_a_batch_that_does_nothing_emits_no_record_and_leaves_the_metrics_chunk_
     c = GroupTestClient()
     join_and_rebalance(c)
     d = c.d
-    stored = state.StoredState(*d._blob)
+    stored = d.stored()
     part, out = run_batch(lambda: stored.load(d.partition_id, d.config), [], d.now + 10)
     assert out.metrics is None
     assert component_chunk("metrics") not in part.dirty_chunks()
@@ -283,7 +282,7 @@ def test_a_state_without_metrics_loads_and_is_counted_once():
     c.sibling("other-group").commit({("t", 0): 1}, group_id="other-group")
     d = c.d
     before = live_gauges(d)
-    stored = state.StoredState(*d._blob)
+    stored = d.stored()
     # As a state written before metrics existed: no metrics chunk.
     old = OverlaySource(stored.reader, {component_chunk("metrics"): None})
     assert CoordinatorPartition(d.partition_id, d.config, chunks=old).component("metrics").data["seq"] == 0

@@ -2,14 +2,26 @@
 consumer-group test client (same driver, same UpdateMetadata topic ids)."""
 from __future__ import annotations
 
-from coordinator.group.share.group import ShareGroupMember
-from coordinator.group.share.group import (current_value, group_epoch_value, member_value, target_epoch_value,
-                                             target_value)
+import json
+
+from coordinator.group.share.group import (
+    ShareGroupMember,
+    current_value,
+    group_epoch_value,
+    member_value,
+    target_epoch_value,
+    target_value,
+)
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
+from tests.core_driver import CoreDriver
 
 
 class ShareGroupTestClient(ConsumerGroupTestClient):
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.owners: dict[str, CoreDriver] = {}  # share-state key -> the partition that owns it
+
     def share_heartbeat(self, member_id: str, member_epoch: int, *, topics: list[str] | None = None,
                         rack_id: str | None = None, group_id: str | None = None,
                         client_id: str | None = None) -> dict:
@@ -20,22 +32,13 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
     def on_manager(self, fn) -> None:
         """Call `fn(share manager)` on the live partition and keep its records (as `inject` does;
         Kafka's tests call the GroupMetadataManager method and read the CoordinatorResult)."""
-        import state
-        part = self.d.partition
-        part.clock_ms = max(part.clock_ms, self.d.now)
-        fn(part.component("groups").share)
-        out = part.drain()
-        self.d.records += [(r.key, r.value) for r in out.records]
-        self.d._state = part
-        self.d._blob = state.encode(part.to_json())
+        self.d.call(lambda part: fn(part.component("groups").share))
 
     def initialize_share_partitions(self, fail: bool = False) -> int:
         """Deliver the group partition's internal InitializeShareGroupState queries to the owning
         coordinator partitions (each a CoreDriver of its own) and their answers back; `fail` drops
         the queries instead. Returns how many were delivered."""
-        import json
-        from tests.core_driver import CoreDriver
-        owners = self.__dict__.setdefault("_owners", {})
+        owners = self.owners
         pending, self.d.internal_requests = self.d.internal_requests, []
         for key, envelope in pending:
             if fail:
@@ -62,7 +65,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
                                                    "includeAuthorizedOperations": include_operations})["groups"]
 
     def share_manager(self):
-        return self.d.partition.component("groups").share
+        return self.d.component("groups").share
 
     def inject_share_group(self, epoch: int, members: list[ShareGroupMember], targets: dict | None = None,
                            assignment_epoch: int | None = None, metadata_hash: int | None = None,
@@ -72,7 +75,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
         records = [(record_key("ShareGroupMemberMetadata", gid, m.member_id), member_value(m)) for m in members]
         if metadata_hash is None:
             subscribed = set().union(*(m.subscribed_topic_names for m in members)) if members else set()
-            metadata_hash = self._manager().compute_metadata_hash(subscribed)
+            metadata_hash = self.consumer_manager().compute_metadata_hash(subscribed)
         records.append((record_key("ShareGroupMetadata", gid), group_epoch_value(epoch, metadata_hash)))
         targets = targets if targets is not None else {m.member_id: m.assigned_partitions for m in members}
         for mid, a in targets.items():

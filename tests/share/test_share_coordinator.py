@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
+from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import topic_id
 from tests.core_driver import CoreDriver
 
@@ -17,8 +17,6 @@ GROUP_ID, PARTITION = "group1", 0
 TOPIC = "topic1"
 TOPIC_ID = topic_id(TOPIC)
 KEY = share_partition_key(GROUP_ID, TOPIC_ID, PARTITION)
-NONE, INVALID_REQUEST, NOT_COORDINATOR, UNKNOWN_TOPIC_OR_PARTITION = 0, 42, 16, 3
-FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH = 74, 124
 
 
 class Shard:
@@ -68,8 +66,7 @@ class Shard:
 
     def rebuilt(self, records=None) -> CoordinatorPartition:
         recs = self.d.records if records is None else records
-        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in recs],
-                                                 self.d.config, now_ms=self.d.now)
+        return self.d.rebuilt(recs)
 
 
 def batch(first, last, state, count) -> dict:
@@ -89,7 +86,7 @@ def test_write_fails_on_uninitialized_partition(shard):
     """testWriteFailsOnUninitializedPartition."""
     p = shard.write(batches=[(0, 10, 0, 1)])
     assert (p["errorCode"], p["errorMessage"]) == (
-        INVALID_REQUEST, "Write operation on uninitialized share partition not allowed.")
+        Errors.INVALID_REQUEST.code, "Write operation on uninitialized share partition not allowed.")
     assert not [k for k in keys(shard.records()) if k.startswith('["Share')]
 
 
@@ -137,15 +134,15 @@ def test_subsequent_write_state_snapshot_epoch_updates_successfully():
 def test_write_state_invalid_request_data(shard):
     """testWriteStateInvalidRequestData: a negative partition, a null (zero) topic id."""
     p = shard.write(partition=-1, batches=[(0, 10, 0, 1)])
-    assert (p["errorCode"], p["errorMessage"]) == (INVALID_REQUEST, "The partition id cannot be a negative number.")
+    assert (p["errorCode"], p["errorMessage"]) == (Errors.INVALID_REQUEST.code, "The partition id cannot be a negative number.")
 
 
 def test_write_state_fenced_leader_epoch_error(shard):
     """testWriteStateFencedLeaderEpochError."""
     shard.initialize()
-    assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == NONE
+    assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == Errors.NONE.code
     p = shard.write(leader_epoch=3, batches=[(11, 12, 0, 1)])
-    assert (p["errorCode"], p["errorMessage"]) == (FENCED_LEADER_EPOCH, "The leader epoch in the request is older "
+    assert (p["errorCode"], p["errorMessage"]) == (Errors.FENCED_LEADER_EPOCH.code, "The leader epoch in the request is older "
                                                                          "than the epoch on the broker.")
     assert shard.state()["leaderEpoch"] == 5
 
@@ -154,7 +151,7 @@ def test_write_state_fenced_state_epoch_error(shard):
     """testWriteStateFencedStateEpochError."""
     shard.initialize(state_epoch=5)
     p = shard.write(state_epoch=3, batches=[(0, 10, 0, 1)])
-    assert p["errorCode"] == FENCED_STATE_EPOCH
+    assert p["errorCode"] == Errors.FENCED_STATE_EPOCH.code
 
 
 def test_write_unknown_topic_or_partition():
@@ -162,15 +159,15 @@ def test_write_unknown_topic_or_partition():
     coordinator has metadata)."""
     shard = Shard()
     shard.initialize()
-    assert shard.write(partition=7, batches=[])["errorCode"] == INVALID_REQUEST  # uninitialized first
-    assert shard.initialize(partition=7)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
-    assert shard.initialize(tid=topic_id("nope"))["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert shard.write(partition=7, batches=[])["errorCode"] == Errors.INVALID_REQUEST.code  # uninitialized first
+    assert shard.initialize(partition=7)["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert shard.initialize(tid=topic_id("nope"))["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
 
 
 def test_read_fails_on_uninitialized_partition(shard):
     """testReadFailsOnUninitializedPartition."""
     p = shard.read()
-    assert (p["errorCode"], p["errorMessage"]) == (INVALID_REQUEST,
+    assert (p["errorCode"], p["errorMessage"]) == (Errors.INVALID_REQUEST.code,
                                                    "Read operation on uninitialized share partition not allowed.")
 
 
@@ -194,15 +191,15 @@ def test_read_state_summary_success(shard):
 
 def test_read_state_invalid_request_data(shard):
     """testReadStateInvalidRequestData / testReadStateSummaryInvalidRequestData."""
-    assert shard.read(partition=-1)["errorCode"] == INVALID_REQUEST
-    assert shard.summary(partition=-1)["errorCode"] == INVALID_REQUEST
+    assert shard.read(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
+    assert shard.summary(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 def test_read_state_fenced_leader_epoch_error(shard):
     """testReadStateFencedLeaderEpochError."""
     shard.initialize()
     shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])
-    assert shard.read(leader_epoch=3)["errorCode"] == FENCED_LEADER_EPOCH
+    assert shard.read(leader_epoch=3)["errorCode"] == Errors.FENCED_LEADER_EPOCH.code
 
 
 def test_non_sequential_batch_updates():
@@ -250,22 +247,22 @@ def test_delete_state_success(shard):
         (record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 1), None),
         (record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION), None)]
     assert shard.state() is None
-    assert shard.read()["errorCode"] == INVALID_REQUEST
+    assert shard.read()["errorCode"] == Errors.INVALID_REQUEST.code
 
 
 def test_delete_state_uninitialized_record(shard):
     """testDeleteStateUnintializedRecord: nothing to delete, no error, no record."""
     start = len(shard.records())
-    assert shard.delete()["errorCode"] == NONE
+    assert shard.delete()["errorCode"] == Errors.NONE.code
     assert shard.records(start) == []
 
 
 def test_delete_state_invalid_request_data(shard):
     """testDeleteStateInvalidRequestData / testDeleteTopicIdNonExistentInMetadataImage /
     testDeletePartitionIdNonExistentInMetadataImage."""
-    assert shard.delete(partition=-1)["errorCode"] == INVALID_REQUEST
-    assert shard.delete(tid=topic_id("nope"))["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
-    assert shard.delete(partition=5)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert shard.delete(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
+    assert shard.delete(tid=topic_id("nope"))["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
+    assert shard.delete(partition=5)["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
 
 
 def test_initialize_state_success(shard):
@@ -287,11 +284,11 @@ def test_initialize_state_success(shard):
 def test_initialize_state_invalid_request_data(shard):
     """testInitializeStateInvalidRequestData / ...TopicIdNonExistentInMetadataImage /
     ...PartitionIdNonExistentInMetadataImage, and a fenced state epoch."""
-    assert shard.initialize(partition=-1)["errorCode"] == INVALID_REQUEST
+    assert shard.initialize(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
     assert shard.initialize(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"] == "The topic id cannot be null."
-    assert shard.initialize(partition=3)["errorCode"] == UNKNOWN_TOPIC_OR_PARTITION
+    assert shard.initialize(partition=3)["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
     shard.initialize(state_epoch=5)
-    assert shard.initialize(state_epoch=4)["errorCode"] == FENCED_STATE_EPOCH
+    assert shard.initialize(state_epoch=4)["errorCode"] == Errors.FENCED_STATE_EPOCH.code
 
 
 def test_replay_with_share_snapshot_and_updates(shard):
@@ -341,7 +338,7 @@ def test_not_coordinator_for_another_partitions_share_partition():
     body = {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": [
         {"partition": 0, "leaderEpoch": 0}, {"partition": other, "leaderEpoch": 0}]}]}
     resp = shard.d.send("ReadShareGroupState", 0, body, key=KEY)
-    assert [p["errorCode"] for p in resp["results"][0]["partitions"]] == [0, NOT_COORDINATOR]
+    assert [p["errorCode"] for p in resp["results"][0]["partitions"]] == [0, Errors.NOT_COORDINATOR.code]
 
 
 def test_empty_requests_are_answered_empty(shard):
@@ -359,6 +356,6 @@ def test_find_coordinator_share_key_type():
     resp = d.send("FindCoordinator", 6, {"keyType": 2, "coordinatorKeys": [KEY, "bad-key"]}, key=KEY)
     good, bad = resp["coordinators"]
     assert (good["errorCode"], good["nodeId"]) == (0, coordinator_partition(KEY, d.config["coordinator.partitions"]))
-    assert (bad["errorCode"], bad["nodeId"]) == (INVALID_REQUEST, -1)
+    assert (bad["errorCode"], bad["nodeId"]) == (Errors.INVALID_REQUEST.code, -1)
     resp = d.send("FindCoordinator", 5, {"keyType": 2, "coordinatorKeys": [KEY]}, key=KEY)
-    assert resp["coordinators"][0]["errorCode"] == INVALID_REQUEST
+    assert resp["coordinators"][0]["errorCode"] == Errors.INVALID_REQUEST.code

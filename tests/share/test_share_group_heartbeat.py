@@ -6,12 +6,10 @@ InitializeShareGroupState round trip, tests/share/test_share_group_initialize.py
 delivers the initialization queries and heartbeats again."""
 from __future__ import annotations
 
+from coordinator.errors import Errors
 from coordinator.group.share.group import ShareGroup, ShareGroupMember
 from coordinator.records import record_key
-from tests.consumer.consumer_group_helpers import (FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
-                                          INCONSISTENT_GROUP_PROTOCOL, INVALID_GROUP_ID, INVALID_REQUEST,
-                                          NON_EMPTY_GROUP, NOT_COORDINATOR, UNKNOWN_MEMBER_ID, UNSUPPORTED_VERSION,
-                                          topic_id)
+from tests.consumer.consumer_group_helpers import GROUP, topic_id
 from tests.share.share_group_helpers import ShareGroupTestClient, share_member
 
 M1, M2, M3 = "m1-uuid-aaaaaaaaaaaaaa", "m2-uuid-bbbbbbbbbbbbbb", "m3-uuid-cccccccccccccc"
@@ -49,15 +47,15 @@ def test_share_group_heartbeat_request_validation():
         req = {"groupId": GROUP, "memberId": M1, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": ["foo"]}
         req.update(body)
         resp = c.send("ShareGroupHeartbeat", 1, req)
-        assert (resp["errorCode"], resp["errorMessage"]) == (INVALID_REQUEST, message)
+        assert (resp["errorCode"], resp["errorMessage"]) == (Errors.INVALID_REQUEST.code, message)
     assert c.group() is None
 
 
 def test_share_group_heartbeat_disabled_answers_unsupported_version():
     """KafkaApis.handleShareGroupHeartbeat: share groups off (group.share.enable / share.version)."""
     c = client(**{"group_share_enable": False})
-    assert c.share_heartbeat(M1, 0, topics=["foo"])["errorCode"] == UNSUPPORTED_VERSION
-    assert c.share_describe(GROUP)[0]["errorCode"] == UNSUPPORTED_VERSION
+    assert c.share_heartbeat(M1, 0, topics=["foo"])["errorCode"] == Errors.UNSUPPORTED_VERSION.code
+    assert c.share_describe(GROUP)[0]["errorCode"] == Errors.UNSUPPORTED_VERSION.code
 
 
 # ====================================================================== heartbeat
@@ -74,7 +72,7 @@ def test_share_group_unknown_group_id():
     """testShareGroupUnknownGroupId."""
     c = client()
     resp = c.share_heartbeat(M1, 100, topics=["foo", "bar"])
-    assert resp["errorCode"] == GROUP_ID_NOT_FOUND
+    assert resp["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
     assert resp["errorMessage"] == f"Share group {GROUP} not found."
 
 
@@ -83,7 +81,7 @@ def test_share_group_unknown_member_id_joins():
     c = client()
     assert c.share_heartbeat(M1, 0, topics=["foo", "bar"])["errorCode"] == 0
     resp = c.share_heartbeat(M2, 1, topics=["foo", "bar"])
-    assert resp["errorCode"] == UNKNOWN_MEMBER_ID
+    assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_share_group_member_joins_empty_group_with_assignments():
@@ -108,7 +106,7 @@ def test_share_group_member_joins_empty_group_with_assignments():
         "type": "ShareGroupMemberMetadata", "rackId": None, "clientId": "client", "clientHost": "",
         "subscribedTopicNames": ["bar", "foo"]}
     assert values[rk("ShareGroupMetadata")]["epoch"] == 1
-    assert values[rk("ShareGroupMetadata")]["metadataHash"] == c._manager().compute_metadata_hash({"foo", "bar"})
+    assert values[rk("ShareGroupMetadata")]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo", "bar"})
     assert values[rk("ShareGroupCurrentMemberAssignment", M1)] == {
         "type": "ShareGroupCurrentMemberAssignment", "memberEpoch": 1, "previousMemberEpoch": 0, "state": "STABLE",
         "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]}}
@@ -140,13 +138,13 @@ def test_share_group_fenced_member_epoch():
     """throwIfShareGroupMemberEpochIsInvalid: ahead, or behind and not the previous epoch."""
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
-    assert c.share_heartbeat(M1, 5)["errorCode"] == FENCED_MEMBER_EPOCH
+    assert c.share_heartbeat(M1, 5)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     c.share_heartbeat(M2, 0, topics=["foo"])
     c.share_heartbeat(M1, 1)  # to epoch 2, previous 1
     assert c.share_heartbeat(M1, 1)["errorCode"] == 0  # the previous epoch is accepted
     c.share_heartbeat(M3, 0, topics=["foo"])
     c.share_heartbeat(M1, 2)  # to epoch 3, previous 2
-    assert c.share_heartbeat(M1, 1)["errorCode"] == FENCED_MEMBER_EPOCH
+    assert c.share_heartbeat(M1, 1)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
 
 
 def test_share_group_leaving_member_bumps_group_epoch():
@@ -162,7 +160,7 @@ def test_share_group_leaving_member_bumps_group_epoch():
                              rk("ShareGroupMemberMetadata", M2), rk("ShareGroupMetadata")]
     assert [v for _, v in records[:3]] == [None, None, None]
     assert records[3][1]["epoch"] == 11
-    assert records[3][1]["metadataHash"] == c._manager().compute_metadata_hash({"foo", "bar"})
+    assert records[3][1]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo", "bar"})
     assert set(c.group().members) == {M1}
 
 
@@ -172,7 +170,7 @@ def test_share_group_new_member_is_rejected_with_maximum_members_is_reached():
     c.inject([(rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 100, "metadataHash": 0})])
     assert c.share_heartbeat(M1, 0, topics=["foo", "bar"])["memberEpoch"] == 101
     resp = c.share_heartbeat(M2, 0, topics=["foo", "bar"])
-    assert resp["errorCode"] == GROUP_MAX_SIZE_REACHED
+    assert resp["errorCode"] == Errors.GROUP_MAX_SIZE_REACHED.code
     assert resp["errorMessage"] == "The share group has reached its maximum capacity of 1 members."
 
 
@@ -251,7 +249,7 @@ def test_share_group_describe_request():
     assert c.share_describe() == []
     unknown = next(f"unknown-group-{i}" for i in range(1000) if c.d.partition.owns(f"unknown-group-{i}"))
     [g] = c.share_describe(unknown)
-    assert g["errorCode"] == GROUP_ID_NOT_FOUND
+    assert g["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
 
 
 def test_share_group_describe_no_errors():
@@ -276,7 +274,7 @@ def test_share_group_describe_invalid_and_not_coordinator():
     c.share_heartbeat(M1, 0, topics=["foo"])
     other = next(f"g{i}" for i in range(1000) if not c.d.partition.owns(f"g{i}"))
     errors = [g["errorCode"] for g in c.share_describe("", other, GROUP)]
-    assert errors == [INVALID_GROUP_ID, NOT_COORDINATOR, 0]
+    assert errors == [Errors.INVALID_GROUP_ID.code, Errors.NOT_COORDINATOR.code, 0]
 
 
 # ====================================================================== group type conflicts
@@ -289,7 +287,7 @@ def test_consumer_group_heartbeat_on_share_group():
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
     resp = c.heartbeat("c1", 0, topics=["foo"], rebalance_timeout=5000, owned={})
-    assert resp["errorCode"] == GROUP_ID_NOT_FOUND
+    assert resp["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
 
 
 def test_classic_group_join_sync_leave_on_share_group():
@@ -299,14 +297,14 @@ def test_classic_group_join_sync_leave_on_share_group():
     join = c.send("JoinGroup", 9, {"groupId": GROUP, "sessionTimeoutMs": 45000, "rebalanceTimeoutMs": 5000,
                                    "memberId": "", "groupInstanceId": None, "protocolType": "consumer",
                                    "protocols": [{"name": "range", "metadata": ""}], "reason": None})
-    assert join["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
+    assert join["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     sync = c.send("SyncGroup", 5, {"groupId": GROUP, "generationId": 1, "memberId": M1, "groupInstanceId": None,
                                    "protocolType": None, "protocolName": None, "assignments": []})
-    assert sync["errorCode"] == UNKNOWN_MEMBER_ID
+    assert sync["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     leave = c.send("LeaveGroup", 5, {"groupId": GROUP, "members": [{"memberId": M1, "groupInstanceId": None,
                                                                     "reason": None}]})
     # Kafka's UnknownMemberIdException("Group ... not found."), answered by the service per member.
-    assert leave["errorCode"] == 0 and [m["errorCode"] for m in leave["members"]] == [UNKNOWN_MEMBER_ID]
+    assert leave["errorCode"] == 0 and [m["errorCode"] for m in leave["members"]] == [Errors.UNKNOWN_MEMBER_ID.code]
     assert set(c.group().members) == {M1}
 
 
@@ -315,7 +313,7 @@ def test_consumer_group_describe_on_share_group():
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
     [g] = c.describe(GROUP)
-    assert (g["errorCode"], g["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a consumer group.")
+    assert (g["errorCode"], g["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a consumer group.")
 
 
 def test_share_group_heartbeat_on_consumer_group():
@@ -323,7 +321,7 @@ def test_share_group_heartbeat_on_consumer_group():
     c = client()
     _consumer_group(c)
     resp = c.share_heartbeat(M1, 0, topics=["foo"])
-    assert (resp["errorCode"], resp["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a share group.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a share group.")
 
 
 def test_share_group_describe_on_consumer_group():
@@ -331,7 +329,7 @@ def test_share_group_describe_on_consumer_group():
     c = client()
     _consumer_group(c)
     [g] = c.share_describe(GROUP)
-    assert (g["errorCode"], g["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a share group.")
+    assert (g["errorCode"], g["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a share group.")
 
 
 def test_offset_apis_on_share_group():
@@ -344,7 +342,7 @@ def test_offset_apis_on_share_group():
                                         "topics": [{"name": "foo", "partitions": [
                                             {"partitionIndex": 0, "committedOffset": 5,
                                              "committedLeaderEpoch": -1, "committedMetadata": ""}]}]})
-    assert commit["topics"][0]["partitions"][0]["errorCode"] == GROUP_ID_NOT_FOUND
+    assert commit["topics"][0]["partitions"][0]["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
 
 
 # ====================================================================== admin
@@ -365,7 +363,7 @@ def test_describe_groups_on_share_group():
     c.share_heartbeat(M1, 0, topics=["foo"])
     [g] = c.send("DescribeGroups", 6, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"]
     assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (
-        GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a classic group.", "Dead")
+        Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a classic group.", "Dead")
 
 
 def test_delete_groups_share_group():
@@ -376,9 +374,9 @@ def test_delete_groups_share_group():
     c = client()
     c.share_join(M1, topics=["foo"])
     [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
-    assert r["errorCode"] == NON_EMPTY_GROUP
+    assert r["errorCode"] == Errors.NON_EMPTY_GROUP.code
     c.share_heartbeat(M1, -1)
-    owned = [k for k, o in c._owners.items() if k in o.component("share").states]
+    owned = [k for k, o in c.owners.items() if k in o.component("share").states]
     assert owned  # the initialized share-partitions have state on their owners
     start = len(c.d.records)
     assert c.send("DeleteGroups", 2, {"groupsNames": [GROUP]}) is None  # waits for the owners
@@ -390,7 +388,7 @@ def test_delete_groups_share_group():
     assert keys(c.records(start)) == [rk("ShareGroupStatePartitionMetadata"),
                                       rk("ShareGroupTargetAssignmentMetadata"),
                                       rk("ShareGroupStatePartitionMetadata"), rk("ShareGroupMetadata")]
-    assert all(k not in c._owners[k].component("share").states for k in owned)
+    assert all(k not in c.owners[k].component("share").states for k in owned)
     assert c.group() is None
     assert c.rebuilt().component("groups").groups.get(GROUP) is None
 
@@ -417,9 +415,8 @@ def test_delete_groups_share_group_persister_error_keeps_the_group():
     c.initialize_share_partitions(fail=True)
     c.sleep(c.d.config["share.admin.timeout.ms"] + 1)
     results = c.d.response(cid)["results"]
-    REQUEST_TIMED_OUT = 7
-    assert {r["groupId"]: r["errorCode"] for r in results} == {GROUP: REQUEST_TIMED_OUT,
-                                                               unknown: GROUP_ID_NOT_FOUND}
+    assert {r["groupId"]: r["errorCode"] for r in results} == {GROUP: Errors.REQUEST_TIMED_OUT.code,
+                                                               unknown: Errors.GROUP_ID_NOT_FOUND.code}
     group = c.group()
     assert group is not None and group.state_partition_metadata["deleting"] == {topic_id("foo"): "foo"}
     assert group.state_partition_metadata["initialized"] == {}

@@ -9,7 +9,7 @@ testShareGroupInitializingClearsCommonDeleting) and GroupCoordinatorServiceTest
 from __future__ import annotations
 
 from coordinator.records import record_key
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import GROUP, topic_id
 from tests.share.share_group_helpers import ShareGroupTestClient
 
@@ -179,7 +179,7 @@ def test_error_answer_uninitializes_the_answered_partitions():
         owners[key] = CoreDriver(key)
         owners[key].send("UpdateMetadata", 0, {"topicStates": [{"topicName": "t1", "topicId": T1,
                                                                 "numPartitions": 1}]}, key=BROADCAST_KEY)
-    c._owners = owners
+    c.owners = owners
     c.initialize_share_partitions()
     info = c.group().state_partition_metadata
     initialized = set(info["initialized"].get(T1, {}).get("partitions", []))

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 
+from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY, ZERO_UUID
 from coordinator.routing import coordinator_partition
-from coordinator.share.coordinator import share_partition_key
+from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import topic_id
 from tests.core_driver import CoreDriver
 
@@ -58,8 +59,8 @@ def test_describe_share_group_offsets_not_coordinator_and_no_metadata():
     d = CoreDriver(GROUP)
     other = next(f"g{i}" for i in range(1000) if not d.partition.owns(f"g{i}"))
     resp = d.send("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": other, "topics": []}]}, key=GROUP)
-    assert resp["groups"][0]["errorCode"] == 16
-    assert describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"][0]["errorCode"] == 15  # no metadata yet
+    assert resp["groups"][0]["errorCode"] == Errors.NOT_COORDINATOR.code
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"][0]["errorCode"] == Errors.COORDINATOR_NOT_AVAILABLE.code  # no metadata yet
 
 
 def _remote_partition() -> int:
@@ -130,10 +131,10 @@ def test_alter_share_group_offsets_requires_an_empty_share_group():
     an unknown group, NON_EMPTY_GROUP while it has members."""
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d)
-    assert _alter(d, {0: 3})["errorCode"] == 69
+    assert _alter(d, {0: 3})["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
     d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
                                       "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
-    assert _alter(d, {0: 3})["errorCode"] == 68
+    assert _alter(d, {0: 3})["errorCode"] == Errors.NON_EMPTY_GROUP.code
 
 
 def test_alter_share_group_offsets_initializes_the_share_partitions():
@@ -222,7 +223,7 @@ def test_delete_share_group_offsets():
     grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
                                         "subscribedTopicNames": [TOPIC]}, key=GROUP)
     assert deliver(grp, owners) > 0  # the share-partitions are initialized
-    assert _delete(grp, [TOPIC])["errorCode"] == 68  # NON_EMPTY_GROUP
+    assert _delete(grp, [TOPIC])["errorCode"] == Errors.NON_EMPTY_GROUP.code
     grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
                                         "subscribedTopicNames": None}, key=GROUP)
     owner = owners[coordinator_partition(share_partition_key(GROUP, TID, remote), N)]

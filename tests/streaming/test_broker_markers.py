@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.messages import DataRecord
+from coordinator.messages import DataRecord, Outputs
 from coordinator.txn.markers import marker_record
-from streaming.config import StreamConfig
 from streaming import txn_markers
+from streaming.config import StreamConfig
 from streaming.step import StepSettings, output_rows, write_broker_markers
 from streaming.txn_markers import _group, markers_of
-from coordinator.messages import Outputs
 
 
 def _marker(topic, partition, commit, pid=1000, epoch=3, kind="json"):

@@ -9,9 +9,19 @@ import urllib.request
 import pytest
 
 from deploy.kafka_local import free_port
-from streaming.dashboard import (PAGE, History, group_page, overview, partition_lag, rebalance_buckets,
-                                 rebalance_event, render_page, requests_applied, stream_problems,
-                                 transactions_in_flight)
+from streaming.dashboard import (
+    PAGE,
+    History,
+    group_page,
+    overview,
+    partition_lag,
+    rebalance_buckets,
+    rebalance_event,
+    render_page,
+    requests_applied,
+    stream_problems,
+    transactions_in_flight,
+)
 from streaming.metrics_exporter import MetricsExporter
 
 NOW = 1_800_000_000_000

@@ -9,15 +9,19 @@ import json
 import pytest
 
 from client.read_model import ReadModel
+from coordinator.group.classic.consumer_protocol import encode_assignment
 from deploy.redis_local import LocalRedis, free_port
 from streaming.projection import Projection, StateRecord
 from streaming.projector import RedisProjector
+from tests.client.read_model_compare import (
+    classic_differences,
+    consumer_differences,
+    offsets_differences,
+    txn_differences,
+)
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 from tests.group.group_helpers import GroupTestClient, join_and_complete, protocols
-from tests.client.read_model_compare import (classic_differences, consumer_differences, offsets_differences,
-                                      txn_differences)
 from tests.txn.txn_helpers import Producer, driver
-from coordinator.group.classic.consumer_protocol import encode_assignment
 
 
 @pytest.fixture(scope="module")

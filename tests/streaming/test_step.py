@@ -7,8 +7,8 @@ import json
 import pandas as pd
 
 import state
-
 from coordinator import CoordinatorConfig
+from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY
 from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
 
@@ -79,7 +79,7 @@ def test_timeout_call_fires_due_timers_and_replays_identically():
             "groupInstanceId": None, "protocolType": "consumer",
             "protocols": [{"name": "range", "metadata": ""}], "reason": None}
     out = run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, join), 100, 9_000, 0, 0))], g)
-    assert json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == 79  # MEMBER_ID_REQUIRED
+    assert json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     after_join = g.value
     # Spark's timeout call: one empty frame, at a batch time past the pending member's session.
     replays = [run(step, 12, [frame()], GroupStateStandIn(after_join, now=16_000)) for _ in range(2)]
@@ -97,10 +97,10 @@ def test_records_too_large_for_the_sink_never_reach_it():
     hostile_key = "x" * 5000
     out = run(step, 0, [frame(("g", env("FindCoordinator", 4, 1, {"keyType": 0, "coordinatorKeys": keys}), 100, 1, 0, 0),
                               (hostile_key, b"not json", 8, 2, 0, 1))], g)
-    sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"])]
+    sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"], strict=True)]
     assert max(sizes) <= 1500
     resp = json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]
-    assert resp["errorCode"] == -1 and "larger than 1500 bytes" in resp["errorMessage"]
+    assert resp["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code and "larger than 1500 bytes" in resp["errorMessage"]
     events = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
     assert {e["event"] for e in events} == {"RequestRejected", "RecordTooLarge"}
     assert all(len(k) <= 1025 for k in out[out.topic == "ev"]["key"])
@@ -150,7 +150,7 @@ def test_hostile_strings_never_reach_a_sink_column_unencodable():
     out = Outputs(responses=[Response(ReplyTo("X", 0, 1, bad), {"errorCode": 0})],
                   events=[Event(bad, {"event": "E", "x": bad})], records=[StateRecord(bad, {"v": bad})])
     rows = output_rows(out, 0, TRUSTED)
-    for topic, key, value, _, _ in rows:
+    for _topic, key, value, _, _ in rows:
         key.encode("utf-8")  # what Arrow needs
         json.loads(value)
 
@@ -205,7 +205,7 @@ def test_an_answer_larger_than_its_reply_topic_takes_is_replaced_by_an_error():
     rows = output_rows(out, 0, TRUSTED, {"resp.small": 4096})
     by_cid = {json.loads(r[2])["correlationId"]: (r[0], json.loads(r[2])["response"]) for r in rows
               if r[0] != "ev"}
-    assert by_cid[1][0] == "resp.small" and by_cid[1][1]["errorCode"] == -1
+    assert by_cid[1][0] == "resp.small" and by_cid[1][1]["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
     assert "larger than 3584 bytes" in by_cid[1][1]["errorMessage"]
     assert by_cid[2][1]["errorCode"] == 0  # the service's own topic takes max_record_bytes
     assert [json.loads(r[2])["event"] for r in rows if r[0] == "ev"] == ["RecordTooLarge"]

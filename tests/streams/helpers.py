@@ -5,13 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 GROUP = "fooup"
-INVALID_REQUEST, UNKNOWN_MEMBER_ID, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED = 42, 25, 69, 81
-FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION, NON_EMPTY_GROUP = 110, 113, 35, 68
-INCONSISTENT_GROUP_PROTOCOL, STREAMS_INVALID_TOPOLOGY = 23, 130
 
 
 def topic_info(name: str, partitions: int = 0) -> dict:
@@ -69,8 +65,7 @@ class StreamsTestClient(ConsumerGroupTestClient):
         return self.describe(group_id or self.group_id)["groups"][0]
 
     def rebuilt(self) -> CoordinatorPartition:
-        return CoordinatorPartition.from_records(self.d.partition_id, [StateRecord(k, v) for k, v in self.d.records],
-                                                 self.d.config, now_ms=self.d.now)
+        return self.d.rebuilt()
 
 
 def status_codes(response: dict) -> list[int]:

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import Errors
 from coordinator.group.streams.group import StreamsGroup
 from coordinator.records import record_key
 from coordinator.group.streams.member import MemberState
-from coordinator.group.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
-                                          MISSING_SOURCE_TOPICS, SHUTDOWN_APPLICATION, STALE_TOPOLOGY)
-from tests.streams.helpers import (FENCED_MEMBER_EPOCH, GROUP, GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED,
-                                   INCONSISTENT_GROUP_PROTOCOL, INVALID_REQUEST, NON_EMPTY_GROUP,
-                                   STALE_MEMBER_EPOCH, STREAMS_INVALID_TOPOLOGY, UNKNOWN_MEMBER_ID,
-                                   UNSUPPORTED_VERSION, StreamsTestClient, active_of, status_codes, subtopology,
-                                   tasks, topology)
+from coordinator.group.streams.topology import (
+    INCORRECTLY_PARTITIONED_TOPICS,
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    SHUTDOWN_APPLICATION,
+    STALE_TOPOLOGY,
+)
+from tests.streams.helpers import GROUP, StreamsTestClient, active_of, status_codes, subtopology, tasks, topology
 
 FOO = "foo"
 CHANGELOG = f"{GROUP}-store-changelog"
@@ -115,7 +117,7 @@ def test_testStreamsLeavingMemberRemovesMemberAndBumpsGroupEpoch():
 def test_testStreamsGroupMemberEpochValidation():
     c = client()
     r = c.join("m1", TOPO)
-    assert c.heartbeat("m1", 5, active=r["activeTasks"], standby=[], warmup=[])["errorCode"] == FENCED_MEMBER_EPOCH
+    assert c.heartbeat("m1", 5, active=r["activeTasks"], standby=[], warmup=[])["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     c.join("m2", TOPO)
     c.heartbeat("m1", 1, active=[], standby=[], warmup=[])  # m1 revokes everything it must: epoch 2
     assert c.member("m1").member_epoch == 2
@@ -124,15 +126,15 @@ def test_testStreamsGroupMemberEpochValidation():
     assert ok["errorCode"] == 0
     # the previous epoch owning tasks it no longer has is fenced
     bad = c.heartbeat("m1", 1, active=tasks(**{"0": {0, 1, 2, 3, 4, 5}}), standby=[], warmup=[])
-    assert bad["errorCode"] == FENCED_MEMBER_EPOCH
-    assert c.heartbeat("unknown", 1)["errorCode"] == UNKNOWN_MEMBER_ID
+    assert bad["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
+    assert c.heartbeat("unknown", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_testStreamsOwnedTasksValidation():
     c = client()
     r = c.join("m1", TOPO)
     bad = c.heartbeat("m1", 1, active=tasks(**{"0": {9}}), standby=[], warmup=[])
-    assert bad["errorCode"] == INVALID_REQUEST
+    assert bad["errorCode"] == Errors.INVALID_REQUEST.code
     assert bad["errorMessage"] == "Task 9 for subtopology 0 is invalid. Number of tasks for this subtopology: 6"
     bad = c.heartbeat("m1", 1, active=tasks(**{"x": {0}}), standby=[], warmup=[])
     assert bad["errorMessage"] == "Subtopology x does not exist in the topology."
@@ -143,7 +145,7 @@ def test_testStreamsNewMemberIsRejectedWithMaximumMembersIsReached():
     c = client(**{"group.streams.max.size": 1})
     c.join("m1", TOPO)
     r = c.join("m2", TOPO)
-    assert r["errorCode"] == GROUP_MAX_SIZE_REACHED
+    assert r["errorCode"] == Errors.GROUP_MAX_SIZE_REACHED.code
     assert r["errorMessage"] == "The streams group has reached its maximum capacity of 1 members."
 
 
@@ -164,7 +166,7 @@ def test_testStreamsNewMemberIsRejectedWithMaximumMembersIsReached():
 def test_request_validation_GroupCoordinatorServiceTest_testStreamsGroupHeartbeatRequestValidation(body, message):
     c = client()
     r = c.send("StreamsGroupHeartbeat", 0, {"groupId": GROUP, "endpointInformationEpoch": 0, **body})
-    assert (r["errorCode"], r["errorMessage"]) == (INVALID_REQUEST, message)
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.INVALID_REQUEST.code, message)
     assert c.group() is None
 
 
@@ -172,21 +174,21 @@ def test_invalid_topologies_KafkaApisTest_testStreamsGroupHeartbeatRequestWithIn
     c = client()
     r = c.join("m1", topology(0, subtopology("0", source=["__consumer_offsets"])))
     assert (r["errorCode"], r["errorMessage"]) == (
-        STREAMS_INVALID_TOPOLOGY, "Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is "
+        Errors.STREAMS_INVALID_TOPOLOGY.code, "Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is "
                                   "prohibited.")
     r = c.join("m1", topology(0, subtopology("0", source=["a b"])))
-    assert (r["errorCode"], r["errorMessage"]) == (STREAMS_INVALID_TOPOLOGY, "Topic names a b are not valid topic names.")
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.STREAMS_INVALID_TOPOLOGY.code, "Topic names a b are not valid topic names.")
     bad = topology(0, {**subtopology("0", source=[FOO]), "stateChangelogTopics": [
         {"name": "c", "partitions": 3, "replicationFactor": 0, "topicConfigs": []}]})
     r = c.join("m1", bad)
-    assert r["errorCode"] == STREAMS_INVALID_TOPOLOGY
+    assert r["errorCode"] == Errors.STREAMS_INVALID_TOPOLOGY.code
     assert r["errorMessage"] == "Changelog topic c must have an undefined partition count, but it is set to 3."
 
 
 def test_disabled_protocol_answers_unsupported_version_KafkaApis_isStreamsGroupProtocolEnabled():
     c = client(**{"group.coordinator.rebalance.protocols": ["classic", "consumer"]})
-    assert c.join("m1", TOPO)["errorCode"] == UNSUPPORTED_VERSION
-    assert c.describe()["groups"][0]["errorCode"] == UNSUPPORTED_VERSION
+    assert c.join("m1", TOPO)["errorCode"] == Errors.UNSUPPORTED_VERSION.code
+    assert c.describe()["groups"][0]["errorCode"] == Errors.UNSUPPORTED_VERSION.code
 
 
 # ---------------------------------------------------------------------- topology and status
@@ -240,7 +242,7 @@ def test_topology_updates_are_refused_as_in_kafka_4_1():
     c.join("m1", TOPO)
     other = topology(1, subtopology("0", source=[FOO]), subtopology("1", source=[CHANGELOG]))
     r = c.join("m2", other)
-    assert (r["errorCode"], r["errorMessage"]) == (INVALID_REQUEST, "Topology updates are not supported yet.")
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.INVALID_REQUEST.code, "Topology updates are not supported yet.")
     assert "m2" not in c.group().members
 
 
@@ -327,7 +329,7 @@ def test_testStreamsGroupDescribeNoErrors_and_WithErrors():
         "subtopologyId": "0", "sourceTopics": [FOO], "repartitionSinkTopics": [],
         "stateChangelogTopics": [{"name": CHANGELOG, "partitions": 6, "replicationFactor": 0, "topicConfigs": []}],
         "repartitionSourceTopics": []}]}
-    assert (out[1]["errorCode"], out[1]["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Streams group {unknown} not found.")
+    assert (out[1]["errorCode"], out[1]["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Streams group {unknown} not found.")
 
 
 def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_DescribeOnConsumerGroup():
@@ -338,19 +340,19 @@ def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_Descr
                                               "topicPartitions": []})
     assert cg["errorCode"] == 0
     r = c.join("m1", TOPO, group_id=cg_id)
-    assert (r["errorCode"], r["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {cg_id} is not a streams group.")
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {cg_id} is not a streams group.")
     d = c.describe(cg_id)["groups"][0]
-    assert (d["errorCode"], d["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {cg_id} is not a streams group.")
+    assert (d["errorCode"], d["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {cg_id} is not a streams group.")
     # and the other way round
     c.join("m1", TOPO)
     r = c.send("ConsumerGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "c1", "memberEpoch": 0,
                                              "rebalanceTimeoutMs": 1000, "subscribedTopicNames": [FOO],
                                              "topicPartitions": []})
-    assert (r["errorCode"], r["errorMessage"]) == (GROUP_ID_NOT_FOUND, f"Group {GROUP} is not a consumer group.")
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a consumer group.")
     j = c.send("JoinGroup", 9, {"groupId": GROUP, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 10000,
                                 "memberId": "", "protocolType": "consumer",
                                 "protocols": [{"name": "range", "metadata": ""}]})
-    assert j["errorCode"] == INCONSISTENT_GROUP_PROTOCOL
+    assert j["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     dg = c.send("DescribeGroups", 5, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"][0]
     assert dg["groupState"] == "Dead"
     listed = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["streams"]})["groups"]
@@ -369,9 +371,9 @@ def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
         r = c.send("OffsetCommit", version, body)
         return r["topics"][0]["partitions"][0]["errorCode"]
     assert commit(9, 1) == 0
-    assert commit(9, 0) == STALE_MEMBER_EPOCH
-    assert commit(9, 1, "nobody") == UNKNOWN_MEMBER_ID
-    assert commit(8, 1) == UNSUPPORTED_VERSION
+    assert commit(9, 0) == Errors.STALE_MEMBER_EPOCH.code
+    assert commit(9, 1, "nobody") == Errors.UNKNOWN_MEMBER_ID.code
+    assert commit(8, 1) == Errors.UNSUPPORTED_VERSION.code
     f = c.send("OffsetFetch", 9, {"groups": [{"groupId": GROUP, "memberId": "m1", "memberEpoch": 1,
                                               "topics": [{"name": FOO, "partitionIndexes": [0]}]}],
                                   "requireStable": False})
@@ -382,7 +384,7 @@ def test_delete_groups_StreamsGroupTest_testValidateDeleteGroup():
     c = client()
     c.join("m1", TOPO)
     r = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})
-    assert r["results"][0]["errorCode"] == NON_EMPTY_GROUP
+    assert r["results"][0]["errorCode"] == Errors.NON_EMPTY_GROUP.code
     c.heartbeat("m1", -1)
     r = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})
     assert r["results"][0]["errorCode"] == 0
@@ -462,7 +464,7 @@ def test_a_known_member_rejoining_with_epoch_0_is_fenced_as_in_4_1():
     c.heartbeat("m1", 1, active=[], standby=[], warmup=[])
     assert c.member("m1").member_epoch == 2
     r = c.join("m1", TOPO)
-    assert r["errorCode"] == FENCED_MEMBER_EPOCH
+    assert r["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     assert r["errorMessage"] == ("The streams group member has a smaller member epoch (0) than the one known by the "
                                  "group coordinator (2). The member must abandon all its partitions and rejoin.")
 

@@ -7,7 +7,8 @@ import json
 
 import state as state_codec
 from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
+from coordinator.batch import run_batch
+from coordinator.errors import Errors
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import JSON_CLIENT, KAFKA_CLIENT, TransactionState
 from tests.txn.txn_helpers import Producer, driver, records_of, txn
@@ -26,8 +27,7 @@ def marker_kinds(d) -> list[tuple[str, str]]:
 
 
 def replayed(d) -> CoordinatorPartition:
-    return CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records],
-                                             d.config, now_ms=d.now)
+    return d.rebuilt()
 
 
 def test_init_through_the_gateway_marks_the_producer_and_its_markers():
@@ -75,7 +75,7 @@ def test_a_fencing_abort_has_the_kind_of_the_fenced_producer_and_the_new_produce
     old.init(kafka_client=True)
     old.add(("orders", 0))
     new = Producer(d)
-    assert new.init()["errorCode"] == 51  # CONCURRENT_TRANSACTIONS: the ongoing transaction is aborted
+    assert new.init()["errorCode"] == Errors.CONCURRENT_TRANSACTIONS.code  # the ongoing transaction is aborted
     # The fence abort's marker closes data the Kafka client wrote: a control record.
     assert marker_kinds(d) == [("ABORT", "kafka")]
     d.advance(1)  # Complete*
@@ -96,7 +96,6 @@ def test_the_kind_survives_a_state_log_replay_and_the_state_snapshot():
     # A transaction caught in Prepare* by a replay re-sends its markers with the kind.
     p.end(True)
     part = replayed(d)
-    from coordinator.batch import run_batch
     blob = state_codec.encode(part.to_json())
     _, out = run_batch(lambda: CoordinatorPartition(part.partition_id, part.config, state_codec.decode(*blob)),
                        [], d.now + 1)
@@ -126,5 +125,5 @@ def test_the_envelope_flag_must_be_a_boolean():
                                                         "transactionTimeoutMs": 60000}}).encode()
     d.send_raw(raw)
     r = d.responses[99]
-    assert r["errorCode"] == 42 and "kafkaClient" in r["errorMessage"]  # INVALID_REQUEST
+    assert r["errorCode"] == Errors.INVALID_REQUEST.code and "kafkaClient" in r["errorMessage"]
     assert txn(d) is None

@@ -12,8 +12,8 @@ from coordinator import coordinator_partition
 from coordinator.errors import Errors
 from coordinator.routing import key_for_partition
 from coordinator.txn.metadata import TransactionState
-from tests.core_driver import CoreDriver
 from tests.client.test_read_committed import Rec
+from tests.core_driver import CoreDriver
 from tests.txn.txn_helpers import Producer
 
 E = Errors
@@ -32,7 +32,7 @@ class Cluster:
         self.data: dict[tuple[str, int], list[Rec]] = {}
         self.readers: dict[tuple[str, int], ReadCommittedPartition] = {}
         self.delivered: dict[tuple[str, int], list[bytes]] = {}
-        self._fed_internal = self._fed_data = self._fed_grp_internal = 0
+        self.fed_internal = self.fed_data = self.fed_grp_internal = 0
 
     def update_metadata(self, topics) -> None:
         for d in (self.txn, self.grp):
@@ -40,9 +40,9 @@ class Cluster:
 
     def write(self, topic: str, partition: int, value: bytes, producer: Producer | None = None) -> None:
         headers = [] if producer is None else producer_headers(producer.producer_id, producer.epoch, producer.tid)
-        self._append((topic, partition), value, headers)
+        self.append((topic, partition), value, headers)
 
-    def _append(self, tp, value, headers) -> None:
+    def append(self, tp, value, headers) -> None:
         log = self.data.setdefault(tp, [])
         rec = Rec(len(log), value, headers)
         log.append(rec)
@@ -53,18 +53,18 @@ class Cluster:
         """What the stream's sink does with the transaction partition's outputs: markers into the
         data partitions, internal requests into the request topic (here: straight to the group's
         partition)."""
-        for marker in self.txn.data[self._fed_data:]:
-            self._append((marker.topic, marker.partition), marker.value, marker.headers)
-        self._fed_data = len(self.txn.data)
+        for marker in self.txn.data[self.fed_data:]:
+            self.append((marker.topic, marker.partition), marker.value, marker.headers)
+        self.fed_data = len(self.txn.data)
         # The group partition's questions (TxnVerification) first: their answers go back below.
-        for key, envelope in self.grp.internal_requests[self._fed_grp_internal:]:
+        for key, envelope in self.grp.internal_requests[self.fed_grp_internal:]:
             assert coordinator_partition(key) == self.txn.partition_id
             self.txn.send_raw(json.dumps(envelope).encode(), key=key)
-        self._fed_grp_internal = len(self.grp.internal_requests)
-        for key, envelope in self.txn.internal_requests[self._fed_internal:]:
+        self.fed_grp_internal = len(self.grp.internal_requests)
+        for key, envelope in self.txn.internal_requests[self.fed_internal:]:
             assert coordinator_partition(key) == self.grp.partition_id
             self.grp.send_raw(json.dumps(envelope).encode(), key=key)
-        self._fed_internal = len(self.txn.internal_requests)
+        self.fed_internal = len(self.txn.internal_requests)
 
     def next_batch(self) -> None:
         """The next micro-batch of the transaction partition: deferred completions run."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -110,7 +111,6 @@ def test_negative_producer_id_or_epoch_in_a_transition_is_rejected():
 def test_ongoing_completion_requires_a_superset_of_partitions_and_the_same_timeout():
     m = md(state=S.ONGOING, epoch=1, parts=[("t", 0), ("t", 1)], start=NOW)
     transit = m.prepare_add_partitions({("t", 2)}, NOW, TV_0)
-    from dataclasses import replace
     with pytest.raises(IllegalStateError):
         m.complete_transition_to(replace(transit, topic_partitions=frozenset({("t", 2)})))
     with pytest.raises(IllegalStateError):

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-import state
-from coordinator import CoordinatorPartition
+from coordinator.errors import ApiError, Errors
 from coordinator.group.classic.group import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
-from coordinator.messages import StateRecord
 from coordinator.records import record_key
-from coordinator.errors import ApiError, Errors
 from tests.group.group_helpers import GroupTestClient, join_and_rebalance
 from tests.group.test_group_replay import compacted
 
@@ -375,8 +372,7 @@ def test_pending_records_neither_hide_nor_lose_committed_offsets_under_compactio
     c.commit({("t", 1): 22})
     for compact in (False, True):
         records = compacted(c.records()) if compact else c.records()
-        rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                    config=c.d.config, now_ms=c.now).component("groups")
+        rebuilt = c.d.rebuilt(records).component("groups")
         assert observable(rebuilt) == observable(c.groups())
         assert observable(rebuilt)["committed"][("foo", "t", 0)][0] == 10
         assert observable(rebuilt)["pending"] == {(7, "foo", "t", 0): 11, (7, "foo", "t", 1): 21}
@@ -417,13 +413,12 @@ def observable(comp) -> dict:
 def test_rebuilding_from_the_state_log_gives_the_same_offsets(compact):
     c = scenario()
     records = compacted(c.records()) if compact else c.records()
-    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                config=c.d.config, now_ms=c.now)
+    rebuilt = c.d.rebuilt(records)
     assert observable(rebuilt.component("groups")) == observable(c.groups())
     assert observable(c.groups())["committed"] == {("foo", "t", 0): (11, "metadata", c.now), ("foo", "t", 1): (24, "", c.now),
                                                    ("foo", "u", 0): (50, "metadata", c.now)}
     # The rebuilt partition keeps serving: producer 7 commits its open transaction, zombies are fenced.
-    c.d._state, c.d._blob = rebuilt, state.encode(rebuilt.to_json())
+    c.d.failover(records)
     assert errors(txn_commit(c, {("t", 3): 44}, producer_id=7, epoch=1)) == [E.INVALID_PRODUCER_EPOCH.code]
     marker(c, 7, True, epoch=3)
     assert fetch_parts(c, {"t": [3]}, require_stable=True) == {("t", 3): 43}
@@ -439,8 +434,7 @@ def test_a_compacted_log_resolves_each_transaction_with_its_own_marker():
     marker(c, 7, True, epoch=2)
     log = compacted(c.records())
     assert [k for k, _ in log].count(record_key("EndTransactionMarker", 7)) == 1
-    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in log],
-                                                config=c.d.config, now_ms=c.now).component("groups")
+    rebuilt = c.d.rebuilt(log).component("groups")
     assert rebuilt.offsets.get("foo", "t", 5) is None and rebuilt.offsets.get("foo", "t", 6).committed_offset == 2
     assert rebuilt.offsets.pending == {}
 
@@ -518,6 +512,5 @@ def test_several_producers_pending_on_one_partition_resolve_like_kafka():
     assert fetch_parts(c, {"t": [0]}, require_stable=True) == {("t", 0): 600}
     for compact in (False, True):
         records = compacted(c.records()) if compact else c.records()
-        rebuilt = CoordinatorPartition.from_records(c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                    config=c.d.config, now_ms=c.now).component("groups")
+        rebuilt = c.d.rebuilt(records).component("groups")
         assert observable(rebuilt) == observable(c.groups())

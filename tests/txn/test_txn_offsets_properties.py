@@ -11,9 +11,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import state
-from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
 from tests.group.group_helpers import GroupTestClient
 from tests.group.test_group_replay import compacted
 
@@ -115,9 +112,7 @@ class Runner:
 
     def rebuild(self, compact: bool) -> None:
         records = compacted(self.c.records()) if compact else self.c.records()
-        part = CoordinatorPartition.from_records(self.c.d.partition_id, [StateRecord(k, v) for k, v in records],
-                                                 config=self.c.d.config, now_ms=self.c.now)
-        self.c.d._state, self.c.d._blob = part, state.encode(part.to_json())
+        self.c.d.failover(records)
 
 
 @given(programs())

@@ -17,9 +17,6 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import state as state_codec
-from coordinator import CoordinatorPartition
-from coordinator.messages import StateRecord
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import VALID_PREVIOUS_STATES, TransactionState
 from tests.core_driver import CoreDriver
@@ -140,11 +137,7 @@ class Harness:
     def crash(self):
         """Lose the partition state and rebuild it from the state log (a coordinator failover)."""
         d = self.d
-        part = CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records],
-                                                 d.config, now_ms=d.now)
-        assert len(part.out) == 0
-        d._state = part
-        d._blob = state_codec.encode(part.to_json())
+        assert len(d.failover()) == 0
 
     # ------------------------------------------------------------------ checks
     def check_log(self):
@@ -217,8 +210,7 @@ class Harness:
     def check_replay(self):
         d = self.d
         original = d.partition
-        rebuilt = CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records],
-                                                    d.config, now_ms=d.now)
+        rebuilt = d.rebuilt()
         tc = "transactions"
         assert rebuilt.component(tc).persistent_view() == original.component(tc).persistent_view()
         assert rebuilt.timers.schedule_view() == original.timers.schedule_view()

@@ -7,7 +7,7 @@ import json
 import state as state_codec
 from coordinator import CoordinatorPartition
 from coordinator.batch import InputRecord, run_batch
-from coordinator.messages import StateRecord
+from coordinator.errors import Errors
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import SHORT_MAX, TV_2, TransactionState
@@ -17,8 +17,7 @@ S = TransactionState
 
 
 def replayed(d, now=None) -> CoordinatorPartition:
-    return CoordinatorPartition.from_records(d.partition_id, [StateRecord(k, v) for k, v in d.records], d.config,
-                                             now_ms=d.now if now is None else now)
+    return d.rebuilt(now_ms=now)
 
 
 def loader_of(part: CoordinatorPartition):
@@ -193,7 +192,7 @@ def test_requests_for_a_reloaded_prepare_transaction_wait_for_its_completion():
     raw = json.dumps({"apiKey": "InitProducerId", "apiVersion": 5, "correlationId": 5, "clientId": "c",
                       "request": {"transactionalId": "lost2", "transactionTimeoutMs": 1000}}).encode()
     part, out = run(rebuilt, d.now + 1, [InputRecord("lost2", raw, d.now + 1)])
-    assert out.responses[0].body["errorCode"] == 51  # CONCURRENT_TRANSACTIONS (markers being re-sent)
+    assert out.responses[0].body["errorCode"] == Errors.CONCURRENT_TRANSACTIONS.code  # markers being re-sent
     part, out = run(part, d.now + 2)
     part, out = run(part, d.now + 3, [InputRecord("lost2", raw, d.now + 3)])
     assert out.responses[0].body["errorCode"] == 0

@@ -2,7 +2,8 @@
 to seed a transaction in a given state (as Kafka's tests build a TransactionMetadata directly)."""
 from __future__ import annotations
 
-import state as state_codec
+from coordinator.routing import coordinator_partition
+from coordinator.txn import log as txn_log
 from coordinator.txn.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TransactionMetadata, TransactionState
 from tests.core_driver import CoreDriver
 
@@ -22,22 +23,30 @@ def txn(d: CoreDriver, tid: str = TID) -> TransactionMetadata | None:
 def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, producer_epoch=1,
          last_epoch=NO_PRODUCER_EPOCH, prev_producer_id=NO_PRODUCER_ID, next_producer_id=NO_PRODUCER_ID,
          timeout_ms=60000, partitions=(), start=None, last_update=None, tv=0, pending=None):
-    """Install transaction metadata directly in the partition state (no record is written)."""
-    part = d._load()
-    comp = part.component("transactions")
-    m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, last_epoch,
-                            timeout_ms, state, set(partitions), d.now if start is None else start,
-                            d.now if last_update is None else last_update, tv, pending)
-    comp.txns[tid] = m
-    comp._sync_timers(m)
-    d._state = part
-    d._blob = state_codec.encode(part.to_json())
-    return m
+    """A transaction as Kafka's tests build a TransactionMetadata: its TransactionLog record,
+    appended and replayed. Its timers come from a coordinator load (the driver fails over to the
+    partition rebuilt from its log), except in Prepare* (a load would complete it) or with a
+    pending transition, states that have none. What the log cannot carry, Kafka's tests set on the
+    metadata in memory and so does this: the last producer epoch (a loaded transaction's is
+    unknown), a pending transition (an append in flight, which no state between two batches
+    shows), the partitions of an Empty transaction."""
+    m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, NO_PRODUCER_EPOCH,
+                            timeout_ms, state, set(partitions) if state != S.EMPTY else set(),
+                            d.now if start is None else start, d.now if last_update is None else last_update, tv)
+    d.inject([(txn_log.txn_key(tid), txn_log.value_of(m.prepare_no_transit()))])
+    if state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and pending is None:
+        d.failover()
+    if last_epoch != NO_PRODUCER_EPOCH or pending is not None or (state == S.EMPTY and partitions):
+        def in_memory(part):
+            md = part.component("transactions").txns[tid]
+            md.last_producer_epoch, md.pending_state = last_epoch, pending
+            md.topic_partitions = set(partitions)
+        d.call(in_memory)
+    return txn(d, tid)
 
 
 def same_partition_ids(n: int, partition: int, prefix: str = "t", partitions: int = 50) -> list[str]:
     """`n` transactional ids owned by coordinator partition `partition`."""
-    from coordinator.routing import coordinator_partition
     out, i = [], 0
     while len(out) < n:
         if coordinator_partition(f"{prefix}{i}", partitions) == partition:
@@ -47,8 +56,9 @@ def same_partition_ids(n: int, partition: int, prefix: str = "t", partitions: in
 
 
 def records_of(d: CoreDriver, tid: str = TID) -> list:
-    key = f'["TransactionLog","{tid}"]'
-    return [v for k, v in d.records if k == key]
+    """The TransactionLog values the coordinator wrote for `tid` (not those `seed` injected)."""
+    key = txn_log.txn_key(tid)
+    return [v for i, (k, v) in enumerate(d.records) if k == key and i not in d.injected]
 
 
 class Producer:

@@ -381,9 +381,12 @@ class ShareGroupManager:
 
     def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict) -> None:
         """The persister's initializeState: each share-partition's coordinator partition initializes it."""
+        from ...result import CoordinatorResult
         from ...share.admin import initialize_for_group
-        initialize_for_group(self.p, group_id, group_epoch,
+        result = CoordinatorResult()
+        initialize_for_group(self.p, result, group_id, group_epoch,
                              {tid: list(v["partitions"]) for tid, v in init_map.items()})
+        self.p.apply(result)  # until this manager returns results
 
     def initialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
         """initializeShareGroupState: the answered partitions move from initializing to initialized."""
