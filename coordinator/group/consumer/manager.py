@@ -304,13 +304,14 @@ class ConsumerGroupManager:
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
+        after: list = []  # soft-state changes, made once nothing can fail
 
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
         bump = group_epoch == 0 or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
         if bump or (self.metadata.available and group.has_metadata_expired(now)):
             group_epoch, subscription_type = self._update_subscription_metadata(group, bump, member, updated,
-                                                                                records, events)
+                                                                                records, events, after)
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -322,7 +323,6 @@ class ConsumerGroupManager:
             target = group.target_assignment_of(updated.member_id, updated.instance_id)
 
         # 3. Reconcile the member with its target (revoke before assign).
-        after: list = []
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, has_subscription_changed, owned,
                                            records, after)
 
@@ -452,9 +452,10 @@ class ConsumerGroupManager:
         return group.with_members_replaced(removed, updated)
 
     def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
-                                      updated: ConsumerGroupMember, records: list, events: list):
+                                      updated: ConsumerGroupMember, records: list, events: list, after: list):
         """updateSubscriptionMetadata: the new metadata hash of the subscribed topics and the
-        subscription type; bumps the group epoch when asked to or when the hash changed."""
+        subscription type; bumps the group epoch when asked to or when the hash changed. The refresh
+        deadline (soft state) is set by `after`, once nothing can fail."""
         members = self._effective_members(group, updated)
         counts = subscribed_topic_counts(members.values(), group.resolved_regular_expressions)
         metadata_hash = self.compute_metadata_hash(counts)
@@ -470,7 +471,8 @@ class ConsumerGroupManager:
             records.append((record_key(R_GROUP, group.group_id), group_epoch_value(group_epoch, metadata_hash)))
             events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
                                                 "reason": reason}))
-        group.set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+        deadline = self.now + METADATA_REFRESH_INTERVAL_MS
+        after.append(lambda: group.set_metadata_refresh_deadline(deadline, group_epoch))
         return group_epoch, subscription_type
 
     def _preferred_assignor(self, group: ConsumerGroup, member: ConsumerGroupMember,

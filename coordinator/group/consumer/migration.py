@@ -139,11 +139,12 @@ class ClassicMembers:
             subscribed_topic_names=subscription.topics, client_id=reply.client_id,
             client_host=m.c.classic.client_host(request), session_timeout_ms=session_timeout_ms, protocols=protocols)
         names_changed = m._has_member_subscription_changed(gid, member, updated, records)
+        after: list = []  # soft-state changes, made once nothing can fail
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
         if names_changed or (m.metadata.available and group.has_metadata_expired(self.now)):
             group_epoch, subscription_type = m._update_subscription_metadata(group, names_changed, member, updated,
-                                                                             records, events)
+                                                                             records, events, after)
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -156,7 +157,6 @@ class ClassicMembers:
 
         # 3. Reconcile, with the owned partitions of the embedded subscription.
         owned = self.known_topics({t: p for t, p in subscription.owned_partitions})
-        after: list = []
         reconciled = m._maybe_reconcile(group, updated, target_epoch, target, False, owned, records, after)
 
         # 4. The last consumer-protocol member, a static one, replaced by this classic member:
