@@ -22,11 +22,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from coordinator.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,  # noqa: E402
+from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,  # noqa: E402
                                             RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
                                             UniformAssignor)
-from coordinator.consumer.member import ConsumerGroupMember  # noqa: E402
-from coordinator.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
+from coordinator.group.consumer.member import ConsumerGroupMember  # noqa: E402
+from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
 
 ASSIGNORS = {"uniform": UniformAssignor(), "range": RangeAssignor()}
 HOMO, HETERO = SubscriptionType.HOMOGENEOUS, SubscriptionType.HETEROGENEOUS

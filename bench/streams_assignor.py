@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from coordinator.streams.assignor import MemberSpec, StickyTaskAssignor, SubtopologySpec  # noqa: E402
+from coordinator.group.streams.assignor import MemberSpec, StickyTaskAssignor, SubtopologySpec  # noqa: E402
 
 
 def members_of(n: int, per_process: int, previous: dict | None = None) -> dict:

@@ -13,7 +13,7 @@ Writes never go through here: the CLI sends them as coordinator requests (admin_
 from __future__ import annotations
 
 from coordinator.errors import Errors
-from coordinator.group.consumer_protocol import SchemaError, decode_assignment
+from coordinator.group.classic.consumer_protocol import SchemaError, decode_assignment
 from coordinator.routing import coordinator_partition, key_for_partition
 
 from .admin import GroupAdmin

@@ -32,7 +32,7 @@ Observable state: `generation`, `assignment` (None while not Stable), `state`, `
 `first_join_sent` / `synced_at` (perf_counter times), `joins_sent`, callbacks `on_assignment(member, assignment)` / `on_revoked(member, assignment)`.
 
 The bytes in protocol metadata and assignments are Kafka's ConsumerProtocol encodings
-(`coordinator.group.consumer_protocol`), base64 in the JSON requests.
+(`coordinator.group.classic.consumer_protocol`), base64 in the JSON requests.
 """
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ from typing import Any
 from kafka import KafkaConsumer
 
 from coordinator.errors import Errors
-from coordinator.group.consumer_protocol import (
+from coordinator.group.classic.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     SchemaError,
     decode_assignment,

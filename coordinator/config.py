@@ -135,7 +135,7 @@ def _check_consumer_group_settings(v: dict) -> None:
     assignors = v["group.consumer.assignors"]
     _require(len(assignors) > 0 and all(isinstance(a, str) for a in assignors),
              "group.consumer.assignors must name at least one assignor")
-    from .consumer.assignors import ASSIGNORS  # late: the assignors import nothing from here
+    from .group.consumer.assignors import ASSIGNORS  # late: the assignors import nothing from here
     unknown = [a for a in assignors if a not in ASSIGNORS]
     _require(not unknown, f"group.consumer.assignors: unknown assignor(s) {unknown}; "
                           f"available: {sorted(ASSIGNORS)}")

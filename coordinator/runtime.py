@@ -7,8 +7,8 @@ request (its append time) and with each batch (the batch time).
 
 A component is a class with:
     name                      key of its state in the snapshot
-    handlers: dict            API name -> method name
-    timer_handlers: dict      timer kind -> method name
+    handlers: dict            API name -> bound callable (or, during the transition, a method name)
+    timer_handlers: dict      timer kind -> bound callable (or a method name)
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity

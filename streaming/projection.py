@@ -23,10 +23,10 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from coordinator.consumer._java import order_key
-from coordinator.consumer.group_state import derive_group_state, preferred_server_assignor
-from coordinator.consumer.member import ConsumerGroupMember
-from coordinator.group.consumer_protocol import SchemaError, decode_assignment, parse_subscription_topics
+from coordinator.group.consumer._java import order_key
+from coordinator.group.consumer.group_state import derive_group_state, preferred_server_assignor
+from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.classic.consumer_protocol import SchemaError, decode_assignment, parse_subscription_topics
 from coordinator.records import parse_record_key
 from coordinator.txn.metadata import TransactionState
 

@@ -1,24 +1,20 @@
-"""The group coordinator: classic groups, KIP-848 consumer groups, the offset store and the group
-admin APIs.
+"""The group coordinator (Kafka's `org.apache.kafka.coordinator.group`): classic groups, KIP-848
+consumer groups, share groups, streams groups, the offset store and the group admin APIs.
 
-Importing this package registers the "groups" component and its APIs (JoinGroup, SyncGroup,
-Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, DescribeGroups, ListGroups,
-DeleteGroups, ConsumerGroupHeartbeat, ConsumerGroupDescribe, StreamsGroupHeartbeat, StreamsGroupDescribe,
-ShareGroupHeartbeat, ShareGroupDescribe, and IncrementalAlterConfigs /
-DescribeConfigs for GROUP resources) and the group side of transactions
-(TxnOffsetCommit, WriteTxnMarkers).
+    shard.py            GroupCoordinator (Kafka's GroupCoordinatorShard): builds its managers and
+                        its handler, timer and replay tables
+    group.py            the Group interface and the group-type registry
+    offsets.py, offset_manager.py, txn_offsets.py   the offset store, OffsetCommit/Fetch/Delete,
+                        TxnOffsetCommit and WriteTxnMarkers
+    admin.py, group_configs.py   DescribeGroups/ListGroups/DeleteGroups, per-group configs
+    classic/, consumer/, share/, streams/   one package per group type
+
+Importing this package registers the "groups" component and the APIs' specs; it patches nothing.
 """
-from . import apis  # noqa: F401  (registers the APIs)
-from . import consumer_apis  # noqa: F401  (registers ConsumerGroupHeartbeat / ConsumerGroupDescribe)
-from . import txn_offsets  # noqa: F401  (TxnOffsetCommit and WriteTxnMarkers: the group side of transactions)
-from .classic import ClassicGroup, ClassicGroupMember, IllegalStateError
-from .component import GroupCoordinator
-from . import consumer_manager  # noqa: F401,E402  (plugs KIP-848 consumer groups into the component)
-from . import group_configs  # noqa: F401,E402  (per-group configs: IncrementalAlterConfigs / DescribeConfigs)
-from . import streams_apis, streams_manager  # noqa: F401,E402  (KIP-1071 streams groups)
-from . import share_apis, share_manager  # noqa: F401,E402  (KIP-932 share groups: ShareGroupHeartbeat / Describe)
-from .group import Group, register_group_type
+from .classic.group import ClassicGroup, ClassicGroupMember
+from .group import Group, IllegalStateError, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
+from .shard import GroupCoordinator
 
 __all__ = ["ClassicGroup", "ClassicGroupMember", "Group", "GroupCoordinator", "IllegalStateError",
            "OffsetAndMetadata", "OffsetStore", "register_group_type"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
-from .apis import (INT32_MIN, delete_groups_response, describe_response, described_group,
+from .classic.apis import (INT32_MIN, delete_groups_response, describe_response, described_group,
                    list_groups_response)
-from .classic import DEAD, STABLE, ClassicGroup
+from .classic.group import DEAD, STABLE, ClassicGroup
 from .group import SHARE, parse_group_type
 
 # Without an authorizer Kafka reports every operation a GROUP resource supports:
@@ -90,8 +90,7 @@ def delete_groups(coordinator, request: Request) -> dict:
         results.append({"groupId": group_id, "errorCode": Errors.NONE.code})
         if group.type == SHARE:
             # GroupCoordinatorService.deleteShareGroups: the share-partitions' state first.
-            from .share_manager import manager as share_manager
-            topics = share_manager(coordinator).share_group_build_partition_delete_request(group)
+            topics = coordinator.share.share_group_build_partition_delete_request(group)
             if topics:
                 share_states[group_id] = topics
                 continue

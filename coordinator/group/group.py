@@ -2,8 +2,8 @@
 
 Kafka's `org.apache.kafka.coordinator.group.Group` interface: one group id names exactly one group
 of one type. The generic code (offset store, OffsetCommit/Fetch/Delete, ListGroups, DeleteGroups,
-expiry) talks to groups only through this interface; the classic protocol lives in `classic.py`
-and `classic_manager.py`, and KIP-848 consumer groups add their own type by subclassing `Group` and
+expiry) talks to groups only through this interface; the classic protocol lives in `classic/group.py`
+and `classic/manager.py`, and KIP-848 consumer groups add their own type by subclassing `Group` and
 calling `register_group_type`.
 
 Validation methods raise `ApiError`; `GROUP_ID_NOT_FOUND` from `validate_offset_fetch` means "treat
@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Callable, ClassVar
 
 from ..errors import ApiError, Errors
+from .classic.apis import join_response, leave_response, sync_response
 
 # (offset) -> base timestamp in ms; see OffsetExpirationConditionImpl
 BaseTimestamp = Callable[["object"], int]
@@ -22,6 +23,11 @@ CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
 GROUP_TYPE_NAMES = (CLASSIC, CONSUMER, STREAMS, SHARE)
 
 _GROUP_TYPES: dict[str, type["Group"]] = {}
+
+
+class IllegalStateError(RuntimeError):
+    """Kafka's IllegalStateException: a group's bookkeeping is inconsistent (a coordinator bug,
+    never a client error). One class for every group type."""
 
 
 def register_group_type(cls: type["Group"]) -> type["Group"]:
@@ -90,18 +96,15 @@ class Group:
     # JoinGroup/SyncGroup/Heartbeat/LeaveGroup sent to a group of this type (Kafka's migration path
     # classicGroup*ToConsumerGroup). The defaults are what a group without that path answers.
     def classic_join(self, coordinator, request) -> dict | None:
-        from .apis import join_response
         return join_response(request.api_version, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id="")
 
     def classic_sync(self, coordinator, request) -> dict | None:
-        from .apis import sync_response
         return sync_response(request.api_version, Errors.UNKNOWN_MEMBER_ID)
 
     def classic_heartbeat(self, coordinator, request) -> dict:
         raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} not found.")
 
     def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
-        from .apis import leave_response
         return leave_response(request.api_version, Errors.NONE, [
             {"memberId": i["memberId"], "groupInstanceId": i.get("groupInstanceId"),
              "errorCode": Errors.UNKNOWN_MEMBER_ID.code} for i in identities])

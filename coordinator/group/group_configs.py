@@ -22,7 +22,6 @@ from typing import Any, Callable
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
-from .component import GroupCoordinator
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
@@ -256,7 +255,7 @@ class GroupConfigs:
     """The partition's group configs: groupId -> {name: value string}, one chunk per group
     (`GroupCoordinator.group_configs`, a LazyMap), and the effective values the heartbeat uses."""
 
-    def __init__(self, component: GroupCoordinator):
+    def __init__(self, component):
         self.c = component
 
     @property
@@ -396,7 +395,8 @@ class GroupConfigs:
         return out
 
     # ------------------------------------------------------------------ replay
-    def replay(self, group_id: str, value: dict | None) -> None:
+    def replay(self, _kind: str, ids: list, value: dict | None) -> None:
+        group_id = ids[0]
         if value is None:
             self.c.group_configs.pop(group_id, None)
         else:
@@ -420,26 +420,4 @@ def _check_group(component, resource: dict, empty_message: str) -> str:
     return group_id
 
 
-def group_configs(component: GroupCoordinator) -> GroupConfigs:
-    m = component.__dict__.get("_group_configs_manager")
-    if m is None:
-        m = component.__dict__["_group_configs_manager"] = GroupConfigs(component)
-    return m
-
-
 # The APIs (request fields, error shapes): coordinator/protocol/table.py.
-
-
-def _replay(component, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
-    if kind != RECORD:
-        return False
-    group_configs(component).replay(ids[0], record.value)
-    return True
-
-
-GroupCoordinator.extend(
-    apis={"IncrementalAlterConfigs": lambda c, request: group_configs(c).incremental_alter_configs(request),
-          "DescribeConfigs": lambda c, request: group_configs(c).describe_configs(request)},
-    replay=_replay,
-)

@@ -8,9 +8,9 @@ from ..errors import ApiError, Errors
 from ..messages import Request
 from ..metadata import ZERO_UUID
 from ..runtime import _mark, _rollback
-from .apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
+from .classic.apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
-from .classic import PREPARING_REBALANCE, STABLE, ClassicGroup
+from .classic.group import PREPARING_REBALANCE, STABLE, ClassicGroup
 from .group import group_not_found
 from .javautil import java_utf16_length
 from .offsets import OffsetAndMetadata

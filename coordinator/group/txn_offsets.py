@@ -1,6 +1,6 @@
 """The group side of transactions: TxnOffsetCommit (API key 28) and WriteTxnMarkers (API key 27).
 
-Plugged into the "groups" component with `GroupCoordinator.extend`. It follows Kafka 4.x:
+Built by the group coordinator (`TxnOffsetManager`, at the bottom). It follows Kafka 4.x:
 `KafkaApis.handleTxnOffsetCommitRequest` (partitions of unknown topics are answered
 UNKNOWN_TOPIC_OR_PARTITION, the others go to the coordinator), `GroupCoordinatorService.
 commitTransactionalOffsets` (empty group id), `OffsetMetadataManager.commitTransactionalOffset`
@@ -48,8 +48,7 @@ from ..records import parse_record_key, record_key
 from ..routing import coordinator_partition
 from ..timers import Timer
 from ..txn.apis import producer_fenced_for
-from .classic import ClassicGroup
-from .component import GroupCoordinator
+from .classic.group import ClassicGroup
 from .offsets import OffsetAndMetadata
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -108,41 +107,40 @@ def txn_offset_key(producer_id: int, group_id: str, topic: str, partition: int) 
 
 
 # ====================================================================== replay
-def replay(comp, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
+def replay(comp, kind: str, ids: list, value: dict | None) -> None:
+    """Replay a TxnOffsetCommit or EndTransactionMarker record."""
     if kind == TXN_OFFSET_RECORD:
+        record_key_ = txn_offset_key(*ids)
         producer_id, group_id, topic, partition = ids
         keys = _state(comp, create=True)["keys"]
-        if record.value is None:  # resolved by the producer's marker (already replayed)
+        if value is None:  # resolved by the producer's marker (already replayed)
             mine = keys.get(str(producer_id), [])
-            if record.key in mine:
-                mine.remove(record.key)
+            if record_key_ in mine:
+                mine.remove(record_key_)
             if not mine:
                 keys.pop(str(producer_id), None)
             _prune(comp)
-            return True
+            return
         # OffsetMetadataManager.replay of an OffsetCommit record in a transactional batch.
         seq = comp.next_record_seq
         comp.next_record_seq += 1
         if group_id not in comp.groups:
             comp.groups[group_id] = ClassicGroup(group_id, now_ms=comp.p.clock_ms)  # a simple group
-        comp.offsets.add_pending(producer_id, group_id, topic, partition, OffsetAndMetadata.from_record(record.value, seq))
+        comp.offsets.add_pending(producer_id, group_id, topic, partition, OffsetAndMetadata.from_record(value, seq))
         mine = keys.setdefault(str(producer_id), [])
-        if record.key not in mine:
-            mine.append(record.key)
-        _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["commitTimestamp"])
-        return True
-    if kind != MARKER_RECORD:
-        return False
+        if record_key_ not in mine:
+            mine.append(record_key_)
+        _update_producer(comp, producer_id, value["producerEpoch"], value["commitTimestamp"])
+        return
     producer_id = ids[0]
-    if record.value is None:  # the producer's state expired
+    if value is None:  # the producer's state expired
         _state(comp)["producers"].pop(str(producer_id), None)
         _prune(comp)
-        return True
+        return
     # GroupCoordinatorShard.replayEndTransactionMarker
-    comp.complete_transaction(producer_id, record.value["transactionResult"] == COMMIT)
-    _update_producer(comp, producer_id, record.value["producerEpoch"], record.value["timestamp"])
-    return True
+    comp.complete_transaction(producer_id, value["transactionResult"] == COMMIT)
+    _update_producer(comp, producer_id, value["producerEpoch"], value["timestamp"])
+    return
 
 
 def on_load(comp) -> None:
@@ -463,10 +461,31 @@ def on_producer_expiration(comp, timer: Timer) -> None:
         _ensure_expiration_timer(comp)
 
 
-GroupCoordinator.extend(
-    apis={"TxnOffsetCommit": txn_offset_commit, "WriteTxnMarkers": write_txn_markers,
-          "TxnVerificationResult": txn_verification_result},
-    timers={T_PRODUCER_EXPIRATION: on_producer_expiration, T_VERIFICATION_TIMEOUT: on_verification_timeout},
-    replay=replay,
-    on_load=on_load,
-)
+class TxnOffsetManager:
+    """The group side of transactions for one group coordinator (Kafka keeps it in its
+    OffsetMetadataManager and GroupCoordinatorService): the API handlers, timers and replay above,
+    bound to the coordinator."""
+
+    def __init__(self, coordinator) -> None:
+        self.c = coordinator
+
+    def txn_offset_commit(self, request: Request):
+        return txn_offset_commit(self.c, request)
+
+    def write_txn_markers(self, request: Request):
+        return write_txn_markers(self.c, request)
+
+    def txn_verification_result(self, request: Request):
+        return txn_verification_result(self.c, request)
+
+    def on_producer_expiration(self, timer: Timer):
+        return on_producer_expiration(self.c, timer)
+
+    def on_verification_timeout(self, timer: Timer):
+        return on_verification_timeout(self.c, timer)
+
+    def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        replay(self.c, kind, ids, value)
+
+    def on_loaded(self) -> None:
+        on_load(self.c)

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..api import lookup
-from ..consumer._java import order_key
-from ..errors import Errors
+from ..group.consumer._java import order_key
+from ..errors import ApiError, Errors
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key
@@ -103,11 +103,11 @@ class ShareAdmin:
     def _requested(self, group_id: str, topics: list | None) -> list[tuple[str, list[int]]]:
         if topics is not None:
             return [(t["topicName"], list(t["partitions"])) for t in topics]
-        from ..group.share_group import ShareGroup
+        from ..group.share.group import ShareGroup
         group = self.p.component("groups").groups.get(group_id)
         if not isinstance(group, ShareGroup):
             return []
-        from ..group.share_manager import initialized_by_name
+        from ..group.share.manager import initialized_by_name
         by_topic = initialized_by_name(group)
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
@@ -228,8 +228,6 @@ class ShareAdmin:
         """GroupCoordinatorService.alterShareGroupOffsets: the group must be an empty share group;
         each partition of a known topic is initialized at its new start offset with the group epoch
         as state epoch (the persister's InitializeShareGroupState), here or on its owner."""
-        from ..errors import ApiError
-        from ..group.share_manager import manager as share_manager
         body = request.body
         result = CoordinatorResult()
         if not self.p.config.get("group.share.enable", True):
@@ -248,7 +246,7 @@ class ShareAdmin:
             result.response = response
             return result
         try:
-            group = share_manager(self.p.component("groups")).share_group(group_id)
+            group = self.p.component("groups").share.share_group(group_id)
             group.validate_empty_group()
         except ApiError as e:
             result.response = _alter_error(0, body, e.error, e.message)
@@ -293,12 +291,11 @@ class ShareAdmin:
     def _record_altered(self, result: CoordinatorResult, group_id: str, response: dict) -> None:
         """completeAlterShareGroupOffsets then handlePersisterInitializeResponse: the share-partitions
         initialized at their new offsets are recorded initialized (ShareGroupStatePartitionMetadata)."""
-        from ..group.share_manager import manager as share_manager
         done = {t["topicId"]: [p["partitionIndex"] for p in t["partitions"] if p["errorCode"] == 0]
                 for t in response["responses"] if t["topicId"] != ZERO_UUID}
         done = {t: ps for t, ps in done.items() if ps}
         if done:
-            result.merge(share_manager(self.p.component("groups")).initialize_share_group_state(group_id, done))
+            result.merge(self.p.component("groups").share.initialize_share_group_state(group_id, done))
 
     # ------------------------------------------------------------------ DeleteShareGroupOffsets
     def delete(self, request: Request) -> CoordinatorResult:
@@ -308,8 +305,6 @@ class ShareAdmin:
         the deleted topics then leave deleting (completeDeleteShareGroupOffsets). A topic without
         initialized share-partitions is UNKNOWN_TOPIC_OR_PARTITION ("There is no offset information
         to delete."). One error per topic."""
-        from ..errors import ApiError
-        from ..group.share_manager import manager as share_manager
         body = request.body
         result = CoordinatorResult()
         meta = self.p.component("metadata")
@@ -327,7 +322,7 @@ class ShareAdmin:
         if not body["topics"]:
             result.response = response
             return result
-        manager = share_manager(self.p.component("groups"))
+        manager = self.p.component("groups").share
         try:
             manager.share_group(group_id).validate_empty_group()
             to_delete, error_topics = manager.share_partitions_eligible_for_offset_deletion(
@@ -365,9 +360,8 @@ class ShareAdmin:
         return result
 
     def _complete_delete_offsets(self, result: CoordinatorResult, group_id: str, response: dict) -> dict:
-        from ..group.share_manager import manager as share_manager
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
-        result.merge(share_manager(self.p.component("groups")).complete_delete_share_group_offsets(group_id, deleted))
+        result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted))
         result.emit(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
                     topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
         return _public(response)
@@ -416,8 +410,7 @@ class ShareAdmin:
         """performShareGroupsDeletion's outcome, then the usual deletion of the groups that did not
         fail (validated again: a member may have joined meanwhile). An owner that did not answer
         is REQUEST_TIMED_OUT for its groups."""
-        from ..errors import ApiError
-        from ..group.apis import delete_groups_response
+        from ..group.classic.apis import delete_groups_response
         state = parked["deleteGroups"]
         groups = self.p.component("groups")
         for entry in state["results"]:
@@ -490,8 +483,7 @@ class ShareAdmin:
         self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
 
     def _group_init_outcome(self, result: CoordinatorResult, group_id: str, done: dict, failed: dict) -> None:
-        from ..group.share_manager import manager as share_manager
-        m = share_manager(self.p.component("groups"))
+        m = self.p.component("groups").share
         if done:
             result.merge(m.initialize_share_group_state(group_id, done))
         if failed:

@@ -12,7 +12,7 @@ every subscribed partition goes to at least one member. The algorithm is Kafka's
 
 Determinism: Kafka iterates members and topic ids in HashMap order; here members are taken in
 Java string order of their ids and topics by name (partitions ascending), so one input gives one
-assignment after any replay. Topics are identified by name (see coordinator/consumer/).
+assignment after any replay. Topics are identified by name (see coordinator/group/consumer/).
 
 Input: `members` {memberId: (subscribed topic names, current target {topic: partitions})},
 `topics` {name: partition count}, `homogeneous`; output {memberId: {topic: frozenset}} for every
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from ..consumer._java import order_key
-from ..consumer.assignors.api import PartitionAssignorException
+from ..group.consumer._java import order_key
+from ..group.consumer.assignors.api import PartitionAssignorException
 from ..routing import java_string_hashcode
 
 SIMPLE_ASSIGNOR_NAME = "simple"

@@ -10,7 +10,7 @@ WriteTxnMarkers 1-2 (v0 removed by KIP-896, v2 adds transactionVersion, KIP-1228
 own message file extends Kafka 4.1.1's), TxnOffsetCommit 0-5 (5: the group coordinator adds its
 offsets partition to the transaction itself, KIP-890 part 2), DescribeTransactions 0,
 ListTransactions 0-2 (v1 durationFilter, KIP-994; v2 transactionalIdPattern, KIP-1152, matched with
-the linear-time matcher of consumer-group regexes, coordinator/consumer/regex.py).
+the linear-time matcher of consumer-group regexes, coordinator/group/consumer/regex.py).
 
 WriteTxnMarkers and TxnOffsetCommit are handled by the group side (component "groups"); the
 transaction coordinator only sends WriteTxnMarkers.

@@ -1,7 +1,7 @@
 """Compare the Redis read model with the coordinator's own Describe answers (unit and e2e tests)."""
 from __future__ import annotations
 
-from coordinator.group.consumer_protocol import decode_assignment
+from coordinator.group.classic.consumer_protocol import decode_assignment
 
 
 def _tps(entries, name_key="topic") -> list[dict]:

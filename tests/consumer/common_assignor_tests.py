@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 
-from coordinator.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
+from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
                                             SubscribedTopicDescriber, TopicMetadata)
 
 from .helpers import assert_assignment, member

@@ -8,18 +8,11 @@ from typing import Any
 import pytest
 
 from coordinator import CoordinatorPartition
-from coordinator.consumer.assignors import ASSIGNORS
-from coordinator.consumer.member import ConsumerGroupMember
-from coordinator.consumer.topic_partitions import freeze
-from coordinator.group.consumer_manager import (
-    current_value,
-    group_epoch_value,
-    kafka_uuid,
-    member_value,
-    target_epoch_value,
-    target_value,
-)
-from coordinator.group.consumer_manager import manager as consumer_manager_of
+from coordinator.group.consumer.assignors import ASSIGNORS
+from coordinator.group.consumer.group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from coordinator.group.consumer.manager import kafka_uuid
+from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.consumer.topic_partitions import freeze
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
 from tests.core_driver import CoreDriver
@@ -141,7 +134,7 @@ class ConsumerGroupTestClient:
 
     def consumer_manager(self):
         """The consumer-group manager of the current state (read-only by convention)."""
-        return consumer_manager_of(self.d.component("groups"))
+        return self.d.component("groups").consumer
 
     # ---------------------------------------------------------------- replay
     def rebuilt(self) -> CoordinatorPartition:

@@ -1,9 +1,9 @@
 """Test helpers mirroring Kafka's AssignmentTestUtil."""
 from __future__ import annotations
 
-from coordinator.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
+from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
                                             SubscribedTopicDescriber)
-from coordinator.consumer.topic_partitions import freeze
+from coordinator.group.consumer.topic_partitions import freeze
 
 
 def mk_topic_assignment(topic, *partitions):

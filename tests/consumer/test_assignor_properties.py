@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
+from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
                                             RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
                                             UniformAssignor)
 

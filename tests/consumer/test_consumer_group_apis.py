@@ -408,7 +408,7 @@ def test_compacted_log_rebuilds_the_same_state(keep_tombstones):
 
 def test_replay_of_an_inconsistent_log_is_refused():
     from coordinator import CoordinatorPartition
-    from coordinator.consumer.group_state import IllegalStateError
+    from coordinator.group.consumer.group_state import IllegalStateError
     from coordinator.messages import StateRecord
     c = client()
     c.join("m1", ["foo"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import Errors
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id
@@ -201,7 +201,7 @@ def assignment_of_target(c, member_id):
 
 
 def test_assignor_failure_is_unknown_server_error(mock_assignor):
-    from coordinator.consumer.assignors import PartitionAssignorException
+    from coordinator.group.consumer.assignors import PartitionAssignorException
 
     def fail(spec, describer):
         raise PartitionAssignorException("Assignment failed.")

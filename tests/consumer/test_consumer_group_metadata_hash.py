@@ -3,7 +3,7 @@ computeGroupHash: streaming XXH3-64), and a group stored with another hash (a st
 this change, or by Kafka 4.0 without one) bumps its epoch once, at its first metadata refresh."""
 from __future__ import annotations
 
-from coordinator.group.consumer_manager import group_hash, topic_hash
+from coordinator.group.consumer.manager import group_hash, topic_hash
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, mock_assignor, topic_id
 from tests.consumer.test_consumer_group_heartbeat import rk, stable_member
 

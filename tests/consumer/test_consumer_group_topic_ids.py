@@ -3,7 +3,7 @@ the same name is a different topic, so its old partitions are revoked and the ne
 assigned anew (CurrentAssignmentBuilder: revoke first, then assign at the new epoch)."""
 from __future__ import annotations
 
-from coordinator.group.consumer_manager import unknown_topic_key
+from coordinator.group.consumer.manager import unknown_topic_key
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
-from coordinator.consumer.reconciliation import CurrentAssignmentBuilder
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
+from coordinator.group.consumer.reconciliation import CurrentAssignmentBuilder
 from coordinator.errors import ApiError, Errors
 
 from .helpers import mk_assignment, mk_topic_assignment as tp

@@ -10,7 +10,7 @@ import sys
 
 SCRIPT = r"""
 import json, random
-from coordinator.consumer.assignors import assign
+from coordinator.group.consumer.assignors import assign
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 rnd = random.Random(3)

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.group_state import ConsumerGroupState, IllegalStateError
-from coordinator.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
+from coordinator.group.consumer.group import ConsumerGroup
+from coordinator.group.consumer.group_state import ConsumerGroupState, IllegalStateError
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from coordinator.errors import ApiError, Errors
 
 from .helpers import mk_assignment, mk_topic_assignment as tp

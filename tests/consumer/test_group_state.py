@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from coordinator.consumer.assignors import SubscriptionType
-from coordinator.consumer.group_state import (ConsumerGroupState, IllegalStateError, PartitionEpochs,
+from coordinator.group.consumer.assignors import SubscriptionType
+from coordinator.group.consumer.group_state import (ConsumerGroupState, IllegalStateError, PartitionEpochs,
                                               SubscriptionCount, derive_group_state,
                                               preferred_server_assignor, subscribed_topic_counts,
                                               subscription_type)
-from coordinator.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 
 from .helpers import mk_assignment, mk_topic_assignment as tp
 

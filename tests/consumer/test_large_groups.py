@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import random
 
-from coordinator.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,
+from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,
                                             RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
                                             UniformAssignor)
-from coordinator.consumer.group import ConsumerGroup
-from coordinator.consumer.group_state import ConsumerGroupState
-from coordinator.consumer.member import ConsumerGroupMember
-from coordinator.consumer.reconciliation import reconcile
-from coordinator.consumer.target_assignment import TargetAssignmentBuilder
+from coordinator.group.consumer.group import ConsumerGroup
+from coordinator.group.consumer.group_state import ConsumerGroupState
+from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.consumer.reconciliation import reconcile
+from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder
 
 from .helpers import check_complete, check_validity_and_balance
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.assignors import (PartitionAssignorException, RangeAssignor,
+from coordinator.group.consumer.assignors import (PartitionAssignorException, RangeAssignor,
                                             SubscriptionType)
 
 from . import common_assignor_tests as common

@@ -11,8 +11,8 @@ subscription and owned partitions all set) or when the assignment changed.
 """
 from __future__ import annotations
 
-from coordinator.consumer.group_state import ConsumerGroupState
-from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer.group_state import ConsumerGroupState
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, mock_assignor
 

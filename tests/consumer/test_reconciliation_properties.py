@@ -19,7 +19,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.consumer.group_state import ConsumerGroupState
+from coordinator.group.consumer.group_state import ConsumerGroupState
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
 TOPICS = ("a", "b", "c")

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.assignors import MemberSubscriptionAndAssignment, SubscriptionType
-from coordinator.consumer.assignors.api import PartitionAssignorException
-from coordinator.consumer.member import ConsumerGroupMember, ResolvedRegularExpression
-from coordinator.consumer.target_assignment import TargetAssignmentBuilder
-from coordinator.consumer.topic_partitions import freeze, invert
+from coordinator.group.consumer.assignors import MemberSubscriptionAndAssignment, SubscriptionType
+from coordinator.group.consumer.assignors.api import PartitionAssignorException
+from coordinator.group.consumer.member import ConsumerGroupMember, ResolvedRegularExpression
+from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder
+from coordinator.group.consumer.topic_partitions import freeze, invert
 
 from .helpers import mk_assignment, mk_topic_assignment as tp
 

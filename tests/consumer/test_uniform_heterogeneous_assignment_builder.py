@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.assignors import (PartitionAssignorException, SubscriptionType,
+from coordinator.group.consumer.assignors import (PartitionAssignorException, SubscriptionType,
                                             UniformAssignor)
 
 from . import common_assignor_tests as common

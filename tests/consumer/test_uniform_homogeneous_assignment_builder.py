@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.assignors import (GroupSpec, PartitionAssignorException,
+from coordinator.group.consumer.assignors import (GroupSpec, PartitionAssignorException,
                                             SubscribedTopicDescriber, SubscriptionType, UniformAssignor)
 
 from . import common_assignor_tests as common

@@ -7,7 +7,7 @@ import json
 from typing import Any, Callable
 
 from coordinator.errors import Errors
-from coordinator.group.consumer_protocol import encode_subscription
+from coordinator.group.classic.consumer_protocol import encode_subscription
 from tests.core_driver import CoreDriver
 
 GROUP = "group-id"

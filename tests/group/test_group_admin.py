@@ -5,7 +5,7 @@ import pytest
 
 from coordinator.errors import ApiError, Errors
 from coordinator.group import group as group_module
-from coordinator.group.classic import DEAD, EMPTY, STABLE
+from coordinator.group.classic.group import DEAD, EMPTY, STABLE
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
 from tests.group.group_helpers import (
@@ -294,45 +294,23 @@ def test_unsupported_versions_are_rejected():
         assert resp["errorCode"] == Errors.UNSUPPORTED_VERSION.code, (api, version, resp)
 
 
-# ====================================================================== extension points
-def test_extensions_add_apis_timers_replay_and_load_steps():
+# ====================================================================== explicit construction
+def test_the_coordinator_is_built_explicitly_with_bound_handlers():
+    """GroupCoordinatorShard: every API, timer kind and record kind is routed in one table built in
+    __init__ to a bound method of one of its managers; importing patches nothing onto the class."""
     from coordinator import CoordinatorPartition
-    from coordinator.api import ApiSpec, register, unregister
-    from coordinator.group.component import GroupCoordinator
-    from coordinator.messages import StateRecord
-    from coordinator.schema import F, Struct
+    from coordinator.api import lookup
+    from coordinator.group.shard import GroupCoordinator
 
-    saved = (GroupCoordinator.handlers, GroupCoordinator.timer_handlers, GroupCoordinator._replay_extensions,
-             GroupCoordinator._load_extensions)
-
-    def ping(comp, request):
-        comp.extensions["pings"] = comp.extensions.get("pings", 0) + 1
-        comp.p.schedule("ext-timer", comp.p.clock_ms + 10, "ext-kind")
-        return {"errorCode": 0, "pings": comp.extensions["pings"]}
-
-    def fired(comp, timer):
-        comp.emit("x", "ExtTimerFired")
-
-    def replay(comp, record):
-        if record.key == '["Ext"]':
-            comp.extensions["replayed"] = True
-            return True
-        return False
-
-    def on_load(comp):
-        comp.extensions["loaded"] = True
-
-    register(ApiSpec("ExtPing", 9100, 0, 0, Struct(F("groupId", "string")), component="groups"))
-    try:
-        GroupCoordinator.extend(apis={"ExtPing": ping}, timers={"ext-kind": fired}, replay=replay, on_load=on_load)
-        c = client()
-        assert c.send("ExtPing", 0, {"groupId": c.group_id})[1]["pings"] == 1
-        assert c.send("ExtPing", 0, {"groupId": c.group_id})[1]["pings"] == 2  # persisted in the snapshot
-        c.sleep(10)
-        assert c.events("ExtTimerFired")
-        part = CoordinatorPartition.from_records(0, [StateRecord('["Ext"]', {})])
-        assert part.component("groups").extensions == {"replayed": True, "loaded": True}
-    finally:
-        unregister("ExtPing")
-        (GroupCoordinator.handlers, GroupCoordinator.timer_handlers, GroupCoordinator._replay_extensions,
-         GroupCoordinator._load_extensions) = saved
+    comp = CoordinatorPartition(0).component("groups")
+    managers = {id(m) for m in (comp, comp.classic, comp.offset_manager, comp.consumer,
+                                comp.consumer.classic_members, comp.share, comp.streams, comp.configs,
+                                comp.txn_offsets)}
+    for table in (comp.handlers, comp.timer_handlers, comp.replayers):
+        assert table and all(id(getattr(fn, "__self__", None)) in managers for fn in table.values())
+    assert all(lookup(api).component == "groups" for api in comp.handlers)
+    assert not any(name.startswith("_ext_") for name in vars(GroupCoordinator))
+    assert not hasattr(GroupCoordinator, "extend") and "handlers" not in vars(GroupCoordinator)
+    # Each partition has its own managers (nothing cached on the class or shared).
+    other = CoordinatorPartition(1).component("groups")
+    assert other.consumer is not comp.consumer and other.handlers["JoinGroup"].__self__ is other.classic

@@ -9,7 +9,7 @@ import pytest
 import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.errors import ApiError, Errors
-from coordinator.group.group_configs import group_configs, parse, validate
+from coordinator.group.group_configs import parse, validate
 from coordinator.messages import StateRecord
 from coordinator.routing import key_for_partition
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
@@ -285,7 +285,7 @@ def test_describe_share_and_streams_configs():
     """ConfigHelper.createGroupConfigEntry for the STRING configs (configType STRING) and the
     streams.* configs; the accessors the share and streams group types read."""
     c = Client(**{"group_streams_session_timeout_ms": 50000, "group_share_heartbeat_interval_ms": 6000})
-    accessors = group_configs(c.d.component("groups"))  # the partition is reloaded after each batch
+    accessors = c.d.component("groups").configs  # the partition is reloaded after each batch
     assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
             accessors.streams_session_timeout_ms(c.group_id), accessors.share_heartbeat_interval_ms(c.group_id),
             accessors.streams_num_standby_replicas(c.group_id)) == ("latest", "read_uncommitted", 50000, 6000, 0)
@@ -299,7 +299,7 @@ def test_describe_share_and_streams_configs():
                                             "source": 8}], "configType": 2, "documentation": None}
     assert (entries["streams.num.standby.replicas"]["value"], entries["streams.num.standby.replicas"]["configType"]) \
         == ("2", 3)
-    accessors = group_configs(c.d.component("groups"))
+    accessors = c.d.component("groups").configs
     assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
             accessors.streams_num_standby_replicas(c.group_id), accessors.streams_session_timeout_ms(c.group_id),
             accessors.share_heartbeat_interval_ms(c.group_id)) == ("by_duration:PT1H", "read_committed", 2, 45000, 6000)

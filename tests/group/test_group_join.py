@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import Errors
-from coordinator.group.classic import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
+from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE
 from tests.group.group_helpers import (
     GroupTestClient,
     b64,
@@ -150,7 +150,7 @@ def test_dynamic_members_can_rejoin_group_with_max_size_while_rebalancing():
 
 
 def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size():
-    from coordinator.group.classic import ClassicGroup, ClassicGroupMember
+    from coordinator.group.classic.group import ClassicGroup, ClassicGroupMember
     c = client(group_max_size=10, group_initial_rebalance_delay_ms=50)
     member_ids = [f"client-id-{i}" for i in range(12)]
 

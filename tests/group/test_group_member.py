@@ -201,7 +201,7 @@ def test_admin_lists_every_partition_and_describes_groups(service, members):
     described = admin.describe_groups(["adm-1", "adm-2", "no-such-group"])
     assert described["adm-1"]["members"][0]["memberId"] == ms[0].member_id
     assert described["no-such-group"]["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
-    from coordinator.group.consumer_protocol import decode_assignment
+    from coordinator.group.classic.consumer_protocol import decode_assignment
     assert decode_assignment(described["adm-2"]["members"][0]["memberAssignment"]).as_dict() == ms[1].assignment
     p = listed["adm-1"]["coordinatorPartition"]
     assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == \

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import Errors
-from coordinator.group.classic import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, ClassicGroup, ClassicGroupMember
+from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, ClassicGroup, ClassicGroupMember
 from tests.group.group_helpers import (
     GroupTestClient,
     group_on_partition,

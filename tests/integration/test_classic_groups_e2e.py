@@ -27,7 +27,7 @@ from client.classic_group import STABLE, ClassicGroupMember
 from client.topic_reader import events as read_events
 from client.topic_reader import read_records, state_log
 from coordinator import CoordinatorPartition, Errors, coordinator_partition
-from coordinator.group.consumer_protocol import decode_assignment
+from coordinator.group.classic.consumer_protocol import decode_assignment
 from coordinator.messages import StateRecord
 from streaming.inspect_state import read_states
 from tests.group.test_group_replay import normalized

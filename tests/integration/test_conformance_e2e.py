@@ -18,7 +18,7 @@ from kafka.errors import TopicAlreadyExistsError
 
 from client.consumer_group import uuid_to_kafka
 from coordinator import coordinator_partition
-from coordinator.group.consumer_protocol import encode_subscription
+from coordinator.group.classic.consumer_protocol import encode_subscription
 
 pytestmark = pytest.mark.integration
 

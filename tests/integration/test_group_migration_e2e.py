@@ -23,7 +23,7 @@ from client import ConsumerGroupMember, TopicNames
 from client.classic_group import STABLE, ClassicGroupMember
 from client.topic_reader import events as read_events
 from coordinator import Errors
-from coordinator.group.consumer_protocol import encode_subscription
+from coordinator.group.classic.consumer_protocol import encode_subscription
 from tests.integration.harness import create_data_topics
 
 pytestmark = pytest.mark.integration

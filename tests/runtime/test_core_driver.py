@@ -3,7 +3,7 @@ partition rebuilt from the log equals the live one), `failover` continues from t
 `call` keeps what a direct call emits."""
 from __future__ import annotations
 
-from coordinator.consumer.member import ConsumerGroupMember, MemberState
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import Errors
 from coordinator.records import record_key
 from coordinator.txn.metadata import TransactionState

@@ -10,7 +10,7 @@ import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, coordinator_partition
 from coordinator.batch import InputRecord, run_batch
 from coordinator.envelope import BROADCAST_KEY
-from coordinator.group.classic_manager import ClassicGroupManager
+from coordinator.group.classic.manager import ClassicGroupManager
 from tests.core_driver import CoreDriver
 from tests.group.group_helpers import GroupTestClient, protocols
 

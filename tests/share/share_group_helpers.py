@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 
-from coordinator.group.share_group import ShareGroupMember
-from coordinator.group.share_manager import (
+from coordinator.group.share.group import (
+    ShareGroupMember,
     current_value,
     group_epoch_value,
     member_value,
     target_epoch_value,
     target_value,
 )
-from coordinator.group.share_manager import manager as share_manager_of
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 from tests.core_driver import CoreDriver
@@ -33,7 +32,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
     def on_manager(self, fn) -> None:
         """Call `fn(share manager)` on the live partition and keep its records (as `inject` does;
         Kafka's tests call the GroupMetadataManager method and read the CoordinatorResult)."""
-        self.d.call(lambda part: fn(share_manager_of(part.component("groups"))))
+        self.d.call(lambda part: fn(part.component("groups").share))
 
     def initialize_share_partitions(self, fail: bool = False) -> int:
         """Deliver the group partition's internal InitializeShareGroupState queries to the owning
@@ -66,7 +65,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
                                                    "includeAuthorizedOperations": include_operations})["groups"]
 
     def share_manager(self):
-        return share_manager_of(self.d.component("groups"))
+        return self.d.component("groups").share
 
     def inject_share_group(self, epoch: int, members: list[ShareGroupMember], targets: dict | None = None,
                            assignment_epoch: int | None = None, metadata_hash: int | None = None,

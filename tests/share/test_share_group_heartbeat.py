@@ -7,7 +7,7 @@ delivers the initialization queries and heartbeats again."""
 from __future__ import annotations
 
 from coordinator.errors import Errors
-from coordinator.group.share_group import ShareGroup, ShareGroupMember
+from coordinator.group.share.group import ShareGroup, ShareGroupMember
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, topic_id
 from tests.share.share_group_helpers import ShareGroupTestClient, share_member

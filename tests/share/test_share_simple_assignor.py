@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.consumer.assignors.api import PartitionAssignorException
+from coordinator.group.consumer.assignors.api import PartitionAssignorException
 from coordinator.share.simple_assignor import (SimpleAssignor, member_hash_assignment, round_robin_assignment,
                                                round_robin_assignment_with_count)
 

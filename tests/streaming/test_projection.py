@@ -9,7 +9,7 @@ import json
 import pytest
 
 from client.read_model import ReadModel
-from coordinator.group.consumer_protocol import encode_assignment
+from coordinator.group.classic.consumer_protocol import encode_assignment
 from deploy.redis_local import LocalRedis, free_port
 from streaming.projection import Projection, StateRecord
 from streaming.projector import RedisProjector

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import ApiError, Errors
-from coordinator.streams.member import MemberState, StreamsGroupMember
-from coordinator.streams.reconciliation import reconcile
-from coordinator.streams.tasks import EMPTY, TasksTuple
+from coordinator.group.streams.member import MemberState, StreamsGroupMember
+from coordinator.group.streams.reconciliation import reconcile
+from coordinator.group.streams.tasks import EMPTY, TasksTuple
 
 S1, S2 = "subtopology-1", "subtopology-2"
 PROCESS_ID = "process_id"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
+from coordinator.group.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
                                           MISSING_SOURCE_TOPICS, StreamsInvalidTopologyError, configure_topics,
                                           topology_record_value)
 

@@ -4,7 +4,7 @@ streams/assignor/StickyTaskAssignorTest.java): same member specs, same topologie
 is TopologyDescriberImpl."""
 from __future__ import annotations
 
-from coordinator.streams.assignor import MemberSpec, StickyTaskAssignor, SubtopologySpec
+from coordinator.group.streams.assignor import MemberSpec, StickyTaskAssignor, SubtopologySpec
 
 S = "test-subtopology"
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import ApiError, Errors
-from coordinator.group.streams_group import StreamsGroup
+from coordinator.group.streams.group import StreamsGroup
 from coordinator.records import record_key
-from coordinator.streams.member import MemberState, StreamsGroupMember
-from coordinator.streams.tasks import EMPTY, TasksTuple
-from coordinator.streams.topology import configure_topics, topology_record_value
+from coordinator.group.streams.member import MemberState, StreamsGroupMember
+from coordinator.group.streams.tasks import EMPTY, TasksTuple
+from coordinator.group.streams.topology import configure_topics, topology_record_value
 
 SUB = "foo-sub"
 

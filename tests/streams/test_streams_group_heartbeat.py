@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import Errors
-from coordinator.group.streams_group import StreamsGroup
+from coordinator.group.streams.group import StreamsGroup
 from coordinator.records import record_key
-from coordinator.streams.member import MemberState
-from coordinator.streams.topology import (
+from coordinator.group.streams.member import MemberState
+from coordinator.group.streams.topology import (
     INCORRECTLY_PARTITIONED_TOPICS,
     MISSING_INTERNAL_TOPICS,
     MISSING_SOURCE_TOPICS,
@@ -441,7 +441,7 @@ def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testR
     """replay(StreamsGroupMetadataKey/MemberMetadataKey/TargetAssignmentMetadataKey, null) refuse a
     tombstone that comes before the tombstones it depends on, as Kafka's IllegalStateExceptions."""
     from coordinator import CoordinatorPartition
-    from coordinator.consumer.group_state import IllegalStateError
+    from coordinator.group.consumer.group_state import IllegalStateError
     from coordinator.messages import StateRecord
     c = client()
     c.join("m1", TOPO)

@@ -1,8 +1,8 @@
 """Ports of Kafka 4.1's TasksTupleTest and StreamsGroupMemberTest (record round trips)."""
 from __future__ import annotations
 
-from coordinator.streams.member import MemberState, StreamsGroupMember
-from coordinator.streams.tasks import EMPTY, TasksTuple
+from coordinator.group.streams.member import MemberState, StreamsGroupMember
+from coordinator.group.streams.tasks import EMPTY, TasksTuple
 
 S1, S2, S3 = "subtopology1", "subtopology2", "subtopology3"
 

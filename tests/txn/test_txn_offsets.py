@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import ApiError, Errors
-from coordinator.group.classic import EMPTY, ClassicGroup, ClassicGroupMember
+from coordinator.group.classic.group import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
 from tests.group.group_helpers import GroupTestClient, join_and_rebalance

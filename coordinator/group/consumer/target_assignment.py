@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from .. import perf
+from ... import perf
 from ._java import order_key
 from .assignors import ASSIGNORS
 from .assignors.api import (ConsumerGroupPartitionAssignor, GroupSpec, MemberSubscriptionAndAssignment,

@@ -12,9 +12,9 @@ gives both id and name. The coordinator learns the ids from the broker (UpdateMe
 """
 from __future__ import annotations
 
-from ..errors import Error
-from ..protocol.loader import shape
-from .apis import INT32_MIN
+from ...errors import Error
+from ...protocol.loader import shape
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 

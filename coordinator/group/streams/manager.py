@@ -1,6 +1,6 @@
 """KIP-1071 streams groups in the groups component: Kafka 4.1's GroupMetadataManager streams path
 (streamsGroupHeartbeat, streamsGroupLeave, the session and rebalance timers, streamsGroupDescribe,
-the replay of StreamsGroup* records and onLoaded), on the algorithms of `coordinator/streams/`.
+the replay of StreamsGroup* records and onLoaded), on the algorithms of `coordinator/group/streams/`.
 
 As for consumer groups, a handler validates and computes on the group as it is, accumulating
 state-log records; they are appended and replayed only when nothing can fail any more, so a request
@@ -13,31 +13,30 @@ event naming them (partitions, replication factor, configs); the client (client/
 creates them from StreamsGroupDescribe's topology, and the next heartbeat after the metadata update
 configures the topology.
 
-Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
 from __future__ import annotations
 
 import re
 
-from ..consumer.group_state import IllegalStateError
-from ..errors import ApiError, Errors
-from ..messages import Request, StateRecord
-from ..records import parse_record_key, record_key
-from ..streams.assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
-from ..streams.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
-from ..streams.reconciliation import reconcile
-from ..streams.tasks import EMPTY, TasksTuple, tasks_to_wire
-from ..streams.topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, StreamsInvalidTopologyError,
+from ..group import IllegalStateError
+from ...errors import ApiError, Errors
+from ...messages import Request, StateRecord
+from ...records import parse_record_key, record_key
+from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
+from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
+from .reconciliation import reconcile
+from .tasks import EMPTY, TasksTuple, tasks_to_wire
+from .topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, StreamsInvalidTopologyError,
                                 configure_topics, required_topics, topology_record_value)
-from ..timers import Timer
-from .admin import GROUP_AUTHORIZED_OPERATIONS
-from .apis import INT32_MIN
-from .component import GroupCoordinator
-from .consumer_manager import group_hash, persisted_group, topic_hash
-from .group import STREAMS
-from .group_configs import group_configs
-from .streams_apis import described_group, describe_response, heartbeat_response
-from .streams_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_TOPOLOGY, RECORD_TYPES,
+from ...timers import Timer
+from ..admin import GROUP_AUTHORIZED_OPERATIONS
+from ..classic.apis import INT32_MIN
+from ..consumer.manager import group_hash, persisted_group, topic_hash
+from ..group import STREAMS
+from .apis import described_group, describe_response, heartbeat_response
+from .group import current_value, group_epoch_value, member_value, target_epoch_value, target_value, topology_value
+from .group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_TOPOLOGY, RECORD_TYPES,
                             StreamsGroup, rebalance_timer_key, session_timer_key)
 
 T_SESSION = "streams-session"
@@ -50,38 +49,6 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 # StreamsGroupHeartbeatResponse: Kafka 4.1 answers 0 for both (warm-ups and task offsets are not used yet)
 ACCEPTABLE_RECOVERY_LAG = 0
 TASK_OFFSET_INTERVAL_MS = 0
-
-
-def manager(component: GroupCoordinator) -> "StreamsGroupManager":
-    m = component.__dict__.get("_streams_manager")
-    if m is None:
-        m = component.__dict__["_streams_manager"] = StreamsGroupManager(component)
-    return m
-
-
-# ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: StreamsGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(tasks: TasksTuple) -> dict:
-    return {"type": R_TARGET, **tasks.to_wire()}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: StreamsGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
-
-
-def topology_value(topology: dict) -> dict:
-    return {"type": R_TOPOLOGY, **topology}
 
 
 def _invalid(message: str) -> ApiError:
@@ -157,7 +124,7 @@ def throw_if_topics_are_invalid(topology: dict | None) -> None:
 
 
 class StreamsGroupManager:
-    def __init__(self, coordinator: GroupCoordinator):
+    def __init__(self, coordinator):
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
@@ -182,13 +149,13 @@ class StreamsGroupManager:
     # The streams.* group configs (IncrementalAlterConfigs on the group), else the coordinator's
     # group.streams.* settings: GroupConfigManager's fallbacks.
     def session_timeout_ms(self, group_id: str) -> int:
-        return group_configs(self.c).streams_session_timeout_ms(group_id)
+        return self.c.configs.streams_session_timeout_ms(group_id)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return group_configs(self.c).streams_heartbeat_interval_ms(group_id)
+        return self.c.configs.streams_heartbeat_interval_ms(group_id)
 
     def num_standby_replicas(self, group_id: str) -> int:
-        return group_configs(self.c).streams_num_standby_replicas(group_id)
+        return self.c.configs.streams_num_standby_replicas(group_id)
 
     def compute_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
@@ -725,23 +692,3 @@ def _throw_if_invalid_tasks(configured, tasks: list[dict] | None) -> None:
             if p < 0 or p >= sub.number_of_tasks:
                 raise _invalid(f"Task {p} for subtopology {t['subtopologyId']} is invalid. Number of tasks for "
                                f"this subtopology: {sub.number_of_tasks}")
-
-
-# ====================================================================== wiring
-def _replay(component, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
-    if kind not in RECORD_TYPES:
-        return False
-    manager(component).replay(kind, ids, record.value)
-    return True
-
-
-GroupCoordinator.extend(
-    apis={"StreamsGroupHeartbeat": lambda c, request: manager(c).streams_group_heartbeat(request),
-          "StreamsGroupDescribe": lambda c, request: manager(c).streams_group_describe(request)},
-    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer),
-            T_REBALANCE: lambda c, timer: manager(c).on_rebalance_timeout(timer)},
-    replay=_replay,
-    on_load=lambda c: manager(c).on_loaded(),
-    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
-)

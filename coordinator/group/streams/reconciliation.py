@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import ApiError, Errors
+from ...errors import ApiError, Errors
 from .member import MemberState, StreamsGroupMember
 from .tasks import TasksTuple, freeze_tasks
 

@@ -17,13 +17,15 @@ import base64
 import hashlib
 import uuid
 
-from ..errors import ApiError, Error, Errors
-from ..messages import ReplyTo, Request
-from ..records import record_key
+from ...errors import ApiError, Error, Errors
+from ...messages import ReplyTo, Request
+from ...records import record_key
+from ...timers import Timer
 from .apis import heartbeat_response, join_response, leave_response, sync_response
-from .classic import (COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, NO_LEADER, PREPARING_REBALANCE,
+from .group import join_timer_key, session_timer_key, sync_timer_key
+from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, NO_LEADER, PREPARING_REBALANCE,
                       STABLE, ClassicGroup, ClassicGroupMember, IllegalStateError)
-from .group import CLASSIC, CONSUMER
+from ..group import CLASSIC, CONSUMER
 
 UNKNOWN_MEMBER_ID = ""
 
@@ -32,19 +34,6 @@ T_JOIN = "classic-join"
 T_INITIAL_JOIN = "classic-initial-join"
 T_SYNC = "classic-sync"
 T_SESSION = "classic-session"
-
-
-# Timer keys. Timers with equal deadlines fire in key order: join, then session, then sync.
-def join_timer_key(group_id: str) -> str:
-    return record_key("classic-join", group_id)
-
-
-def session_timer_key(group_id: str, member_id: str) -> str:
-    return record_key("classic-session", group_id, member_id)
-
-
-def sync_timer_key(group_id: str) -> str:
-    return record_key("classic-sync", group_id)
 
 
 def join_reason(body: dict) -> str:
@@ -456,14 +445,15 @@ class ClassicGroupManager:
         self.p.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ timers
-    def on_join_timeout(self, payload: dict) -> None:
-        group = self.classic_group(payload["groupId"])
+    def on_join_timer(self, timer: Timer) -> None:
+        group = self.classic_group(timer.payload["groupId"])
         if group is not None:
             self.complete_join(group)
 
-    def on_initial_join_timeout(self, payload: dict) -> None:
+    def on_initial_join_timer(self, timer: Timer) -> None:
         """tryCompleteInitialRebalanceElseSchedule: while members keep arriving, wait another delay,
         up to the rebalance timeout in total."""
+        payload = timer.payload
         group = self.classic_group(payload["groupId"])
         if group is None:
             return
@@ -477,8 +467,9 @@ class ClassicGroupManager:
         else:
             self.complete_join(group)
 
-    def on_sync_timeout(self, payload: dict) -> None:
+    def on_sync_timer(self, timer: Timer) -> None:
         """expirePendingSync: members that did not send SyncGroup in time are removed."""
+        payload = timer.payload
         group = self.classic_group(payload["groupId"])
         if group is None or payload["generationId"] != group.generation_id:
             return
@@ -492,8 +483,9 @@ class ClassicGroupManager:
                     reason="members did not send SyncGroup before the rebalance timeout")
         self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
-    def on_session_timeout(self, payload: dict) -> None:
+    def on_session_timer(self, timer: Timer) -> None:
         """expireClassicGroupMemberHeartbeat."""
+        payload = timer.payload
         group = self.classic_group(payload["groupId"])
         member_id = payload["memberId"]
         if group is None or group.state == DEAD:

@@ -1,25 +1,36 @@
-"""A KIP-848 consumer group's state (a standalone sketch of Kafka's ConsumerGroup for phase 2).
+"""The KIP-848 consumer group (Kafka's `modern/consumer/ConsumerGroup` behind the `Group` interface).
+
+One class: the group's state and its record-shaped updates, and what the coordinator needs around it.
 
 Persistent part, one field per record type Kafka writes for a consumer group:
-    group epoch                      ConsumerGroupMetadata
+    group epoch                      ConsumerGroupMetadata (with the metadata hash, Kafka 4.1+)
     members (subscription part)      ConsumerGroupMemberMetadata
     members (current assignment)     ConsumerGroupCurrentMemberAssignment
     target assignment per member     ConsumerGroupTargetAssignmentMember
     target assignment epoch          ConsumerGroupTargetAssignmentMetadata
     resolved regexes                 ConsumerGroupRegularExpression
 Derived on every change (Kafka keeps them in memory and rebuilds them on replay): static members
-(instance id -> member id), partition epochs, and the group state.
+(instance id -> member id), partition epochs, and the group state; the subscribed-topic bookkeeping
+(`subscribed_topic_names`, regex subscriber counts) is computed on demand. The metadata refresh
+deadline is soft state (not in the log, reset when the partition is loaded).
 
-`to_json` / `from_json` snapshot the persistent part only (string keys, JSON types).
+Around it: the `Group` interface (state, ListGroups entry, offset validation, deletion, offset
+expiry), its tombstones (`createGroupTombstoneRecords`) and timers, and the classic protocol's
+requests sent to a consumer group (classic-protocol members inside the group, see migration.py).
+
+Topics are identified by name in memory, in records and in snapshots (see docs/kip848-core.md);
+topic ids appear only on the wire (ConsumerGroupHeartbeat / ConsumerGroupDescribe).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
-from ..errors import ApiError, Errors
+from ...errors import ApiError, Errors
+from ...records import record_key
+from ..group import CONSUMER, Group, register_group_type
 from .assignors.api import SubscriptionType
-from .group_state import (ConsumerGroupState, PartitionEpochs, derive_group_state,
-                          preferred_server_assignor, subscription_type)
+from .group_state import (ConsumerGroupState, PartitionEpochs, SubscriptionCount, derive_group_state,
+                          preferred_server_assignor, subscribed_topic_counts, subscription_type)
 from .heartbeat import unknown_member
 from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from .topic_partitions import freeze, invert, to_json as assignment_to_json
@@ -28,8 +39,72 @@ from .topic_partitions import freeze, invert, to_json as assignment_to_json
 UNKNOWN_GENERATION_ID = -1
 UNKNOWN_MEMBER_ID = ""
 
+CONSUMER_PROTOCOL_TYPE = "consumer"
+INT32_MAX = 2**31 - 1
+# GroupMetadataManager.METADATA_REFRESH_INTERVAL_MS: a refresh happens only when requested.
+METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 
-class ConsumerGroup:
+# State-log record types (Kafka's __consumer_offsets record names, without "Key"/"Value").
+R_GROUP = "ConsumerGroupMetadata"
+R_MEMBER = "ConsumerGroupMemberMetadata"
+R_TARGET = "ConsumerGroupTargetAssignmentMember"
+R_TARGET_EPOCH = "ConsumerGroupTargetAssignmentMetadata"
+R_CURRENT = "ConsumerGroupCurrentMemberAssignment"
+R_PARTITION_METADATA = "ConsumerGroupPartitionMetadata"  # pre-4.1 subscription metadata: tombstones only
+R_REGEX = "ConsumerGroupRegularExpression"
+RECORD_TYPES = (R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, R_PARTITION_METADATA, R_REGEX)
+
+
+def session_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-session", group_id, member_id)
+
+
+def rebalance_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-rebalance", group_id, member_id)
+
+
+def join_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-join", group_id, member_id)
+
+
+def sync_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("consumer-sync", group_id, member_id)
+
+
+def regex_task_key(group_id: str) -> str:
+    return record_key("consumer-regex", group_id)
+
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: ConsumerGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(assignment) -> dict:
+    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: ConsumerGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
+
+
+def regex_value(resolved: ResolvedRegularExpression) -> dict:
+    return {"type": R_REGEX, **resolved.to_json()}
+
+
+@register_group_type
+class ConsumerGroup(Group):
+    type = CONSUMER
+
     def __init__(self, group_id: str):
         self.group_id = group_id
         self.group_epoch = 0
@@ -40,6 +115,9 @@ class ConsumerGroup:
         # derived
         self.static_members: dict[str, str] = {}
         self.partition_epochs = PartitionEpochs()
+        self.metadata_hash = 0
+        # Soft state (Kafka's DeadlineAndEpoch): [deadline ms, group epoch]; [0, 0] = refresh now.
+        self.metadata_refresh_deadline = [0, 0]
 
     # ------------------------------------------------------------------ record-shaped updates
     def update_member(self, member: ConsumerGroupMember) -> None:
@@ -74,9 +152,6 @@ class ConsumerGroup:
     @property
     def state(self) -> ConsumerGroupState:
         return derive_group_state(self.members.values(), self.group_epoch, self.target_assignment_epoch)
-
-    def is_empty(self) -> bool:
-        return not self.members
 
     def has_member(self, member_id: str) -> bool:
         return member_id in self.members
@@ -199,9 +274,124 @@ class ConsumerGroup:
                            f"The received member epoch {received} does not match the expected "
                            f"member epoch {member.member_epoch}.")
 
+    # ================================================================ metadata refresh
+    def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
+        self.metadata_refresh_deadline = [deadline_ms, group_epoch]
+
+    def request_metadata_refresh(self) -> None:
+        self.metadata_refresh_deadline = [0, 0]
+
+    def has_metadata_expired(self, now_ms: int) -> bool:
+        deadline, epoch = self.metadata_refresh_deadline
+        return now_ms >= deadline or self.group_epoch < epoch
+
+    # ================================================================ subscriptions
+    def subscribed_topic_names(self) -> dict[str, SubscriptionCount]:
+        """Kafka's `subscribedTopicNames`: topic -> members naming it / resolved regexes matching it."""
+        return subscribed_topic_counts(self.members.values(), self.resolved_regular_expressions)
+
+    def subscribed_regular_expressions(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for m in self.members.values():
+            if m.subscribed_topic_regex:
+                counts[m.subscribed_topic_regex] = counts.get(m.subscribed_topic_regex, 0) + 1
+        return counts
+
+    def num_subscribed_members(self, regex: str) -> int:
+        return self.subscribed_regular_expressions().get(regex, 0)
+
+    def has_static_member(self, instance_id: str | None) -> bool:
+        return instance_id is not None and instance_id in self.static_members
+
+    def with_members_replaced(self, removed: Iterable[str] = (),
+                              updated: ConsumerGroupMember | None = None) -> dict[str, ConsumerGroupMember]:
+        """The members as they would be after removing some and adding/updating one (for the
+        computations Kafka does on copies before any record is replayed)."""
+        members = dict(self.members)
+        for m in removed:
+            members.pop(m, None)
+        if updated is not None:
+            members[updated.member_id] = updated
+        return members
+
+    # ================================================================ Group interface: state
+    def state_as_string(self) -> str:
+        return str(self.state)
+
+    def is_empty(self) -> bool:
+        return self.state == ConsumerGroupState.EMPTY
+
+    def protocol_type_or_empty(self) -> str:
+        return CONSUMER_PROTOCOL_TYPE
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        return topic in self.subscribed_topic_names()
+
+    def offset_expiration_base(self):
+        return lambda o: o.commit_timestamp_ms
+
+    def validate_offset_delete(self) -> None:
+        pass
+
+    # validate_offset_commit / validate_offset_fetch / validate_delete_group: phase 1's, Kafka's.
+
+    # ================================================================ Group interface: lifecycle
+    def tombstone_record_keys(self) -> list[str]:
+        """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order."""
+        gid, members = self.group_id, list(self.members)
+        keys = [record_key(R_CURRENT, gid, m) for m in members]
+        keys += [record_key(R_TARGET, gid, m) for m in members]
+        keys.append(record_key(R_TARGET_EPOCH, gid))
+        keys += [record_key(R_MEMBER, gid, m) for m in members]
+        keys += [record_key(R_REGEX, gid, r) for r in sorted(self.resolved_regular_expressions)]
+        keys.append(record_key(R_PARTITION_METADATA, gid))
+        keys.append(record_key(R_GROUP, gid))
+        return keys
+
+    def timer_keys(self) -> list[str]:
+        keys = []
+        for m in self.members:
+            keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m),
+                     join_timer_key(self.group_id, m), sync_timer_key(self.group_id, m)]
+        return keys
+
+    # ================================================================ classic protocol requests
+    # Members using the classic protocol inside the group: migration.py.
+    def classic_join(self, coordinator, request) -> dict | None:
+        return coordinator.consumer.classic_members.join(self, request)
+
+    def classic_heartbeat(self, coordinator, request) -> dict:
+        return coordinator.consumer.classic_members.heartbeat(self, request)
+
+    def classic_sync(self, coordinator, request) -> dict | None:
+        return coordinator.consumer.classic_members.sync(self, request)
+
+    def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
+        """classicGroupLeaveToConsumerGroup: LeaveGroup removes members of a consumer group (the
+        admin client's removeMembersFromConsumerGroup), each one as if its session had expired."""
+        return coordinator.consumer.classic_leave(self, request, identities)
+
+    def _validate_consumer_group_member(self, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
+        """GroupMetadataManager.validateConsumerGroupMember."""
+        if instance_id is None:
+            member = self.members.get(member_id)
+            if member is None:
+                raise unknown_member(member_id, self.group_id)
+            return member
+        member = self.static_member(instance_id)
+        if member is None:
+            raise ApiError(Errors.UNKNOWN_MEMBER_ID,
+                           f"Member with instance id {instance_id} is not a member of group {self.group_id}.")
+        if member.member_id != member_id:
+            raise ApiError(Errors.FENCED_INSTANCE_ID,
+                           f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                           f"{member.member_id}.")
+        return member
+
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
         return {
+            "type": self.type,
             "groupId": self.group_id,
             "groupEpoch": self.group_epoch,
             "assignmentEpoch": self.target_assignment_epoch,
@@ -209,6 +399,8 @@ class ConsumerGroup:
             "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
             "resolvedRegularExpressions": {r: v.to_json()
                                            for r, v in sorted(self.resolved_regular_expressions.items())},
+            "metadataHash": self.metadata_hash,
+            "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
         }
 
     @classmethod
@@ -222,6 +414,8 @@ class ConsumerGroup:
             group.update_target_assignment(member_id, a)
         for regex, v in (data.get("resolvedRegularExpressions") or {}).items():
             group.resolved_regular_expressions[regex] = ResolvedRegularExpression.from_json(v)
+        group.metadata_hash = int(data.get("metadataHash", 0))
+        group.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
         return group
 
     def __repr__(self) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import ApiError, Errors
-from ..messages import ReplyTo
-from ..records import record_key
+from ...errors import ApiError, Errors
+from ...messages import ReplyTo
+from ...records import record_key
 from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, SchemaError, parse_subscription_topics
-from .group import CLASSIC, Group, register_group_type
-from .javautil import java_hashmap_order
+from ..group import CLASSIC, Group, IllegalStateError, register_group_type
+from ..javautil import java_hashmap_order
 
 EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD = (
     "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
@@ -33,8 +33,17 @@ NO_LEADER = ""
 EMPTY_ASSIGNMENT = ""  # base64 of no bytes
 
 
-class IllegalStateError(RuntimeError):
-    """Kafka's IllegalStateException: a coordinator bug, never a client error."""
+# Timer keys. Timers with equal deadlines fire in key order: join, then session, then sync.
+def join_timer_key(group_id: str) -> str:
+    return record_key("classic-join", group_id)
+
+
+def session_timer_key(group_id: str, member_id: str) -> str:
+    return record_key("classic-session", group_id, member_id)
+
+
+def sync_timer_key(group_id: str) -> str:
+    return record_key("classic-sync", group_id)
 
 
 class ClassicGroupMember:
@@ -433,7 +442,6 @@ class ClassicGroup(Group):
         return [record_key("GroupMetadata", self.group_id)]
 
     def timer_keys(self) -> list[str]:
-        from .classic_manager import join_timer_key, session_timer_key, sync_timer_key
         keys = [join_timer_key(self.group_id), sync_timer_key(self.group_id)]
         keys += [session_timer_key(self.group_id, m) for m in list(self.members) + list(self.pending_join_members)]
         return keys

@@ -12,7 +12,7 @@ Modules
     regex                subscription regexes matched in linear time (RE2's guarantee)
 
 The coordinator wiring (ConsumerGroupHeartbeat, ConsumerGroupDescribe, records, timers) is
-`coordinator/group/consumer_manager.py`.
+`coordinator/group/consumer/manager.py`.
 
 Behaviour follows Apache Kafka 4.2's group coordinator (see each module for the exact Kafka
 change it tracks).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from ..routing import java_string_hashcode
+from ...routing import java_string_hashcode
 
 
 def order_key(s: str) -> bytes:

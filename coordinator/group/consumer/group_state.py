@@ -15,13 +15,9 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from ._java import order_key
+from ..group import IllegalStateError
 from .assignors.api import SubscriptionType
 from .member import ConsumerGroupMember, ResolvedRegularExpression
-
-
-class IllegalStateError(RuntimeError):
-    """Kafka's IllegalStateException: the group's bookkeeping is inconsistent (a bug, never a
-    client error)."""
 
 
 class ConsumerGroupState(str, enum.Enum):

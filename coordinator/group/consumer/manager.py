@@ -1,14 +1,14 @@
 """KIP-848 consumer groups in the groups component: Kafka's GroupMetadataManager consumer-group
 path (consumerGroupHeartbeat, consumerGroupLeave, the session and rebalance timers, the regex
 refresh, consumerGroupDescribe, the record replay and onLoaded), on top of phase 1's algorithmic
-core (`coordinator/consumer/`).
+core (`coordinator/group/consumer/`).
 
 How a request changes state (as in Kafka): the handler validates, computes everything on the group
 as it is, and accumulates state-log records; only when nothing can fail any more are the records
 appended and replayed into the group (`_apply`). A request answered with an error therefore
 changes nothing. Live state is thus always what replaying the log gives.
 
-Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
 from __future__ import annotations
 
@@ -21,35 +21,34 @@ from typing import Iterable
 
 import xxhash
 
-from ..consumer._java import order_key
-from ..consumer.assignors import ASSIGNORS, PartitionAssignorException
-from ..consumer.group_state import IllegalStateError, server_assignor_counts, subscribed_topic_counts
-from ..consumer.group_state import subscription_type as derive_subscription_type
-from ..consumer.heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
+from ._java import order_key
+from .assignors import ASSIGNORS, PartitionAssignorException
+from .group_state import IllegalStateError, server_assignor_counts, subscribed_topic_counts
+from .group_state import subscription_type as derive_subscription_type
+from .heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
                                   throw_if_instance_id_is_unreleased, throw_if_member_epoch_is_invalid,
                                   throw_if_request_is_invalid, throw_if_static_member_is_unknown)
-from ..consumer.member import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
+from .member import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
                                MemberState, ResolvedRegularExpression)
-from ..consumer.reconciliation import reconcile
-from ..consumer.regex import RegexError, compile_regex
-from ..consumer.target_assignment import TargetAssignmentBuilder
-from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
-from ..errors import ApiError, Errors
-from ..messages import Request, StateRecord
-from ..metadata import ZERO_UUID
-from ..records import parse_record_key, record_key
-from ..timers import Timer
-from .admin import GROUP_AUTHORIZED_OPERATIONS
-from .apis import INT32_MIN, leave_response
-from .classic import ClassicGroup
-from .component import GroupCoordinator
-from .consumer_apis import described_group, describe_response, heartbeat_response
-from .consumer_group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
+from .reconciliation import reconcile
+from .regex import RegexError, compile_regex
+from .target_assignment import TargetAssignmentBuilder
+from .topic_partitions import freeze, to_json as assignment_to_json
+from ...errors import ApiError, Errors
+from ...messages import Request, StateRecord
+from ...metadata import ZERO_UUID
+from ...records import parse_record_key, record_key
+from ...timers import Timer
+from ..admin import GROUP_AUTHORIZED_OPERATIONS
+from ..classic.apis import INT32_MIN, leave_response
+from ..classic.group import ClassicGroup
+from .apis import described_group, describe_response, heartbeat_response
+from .group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
                              R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, join_timer_key,
-                             rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key)
-from .consumer_migration import T_JOIN, T_SYNC, ClassicMembers
-from .group import CONSUMER
-from .group_configs import group_configs
+                    rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key, current_value,
+                    group_epoch_value, member_value, regex_value, target_epoch_value, target_value)
+from .migration import T_JOIN, T_SYNC, ClassicMembers
+from ..group import CONSUMER
 
 T_SESSION = "consumer-session"
 T_REBALANCE = "consumer-rebalance"
@@ -73,38 +72,6 @@ def event_assignment(assignment) -> dict | int:
     """{topic: [partitions]} for an event, or the number of partitions if that would be too big."""
     n = sum(len(p) for p in assignment.values())
     return assignment_to_json(assignment) if n <= EVENT_MAX_PARTITIONS else n
-
-
-def manager(component: GroupCoordinator) -> "ConsumerGroupManager":
-    m = component.__dict__.get("_consumer_manager")
-    if m is None:
-        m = component.__dict__["_consumer_manager"] = ConsumerGroupManager(component)
-    return m
-
-
-# ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: ConsumerGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(assignment) -> dict:
-    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: ConsumerGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
-
-
-def regex_value(resolved: ResolvedRegularExpression) -> dict:
-    return {"type": R_REGEX, **resolved.to_json()}
 
 
 def is_simple_classic_group(group) -> bool:
@@ -196,7 +163,7 @@ def group_hash(topic_hashes: dict[str, int]) -> int:
 
 
 class ConsumerGroupManager:
-    def __init__(self, coordinator: GroupCoordinator):
+    def __init__(self, coordinator):
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
@@ -205,7 +172,7 @@ class ConsumerGroupManager:
     @property
     def c_configs(self):
         """The group configs (GroupMetadataManager's groupConfigManager)."""
-        return group_configs(self.c)
+        return self.c.configs
 
     # ================================================================ helpers
     @property
@@ -337,13 +304,14 @@ class ConsumerGroupManager:
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
+        after: list = []  # soft-state changes, made once nothing can fail
 
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
         bump = group_epoch == 0 or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
         if bump or (self.metadata.available and group.has_metadata_expired(now)):
             group_epoch, subscription_type = self._update_subscription_metadata(group, bump, member, updated,
-                                                                                records, events)
+                                                                                records, events, after)
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -355,7 +323,6 @@ class ConsumerGroupManager:
             target = group.target_assignment_of(updated.member_id, updated.instance_id)
 
         # 3. Reconcile the member with its target (revoke before assign).
-        after: list = []
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, has_subscription_changed, owned,
                                            records, after)
 
@@ -485,9 +452,10 @@ class ConsumerGroupManager:
         return group.with_members_replaced(removed, updated)
 
     def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
-                                      updated: ConsumerGroupMember, records: list, events: list):
+                                      updated: ConsumerGroupMember, records: list, events: list, after: list):
         """updateSubscriptionMetadata: the new metadata hash of the subscribed topics and the
-        subscription type; bumps the group epoch when asked to or when the hash changed."""
+        subscription type; bumps the group epoch when asked to or when the hash changed. The refresh
+        deadline (soft state) is set by `after`, once nothing can fail."""
         members = self._effective_members(group, updated)
         counts = subscribed_topic_counts(members.values(), group.resolved_regular_expressions)
         metadata_hash = self.compute_metadata_hash(counts)
@@ -503,7 +471,8 @@ class ConsumerGroupManager:
             records.append((record_key(R_GROUP, group.group_id), group_epoch_value(group_epoch, metadata_hash)))
             events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
                                                 "reason": reason}))
-        group.set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+        deadline = self.now + METADATA_REFRESH_INTERVAL_MS
+        after.append(lambda: group.set_metadata_refresh_deadline(deadline, group_epoch))
         return group_epoch, subscription_type
 
     def _preferred_assignor(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -996,26 +965,3 @@ class ConsumerGroupManager:
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
                                                      member.rebalance_timeout_ms)
-
-
-# ====================================================================== wiring
-def _replay(component, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
-    if kind not in RECORD_TYPES:
-        return False
-    manager(component).replay(kind, ids, record.value)
-    return True
-
-
-GroupCoordinator.extend(
-    apis={"ConsumerGroupHeartbeat": lambda c, request: manager(c).consumer_group_heartbeat(request),
-          "ConsumerGroupDescribe": lambda c, request: manager(c).consumer_group_describe(request)},
-    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer),
-            T_REBALANCE: lambda c, timer: manager(c).on_rebalance_timeout(timer),
-            T_REGEX: lambda c, timer: manager(c).on_resolve_regexes(timer),
-            T_JOIN: lambda c, timer: manager(c).classic_members.on_join_timeout(timer),
-            T_SYNC: lambda c, timer: manager(c).classic_members.on_sync_timeout(timer)},
-    replay=_replay,
-    on_load=lambda c: manager(c).on_loaded(),
-    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
-)

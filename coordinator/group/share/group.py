@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
-from ..errors import ApiError, Errors
-from ..records import record_key
-from .group import SHARE, Group, register_group_type
+from ...errors import ApiError, Errors
+from ...records import record_key
+from ..group import SHARE, Group, register_group_type
 
 SHARE_PROTOCOL_TYPE = "share"
 EMPTY, STABLE = "Empty", "Stable"
@@ -95,6 +95,27 @@ class ShareGroupMember:
     @staticmethod
     def from_json(d: Mapping) -> "ShareGroupMember":
         return ShareGroupMember(d["memberId"]).with_metadata_value(d).with_assignment_value(d)
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: ShareGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(assignment) -> dict:
+    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: ShareGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
 
 
 @register_group_type

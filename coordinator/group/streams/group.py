@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..errors import ApiError, Errors
-from ..records import record_key
-from ..streams.member import StreamsGroupMember
-from ..streams.tasks import EMPTY, TasksTuple
-from ..streams.topology import ConfiguredTopology, configured_from_json, configured_to_json
-from .group import STREAMS, Group, register_group_type
+from ...errors import ApiError, Errors
+from ...records import record_key
+from .member import StreamsGroupMember
+from .tasks import EMPTY, TasksTuple
+from .topology import ConfiguredTopology, configured_from_json, configured_to_json
+from ..group import STREAMS, Group, register_group_type
 
 STREAMS_PROTOCOL_TYPE = "streams"
 EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
@@ -47,6 +47,31 @@ def rebalance_timer_key(group_id: str, member_id: str) -> str:
 
 def unknown_member(member_id: str, group_id: str) -> ApiError:
     return ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+
+
+# ====================================================================== record values
+def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
+    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
+
+
+def member_value(member: StreamsGroupMember) -> dict:
+    return {"type": R_MEMBER, **member.metadata_value()}
+
+
+def target_value(tasks: TasksTuple) -> dict:
+    return {"type": R_TARGET, **tasks.to_wire()}
+
+
+def target_epoch_value(epoch: int) -> dict:
+    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
+
+
+def current_value(member: StreamsGroupMember) -> dict:
+    return {"type": R_CURRENT, **member.assignment_value()}
+
+
+def topology_value(topology: dict) -> dict:
+    return {"type": R_TOPOLOGY, **topology}
 
 
 @register_group_type

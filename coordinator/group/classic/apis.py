@@ -10,9 +10,9 @@ Kafka's does) and back.
 """
 from __future__ import annotations
 
-from ..errors import Error, Errors
-from ..protocol.hooks import respond
-from ..protocol.loader import shape
+from ...errors import Error, Errors
+from ...protocol.hooks import respond
+from ...protocol.loader import shape
 
 COMPONENT = "groups"
 INT32_MIN = -(2**31)

@@ -2,7 +2,7 @@
 (shareGroupHeartbeat, shareGroupLeave, the session timeout, shareGroupDescribe, the record replay
 and onLoaded), with the simple assignor (`coordinator/share/simple_assignor.py`).
 
-As for consumer groups (consumer_manager.py, whose metadata hash and topic-id mapping this reuses),
+As for consumer groups (consumer/manager.py, whose metadata hash and topic-id mapping this reuses),
 a request validates and computes on the group as it is, accumulating state-log records; they are
 appended and replayed only once nothing can fail, so an error answer changes nothing.
 
@@ -15,27 +15,26 @@ them out of initializing (uninitializeShareGroupState). The assignor sees only i
 partitions, and the next heartbeat bumps the group epoch while the target assignment does not cover
 every initialized partition (initializedAssignmentPending).
 
-Plugged into `GroupCoordinator` with `GroupCoordinator.extend(...)` at import time.
+Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
 from __future__ import annotations
 
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
-from ..consumer.group_state import IllegalStateError
-from ..errors import ApiError, Errors
-from ..messages import Request, StateRecord
-from ..records import parse_record_key, record_key
-from ..share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
-from ..timers import Timer
-from .admin import GROUP_AUTHORIZED_OPERATIONS
-from .apis import INT32_MIN
-from .component import GroupCoordinator
-from .consumer_manager import event_assignment, persisted_group
-from .consumer_manager import manager as consumer_manager
-from .group import SHARE
-from .group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS, group_configs
-from .share_apis import described_group, describe_response, heartbeat_response
-from .share_group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
+from ..group import IllegalStateError
+from ...errors import ApiError, Errors
+from ...messages import Request, StateRecord
+from ...records import parse_record_key, record_key
+from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
+from ...timers import Timer
+from ..admin import GROUP_AUTHORIZED_OPERATIONS
+from ..classic.apis import INT32_MIN
+from ..consumer.manager import event_assignment, persisted_group
+from ..group import SHARE
+from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
+from .apis import described_group, describe_response, heartbeat_response
+from .group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from .group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
                           R_STATE_PARTITION_METADATA, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ShareGroup,
                           ShareGroupMember, session_timer_key)
 
@@ -94,35 +93,6 @@ def initialized_by_name(group) -> dict[str, set]:
     return out
 
 
-def manager(component: GroupCoordinator) -> "ShareGroupManager":
-    m = component.__dict__.get("_share_manager")
-    if m is None:
-        m = component.__dict__["_share_manager"] = ShareGroupManager(component)
-    return m
-
-
-# ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: ShareGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(assignment) -> dict:
-    from ..consumer.topic_partitions import to_json
-    return {"type": R_TARGET, "topicPartitions": to_json(assignment)}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: ShareGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
-
-
 def throw_if_request_is_invalid(body: dict) -> None:
     """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid."""
     def empty(value, message):
@@ -153,7 +123,7 @@ def throw_if_member_epoch_is_invalid(member: ShareGroupMember, received: int) ->
 
 
 class ShareGroupManager:
-    def __init__(self, coordinator: GroupCoordinator):
+    def __init__(self, coordinator):
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
@@ -166,7 +136,7 @@ class ShareGroupManager:
     @property
     def consumers(self):
         """The consumer-group manager: the metadata hash and topic ids are computed the same way."""
-        return consumer_manager(self.c)
+        return self.c.consumer
 
     def enabled(self) -> bool:
         """KafkaApis.isShareGroupProtocolEnabled: group.share.enable or the share.version feature
@@ -198,10 +168,10 @@ class ShareGroupManager:
                         groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return group_configs(self.c).effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
+        return self.c.configs.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
 
     def session_timeout_ms(self, group_id: str) -> int:
-        return group_configs(self.c).effective(group_id, SHARE_SESSION_TIMEOUT_MS)
+        return self.c.configs.effective(group_id, SHARE_SESSION_TIMEOUT_MS)
 
     # ================================================================ ShareGroupHeartbeat
     def share_group_heartbeat(self, request: Request) -> dict:
@@ -411,8 +381,8 @@ class ShareGroupManager:
 
     def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict) -> None:
         """The persister's initializeState: each share-partition's coordinator partition initializes it."""
-        from ..result import CoordinatorResult
-        from ..share.admin import initialize_for_group
+        from ...result import CoordinatorResult
+        from ...share.admin import initialize_for_group
         result = CoordinatorResult()
         initialize_for_group(self.p, result, group_id, group_epoch,
                              {tid: list(v["partitions"]) for tid, v in init_map.items()})
@@ -664,22 +634,3 @@ class ShareGroupManager:
             if isinstance(group, ShareGroup):
                 for member_id in group.members:
                     self._schedule_session_timeout(group.group_id, member_id)
-
-
-# ====================================================================== wiring
-def _replay(component, record: StateRecord) -> bool:
-    kind, ids = parse_record_key(record.key)
-    if kind not in RECORD_TYPES:
-        return False
-    manager(component).replay(kind, ids, record.value)
-    return True
-
-
-GroupCoordinator.extend(
-    apis={"ShareGroupHeartbeat": lambda c, request: manager(c).share_group_heartbeat(request),
-          "ShareGroupDescribe": lambda c, request: manager(c).share_group_describe(request)},
-    timers={T_SESSION: lambda c, timer: manager(c).on_session_timeout(timer)},
-    replay=_replay,
-    on_load=lambda c: manager(c).on_loaded(),
-    on_metadata_change=lambda c, old, new: manager(c).on_metadata_change(old, new),
-)

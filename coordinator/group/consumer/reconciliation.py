@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from typing import Callable, Container, Iterable, Mapping
 
-from ..errors import ApiError, Errors
+from ...errors import ApiError, Errors
 from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from .topic_partitions import freeze
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from ..group import IllegalStateError
+
 # StreamsGroupHeartbeatResponse.Status
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
 MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION = 3, 4
@@ -35,10 +37,6 @@ class TopicConfigurationError(Exception):
 
 class StreamsInvalidTopologyError(Exception):
     """StreamsInvalidTopologyException (error STREAMS_INVALID_TOPOLOGY)."""
-
-
-class IllegalStateError(Exception):
-    pass
 
 
 def _topic_info(t: Mapping) -> dict:

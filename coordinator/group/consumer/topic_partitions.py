@@ -5,7 +5,7 @@ entries; treat it as immutable (the assignors hand back the very object they wer
 member's assignment does not change, as Kafka does). In JSON it is `{topic: [sorted partitions]}`
 with topics sorted, so equal assignments encode to equal text.
 
-Topics are identified by name (see `coordinator/consumer/__init__.py`). Nothing here depends on
+Topics are identified by name (see `coordinator/group/consumer/__init__.py`). Nothing here depends on
 that choice: any string id works.
 """
 from __future__ import annotations

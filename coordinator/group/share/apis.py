@@ -4,9 +4,9 @@ shaper, coordinator/protocol). Topics on the wire are topic ids, as for consumer
 """
 from __future__ import annotations
 
-from ..errors import Error
-from ..protocol.loader import shape
-from .apis import INT32_MIN
+from ...errors import Error
+from ...protocol.loader import shape
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 VERSION = 1

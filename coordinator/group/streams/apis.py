@@ -6,9 +6,9 @@ assignment).
 """
 from __future__ import annotations
 
-from ..errors import Error
-from ..protocol.loader import shape
-from .apis import INT32_MIN
+from ...errors import Error
+from ...protocol.loader import shape
+from ..classic.apis import INT32_MIN
 
 COMPONENT = "groups"
 VERSION = 0

@@ -2,8 +2,9 @@
 
 This is Kafka's GroupCoordinatorShard: it owns the groups (one id, one group, of one type), the
 offset store, the state-log records and their replay, and the periodic offset expiry. The classic
-protocol lives in `classic_manager.py`, offsets in `offset_manager.py`, the admin APIs in
-`admin.py`; KIP-848 consumer groups plug in as another `Group` type.
+protocol lives in `classic/manager.py`, offsets in `offset_manager.py`, the admin APIs in
+`admin.py`; consumer, share and streams groups are other `Group` types with their managers in
+`consumer/`, `share/`, `streams/`.
 
 State-log records (keys from `coordinator.records.record_key`):
     ["GroupMetadata", groupId]                -> GroupMetadataValue, or null when the group is deleted
@@ -11,10 +12,11 @@ State-log records (keys from `coordinator.records.record_key`):
 An OffsetCommit value with a "producerId" (>= 0) is a transactional offset of an open
 transaction (TxnOffsetCommit), as Kafka tells them apart by the producer id of the record batch.
 
-Extension points (KIP-848 consumer groups, TxnOffsetCommit): `GroupCoordinator.extend(...)` adds
-APIs, timer kinds, state-log replay and load steps without editing this class; new group types
-register with `group.register_group_type`; `self.extensions` is a JSON-compatible dict persisted in
-the snapshot for any extra per-partition state.
+Construction is explicit: `__init__` creates every manager and builds the tables that route to
+them (API name -> bound handler, timer kind -> bound handler, record kind -> replay); new group
+types register with `group.register_group_type` and get their manager and entries here.
+`self.extensions` is a JSON-compatible dict persisted in the snapshot (the txn offsets' producer
+state).
 
 Public methods for the transaction coordinator's TxnOffsetCommit and marker handling:
     validate_transactional_offset_commit(...)   checks a TxnOffsetCommit like Kafka
@@ -31,11 +33,23 @@ from ..records import parse_record_key, record_key
 from ..runtime import register_component
 from ..timers import Timer
 from . import admin
-from .classic import ClassicGroup
-from .classic_manager import T_INITIAL_JOIN, T_JOIN, T_SESSION, T_SYNC, ClassicGroupManager
+from .classic.group import ClassicGroup
+from .classic.manager import T_INITIAL_JOIN, T_JOIN, T_SESSION, T_SYNC, ClassicGroupManager
+from . import group_configs, txn_offsets
+from .consumer import group as consumer_group
+from .consumer import manager as consumer
+from .consumer.manager import ConsumerGroupManager
 from .group import CLASSIC, Group, group_from_json
+from .group_configs import GroupConfigs
 from .offset_manager import OffsetManager
 from .offsets import OffsetAndMetadata, OffsetStore
+from .share import group as share_group
+from .share import manager as share
+from .share.manager import ShareGroupManager
+from .streams import group as streams_group
+from .streams import manager as streams
+from .streams.manager import StreamsGroupManager
+from .txn_offsets import TxnOffsetManager
 
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
@@ -43,55 +57,9 @@ EXPIRATION_TIMER_KEY = record_key("groups-expiration")
 
 @register_component
 class GroupCoordinator:
+    """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
+
     name = "groups"
-    handlers = {
-        "JoinGroup": "join_group",
-        "SyncGroup": "sync_group",
-        "Heartbeat": "heartbeat",
-        "LeaveGroup": "leave_group",
-        "OffsetCommit": "offset_commit",
-        "OffsetFetch": "offset_fetch",
-        "OffsetDelete": "offset_delete",
-        "DescribeGroups": "describe_groups",
-        "ListGroups": "list_groups",
-        "DeleteGroups": "delete_groups",
-    }
-    timer_handlers = {
-        T_JOIN: "_on_join_timer",
-        T_INITIAL_JOIN: "_on_initial_join_timer",
-        T_SYNC: "_on_sync_timer",
-        T_SESSION: "_on_session_timer",
-        T_EXPIRATION: "_on_expiration_timer",
-    }
-
-    _replay_extensions: tuple = ()
-    _load_extensions: tuple = ()
-    _metadata_extensions: tuple = ()
-
-    @classmethod
-    def extend(cls, *, apis: dict | None = None, timers: dict | None = None, replay=None, on_load=None,
-               on_metadata_change=None) -> None:
-        """Plug more into the component:
-            apis      {"ConsumerGroupHeartbeat": fn(component, request) -> body | None}
-            timers    {"consumer-session": fn(component, timer)}
-            replay    fn(component, StateRecord) -> bool (True if it was this extension's record)
-            on_load   fn(component), run by after_replay (Kafka's onLoaded)
-            on_metadata_change  fn(component, old, new), run when the topic metadata changes
-                      (Kafka's GroupMetadataManager.onMetadataUpdate)"""
-        for api, fn in (apis or {}).items():
-            attr = f"_ext_api_{api}"
-            setattr(cls, attr, fn)
-            cls.handlers = {**cls.handlers, api: attr}
-        for kind, fn in (timers or {}).items():
-            attr = f"_ext_timer_{kind}"
-            setattr(cls, attr, fn)
-            cls.timer_handlers = {**cls.timer_handlers, kind: attr}
-        if replay is not None and replay not in cls._replay_extensions:
-            cls._replay_extensions = (*cls._replay_extensions, replay)
-        if on_load is not None and on_load not in cls._load_extensions:
-            cls._load_extensions = (*cls._load_extensions, on_load)
-        if on_metadata_change is not None and on_metadata_change not in cls._metadata_extensions:
-            cls._metadata_extensions = (*cls._metadata_extensions, on_metadata_change)
 
     def __init__(self, partition):
         self.p = partition
@@ -100,36 +68,73 @@ class GroupCoordinator:
                                                 _group_to_chunk)
         # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
         self.group_configs: dict[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
-        self.extensions: dict = {}  # extra JSON state of extensions, persisted in the snapshot
+        self.extensions: dict = {}  # extra JSON state of the managers (txn offsets), in the snapshot
         self.offsets = OffsetStore(partition.chunks)
         # Count of OffsetCommit records written or replayed: the log position used to order a
         # transaction's offsets against regular commits (Kafka's record offset).
         self.next_record_seq = 0
-        self.classic = ClassicGroupManager(self)
+
+        self.configs = GroupConfigs(self)
         self.offset_manager = OffsetManager(self)
+        self.txn_offsets = TxnOffsetManager(self)
+        self.classic = ClassicGroupManager(self)
+        self.consumer = ConsumerGroupManager(self)
+        self.share = ShareGroupManager(self)
+        self.streams = StreamsGroupManager(self)
 
-    # ================================================================ API handlers
-    def join_group(self, request: Request):
-        return self.classic.join_group(request)
+        self.handlers = {
+            "JoinGroup": self.classic.join_group,
+            "SyncGroup": self.classic.sync_group,
+            "Heartbeat": self.classic.heartbeat,
+            "LeaveGroup": self.classic.leave_group,
+            "OffsetCommit": self.offset_manager.commit_offset,
+            "OffsetFetch": self.offset_manager.fetch_offsets,
+            "OffsetDelete": self.offset_manager.delete_offsets,
+            "DescribeGroups": self.describe_groups,
+            "ListGroups": self.list_groups,
+            "DeleteGroups": self.delete_groups,
+            "ConsumerGroupHeartbeat": self.consumer.consumer_group_heartbeat,
+            "ConsumerGroupDescribe": self.consumer.consumer_group_describe,
+            "ShareGroupHeartbeat": self.share.share_group_heartbeat,
+            "ShareGroupDescribe": self.share.share_group_describe,
+            "StreamsGroupHeartbeat": self.streams.streams_group_heartbeat,
+            "StreamsGroupDescribe": self.streams.streams_group_describe,
+            "IncrementalAlterConfigs": self.configs.incremental_alter_configs,
+            "DescribeConfigs": self.configs.describe_configs,
+            "TxnOffsetCommit": self.txn_offsets.txn_offset_commit,
+            "WriteTxnMarkers": self.txn_offsets.write_txn_markers,
+            "TxnVerificationResult": self.txn_offsets.txn_verification_result,
+        }
+        self.timer_handlers = {
+            T_JOIN: self.classic.on_join_timer,
+            T_INITIAL_JOIN: self.classic.on_initial_join_timer,
+            T_SYNC: self.classic.on_sync_timer,
+            T_SESSION: self.classic.on_session_timer,
+            T_EXPIRATION: self._on_expiration_timer,
+            consumer.T_SESSION: self.consumer.on_session_timeout,
+            consumer.T_REBALANCE: self.consumer.on_rebalance_timeout,
+            consumer.T_REGEX: self.consumer.on_resolve_regexes,
+            consumer.T_JOIN: self.consumer.classic_members.on_join_timeout,
+            consumer.T_SYNC: self.consumer.classic_members.on_sync_timeout,
+            share.T_SESSION: self.share.on_session_timeout,
+            streams.T_SESSION: self.streams.on_session_timeout,
+            streams.T_REBALANCE: self.streams.on_rebalance_timeout,
+            txn_offsets.T_PRODUCER_EXPIRATION: self.txn_offsets.on_producer_expiration,
+            txn_offsets.T_VERIFICATION_TIMEOUT: self.txn_offsets.on_verification_timeout,
+        }
+        # State-log record kind -> replay(ids, value) (GroupCoordinatorShard.replay's switch).
+        self.replayers = {
+            "GroupMetadata": self._replay_group_metadata,
+            "OffsetCommit": self._replay_offset_commit,
+            group_configs.RECORD: self.configs.replay,
+            txn_offsets.TXN_OFFSET_RECORD: self.txn_offsets.replay,
+            txn_offsets.MARKER_RECORD: self.txn_offsets.replay,
+            **{kind: self.consumer.replay for kind in consumer_group.RECORD_TYPES},
+            **{kind: self.share.replay for kind in share_group.RECORD_TYPES},
+            **{kind: self.streams.replay for kind in streams_group.RECORD_TYPES},
+        }
 
-    def sync_group(self, request: Request):
-        return self.classic.sync_group(request)
-
-    def heartbeat(self, request: Request):
-        return self.classic.heartbeat(request)
-
-    def leave_group(self, request: Request):
-        return self.classic.leave_group(request)
-
-    def offset_commit(self, request: Request):
-        return self.offset_manager.commit_offset(request)
-
-    def offset_fetch(self, request: Request):
-        return self.offset_manager.fetch_offsets(request)
-
-    def offset_delete(self, request: Request):
-        return self.offset_manager.delete_offsets(request)
-
+    # ================================================================ admin APIs
     def describe_groups(self, request: Request):
         return admin.describe_groups(self, request)
 
@@ -140,18 +145,6 @@ class GroupCoordinator:
         return admin.delete_groups(self, request)
 
     # ================================================================ timers
-    def _on_join_timer(self, timer: Timer) -> None:
-        self.classic.on_join_timeout(timer.payload)
-
-    def _on_initial_join_timer(self, timer: Timer) -> None:
-        self.classic.on_initial_join_timeout(timer.payload)
-
-    def _on_sync_timer(self, timer: Timer) -> None:
-        self.classic.on_sync_timeout(timer.payload)
-
-    def _on_session_timer(self, timer: Timer) -> None:
-        self.classic.on_session_timeout(timer.payload)
-
     def _on_expiration_timer(self, timer: Timer) -> None:
         self.cleanup_group_metadata()
 
@@ -261,39 +254,44 @@ class GroupCoordinator:
     # ================================================================ topic metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:
         """Called by the metadata component when the broker's topics change."""
-        for fn in self._metadata_extensions:
-            fn(self, old, new)
+        self.consumer.on_metadata_change(old, new)
+        self.share.on_metadata_change(old, new)
+        self.streams.on_metadata_change(old, new)
 
     # ================================================================ replay (coordinator load)
     def replay(self, record: StateRecord) -> bool:
         kind, ids = parse_record_key(record.key)
-        if kind == "GroupMetadata":
-            group_id = ids[0]
-            if record.value is None:
-                group = self.groups.get(group_id)
-                if group is not None and group.type == CLASSIC:
-                    del self.groups[group_id]
-            else:
-                self.groups[group_id] = ClassicGroup.from_record(group_id, record.value)
-            return True
-        if kind == "OffsetCommit":
-            group_id, topic, partition = ids
-            seq = self.next_record_seq
-            self.next_record_seq += 1
-            if record.value is None:
-                self.offsets.remove(group_id, topic, partition)
-                return True
-            if group_id not in self.groups:
-                # Offsets without membership: a simple group.
-                self.groups[group_id] = ClassicGroup(group_id, now_ms=self.p.clock_ms)
-            value = OffsetAndMetadata.from_record(record.value, seq)
-            producer_id = record.value.get("producerId", -1)
-            if producer_id >= 0:
-                self.offsets.add_pending(producer_id, group_id, topic, partition, value)
-            else:
-                self.offsets.put(group_id, topic, partition, value)
-            return True
-        return any(fn(self, record) for fn in self._replay_extensions)
+        replayer = self.replayers.get(kind)
+        if replayer is None:
+            return False
+        replayer(kind, ids, record.value)
+        return True
+
+    def _replay_group_metadata(self, _kind: str, ids: list, value: dict | None) -> None:
+        group_id = ids[0]
+        if value is None:
+            group = self.groups.get(group_id)
+            if group is not None and group.type == CLASSIC:
+                del self.groups[group_id]
+        else:
+            self.groups[group_id] = ClassicGroup.from_record(group_id, value)
+
+    def _replay_offset_commit(self, _kind: str, ids: list, value: dict | None) -> None:
+        group_id, topic, partition = ids
+        seq = self.next_record_seq
+        self.next_record_seq += 1
+        if value is None:
+            self.offsets.remove(group_id, topic, partition)
+            return
+        if group_id not in self.groups:
+            # Offsets without membership: a simple group.
+            self.groups[group_id] = ClassicGroup(group_id, now_ms=self.p.clock_ms)
+        offset = OffsetAndMetadata.from_record(value, seq)
+        producer_id = value.get("producerId", -1)
+        if producer_id >= 0:
+            self.offsets.add_pending(producer_id, group_id, topic, partition, offset)
+        else:
+            self.offsets.put(group_id, topic, partition, offset)
 
     def after_replay(self) -> None:
         """onLoaded: session timers for every classic member (from now), rebalance groups over
@@ -301,8 +299,10 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             if isinstance(group, ClassicGroup):
                 self.classic.on_loaded(group)
-        for fn in self._load_extensions:
-            fn(self)
+        self.consumer.on_loaded()
+        self.share.on_loaded()
+        self.streams.on_loaded()
+        self.txn_offsets.on_loaded()
         if self.groups:
             self.ensure_expiration_timer()
 

@@ -18,24 +18,25 @@ between the classic and the consumer protocols (Kafka 4.x GroupMetadataManager):
 Both conversions obey `group.consumer.migration.policy` (disabled / upgrade / downgrade /
 bidirectional; Kafka 4.x's default is bidirectional).
 
-How records are written follows consumer_manager.py: computed first, appended and replayed only
+How records are written follows manager.py: computed first, appended and replayed only
 when nothing can fail any more.
 """
 from __future__ import annotations
 
-from ..consumer._java import order_key
-from ..consumer.heartbeat import throw_if_group_is_full
-from ..consumer.member import ConsumerGroupMember, MemberState
-from ..errors import ApiError, Errors
-from ..messages import Request
-from ..records import record_key
-from .apis import heartbeat_response, join_response, sync_response
-from .classic import STABLE, ClassicGroup, ClassicGroupMember
-from .classic_manager import canonical_b64
-from .consumer_group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, ConsumerGroup,
-                             join_timer_key, sync_timer_key)
-from .consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
-from .group import CLASSIC
+from ._java import order_key
+from .heartbeat import throw_if_group_is_full
+from .member import ConsumerGroupMember, MemberState
+from ...errors import ApiError, Errors
+from ...messages import Request
+from ...records import record_key
+from ..classic.apis import heartbeat_response, join_response, sync_response
+from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
+from ..classic.manager import canonical_b64
+from .group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, ConsumerGroup, current_value,
+                    group_epoch_value, join_timer_key, member_value, sync_timer_key, target_epoch_value,
+                    target_value)
+from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
+from ..group import CLASSIC
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 T_JOIN = "consumer-join"
@@ -138,11 +139,12 @@ class ClassicMembers:
             subscribed_topic_names=subscription.topics, client_id=reply.client_id,
             client_host=m.c.classic.client_host(request), session_timeout_ms=session_timeout_ms, protocols=protocols)
         names_changed = m._has_member_subscription_changed(gid, member, updated, records)
+        after: list = []  # soft-state changes, made once nothing can fail
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
         if names_changed or (m.metadata.available and group.has_metadata_expired(self.now)):
             group_epoch, subscription_type = m._update_subscription_metadata(group, names_changed, member, updated,
-                                                                             records, events)
+                                                                             records, events, after)
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -155,7 +157,6 @@ class ClassicMembers:
 
         # 3. Reconcile, with the owned partitions of the embedded subscription.
         owned = self.known_topics({t: p for t, p in subscription.owned_partitions})
-        after: list = []
         reconciled = m._maybe_reconcile(group, updated, target_epoch, target, False, owned, records, after)
 
         # 4. The last consumer-protocol member, a static one, replaced by this classic member:
@@ -305,10 +306,8 @@ class ClassicMembers:
             raise ApiError(Errors.GROUP_ID_NOT_FOUND,
                            f"Cannot upgrade classic group {gid} to consumer group because the embedded "
                            "consumer protocol is malformed.") from e
-        from .consumer_manager import (current_value, group_epoch_value, manager, member_value, target_epoch_value,
-                                       target_value)
         # Kafka 4.1's fromClassicGroup computes the metadata hash of the members' subscriptions.
-        group.metadata_hash = manager(self.c).compute_metadata_hash(group.subscribed_topic_names())
+        group.metadata_hash = self.m.compute_metadata_hash(group.subscribed_topic_names())
         members = list(group.members.values())
         records += [(record_key(R_MEMBER, gid, mm.member_id), member_value(mm)) for mm in members]
         records.append((record_key(R_GROUP, gid), group_epoch_value(generation, group.metadata_hash)))
@@ -391,9 +390,4 @@ class ClassicMembers:
             self.c.classic.reschedule_session(classic, cm)
         if rebalance:
             self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
-
-
-def classic_members(component) -> ClassicMembers:
-    from .consumer_manager import manager
-    return manager(component).classic_members
 
