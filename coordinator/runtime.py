@@ -27,6 +27,7 @@ from typing import Any, Callable
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
 from .component import Component
+from .coordinators import build_components
 from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
@@ -47,23 +48,6 @@ PARTITION_CHUNK = chunk_key("Partition")
 def component_chunk(name: str) -> str:
     return chunk_key("Component", name)
 
-_COMPONENTS: list[type] = []
-
-
-def register_component(cls: type) -> type:
-    if cls not in _COMPONENTS:
-        if any(c.name == cls.name for c in _COMPONENTS):
-            raise ValueError(f"component {cls.name} registered twice")
-        _COMPONENTS.append(cls)
-    return cls
-
-
-def unregister_component(cls: type) -> None:
-    """For tests that plug in a component of their own."""
-    if cls in _COMPONENTS:
-        _COMPONENTS.remove(cls)
-
-
 class CoordinatorPartition:
     # Tests set this: a request answered with an ApiError is checked to have left the partition's
     # state exactly as it was. The check encodes what the partition touched, twice per request, so
@@ -71,6 +55,8 @@ class CoordinatorPartition:
     # tests' driver rebuilds the partition per batch, so every request it sends is checked).
     verify_api_errors = False
     verify_api_errors_budget = 4_000_000
+    # Component classes added after the coordinators (tests plug in components of their own).
+    extra_components: tuple[type, ...] = ()
 
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
                  snapshot: dict | None = None, chunks: ChunkSource | None = None):
@@ -88,9 +74,9 @@ class CoordinatorPartition:
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self._verified = 0  # bytes encoded by verify_api_errors
-        self.components: dict[str, Any] = {cls.name: cls(self) for cls in _COMPONENTS}
-        if "metadata" in self.components and "groups" in self.components:
-            self.components["metadata"].listeners.append(self.components["groups"].on_metadata_change)
+        self.components: dict[str, Any] = build_components(self)
+        for cls in self.extra_components:
+            self.components[cls.name] = cls(self)
         self._reply_to_re = re.compile(self.config["coordinator.reply.to.pattern"])
         if head is not None:
             self._load_head(head)
@@ -314,7 +300,7 @@ class CoordinatorPartition:
             return
         self.out.applied.append((spec.name, request.time_ms))
         method = _bound(self.components[spec.component], self.components[spec.component].handlers[spec.name])
-        mark = _mark(self.out)
+        mark = self.out.mark()
         before = None
         if self.verify_api_errors and self._verified < self.verify_api_errors_budget:
             before = self._fingerprint()
@@ -323,7 +309,7 @@ class CoordinatorPartition:
             result = method(request)
         except ApiError as e:
             # A handler that raises has returned no result, so nothing of it was applied.
-            _rollback(self.out, mark)
+            self.out.rollback(mark)
             changes = self._state_changes(before) if before is not None else []
             if changes:
                 raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
@@ -442,17 +428,7 @@ def _default_target(reply: ReplyTo) -> ReplyTo:
     return ReplyTo(reply.api_key, reply.api_version, reply.correlation_id, reply.client_id, None)
 
 
-def _mark(out: Outputs) -> tuple[int, ...]:
-    return (len(out.responses), len(out.events), len(out.records), len(out.requests), len(out.data))
 
 
-def _rollback(out: Outputs, mark: tuple[int, ...]) -> None:
-    del out.responses[mark[0]:]
-    del out.events[mark[1]:]
-    del out.records[mark[2]:]
-    del out.requests[mark[3]:]
-    del out.data[mark[4]:]
-
-
-__all__ = ["CoordinatorPartition", "register_component", "SNAPSHOT_SCHEMA", "ApiSpec",
-           "StateRecord", "Event", "DataRecord", "InternalRequest"]
+__all__ = ["CoordinatorPartition", "SNAPSHOT_SCHEMA", "ApiSpec", "StateRecord", "Event", "DataRecord",
+           "InternalRequest"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..metadata import ZERO_UUID
-from ..runtime import _mark, _rollback
 from .classic.apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
 from .classic.group import PREPARING_REBALANCE, STABLE, ClassicGroup
@@ -142,13 +141,13 @@ class OffsetManager:
             # KafkaApis answers a commit with no partition left without calling the coordinator
             # (no group is created or validated).
             return offset_commit_response(version, _by_id(version, answered.topics, ids))
-        mark = _mark(self.p.out)
+        mark = self.p.out.mark()
         try:
             coordinator = self._commit_valid_offsets(request, valid)
         except ApiError as e:
             # The coordinator's error is reported on the partitions it was asked about (its outputs,
             # if any, are dropped, as the runtime drops those of a handler that raises).
-            _rollback(self.p.out, mark)
+            self.p.out.rollback(mark)
             coordinator = [{"name": t["name"], "partitions": [
                 {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
                 for t in valid]

@@ -30,7 +30,6 @@ from ..chunks import EMPTY_SOURCE, LazyMap
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
-from ..runtime import register_component
 from ..timers import Timer
 from . import admin
 from .classic.group import ClassicGroup
@@ -55,7 +54,6 @@ T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
 
 
-@register_component
 class GroupCoordinator:
     """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
 
