@@ -1,22 +1,24 @@
-"""One coordinator partition: components, timers, a logical clock, and the outputs they produce.
+"""One coordinator partition: its coordinators, timers, a logical clock, and their outputs.
 
-This is the sans-IO core's centre. Given a request and a time it calls the component that owns
-the API; components schedule timers, answer, park answers for later, append state-log records and
-emit events through this object. Nothing here reads a clock or does I/O: time comes in with each
-request (its append time) and with each batch (the batch time).
+This is the sans-IO core's centre (Kafka's CoordinatorRuntime for one partition). Given a request
+and a time it calls the handler that owns the API; the handler returns a `CoordinatorResult`
+(coordinator/result.py) and `apply` applies it: records are appended and replayed, timer operations
+applied, outputs queued. Nothing here reads a clock or does I/O: time comes in with each request
+(its append time) and with each batch (the batch time). The coordinators are built in
+coordinators.py.
 
 A component is a class with:
     name                      key of its state in the snapshot
-    handlers: dict            API name -> bound callable (or, during the transition, a method name)
-    timer_handlers: dict      timer kind -> bound callable (or a method name)
+    handlers: dict            API name -> bound method, built in __init__
+    timer_handlers: dict      timer kind -> bound method, built in __init__
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
     rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
     bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
                               and return UNCHANGED from rest_json if it was not read
-    replay(record) -> bool    rebuild from one state-log record (True if it was this component's)
-    after_replay()            rebuild what Kafka keeps only in memory (timers) after a replay
+    replay(record) -> bool    apply one state-log record (True if it was this component's)
+    after_replay()            rebuild what Kafka keeps only in memory (timers) after a load
 """
 from __future__ import annotations
 
