@@ -267,7 +267,7 @@ class CoordinatorPartition:
         if owner is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         self.firing = timer
-        result = _bound(owner, owner.timer_handlers[timer.kind])(timer)
+        result = owner.timer_handlers[timer.kind](timer)
         if result is not None:
             self.apply(result)
         self.firing = None
@@ -301,7 +301,7 @@ class CoordinatorPartition:
                 request.api_version, request.body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))
-        method = _bound(self.components[spec.component], self.components[spec.component].handlers[spec.name])
+        method = self.components[spec.component].handlers[spec.name]
         mark = self.out.mark()
         before = None
         if self.verify_api_errors and self._verified < self.verify_api_errors_budget:
@@ -405,12 +405,6 @@ class CoordinatorPartition:
         for c in part.components.values():
             c.after_replay()
         return part
-
-
-def _bound(component, handler):
-    """A handler table's entry: a callable (or, until every component builds its tables from
-    bound methods, a method name)."""
-    return getattr(component, handler) if isinstance(handler, str) else handler
 
 
 def _canonical(value) -> str:
