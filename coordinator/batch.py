@@ -16,12 +16,12 @@ not n re-runs of the whole batch. Re-running is deterministic, so a replayed bat
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .api import lookup
 from .chunks import ChunkCorrupt
-from .envelope import Rejection, parse_request, scan_reply
+from .envelope import parse_request, scan_reply
 from .errors import Errors
 from .messages import Event, Outputs, Request
 from .runtime import CoordinatorPartition

@@ -16,8 +16,8 @@ same before and after a restart, so everything that loops over entities is deter
 from __future__ import annotations
 
 import json
-from collections.abc import MutableMapping
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
 
 
 class ChunkCorrupt(ValueError):

@@ -22,17 +22,16 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
-from .component import Component
-from .coordinators import build_components
 from .config import CoordinatorConfig
+from .coordinators import build_components
 from .envelope import Rejection
 from .errors import ApiError, Errors
-from .messages import (DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response,
-                       StateRecord)
+from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
 from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
 from .timers import Timer, Timers
@@ -150,7 +149,7 @@ class CoordinatorPartition:
         return self.checkpoint()
 
     @classmethod
-    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> "CoordinatorPartition":
+    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> CoordinatorPartition:
         return cls(snapshot.get(PARTITION_CHUNK)["partition"], config, chunks=snapshot)
 
     def logical_state(self) -> dict:
@@ -393,7 +392,7 @@ class CoordinatorPartition:
     # ----------------------------------------------------------------- state log
     @classmethod
     def from_records(cls, partition_id: int, records: list[StateRecord],
-                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> "CoordinatorPartition":
+                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> CoordinatorPartition:
         """Rebuild a partition by replaying its state-log records in log order, as a Kafka
         coordinator loads __consumer_offsets / __transaction_state."""
         part = cls(partition_id, config)

@@ -112,7 +112,7 @@ class Timers:
         return {k: t.to_json() for k, t in sorted(self._by_key.items())}
 
     @staticmethod
-    def from_json(d: dict) -> "Timers":
+    def from_json(d: dict) -> Timers:
         timers = Timers()
         for key, value in d.items():
             deadline, kind, payload = value[:3]

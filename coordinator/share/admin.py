@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..api import lookup
-from ..group.consumer._java import order_key
 from ..errors import ApiError, Errors
+from ..group.consumer._java import order_key
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key

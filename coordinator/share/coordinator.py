@@ -26,15 +26,15 @@ coordinator has topic metadata, as elsewhere in this service).
 from __future__ import annotations
 
 from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
+from ..component import Component
 from ..errors import Errors
 from ..messages import Request, StateRecord
 from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
-from ..component import Component
 from .admin import T_ADMIN_TIMEOUT, ShareAdmin
-from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .batch_combiner import batch_from_json, batch_to_json, combine
+from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .state_apis import partition_error
 
 R_SNAPSHOT = "ShareSnapshot"
@@ -97,7 +97,7 @@ class ShareCoordinator(Component):
         return self.p.config["share.coordinator.snapshot.update.records.per.snapshot"]
 
     # ================================================================ request plumbing
-    def writes(self, result: CoordinatorResult) -> "StagedStates":
+    def writes(self, result: CoordinatorResult) -> StagedStates:
         return StagedStates(self, result)
 
     def _each(self, request: Request, api: str, fn) -> CoordinatorResult:
@@ -145,7 +145,7 @@ class ShareCoordinator(Component):
     def write_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "WriteShareGroupState", self._write_one)
 
-    def _write_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _write_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "WriteShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
@@ -193,7 +193,7 @@ class ShareCoordinator(Component):
     def read_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupState", self._read_one)
 
-    def _read_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _read_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """readStateAndMaybeUpdateLeaderEpoch: a newer leader epoch is recorded (a snapshot or
         update without batches)."""
         api = "ReadShareGroupState"
@@ -222,7 +222,7 @@ class ShareCoordinator(Component):
     def read_state_summary(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupStateSummary", self._summary_one)
 
-    def _summary_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _summary_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "ReadShareGroupStateSummary"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
@@ -239,7 +239,7 @@ class ShareCoordinator(Component):
     def initialize_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "InitializeShareGroupState", self._initialize_one)
 
-    def _initialize_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _initialize_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
         api = "InitializeShareGroupState"
         error = self._common_error(tid, partition, api)
@@ -265,7 +265,7 @@ class ShareCoordinator(Component):
     def delete_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "DeleteShareGroupState", self._delete_one)
 
-    def _delete_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _delete_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "DeleteShareGroupState"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:

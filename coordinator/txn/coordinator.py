@@ -37,19 +37,29 @@ import re
 from collections import OrderedDict
 
 from ..component import Component
-from ..group.consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
+from ..group.consumer.regex import RegexError, compile_regex
 from ..messages import Request, StateRecord
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..timers import Timer
-from . import apis
-from . import log
+from . import apis, log
 from .marker_channel import COMPLETE_DEFERRED, RESEND_DEFERRED, TransactionMarkerChannelManager
 from .markers import CONSUMER_OFFSETS
-from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2,
-                       IllegalStateError, TransactionMetadata, TransactionState, sorted_partitions,
-                       supports_epoch_bump)
+from .metadata import (
+    JSON_CLIENT,
+    KAFKA_CLIENT,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_0,
+    TV_2,
+    IllegalStateError,
+    TransactionMetadata,
+    TransactionState,
+    sorted_partitions,
+    supports_epoch_bump,
+)
 from .pid import ProducerIdManager
 from .state_manager import EXPIRE_TIMER, TIMEOUT_TIMER, TransactionStateManager
 

@@ -12,9 +12,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
-                                            RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
-                                            UniformAssignor)
+from coordinator.group.consumer.assignors import (
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    RangeAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    UniformAssignor,
+)
 
 from .helpers import check_complete, check_validity_and_balance
 

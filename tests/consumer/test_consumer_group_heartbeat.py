@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import Errors
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id
 

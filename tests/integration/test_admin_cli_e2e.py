@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
@@ -190,7 +190,7 @@ def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
     assert dry.stderr.startswith("WARN: No action will be performed as the --execute option is missing.")
     assert dry.stdout.split("\n")[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
     assert rows(dry.stdout) == [[GROUP, ORDERS, "0", "3"], [GROUP, ORDERS, "1", "3"]]
-    when = datetime.fromtimestamp((BASE_TS + 5000) / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    when = datetime.fromtimestamp((BASE_TS + 5000) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     by_time = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--topic", f"{ORDERS}:1", "--to-datetime",
                   when, "--dry-run")
     assert by_time.returncode == 0 and by_time.stderr == ""

@@ -35,8 +35,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client import ReadCommittedConsumer, TransactionalProducer
 from client.topic_reader import read_records
-from coordinator.txn.markers import parse_marker
 from coordinator.errors import Errors
+from coordinator.txn.markers import parse_marker
 from streaming.txn_markers import BrokerMarkerWriter
 
 from .gateway_process import Gateway

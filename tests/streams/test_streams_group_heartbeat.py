@@ -8,7 +8,6 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator.group.streams.group import StreamsGroup
-from coordinator.records import record_key
 from coordinator.group.streams.member import MemberState
 from coordinator.group.streams.topology import (
     INCORRECTLY_PARTITIONED_TOPICS,
@@ -17,6 +16,7 @@ from coordinator.group.streams.topology import (
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
 )
+from coordinator.records import record_key
 from tests.streams.helpers import GROUP, StreamsTestClient, active_of, status_codes, subtopology, tasks, topology
 
 FOO = "foo"
