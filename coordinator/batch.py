@@ -97,9 +97,10 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
             partition.out = _copy_outputs(resume.outputs)
         captured: list[_Resume] = []
 
-        def capture(position: int, p: CoordinatorPartition = partition) -> None:
-            if position == capture_at:
-                captured.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
+        def capture(position: int, p: CoordinatorPartition = partition, at: int | None = capture_at,
+                    into: list[_Resume] = captured) -> None:
+            if position == at:
+                into.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
 
         try:
             _apply(partition, ordered, batch_time_ms, poisoned,

@@ -312,7 +312,7 @@ class CoordinatorPartition:
             changes = self._state_changes(before) if before is not None else []
             if changes:
                 raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
-                                     + "; ".join(changes)[:2000])
+                                     + "; ".join(changes)[:2000]) from e
             body = spec.error_response(request.api_version, request.body, e.error, e.message)
             self.respond(request.reply, body)
             return
@@ -415,7 +415,7 @@ def _canonical(value) -> str:
 
 
 def _first_difference(a: str, b: str) -> str:
-    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     return f"...{a[max(0, i - 100):i + 100]}... became ...{b[max(0, i - 100):i + 100]}..."
 
 

@@ -121,7 +121,7 @@ class ShareAdmin:
         qid = st.get("nextQueryId", 0)
         st["nextQueryId"] = qid + 1
         waiting = 0
-        for owner, ask in sorted(remote.items()):
+        for _owner, ask in sorted(remote.items()):
             for group_id, topics in ask["groups"].items():
                 waiting += 1
                 query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
@@ -459,7 +459,7 @@ class ShareAdmin:
                 ask["topics"].setdefault(tid, []).append(part)
         self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed))
         st = self.comp.admin_state()
-        for owner, ask in sorted(remote.items()):
+        for _owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
             st["nextQueryId"] = qid + 1
             query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,

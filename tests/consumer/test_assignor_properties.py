@@ -44,7 +44,7 @@ def homogeneous_group(draw):
     ids = draw(st.lists(member_ids, min_size=1, max_size=12, unique=True))
     static = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
     members = {m: MemberSubscriptionAndAssignment(subscribed, {}, f"i-{m}" if s else None)
-               for m, s in zip(ids, static)}
+               for m, s in zip(ids, static, strict=True)}
     return members, topics
 
 

@@ -74,7 +74,7 @@ def test_testStreamsReconciliationProcess():
     """m1 must revoke (UNREVOKED_TASKS at its epoch) before m2 gets the tasks (UNRELEASED until then)."""
     c = client()
     r1 = c.join("m1", TOPO)
-    r2 = c.join("m2", TOPO)
+    c.join("m2", TOPO)
     r1b = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
     assert r1b["memberEpoch"] == 1
     assert c.member("m1").state == MemberState.UNREVOKED_TASKS
