@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .api import lookup
+from .api import registered
 from .chunks import ChunkCorrupt
 from .envelope import parse_request, scan_reply
 from .errors import Errors
@@ -208,7 +208,7 @@ def _answer_crashed(partition: CoordinatorPartition, rec: InputRecord, time_ms: 
                          requestOffset=rec.offset, apiKey=reply.api_key if reply else None,
                          correlationId=reply.correlation_id if reply else None, detail=detail)
     if isinstance(item, Request):
-        spec = lookup(item.api_key)
+        spec = registered(item.api_key)  # a parsed request's API is known
         partition.respond(item.reply, spec.error_response(
             item.api_version, item.body, Errors.UNKNOWN_SERVER_ERROR,
             "the coordinator failed to process this request"))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..api import lookup
+from ..api import registered
 from ..errors import ApiError, Errors
 from ..group.consumer._java import order_key
 from ..messages import ReplyTo, Request
@@ -37,8 +37,8 @@ T_ADMIN_TIMEOUT = "share-admin-timeout"
 # The APIs (DescribeShareGroupOffsets, Alter/DeleteShareGroupOffsets and the internal
 # ShareStateSummaryQuery/Answer between coordinator partitions, for which Kafka's persister sends
 # ReadShareGroupStateSummary over the network) are in the API table, coordinator/protocol/table.py.
-_alter_error = lookup("AlterShareGroupOffsets").error_response
-_delete_error = lookup("DeleteShareGroupOffsets").error_response
+_alter_error = registered("AlterShareGroupOffsets").error_response
+_delete_error = registered("DeleteShareGroupOffsets").error_response
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:

@@ -25,6 +25,8 @@ coordinator has topic metadata, as elsewhere in this service).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from ..component import Component
 from ..errors import Errors
@@ -80,7 +82,7 @@ class ShareCoordinator(Component):
         self.timer_handlers = {T_ADMIN_TIMEOUT: self.admin.on_timeout}
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
-        self.states: dict[str, dict] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
+        self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
         # DescribeShareGroupOffsets waiting for other partitions' answers (admin.py); partition-wide,
         # read only when needed.
         self._admin: dict | None = {}
@@ -382,6 +384,6 @@ def _merge(so_far: dict, update: dict) -> dict:
             "stateBatches": [batch_to_json(b) for b in batches]}
 
 
-def _plain(*args):
+def _plain(*args: Any) -> Any:
     return args[-1]
 

@@ -93,6 +93,11 @@ class TransactionState(Enum):
         return _BY_NAME.get(name)
 
     @staticmethod
+    def named(name: str) -> TransactionState:
+        """A stored state's name, which must be known (KeyError otherwise: a corrupt chunk)."""
+        return _BY_NAME[name]
+
+    @staticmethod
     def from_id(state_id: int) -> TransactionState:
         try:
             return _BY_ID[state_id]
@@ -163,7 +168,7 @@ class TxnTransitMetadata:
     def from_json(d: dict) -> TxnTransitMetadata:
         return TxnTransitMetadata(
             d["producerId"], d["prevProducerId"], d["nextProducerId"], d["producerEpoch"],
-            d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.from_name(d["txnState"]),
+            d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.named(d["txnState"]),
             frozenset((t, p) for t, p in d["topicPartitions"]), d["txnStartTimestamp"],
             d["txnLastUpdateTimestamp"], d["clientTransactionVersion"], d.get("clientKind", JSON_CLIENT))
 
@@ -457,9 +462,9 @@ class TransactionMetadata:
         return TransactionMetadata(
             transactional_id, d["producerId"], d["prevProducerId"], d["nextProducerId"],
             d["producerEpoch"], d["lastProducerEpoch"], d["txnTimeoutMs"],
-            TransactionState.from_name(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
+            TransactionState.named(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
             d["txnStartTimestamp"], d["txnLastUpdateTimestamp"], d["clientTransactionVersion"],
-            TransactionState.from_name(pending) if pending else None, d.get("hasFailedEpochFence", False),
+            TransactionState.named(pending) if pending else None, d.get("hasFailedEpochFence", False),
             d.get("clientKind", JSON_CLIENT))
 
     def copy(self) -> TransactionMetadata:
