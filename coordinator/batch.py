@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .api import registered
-from .chunks import ChunkCorrupt
+from .chunks import ChunkCorrupt, ChunkSource
 from .envelope import parse_request, scan_reply
 from .errors import Errors
 from .messages import Event, Outputs, Request
@@ -74,7 +74,7 @@ class _Resume:
     """The partition just before record `position`: where a re-run picks up."""
 
     position: int
-    snapshot: dict
+    snapshot: ChunkSource
     outputs: Outputs
 
 

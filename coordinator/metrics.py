@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .chunks import UNCHANGED, LazyMap
+from .component import Component
 from .messages import Outputs
 
 METRICS_SCHEMA = 1
@@ -51,13 +52,11 @@ def _empty() -> dict:
     return {"schema": METRICS_SCHEMA, "seq": 0, "counters": {}, "gauges": {}, "histograms": {}}
 
 
-class Metrics:
+class Metrics(Component):
     name = "metrics"
-    handlers: dict = {}
-    timer_handlers: dict = {}
 
     def __init__(self, partition):
-        self.p = partition
+        super().__init__(partition)  # no handlers: it only reads the batch's events
         self._fetch = None
         self._data: dict | None = None  # None: not read this batch
         self._initialized = True  # False: the state had no metrics chunk (count once)

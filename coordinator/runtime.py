@@ -26,7 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import ApiSpec, lookup
-from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
+from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkCorrupt, ChunkSource, OverlaySource, chunk_key
+from .component import Component
 from .config import CoordinatorConfig
 from .coordinators import build_components
 from .envelope import Rejection
@@ -55,7 +56,7 @@ class CoordinatorPartition:
     verify_api_errors = False
     verify_api_errors_budget = 4_000_000
     # Component classes added after the coordinators (tests plug in components of their own).
-    extra_components: tuple[type, ...] = ()
+    extra_components: tuple[type[Component], ...] = ()
 
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
                  snapshot: dict | None = None, chunks: ChunkSource | None = None):
@@ -150,7 +151,10 @@ class CoordinatorPartition:
 
     @classmethod
     def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> CoordinatorPartition:
-        return cls(snapshot.get(PARTITION_CHUNK)["partition"], config, chunks=snapshot)
+        head = snapshot.get(PARTITION_CHUNK)
+        if head is None:  # a snapshot always has it
+            raise ChunkCorrupt(PARTITION_CHUNK, "the snapshot has no partition chunk")
+        return cls(head["partition"], config, chunks=snapshot)
 
     def logical_state(self) -> dict:
         """The snapshot without the clock and timers: what must be equal between a run that was
@@ -374,12 +378,14 @@ class CoordinatorPartition:
         return changed
 
     def _reject(self, rejection: Rejection) -> None:
-        if rejection.reply is not None:
-            problem = self.reply_target_problem(rejection.reply.reply_to)
+        reply = rejection.reply
+        if reply is not None:
+            problem = self.reply_target_problem(reply.reply_to)
             if problem is not None:  # the replyTo check comes first, for rejections too
-                rejection = Rejection(Errors.INVALID_REQUEST, problem, _default_target(rejection.reply),
+                reply = _default_target(reply)
+                rejection = Rejection(Errors.INVALID_REQUEST, problem, reply,
                                       rejection.spec, rejection.body, rejection.key, rejection.source)
-            self.respond(rejection.reply, rejection.response_body())
+            self.respond(reply, rejection.response_body())
         else:
             self.emit_event(rejection.key or "", "RequestRejected", errorCode=rejection.error.code,
                             errorName=rejection.error.name, errorMessage=rejection.message,

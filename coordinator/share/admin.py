@@ -16,7 +16,7 @@ ShareGroupStatePartitionMetadata record, as Kafka).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..api import registered
 from ..errors import ApiError, Errors
@@ -241,7 +241,7 @@ class ShareAdmin:
         if group_id == "":
             result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
             return result
-        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
             result.response = response
             return result
@@ -318,7 +318,7 @@ class ShareAdmin:
         if group_id == "":
             result.response = _delete_error(0, body, Errors.INVALID_GROUP_ID, None)
             return result
-        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
             result.response = response
             return result
@@ -388,7 +388,7 @@ class ShareAdmin:
                     owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                     ask = remote.setdefault(owner, {"key": key, "groups": {}})
                     ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
-        parked = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
+        parked: dict[str, Any] = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
                                    "waitingFor": {}}}
         if not remote:
             return self._finish_delete_groups(result, parked, respond=False)

@@ -165,7 +165,9 @@ class ShareCoordinator(Component):
         if error:
             return error
         staged.append(*self._share_state_record(group_id, tid, partition, state, data))
-        written = staged.get(key)["offset"]
+        written_state = staged.get(key)
+        assert written_state is not None  # just appended
+        written = written_state["offset"]
         staged.result.emit(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
                            startOffset=written["startOffset"], stateBatches=len(written["stateBatches"]))
         return {"partition": partition, "errorCode": 0, "errorMessage": None}

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from ..component import Component
 from ..errors import ApiError, Error, Errors
@@ -105,7 +107,7 @@ class TransactionCoordinator(Component):
             COMPLETE_DEFERRED: self.markers.on_complete,
             RESEND_DEFERRED: self.markers.on_send_markers,
         }
-        self.replayers = {
+        self.replayers: dict[str, Callable[[Any, dict | None], None]] = {
             log.TRANSACTION_LOG: self.state.replay_transaction_log,
             log.PRODUCER_ID_BLOCK: self.pids.replay,
         }
