@@ -32,5 +32,10 @@ def lookup(name: str) -> ApiSpec | None:
     return _REGISTRY.get(name)
 
 
+def registered(name: str) -> ApiSpec:
+    """An API that must be registered (a parsed request's, one of the table's): KeyError otherwise."""
+    return _REGISTRY[name]
+
+
 def all_apis() -> list[ApiSpec]:
     return sorted(_REGISTRY.values(), key=lambda s: s.api_key)

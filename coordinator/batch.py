@@ -16,12 +16,12 @@ not n re-runs of the whole batch. Re-running is deterministic, so a replayed bat
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from .api import lookup
-from .chunks import ChunkCorrupt
-from .envelope import Rejection, parse_request, scan_reply
+from .api import registered
+from .chunks import ChunkCorrupt, ChunkSource
+from .envelope import parse_request, scan_reply
 from .errors import Errors
 from .messages import Event, Outputs, Request
 from .runtime import CoordinatorPartition
@@ -74,7 +74,7 @@ class _Resume:
     """The partition just before record `position`: where a re-run picks up."""
 
     position: int
-    snapshot: dict
+    snapshot: ChunkSource
     outputs: Outputs
 
 
@@ -97,9 +97,10 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
             partition.out = _copy_outputs(resume.outputs)
         captured: list[_Resume] = []
 
-        def capture(position: int, p: CoordinatorPartition = partition) -> None:
-            if position == capture_at:
-                captured.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
+        def capture(position: int, p: CoordinatorPartition = partition, at: int | None = capture_at,
+                    into: list[_Resume] = captured) -> None:
+            if position == at:
+                into.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
 
         try:
             _apply(partition, ordered, batch_time_ms, poisoned,
@@ -207,7 +208,7 @@ def _answer_crashed(partition: CoordinatorPartition, rec: InputRecord, time_ms: 
                          requestOffset=rec.offset, apiKey=reply.api_key if reply else None,
                          correlationId=reply.correlation_id if reply else None, detail=detail)
     if isinstance(item, Request):
-        spec = lookup(item.api_key)
+        spec = registered(item.api_key)  # a parsed request's API is known
         partition.respond(item.reply, spec.error_response(
             item.api_version, item.body, Errors.UNKNOWN_SERVER_ERROR,
             "the coordinator failed to process this request"))

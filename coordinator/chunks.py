@@ -16,8 +16,11 @@ same before and after a restart, so everything that loops over entities is deter
 from __future__ import annotations
 
 import json
-from collections.abc import MutableMapping
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class ChunkCorrupt(ValueError):
@@ -89,27 +92,27 @@ EMPTY_SOURCE = ChunkSource()
 UNCHANGED = object()
 
 
-class LazyMap(MutableMapping):
+class LazyMap(MutableMapping[K, V]):
     """Entities of one kind: id -> object, decoded from `source` on first access.
 
     `decode(id, json) -> object` and `encode(object) -> json` convert one entity; `key_type` turns
     the id found in a chunk key back into the map's key type (int for producer ids)."""
 
-    def __init__(self, source: ChunkSource, kind: str, decode: Callable[[Any, Any], Any],
-                 encode: Callable[[Any], Any], key_type: Callable[[Any], Any] = str):
+    def __init__(self, source: ChunkSource, kind: str, decode: Callable[[K, Any], V],
+                 encode: Callable[[V], Any], key_type: Callable[[str], K] = str):  # type: ignore[assignment]  # str is K's default: a TypeVar cannot have one before 3.13
         self._src = source
         self._kind = kind
         self._prefix = chunk_prefix(kind)
         self._decode = decode
         self._encode = encode
         self._key_type = key_type
-        self._live: dict = {}  # decoded or added this batch: all re-encoded at the end
-        self._gone: set = set()  # deleted this batch, present in the source
+        self._live: dict[K, V] = {}  # decoded or added this batch: all re-encoded at the end
+        self._gone: set[K] = set()  # deleted this batch, present in the source
 
-    def _ck(self, k) -> str:
+    def _ck(self, k: object) -> str:
         return self._prefix + (k if isinstance(k, str) else str(k))
 
-    def __getitem__(self, k):
+    def __getitem__(self, k: K) -> V:
         try:
             return self._live[k]
         except KeyError:
@@ -127,17 +130,17 @@ class LazyMap(MutableMapping):
         self._live[k] = obj
         return obj
 
-    def get(self, k, default=None):
+    def get(self, k: K, default: V | None = None) -> V | None:  # type: ignore[override]  # a plain dict.get, without the overloads
         try:
             return self[k]
         except KeyError:
             return default
 
-    def __setitem__(self, k, v) -> None:
+    def __setitem__(self, k: K, v: V) -> None:
         self._live[k] = v
         self._gone.discard(k)
 
-    def __delitem__(self, k) -> None:
+    def __delitem__(self, k: K) -> None:
         if k in self._live:
             del self._live[k]
             if k not in self._gone and self._src.contains(self._ck(k)):
@@ -147,7 +150,7 @@ class LazyMap(MutableMapping):
             raise KeyError(k)
         self._gone.add(k)
 
-    def __contains__(self, k) -> bool:
+    def __contains__(self, k: object) -> bool:
         if k in self._live:
             return True
         return k not in self._gone and self._src.contains(self._ck(k))
@@ -159,9 +162,9 @@ class LazyMap(MutableMapping):
     def __bool__(self) -> bool:
         return bool(self._live) or self._src.count(self._prefix) > len(self._gone)
 
-    def __iter__(self) -> Iterator:
+    def __iter__(self) -> Iterator[K]:
         """Keys in chunk-key order. A full scan: O(entities), as the batch asked for all of them."""
-        keys = {}
+        keys: dict[str, K] = {}
         for ck in self._src.keys(self._prefix):
             k = self._key_type(ck[1:])
             if k not in self._gone:
@@ -199,6 +202,9 @@ def utf8_key(s: str) -> bytes:
 class OverlaySource(ChunkSource):
     """`base` with some chunks replaced or deleted: a partition's state part-way through a batch,
     without copying the payload (see `CoordinatorPartition.checkpoint`). Costs O(changes)."""
+
+    base: ChunkSource
+    texts: dict[str, str | None]
 
     def __init__(self, base: ChunkSource, changes: dict[str, Any]):
         texts: dict[str, str | None] = {}

@@ -1,7 +1,8 @@
 """The base of a coordinator partition's components (see `CoordinatorPartition` in runtime.py)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .messages import StateRecord
 
@@ -14,7 +15,7 @@ class Component:
 
     name = ""
 
-    def __init__(self, partition: "CoordinatorPartition"):
+    def __init__(self, partition: CoordinatorPartition):
         self.p = partition
         # API name -> handler, timer kind -> timer handler: built by each component from its
         # bound methods, in its __init__, in one place.

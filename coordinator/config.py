@@ -5,7 +5,8 @@ that a typo does not silently fall back to a default.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 INT_MAX = 2**31 - 1
 
@@ -186,7 +187,7 @@ class CoordinatorConfig(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
-    def with_overrides(self, **kv: Any) -> "CoordinatorConfig":
+    def with_overrides(self, **kv: Any) -> CoordinatorConfig:
         """Overrides by Kafka name with dots written as underscores, for tests:
         `cfg.with_overrides(group_max_size=10)`."""
         merged = {k: v for k, v in self._values.items() if v != DEFAULTS[k]}

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .api import ApiSpec, lookup
+from .api import ApiSpec, lookup, registered
 from .errors import Error, Errors
 from .messages import ReplyTo, Request
 from .schema import MAX_STRING_BYTES, SchemaError
@@ -116,7 +116,7 @@ def parse_request(raw: bytes | None, *, key: str | None, time_ms: int,
 
 
 def _check_trust(request: Request, internal: bool, key_valid: bool) -> Request | Rejection:
-    spec = lookup(request.api_key)
+    spec = registered(request.api_key)  # _parse accepted it: a known API
     if not key_valid:
         return Rejection(Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8",
                          request.reply, spec, request.body)

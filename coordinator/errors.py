@@ -161,13 +161,13 @@ class Errors(Enum):
         return f"Errors.{self.name}"
 
     @classmethod
-    def for_code(cls, code: int) -> "Errors":
+    def for_code(cls, code: int) -> Errors:
         """The error with this code; UNKNOWN_SERVER_ERROR for a code Kafka does not define (as
         Kafka's Errors.forCode)."""
         return _BY_CODE.get(code, cls.UNKNOWN_SERVER_ERROR)
 
     @classmethod
-    def for_name(cls, name: str) -> "Errors":
+    def for_name(cls, name: str) -> Errors:
         return cls[name]
 
 

@@ -23,7 +23,7 @@ class ReplyTo:
         return asdict(self)
 
     @staticmethod
-    def from_json(d: dict) -> "ReplyTo":
+    def from_json(d: dict) -> ReplyTo:
         return ReplyTo(**d)
 
 

@@ -51,7 +51,7 @@ class TopicMetadata(Component):
         # During the change hooks of an UpdateMetadata: the topic ids before it (not stored).
         self.previous_topic_ids: dict[str, str] = {}
 
-    def _loaded(self) -> "TopicMetadata":
+    def _loaded(self) -> TopicMetadata:
         if self._fetch is not None:
             fetch, self._fetch = self._fetch, None
             stored = fetch()

@@ -21,7 +21,10 @@ what the exporter serves. docs/operations.md, "Metrics", documents every series.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from .chunks import UNCHANGED, LazyMap
+from .component import Component
 from .messages import Outputs
 
 METRICS_SCHEMA = 1
@@ -49,18 +52,16 @@ def _empty() -> dict:
     return {"schema": METRICS_SCHEMA, "seq": 0, "counters": {}, "gauges": {}, "histograms": {}}
 
 
-class Metrics:
+class Metrics(Component):
     name = "metrics"
-    handlers: dict = {}
-    timer_handlers: dict = {}
 
     def __init__(self, partition):
-        self.p = partition
+        super().__init__(partition)  # no handlers: it only reads the batch's events
         self._fetch = None
         self._data: dict | None = None  # None: not read this batch
         self._initialized = True  # False: the state had no metrics chunk (count once)
         # Groups whose rebalance is in progress: group id -> {"startMs", "protocol"}.
-        self.rebalances = LazyMap(partition.chunks, "RebalanceStart", lambda _k, v: v, lambda v: v)
+        self.rebalances: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "RebalanceStart", lambda _k, v: v, lambda v: v)
         # Per batch (finish_batch): each event's group type, the event being counted, and the
         # groups the batch's events touched with their type and last event time.
         self._protocols: list[str | None] = []
@@ -160,7 +161,7 @@ class Metrics:
         """The group type each group event is about. MemberJoined and MemberLeft do not say: they
         take the type of the next event of their group that does (in the same handler: a state
         change, a deletion), else of the previous one, else the group's."""
-        hints = [None] * len(events)
+        hints: list[str | None] = [None] * len(events)
         for i, e in enumerate(events):
             body = e.body
             if "groupId" in body:
@@ -171,18 +172,20 @@ class Metrics:
             gid = events[i].body.get("groupId")
             if gid is None:
                 continue
-            if hints[i] is not None:
-                following[gid] = hints[i]
-            out[i] = hints[i] or following.get(gid)
+            hint = hints[i]
+            if hint is not None:
+                following[gid] = hint
+            out[i] = hint or following.get(gid)
         preceding: dict[str, str] = {}
         for i, e in enumerate(events):
             gid = e.body.get("groupId")
             if gid is None:
                 continue
-            if out[i] is None:
-                out[i] = preceding.get(gid)
-            if out[i] is not None:
-                preceding[gid] = out[i]
+            protocol = out[i]
+            if protocol is None:
+                protocol = out[i] = preceding.get(gid)
+            if protocol is not None:
+                preceding[gid] = protocol
         return out
 
     def _protocol(self, group_id: str, body: dict) -> str:
@@ -195,7 +198,7 @@ class Metrics:
         return protocol
 
     def _on_event(self, e: dict, gauges_from_scan: bool) -> None:
-        name = e.get("event")
+        name = e.get("event", "")
         handler = _EVENT_HANDLERS.get(name)
         if handler is not None:
             handler(self, e, not gauges_from_scan)
@@ -328,7 +331,7 @@ class Metrics:
         self._add("txn_producer_fenced_total")
 
     def _producer_initialized(self, e: dict, gauges: bool) -> None:
-        reason = _INIT_REASONS.get(e.get("reason"), "other")
+        reason = _INIT_REASONS.get(e.get("reason", ""), "other")
         self._add("txn_init_producer_id_total", reason=reason)
         if reason == "new" and gauges:
             self._gauge("txn_transactional_id_count", 1)

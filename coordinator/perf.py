@@ -7,8 +7,8 @@ outside the coordinator state, so they never reach the state or change what a ba
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 _clock: Callable[[], int] | None = None
 _totals: dict[str, list[int]] = {}  # name -> [count, total ns]

@@ -70,42 +70,42 @@ class CoordinatorResult:
     data: list[DataRecord] = field(default_factory=list)
 
     # -------------------------------------------------------------- building
-    def record(self, key: str, value: dict | None) -> "CoordinatorResult":
+    def record(self, key: str, value: dict | None) -> CoordinatorResult:
         self.records.append(StateRecord(key, value))
         return self
 
-    def emit(self, key: str, event: str, **fields: Any) -> "CoordinatorResult":
+    def emit(self, key: str, event: str, **fields: Any) -> CoordinatorResult:
         self.events.append(PendingEvent(key, event, fields))
         return self
 
-    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None) -> "CoordinatorResult":
+    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None) -> CoordinatorResult:
         self.timers.append(Schedule(key, deadline_ms, kind, payload))
         return self
 
-    def cancel(self, key: str) -> "CoordinatorResult":
+    def cancel(self, key: str) -> CoordinatorResult:
         self.timers.append(Cancel(key))
         return self
 
-    def defer(self, key: str, kind: str, payload: dict | None = None) -> "CoordinatorResult":
+    def defer(self, key: str, kind: str, payload: dict | None = None) -> CoordinatorResult:
         self.timers.append(Defer(key, kind, payload))
         return self
 
-    def reply(self, reply: ReplyTo, body: dict) -> "CoordinatorResult":
+    def reply(self, reply: ReplyTo, body: dict) -> CoordinatorResult:
         self.replies.append(Response(reply, body))
         return self
 
     def send_request(self, routing_key: str, api_key: str, api_version: int, body: dict,
-                     correlation_id: int, client_id: str) -> "CoordinatorResult":
+                     correlation_id: int, client_id: str) -> CoordinatorResult:
         self.requests.append(InternalRequest(routing_key, {
             "apiKey": api_key, "apiVersion": api_version, "correlationId": correlation_id,
             "clientId": client_id, "request": body}))
         return self
 
-    def write_data(self, record: DataRecord) -> "CoordinatorResult":
+    def write_data(self, record: DataRecord) -> CoordinatorResult:
         self.data.append(record)
         return self
 
-    def merge(self, other: "CoordinatorResult | None") -> "CoordinatorResult":
+    def merge(self, other: CoordinatorResult | None) -> CoordinatorResult:
         """Append `other`'s effects after this result's (its response, if any, wins). Both must
         agree on replaying their records."""
         if other is None:

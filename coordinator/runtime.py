@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .api import ApiSpec, lookup
-from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
+from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkCorrupt, ChunkSource, OverlaySource, chunk_key
 from .component import Component
-from .coordinators import build_components
 from .config import CoordinatorConfig
+from .coordinators import build_components
 from .envelope import Rejection
 from .errors import ApiError, Errors
-from .messages import (DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response,
-                       StateRecord)
+from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
 from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
 from .timers import Timer, Timers
@@ -58,7 +58,7 @@ class CoordinatorPartition:
     verify_api_errors = False
     verify_api_errors_budget = 4_000_000
     # Component classes added after the coordinators (tests plug in components of their own).
-    extra_components: tuple[type, ...] = ()
+    extra_components: tuple[type[Component], ...] = ()
 
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
                  snapshot: dict | None = None, chunks: ChunkSource | None = None):
@@ -152,8 +152,11 @@ class CoordinatorPartition:
         return self.checkpoint()
 
     @classmethod
-    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> "CoordinatorPartition":
-        return cls(snapshot.get(PARTITION_CHUNK)["partition"], config, chunks=snapshot)
+    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> CoordinatorPartition:
+        head = snapshot.get(PARTITION_CHUNK)
+        if head is None:  # a snapshot always has it
+            raise ChunkCorrupt(PARTITION_CHUNK, "the snapshot has no partition chunk")
+        return cls(head["partition"], config, chunks=snapshot)
 
     def logical_state(self) -> dict:
         """The snapshot without the clock and timers: what must be equal between a run that was
@@ -315,7 +318,7 @@ class CoordinatorPartition:
             changes = self._state_changes(before) if before is not None else []
             if changes:
                 raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
-                                     + "; ".join(changes)[:2000])
+                                     + "; ".join(changes)[:2000]) from e
             body = spec.error_response(request.api_version, request.body, e.error, e.message)
             self.respond(request.reply, body)
             return
@@ -377,12 +380,14 @@ class CoordinatorPartition:
         return changed
 
     def _reject(self, rejection: Rejection) -> None:
-        if rejection.reply is not None:
-            problem = self.reply_target_problem(rejection.reply.reply_to)
+        reply = rejection.reply
+        if reply is not None:
+            problem = self.reply_target_problem(reply.reply_to)
             if problem is not None:  # the replyTo check comes first, for rejections too
-                rejection = Rejection(Errors.INVALID_REQUEST, problem, _default_target(rejection.reply),
+                reply = _default_target(reply)
+                rejection = Rejection(Errors.INVALID_REQUEST, problem, reply,
                                       rejection.spec, rejection.body, rejection.key, rejection.source)
-            self.respond(rejection.reply, rejection.response_body())
+            self.respond(reply, rejection.response_body())
         else:
             self.emit_event(rejection.key or "", "RequestRejected", errorCode=rejection.error.code,
                             errorName=rejection.error.name, errorMessage=rejection.message,
@@ -395,7 +400,7 @@ class CoordinatorPartition:
     # ----------------------------------------------------------------- state log
     @classmethod
     def from_records(cls, partition_id: int, records: list[StateRecord],
-                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> "CoordinatorPartition":
+                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> CoordinatorPartition:
         """Rebuild a partition by replaying its state-log records in log order, as a Kafka
         coordinator loads __consumer_offsets / __transaction_state."""
         part = cls(partition_id, config)
@@ -412,7 +417,7 @@ def _canonical(value) -> str:
 
 
 def _first_difference(a: str, b: str) -> str:
-    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     return f"...{a[max(0, i - 100):i + 100]}... became ...{b[max(0, i - 100):i + 100]}..."
 
 

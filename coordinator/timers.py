@@ -45,8 +45,8 @@ class Timers:
     """Timers by key, with a paged deadline index (see the module doc)."""
 
     def __init__(self, source: ChunkSource = EMPTY_SOURCE, meta: dict | None = None) -> None:
-        self._by_key = LazyMap(source, "Timer", _timer_from_json, Timer.to_json)
-        self._pages = LazyMap(source, "TimerPage", lambda k, j: j, lambda page: page, key_type=int)
+        self._by_key: LazyMap[str, Timer] = LazyMap(source, "Timer", _timer_from_json, Timer.to_json)
+        self._pages: LazyMap[int, list] = LazyMap(source, "TimerPage", lambda k, j: j, lambda page: page, key_type=int)
         meta = meta or {}
         self._dir = _Directory(meta.get("dir", ""))
         self._next_seq = meta.get("nextSeq", 0)
@@ -112,7 +112,7 @@ class Timers:
         return {k: t.to_json() for k, t in sorted(self._by_key.items())}
 
     @staticmethod
-    def from_json(d: dict) -> "Timers":
+    def from_json(d: dict) -> Timers:
         timers = Timers()
         for key, value in d.items():
             deadline, kind, payload = value[:3]

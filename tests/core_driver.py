@@ -15,7 +15,8 @@ so a test also proves that the state survives encoding.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition

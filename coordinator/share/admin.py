@@ -16,11 +16,11 @@ ShareGroupStatePartitionMetadata record, as Kafka).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..api import lookup
-from ..group.consumer._java import order_key
+from ..api import registered
 from ..errors import ApiError, Errors
+from ..group.consumer._java import order_key
 from ..messages import ReplyTo, Request
 from ..metadata import ZERO_UUID
 from ..records import record_key
@@ -37,8 +37,8 @@ T_ADMIN_TIMEOUT = "share-admin-timeout"
 # The APIs (DescribeShareGroupOffsets, Alter/DeleteShareGroupOffsets and the internal
 # ShareStateSummaryQuery/Answer between coordinator partitions, for which Kafka's persister sends
 # ReadShareGroupStateSummary over the network) are in the API table, coordinator/protocol/table.py.
-_alter_error = lookup("AlterShareGroupOffsets").error_response
-_delete_error = lookup("DeleteShareGroupOffsets").error_response
+_alter_error = registered("AlterShareGroupOffsets").error_response
+_delete_error = registered("DeleteShareGroupOffsets").error_response
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
@@ -121,7 +121,7 @@ class ShareAdmin:
         qid = st.get("nextQueryId", 0)
         st["nextQueryId"] = qid + 1
         waiting = 0
-        for owner, ask in sorted(remote.items()):
+        for _owner, ask in sorted(remote.items()):
             for group_id, topics in ask["groups"].items():
                 waiting += 1
                 query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
@@ -241,7 +241,7 @@ class ShareAdmin:
         if group_id == "":
             result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
             return result
-        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
             result.response = response
             return result
@@ -318,7 +318,7 @@ class ShareAdmin:
         if group_id == "":
             result.response = _delete_error(0, body, Errors.INVALID_GROUP_ID, None)
             return result
-        response = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
+        response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
             result.response = response
             return result
@@ -388,7 +388,7 @@ class ShareAdmin:
                     owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                     ask = remote.setdefault(owner, {"key": key, "groups": {}})
                     ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
-        parked = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
+        parked: dict[str, Any] = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
                                    "waitingFor": {}}}
         if not remote:
             return self._finish_delete_groups(result, parked, respond=False)
@@ -459,7 +459,7 @@ class ShareAdmin:
                 ask["topics"].setdefault(tid, []).append(part)
         self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed))
         st = self.comp.admin_state()
-        for owner, ask in sorted(remote.items()):
+        for _owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
             st["nextQueryId"] = qid + 1
             query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,

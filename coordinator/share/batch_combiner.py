@@ -13,7 +13,7 @@ JSON uses Kafka's field names (`batch_to_json`).
 from __future__ import annotations
 
 import bisect
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 Batch = tuple  # (firstOffset, lastOffset, deliveryCount, deliveryState)
 

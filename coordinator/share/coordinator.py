@@ -25,16 +25,18 @@ coordinator has topic metadata, as elsewhere in this service).
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
+from ..component import Component
 from ..errors import Errors
 from ..messages import Request, StateRecord
 from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
-from ..component import Component
 from .admin import T_ADMIN_TIMEOUT, ShareAdmin
-from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .batch_combiner import batch_from_json, batch_to_json, combine
+from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .state_apis import partition_error
 
 R_SNAPSHOT = "ShareSnapshot"
@@ -80,7 +82,7 @@ class ShareCoordinator(Component):
         self.timer_handlers = {T_ADMIN_TIMEOUT: self.admin.on_timeout}
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
-        self.states: dict[str, dict] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
+        self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
         # DescribeShareGroupOffsets waiting for other partitions' answers (admin.py); partition-wide,
         # read only when needed.
         self._admin: dict | None = {}
@@ -97,7 +99,7 @@ class ShareCoordinator(Component):
         return self.p.config["share.coordinator.snapshot.update.records.per.snapshot"]
 
     # ================================================================ request plumbing
-    def writes(self, result: CoordinatorResult) -> "StagedStates":
+    def writes(self, result: CoordinatorResult) -> StagedStates:
         return StagedStates(self, result)
 
     def _each(self, request: Request, api: str, fn) -> CoordinatorResult:
@@ -145,7 +147,7 @@ class ShareCoordinator(Component):
     def write_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "WriteShareGroupState", self._write_one)
 
-    def _write_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _write_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "WriteShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
@@ -163,7 +165,9 @@ class ShareCoordinator(Component):
         if error:
             return error
         staged.append(*self._share_state_record(group_id, tid, partition, state, data))
-        written = staged.get(key)["offset"]
+        written_state = staged.get(key)
+        assert written_state is not None  # just appended
+        written = written_state["offset"]
         staged.result.emit(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
                            startOffset=written["startOffset"], stateBatches=len(written["stateBatches"]))
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
@@ -193,7 +197,7 @@ class ShareCoordinator(Component):
     def read_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupState", self._read_one)
 
-    def _read_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _read_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """readStateAndMaybeUpdateLeaderEpoch: a newer leader epoch is recorded (a snapshot or
         update without batches)."""
         api = "ReadShareGroupState"
@@ -222,7 +226,7 @@ class ShareCoordinator(Component):
     def read_state_summary(self, request: Request) -> CoordinatorResult:
         return self._each(request, "ReadShareGroupStateSummary", self._summary_one)
 
-    def _summary_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _summary_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "ReadShareGroupStateSummary"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
@@ -239,7 +243,7 @@ class ShareCoordinator(Component):
     def initialize_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "InitializeShareGroupState", self._initialize_one)
 
-    def _initialize_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _initialize_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
         api = "InitializeShareGroupState"
         error = self._common_error(tid, partition, api)
@@ -265,7 +269,7 @@ class ShareCoordinator(Component):
     def delete_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "DeleteShareGroupState", self._delete_one)
 
-    def _delete_one(self, staged: "StagedStates", group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _delete_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "DeleteShareGroupState"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
@@ -382,6 +386,6 @@ def _merge(so_far: dict, update: dict) -> dict:
             "stateBatches": [batch_to_json(b) for b in batches]}
 
 
-def _plain(*args):
+def _plain(*args: Any) -> Any:
     return args[-1]
 

@@ -20,7 +20,7 @@ member (empty assignments included), as Kafka's GroupAssignment.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..group.consumer._java import order_key
 from ..group.consumer.assignors.api import PartitionAssignorException

@@ -35,21 +35,33 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
 
 from ..component import Component
-from ..group.consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
+from ..group.consumer.regex import RegexError, compile_regex
 from ..messages import Request, StateRecord
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..timers import Timer
-from . import apis
-from . import log
+from . import apis, log
 from .marker_channel import COMPLETE_DEFERRED, RESEND_DEFERRED, TransactionMarkerChannelManager
 from .markers import CONSUMER_OFFSETS
-from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2,
-                       IllegalStateError, TransactionMetadata, TransactionState, sorted_partitions,
-                       supports_epoch_bump)
+from .metadata import (
+    JSON_CLIENT,
+    KAFKA_CLIENT,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_0,
+    TV_2,
+    IllegalStateError,
+    TransactionMetadata,
+    TransactionState,
+    sorted_partitions,
+    supports_epoch_bump,
+)
 from .pid import ProducerIdManager
 from .state_manager import EXPIRE_TIMER, TIMEOUT_TIMER, TransactionStateManager
 
@@ -95,7 +107,7 @@ class TransactionCoordinator(Component):
             COMPLETE_DEFERRED: self.markers.on_complete,
             RESEND_DEFERRED: self.markers.on_send_markers,
         }
-        self.replayers = {
+        self.replayers: dict[str, Callable[[Any, dict | None], None]] = {
             log.TRANSACTION_LOG: self.state.replay_transaction_log,
             log.PRODUCER_ID_BLOCK: self.pids.replay,
         }

@@ -31,8 +31,15 @@ from __future__ import annotations
 from itertools import groupby
 
 from ..records import parse_record_key, record_key
-from .metadata import (CLIENT_KINDS, JSON_CLIENT, NO_PRODUCER_EPOCH, TransactionMetadata, TransactionState, TxnTransitMetadata,
-                       sorted_partitions)
+from .metadata import (
+    CLIENT_KINDS,
+    JSON_CLIENT,
+    NO_PRODUCER_EPOCH,
+    TransactionMetadata,
+    TransactionState,
+    TxnTransitMetadata,
+    sorted_partitions,
+)
 
 TRANSACTION_LOG = "TransactionLog"
 PRODUCER_ID_BLOCK = "ProducerIdBlock"

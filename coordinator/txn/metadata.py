@@ -15,9 +15,9 @@ The only protocol error raised here is PRODUCER_FENCED from `prepare_increment_p
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Iterable
 
 from ..errors import ApiError, Errors
 
@@ -89,11 +89,16 @@ class TransactionState(Enum):
         return VALID_PREVIOUS_STATES[self]
 
     @staticmethod
-    def from_name(name: str) -> "TransactionState | None":
+    def from_name(name: str) -> TransactionState | None:
         return _BY_NAME.get(name)
 
     @staticmethod
-    def from_id(state_id: int) -> "TransactionState":
+    def named(name: str) -> TransactionState:
+        """A stored state's name, which must be known (KeyError otherwise: a corrupt chunk)."""
+        return _BY_NAME[name]
+
+    @staticmethod
+    def from_id(state_id: int) -> TransactionState:
         try:
             return _BY_ID[state_id]
         except KeyError:
@@ -160,10 +165,10 @@ class TxnTransitMetadata:
         }
 
     @staticmethod
-    def from_json(d: dict) -> "TxnTransitMetadata":
+    def from_json(d: dict) -> TxnTransitMetadata:
         return TxnTransitMetadata(
             d["producerId"], d["prevProducerId"], d["nextProducerId"], d["producerEpoch"],
-            d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.from_name(d["txnState"]),
+            d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.named(d["txnState"]),
             frozenset((t, p) for t, p in d["topicPartitions"]), d["txnStartTimestamp"],
             d["txnLastUpdateTimestamp"], d["clientTransactionVersion"], d.get("clientKind", JSON_CLIENT))
 
@@ -452,17 +457,17 @@ class TransactionMetadata:
         }
 
     @staticmethod
-    def from_json(transactional_id: str, d: dict) -> "TransactionMetadata":
+    def from_json(transactional_id: str, d: dict) -> TransactionMetadata:
         pending = d.get("pendingState")
         return TransactionMetadata(
             transactional_id, d["producerId"], d["prevProducerId"], d["nextProducerId"],
             d["producerEpoch"], d["lastProducerEpoch"], d["txnTimeoutMs"],
-            TransactionState.from_name(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
+            TransactionState.named(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
             d["txnStartTimestamp"], d["txnLastUpdateTimestamp"], d["clientTransactionVersion"],
-            TransactionState.from_name(pending) if pending else None, d.get("hasFailedEpochFence", False),
+            TransactionState.named(pending) if pending else None, d.get("hasFailedEpochFence", False),
             d.get("clientKind", JSON_CLIENT))
 
-    def copy(self) -> "TransactionMetadata":
+    def copy(self) -> TransactionMetadata:
         # Not dataclasses.replace: handlers copy on every write (state_manager.completed).
         c = object.__new__(TransactionMetadata)
         c.__dict__.update(self.__dict__)

@@ -12,7 +12,7 @@ pending state, last epoch unknown). See coordinator/txn/coordinator.py for what 
 """
 from __future__ import annotations
 
-from ..chunks import EMPTY_SOURCE, LazyMap
+from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
 from ..result import CoordinatorResult
 from . import log
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
@@ -44,10 +44,10 @@ class TransactionStateManager:
     def __init__(self, partition):
         self.p = partition
         # One chunk per transactional id (coordinator/chunks.py), decoded when touched.
-        self.txns: LazyMap = txn_map(partition.chunks)
+        self.txns: LazyMap[str, TransactionMetadata] = txn_map(partition.chunks)
         # The Complete* transition prepared for a transaction whose markers are in flight (set by
         # the replay of its Prepare* record, Kafka's prepareComplete in the append callback).
-        self.pending_complete: LazyMap = pending_complete_map(partition.chunks)
+        self.pending_complete: LazyMap[str, TxnTransitMetadata] = pending_complete_map(partition.chunks)
         # Transitions whose TransactionLog record is in a result the runtime has not applied yet
         # (Kafka's TxnTransitMetadata awaiting the append callback), with the record's value.
         # Empty between requests, so it is in no snapshot.
@@ -181,10 +181,10 @@ class TransactionStateManager:
         return {tid: log.value_of(md.prepare_no_transit()) for tid, md in sorted(self.txns.items())}
 
 
-def txn_map(source) -> LazyMap:
+def txn_map(source: ChunkSource) -> LazyMap[str, TransactionMetadata]:
     return LazyMap(source, "TransactionLog", TransactionMetadata.from_json, lambda md: md.to_json())
 
 
-def pending_complete_map(source) -> LazyMap:
+def pending_complete_map(source: ChunkSource) -> LazyMap[str, TxnTransitMetadata]:
     return LazyMap(source, "PendingComplete", lambda tid, d: TxnTransitMetadata.from_json(d),
                    lambda transit: transit.to_json())

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import itertools
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
-                                            SubscribedTopicDescriber, TopicMetadata)
+from coordinator.group.consumer.assignors import (
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    SubscribedTopicDescriber,
+    TopicMetadata,
+)
 
 from .helpers import assert_assignment, member
 

@@ -9,7 +9,13 @@ import pytest
 
 from coordinator import CoordinatorPartition
 from coordinator.group.consumer.assignors import ASSIGNORS
-from coordinator.group.consumer.group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from coordinator.group.consumer.group import (
+    current_value,
+    group_epoch_value,
+    member_value,
+    target_epoch_value,
+    target_value,
+)
 from coordinator.group.consumer.manager import kafka_uuid
 from coordinator.group.consumer.member import ConsumerGroupMember
 from coordinator.group.consumer.topic_partitions import freeze

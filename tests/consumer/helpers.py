@@ -1,8 +1,7 @@
 """Test helpers mirroring Kafka's AssignmentTestUtil."""
 from __future__ import annotations
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
-                                            SubscribedTopicDescriber)
+from coordinator.group.consumer.assignors import GroupSpec, MemberSubscriptionAndAssignment, SubscribedTopicDescriber
 from coordinator.group.consumer.topic_partitions import freeze
 
 

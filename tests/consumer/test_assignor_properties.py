@@ -12,9 +12,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment,
-                                            RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
-                                            UniformAssignor)
+from coordinator.group.consumer.assignors import (
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    RangeAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    UniformAssignor,
+)
 
 from .helpers import check_complete, check_validity_and_balance
 
@@ -39,7 +44,7 @@ def homogeneous_group(draw):
     ids = draw(st.lists(member_ids, min_size=1, max_size=12, unique=True))
     static = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
     members = {m: MemberSubscriptionAndAssignment(subscribed, {}, f"i-{m}" if s else None)
-               for m, s in zip(ids, static)}
+               for m, s in zip(ids, static, strict=True)}
     return members, topics
 
 

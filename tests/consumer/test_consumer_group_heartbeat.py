@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import Errors
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of, mock_assignor, topic_id
 
@@ -417,7 +417,7 @@ def test_member_can_rejoin_with_epoch_zero_in_stable_state(mock_assignor):
 def test_member_can_rejoin_with_epoch_zero_in_unrevoked_partitions_state(mock_assignor):
     c = client(group_consumer_assignors=["mock"])
     unrevoked_group(c)
-    r = c.heartbeat("m1", 10)
+    c.heartbeat("m1", 10)
     assert c.member("m1").state == UNREVOKED
     # Rejoining, the member owns nothing (epoch 0 requires an empty owned list): the revocation is
     # done, and it moves to the target epoch with its target.
@@ -447,7 +447,7 @@ def test_fenced_member_epoch_in_unknown_state_unless_it_owns_nothing(mock_assign
 
 def test_full_request_gets_the_assignment_and_lost_responses_are_recovered():
     c = client()
-    r = c.join("m1", ["foo"])
+    c.join("m1", ["foo"])
     assert c.assignment(c.heartbeat("m1", 1)) is None  # nothing changed: no assignment
     full = c.heartbeat("m1", 1, topics=["foo"], rebalance_timeout=5000, owned={"foo": list(range(6))})
     assert c.assignment(full) == {"foo": [0, 1, 2, 3, 4, 5]}

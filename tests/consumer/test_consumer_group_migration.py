@@ -7,9 +7,9 @@ import base64
 
 import pytest
 
-from coordinator.group.consumer.member import MemberState
 from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+from coordinator.group.consumer.member import MemberState
 from coordinator.metrics import series
 from coordinator.records import record_key
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, assignment_of

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import decode_assignment, encode_subscription
-from tests.consumer.test_consumer_group_properties import INTERVAL, SESSION, TOPICS, Sim, SimMember
+from tests.consumer.test_consumer_group_properties import SESSION, TOPICS, Sim, SimMember
 from tests.group.group_helpers import GroupTestClient
 from tests.runtime.test_metrics import live_gauges, scanned_gauges
 

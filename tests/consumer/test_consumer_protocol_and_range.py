@@ -13,9 +13,16 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from client.range_assignor import MemberSubscription, assign
-from coordinator.group.classic.consumer_protocol import (Assignment, SchemaError, Subscription, decode_assignment,
-                                                 decode_subscription, encode_assignment, encode_subscription,
-                                                 parse_subscription_topics)
+from coordinator.group.classic.consumer_protocol import (
+    Assignment,
+    SchemaError,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    parse_subscription_topics,
+)
 
 # ====================================================================== ConsumerProtocol
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.errors import ApiError, Errors
 from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from coordinator.group.consumer.reconciliation import CurrentAssignmentBuilder
-from coordinator.errors import ApiError, Errors
 
-from .helpers import mk_assignment, mk_topic_assignment as tp
+from .helpers import mk_assignment
+from .helpers import mk_topic_assignment as tp
 
 T1, T2 = "topic1", "topic2"
 METADATA = {T1: 10, T2: 10}

@@ -6,12 +6,13 @@ import json
 
 import pytest
 
+from coordinator.errors import ApiError, Errors
 from coordinator.group.consumer.group import ConsumerGroup
 from coordinator.group.consumer.group_state import ConsumerGroupState, IllegalStateError
 from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
-from coordinator.errors import ApiError, Errors
 
-from .helpers import mk_assignment, mk_topic_assignment as tp
+from .helpers import mk_assignment
+from .helpers import mk_topic_assignment as tp
 
 FOO, BAR = "foo", "bar"
 

@@ -7,13 +7,20 @@ import json
 import pytest
 
 from coordinator.group.consumer.assignors import SubscriptionType
-from coordinator.group.consumer.group_state import (ConsumerGroupState, IllegalStateError, PartitionEpochs,
-                                              SubscriptionCount, derive_group_state,
-                                              preferred_server_assignor, subscribed_topic_counts,
-                                              subscription_type)
+from coordinator.group.consumer.group_state import (
+    ConsumerGroupState,
+    IllegalStateError,
+    PartitionEpochs,
+    SubscriptionCount,
+    derive_group_state,
+    preferred_server_assignor,
+    subscribed_topic_counts,
+    subscription_type,
+)
 from coordinator.group.consumer.member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 
-from .helpers import mk_assignment, mk_topic_assignment as tp
+from .helpers import mk_assignment
+from .helpers import mk_topic_assignment as tp
 
 FOO, BAR = "foo", "bar"
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.heartbeat import (is_subset, should_send_assignment,
-                                            throw_if_group_is_full, throw_if_instance_id_is_fenced,
-                                            throw_if_instance_id_is_unreleased,
-                                            throw_if_member_epoch_is_invalid,
-                                            throw_if_request_is_invalid,
-                                            throw_if_static_member_is_unknown)
-from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import ApiError, Errors
+from coordinator.group.consumer.heartbeat import (
+    is_subset,
+    should_send_assignment,
+    throw_if_group_is_full,
+    throw_if_instance_id_is_fenced,
+    throw_if_instance_id_is_unreleased,
+    throw_if_member_epoch_is_invalid,
+    throw_if_request_is_invalid,
+    throw_if_static_member_is_unknown,
+)
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 
 MEMBER_ID = "2f0c3a4e-4b1d-4f5e-9b0a-6b3c2d1e0f9a"
 

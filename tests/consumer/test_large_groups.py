@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import random
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,
-                                            RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
-                                            UniformAssignor)
+from coordinator.group.consumer.assignors import (
+    GroupSpec,
+    RangeAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    UniformAssignor,
+)
+from coordinator.group.consumer.assignors import MemberSubscriptionAndAssignment as Spec
 from coordinator.group.consumer.group import ConsumerGroup
 from coordinator.group.consumer.group_state import ConsumerGroupState
 from coordinator.group.consumer.member import ConsumerGroupMember

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.assignors import (PartitionAssignorException, RangeAssignor,
-                                            SubscriptionType)
+from coordinator.group.consumer.assignors import PartitionAssignorException, RangeAssignor, SubscriptionType
 
 from . import common_assignor_tests as common
-from .helpers import assert_assignment, check_complete, member, mk_assignment, mk_topic_assignment as tp, run
+from .helpers import assert_assignment, check_complete, member, mk_assignment, run
+from .helpers import mk_topic_assignment as tp
 
 HOMOGENEOUS, HETEROGENEOUS = SubscriptionType.HOMOGENEOUS, SubscriptionType.HETEROGENEOUS
 assignor = RangeAssignor()

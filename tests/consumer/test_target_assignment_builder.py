@@ -16,7 +16,8 @@ from coordinator.group.consumer.member import ConsumerGroupMember, ResolvedRegul
 from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder
 from coordinator.group.consumer.topic_partitions import freeze, invert
 
-from .helpers import mk_assignment, mk_topic_assignment as tp
+from .helpers import mk_assignment
+from .helpers import mk_topic_assignment as tp
 
 HOMOGENEOUS = SubscriptionType.HOMOGENEOUS
 FOO, BAR = "foo", "bar"

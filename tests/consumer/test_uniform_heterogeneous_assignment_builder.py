@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.assignors import (PartitionAssignorException, SubscriptionType,
-                                            UniformAssignor)
+from coordinator.group.consumer.assignors import PartitionAssignorException, SubscriptionType, UniformAssignor
 
 from . import common_assignor_tests as common
-from .helpers import (assert_assignment, check_complete, check_validity_and_balance, member,
-                      mk_assignment, mk_topic_assignment as tp, run)
+from .helpers import assert_assignment, check_complete, check_validity_and_balance, member, mk_assignment, run
+from .helpers import mk_topic_assignment as tp
 
 HETEROGENEOUS = SubscriptionType.HETEROGENEOUS
 assignor = UniformAssignor()

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.consumer.assignors import (GroupSpec, PartitionAssignorException,
-                                            SubscribedTopicDescriber, SubscriptionType, UniformAssignor)
+from coordinator.group.consumer.assignors import (
+    GroupSpec,
+    PartitionAssignorException,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    UniformAssignor,
+)
 
 from . import common_assignor_tests as common
-from .helpers import (assert_assignment, check_validity_and_balance, member, mk_assignment,
-                      mk_topic_assignment as tp, run)
+from .helpers import assert_assignment, check_validity_and_balance, member, mk_assignment, run
+from .helpers import mk_topic_assignment as tp
 
 HOMOGENEOUS = SubscriptionType.HOMOGENEOUS
 assignor = UniformAssignor()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import encode_subscription
@@ -54,7 +55,7 @@ class GroupTestClient:
     def group(self, group_id: str | None = None):
         return self.groups().groups.get(group_id or self.group_id)
 
-    def sibling(self, group_id: str) -> "GroupTestClient":
+    def sibling(self, group_id: str) -> GroupTestClient:
         """A client for another group of the same coordinator partition (same driver)."""
         other = GroupTestClient.__new__(GroupTestClient)
         other.group_id, other.d = group_id, self.d

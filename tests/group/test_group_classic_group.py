@@ -5,9 +5,19 @@ import itertools
 
 import pytest
 
-from coordinator.group.classic.group import (ALL_STATES, COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE,
-                                       VALID_PREVIOUS_STATES, ClassicGroup, ClassicGroupMember, IllegalStateError)
 from coordinator.group.classic.consumer_protocol import SchemaError, encode_subscription, parse_subscription_topics
+from coordinator.group.classic.group import (
+    ALL_STATES,
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    VALID_PREVIOUS_STATES,
+    ClassicGroup,
+    ClassicGroupMember,
+    IllegalStateError,
+)
 from coordinator.group.javautil import java_hashmap_order, java_utf16_length
 from coordinator.messages import ReplyTo
 

@@ -124,7 +124,7 @@ def test_static_members_join_group_with_max_size():
     c.sleep(50)
     responses = [c.response(cid) for cid in first]
     assert [r["errorCode"] for r in responses].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
-    second = [c.join(r["memberId"], instance_id=i)[1] for r, i in zip(responses, instances)]
+    second = [c.join(r["memberId"], instance_id=i)[1] for r, i in zip(responses, instances, strict=True)]
     assert [r["errorCode"] for r in second].count(Errors.NONE.code) == 10
     assert [r["errorCode"] for r in second].count(Errors.GROUP_MAX_SIZE_REACHED.code) == 1
     g = c.group()

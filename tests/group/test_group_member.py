@@ -12,7 +12,6 @@ import pytest
 from client.admin import GroupAdmin
 from client.classic_group import STABLE, ClassicGroupMember
 from coordinator.errors import Errors
-
 from tests.client.local_service import LocalService
 
 TOPICS = {"orders": 7, "payments": 3}

@@ -20,7 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coordinator.errors import Errors
-from coordinator.group.classic.group import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, VALID_PREVIOUS_STATES
+from coordinator.group.classic.group import (
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    VALID_PREVIOUS_STATES,
+)
 from coordinator.records import record_key
 from tests.group.group_helpers import GroupTestClient
 

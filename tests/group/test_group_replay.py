@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from coordinator import CoordinatorPartition
-from coordinator.group.classic.group import EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup
 from coordinator.group.classic.consumer_protocol import encode_subscription
+from coordinator.group.classic.group import EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroup
 from coordinator.messages import StateRecord
 from coordinator.records import record_key
 from tests.group.group_helpers import (

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from coordinator.errors import Errors
-from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, ClassicGroupMember
+from coordinator.group.classic.group import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroupMember,
+)
 from tests.group.group_helpers import (
     GroupTestClient,
     b64,

@@ -8,12 +8,11 @@ import time
 from kafka import KafkaProducer
 
 from client.topic_reader import read_records
-from tests.runtime.fuzz_records import HostileRecords, check_answer
 from streaming.trust import MAC_HEADER
+from tests.runtime.fuzz_records import HostileRecords, check_answer
 
 from .harness import create_data_topics
 from .topic_audit import TopicAudit, service_records_only
-
 
 DATA_TOPIC, DATA_PARTITIONS = "fuzz-topic", 4  # what the corpus's well-formed commits name
 

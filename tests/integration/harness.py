@@ -62,7 +62,7 @@ class StreamJob:
     def topics(self) -> dict:
         return self.cfg.topics
 
-    def start(self, timeout: float = 120) -> "StreamJob":
+    def start(self, timeout: float = 120) -> StreamJob:
         return self.wait_for_line(self.launch(), b"COORDINATOR-STREAM-STARTED", timeout)
 
     def launch(self) -> int:
@@ -82,7 +82,7 @@ class StreamJob:
         self.starts += 1
         return mark
 
-    def wait_for_line(self, mark: int, line: bytes, timeout: float = 120) -> "StreamJob":
+    def wait_for_line(self, mark: int, line: bytes, timeout: float = 120) -> StreamJob:
         """Wait until the job's output since `mark` contains `line` (COORDINATOR-STREAM-STARTED:
         the query runs; COORDINATOR-READY: it answered its self-check)."""
         deadline = time.time() + timeout

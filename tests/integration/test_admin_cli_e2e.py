@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
@@ -153,8 +153,8 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
     assert fallback.stdout == described.stdout
 
     for source in (None, "off"):
-        verbose = until(lambda: cli(job, "groups", "--describe", "--group", GROUP, "--members", "--verbose",
-                                    redis=source), lambda r: len(rows(r.stdout)) == 1)
+        verbose = until(lambda source=source: cli(job, "groups", "--describe", "--group", GROUP, "--members",
+                                                  "--verbose", redis=source), lambda r: len(rows(r.stdout)) == 1)
         assert verbose.stdout.strip("\n").split("\n")[0].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID",
                                                                      "#PARTITIONS", "ASSIGNMENT"]
         [row] = rows(verbose.stdout)
@@ -162,7 +162,8 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
         state = cli(job, "groups", "--describe", "--group", GROUP, "--state", redis=source)
         assert rows(state.stdout) == [[GROUP, job.bootstrap, f"({coordinator_partition(GROUP, PARTITIONS)})",
                                        "range", "Stable", "1"]]
-        kip848 = until(lambda: cli(job, "groups", "--describe", "--group", GROUP_848, "--members", redis=source),
+        kip848 = until(lambda source=source: cli(job, "groups", "--describe", "--group", GROUP_848, "--members",
+                                                redis=source),
                        lambda r: len(rows(r.stdout)) == 1)
         assert rows(kip848.stdout)[0][0:2] == [GROUP_848, consumer_group_member.member_id]
         assert rows(kip848.stdout)[0][-1] == "2"
@@ -190,7 +191,7 @@ def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
     assert dry.stderr.startswith("WARN: No action will be performed as the --execute option is missing.")
     assert dry.stdout.split("\n")[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
     assert rows(dry.stdout) == [[GROUP, ORDERS, "0", "3"], [GROUP, ORDERS, "1", "3"]]
-    when = datetime.fromtimestamp((BASE_TS + 5000) / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    when = datetime.fromtimestamp((BASE_TS + 5000) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     by_time = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--topic", f"{ORDERS}:1", "--to-datetime",
                   when, "--dry-run")
     assert by_time.returncode == 0 and by_time.stderr == ""
@@ -267,14 +268,14 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
                    lambda r: [HANGING_TID, coordinator, pid, "Ongoing"] in table(r.stdout))
     assert table(listed.stdout)[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
     for source in (None, "off"):
-        described = until(lambda: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID,
+        described = until(lambda source=source: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID,
                                       redis=source), lambda r: r.returncode == 0 and table(r.stdout)[1][4] == "Ongoing")
         head, row = table(described.stdout)
         assert head[0] == "CoordinatorId" and head[-1] == "TopicPartitions"
         assert row[:6] == [coordinator, HANGING_TID, pid, str(hanging.producer_epoch), "Ongoing", "900000"]
         assert row[8] == f"{TXN_TOPIC}-0"
 
-        found = until(lambda: cli(job, "transactions", "find-hanging", "--max-transaction-timeout", "0.02",
+        found = until(lambda source=source: cli(job, "transactions", "find-hanging", "--max-transaction-timeout", "0.02",
                                   redis=source), lambda r: len(table(r.stdout)) == 2)
         head, row = table(found.stdout)
         assert head == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
-
 from .gateway_process import Gateway
 from .harness import ROOT, create_data_topics
 

@@ -35,8 +35,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client import ReadCommittedConsumer, TransactionalProducer
 from client.topic_reader import read_records
-from coordinator.txn.markers import parse_marker
 from coordinator.errors import Errors
+from coordinator.txn.markers import parse_marker
 from streaming.txn_markers import BrokerMarkerWriter
 
 from .gateway_process import Gateway
@@ -274,7 +274,7 @@ def at_least_once_violations(lines_by_member: dict[str, list[str]]) -> list[tupl
     followed by its member's commit past it: a record whose consumer committed past it must never
     be delivered again."""
     committed_deliveries: Counter = Counter()
-    for member, lines in lines_by_member.items():
+    for lines in lines_by_member.values():
         commits = committed_past(lines)
         for i, line in enumerate(lines):
             if line.startswith("RECORD "):

@@ -78,7 +78,7 @@ def test_sigkill_mid_flow_loses_nothing(job_factory):
             missing.append(cid)
     assert not missing, f"{len(missing)} of {len(sent)} requests unanswered: {missing[:10]}"
     answers = client.responses()
-    for cid, (api, version, body, key) in sent.items():
+    for cid, (api, version, body, _key) in sent.items():
         r = answers[cid]["response"]
         if api == "OffsetCommit":
             assert r["topics"][0]["partitions"][0]["errorCode"] == 0, r

@@ -16,8 +16,12 @@ from client.admin import GroupAdmin
 from client.classic_group import STABLE, ClassicGroupMember
 from client.read_model import ReadModel
 from client.transactional_producer import TransactionalProducer
-from tests.client.read_model_compare import (classic_differences, consumer_differences, offsets_differences,
-                                      txn_differences)
+from tests.client.read_model_compare import (
+    classic_differences,
+    consumer_differences,
+    offsets_differences,
+    txn_differences,
+)
 
 from .harness import create_data_topics
 

@@ -150,13 +150,14 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         for kill in range(KILLS):
             # Each part of the load has made progress since the last restart, then SIGKILL.
             txn_mark, load_mark, commit_mark = len(txns.committed), len(client.responses()), dict(commits.last)
-            def status(kill=kill):
+            def status(kill=kill, txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark):
                 return (f"no progress before kill {kill + 1}: transactions {txn_mark} -> {len(txns.committed)} "
                         f"(error {txns.error!r}), answers {load_mark} -> {len(client.responses())} (error "
                         f"{load.error!r}), group commits {commit_mark} -> {commits.last} (error {commits.error!r}), "
                         f"members {[(m.state, m.generation.generation_id, m.assignment) for m in members]}")
 
-            wait_until(lambda: len(txns.committed) > txn_mark and len(client.responses()) > load_mark + 5
+            wait_until(lambda txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark:
+                       len(txns.committed) > txn_mark and len(client.responses()) > load_mark + 5
                        and commits.last != commit_mark and all(m.assignment for m in members)
                        or any(p.error for p in (txns, load, commits)), status)
             assert not any(p.error for p in (txns, load, commits)), status()
@@ -182,7 +183,7 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         r = client.wait(cid, timeout=WAIT)["response"]
         assert r["topics"][0]["partitions"][0]["errorCode"] == 0, r
     last: dict[str, int] = {}
-    for api, _, body, group in load.sent.values():
+    for _, _, body, group in load.sent.values():
         last[group] = max(last.get(group, -1), body["topics"][0]["partitions"][0]["committedOffset"])
 
     def fetch(group: str, partitions: list[int]) -> dict[int, int]:

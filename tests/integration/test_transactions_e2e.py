@@ -13,7 +13,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
 
-from client import (ProducerFencedError, ReadCommittedConsumer, TransactionalError, TransactionalProducer)
+from client import ProducerFencedError, ReadCommittedConsumer, TransactionalError, TransactionalProducer
 from client.topic_reader import events, read_records, state_log
 from coordinator import coordinator_partition
 from coordinator.txn.markers import parse_marker

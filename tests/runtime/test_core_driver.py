@@ -3,8 +3,8 @@ partition rebuilt from the log equals the live one), `failover` continues from t
 `call` keeps what a direct call emits."""
 from __future__ import annotations
 
-from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.errors import Errors
+from coordinator.group.consumer.member import ConsumerGroupMember, MemberState
 from coordinator.records import record_key
 from coordinator.txn.metadata import TransactionState
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient

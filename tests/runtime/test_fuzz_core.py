@@ -62,7 +62,7 @@ def test_a_hostile_mix_never_fails_a_batch_and_good_requests_get_right_answers(s
             for r in out.responses:
                 if r.reply.client_id == corpus.client_id:
                     answers[r.reply.correlation_id] = r.body
-            for topic, key, value, _, headers in output_rows(out, pid, SETTINGS):
+            for topic, key, value, _, _headers in output_rows(out, pid, SETTINGS):
                 assert topic in WRITABLE or topic.startswith(TOPICS["responses"] + "."), topic
                 key.encode("utf-8")  # Arrow needs valid UTF-8
                 json.loads(value)

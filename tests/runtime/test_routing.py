@@ -1,8 +1,7 @@
 """Coordinator routing must equal Kafka's: Utils.abs(javaStringHashCode(key)) % partitions."""
 import pytest
 
-from coordinator.routing import (coordinator_partition, java_string_hashcode, kafka_abs,
-                                 key_for_partition)
+from coordinator.routing import coordinator_partition, java_string_hashcode, kafka_abs, key_for_partition
 
 VECTORS = [("test-group", 12), ("my-group", 12), ("groupId", 18), ("tx-1", 20),
            ("orders-consumer", 40), ("支付组", 39), ("😀-group", 43)]

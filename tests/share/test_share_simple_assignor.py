@@ -6,8 +6,12 @@ from __future__ import annotations
 import pytest
 
 from coordinator.group.consumer.assignors.api import PartitionAssignorException
-from coordinator.share.simple_assignor import (SimpleAssignor, member_hash_assignment, round_robin_assignment,
-                                               round_robin_assignment_with_count)
+from coordinator.share.simple_assignor import (
+    SimpleAssignor,
+    member_hash_assignment,
+    round_robin_assignment,
+    round_robin_assignment_with_count,
+)
 
 T1, T2, T3, T4 = "topic1", "topic2", "topic3", "topic4"
 A, B, C = "A", "B", "C"

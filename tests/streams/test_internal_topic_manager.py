@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.group.streams.topology import (INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS,
-                                          MISSING_SOURCE_TOPICS, StreamsInvalidTopologyError, configure_topics,
-                                          topology_record_value)
+from coordinator.group.streams.topology import (
+    INCORRECTLY_PARTITIONED_TOPICS,
+    MISSING_INTERNAL_TOPICS,
+    MISSING_SOURCE_TOPICS,
+    StreamsInvalidTopologyError,
+    configure_topics,
+    topology_record_value,
+)
 
 SOURCE_TOPIC_1, SOURCE_TOPIC_2 = "source_topic1", "source_topic2"
 REPARTITION_TOPIC = "repartition_topic"

@@ -5,10 +5,10 @@ import pytest
 
 from coordinator.errors import ApiError, Errors
 from coordinator.group.streams.group import StreamsGroup
-from coordinator.records import record_key
 from coordinator.group.streams.member import MemberState, StreamsGroupMember
 from coordinator.group.streams.tasks import EMPTY, TasksTuple
 from coordinator.group.streams.topology import configure_topics, topology_record_value
+from coordinator.records import record_key
 
 SUB = "foo-sub"
 

@@ -8,7 +8,6 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator.group.streams.group import StreamsGroup
-from coordinator.records import record_key
 from coordinator.group.streams.member import MemberState
 from coordinator.group.streams.topology import (
     INCORRECTLY_PARTITIONED_TOPICS,
@@ -17,6 +16,7 @@ from coordinator.group.streams.topology import (
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
 )
+from coordinator.records import record_key
 from tests.streams.helpers import GROUP, StreamsTestClient, active_of, status_codes, subtopology, tasks, topology
 
 FOO = "foo"
@@ -74,7 +74,7 @@ def test_testStreamsReconciliationProcess():
     """m1 must revoke (UNREVOKED_TASKS at its epoch) before m2 gets the tasks (UNRELEASED until then)."""
     c = client()
     r1 = c.join("m1", TOPO)
-    r2 = c.join("m2", TOPO)
+    c.join("m2", TOPO)
     r1b = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
     assert r1b["memberEpoch"] == 1
     assert c.member("m1").state == MemberState.UNREVOKED_TASKS

@@ -110,7 +110,7 @@ def test_write_txn_markers_request_is_the_contract_with_the_group_side():
     spec = lookup("WriteTxnMarkers")
     partitions = sorted({coordinator_partition(g, 50) for g in groups})
     assert len(d.internal_requests) == len(partitions)  # one request per group coordinator partition
-    for (key, env), gp in zip(d.internal_requests, partitions):
+    for (key, env), gp in zip(d.internal_requests, partitions, strict=True):
         assert coordinator_partition(key, 50) == gp  # routed to the group coordinator partition
         assert (env["apiKey"], env["apiVersion"], env["clientId"]) == \
             ("WriteTxnMarkers", 2, f"transaction-coordinator-{d.partition_id}")

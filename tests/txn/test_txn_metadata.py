@@ -7,9 +7,18 @@ from dataclasses import replace
 import pytest
 
 from coordinator.errors import ApiError, Errors
-from coordinator.txn.metadata import (NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2,
-                                      VALID_PREVIOUS_STATES, IllegalArgumentError, IllegalStateError,
-                                      TransactionMetadata, TransactionState)
+from coordinator.txn.metadata import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHORT_MAX,
+    TV_0,
+    TV_2,
+    VALID_PREVIOUS_STATES,
+    IllegalArgumentError,
+    IllegalStateError,
+    TransactionMetadata,
+    TransactionState,
+)
 
 S = TransactionState
 PID = 23423

@@ -66,7 +66,7 @@ def test_should_only_consider_transactions_in_the_ongoing_state_to_abort():
     d = driver()
     states = [S.ONGOING, S.EMPTY, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT]
     ids = same_partition_ids(len(states), d.partition_id)
-    for i, (tid, state) in enumerate(zip(ids, states)):
+    for i, (tid, state) in enumerate(zip(ids, states, strict=True)):
         seed(d, tid, state=state, producer_id=100 + i, producer_epoch=1, timeout_ms=1000,
              partitions=[("t", i)] if state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) else [],
              start=d.now - 10_000)
