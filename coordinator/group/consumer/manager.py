@@ -329,7 +329,7 @@ class ConsumerGroupManager:
         # Nothing can fail any more: write, replay, and the soft state.
         upgraded = []
         if converted is not None and converted.is_empty():
-            self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
+            self.p.apply(self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat"))
         elif converted is not None:
             upgraded = list(converted.members.values())
             self.classic_members.complete_upgrade(converted)

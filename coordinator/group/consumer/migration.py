@@ -320,7 +320,7 @@ class ClassicMembers:
     def complete_upgrade(self, classic: ClassicGroup) -> None:
         """Once the heartbeat that upgrades succeeded: the classic group's tombstone goes first in
         the log (its timers are cancelled)."""
-        self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")
+        self.p.apply(self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat"))
 
     def schedule_upgraded_sessions(self, group_id: str, classic_members: list[ClassicGroupMember]) -> None:
         for cm in classic_members:
@@ -379,8 +379,8 @@ class ClassicMembers:
         for m in leaving:
             self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
                         reason=reason, memberEpoch=m.member_epoch)
-        self.c.delete_group(group, reason="downgraded online to a classic group: the last consumer-protocol "
-                                          "member left")
+        self.p.apply(self.c.delete_group(group, reason="downgraded online to a classic group: the last "
+                                                       "consumer-protocol member left"))
         self.c.groups[gid] = classic
         self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
         self.c.emit(gid, "GroupCreated", groupType=CLASSIC, reason="online downgrade from a consumer group",
