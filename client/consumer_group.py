@@ -8,7 +8,8 @@ side (membership and reconciliation only; fetching records is the application's 
         m.stop()               # leaves the group (member epoch -1; -2 for a static member with
                                # leave_temporarily=True)
 
-What it does, as Kafka's Java consumer (ConsumerMembershipManager / ConsumerHeartbeatRequestManager):
+What it does, as Kafka's Java consumer (ConsumerMembershipManager / ConsumerHeartbeatRequestManager;
+the heartbeat loop itself, shared with the streams member and the share consumer, is heartbeat_loop.py):
 - joins with member epoch 0, its own member id (a random Uuid, KIP-1082), the full subscription;
 - later heartbeats carry only what changed since the last one the coordinator answered (member
   epoch always; owned partitions when they changed); after an error or a lost response the next

@@ -15,18 +15,20 @@ synchronous: the record, the response and everything else the batch emits become
 together, or the batch is replayed. The reply to EndTxn follows the Prepare* record at once, as in
 Kafka.
 
-What Kafka keeps only in memory, and the handlers change directly (only once nothing can fail
-with an ApiError; none of it is a TransactionLog record):
+What Kafka keeps only in memory (none of it is in a TransactionLog record). The handlers change
+it directly, and only once nothing can fail with an ApiError, except where the replay does:
 
 - the pending transition while a write is in flight: `prepare_*` sets `pending_state` on the
   metadata and the transit is held in `TransactionStateManager.in_flight` until the replay of its
   record completes it (`complete_transition_to`); it also carries `lastProducerEpoch`, which the
-  record does not (a load sets it to -1, as `TransactionLog.read` does);
+  record does not (a load sets it to -1, as `TransactionLog.read` does). A new transactional id
+  is not put in the map by its handler: the replay of its first record installs it;
 - the epoch fence of InitProducerId during a transaction and of a timeout (PrepareEpochFence,
   never written: the fenced epoch goes into the PrepareAbort record, and with transaction version
   0/1 it is set on the metadata first, as Kafka's endTransaction does);
 - Complete* pending while markers are in flight (`pending_complete`, prepared by the replay of the
-  Prepare* record, kept in the snapshot because the markers take a batch);
+  Prepare* record, as Kafka prepares it in the append callback and on load; kept in the snapshot
+  because the markers take a batch);
 - the cursor in the current producer-id block and the correlation id of requests sent.
 """
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
+from ..component import Component
 from ..group.consumer.regex import RegexError, compile_regex
 from ..errors import ApiError, Error, Errors
 from ..messages import Request, StateRecord
@@ -41,8 +44,7 @@ from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..runtime import register_component
 from ..timers import Timer
-from . import apis
-from . import log
+from . import apis, log
 from .marker_channel import COMPLETE_DEFERRED, RESEND_DEFERRED, TransactionMarkerChannelManager
 from .markers import CONSUMER_OFFSETS
 from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2,
@@ -68,14 +70,14 @@ class _EndResult:
 
 
 @register_component
-class TransactionCoordinator:
+class TransactionCoordinator(Component):
     name = "transactions"
     # The cluster's finalized `transaction.version`: Kafka 4.x formats new clusters at 2. It is the
     # version of the coordinator's own aborts (timeouts, InitProducerId during a transaction).
     server_transaction_version = TV_2
 
     def __init__(self, partition):
-        self.p = partition
+        super().__init__(partition)
         self.state = TransactionStateManager(partition)
         self.markers = TransactionMarkerChannelManager(partition, self.state)
         self.pids = ProducerIdManager(partition)
@@ -298,18 +300,22 @@ class TransactionCoordinator:
         return Errors.NONE
 
     # ======================================================================== KIP-890 verification
-    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool) -> Error:
+    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool,
+                                 result: CoordinatorResult | None = None) -> Error:
         """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
         of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
         in the transaction, TRANSACTION_ABORTABLE if not) or added (TxnOffsetCommit v5).
 
         Called by the group side of the same partition while it handles TxnOffsetCommit (the
-        transaction is coordinated here, so no request goes out): the addition is applied at once,
-        through the runtime, before the group handler goes on."""
-        result = CoordinatorResult()
+        transaction is coordinated here, so no request goes out). The addition goes into the
+        caller's `result`; without one (a caller not yet returning results) the runtime applies
+        it at once."""
+        own = result is None
+        result = CoordinatorResult() if result is None else result
         tp = (CONSUMER_OFFSETS, partition)
         error = self._add_or_verify(result, tid, pid, epoch, [tp], verify_only, 5)[tp]
-        self.p.apply(result)
+        if own:
+            self.p.apply(result)
         return error
 
     def txn_verification(self, request: Request) -> CoordinatorResult:

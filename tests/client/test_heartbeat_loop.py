@@ -10,6 +10,7 @@ import time
 from client.consumer_group import ConsumerGroupMember
 from client.request_client import ResponseTimeout
 from client.streams_member import StreamsGroupMember
+from coordinator.errors import Errors
 from tests.client.test_consumer_group_client import InProcess
 from tests.streams.helpers import StreamsTestClient, subtopology, topology
 
@@ -66,7 +67,7 @@ def test_the_thread_acknowledges_a_new_assignment_at_once():
 
 def test_the_thread_rejoins_at_once_when_fenced():
     lost = []
-    net = Scripted([answer(1, [{"topicId": "t", "partitions": [0]}]), answer(0, code=110), answer(3)])
+    net = Scripted([answer(1, [{"topicId": "t", "partitions": [0]}]), answer(0, code=Errors.FENCED_MEMBER_EPOCH.code), answer(3)])
     m = ConsumerGroupMember(net, "g", ["foo"], member_id="m", on_lost=lost.append).start()
     try:
         sent = net.wait_sent(3)
@@ -77,16 +78,16 @@ def test_the_thread_rejoins_at_once_when_fenced():
 
 
 def test_retriable_and_fatal_errors_depend_on_the_member_kind():
-    unreleased = answer(0, code=111)  # UNRELEASED_INSTANCE_ID: a consumer retries it
+    unreleased = answer(0, code=Errors.UNRELEASED_INSTANCE_ID.code)  # a consumer retries it
     consumer = ConsumerGroupMember(Scripted([unreleased]), "g", ["foo"], member_id="m", instance_id="i")
     consumer.heartbeat_once()
-    assert consumer.error["errorCode"] == 111 and consumer.fatal is None and not consumer._stop.is_set()
-    consumer = ConsumerGroupMember(Scripted([answer(0, code=14)]), "g", ["foo"], member_id="m")
+    assert consumer.error["errorCode"] == Errors.UNRELEASED_INSTANCE_ID.code and consumer.fatal is None and not consumer._stop.is_set()
+    consumer = ConsumerGroupMember(Scripted([answer(0, code=Errors.COORDINATOR_LOAD_IN_PROGRESS.code)]), "g", ["foo"], member_id="m")
     consumer.heartbeat_once()  # COORDINATOR_LOAD_IN_PROGRESS
     assert consumer.fatal is None
     streams = StreamsGroupMember(Scripted([{**unreleased, "status": None}]), "g", {"epoch": 0, "subtopologies": []})
     streams.heartbeat_once()
-    assert streams.fatal["errorCode"] == 111 and streams._stop.is_set()
+    assert streams.fatal["errorCode"] == Errors.UNRELEASED_INSTANCE_ID.code and streams._stop.is_set()
 
 
 # ---------------------------------------------------------------------- streams member in-process
@@ -146,7 +147,7 @@ def test_a_fenced_streams_member_loses_its_tasks_and_rejoins_as_a_new_member():
     m.heartbeat_once()
     c.sleep(60_000)  # the session expires
     m.heartbeat_once()
-    assert m.error["errorCode"] in (25, 110) and m.fenced == 1 and m.member_epoch == 0
+    assert m.error["errorCode"] in (Errors.UNKNOWN_MEMBER_ID.code, Errors.FENCED_MEMBER_EPOCH.code) and m.fenced == 1 and m.member_epoch == 0
     assert lost and m.owned() == {"active": {}, "standby": {}, "warmup": {}} and m.member_id != "m"
     m.heartbeat_once()
     assert m.member_epoch > 0 and active(m) == [0, 1] and set(c.group().members) == {m.member_id}

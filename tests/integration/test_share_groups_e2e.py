@@ -104,8 +104,11 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
         # 1. Three members join; both partitions are assigned, one of them to two members at least.
         for c in consumers.values():
             c.start()
-        g = wait_until("three members with assignments", lambda: (lambda g: g if g["errorCode"] == 0 and len(
-            g["members"]) == 3 and all(assignment_of(g).values()) else None)(describe(cc)))
+        # The share-partitions are initialized one by one (their owners answer in later batches), and
+        # only initialized ones are assigned: wait until both are.
+        g = wait_until("three members with assignments covering both partitions", lambda: (lambda g: g if g[
+            "errorCode"] == 0 and len(g["members"]) == 3 and all(assignment_of(g).values())
+            and set().union(*assignment_of(g).values()) == {0, 1} else None)(describe(cc)))
         owners = assignment_of(g)
         assert set().union(*owners.values()) == {0, 1}
         assert sum(len(p) for p in owners.values()) > 2  # a partition is shared

@@ -28,19 +28,24 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     partition rebuilt from its log), except in Prepare* (a load would complete it) or with a
     pending transition, states that have none. What the log cannot carry, Kafka's tests set on the
     metadata in memory and so does this: the last producer epoch (a loaded transaction's is
-    unknown), a pending transition (an append in flight, which no state between two batches
-    shows), the partitions of an Empty transaction."""
+    unknown), the pending transition (an append in flight, which no state between two batches
+    shows; a replayed Prepare* has its Complete* pending, Kafka's tests' Prepare* has none unless
+    given), the partitions of an Empty transaction."""
     m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, NO_PRODUCER_EPOCH,
                             timeout_ms, state, set(partitions) if state != S.EMPTY else set(),
                             d.now if start is None else start, d.now if last_update is None else last_update, tv)
     d.inject([(txn_log.txn_key(tid), txn_log.value_of(m.prepare_no_transit()))])
     if state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and pending is None:
         d.failover()
-    if last_epoch != NO_PRODUCER_EPOCH or pending is not None or (state == S.EMPTY and partitions):
+    prepared = state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
+    if last_epoch != NO_PRODUCER_EPOCH or pending is not None or prepared or (state == S.EMPTY and partitions):
         def in_memory(part):
-            md = part.component("transactions").txns[tid]
+            comp = part.component("transactions")
+            md = comp.txns[tid]
             md.last_producer_epoch, md.pending_state = last_epoch, pending
             md.topic_partitions = set(partitions)
+            if prepared:  # the replay prepared Complete*; Kafka's tests build Prepare* without it
+                comp.state.pending_complete.pop(tid, None)
         d.call(in_memory)
     return txn(d, tid)
 
