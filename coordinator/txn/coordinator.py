@@ -44,7 +44,8 @@ from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..runtime import register_component
 from ..timers import Timer
-from . import apis, log
+from . import apis
+from . import log
 from .marker_channel import COMPLETE_DEFERRED, RESEND_DEFERRED, TransactionMarkerChannelManager
 from .markers import CONSUMER_OFFSETS
 from .metadata import (JSON_CLIENT, KAFKA_CLIENT, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, TV_0, TV_2,
