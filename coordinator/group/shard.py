@@ -244,14 +244,17 @@ class GroupCoordinator:
 
     # ================================================================ transactional offsets
     def validate_transactional_offset_commit(self, group_id: str, member_id: str, instance_id: str | None,
-                                             generation_id: int, api_version: int) -> Group:
+                                             generation_id: int, api_version: int,
+                                             result: CoordinatorResult | None = None) -> Group:
         """OffsetMetadataManager.validateTransactionalOffsetCommit: raises ApiError, or returns the
-        group (creating a simple group for generation -1, as Kafka does)."""
+        group (creating a simple group for generation -1, as Kafka does; its event and timer into
+        `result`)."""
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 raise ApiError(Errors.ILLEGAL_GENERATION)
-            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit")
+            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit",
+                                              result=result)
         try:
             group.validate_offset_commit(member_id, instance_id, generation_id, True, api_version)
         except ApiError as e:
