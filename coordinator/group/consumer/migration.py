@@ -168,7 +168,7 @@ class ClassicMembers:
         # Nothing can fail any more.
         m._apply(gid, records)
         for fn in after:
-            fn()
+            fn(None)  # (this path is not a result yet: at once)
         member_id = reconciled.member_id
         response = join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
                                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
@@ -316,15 +316,6 @@ class ClassicMembers:
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(generation)))
         records += [(record_key(R_CURRENT, gid, mm.member_id), current_value(mm)) for mm in members]
         return group
-
-    def complete_upgrade(self, classic: ClassicGroup) -> None:
-        """Once the heartbeat that upgrades succeeded: the classic group's tombstone goes first in
-        the log (its timers are cancelled)."""
-        self.p.apply(self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat"))
-
-    def schedule_upgraded_sessions(self, group_id: str, classic_members: list[ClassicGroupMember]) -> None:
-        for cm in classic_members:
-            self.m._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms)
 
     # ================================================================ downgrade
     def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember],
