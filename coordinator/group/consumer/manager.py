@@ -553,7 +553,7 @@ class ConsumerGroupManager:
         return new
 
     # ================================================================ leaving and fencing
-    def consumer_group_leave(self, body: dict) -> dict:
+    def consumer_group_leave(self, body: dict) -> CoordinatorResult:
         """consumerGroupLeave: epoch -1 leaves (the member is fenced: tombstones and a group epoch
         bump); epoch -2 is a static member leaving for a while (only its member epoch changes, its
         assignment is kept until its session expires)."""
@@ -563,34 +563,45 @@ class ConsumerGroupManager:
         response = heartbeat_response(member_id=member_id, member_epoch=member_epoch)
         if instance_id is None:
             member = group.get_member(member_id)
-            self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
-            return response
+            result = self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
+            result.response = response
+            return result
         member = group.static_member(instance_id)
         throw_if_static_member_is_unknown(member, instance_id)
         throw_if_instance_id_is_fenced(member, group_id, member_id, instance_id)
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
             before = self._state(group_id)
-            self._apply(group_id, [(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))])
-            self.c.emit(group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
-                        temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
-                                               "assignment until its session expires")
-            self._report_state_change(group_id, before)
-            return heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
-        return response
+            result = CoordinatorResult(heartbeat_response(member_id=member.member_id,
+                                                          member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+            result.record(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))
+            self.c.event(result, group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
+                         temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
+                                                "assignment until its session expires")
+            after = str(derive_group_state(group.with_members_replaced(updated=leaving).values(), group.group_epoch,
+                                           group.target_assignment_epoch))
+            if after != before:
+                self.c.event(result, group_id, "GroupStateChanged", groupType=CONSUMER, fromState=before,
+                             toState=after, groupEpoch=group.group_epoch,
+                             assignmentEpoch=group.target_assignment_epoch)
+            return result
+        result = self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
+        result.response = response
+        return result
 
     def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], event: str,
-                      reason: str) -> None:
+                      reason: str) -> CoordinatorResult:
         """consumerGroupFenceMembers: tombstones for each member (and for resolved regexes nobody
         subscribes to any more), then one group epoch bump; the members' timers are cancelled."""
+        result = CoordinatorResult()
         if not members:
-            return
+            return result
         if self.classic_members.should_downgrade(group, members):
+            # The online downgrade is not a result yet: it changes the state at once.
             for m in members:
                 self._cancel_timers(group.group_id, m.member_id)
             self.classic_members.convert_to_classic_group(group, members, event, reason)
-            return
+            return result
         gid = group.group_id
         records: list = []
         for m in members:
@@ -611,14 +622,20 @@ class ConsumerGroupManager:
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         before = self._state(gid)
-        self._apply(gid, records)
+        result.records += [StateRecord(key, value) for key, value in records]
         for m in members:
-            self._cancel_timers(gid, m.member_id)
-            self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
-                        reason=reason, memberEpoch=m.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
-                    reason=f"{len(members)} member(s) removed: {reason}")
-        self._report_state_change(gid, before)
+            self._cancel_timers(gid, m.member_id, result)
+            self.c.event(result, gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
+                         reason=reason, memberEpoch=m.member_epoch)
+        self.c.event(result, gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+                     reason=f"{len(members)} member(s) removed: {reason}")
+        # The state once the tombstones are replayed: the remaining members, the new group epoch
+        # (the target assignment epoch does not change).
+        after = str(derive_group_state(remaining.values(), group_epoch, group.target_assignment_epoch))
+        if after != before:
+            self.c.event(result, gid, "GroupStateChanged", groupType=CONSUMER, fromState=before, toState=after,
+                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+        return result
 
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
         """classicGroupLeaveToConsumerGroup: each identity is validated; the valid ones are fenced
@@ -640,8 +657,9 @@ class ConsumerGroupManager:
             except ApiError as e:
                 entry["errorCode"] = e.error.code
             responses.append(entry)
-        self.fence_members(group, list(valid.values()), "MemberLeft",
-                           "removed by a LeaveGroup request (classic protocol)")
+        # (LeaveGroup's classic path does not return results yet: applied at once.)
+        self.p.apply(self.fence_members(group, list(valid.values()), "MemberLeft",
+                                        "removed by a LeaveGroup request (classic protocol)"))
         return leave_response(request.api_version, Errors.NONE, responses)
 
     # ================================================================ timers
@@ -673,26 +691,25 @@ class ConsumerGroupManager:
                        T_REBALANCE, {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
                                      "rebalanceTimeoutMs": rebalance_timeout_ms})
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.p.cancel(session_timer_key(group_id, member_id))
-        self.p.cancel(rebalance_timer_key(group_id, member_id))
-        self.p.cancel(join_timer_key(group_id, member_id))
-        self.p.cancel(sync_timer_key(group_id, member_id))
+    def _cancel_timers(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
+        for key in (session_timer_key(group_id, member_id), rebalance_timer_key(group_id, member_id),
+                    join_timer_key(group_id, member_id), sync_timer_key(group_id, member_id)):
+            self._cancel(key, result)
 
-    def fence_member_operation(self, payload: dict, reason: str) -> None:
+    def fence_member_operation(self, payload: dict, reason: str) -> CoordinatorResult | None:
         """consumerGroupFenceMemberOperation: nothing if the group or the member is gone."""
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ConsumerGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None:
-            return
-        self.fence_members(group, [member], "MemberFenced", reason)
+            return None
+        return self.fence_members(group, [member], "MemberFenced", reason)
 
-    def on_session_timeout(self, timer: Timer) -> None:
-        self.fence_member_operation(timer.payload, "the member session expired")
+    def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
+        return self.fence_member_operation(timer.payload, "the member session expired")
 
-    def on_rebalance_timeout(self, timer: Timer) -> None:
+    def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
         moved on from that epoch."""
         payload = timer.payload
@@ -701,8 +718,8 @@ class ConsumerGroupManager:
             return
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
-            return
-        self.fence_members(group, [member], "MemberFenced",
+            return None
+        return self.fence_members(group, [member], "MemberFenced",
                            f"it failed to transition from epoch {payload['memberEpoch']} within "
                            f"{payload['rebalanceTimeoutMs']}ms")
 

@@ -28,6 +28,7 @@ from .heartbeat import throw_if_group_is_full
 from .member import ConsumerGroupMember, MemberState
 from ...errors import ApiError, Errors
 from ...messages import Request
+from ...result import CoordinatorResult
 from ...records import record_key
 from ..classic.apis import heartbeat_response, join_response, sync_response
 from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
@@ -90,12 +91,12 @@ class ClassicMembers:
         self.p.schedule(sync_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_SYNC,
                         {"groupId": group_id, "memberId": member_id})
 
-    def on_join_timeout(self, timer) -> None:
-        self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
+    def on_join_timeout(self, timer) -> CoordinatorResult | None:
+        return self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
                                                      "timeout")
 
-    def on_sync_timeout(self, timer) -> None:
-        self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
+    def on_sync_timeout(self, timer) -> CoordinatorResult | None:
+        return self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
 
     # ================================================================ JoinGroup
     def join(self, group: ConsumerGroup, request: Request) -> dict | None:
