@@ -35,7 +35,7 @@ from ..consumer.manager import event_assignment, persisted_group
 from ..group import SHARE
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from .apis import described_group, describe_response, heartbeat_response
-from .group import STABLE, current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from .group import EMPTY, STABLE, current_value, group_epoch_value, member_value, target_epoch_value, target_value
 from .group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
                           R_STATE_PARTITION_METADATA, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ShareGroup,
                           ShareGroupMember, session_timer_key)
@@ -499,13 +499,14 @@ class ShareGroupManager:
         self._apply([state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting)])
 
     # ================================================================ leaving and fencing
-    def share_group_leave(self, body: dict) -> dict:
+    def share_group_leave(self, body: dict) -> CoordinatorResult:
         group = self.share_group(body["groupId"])
         member = group.get_or_create_member(body["memberId"], False)
-        self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
-        return heartbeat_response(member_id=body["memberId"], member_epoch=body["memberEpoch"])
+        result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        result.response = heartbeat_response(member_id=body["memberId"], member_epoch=body["memberEpoch"])
+        return result
 
-    def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> None:
+    def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> CoordinatorResult:
         """shareGroupFenceMember: the member's tombstones and a group epoch bump."""
         gid, mid = group.group_id, member.member_id
         records = [(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
@@ -515,13 +516,18 @@ class ShareGroupManager:
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         before = self._state(gid)
-        self._apply(records)
-        self.p.cancel(session_timer_key(gid, mid))
-        self.c.emit(gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False, reason=reason,
-                    memberEpoch=member.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch, metadataHash=metadata_hash,
-                    reason=f"1 member(s) removed: {reason}")
-        self._report_state_change(gid, before)
+        result = CoordinatorResult()
+        result.records += [StateRecord(key, value) for key, value in records]
+        result.cancel(session_timer_key(gid, mid))
+        self.c.event(result, gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False,
+                     reason=reason, memberEpoch=member.member_epoch)
+        self.c.event(result, gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch,
+                     metadataHash=metadata_hash, reason=f"1 member(s) removed: {reason}")
+        after = STABLE if remaining else EMPTY  # the group's state once the tombstones are replayed
+        if after != before:
+            self.c.event(result, gid, "GroupStateChanged", groupType=SHARE, fromState=before, toState=after,
+                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+        return result
 
     # ================================================================ timers
     def _schedule_session_timeout(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
@@ -532,16 +538,16 @@ class ShareGroupManager:
         else:
             result.schedule(key, deadline, T_SESSION, payload)
 
-    def on_session_timeout(self, timer: Timer) -> None:
+    def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
         payload = timer.payload
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ShareGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None:
-            return
-        self.fence_member(group, member, "MemberFenced", "the member session expired")
+            return None
+        return self.fence_member(group, member, "MemberFenced", "the member session expired")
 
     # ================================================================ metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:
