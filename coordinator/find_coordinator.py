@@ -17,7 +17,6 @@ from .messages import Request
 from .protocol.loader import shape
 from .result import CoordinatorResult
 from .routing import coordinator_partition
-from .runtime import register_component
 from .share.keys import parse_share_partition_key
 
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -28,7 +27,6 @@ def _single(version: int, response: dict) -> dict:
     return shape("FindCoordinatorResponse", version, response)
 
 
-@register_component
 class FindCoordinator(Component):
     """Stateless: any partition answers for any key."""
 

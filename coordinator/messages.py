@@ -112,6 +112,18 @@ class Outputs:
         return (len(self.responses) + len(self.events) + len(self.records)
                 + len(self.requests) + len(self.data))
 
+    def mark(self) -> tuple[int, ...]:
+        """Where the outputs end now, for `rollback`."""
+        return (len(self.responses), len(self.events), len(self.records), len(self.requests), len(self.data))
+
+    def rollback(self, mark: tuple[int, ...]) -> None:
+        """Drop every output added since `mark`."""
+        del self.responses[mark[0]:]
+        del self.events[mark[1]:]
+        del self.records[mark[2]:]
+        del self.requests[mark[3]:]
+        del self.data[mark[4]:]
+
 
 def response_envelope(reply: ReplyTo, body: dict[str, Any]) -> dict:
     return {

@@ -20,7 +20,6 @@ from .component import Component
 from .envelope import BROADCAST_KEY  # noqa: F401 - the record key exploded to every partition
 from .messages import Request
 from .result import CoordinatorResult
-from .runtime import register_component
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -28,7 +27,6 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 # reduced form; its row is in coordinator/protocol/table.py).
 
 
-@register_component
 class TopicMetadata(Component):
     name = "metadata"
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from .chunks import UNCHANGED, LazyMap
 from .messages import Outputs
-from .runtime import register_component
 
 METRICS_SCHEMA = 1
 
@@ -50,7 +49,6 @@ def _empty() -> dict:
     return {"schema": METRICS_SCHEMA, "seq": 0, "counters": {}, "gauges": {}, "histograms": {}}
 
 
-@register_component
 class Metrics:
     name = "metrics"
     handlers: dict = {}

@@ -1,22 +1,24 @@
-"""One coordinator partition: components, timers, a logical clock, and the outputs they produce.
+"""One coordinator partition: its coordinators, timers, a logical clock, and their outputs.
 
-This is the sans-IO core's centre. Given a request and a time it calls the component that owns
-the API; components schedule timers, answer, park answers for later, append state-log records and
-emit events through this object. Nothing here reads a clock or does I/O: time comes in with each
-request (its append time) and with each batch (the batch time).
+This is the sans-IO core's centre (Kafka's CoordinatorRuntime for one partition). Given a request
+and a time it calls the handler that owns the API; the handler returns a `CoordinatorResult`
+(coordinator/result.py) and `apply` applies it: records are appended and replayed, timer operations
+applied, outputs queued. Nothing here reads a clock or does I/O: time comes in with each request
+(its append time) and with each batch (the batch time). The coordinators are built in
+coordinators.py.
 
 A component is a class with:
     name                      key of its state in the snapshot
-    handlers: dict            API name -> bound callable (or, during the transition, a method name)
-    timer_handlers: dict      timer kind -> bound callable (or a method name)
+    handlers: dict            API name -> bound method, built in __init__
+    timer_handlers: dict      timer kind -> bound method, built in __init__
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
     rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
     bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
                               and return UNCHANGED from rest_json if it was not read
-    replay(record) -> bool    rebuild from one state-log record (True if it was this component's)
-    after_replay()            rebuild what Kafka keeps only in memory (timers) after a replay
+    replay(record) -> bool    apply one state-log record (True if it was this component's)
+    after_replay()            rebuild what Kafka keeps only in memory (timers) after a load
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from typing import Any, Callable
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkSource, OverlaySource, chunk_key
 from .component import Component
+from .coordinators import build_components
 from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
@@ -47,23 +50,6 @@ PARTITION_CHUNK = chunk_key("Partition")
 def component_chunk(name: str) -> str:
     return chunk_key("Component", name)
 
-_COMPONENTS: list[type] = []
-
-
-def register_component(cls: type) -> type:
-    if cls not in _COMPONENTS:
-        if any(c.name == cls.name for c in _COMPONENTS):
-            raise ValueError(f"component {cls.name} registered twice")
-        _COMPONENTS.append(cls)
-    return cls
-
-
-def unregister_component(cls: type) -> None:
-    """For tests that plug in a component of their own."""
-    if cls in _COMPONENTS:
-        _COMPONENTS.remove(cls)
-
-
 class CoordinatorPartition:
     # Tests set this: a request answered with an ApiError is checked to have left the partition's
     # state exactly as it was. The check encodes what the partition touched, twice per request, so
@@ -71,6 +57,8 @@ class CoordinatorPartition:
     # tests' driver rebuilds the partition per batch, so every request it sends is checked).
     verify_api_errors = False
     verify_api_errors_budget = 4_000_000
+    # Component classes added after the coordinators (tests plug in components of their own).
+    extra_components: tuple[type, ...] = ()
 
     def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
                  snapshot: dict | None = None, chunks: ChunkSource | None = None):
@@ -88,9 +76,9 @@ class CoordinatorPartition:
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self._verified = 0  # bytes encoded by verify_api_errors
-        self.components: dict[str, Any] = {cls.name: cls(self) for cls in _COMPONENTS}
-        if "metadata" in self.components and "groups" in self.components:
-            self.components["metadata"].listeners.append(self.components["groups"].on_metadata_change)
+        self.components: dict[str, Any] = build_components(self)
+        for cls in self.extra_components:
+            self.components[cls.name] = cls(self)
         self._reply_to_re = re.compile(self.config["coordinator.reply.to.pattern"])
         if head is not None:
             self._load_head(head)
@@ -279,7 +267,7 @@ class CoordinatorPartition:
         if owner is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         self.firing = timer
-        result = _bound(owner, owner.timer_handlers[timer.kind])(timer)
+        result = owner.timer_handlers[timer.kind](timer)
         if result is not None:
             self.apply(result)
         self.firing = None
@@ -313,8 +301,8 @@ class CoordinatorPartition:
                 request.api_version, request.body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))
-        method = _bound(self.components[spec.component], self.components[spec.component].handlers[spec.name])
-        mark = _mark(self.out)
+        method = self.components[spec.component].handlers[spec.name]
+        mark = self.out.mark()
         before = None
         if self.verify_api_errors and self._verified < self.verify_api_errors_budget:
             before = self._fingerprint()
@@ -323,7 +311,7 @@ class CoordinatorPartition:
             result = method(request)
         except ApiError as e:
             # A handler that raises has returned no result, so nothing of it was applied.
-            _rollback(self.out, mark)
+            self.out.rollback(mark)
             changes = self._state_changes(before) if before is not None else []
             if changes:
                 raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
@@ -419,12 +407,6 @@ class CoordinatorPartition:
         return part
 
 
-def _bound(component, handler):
-    """A handler table's entry: a callable (or, until every component builds its tables from
-    bound methods, a method name)."""
-    return getattr(component, handler) if isinstance(handler, str) else handler
-
-
 def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
@@ -442,17 +424,7 @@ def _default_target(reply: ReplyTo) -> ReplyTo:
     return ReplyTo(reply.api_key, reply.api_version, reply.correlation_id, reply.client_id, None)
 
 
-def _mark(out: Outputs) -> tuple[int, ...]:
-    return (len(out.responses), len(out.events), len(out.records), len(out.requests), len(out.data))
 
 
-def _rollback(out: Outputs, mark: tuple[int, ...]) -> None:
-    del out.responses[mark[0]:]
-    del out.events[mark[1]:]
-    del out.records[mark[2]:]
-    del out.requests[mark[3]:]
-    del out.data[mark[4]:]
-
-
-__all__ = ["CoordinatorPartition", "register_component", "SNAPSHOT_SCHEMA", "ApiSpec",
-           "StateRecord", "Event", "DataRecord", "InternalRequest"]
+__all__ = ["CoordinatorPartition", "SNAPSHOT_SCHEMA", "ApiSpec", "StateRecord", "Event", "DataRecord",
+           "InternalRequest"]

@@ -31,7 +31,6 @@ from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
-from ..runtime import register_component
 from ..timers import Timer
 from . import admin
 from .classic.group import ClassicGroup
@@ -56,7 +55,6 @@ T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
 
 
-@register_component
 class GroupCoordinator:
     """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
 

@@ -32,7 +32,6 @@ from ..metadata import ZERO_UUID
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
 from ..component import Component
-from ..runtime import register_component
 from .admin import T_ADMIN_TIMEOUT, ShareAdmin
 from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .batch_combiner import batch_from_json, batch_to_json, combine
@@ -60,7 +59,6 @@ def _offset(value: dict, state_epoch: int | None = None) -> dict:
             "writeTimestamp": int(value.get("writeTimestamp", 0))}
 
 
-@register_component
 class ShareCoordinator(Component):
     name = "share"
 

@@ -42,7 +42,6 @@ from ..errors import ApiError, Error, Errors
 from ..messages import Request, StateRecord
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
-from ..runtime import register_component
 from ..timers import Timer
 from . import apis
 from . import log
@@ -70,7 +69,6 @@ class _EndResult:
         self.error, self.producer_id, self.producer_epoch, self.after = error, producer_id, producer_epoch, after
 
 
-@register_component
 class TransactionCoordinator(Component):
     name = "transactions"
     # The cluster's finalized `transaction.version`: Kafka 4.x formats new clusters at 2. It is the

@@ -12,7 +12,6 @@ from coordinator.batch import InputRecord, order_records, run_batch
 from coordinator.errors import ApiError
 from coordinator.records import parse_record_key, record_key
 from coordinator.result import CoordinatorResult
-from coordinator.runtime import register_component, unregister_component
 from coordinator.schema import F, Struct
 
 
@@ -69,14 +68,13 @@ class Probe:
 
 
 @pytest.fixture
-def probe():
-    register_component(Probe)
+def probe(monkeypatch):
+    monkeypatch.setattr(CoordinatorPartition, "extra_components", (Probe,))
     register(ApiSpec("Touch", 9000, 0, 0, Struct(
         F("id", "int32"), F("timerMs", "int32", default=0), F("fail", "bool", default=False),
         F("crashTimer", "bool", default=False)), component="probe"))
     register(ApiSpec("Boom", 9001, 0, 0, Struct(F("id", "int32")), component="probe"))
     yield
-    unregister_component(Probe)
     unregister("Touch")
     unregister("Boom")
 
@@ -283,7 +281,7 @@ def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
         def done(self, timer):
             return CoordinatorResult().emit("d", "DeferredRan", id=timer.payload["id"])
 
-    register_component(Deferring)
+    CoordinatorPartition.extra_components = (Probe, Deferring)  # the fixture's monkeypatch restores it
     register(ApiSpec("Touch2", 9002, 0, 0, Struct(F("id", "int32")), component="deferring"))
     try:
         part, out = run_batch(loader(fresh_blob()), [InputRecord(None, env("Touch2", 1, {"id": 4}), 10)], 5000)
@@ -293,5 +291,4 @@ def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
         assert [e.body["event"] for e in out.events] == ["DeferredRan"]
         assert part.next_deadline() is None
     finally:
-        unregister_component(Deferring)
         unregister("Touch2")

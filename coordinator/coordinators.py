@@ -1,0 +1,35 @@
+"""The coordinators of one coordinator partition, built in one place.
+
+The order is the partition's: it is the order of the snapshot's components, of the search for a
+timer kind's owner and of the replay of a state-log record.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .component import Component
+from .find_coordinator import FindCoordinator
+from .group.shard import GroupCoordinator
+from .metadata import TopicMetadata
+from .metrics import Metrics
+from .share.coordinator import ShareCoordinator
+from .txn.coordinator import TransactionCoordinator
+
+if TYPE_CHECKING:
+    from .runtime import CoordinatorPartition
+
+
+def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
+    metadata = TopicMetadata(partition)
+    groups = GroupCoordinator(partition)
+    components: list[Component] = [
+        FindCoordinator(partition),
+        metadata,
+        TransactionCoordinator(partition),
+        groups,
+        ShareCoordinator(partition),
+        Metrics(partition),
+    ]
+    # Kafka's GroupMetadataManager.onMetadataUpdate: the groups hear of topic changes.
+    metadata.listeners.append(groups.on_metadata_change)
+    return {c.name: c for c in components}
