@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
+from ..result import CoordinatorResult
+from ..share import admin as share_admin  # a module: share/admin.py imports the group package in turn
 from .classic.apis import (INT32_MIN, delete_groups_response, describe_response, described_group,
                    list_groups_response)
 from .classic.group import DEAD, STABLE, ClassicGroup
@@ -69,8 +71,9 @@ def list_groups(coordinator, request: Request) -> dict:
     return list_groups_response(version, Errors.NONE, listed)
 
 
-def delete_groups(coordinator, request: Request) -> dict:
+def delete_groups(coordinator, request: Request) -> CoordinatorResult:
     body, version = request.body, request.api_version
+    result = CoordinatorResult()
     results = []
     share_states: dict[str, dict] = {}  # share group -> {topic id: [partitions]} whose state to delete
     # The service de-duplicates the group ids of a request (Kafka orders them by hash; here they
@@ -94,12 +97,10 @@ def delete_groups(coordinator, request: Request) -> dict:
             if topics:
                 share_states[group_id] = topics
                 continue
-        coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True)
+        result.merge(coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True))
     if share_states:
-        from ..result import CoordinatorResult
-        from ..share.admin import delete_share_groups
-        result = CoordinatorResult()
-        response = delete_share_groups(coordinator.p, result, request, results, share_states)
-        coordinator.p.apply(result)  # until DeleteGroups returns a result
-        return response
-    return delete_groups_response(version, results)
+        # The share groups' state is deleted first; the share coordinator answers (now or later).
+        result.response = share_admin.delete_share_groups(coordinator.p, result, request, results, share_states)
+        return result
+    result.response = delete_groups_response(version, results)
+    return result

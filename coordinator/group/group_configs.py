@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
+from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
@@ -309,20 +310,23 @@ class GroupConfigs:
         return self.effective(group_id, STREAMS_NUM_STANDBY_REPLICAS)
 
     # ------------------------------------------------------------------ IncrementalAlterConfigs
-    def incremental_alter_configs(self, request: Request) -> dict:
+    def incremental_alter_configs(self, request: Request) -> CoordinatorResult:
         body = request.body
+        result = CoordinatorResult()
+        pending: dict[str, dict] = {}  # group -> its configs after this request's earlier resources
         responses = []
         for resource in body["resources"]:
             try:
-                self._alter(resource, body["validateOnly"])
+                self._alter(resource, body["validateOnly"], result, pending)
                 error, message = Errors.NONE, None
             except ApiError as e:
                 error, message = e.error, e.message
             responses.append({"errorCode": error.code, "errorMessage": message,
                               "resourceType": resource["resourceType"], "resourceName": resource["resourceName"]})
-        return {"throttleTimeMs": 0, "responses": responses}
+        result.response = {"throttleTimeMs": 0, "responses": responses}
+        return result
 
-    def _alter(self, resource: dict, validate_only: bool) -> None:
+    def _alter(self, resource: dict, validate_only: bool, result: CoordinatorResult, pending: dict) -> None:
         """Kafka's order: the broker's ConfigAdminManager checks (type, duplicate keys, null values),
         then the controller's (each operation, the group name, the resulting configs)."""
         _check_type(resource)
@@ -341,7 +345,7 @@ class GroupConfigs:
             if kind not in (OP_SET, OP_DELETE):
                 raise ApiError(Errors.INVALID_REQUEST, f"Unknown operation type {kind}")
         group_id = _check_group(self.c, resource, "Default group resources are not allowed.")
-        current = self.overrides(group_id)
+        current = pending[group_id] if group_id in pending else self.overrides(group_id)
         updated = dict(current)
         for op in ops:
             if op["configOperation"] == OP_SET:
@@ -351,9 +355,9 @@ class GroupConfigs:
         validate(updated, self.config)
         if validate_only or updated == current:
             return
-        self.c.append_and_replay(record_key(RECORD, group_id),
-                                 {"type": RECORD, "configs": updated} if updated else None)
-        self.c.emit(group_id, "GroupConfigChanged", configs=updated)
+        pending[group_id] = updated
+        result.record(record_key(RECORD, group_id), {"type": RECORD, "configs": updated} if updated else None)
+        result.emit(group_id, "GroupConfigChanged", groupId=group_id, configs=updated)
 
     # ------------------------------------------------------------------ DescribeConfigs
     def describe_configs(self, request: Request) -> dict:

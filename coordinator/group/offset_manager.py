@@ -7,9 +7,11 @@ from __future__ import annotations
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..metadata import ZERO_UUID
+from ..result import CoordinatorResult
 from .classic.apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
                    offset_fetch_response, request_fetch_groups)
-from .classic.group import PREPARING_REBALANCE, STABLE, ClassicGroup
+from .classic.group import PREPARING_REBALANCE, STABLE, ClassicGroup, session_timer_key
+from .classic.manager import T_SESSION
 from .group import group_not_found
 from .javautil import java_utf16_length
 from .offsets import OffsetAndMetadata
@@ -68,22 +70,25 @@ class OffsetManager:
         return metadata is not None and java_utf16_length(metadata) > self.config["offset.metadata.max.bytes"]
 
     # ================================================================ OffsetCommit
-    def validate_offset_commit(self, request: Request):
+    def validate_offset_commit(self, request: Request, result: CoordinatorResult):
+        """Raises ApiError before changing anything; then creates the simple group if needed (an
+        in-memory classic group) and puts the member's session timer into `result`."""
         body, version = request.body, request.api_version
         group_id, generation = body["groupId"], body["generationIdOrMemberEpoch"]
         group = self.c.groups.get(group_id)
         if group is None:
-            if generation < 0:
-                # The admin client or a consumer without group management: a "simple" group.
-                group = self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit")
-            elif version >= 9:
-                raise group_not_found(group_id)
-            else:
-                raise ApiError(Errors.ILLEGAL_GENERATION)
+            if generation >= 0:
+                raise group_not_found(group_id) if version >= 9 else ApiError(Errors.ILLEGAL_GENERATION)
+            # The admin client or a consumer without group management: a "simple" group (an empty
+            # classic group accepts such a commit, so nothing below can fail).
+            return self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit",
+                                               result=result)
         group.validate_offset_commit(body["memberId"], body.get("groupInstanceId"), generation, False, version)
         # Classic members keep their session alive by committing while Stable or PreparingRebalance.
         if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
-            self.c.classic.reschedule_session(group, group.member(body["memberId"]))
+            member = group.member(body["memberId"])
+            result.schedule(session_timer_key(group_id, member.member_id), self.p.clock_ms + member.session_timeout_ms,
+                            T_SESSION, {"groupId": group_id, "memberId": member.member_id})
         return group
 
     def _split_unknown_topics(self, topics: list) -> tuple[_ResponseBuilder, list]:
@@ -131,7 +136,7 @@ class OffsetManager:
             resolved.append({**topic, "name": name})
         return resolved, ids
 
-    def commit_offset(self, request: Request) -> dict:
+    def commit_offset(self, request: Request) -> CoordinatorResult:
         body, version = request.body, request.api_version
         topics, ids = body["topics"], {}
         if version >= 10:
@@ -140,22 +145,23 @@ class OffsetManager:
         if not valid:
             # KafkaApis answers a commit with no partition left without calling the coordinator
             # (no group is created or validated).
-            return offset_commit_response(version, _by_id(version, answered.topics, ids))
-        mark = self.p.out.mark()
+            return CoordinatorResult(offset_commit_response(version, _by_id(version, answered.topics, ids)))
+        result = CoordinatorResult()
         try:
-            coordinator = self._commit_valid_offsets(request, valid)
+            coordinator = self._commit_valid_offsets(request, valid, result)
         except ApiError as e:
-            # The coordinator's error is reported on the partitions it was asked about (its outputs,
-            # if any, are dropped, as the runtime drops those of a handler that raises).
-            self.p.out.rollback(mark)
+            # The coordinator's error is reported on the partitions it was asked about (and its
+            # result is dropped, as the runtime drops that of a handler that raises).
+            result = CoordinatorResult()
             coordinator = [{"name": t["name"], "partitions": [
                 {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
                 for t in valid]
-        return offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
+        result.response = offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
+        return result
 
-    def _commit_valid_offsets(self, request: Request, valid: list) -> list:
+    def _commit_valid_offsets(self, request: Request, valid: list, result: CoordinatorResult) -> list:
         body = request.body
-        self.validate_offset_commit(request)
+        self.validate_offset_commit(request, result)
         now = self.p.clock_ms
         retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
         expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
@@ -171,7 +177,8 @@ class OffsetManager:
                 epoch = part.get("committedLeaderEpoch", -1)
                 value = OffsetAndMetadata(part["committedOffset"], None if epoch == -1 else epoch,
                                           metadata if metadata is not None else "", now, expire)
-                self.c.append_offset_commit(body["groupId"], topic["name"], part["partitionIndex"], value)
+                result.records.append(self.c.offset_commit_record(body["groupId"], topic["name"],
+                                                                  part["partitionIndex"], value))
                 partitions.append({"partitionIndex": part["partitionIndex"], "errorCode": Errors.NONE.code})
             topics.append({"name": topic["name"], "partitions": partitions})
         return topics
@@ -282,11 +289,11 @@ class OffsetManager:
         return {"groupId": group_id, "topics": topics, "errorCode": Errors.NONE.code}
 
     # ================================================================ OffsetDelete
-    def delete_offsets(self, request: Request) -> dict:
+    def delete_offsets(self, request: Request) -> CoordinatorResult:
         body = request.body
         group_id = body["groupId"]
         if group_id == "":
-            return offset_delete_response(Errors.INVALID_GROUP_ID)
+            return CoordinatorResult(offset_delete_response(Errors.INVALID_GROUP_ID))
         group = self.c.groups.get(group_id)
         if group is None:
             raise group_not_found(group_id)
@@ -311,25 +318,25 @@ class OffsetManager:
                             self.store.has_pending(group_id, name, index):
                         tombstones.append((name, index))
             topics.append({"name": name, "partitions": partitions})
-        for name, index in tombstones:
-            self.c.append_offset_tombstone(group_id, name, index)
+        result = CoordinatorResult(offset_delete_response(Errors.NONE, answered.merge(topics)))
+        result.records += [self.c.offset_tombstone(group_id, name, index) for name, index in tombstones]
         if tombstones:
-            self.c.emit(group_id, "OffsetsDeleted", partitions=[[t, p] for t, p in tombstones])
-        return offset_delete_response(Errors.NONE, answered.merge(topics))
+            self.c.event(result, group_id, "OffsetsDeleted", partitions=[[t, p] for t, p in tombstones])
+        return result
 
-    def delete_all_offsets(self, group_id: str) -> int:
-        """Tombstones for every offset of the group, committed or pending (DeleteGroups)."""
+    def delete_all_offsets(self, group_id: str, result: CoordinatorResult) -> int:
+        """Tombstones for every offset of the group, committed or pending (DeleteGroups), into
+        `result`; returns how many."""
         partitions = [(t, p) for t, p, _ in self.store.iter_group(group_id)]
         partitions += [(t, p) for t, p in self.store.pending_partitions(group_id)
                        if not self.store.has_committed_offset(group_id, t, p)]
-        for topic, partition in partitions:
-            self.c.append_offset_tombstone(group_id, topic, partition)
+        result.records += [self.c.offset_tombstone(group_id, topic, partition) for topic, partition in partitions]
         return len(partitions)
 
     # ================================================================ expiry
-    def cleanup_expired_offsets(self, group_id: str) -> bool:
-        """Expire the group's offsets whose retention has passed. True if no offsets are left and
-        no transaction has pending offsets for the group."""
+    def cleanup_expired_offsets(self, group_id: str, result: CoordinatorResult) -> bool:
+        """Expire the group's offsets whose retention has passed (tombstones into `result`). True if
+        no offsets are left and no transaction has pending offsets for the group."""
         offsets = self.store.group_offsets(group_id)
         if offsets is None:
             return not self.store.has_pending(group_id)
@@ -351,9 +358,8 @@ class OffsetManager:
                     expired.append((topic, partition))
                 else:
                     all_expired = False
-        for topic, partition in expired:
-            self.c.append_offset_tombstone(group_id, topic, partition)
+        result.records += [self.c.offset_tombstone(group_id, topic, partition) for topic, partition in expired]
         if expired:
-            self.c.emit(group_id, "OffsetsExpired", partitions=[[t, p] for t, p in expired],
+            self.c.event(result, group_id, "OffsetsExpired", partitions=[[t, p] for t, p in expired],
                         retentionMs=retention_ms, groupState=group.state_as_string())
         return all_expired and not self.store.has_pending(group_id)

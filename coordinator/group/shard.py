@@ -30,6 +30,7 @@ from ..chunks import EMPTY_SOURCE, LazyMap
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
+from ..result import CoordinatorResult
 from ..timers import Timer
 from . import admin
 from .classic.group import ClassicGroup
@@ -143,50 +144,73 @@ class GroupCoordinator:
         return admin.delete_groups(self, request)
 
     # ================================================================ timers
-    def _on_expiration_timer(self, timer: Timer) -> None:
-        self.cleanup_group_metadata()
+    def _on_expiration_timer(self, timer: Timer) -> CoordinatorResult:
+        return self.cleanup_group_metadata()
 
-    def ensure_expiration_timer(self) -> None:
+    def ensure_expiration_timer(self, result: CoordinatorResult | None = None) -> None:
         """Kafka runs the expiry every offsets.retention.check.interval.ms from coordinator load;
-        here the cycle runs while the partition has groups (it finds nothing to do otherwise)."""
+        here the cycle runs while the partition has groups (it finds nothing to do otherwise).
+        Into `result` when given (else at once: for callers not yet returning results)."""
         if EXPIRATION_TIMER_KEY not in self.p.timers:
-            self.p.schedule(EXPIRATION_TIMER_KEY, self.p.clock_ms + self.p.config["offsets.retention.check.interval.ms"],
-                            T_EXPIRATION)
+            deadline = self.p.clock_ms + self.p.config["offsets.retention.check.interval.ms"]
+            if result is None:
+                self.p.schedule(EXPIRATION_TIMER_KEY, deadline, T_EXPIRATION)
+            else:
+                result.schedule(EXPIRATION_TIMER_KEY, deadline, T_EXPIRATION)
 
-    def cleanup_group_metadata(self) -> None:
+    def cleanup_group_metadata(self) -> CoordinatorResult:
         """GroupCoordinatorShard.cleanupGroupMetadata: expire offsets, and delete Empty groups
         left without offsets or open transactions."""
+        result = CoordinatorResult()
         for group_id in list(self.groups):
             group = self.groups.get(group_id)
             if group is None or not group.should_expire():
                 continue
-            if self.offset_manager.cleanup_expired_offsets(group_id) and group.is_empty():
-                self.delete_group(group, reason="expired: no offsets left")
+            if self.offset_manager.cleanup_expired_offsets(group_id, result) and group.is_empty():
+                result.merge(self.delete_group(group, reason="expired: no offsets left"))
         if self.groups:
-            self.ensure_expiration_timer()
+            self.ensure_expiration_timer(result)
+        return result
 
     # ================================================================ groups
     def emit(self, group_id: str, event: str, **fields) -> None:
+        """An event at once (for callers not yet returning results; see `event`)."""
         self.p.emit_event(group_id, event, groupId=group_id, **fields)
 
-    def create_classic_group(self, group_id: str, reason: str) -> ClassicGroup:
+    @staticmethod
+    def event(result: CoordinatorResult, group_id: str, event: str, **fields) -> None:
+        """A group event, into `result`."""
+        result.emit(group_id, event, groupId=group_id, **fields)
+
+    def create_classic_group(self, group_id: str, reason: str, result: CoordinatorResult | None = None) -> ClassicGroup:
+        """A new classic group, in the groups map at once (Kafka keeps classic groups in memory only:
+        its in-memory exception); its event and the expiry timer go into `result` when given."""
         group = ClassicGroup(group_id, now_ms=self.p.clock_ms)
         self.groups[group_id] = group
-        self.emit(group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
-        self.ensure_expiration_timer()
+        if result is None:
+            self.emit(group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
+        else:
+            self.event(result, group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
+        self.ensure_expiration_timer(result)
         return group
 
-    def delete_group(self, group: Group, reason: str, with_offsets: bool = False) -> None:
-        """Write the group's tombstones (and its offsets' when asked) and forget it."""
-        offsets = self.offset_manager.delete_all_offsets(group.group_id) if with_offsets else 0
+    def delete_group(self, group: Group, reason: str, with_offsets: bool = False) -> CoordinatorResult:
+        """The group's tombstones (and its offsets' when asked), its timers cancelled, and the
+        GroupDeleted event: replaying the tombstones forgets the group."""
+        result = CoordinatorResult()
+        offsets = self.offset_manager.delete_all_offsets(group.group_id, result) if with_offsets else 0
         state = group.state_as_string()  # before the tombstones' replay empties it (what the gauges hold)
         for key in group.tombstone_record_keys():
-            self.append_and_replay(key, None)
+            result.record(key, None)
         for key in group.timer_keys():
-            self.p.cancel(key)
+            result.cancel(key)
+        # The tombstones' replay forgets the group too; it goes now so that the rest of the
+        # handler sees it gone (Kafka's timeline map), e.g. a conversion creating a group of
+        # another type under the same id. Only called once nothing can fail.
         self.groups.pop(group.group_id, None)
-        self.emit(group.group_id, "GroupDeleted", groupType=group.type, reason=reason, offsetsDeleted=offsets,
-                  state=state)
+        self.event(result, group.group_id, "GroupDeleted", groupType=group.type, reason=reason,
+                   offsetsDeleted=offsets, state=state)
+        return result
 
     # ================================================================ records
     def append_group_metadata(self, group_id: str, value: dict) -> None:
@@ -198,26 +222,37 @@ class GroupCoordinator:
         self.p.append_record(key, value)
         self.replay(StateRecord(key, value))
 
-    def append_offset_commit(self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
-                             producer_id: int | None = None) -> None:
+    @staticmethod
+    def offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
+                             producer_id: int | None = None) -> StateRecord:
         record = value.record_value()
         if producer_id is not None:
             record["producerId"] = producer_id
-        self.append_and_replay(record_key("OffsetCommit", group_id, topic, partition), record)
+        return StateRecord(record_key("OffsetCommit", group_id, topic, partition), record)
 
-    def append_offset_tombstone(self, group_id: str, topic: str, partition: int) -> None:
-        self.append_and_replay(record_key("OffsetCommit", group_id, topic, partition), None)
+    @staticmethod
+    def offset_tombstone(group_id: str, topic: str, partition: int) -> StateRecord:
+        return StateRecord(record_key("OffsetCommit", group_id, topic, partition), None)
+
+    def append_offset_commit(self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
+                             producer_id: int | None = None) -> None:
+        """At once (for the txn offsets, not yet returning results)."""
+        record = self.offset_commit_record(group_id, topic, partition, value, producer_id)
+        self.append_and_replay(record.key, record.value)
 
     # ================================================================ transactional offsets
     def validate_transactional_offset_commit(self, group_id: str, member_id: str, instance_id: str | None,
-                                             generation_id: int, api_version: int) -> Group:
+                                             generation_id: int, api_version: int,
+                                             result: CoordinatorResult | None = None) -> Group:
         """OffsetMetadataManager.validateTransactionalOffsetCommit: raises ApiError, or returns the
-        group (creating a simple group for generation -1, as Kafka does)."""
+        group (creating a simple group for generation -1, as Kafka does; its event and timer into
+        `result`)."""
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
                 raise ApiError(Errors.ILLEGAL_GENERATION)
-            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit")
+            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit",
+                                              result=result)
         try:
             group.validate_offset_commit(member_id, instance_id, generation_id, True, api_version)
         except ApiError as e:

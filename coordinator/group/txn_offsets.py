@@ -45,6 +45,7 @@ from __future__ import annotations
 from ..errors import ApiError, Error, Errors
 from ..messages import ReplyTo, Request, StateRecord
 from ..records import parse_record_key, record_key
+from ..result import CoordinatorResult
 from ..routing import coordinator_partition
 from ..timers import Timer
 from ..txn.apis import producer_fenced_for
@@ -172,7 +173,7 @@ class _ResponseBuilder:
         return {"throttleTimeMs": 0, "topics": self.topics}
 
 
-def txn_offset_commit(comp, request: Request) -> dict | None:
+def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
     body, version = request.body, request.api_version
     metadata = comp.p.component("metadata")
     response = _ResponseBuilder()
@@ -184,8 +185,10 @@ def txn_offset_commit(comp, request: Request) -> dict | None:
                 valid.append((topic["name"], part))
             else:
                 response.add(topic["name"], part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+    result = CoordinatorResult()
     if not valid:
-        return response.body()
+        result.response = response.body()
+        return result
     # GroupCoordinatorService.commitTransactionalOffsets: the group id, before the verification.
     error = _early_error(body)
     if error is None and _needs_verification(comp, body):
@@ -194,12 +197,13 @@ def txn_offset_commit(comp, request: Request) -> dict | None:
         if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
             answer = comp.p.component("transactions").verify_offsets_partition(
                 body["transactionalId"], body["producerId"], body["producerEpoch"], comp.p.partition_id,
-                verify_only=version < 5)
+                verify_only=version < 5, result=result)
             error = _verification_error(version, answer)
         else:
-            _park(comp, request, response, valid)
-            return None  # answered when the transaction coordinator's partition answers
-    return _finish(comp, body, version, response, valid, error)
+            _park(comp, request, response, valid, result)
+            return result  # answered when the transaction coordinator's partition answers
+    result.response = _finish(comp, body, version, response, valid, error, result)
+    return result
 
 
 def _early_error(body: dict) -> Error | None:
@@ -211,12 +215,14 @@ def _early_error(body: dict) -> Error | None:
     return None
 
 
-def _finish(comp, body: dict, version: int, response: _ResponseBuilder, valid: list, error: Error | None) -> dict:
+def _finish(comp, body: dict, version: int, response: _ResponseBuilder, valid: list, error: Error | None,
+            result: CoordinatorResult) -> dict:
+    """The response; the offsets' records (and a simple group's creation) go into `result`."""
     coordinator = _ResponseBuilder()
     try:
         if error is not None:
             raise ApiError(error)
-        _commit_transactional_offsets(comp, body, version, valid, coordinator)
+        _commit_transactional_offsets(comp, body, version, valid, coordinator, result)
     except ApiError as e:
         coordinator = _ResponseBuilder()
         error = producer_fenced_for(version, 3, e.error)
@@ -256,7 +262,7 @@ def _verification_timer_key(verification_id: int) -> str:
     return record_key(T_VERIFICATION_TIMEOUT, verification_id)
 
 
-def _park(comp, request: Request, response: _ResponseBuilder, valid: list) -> None:
+def _park(comp, request: Request, response: _ResponseBuilder, valid: list, result: CoordinatorResult) -> None:
     """Keep the request until the transaction coordinator's partition answers (TxnVerification on
     the internal channel, answered by TxnVerificationResult), or the timeout."""
     body = request.body
@@ -266,23 +272,23 @@ def _park(comp, request: Request, response: _ResponseBuilder, valid: list) -> No
     st.setdefault("verifying", {})[str(vid)] = {
         "reply": request.reply.to_json(), "body": body, "answered": response.topics,
         "valid": [[name, part] for name, part in valid]}
-    comp.p.send_request(body["transactionalId"], "TxnVerification", 0, {
+    result.send_request(body["transactionalId"], "TxnVerification", 0, {
         "transactionalId": body["transactionalId"], "producerId": body["producerId"],
         "producerEpoch": body["producerEpoch"], "verifyOnly": request.api_version < 5,
         "partitionIndex": comp.p.partition_id, "verificationId": vid},
         correlation_id=vid % 2**31, client_id=f"group-coordinator-{comp.p.partition_id}")
-    comp.p.schedule(_verification_timer_key(vid), comp.p.clock_ms + comp.p.config["transaction.verification.timeout.ms"],
+    result.schedule(_verification_timer_key(vid), comp.p.clock_ms + comp.p.config["transaction.verification.timeout.ms"],
                     T_VERIFICATION_TIMEOUT, {"verificationId": vid})
-    comp.p.emit_event(body["groupId"], "TxnOffsetCommitVerifying", groupId=body["groupId"],
-                      transactionalId=body["transactionalId"], producerId=body["producerId"],
-                      producerEpoch=body["producerEpoch"], verificationId=vid)
+    result.emit(body["groupId"], "TxnOffsetCommitVerifying", groupId=body["groupId"],
+                transactionalId=body["transactionalId"], producerId=body["producerId"],
+                producerEpoch=body["producerEpoch"], verificationId=vid)
 
 
-def _unpark(comp, verification_id: int) -> tuple[ReplyTo, dict, _ResponseBuilder, list] | None:
+def _unpark(comp, verification_id: int, result: CoordinatorResult) -> tuple[ReplyTo, dict, _ResponseBuilder, list] | None:
     entry = _state(comp).get("verifying", {}).pop(str(verification_id), None)
     if entry is None:
         return None
-    comp.p.cancel(_verification_timer_key(verification_id))
+    result.cancel(_verification_timer_key(verification_id))
     response = _ResponseBuilder()
     for topic in entry["answered"]:
         for p in topic["partitions"]:
@@ -290,7 +296,7 @@ def _unpark(comp, verification_id: int) -> tuple[ReplyTo, dict, _ResponseBuilder
     return ReplyTo.from_json(entry["reply"]), entry["body"], response, [(n, p) for n, p in entry["valid"]]
 
 
-def txn_verification_result(comp, request: Request) -> None:
+def txn_verification_result(comp, request: Request) -> CoordinatorResult | None:
     """The transaction coordinator's answer: the parked TxnOffsetCommit goes on (group validation,
     producer epoch, the offsets) or is answered the verification's error. An answer for a request
     no longer parked (it timed out) is dropped."""
@@ -298,24 +304,29 @@ def txn_verification_result(comp, request: Request) -> None:
     parked = _state(comp).get("verifying", {}).get(str(b["verificationId"]))
     if parked is None or parked["body"]["transactionalId"] != b["transactionalId"]:
         return None
-    reply, body, response, valid = _unpark(comp, b["verificationId"])
+    result = CoordinatorResult()
+    reply, body, response, valid = _unpark(comp, b["verificationId"], result)
     error = _verification_error(reply.api_version, Errors.for_code(b["errorCode"]))
-    comp.p.respond(reply, _finish(comp, body, reply.api_version, response, valid, error))
-    return None
+    result.reply(reply, _finish(comp, body, reply.api_version, response, valid, error, result))
+    return result
 
 
-def on_verification_timeout(comp, timer: Timer) -> None:
+def on_verification_timeout(comp, timer: Timer) -> CoordinatorResult | None:
     """No answer in `transaction.verification.timeout.ms` (the job was down, or the transaction
     coordinator's partition is stuck): COORDINATOR_NOT_AVAILABLE, as GroupCoordinatorService
     answers a write that timed out (normalizeException); the client retries."""
-    parked = _unpark(comp, timer.payload["verificationId"])
+    result = CoordinatorResult()
+    parked = _unpark(comp, timer.payload["verificationId"], result)
     if parked is None:
-        return
+        return None
     reply, body, response, valid = parked
-    comp.p.respond(reply, _finish(comp, body, reply.api_version, response, valid, Errors.COORDINATOR_NOT_AVAILABLE))
+    result.reply(reply, _finish(comp, body, reply.api_version, response, valid, Errors.COORDINATOR_NOT_AVAILABLE,
+                                result))
+    return result
 
 
-def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, out: _ResponseBuilder) -> None:
+def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, out: _ResponseBuilder,
+                                  result: CoordinatorResult) -> None:
     """GroupCoordinatorService.commitTransactionalOffsets + OffsetMetadataManager.
     commitTransactionalOffset + the log's producer-epoch check. Raises ApiError before it changes
     anything."""
@@ -343,24 +354,31 @@ def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, o
                            f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last "
                            f"seen epoch {current}")
     if group is None:
-        comp.validate_transactional_offset_commit(group_id, member_id, instance_id, generation, version)
+        comp.validate_transactional_offset_commit(group_id, member_id, instance_id, generation, version, result)
     for name, part in valid:
         index = part["partitionIndex"]
         if comp.is_offset_metadata_invalid(part["committedMetadata"]):
             out.add(name, index, Errors.OFFSET_METADATA_TOO_LARGE)
             continue
         leader_epoch = part.get("committedLeaderEpoch", -1)
-        _append_pending(comp, producer_id, epoch, group_id, name, index, OffsetAndMetadata(
+        result.records.append(_pending_record(producer_id, epoch, group_id, name, index, OffsetAndMetadata(
             part["committedOffset"], None if leader_epoch == -1 else leader_epoch, part["committedMetadata"] or "",
-            comp.p.clock_ms, None))
+            comp.p.clock_ms, None)))
         out.add(name, index, Errors.NONE)
+
+
+def _pending_record(producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
+                    offset: OffsetAndMetadata) -> StateRecord:
+    value = offset.record_value()
+    value.update(type=TXN_OFFSET_RECORD, producerId=producer_id, producerEpoch=epoch)
+    return StateRecord(txn_offset_key(producer_id, group_id, topic, partition), value)
 
 
 def _append_pending(comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
                     offset: OffsetAndMetadata) -> None:
-    value = offset.record_value()
-    value.update(type=TXN_OFFSET_RECORD, producerId=producer_id, producerEpoch=epoch)
-    comp.append_and_replay(txn_offset_key(producer_id, group_id, topic, partition), value)
+    """At once (WriteTxnMarkers, which reads the replayed state back: not yet a result)."""
+    record = _pending_record(producer_id, epoch, group_id, topic, partition, offset)
+    comp.append_and_replay(record.key, record.value)
 
 
 # ====================================================================== WriteTxnMarkers
@@ -448,17 +466,20 @@ def _ensure_expiration_timer(comp) -> None:
                         T_PRODUCER_EXPIRATION)
 
 
-def on_producer_expiration(comp, timer: Timer) -> None:
+def on_producer_expiration(comp, timer: Timer) -> CoordinatorResult:
     """ProducerStateManager.removeExpiredProducers: producers without an open transaction (no
     pending offset records) whose last append is older than producer.id.expiration.ms are
-    forgotten (their marker record too)."""
+    forgotten (their marker record's tombstone)."""
     now, expiration = comp.p.clock_ms, comp.p.config["producer.id.expiration.ms"]
     st = _state(comp)
-    for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0])):
-        if pid not in st["keys"] and now - last_ts >= expiration:
-            comp.append_and_replay(marker_key(int(pid)), None)
-    if _state(comp)["producers"]:
-        _ensure_expiration_timer(comp)
+    result = CoordinatorResult()
+    expired = [pid for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0]))
+               if pid not in st["keys"] and now - last_ts >= expiration]
+    result.records += [StateRecord(marker_key(int(pid)), None) for pid in expired]
+    if len(expired) < len(st["producers"]) and PRODUCER_EXPIRATION_KEY not in comp.p.timers:
+        result.schedule(PRODUCER_EXPIRATION_KEY, now + comp.p.config["producer.id.expiration.check.interval.ms"],
+                        T_PRODUCER_EXPIRATION)
+    return result
 
 
 class TxnOffsetManager:

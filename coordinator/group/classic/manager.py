@@ -153,7 +153,7 @@ class ClassicGroupManager:
             # A missing group is only created for a member without an id.
             return join_response(version, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
         if convert:
-            self.c.delete_group(existing, reason="converted to a classic group by JoinGroup")
+            self.p.apply(self.c.delete_group(existing, reason="converted to a classic group by JoinGroup"))
         is_new_group = group_id not in self.c.groups
         mark = len(self.p.out.records)
         group = self.classic_group(group_id)

@@ -23,7 +23,7 @@ import xxhash
 
 from ._java import order_key
 from .assignors import ASSIGNORS, PartitionAssignorException
-from .group_state import IllegalStateError, server_assignor_counts, subscribed_topic_counts
+from .group_state import derive_group_state, server_assignor_counts, subscribed_topic_counts
 from .group_state import subscription_type as derive_subscription_type
 from .heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
                                   throw_if_instance_id_is_unreleased, throw_if_member_epoch_is_invalid,
@@ -36,6 +36,7 @@ from .target_assignment import TargetAssignmentBuilder
 from .topic_partitions import freeze, to_json as assignment_to_json
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
+from ...result import CoordinatorResult
 from ...metadata import ZERO_UUID
 from ...records import parse_record_key, record_key
 from ...timers import Timer
@@ -48,7 +49,7 @@ from .group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, 
                     rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key, current_value,
                     group_epoch_value, member_value, regex_value, target_epoch_value, target_value)
 from .migration import T_JOIN, T_SYNC, ClassicMembers
-from ..group import CONSUMER
+from ..group import CONSUMER, IllegalStateError
 
 T_SESSION = "consumer-session"
 T_REBALANCE = "consumer-rebalance"
@@ -258,14 +259,14 @@ class ConsumerGroupManager:
         return out
 
     # ================================================================ ConsumerGroupHeartbeat
-    def consumer_group_heartbeat(self, request: Request) -> dict:
+    def consumer_group_heartbeat(self, request: Request) -> CoordinatorResult | dict:
         body, version = request.body, request.api_version
         throw_if_request_is_invalid(body, version, self.config["group.consumer.assignors"])
         if body["memberEpoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self.consumer_group_leave(body)
         return self._heartbeat(request)
 
-    def _heartbeat(self, request: Request) -> dict:
+    def _heartbeat(self, request: Request) -> CoordinatorResult:
         body = request.body
         group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
         instance_id = body["instanceId"]
@@ -326,28 +327,38 @@ class ConsumerGroupManager:
         reconciled = self._maybe_reconcile(group, updated, target_epoch, target, has_subscription_changed, owned,
                                            records, after)
 
-        # Nothing can fail any more: write, replay, and the soft state.
+        # Nothing can fail any more: the result (records replayed by the runtime, timers, events)
+        # and the soft state.
+        result = CoordinatorResult()
         upgraded = []
         if converted is not None and converted.is_empty():
-            self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
+            result.merge(self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat"))
         elif converted is not None:
+            # The classic group's tombstone goes first in the log (its timers are cancelled).
             upgraded = list(converted.members.values())
-            self.classic_members.complete_upgrade(converted)
-        self._apply(group_id, records)
-        self.classic_members.schedule_upgraded_sessions(group_id, upgraded)
+            result.merge(self.c.delete_group(converted, reason="upgraded online to a consumer group by "
+                                                               "ConsumerGroupHeartbeat"))
+        result.records += [StateRecord(key, value) for key, value in records]
+        for cm in upgraded:
+            self._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms, result)
         for fn in after:
-            fn()
-        self._schedule_session_timeout(group_id, member_id)
+            fn(result)
+        self._schedule_session_timeout(group_id, member_id, result=result)
         if is_new_group:
-            self.c.emit(group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
-            self.c.ensure_expiration_timer()
+            self.c.event(result, group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
+            self.c.ensure_expiration_timer(result)
         if is_new_member:
-            self.c.emit(group_id, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
-                        clientId=request.reply.client_id)
+            self.c.event(result, group_id, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
+                         clientId=request.reply.client_id)
         for name, fields in events:
-            self.c.emit(group_id, name, **fields)
-        self._emit_assignment_change(group_id, updated, reconciled, is_new_member)
-        self._report_state_change(group_id, state_before)
+            self.c.event(result, group_id, name, **fields)
+        self._emit_assignment_change(group_id, updated, reconciled, is_new_member, result)
+        # The group's state once the records are replayed, from what they hold.
+        members_after = self._effective_members(group, reconciled)
+        state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
+        if state_after != state_before:
+            self.c.event(result, group_id, "GroupStateChanged", groupType=CONSUMER, fromState=state_before,
+                         toState=state_after, groupEpoch=group_epoch, assignmentEpoch=target_epoch)
 
         # The response. The assignment goes back on a full request (joining with epoch 0, or
         # rebalance timeout, subscription and owned partitions all set) or when it changed.
@@ -357,12 +368,14 @@ class ConsumerGroupManager:
                 and body["topicPartitions"] is not None)
         if member_epoch == 0 or full or member.assigned_partitions != reconciled.assigned_partitions:
             response["assignment"] = {"topicPartitions": self.wire_assignment(reconciled.assigned_partitions)}
-        return response
+        result.response = response
+        return result
 
     def _emit_assignment_change(self, group_id: str, updated: ConsumerGroupMember, reconciled: ConsumerGroupMember,
-                                is_new_member: bool) -> None:
+                                is_new_member: bool, result: CoordinatorResult | None = None) -> None:
         if reconciled != updated or is_new_member:
-            self.c.emit(group_id, "MemberAssignmentChanged", memberId=reconciled.member_id,
+            emit = self.c.emit if result is None else (lambda gid, name, **f: self.c.event(result, gid, name, **f))
+            emit(group_id, "MemberAssignmentChanged", memberId=reconciled.member_id,
                         memberEpoch=reconciled.member_epoch, previousMemberEpoch=reconciled.previous_member_epoch,
                         memberState=reconciled.state.name,
                         assignedPartitions=event_assignment(reconciled.assigned_partitions),
@@ -472,7 +485,7 @@ class ConsumerGroupManager:
             events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
                                                 "reason": reason}))
         deadline = self.now + METADATA_REFRESH_INTERVAL_MS
-        after.append(lambda: group.set_metadata_refresh_deadline(deadline, group_epoch))
+        after.append(lambda _result: group.set_metadata_refresh_deadline(deadline, group_epoch))
         return group_epoch, subscription_type
 
     def _preferred_assignor(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -533,14 +546,14 @@ class ConsumerGroupManager:
             records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
             if not new.use_classic_protocol:
                 if new.state == MemberState.UNREVOKED_PARTITIONS:
-                    after.append(lambda: self._schedule_rebalance_timeout(gid, new.member_id, new.member_epoch,
-                                                                          new.rebalance_timeout_ms))
+                    after.append(lambda result: self._schedule_rebalance_timeout(
+                        gid, new.member_id, new.member_epoch, new.rebalance_timeout_ms, result))
                 else:
-                    after.append(lambda: self.p.cancel(rebalance_timer_key(gid, new.member_id)))
+                    after.append(lambda result: self._cancel(rebalance_timer_key(gid, new.member_id), result))
         return new
 
     # ================================================================ leaving and fencing
-    def consumer_group_leave(self, body: dict) -> dict:
+    def consumer_group_leave(self, body: dict) -> CoordinatorResult:
         """consumerGroupLeave: epoch -1 leaves (the member is fenced: tombstones and a group epoch
         bump); epoch -2 is a static member leaving for a while (only its member epoch changes, its
         assignment is kept until its session expires)."""
@@ -550,34 +563,45 @@ class ConsumerGroupManager:
         response = heartbeat_response(member_id=member_id, member_epoch=member_epoch)
         if instance_id is None:
             member = group.get_member(member_id)
-            self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
-            return response
+            result = self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
+            result.response = response
+            return result
         member = group.static_member(instance_id)
         throw_if_static_member_is_unknown(member, instance_id)
         throw_if_instance_id_is_fenced(member, group_id, member_id, instance_id)
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
             before = self._state(group_id)
-            self._apply(group_id, [(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))])
-            self.c.emit(group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
-                        temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
-                                               "assignment until its session expires")
-            self._report_state_change(group_id, before)
-            return heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
-        return response
+            result = CoordinatorResult(heartbeat_response(member_id=member.member_id,
+                                                          member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+            result.record(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))
+            self.c.event(result, group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
+                         temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
+                                                "assignment until its session expires")
+            after = str(derive_group_state(group.with_members_replaced(updated=leaving).values(), group.group_epoch,
+                                           group.target_assignment_epoch))
+            if after != before:
+                self.c.event(result, group_id, "GroupStateChanged", groupType=CONSUMER, fromState=before,
+                             toState=after, groupEpoch=group.group_epoch,
+                             assignmentEpoch=group.target_assignment_epoch)
+            return result
+        result = self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
+        result.response = response
+        return result
 
     def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], event: str,
-                      reason: str) -> None:
+                      reason: str) -> CoordinatorResult:
         """consumerGroupFenceMembers: tombstones for each member (and for resolved regexes nobody
         subscribes to any more), then one group epoch bump; the members' timers are cancelled."""
+        result = CoordinatorResult()
         if not members:
-            return
+            return result
         if self.classic_members.should_downgrade(group, members):
+            # The online downgrade is not a result yet: it changes the state at once.
             for m in members:
                 self._cancel_timers(group.group_id, m.member_id)
             self.classic_members.convert_to_classic_group(group, members, event, reason)
-            return
+            return result
         gid = group.group_id
         records: list = []
         for m in members:
@@ -598,14 +622,20 @@ class ConsumerGroupManager:
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         before = self._state(gid)
-        self._apply(gid, records)
+        result.records += [StateRecord(key, value) for key, value in records]
         for m in members:
-            self._cancel_timers(gid, m.member_id)
-            self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
-                        reason=reason, memberEpoch=m.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
-                    reason=f"{len(members)} member(s) removed: {reason}")
-        self._report_state_change(gid, before)
+            self._cancel_timers(gid, m.member_id, result)
+            self.c.event(result, gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
+                         reason=reason, memberEpoch=m.member_epoch)
+        self.c.event(result, gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
+                     reason=f"{len(members)} member(s) removed: {reason}")
+        # The state once the tombstones are replayed: the remaining members, the new group epoch
+        # (the target assignment epoch does not change).
+        after = str(derive_group_state(remaining.values(), group_epoch, group.target_assignment_epoch))
+        if after != before:
+            self.c.event(result, gid, "GroupStateChanged", groupType=CONSUMER, fromState=before, toState=after,
+                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+        return result
 
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
         """classicGroupLeaveToConsumerGroup: each identity is validated; the valid ones are fenced
@@ -627,45 +657,59 @@ class ConsumerGroupManager:
             except ApiError as e:
                 entry["errorCode"] = e.error.code
             responses.append(entry)
-        self.fence_members(group, list(valid.values()), "MemberLeft",
-                           "removed by a LeaveGroup request (classic protocol)")
+        # (LeaveGroup's classic path does not return results yet: applied at once.)
+        self.p.apply(self.fence_members(group, list(valid.values()), "MemberLeft",
+                                        "removed by a LeaveGroup request (classic protocol)"))
         return leave_response(request.api_version, Errors.NONE, responses)
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+    def _schedule(self, result: CoordinatorResult | None, key: str, deadline_ms: int, kind: str, payload: dict) -> None:
+        """Into `result`, or at once for the paths not yet returning results."""
+        if result is None:
+            self.p.schedule(key, deadline_ms, kind, payload)
+        else:
+            result.schedule(key, deadline_ms, kind, payload)
+
+    def _cancel(self, key: str, result: CoordinatorResult | None) -> None:
+        if result is None:
+            self.p.cancel(key)
+        else:
+            result.cancel(key)
+
+    def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None,
+                                  result: CoordinatorResult | None = None) -> None:
         """The member's session: the group's consumer.session.timeout.ms (its config, else
         group.consumer.session.timeout.ms), or a classic member's own."""
         if timeout_ms is None:
             timeout_ms = self.c_configs.consumer_session_timeout_ms(group_id)
-        self.p.schedule(session_timer_key(group_id, member_id), self.now + timeout_ms, T_SESSION,
-                        {"groupId": group_id, "memberId": member_id})
+        self._schedule(result, session_timer_key(group_id, member_id), self.now + timeout_ms, T_SESSION,
+                       {"groupId": group_id, "memberId": member_id})
 
     def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int,
-                                    rebalance_timeout_ms: int) -> None:
-        self.p.schedule(rebalance_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_REBALANCE,
-                        {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
-                         "rebalanceTimeoutMs": rebalance_timeout_ms})
+                                    rebalance_timeout_ms: int, result: CoordinatorResult | None = None) -> None:
+        self._schedule(result, rebalance_timer_key(group_id, member_id), self.now + rebalance_timeout_ms,
+                       T_REBALANCE, {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
+                                     "rebalanceTimeoutMs": rebalance_timeout_ms})
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.p.cancel(session_timer_key(group_id, member_id))
-        self.p.cancel(rebalance_timer_key(group_id, member_id))
-        self.p.cancel(join_timer_key(group_id, member_id))
-        self.p.cancel(sync_timer_key(group_id, member_id))
+    def _cancel_timers(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
+        for key in (session_timer_key(group_id, member_id), rebalance_timer_key(group_id, member_id),
+                    join_timer_key(group_id, member_id), sync_timer_key(group_id, member_id)):
+            self._cancel(key, result)
 
-    def fence_member_operation(self, payload: dict, reason: str) -> None:
+    def fence_member_operation(self, payload: dict, reason: str) -> CoordinatorResult | None:
         """consumerGroupFenceMemberOperation: nothing if the group or the member is gone."""
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ConsumerGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None:
-            return
-        self.fence_members(group, [member], "MemberFenced", reason)
+            return None
+        return self.fence_members(group, [member], "MemberFenced", reason)
 
-    def on_session_timeout(self, timer: Timer) -> None:
-        self.fence_member_operation(timer.payload, "the member session expired")
+    def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
+        return self.fence_member_operation(timer.payload, "the member session expired")
 
-    def on_rebalance_timeout(self, timer: Timer) -> None:
+    def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
         moved on from that epoch."""
         payload = timer.payload
@@ -674,8 +718,8 @@ class ConsumerGroupManager:
             return
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
-            return
-        self.fence_members(group, [member], "MemberFenced",
+            return None
+        return self.fence_members(group, [member], "MemberFenced",
                            f"it failed to transition from epoch {payload['memberEpoch']} within "
                            f"{payload['rebalanceTimeoutMs']}ms")
 

@@ -28,6 +28,7 @@ from .heartbeat import throw_if_group_is_full
 from .member import ConsumerGroupMember, MemberState
 from ...errors import ApiError, Errors
 from ...messages import Request
+from ...result import CoordinatorResult
 from ...records import record_key
 from ..classic.apis import heartbeat_response, join_response, sync_response
 from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
@@ -90,12 +91,12 @@ class ClassicMembers:
         self.p.schedule(sync_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_SYNC,
                         {"groupId": group_id, "memberId": member_id})
 
-    def on_join_timeout(self, timer) -> None:
-        self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
+    def on_join_timeout(self, timer) -> CoordinatorResult | None:
+        return self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
                                                      "timeout")
 
-    def on_sync_timeout(self, timer) -> None:
-        self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
+    def on_sync_timeout(self, timer) -> CoordinatorResult | None:
+        return self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
 
     # ================================================================ JoinGroup
     def join(self, group: ConsumerGroup, request: Request) -> dict | None:
@@ -168,7 +169,7 @@ class ClassicMembers:
         # Nothing can fail any more.
         m._apply(gid, records)
         for fn in after:
-            fn()
+            fn(None)  # (this path is not a result yet: at once)
         member_id = reconciled.member_id
         response = join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
                                  protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
@@ -317,15 +318,6 @@ class ClassicMembers:
         records += [(record_key(R_CURRENT, gid, mm.member_id), current_value(mm)) for mm in members]
         return group
 
-    def complete_upgrade(self, classic: ClassicGroup) -> None:
-        """Once the heartbeat that upgrades succeeded: the classic group's tombstone goes first in
-        the log (its timers are cancelled)."""
-        self.c.delete_group(classic, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")
-
-    def schedule_upgraded_sessions(self, group_id: str, classic_members: list[ClassicGroupMember]) -> None:
-        for cm in classic_members:
-            self.m._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms)
-
     # ================================================================ downgrade
     def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember],
                          replacing: bool = False) -> bool:
@@ -379,8 +371,8 @@ class ClassicMembers:
         for m in leaving:
             self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
                         reason=reason, memberEpoch=m.member_epoch)
-        self.c.delete_group(group, reason="downgraded online to a classic group: the last consumer-protocol "
-                                          "member left")
+        self.p.apply(self.c.delete_group(group, reason="downgraded online to a classic group: the last "
+                                                       "consumer-protocol member left"))
         self.c.groups[gid] = classic
         self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
         self.c.emit(gid, "GroupCreated", groupType=CLASSIC, reason="online downgrade from a consumer group",

@@ -25,6 +25,8 @@ from ..group import IllegalStateError
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
 from ...records import parse_record_key, record_key
+from ...result import CoordinatorResult
+from ...share import admin as share_admin  # a module: share/admin.py imports the group package in turn
 from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
@@ -33,7 +35,7 @@ from ..consumer.manager import event_assignment, persisted_group
 from ..group import SHARE
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from .apis import described_group, describe_response, heartbeat_response
-from .group import current_value, group_epoch_value, member_value, target_epoch_value, target_value
+from .group import EMPTY, STABLE, current_value, group_epoch_value, member_value, target_epoch_value, target_value
 from .group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
                           R_STATE_PARTITION_METADATA, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ShareGroup,
                           ShareGroupMember, session_timer_key)
@@ -243,7 +245,9 @@ class ShareGroupManager:
                 records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
                 events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
                                                     "reason": reason}))
-            group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+            refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, group_epoch)  # soft state, set below
+        else:
+            refresh_deadline = None
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -263,30 +267,42 @@ class ShareGroupManager:
 
         init_map = self.maybe_create_initialize_request(group, group.subscribed_topic_names(members_after), records)
 
-        # Nothing can fail any more.
-        self._apply(records)
-        self._schedule_session_timeout(group_id, member_id)
+        # Nothing can fail any more: the result (records replayed by the runtime) and the soft state.
+        result = CoordinatorResult()
+        if refresh_deadline is not None:
+            group.set_metadata_refresh_deadline(*refresh_deadline)
+        result.records += [StateRecord(key, value) for key, value in records]
+        self._schedule_session_timeout(group_id, member_id, result)
         if init_map:
-            self._send_initialize(group_id, group_epoch, init_map)
+            # The local share-partitions' initialization reads the group as the records leave it
+            # (initializing partitions): not computed from locals yet, so the records so far are
+            # applied first (the one place this handler changes the state before returning).
+            self.p.apply(result)
+            result = CoordinatorResult()
+            self._send_initialize(group_id, group_epoch, init_map, result)
         if is_new_group:
-            self.c.emit(group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
-            self.c.ensure_expiration_timer()
+            self.c.event(result, group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
+            self.c.ensure_expiration_timer(result)
         if is_new_member:
-            self.c.emit(group_id, "MemberJoined", groupType=SHARE, memberId=member_id, groupInstanceId=None,
-                        clientId=request.reply.client_id)
+            self.c.event(result, group_id, "MemberJoined", groupType=SHARE, memberId=member_id,
+                         groupInstanceId=None, clientId=request.reply.client_id)
         for name, fields in events:
-            self.c.emit(group_id, name, groupType=SHARE, **fields)
+            self.c.event(result, group_id, name, groupType=SHARE, **fields)
         if reconciled is not updated or is_new_member:
-            self.c.emit(group_id, "MemberAssignmentChanged", groupType=SHARE, memberId=member_id, memberEpoch=reconciled.member_epoch,
-                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state,
-                        assignedPartitions=event_assignment(reconciled.assigned_partitions))
-        self._report_state_change(group_id, state_before)
+            self.c.event(result, group_id, "MemberAssignmentChanged", groupType=SHARE, memberId=member_id,
+                         memberEpoch=reconciled.member_epoch, previousMemberEpoch=reconciled.previous_member_epoch,
+                         memberState=reconciled.state, assignedPartitions=event_assignment(reconciled.assigned_partitions))
+        # The state once the records are replayed: the member is in, so the group is Stable.
+        if state_before != STABLE:
+            self.c.event(result, group_id, "GroupStateChanged", groupType=SHARE, fromState=state_before,
+                         toState=STABLE, groupEpoch=group_epoch, assignmentEpoch=target_epoch)
 
         response = heartbeat_response(member_id=member_id, member_epoch=reconciled.member_epoch,
                                       heartbeat_interval_ms=self.heartbeat_interval_ms(group_id))
         if member_epoch == 0 or subscribed is not None or member.assigned_partitions != reconciled.assigned_partitions:
             response["assignment"] = {"topicPartitions": self.consumers.wire_assignment(reconciled.assigned_partitions)}
-        return response
+        result.response = response
+        return result
 
     def _update_target_assignment(self, group: ShareGroup, group_epoch: int, members: dict, records: list,
                                   events: list) -> dict:
@@ -379,14 +395,11 @@ class ShareGroupManager:
                 group.group_id, combine_init_maps(info["initializing"], change), info["initialized"], deleting))
         return change
 
-    def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict) -> None:
-        """The persister's initializeState: each share-partition's coordinator partition initializes it."""
-        from ...result import CoordinatorResult
-        from ...share.admin import initialize_for_group
-        result = CoordinatorResult()
-        initialize_for_group(self.p, result, group_id, group_epoch,
-                             {tid: list(v["partitions"]) for tid, v in init_map.items()})
-        self.p.apply(result)  # until this manager returns results
+    def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict, result: CoordinatorResult) -> None:
+        """The persister's initializeState: each share-partition's coordinator partition initializes it
+        (into `result`)."""
+        share_admin.initialize_for_group(self.p, result, group_id, group_epoch,
+                                         {tid: list(v["partitions"]) for tid, v in init_map.items()})
 
     def initialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
         """initializeShareGroupState: the answered partitions move from initializing to initialized."""
@@ -486,13 +499,14 @@ class ShareGroupManager:
         self._apply([state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting)])
 
     # ================================================================ leaving and fencing
-    def share_group_leave(self, body: dict) -> dict:
+    def share_group_leave(self, body: dict) -> CoordinatorResult:
         group = self.share_group(body["groupId"])
         member = group.get_or_create_member(body["memberId"], False)
-        self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
-        return heartbeat_response(member_id=body["memberId"], member_epoch=body["memberEpoch"])
+        result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        result.response = heartbeat_response(member_id=body["memberId"], member_epoch=body["memberEpoch"])
+        return result
 
-    def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> None:
+    def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> CoordinatorResult:
         """shareGroupFenceMember: the member's tombstones and a group epoch bump."""
         gid, mid = group.group_id, member.member_id
         records = [(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
@@ -502,29 +516,38 @@ class ShareGroupManager:
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         before = self._state(gid)
-        self._apply(records)
-        self.p.cancel(session_timer_key(gid, mid))
-        self.c.emit(gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False, reason=reason,
-                    memberEpoch=member.member_epoch)
-        self.c.emit(gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch, metadataHash=metadata_hash,
-                    reason=f"1 member(s) removed: {reason}")
-        self._report_state_change(gid, before)
+        result = CoordinatorResult()
+        result.records += [StateRecord(key, value) for key, value in records]
+        result.cancel(session_timer_key(gid, mid))
+        self.c.event(result, gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False,
+                     reason=reason, memberEpoch=member.member_epoch)
+        self.c.event(result, gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch,
+                     metadataHash=metadata_hash, reason=f"1 member(s) removed: {reason}")
+        after = STABLE if remaining else EMPTY  # the group's state once the tombstones are replayed
+        if after != before:
+            self.c.event(result, gid, "GroupStateChanged", groupType=SHARE, fromState=before, toState=after,
+                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+        return result
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.p.schedule(session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id),
-                        T_SESSION, {"groupId": group_id, "memberId": member_id})
+    def _schedule_session_timeout(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
+        key, deadline = session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id)
+        payload = {"groupId": group_id, "memberId": member_id}
+        if result is None:  # (the paths not returning results yet)
+            self.p.schedule(key, deadline, T_SESSION, payload)
+        else:
+            result.schedule(key, deadline, T_SESSION, payload)
 
-    def on_session_timeout(self, timer: Timer) -> None:
+    def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
         payload = timer.payload
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ShareGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None:
-            return
-        self.fence_member(group, member, "MemberFenced", "the member session expired")
+            return None
+        return self.fence_member(group, member, "MemberFenced", "the member session expired")
 
     # ================================================================ metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:
