@@ -14,6 +14,7 @@ answered the job logs "READY" (and prints COORDINATOR-READY for scripts). The jo
 recent micro-batches) is kept in `<checkpoint>.status.json`: `python -m streaming.status` reads it.
 The service logs its own lifecycle at INFO and libraries at WARNING; --verbose shows theirs too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", help="checkpoint directory (overrides [stream] checkpoint)")
     ap.add_argument("--bootstrap", help="Kafka bootstrap servers (overrides [kafka] bootstrap_servers)")
     ap.add_argument("--verbose", action="store_true", help="log libraries (Kafka clients, Spark) at INFO")
-    ap.add_argument("--ensure-topics", action="store_true",
-                    help="wait for the broker and create missing topics (after starting Spark, so the two "
-                         "overlap); deploy/run-local.sh uses it")
+    ap.add_argument(
+        "--ensure-topics",
+        action="store_true",
+        help="wait for the broker and create missing topics (after starting Spark, so the two "
+        "overlap); deploy/run-local.sh uses it",
+    )
     args = ap.parse_args(argv)
 
     overrides: dict = {}
@@ -70,10 +74,18 @@ def main(argv: list[str] | None = None) -> int:
 
         wait_for_broker(cfg.bootstrap, timeout_s=120)
         ensure_topics(cfg)
-        log.info("broker %s answers and the topics exist (%.1f s after start)", cfg.bootstrap,
-                 time.time() - status.started_at)
-    publisher = MetadataPublisher(cfg.bootstrap, cfg.topics["internal"], int(cfg.stream["metadata_refresh_ms"]),
-                                  internal_key, reply_topic_prefix=cfg.topics["responses"] + ".")
+        log.info(
+            "broker %s answers and the topics exist (%.1f s after start)",
+            cfg.bootstrap,
+            time.time() - status.started_at,
+        )
+    publisher = MetadataPublisher(
+        cfg.bootstrap,
+        cfg.topics["internal"],
+        int(cfg.stream["metadata_refresh_ms"]),
+        internal_key,
+        reply_topic_prefix=cfg.topics["responses"] + ".",
+    )
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
     exporter = start_metrics_exporter(cfg, status, log)
@@ -85,13 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         except CheckpointDamaged as e:
             raise PermanentFailure(str(e)) from e  # restarting cannot help: an operator must act
         query = start(spark, cfg, step_settings(cfg, internal_key, tuple(quarantined)))
-        log.info("coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s", query.id,
-                 cfg.topics["requests"], cfg.checkpoint, quarantined or "none")
+        log.info(
+            "coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s",
+            query.id,
+            cfg.topics["requests"],
+            cfg.checkpoint,
+            quarantined or "none",
+        )
         print("COORDINATOR-STREAM-STARTED", flush=True)  # tests and scripts wait for this line
         status.attach(query)
         status.lifecycle("running")
-        threading.Thread(target=self_check, args=(cfg, status, log, stopping), name="self-check",
-                         daemon=True).start()
+        threading.Thread(target=self_check, args=(cfg, status, log, stopping), name="self-check", daemon=True).start()
         return query
 
     stopping = threading.Event()
@@ -112,9 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         status.lifecycle("restarting", summary(text, 0))
         return None  # only records it; the handlers after this one decide
 
-    supervisor = Supervisor(start_query, RestartPolicy.from_config(cfg.stream), stopping=stopping,
-                            on_tick=on_tick, stop_query=stop_between_batches,
-                            failure_handlers=[note_failure, quarantine_missing_topics(cfg, quarantined, log)])
+    supervisor = Supervisor(
+        start_query,
+        RestartPolicy.from_config(cfg.stream),
+        stopping=stopping,
+        on_tick=on_tick,
+        stop_query=stop_between_batches,
+        failure_handlers=[note_failure, quarantine_missing_topics(cfg, quarantined, log)],
+    )
     projector = None
     if cfg.redis.get("enabled"):  # the Redis read model: a second query, supervised on its own
         from streaming.projector import run_projector
@@ -165,14 +186,17 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
 
     t0 = time.monotonic()
     try:
-        client = CoordinatorClient(cfg.bootstrap, f"{SELF_CHECK_KEY}-{os.getpid()}-{int(time.time() * 1000)}",
-                                   requests_topic=cfg.topics["requests"], responses_topic=cfg.topics["responses"])
+        client = CoordinatorClient(
+            cfg.bootstrap,
+            f"{SELF_CHECK_KEY}-{os.getpid()}-{int(time.time() * 1000)}",
+            requests_topic=cfg.topics["requests"],
+            responses_topic=cfg.topics["responses"],
+        )
     except Exception as e:  # noqa: BLE001 - the broker went away; the supervisor deals with the query
         log.warning("self-check: cannot reach the broker: %s", e)
         return
     try:
-        cid = client.send("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [SELF_CHECK_KEY]},
-                          key=SELF_CHECK_KEY)
+        cid = client.send("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [SELF_CHECK_KEY]}, key=SELF_CHECK_KEY)
         waited_s = 0
         while not stopping.is_set():
             try:
@@ -181,8 +205,10 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
             except ResponseTimeout:
                 waited_s += 5
                 if waited_s % 60 == 0:
-                    log.warning("self-check: no answer after %d s (is the query making progress? "
-                                "python -m streaming.status)", waited_s)
+                    log.warning(
+                        "self-check: no answer after %d s (is the query making progress? python -m streaming.status)",
+                        waited_s,
+                    )
         else:
             return
         # The batch that answered is still finishing (its progress comes after its sink): ready
@@ -191,10 +217,14 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
         while status.query is not None and status.query.lastProgress is None and time.monotonic() < settle:
             time.sleep(0.05)
         status.lifecycle("ready")
-        log.info("READY: the coordinator service answers requests on %s (self-check round trip %.2f s, "
-                 "%.1f s after the job started; error code %s)", cfg.topics["requests"], time.monotonic() - t0,
-                 time.time() - status.started_at,
-                 (answer.get("coordinators") or [answer])[0].get("errorCode"))
+        log.info(
+            "READY: the coordinator service answers requests on %s (self-check round trip %.2f s, "
+            "%.1f s after the job started; error code %s)",
+            cfg.topics["requests"],
+            time.monotonic() - t0,
+            time.time() - status.started_at,
+            (answer.get("coordinators") or [answer])[0].get("errorCode"),
+        )
         print("COORDINATOR-READY", flush=True)
     finally:
         client.close()
@@ -211,10 +241,10 @@ def quarantine_missing_topics(cfg: StreamConfig, quarantined: list[str], log):
 
     from streaming.supervisor import Decision
 
-    own = {cfg.topics[t] for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters",
-                                   "metrics")}
-    missing = re.compile(r"Topic (\S+?)\.? not present in metadata|InvalidTopicException: .*?([A-Za-z0-9._-]+)$",
-                         re.M)
+    own = {
+        cfg.topics[t] for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
+    }
+    missing = re.compile(r"Topic (\S+?)\.? not present in metadata|InvalidTopicException: .*?([A-Za-z0-9._-]+)$", re.M)
 
     def handle(text: str):
         names = [a or b for a, b in missing.findall(text)]
@@ -222,8 +252,9 @@ def quarantine_missing_topics(cfg: StreamConfig, quarantined: list[str], log):
             if topic in own or topic in quarantined or topic_exists(cfg.bootstrap, topic) is not False:
                 continue
             quarantined.append(topic)
-            log.warning("output topic %s does not exist: quarantined (its records go to %s)", topic,
-                        cfg.topics["dead_letters"])
+            log.warning(
+                "output topic %s does not exist: quarantined (its records go to %s)", topic, cfg.topics["dead_letters"]
+            )
             return Decision.restart(f"quarantined the missing output topic {topic}", immediately=True)
         return None
 
@@ -266,9 +297,14 @@ class ProgressLog:
         self.last_batch = new[-1]["batchId"]
         durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in new)
         rows = sum(p["numInputRows"] for p in new)
-        self.log.info("progress: batches %d-%d, %d input rows, batch ms p50 %d max %d",
-                      new[0]["batchId"], new[-1]["batchId"], rows, durations[len(durations) // 2],
-                      durations[-1])
+        self.log.info(
+            "progress: batches %d-%d, %d input rows, batch ms p50 %d max %d",
+            new[0]["batchId"],
+            new[-1]["batchId"],
+            rows,
+            durations[len(durations) // 2],
+            durations[-1],
+        )
 
 
 def stop_between_batches(query, wait_s: float = 30.0) -> None:
@@ -282,8 +318,7 @@ def stop_between_batches(query, wait_s: float = 30.0) -> None:
         return progress["batchId"] if progress else None
 
     deadline, running = time.time() + wait_s, last_batch()
-    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive") \
-            and last_batch() == running:
+    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive") and last_batch() == running:
         time.sleep(0.02)
     query.stop()
 

@@ -12,6 +12,7 @@ Times are the best of N runs, in milliseconds. Then the same for TargetAssignmen
 Heterogeneous groups: each member subscribes to a random (seeded) subset of up to half the topics.
 Topics have 100 partitions each (10 for the 100-partition case).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,14 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from coordinator.group.consumer.assignors import (GroupSpec, MemberSubscriptionAndAssignment as Spec,  # noqa: E402
-                                            RangeAssignor, SubscribedTopicDescriber, SubscriptionType,
-                                            UniformAssignor)
+from coordinator.group.consumer.assignors import (  # noqa: E402
+    GroupSpec,
+    RangeAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    UniformAssignor,
+)
+from coordinator.group.consumer.assignors import MemberSubscriptionAndAssignment as Spec
 from coordinator.group.consumer.member import ConsumerGroupMember  # noqa: E402
 from coordinator.group.consumer.target_assignment import TargetAssignmentBuilder  # noqa: E402
 
@@ -42,8 +48,9 @@ def make_subscriptions(members: int, topics: dict, heterogeneous: bool) -> dict:
     if not heterogeneous:
         return {f"member-{i:05d}": frozenset(names) for i in range(members)}
     rnd = random.Random(members * 31 + len(names))
-    return {f"member-{i:05d}": frozenset(rnd.sample(names, rnd.randint(1, max(1, len(names) // 2))))
-            for i in range(members)}
+    return {
+        f"member-{i:05d}": frozenset(rnd.sample(names, rnd.randint(1, max(1, len(names) // 2)))) for i in range(members)
+    }
 
 
 def best(fn, repeat: int) -> tuple[float, object]:
@@ -69,8 +76,12 @@ def bench_target_builder(subs, topics, repeat):
     members = {m: ConsumerGroupMember(m, subscribed_topic_names=s) for m, s in subs.items()}
 
     def build(target=None):
-        b = (TargetAssignmentBuilder("g", 2, "uniform").with_members(members)
-             .with_topic_metadata(topics).with_target_assignment(target or {}))
+        b = (
+            TargetAssignmentBuilder("g", 2, "uniform")
+            .with_members(members)
+            .with_topic_metadata(topics)
+            .with_target_assignment(target or {})
+        )
         return b.build()
 
     t_first, first = best(build, repeat)
@@ -78,9 +89,14 @@ def bench_target_builder(subs, topics, repeat):
     newcomer = ConsumerGroupMember("member-new", subscribed_topic_names=next(iter(subs.values())))
 
     def join():
-        return (TargetAssignmentBuilder("g", 3, "uniform").with_members(members)
-                .with_topic_metadata(topics).with_target_assignment(target)
-                .add_or_update_member("member-new", newcomer).build())
+        return (
+            TargetAssignmentBuilder("g", 3, "uniform")
+            .with_members(members)
+            .with_topic_metadata(topics)
+            .with_target_assignment(target)
+            .add_or_update_member("member-new", newcomer)
+            .build()
+        )
 
     t_join, joined = best(join, repeat)
     return t_first, t_join, len(joined.changed)
@@ -107,11 +123,15 @@ def main() -> None:
                 subs = make_subscriptions(members, topics, heterogeneous)
                 st = HETERO if heterogeneous else HOMO
                 t_first, t_join = bench_assignor(assignor, subs, topics, st, args.repeat)
-                print(f"{name:<8} {'heterogeneous' if heterogeneous else 'homogeneous':<13} "
-                      f"{members:>7} {partitions:>10} {t_first:>9.2f} {t_join:>9.2f}")
+                print(
+                    f"{name:<8} {'heterogeneous' if heterogeneous else 'homogeneous':<13} "
+                    f"{members:>7} {partitions:>10} {t_first:>9.2f} {t_join:>9.2f}"
+                )
     print()
-    header = (f"{'TargetAssignmentBuilder (uniform)':<34} {'members':>7} {'partitions':>10} "
-              f"{'first':>9} {'join':>9} {'records':>7}")
+    header = (
+        f"{'TargetAssignmentBuilder (uniform)':<34} {'members':>7} {'partitions':>10} "
+        f"{'first':>9} {'join':>9} {'records':>7}"
+    )
     print(header)
     print("-" * len(header))
     for heterogeneous in (False, True):
@@ -119,8 +139,10 @@ def main() -> None:
             topics = make_topics(partitions)
             subs = make_subscriptions(members, topics, heterogeneous)
             t_first, t_join, changed = bench_target_builder(subs, topics, args.repeat)
-            print(f"{'heterogeneous' if heterogeneous else 'homogeneous':<34} {members:>7} {partitions:>10} "
-                  f"{t_first:>9.2f} {t_join:>9.2f} {changed + 1:>7}")
+            print(
+                f"{'heterogeneous' if heterogeneous else 'homogeneous':<34} {members:>7} {partitions:>10} "
+                f"{t_first:>9.2f} {t_join:>9.2f} {changed + 1:>7}"
+            )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ MEMBER_ID_REQUIRED, JoinGroup with the id (parked for the initial delay, extende
 members keep arriving within it, as Kafka does) → SyncGroup. Also measured: the sequential
 FindCoordinator round trip of the same job (one request → one response), the unit the rest is made of.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,19 @@ TOPICS = {"bench-orders": 12, "bench-payments": 4}
 def form_group(job: StreamJob, group_id: str, n: int) -> tuple[list[float], int]:
     """Start n members together; when all are Stable in one generation, each member's time from
     its first JoinGroup to the SyncGroup answer of that generation, and the generation."""
-    members = [ClassicGroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
-                           responses_topic=job.topics["responses"], session_timeout_ms=30000,
-                           heartbeat_interval_ms=3000, rebalance_timeout_ms=60000) for _ in range(n)]
+    members = [
+        ClassicGroupMember(
+            job.bootstrap,
+            group_id,
+            list(TOPICS),
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            session_timeout_ms=30000,
+            heartbeat_interval_ms=3000,
+            rebalance_timeout_ms=60000,
+        )
+        for _ in range(n)
+    ]
     threads = [threading.Thread(target=m.start) for m in members]
     for t in threads:
         t.start()
@@ -77,8 +88,7 @@ def round_trips(job: StreamJob, n: int = 10) -> list[float]:
 
 
 def summary(values: list[float]) -> str:
-    return (f"p50 {statistics.median(values):7.0f}   min {min(values):7.0f}   max {max(values):7.0f}"
-            f"   (n={len(values)})")
+    return f"p50 {statistics.median(values):7.0f}   min {min(values):7.0f}   max {max(values):7.0f}   (n={len(values)})"
 
 
 def main() -> int:
@@ -97,14 +107,22 @@ def main() -> int:
         admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
         admin.close()
         for delay in delays:
-            job = StreamJob(broker.bootstrap, work / f"delay-{delay}", f"bench-delay-{delay}",
-                            stream={"trigger_interval": args.trigger},
-                            coordinator={"group.initial.rebalance.delay.ms": delay}).start()
+            job = StreamJob(
+                broker.bootstrap,
+                work / f"delay-{delay}",
+                f"bench-delay-{delay}",
+                stream={"trigger_interval": args.trigger},
+                coordinator={"group.initial.rebalance.delay.ms": delay},
+            ).start()
             try:
                 round_trips(job, 3)  # warm up: Python workers, state stores, connections
                 form_group(job, f"warm-up-{delay}", 1)
-                r = results[delay] = {"round trip": round_trips(job), "1 member": [], "3 members": [],
-                                      "3 members, last": []}
+                r = results[delay] = {
+                    "round trip": round_trips(job),
+                    "1 member": [],
+                    "3 members": [],
+                    "3 members, last": [],
+                }
                 generations[delay] = []
                 for i in range(args.rounds):
                     r["1 member"] += form_group(job, f"single-{delay}-{i}", 1)[0]
@@ -117,11 +135,15 @@ def main() -> int:
     finally:
         broker.stop(timeout=3)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\nClassic group join→sync (first JoinGroup sent → SyncGroup answer), local[2], trigger "
-          f"{args.trigger}, timer grace 1000 ms, {args.rounds} new groups each; milliseconds")
+    print(
+        f"\nClassic group join→sync (first JoinGroup sent → SyncGroup answer), local[2], trigger "
+        f"{args.trigger}, timer grace 1000 ms, {args.rounds} new groups each; milliseconds"
+    )
     for delay, r in results.items():
-        print(f"\ngroup.initial.rebalance.delay.ms = {delay}  (\"3 members, last\": the group's "
-              f"formation, the slowest member of each group)")
+        print(
+            f'\ngroup.initial.rebalance.delay.ms = {delay}  ("3 members, last": the group\'s '
+            f"formation, the slowest member of each group)"
+        )
         for name, values in r.items():
             print(f"  {name:17} {summary(values)}")
         print(f"  generation the 3 members settled in: {generations[delay]}")

@@ -16,6 +16,7 @@ core: the coordinator core alone (no Spark, no Kafka): the cost of one ConsumerG
 heartbeat, a join that recomputes the target assignment) for groups of 10 / 100 / 1,000 members,
 and the size of the encoded partition state.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,9 @@ def e2e(args) -> int:
     broker = LocalKafka(work / "kafka", free_port(), free_port()).start()
     results = []
     try:
-        job = StreamJob(broker.bootstrap, work / "job", "bench-cg", coordinator=coordinator,
-                        stream={"metadata_refresh_ms": 1000}).start()
+        job = StreamJob(
+            broker.bootstrap, work / "job", "bench-cg", coordinator=coordinator, stream={"metadata_refresh_ms": 1000}
+        ).start()
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         admin.create_topics([NewTopic(topic, args.partitions, 1)])
         names = TopicNames(broker.bootstrap)
@@ -66,19 +68,36 @@ def e2e(args) -> int:
                 last_change[0] = time.monotonic()
 
         def member(i):
-            return ConsumerGroupMember(cc, group, [topic], member_id=None, response_timeout_s=10,
-                               on_assign=touched, on_revoke=touched, on_response=responded).start()
+            return ConsumerGroupMember(
+                cc,
+                group,
+                [topic],
+                member_id=None,
+                response_timeout_s=10,
+                on_assign=touched,
+                on_revoke=touched,
+                on_response=responded,
+            ).start()
 
         def converged(members) -> bool:
             owned = [names.by_name(m.owned()).get(topic, []) for m in members]
             flat = sorted(p for o in owned for p in o)
             if flat != list(range(args.partitions)) or max(map(len, owned)) - min(map(len, owned)) > 1:
                 return False
-            g = cc.request("ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False},
-                           key=group, timeout=60)["groups"][0]
-            server = {m["memberId"]: sorted(p for tp in m["assignment"]["topicPartitions"] for p in tp["partitions"])
-                      for m in g["members"]}
-            return g["groupState"] == "Stable" and server == {m.member_id: o for m, o in zip(members, owned)}
+            g = cc.request(
+                "ConsumerGroupDescribe",
+                1,
+                {"groupIds": [group], "includeAuthorizedOperations": False},
+                key=group,
+                timeout=60,
+            )["groups"][0]
+            server = {
+                m["memberId"]: sorted(p for tp in m["assignment"]["topicPartitions"] for p in tp["partitions"])
+                for m in g["members"]
+            }
+            return g["groupState"] == "Stable" and server == {
+                m.member_id: o for m, o in zip(members, owned, strict=True)
+            }
 
         def wait(members, timeout=300.0) -> None:
             deadline = time.monotonic() + timeout
@@ -111,13 +130,17 @@ def e2e(args) -> int:
         job.stop()
     finally:
         broker.stop(timeout=3)
-    print(f"\n{args.members}-member group, {args.partitions} partitions, heartbeat interval {interval} ms: "
-          f"convergence after a join: median {statistics.median(results):.2f} s, "
-          f"min {min(results):.2f} s, max {max(results):.2f} s over {len(results)} rounds")
+    print(
+        f"\n{args.members}-member group, {args.partitions} partitions, heartbeat interval {interval} ms: "
+        f"convergence after a join: median {statistics.median(results):.2f} s, "
+        f"min {min(results):.2f} s, max {max(results):.2f} s over {len(results)} rounds"
+    )
     lat = sorted(latencies)
-    print(f"heartbeat round trip through the job: median {statistics.median(lat) * 1000:.0f} ms, "
-          f"p90 {lat[int(0.9 * (len(lat) - 1))] * 1000:.0f} ms ({len(lat)} heartbeats); "
-          f"1-minute load average during the rounds {statistics.mean(loads):.1f} on {os.cpu_count()} cores")
+    print(
+        f"heartbeat round trip through the job: median {statistics.median(lat) * 1000:.0f} ms, "
+        f"p90 {lat[int(0.9 * (len(lat) - 1))] * 1000:.0f} ms ({len(lat)} heartbeats); "
+        f"1-minute load average during the rounds {statistics.mean(loads):.1f} on {os.cpu_count()} cores"
+    )
     return 0
 
 
@@ -127,8 +150,10 @@ def core(args) -> int:
     from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 
     sizes = [(10, 100), (100, 1000)] if args.quick else [(10, 100), (100, 1000), (1000, 10000)]
-    print(f"{'members':>8}{'partitions':>11}{'steady hb (ms)':>16}{'join hb (ms)':>14}{'state (KiB)':>13}"
-          f"{'encode+decode (ms)':>20}")
+    print(
+        f"{'members':>8}{'partitions':>11}{'steady hb (ms)':>16}{'join hb (ms)':>14}{'state (KiB)':>13}"
+        f"{'encode+decode (ms)':>20}"
+    )
     for members, partitions in sizes:
         c = ConsumerGroupTestClient(topics={"t": partitions}, roundtrip=False)
         for i in range(members):
@@ -137,8 +162,7 @@ def core(args) -> int:
         for _ in range(5):
             for i in range(members):
                 m = c.member(f"m{i:05d}")
-                c.heartbeat(m.member_id, m.member_epoch,
-                            owned={t: sorted(p) for t, p in m.assigned_partitions.items()})
+                c.heartbeat(m.member_id, m.member_epoch, owned={t: sorted(p) for t, p in m.assigned_partitions.items()})
             if str(c.group().state) == "Stable":
                 break
         steady = []
@@ -155,8 +179,10 @@ def core(args) -> int:
         blob = state.encode(snap)
         state.decode(*blob)
         codec_ms = (time.perf_counter() - t) * 1000
-        print(f"{members:>8}{partitions:>11}{statistics.median(steady):>16.2f}{join_ms:>14.1f}"
-              f"{len(blob[1]) / 1024:>13.1f}{codec_ms:>20.1f}")
+        print(
+            f"{members:>8}{partitions:>11}{statistics.median(steady):>16.2f}{join_ms:>14.1f}"
+            f"{len(blob[1]) / 1024:>13.1f}{codec_ms:>20.1f}"
+        )
     return 0
 
 

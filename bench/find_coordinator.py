@@ -8,6 +8,7 @@ Latency: requests sent one at a time (each waits for its response), p50/p99 of t
 Throughput: a burst of requests sent as fast as the client can, requests per second until the last
 response arrived. The jobs run one after the other, never together (the machine has 2 cores).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,15 +40,22 @@ def measure(job: StreamJob, latency_requests: int, burst: int) -> dict:
             client.request("FindCoordinator", 3, {"key": f"group-{i}", "keyType": 0}, timeout=60)
             lat.append((time.perf_counter() - t) * 1000)
         t0 = time.perf_counter()
-        cids = [client.send("FindCoordinator", 3, {"key": f"burst-{i}", "keyType": 0}, flush=False)
-                for i in range(burst)]
+        cids = [
+            client.send("FindCoordinator", 3, {"key": f"burst-{i}", "keyType": 0}, flush=False) for i in range(burst)
+        ]
         client.flush()
         sent = time.perf_counter() - t0
         for cid in cids:
             client.wait(cid, timeout=600)
         elapsed = time.perf_counter() - t0
-        return {"p50": statistics.median(lat), "p99": percentile(lat, 99), "mean": statistics.mean(lat),
-                "throughput": burst / elapsed, "send_rate": burst / sent, "duplicates": client.duplicates}
+        return {
+            "p50": statistics.median(lat),
+            "p99": percentile(lat, 99),
+            "mean": statistics.mean(lat),
+            "throughput": burst / elapsed,
+            "send_rate": burst / sent,
+            "duplicates": client.duplicates,
+        }
     finally:
         client.close()
 
@@ -63,8 +71,9 @@ def main() -> int:
     results = {}
     try:
         for mode in ("identity", "coordinator"):
-            job = StreamJob(broker.bootstrap, work / mode, f"bench-{mode}",
-                            stream={"step": mode, "trigger_interval": args.trigger}).start()
+            job = StreamJob(
+                broker.bootstrap, work / mode, f"bench-{mode}", stream={"step": mode, "trigger_interval": args.trigger}
+            ).start()
             try:
                 results[mode] = measure(job, args.latency_requests, args.burst)
             finally:
@@ -72,11 +81,17 @@ def main() -> int:
     finally:
         broker.stop(timeout=3)
     ident, coord = results["identity"], results["coordinator"]
-    print(f"\nFindCoordinator path, local[2], trigger {args.trigger}, "
-          f"{args.latency_requests} sequential requests, burst of {args.burst}")
+    print(
+        f"\nFindCoordinator path, local[2], trigger {args.trigger}, "
+        f"{args.latency_requests} sequential requests, burst of {args.burst}"
+    )
     print(f"{'':24}{'identity step':>16}{'coordinator':>16}{'ratio':>10}")
-    for name, key, unit in (("latency p50", "p50", "ms"), ("latency p99", "p99", "ms"),
-                            ("latency mean", "mean", "ms"), ("throughput", "throughput", "req/s")):
+    for name, key, unit in (
+        ("latency p50", "p50", "ms"),
+        ("latency p99", "p99", "ms"),
+        ("latency mean", "mean", "ms"),
+        ("throughput", "throughput", "req/s"),
+    ):
         print(f"{name + ' (' + unit + ')':24}{ident[key]:16.1f}{coord[key]:16.1f}{coord[key] / ident[key]:10.2f}")
     print(f"(the client produced the burst at {ident['send_rate']:.0f} / {coord['send_rate']:.0f} req/s)")
     print(f"duplicate responses seen: identity {ident['duplicates']}, coordinator {coord['duplicates']}")

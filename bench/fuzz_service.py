@@ -9,6 +9,7 @@ and whether every property held (the query never stopped, right answers, committ
 back, nothing written outside the service's answer topics, only the service's own records in the
 state log, no dead letters). Exits non-zero if a property failed.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -18,6 +18,7 @@ Measured (wall clock, from this process):
   alike), then by the rebalance itself.
 Both coordinators get the same group settings (initial rebalance delay 0, heartbeat 1 s).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,13 @@ from tests.integration.harness import StreamJob  # noqa: E402
 from tests.integration.java_client import JavaMember, assignments, compile_java_client  # noqa: E402
 
 PARTITIONS = 6
-SESSION = {"group.initial.rebalance.delay.ms": 0,
-           "group.consumer.session.timeout.ms": 10000, "group.consumer.min.session.timeout.ms": 6000,
-           "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
+SESSION = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.session.timeout.ms": 10000,
+    "group.consumer.min.session.timeout.ms": 6000,
+    "group.consumer.heartbeat.interval.ms": 1000,
+    "group.consumer.min.heartbeat.interval.ms": 1000,
+}
 TIMEOUT = 180
 
 
@@ -52,7 +57,7 @@ def stable_at(members: list[JavaMember]) -> float | None:
     latest: dict[str, tuple[float, list[int]]] = {}
     for m in members:
         with m.cond:
-            for t, line in zip(m.times, m.lines):
+            for t, line in zip(m.times, m.lines, strict=True):
                 if line.startswith("ASSIGNED "):
                     for member, parts in assignments([line]).items():
                         latest[member] = (t, parts)
@@ -74,8 +79,9 @@ def wait_stable(members: list[JavaMember], since: float) -> float:
 
 def one_round(classpath: str, bootstrap: str, topic: str, group: str, protocol: str, logs: Path) -> tuple[float, float]:
     launched = time.monotonic()
-    members = [JavaMember(classpath, "consume", bootstrap, group, topic, protocol, f"m{i}", log_dir=logs)
-               for i in range(3)]
+    members = [
+        JavaMember(classpath, "consume", bootstrap, group, topic, protocol, f"m{i}", log_dir=logs) for i in range(3)
+    ]
     try:
         stable = wait_stable(members, launched)
         # Let the group settle (a consumer-protocol group reconciles in steps), then kill one.
@@ -98,9 +104,14 @@ def main() -> None:
     broker = LocalKafka(work / "kafka", free_port(), free_port(), extra_config=SESSION).start()
     job = gateway = None
     try:
-        job = StreamJob(broker.bootstrap, work / "job", "bench-gw", txn={"markers": "broker"},
-                        stream={"metadata_refresh_ms": 1000},
-                        coordinator={"coordinator.partitions": 10, **SESSION}).start()
+        job = StreamJob(
+            broker.bootstrap,
+            work / "job",
+            "bench-gw",
+            txn={"markers": "broker"},
+            stream={"metadata_refresh_ms": 1000},
+            coordinator={"coordinator.partitions": 10, **SESSION},
+        ).start()
         gateway = Gateway(job.config_file, work / "gateway", client_id="bench-gateway")
         classpath = compile_java_client(work / "java")
         topic = "bench-rebalance-in"
@@ -116,16 +127,22 @@ def main() -> None:
         for protocol in args.protocols.split(","):
             for r in range(args.rounds):
                 for path, bootstrap in (("gateway", gateway.bootstrap), ("broker", broker.bootstrap)):
-                    stable, rebalance = one_round(classpath, bootstrap, topic, f"bench-{protocol}-{path}-{r}",
-                                                  protocol, work)
+                    stable, rebalance = one_round(
+                        classpath, bootstrap, topic, f"bench-{protocol}-{path}-{r}", protocol, work
+                    )
                     results.setdefault((protocol, path), []).append((stable, rebalance))
-                    print(f"{protocol:8s} {path:7s} round {r}: stable {stable:6.2f} s, "
-                          f"rebalance after kill {rebalance:6.2f} s", flush=True)
+                    print(
+                        f"{protocol:8s} {path:7s} round {r}: stable {stable:6.2f} s, "
+                        f"rebalance after kill {rebalance:6.2f} s",
+                        flush=True,
+                    )
         print("\nJava group of three (kafka-clients 4.1), median of", args.rounds, "rounds:")
         print(f"{'protocol':9s} {'path':8s} {'stable (s)':>11s} {'rebalance after kill (s)':>25s}")
         for (protocol, path), rows in results.items():
-            print(f"{protocol:9s} {path:8s} {statistics.median(s for s, _ in rows):11.2f} "
-                  f"{statistics.median(b for _, b in rows):25.2f}")
+            print(
+                f"{protocol:9s} {path:8s} {statistics.median(s for s, _ in rows):11.2f} "
+                f"{statistics.median(b for _, b in rows):25.2f}"
+            )
     finally:
         if gateway is not None:
             gateway.stop()

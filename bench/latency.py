@@ -29,6 +29,7 @@ together: the machine has 2 cores), the service is started the way a new user st
 
    Printed next to p50/p99 of the round trip and the median micro-batch duration of the same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,18 +60,21 @@ from streaming.status import iso_ms, read_status, status_path  # noqa: E402
 # service's configuration). "as before" undoes the start-up and floor fixes of issue 10 together.
 VARIANTS = {
     "defaults": "",
-    "as before": ('[stream]\nsource_fetch_max_wait_ms = 500\n[spark.conf]\n'
-                  '"spark.python.daemon.module" = "pyspark.daemon"\n'
-                  '"spark.sql.streaming.checkpointFileManagerClass" = '
-                  '"org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"\n'
-                  '"spark.hadoop.fs.file.impl" = "org.apache.hadoop.fs.LocalFileSystem"\n'),
+    "as before": (
+        "[stream]\nsource_fetch_max_wait_ms = 500\n[spark.conf]\n"
+        '"spark.python.daemon.module" = "pyspark.daemon"\n'
+        '"spark.sql.streaming.checkpointFileManagerClass" = '
+        '"org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"\n'
+        '"spark.hadoop.fs.file.impl" = "org.apache.hadoop.fs.LocalFileSystem"\n'
+    ),
     "fetch wait 500 ms": "[stream]\nsource_fetch_max_wait_ms = 500\n",
     "pyspark's daemon": '[spark.conf]\n"spark.python.daemon.module" = "pyspark.daemon"\n',
     "1 shuffle partition": "[stream]\nshuffle_partitions = 1\n",
     "trigger 50 ms": '[stream]\ntrigger_interval = "50 milliseconds"\n',
     "hdfs state store": '[stream]\nstate_store = "hdfs"\n',
-    "no changelog ckpt": ('[spark.conf]\n'
-                          '"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" = "false"\n'),
+    "no changelog ckpt": (
+        '[spark.conf]\n"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" = "false"\n'
+    ),
 }
 
 PARTS = ("produce", "wait for a batch", "latestOffset", "walCommit", "plan", "run until answered", "deliver")
@@ -87,16 +91,18 @@ def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, va
     topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
     stream_extra, other = "", variant
     if variant.startswith("[stream]\n"):
-        body = variant[len("[stream]\n"):]
+        body = variant[len("[stream]\n") :]
         cut = body.find("\n[")
-        stream_extra, other = (body, "") if cut < 0 else (body[:cut + 1], body[cut + 1:])
-    if 'trigger_interval' in stream_extra:
+        stream_extra, other = (body, "") if cut < 0 else (body[: cut + 1], body[cut + 1 :])
+    if "trigger_interval" in stream_extra:
         trigger_line = ""
     else:
         trigger_line = f'trigger_interval = "{trigger}"\n'
-    path.write_text(f'[kafka]\nbootstrap_servers = "127.0.0.1:{port}"\n[topics]\n{topics}\n'
-                    f'[stream]\ncheckpoint = "{path.parent / (prefix + "-checkpoint")}"\nstep = "{step}"\n'
-                    f'{trigger_line}{stream_extra}{other}')
+    path.write_text(
+        f'[kafka]\nbootstrap_servers = "127.0.0.1:{port}"\n[topics]\n{topics}\n'
+        f'[stream]\ncheckpoint = "{path.parent / (prefix + "-checkpoint")}"\nstep = "{step}"\n'
+        f"{trigger_line}{stream_extra}{other}"
+    )
     return StreamConfig.load(path, environ={})
 
 
@@ -121,8 +127,12 @@ class BatchLog(threading.Thread):
 def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> None:
     """The README example, run the moment the service is launched."""
     try:
-        with CoordinatorClient(f"127.0.0.1:{port}", client_id="example", requests_topic=cfg.topics["requests"],
-                               responses_topic=cfg.topics["responses"]) as c:
+        with CoordinatorClient(
+            f"127.0.0.1:{port}",
+            client_id="example",
+            requests_topic=cfg.topics["requests"],
+            responses_topic=cfg.topics["responses"],
+        ) as c:
             c.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["my-group"]})
             out["first_answer_s"] = time.monotonic() - launched
     except Exception as e:  # noqa: BLE001 - reported in the table
@@ -130,9 +140,13 @@ def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> No
 
 
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO run_stream: (.*)$", re.M)
-MILESTONES = (("starting:", "job process started"), ("Spark session up", "Spark session up"),
-              ("answers and the topics exist", "broker answers, topics exist"),
-              ("coordinator query", "query started"), ("READY", "self-check answered (READY)"))
+MILESTONES = (
+    ("starting:", "job process started"),
+    ("Spark session up", "Spark session up"),
+    ("answers and the topics exist", "broker answers, topics exist"),
+    ("coordinator query", "query started"),
+    ("READY", "self-check answered (READY)"),
+)
 
 
 def startup_timeline(log_text: str, status: dict | None) -> list[tuple[str, float]]:
@@ -150,8 +164,13 @@ def startup_timeline(log_text: str, status: dict | None) -> list[tuple[str, floa
             out.append((label, hit - t0))
     for b in ((status or {}).get("batches") or [])[:3]:
         d = b["durationMs"]
-        out.append((f"batch {b['batchId']}: {d.get('triggerExecution', 0) / 1000:.2f} s (addBatch "
-                    f"{d.get('addBatch', 0) / 1000:.2f}, planning {d.get('queryPlanning', 0) / 1000:.2f})", None))
+        out.append(
+            (
+                f"batch {b['batchId']}: {d.get('triggerExecution', 0) / 1000:.2f} s (addBatch "
+                f"{d.get('addBatch', 0) / 1000:.2f}, planning {d.get('queryPlanning', 0) / 1000:.2f})",
+                None,
+            )
+        )
     return out
 
 
@@ -178,11 +197,17 @@ def round_trips(cfg: StreamConfig, port: int, n: int, batches: BatchLog) -> dict
     samples = []
     try:
         for i in range(n + 10):  # the first 10 warm up (connections, Python workers' caches)
-            env = {"apiKey": "FindCoordinator", "apiVersion": 4, "correlationId": i, "clientId": client_id,
-                   "request": {"keyType": 0, "coordinatorKeys": [f"group-{i}"]}}
+            env = {
+                "apiKey": "FindCoordinator",
+                "apiVersion": 4,
+                "correlationId": i,
+                "clientId": client_id,
+                "request": {"keyType": 0, "coordinatorKeys": [f"group-{i}"]},
+            }
             t_send = time.time()
-            meta = producer.send(cfg.topics["requests"], key=f"group-{i}".encode(),
-                                 value=json.dumps(env).encode()).get(timeout=30)
+            meta = producer.send(cfg.topics["requests"], key=f"group-{i}".encode(), value=json.dumps(env).encode()).get(
+                timeout=30
+            )
             t_ack = time.time()
             answer = None
             while answer is None:
@@ -192,9 +217,18 @@ def round_trips(cfg: StreamConfig, port: int, n: int, batches: BatchLog) -> dict
                             answer = r
             t_recv = time.time()
             if i >= 10:
-                samples.append({"t_send": t_send, "t_ack": t_ack, "t_append": meta.timestamp / 1000,
-                                "topic": meta.topic, "partition": meta.partition, "offset": meta.offset,
-                                "t_answer": answer.timestamp / 1000, "t_recv": t_recv})
+                samples.append(
+                    {
+                        "t_send": t_send,
+                        "t_ack": t_ack,
+                        "t_append": meta.timestamp / 1000,
+                        "topic": meta.topic,
+                        "partition": meta.partition,
+                        "offset": meta.offset,
+                        "t_answer": answer.timestamp / 1000,
+                        "t_recv": t_recv,
+                    }
+                )
     finally:
         producer.close()
         consumer.close()
@@ -229,30 +263,52 @@ def breakdown(samples: list[dict], batches_by_id: dict) -> dict:
         first_batch = first_batch if first_batch is not None else b["batchId"]
         d = b["durationMs"]
         start = iso_ms(b["timestamp"]) / 1000
-        before_run = (d.get("latestOffset", 0) + d.get("walCommit", 0) + d.get("getBatch", 0)
-                      + d.get("queryPlanning", 0)) / 1000
-        rows.append({
-            "produce": s["t_ack"] - s["t_send"],
-            "wait for a batch": start - s["t_append"],
-            "latestOffset": d.get("latestOffset", 0) / 1000,
-            "walCommit": d.get("walCommit", 0) / 1000,
-            "plan": (d.get("getBatch", 0) + d.get("queryPlanning", 0)) / 1000,
-            "run until answered": s["t_answer"] - (start + before_run),
-            "deliver": s["t_recv"] - s["t_answer"],
-        })
+        before_run = (
+            d.get("latestOffset", 0) + d.get("walCommit", 0) + d.get("getBatch", 0) + d.get("queryPlanning", 0)
+        ) / 1000
+        rows.append(
+            {
+                "produce": s["t_ack"] - s["t_send"],
+                "wait for a batch": start - s["t_append"],
+                "latestOffset": d.get("latestOffset", 0) / 1000,
+                "walCommit": d.get("walCommit", 0) / 1000,
+                "plan": (d.get("getBatch", 0) + d.get("queryPlanning", 0)) / 1000,
+                "run until answered": s["t_answer"] - (start + before_run),
+                "deliver": s["t_recv"] - s["t_answer"],
+            }
+        )
     window = [b for b in batches if first_batch is not None and b["batchId"] >= first_batch]
     durations = [b["durationMs"].get("triggerExecution", 0) for b in window]
-    state_ms = {k: statistics.mean((b["state"] or {}).get(k) or 0 for b in window)
-                for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")} if window else {}
+    state_ms = (
+        {
+            k: statistics.mean((b["state"] or {}).get(k) or 0 for b in window)
+            for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs")
+        }
+        if window
+        else {}
+    )
     return {
-        "n": len(samples), "attributed": len(rows),
+        "n": len(samples),
+        "attributed": len(rows),
         "parts": {p: statistics.mean(r[p] for r in rows) * 1000 for p in PARTS} if rows else {},
-        "p50": statistics.median(round_trip), "p99": percentile(round_trip, 99),
+        "p50": statistics.median(round_trip),
+        "p99": percentile(round_trip, 99),
         "mean": statistics.mean(round_trip),
         "batch_p50": statistics.median(durations) if durations else float("nan"),
-        "batch_phases": {k: statistics.median(b["durationMs"].get(k, 0) for b in window)
-                         for k in ("latestOffset", "walCommit", "getBatch", "queryPlanning", "addBatch",
-                                   "commitOffsets", "triggerExecution")} if window else {},
+        "batch_phases": {
+            k: statistics.median(b["durationMs"].get(k, 0) for b in window)
+            for k in (
+                "latestOffset",
+                "walCommit",
+                "getBatch",
+                "queryPlanning",
+                "addBatch",
+                "commitOffsets",
+                "triggerExecution",
+            )
+        }
+        if window
+        else {},
         "state_ms": state_ms,
     }
 
@@ -264,9 +320,14 @@ def run_step(step: str, work: Path, port: int, args, variant: str = "", name: st
     launched = time.monotonic()
     out: dict = {}
     with open(log_file, "wb") as log:
-        proc = subprocess.Popen([str(ROOT / "deploy" / "run-local.sh"), "--config", str(work / f"{prefix}.toml")],
-                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        proc = subprocess.Popen(
+            [str(ROOT / "deploy" / "run-local.sh"), "--config", str(work / f"{prefix}.toml")],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+        )
     asker = threading.Thread(target=first_answer, args=(port, cfg, launched, out), daemon=True)
     asker.start()
     batches = None
@@ -296,8 +357,12 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=150)
     ap.add_argument("--steps", default="coordinator,identity")
     ap.add_argument("--trigger", default="200 milliseconds")
-    ap.add_argument("--variants", default="", help="also run the coordinator step with these settings "
-                    f"(comma-separated names, or 'all'): {', '.join(VARIANTS)}")
+    ap.add_argument(
+        "--variants",
+        default="",
+        help="also run the coordinator step with these settings "
+        f"(comma-separated names, or 'all'): {', '.join(VARIANTS)}",
+    )
     ap.add_argument("--variant-requests", type=int, default=60)
     args = ap.parse_args()
     variants = list(VARIANTS) if args.variants == "all" else [v for v in args.variants.split(",") if v]
@@ -307,13 +372,14 @@ def main() -> int:
     try:
         for step in args.steps.split(","):
             results[step] = run_step(step, work, port, args)
-        varied = {v: run_step("coordinator", work, port, args, VARIANTS[v], v, args.variant_requests)
-                  for v in variants}
+        varied = {v: run_step("coordinator", work, port, args, VARIANTS[v], v, args.variant_requests) for v in variants}
     finally:
         LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
     steps = list(results)
-    print(f"\nRound trip of a FindCoordinator, local[2], trigger {args.trigger}, {args.requests} requests "
-          f"one at a time (means, ms)")
+    print(
+        f"\nRound trip of a FindCoordinator, local[2], trigger {args.trigger}, {args.requests} requests "
+        f"one at a time (means, ms)"
+    )
     print(f"{'part':24}" + "".join(f"{s:>14}" for s in steps))
     for p in PARTS:
         print(f"{p:24}" + "".join(f"{results[s]['parts'].get(p, float('nan')):14.1f}" for s in steps))
@@ -321,32 +387,50 @@ def main() -> int:
     print(f"{'round trip mean':24}" + "".join(f"{results[s]['mean']:14.1f}" for s in steps))
     for label, key in (("round trip p50", "p50"), ("round trip p99", "p99"), ("micro-batch p50", "batch_p50")):
         print(f"{label:24}" + "".join(f"{results[s][key]:14.1f}" for s in steps))
-    print(f"{'p50 / micro-batch p50':24}" + "".join(f"{results[s]['p50'] / results[s]['batch_p50']:14.2f}"
-                                                   for s in steps))
+    print(
+        f"{'p50 / micro-batch p50':24}" + "".join(f"{results[s]['p50'] / results[s]['batch_p50']:14.2f}" for s in steps)
+    )
     print("\nMicro-batch phases (medians, ms) and the stateful step's task times (means, summed over tasks)")
-    for k in ("latestOffset", "walCommit", "getBatch", "queryPlanning", "addBatch", "commitOffsets",
-              "triggerExecution"):
+    for k in (
+        "latestOffset",
+        "walCommit",
+        "getBatch",
+        "queryPlanning",
+        "addBatch",
+        "commitOffsets",
+        "triggerExecution",
+    ):
         print(f"{k:24}" + "".join(f"{results[s]['batch_phases'].get(k, float('nan')):14.1f}" for s in steps))
     for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs"):
         print(f"{k:24}" + "".join(f"{results[s]['state_ms'].get(k, float('nan')):14.1f}" for s in steps))
-    print("\nFirst answer (the README example sent the moment deploy/run-local.sh is launched; broker "
-          "already running for the second step)")
+    print(
+        "\nFirst answer (the README example sent the moment deploy/run-local.sh is launched; broker "
+        "already running for the second step)"
+    )
     for s in steps:
         r = results[s]
         first = f"{r['first_answer_s']:.1f} s" if "first_answer_s" in r else r.get("first_answer_error")
-        print(f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
-              f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed")
+        print(
+            f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
+            f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed"
+        )
         for label, at in r.get("timeline", []):
             print(f"      {label}" + ("" if at is None else f" at {at:.1f} s"))
     if varied:
-        print(f"\nCoordinator step with other settings ({args.variant_requests} requests each, same broker, "
-              f"one after the other; ms)")
-        print(f"{'settings':22}{'p50':>8}{'p99':>8}{'batch p50':>11}{'p50/batch':>11}{'addBatch':>10}"
-              f"{'python':>9}{'READY s':>9}")
+        print(
+            f"\nCoordinator step with other settings ({args.variant_requests} requests each, same broker, "
+            f"one after the other; ms)"
+        )
+        print(
+            f"{'settings':22}{'p50':>8}{'p99':>8}{'batch p50':>11}{'p50/batch':>11}{'addBatch':>10}"
+            f"{'python':>9}{'READY s':>9}"
+        )
         for v, r in varied.items():
             py = r["state_ms"].get("allUpdatesTimeMs", 0) + r["state_ms"].get("allRemovalsTimeMs", 0)
-            print(f"{v:22}{r['p50']:8.0f}{r['p99']:8.0f}{r['batch_p50']:11.0f}{r['p50'] / r['batch_p50']:11.2f}"
-                  f"{r['batch_phases'].get('addBatch', float('nan')):10.0f}{py:9.0f}{r['ready_s']:9.1f}")
+            print(
+                f"{v:22}{r['p50']:8.0f}{r['p99']:8.0f}{r['batch_p50']:11.0f}{r['p50'] / r['batch_p50']:11.2f}"
+                f"{r['batch_phases'].get('addBatch', float('nan')):10.0f}{py:9.0f}{r['ready_s']:9.1f}"
+            )
         print("(python: the stateful step's update and timeout time, summed over its tasks)")
     return 0
 

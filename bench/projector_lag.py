@@ -18,6 +18,7 @@ applied everything sent: on a small machine the job itself may trail the offered
   projector's lag is about one coordinator batch (the records appear when it ends) plus one or two
   projector batches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -107,11 +108,30 @@ def load(job: StreamJob, rate: int, seconds: float, groups: int) -> tuple[float,
             due = int((time.time() - start) * rate)
             while sent < due:
                 g = f"lag-group-{sent % groups}"
-                client.send("OffsetCommit", 9, {
-                    "groupId": g, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-                    "topics": [{"name": TOPIC, "partitions": [{"partitionIndex": sent % PARTITIONS,
-                                                               "committedOffset": sent, "committedMetadata": None}]}]},
-                    key=g, flush=False)
+                client.send(
+                    "OffsetCommit",
+                    9,
+                    {
+                        "groupId": g,
+                        "generationIdOrMemberEpoch": -1,
+                        "memberId": "",
+                        "groupInstanceId": None,
+                        "topics": [
+                            {
+                                "name": TOPIC,
+                                "partitions": [
+                                    {
+                                        "partitionIndex": sent % PARTITIONS,
+                                        "committedOffset": sent,
+                                        "committedMetadata": None,
+                                    }
+                                ],
+                            }
+                        ],
+                    },
+                    key=g,
+                    flush=False,
+                )
                 sent += 1
             client.flush()
             time.sleep(tick)
@@ -134,24 +154,40 @@ def main(argv: list[str] | None = None) -> int:
     job = None
     try:
         create_data_topics(broker.bootstrap, {TOPIC: PARTITIONS})
-        job = StreamJob(broker.bootstrap, work / "job", "lag", redis={
-            "enabled": True, "url": redis_server.url, "prefix": "lag", "trigger_interval": args.trigger})
+        job = StreamJob(
+            broker.bootstrap,
+            work / "job",
+            "lag",
+            redis={"enabled": True, "url": redis_server.url, "prefix": "lag", "trigger_interval": args.trigger},
+        )
         mark = job.launch()
         job.wait_for_line(mark, b"COORDINATOR-READY", timeout=300)
         rm = ReadModel(redis_server.url, "lag")
         # Warm-up: a few commits through the whole path, until the read model has them.
         warm = job.client("lag-warm-up")
-        warm.request("OffsetCommit", 9, {"groupId": "lag-warm-up", "generationIdOrMemberEpoch": -1, "memberId": "",
-                                         "groupInstanceId": None, "topics": [{"name": TOPIC, "partitions": [
-                                             {"partitionIndex": 0, "committedOffset": 1}]}]}, timeout=120)
+        warm.request(
+            "OffsetCommit",
+            9,
+            {
+                "groupId": "lag-warm-up",
+                "generationIdOrMemberEpoch": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [{"name": TOPIC, "partitions": [{"partitionIndex": 0, "committedOffset": 1}]}],
+            },
+            timeout=120,
+        )
         warm.close()
         deadline = time.time() + 120
         while not rm.offsets("lag-warm-up") and time.time() < deadline:
             time.sleep(0.1)
         tail = StateLogTail(broker.bootstrap, job.topics["state_log"])
         sampler = Sampler(rm)
-        print(f"load: {args.rate} OffsetCommit/s for {args.seconds:.0f} s over {args.groups} groups; "
-              f"projector trigger {args.trigger}", flush=True)
+        print(
+            f"load: {args.rate} OffsetCommit/s for {args.seconds:.0f} s over {args.groups} groups; "
+            f"projector trigger {args.trigger}",
+            flush=True,
+        )
         start, end, sent = load(job, args.rate, args.seconds, args.groups)
         # Let the job and the projector finish what was sent (bounded), then stop sampling.
         drain_until = time.time() + 300
@@ -203,23 +239,36 @@ def main(argv: list[str] | None = None) -> int:
         lag_records.append(behind)
     stamps = sorted(ts for recs in by_partition.values() for _, ts in recs if start <= ts <= drained_at)
     written_s = (stamps[-1] - stamps[0]) if len(stamps) > 1 else float("nan")
-    changes = sum(1 for a, b in zip(samples, samples[1:]) if a[1] != b[1])
-    print(f"sent {sent} OffsetCommit requests in {end - start:.1f} s ({sent / (end - start):.0f}/s); the job wrote "
-          f"{len(stamps)} state-log records in {written_s:.1f} s ({len(stamps) / written_s:.0f}/s); "
-          f"everything was in Redis {drained_at - end:.1f} s after the load ended")
-    print(f"projector lag, records behind the state log ({len(lag_records)} samples): "
-          f"p50 {percentile(lag_records, 50):.0f}  p90 {percentile(lag_records, 90):.0f}  "
-          f"p99 {percentile(lag_records, 99):.0f}  max {max(lag_records, default=0):.0f}")
-    print(f"projector lag, ms from state-log append to Redis ({len(lag_ms)} records): "
-          f"p50 {percentile(lag_ms, 50):.0f}  p90 {percentile(lag_ms, 90):.0f}  p99 {percentile(lag_ms, 99):.0f}  "
-          f"max {max(lag_ms, default=0):.0f}")
+    changes = sum(1 for a, b in zip(samples, samples[1:], strict=False) if a[1] != b[1])
+    print(
+        f"sent {sent} OffsetCommit requests in {end - start:.1f} s ({sent / (end - start):.0f}/s); the job wrote "
+        f"{len(stamps)} state-log records in {written_s:.1f} s ({len(stamps) / written_s:.0f}/s); "
+        f"everything was in Redis {drained_at - end:.1f} s after the load ended"
+    )
+    print(
+        f"projector lag, records behind the state log ({len(lag_records)} samples): "
+        f"p50 {percentile(lag_records, 50):.0f}  p90 {percentile(lag_records, 90):.0f}  "
+        f"p99 {percentile(lag_records, 99):.0f}  max {max(lag_records, default=0):.0f}"
+    )
+    print(
+        f"projector lag, ms from state-log append to Redis ({len(lag_ms)} records): "
+        f"p50 {percentile(lag_ms, 50):.0f}  p90 {percentile(lag_ms, 90):.0f}  p99 {percentile(lag_ms, 99):.0f}  "
+        f"max {max(lag_ms, default=0):.0f}"
+    )
     for name, durations in (("coordinator", coordinator_batches), ("projector", projector_batches)):
-        print(f"{name} micro-batches during the load: {len(durations)}, s p50 {percentile(durations, 50):.1f} "
-              f"max {max(durations, default=0):.1f}")
-    print(f"load average (1, 5, 15 min) at the end: {load_average[0]:.1f} {load_average[1]:.1f} {load_average[2]:.1f} "
-          f"on {os.cpu_count()} CPUs")
-    print(f"read-model updates seen by the sampler: {changes} in {samples[-1][0] - samples[0][0]:.0f} s"
-          if samples else "no samples")
+        print(
+            f"{name} micro-batches during the load: {len(durations)}, s p50 {percentile(durations, 50):.1f} "
+            f"max {max(durations, default=0):.1f}"
+        )
+    print(
+        f"load average (1, 5, 15 min) at the end: {load_average[0]:.1f} {load_average[1]:.1f} {load_average[2]:.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
+    print(
+        f"read-model updates seen by the sampler: {changes} in {samples[-1][0] - samples[0][0]:.0f} s"
+        if samples
+        else "no samples"
+    )
     return 0
 
 

@@ -13,6 +13,7 @@ probe after them, and the job is restarted on its checkpoint. Measured: kill -> 
 (Spark splits each batch's share over the request topic's partitions, so the probe, in one of
 them, may come a batch or so earlier).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,25 @@ from tests.integration.harness import StreamJob  # noqa: E402
 
 
 def commit_body(group: str, offset: int) -> dict:
-    return {"groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": offset,
-                                                          "committedLeaderEpoch": -1, "committedMetadata": ""}]}]}
+    return {
+        "groupId": group,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "committedOffset": offset,
+                        "committedLeaderEpoch": -1,
+                        "committedMetadata": "",
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def send_bulk(client, groups: list[str], offset: int) -> None:
@@ -69,9 +86,13 @@ def main() -> int:
         kafka.start()
         try:
             for size in sizes:
-                job = StreamJob(kafka.bootstrap, Path(tmp) / f"job-{size}", f"recovery-{size}",
-                                stream={"max_offsets_per_trigger": args.max_offsets},
-                                coordinator={"coordinator.partitions": args.partitions})
+                job = StreamJob(
+                    kafka.bootstrap,
+                    Path(tmp) / f"job-{size}",
+                    f"recovery-{size}",
+                    stream={"max_offsets_per_trigger": args.max_offsets},
+                    coordinator={"coordinator.partitions": args.partitions},
+                )
                 job.start(timeout=600)
                 client = job.client("recovery-bench", startup_timeout=600)
                 try:
@@ -82,15 +103,20 @@ def main() -> int:
                     for n, backlog in enumerate(backlogs):
                         r = measure(job, client, backlog, n)
                         rows.append((size, backlog, -(-backlog // args.max_offsets), r))
-                        print(f"groups {size:>7}  backlog {backlog:>6}  started {r['started_s']:6.1f}s  "
-                              f"first answer {r['first_answer_s']:6.1f}s", flush=True)
+                        print(
+                            f"groups {size:>7}  backlog {backlog:>6}  started {r['started_s']:6.1f}s  "
+                            f"first answer {r['first_answer_s']:6.1f}s",
+                            flush=True,
+                        )
                 finally:
                     client.close()
                     job.stop()
         finally:
             kafka.stop(timeout=3)
-    print(f"\nkill -> first answer (coordinator.partitions {args.partitions}, "
-          f"max_offsets_per_trigger {args.max_offsets}, RocksDB state store)")
+    print(
+        f"\nkill -> first answer (coordinator.partitions {args.partitions}, "
+        f"max_offsets_per_trigger {args.max_offsets}, RocksDB state store)"
+    )
     print("| groups in state | requests sent while down | batches to read (about) | query started | first answer |")
     print("|---:|---:|---:|---:|---:|")
     for size, backlog, batches, r in rows:

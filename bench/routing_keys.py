@@ -7,6 +7,7 @@ hostile one is as long as a Kafka string allows: 32767 UTF-16 units).
 Prints the seconds to route a batch of 20 keys of each length with the stream's expression
 (streaming/routing.py), and, for comparison, with the per-unit substring() indexing it replaced.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,13 @@ from streaming.routing import with_coordinator_partition  # noqa: E402
 def quadratic(df, partitions: int = 50):
     """The former expression: substring() per code unit walks the hex string from its start."""
     units = "(length(h) DIV 4)"
-    return df.withColumn("h", F.hex(F.encode("key", "UTF-16BE"))).withColumn("cp", F.expr(
-        f"aggregate(sequence(0, {units} - 1), CAST(0 AS BIGINT), (acc, i) -> "
-        f"(acc * 31 + CAST(conv(substring(h, i * 4 + 1, 4), 16, 10) AS BIGINT)) % 4294967296) % {partitions}"))
+    return df.withColumn("h", F.hex(F.encode("key", "UTF-16BE"))).withColumn(
+        "cp",
+        F.expr(
+            f"aggregate(sequence(0, {units} - 1), CAST(0 AS BIGINT), (acc, i) -> "
+            f"(acc * 31 + CAST(conv(substring(h, i * 4 + 1, 4), 16, 10) AS BIGINT)) % 4294967296) % {partitions}"
+        ),
+    )
 
 
 def timed(build, df) -> float:

@@ -13,6 +13,7 @@ Times are the best of N runs, in milliseconds.
 
 Heterogeneous groups: each member subscribes to a random (seeded) subset of up to half the topics.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,20 +73,35 @@ def bench_assignor(repeat: int) -> None:
 def bench_heartbeat(repeat: int) -> None:
     """One ShareGroupHeartbeat joining a group of 1,000 members, through run_batch with the state
     encoded between batches (tests/core_driver.py)."""
-    from tests.core_driver import CoreDriver
     from coordinator.metadata import BROADCAST_KEY
     from tests.consumer.consumer_group_helpers import topic_id
+    from tests.core_driver import CoreDriver
+
     print(f"\nShareGroupHeartbeat joining a group of {MEMBERS:,} members (core, state encoded; best of {repeat}, ms)")
     for partitions in (100, 1000):
         topics = make_topics(partitions)
         d = CoreDriver("share-bench", coordinator_partitions=1, group_share_max_size=1000)
-        d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "topicId": topic_id(t), "numPartitions": n}
-                                                     for t, n in topics.items()]}, key=BROADCAST_KEY)
+        d.send(
+            "UpdateMetadata",
+            0,
+            {"topicStates": [{"topicName": t, "topicId": topic_id(t), "numPartitions": n} for t, n in topics.items()]},
+            key=BROADCAST_KEY,
+        )
 
         def join(i: int) -> dict:
-            return d.send("ShareGroupHeartbeat", 1, {"groupId": "share-bench", "memberId": f"member-{i:05d}-xxxxxxxx",
-                                                     "memberEpoch": 0, "rackId": None,
-                                                     "subscribedTopicNames": sorted(topics)}, key="share-bench")
+            return d.send(
+                "ShareGroupHeartbeat",
+                1,
+                {
+                    "groupId": "share-bench",
+                    "memberId": f"member-{i:05d}-xxxxxxxx",
+                    "memberEpoch": 0,
+                    "rackId": None,
+                    "subscribedTopicNames": sorted(topics),
+                },
+                key="share-bench",
+            )
+
         for i in range(MEMBERS - 1):
             join(i)
         times = []
@@ -94,9 +110,18 @@ def bench_heartbeat(repeat: int) -> None:
             resp = join(MEMBERS - 1 + r)
             times.append((time.perf_counter() - t) * 1000)
             assert resp["errorCode"] == 0, resp
-            d.send("ShareGroupHeartbeat", 1, {"groupId": "share-bench", "memberId": f"member-{MEMBERS - 1 + r:05d}-xxxxxxxx",
-                                              "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None},
-                   key="share-bench")
+            d.send(
+                "ShareGroupHeartbeat",
+                1,
+                {
+                    "groupId": "share-bench",
+                    "memberId": f"member-{MEMBERS - 1 + r:05d}-xxxxxxxx",
+                    "memberEpoch": -1,
+                    "rackId": None,
+                    "subscribedTopicNames": None,
+                },
+                key="share-bench",
+            )
         print(f"  {partitions:>6,} partitions: {min(times):8.1f} ms")
 
 

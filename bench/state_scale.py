@@ -14,6 +14,7 @@ ratio to the smallest N, the payload bytes, and the memory one batch allocates a
 (tracemalloc). The batches of all sizes and kinds run round robin, so that noise from other work on
 the machine spreads over all of them.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pandas as pd  # noqa: E402
 
 import state  # noqa: E402
-from state import chunked  # noqa: E402
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition  # noqa: E402
 from coordinator.batch import InputRecord, run_batch  # noqa: E402
+from state import chunked  # noqa: E402
 from streaming.step import StepSettings, make_step  # noqa: E402
 
 PARTITION = 7
@@ -57,15 +58,32 @@ def owned_names(prefix: str, count: int, start: int = 0) -> list[str]:
 
 
 def envelope(api: str, version: int, body: dict, cid: int, client: str = "bench") -> bytes:
-    return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client,
-                       "request": body}).encode()
+    return json.dumps(
+        {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client, "request": body}
+    ).encode()
 
 
 def commit_body(group: str, offset: int) -> dict:
-    return {"groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": "orders", "partitions": [
-                {"partitionIndex": p, "committedOffset": offset + p, "committedLeaderEpoch": 3,
-                 "committedMetadata": ""} for p in range(OFFSETS_PER_GROUP)]}]}
+    return {
+        "groupId": group,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": [
+                    {
+                        "partitionIndex": p,
+                        "committedOffset": offset + p,
+                        "committedLeaderEpoch": 3,
+                        "committedMetadata": "",
+                    }
+                    for p in range(OFFSETS_PER_GROUP)
+                ],
+            }
+        ],
+    }
 
 
 class Builder:
@@ -89,20 +107,37 @@ class Builder:
 
     def setup_members(self) -> dict:
         """A stable classic group with one member and a KIP-848 group with one member."""
-        join = {"groupId": CLASSIC, "sessionTimeoutMs": 45000, "rebalanceTimeoutMs": 60000, "memberId": "",
-                "groupInstanceId": None, "protocolType": "consumer",
-                "protocols": [{"name": "range", "metadata": ""}]}
+        join = {
+            "groupId": CLASSIC,
+            "sessionTimeoutMs": 45000,
+            "rebalanceTimeoutMs": 60000,
+            "memberId": "",
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "protocols": [{"name": "range", "metadata": ""}],
+        }
         first = next(iter(self.run([(CLASSIC, "JoinGroup", 5, join)]).values()))
         assert first["errorCode"] == 79, first  # MEMBER_ID_REQUIRED: join again with the id
         self.run([(CLASSIC, "JoinGroup", 5, dict(join, memberId=first["memberId"]))])
         joined = self.run([], advance_ms=self.part.config["group.initial.rebalance.delay.ms"] + 1)
         (resp,) = joined.values()
         member, generation = resp["memberId"], resp["generationId"]
-        sync = {"groupId": CLASSIC, "generationId": generation, "memberId": member, "groupInstanceId": None,
-                "assignments": [{"memberId": member, "assignment": ""}]}
+        sync = {
+            "groupId": CLASSIC,
+            "generationId": generation,
+            "memberId": member,
+            "groupInstanceId": None,
+            "assignments": [{"memberId": member, "assignment": ""}],
+        }
         assert next(iter(self.run([(CLASSIC, "SyncGroup", 3, sync)]).values()))["errorCode"] == 0
-        hb = {"groupId": CONSUMER, "memberId": "bench-member", "memberEpoch": 0, "rebalanceTimeoutMs": 60000,
-              "subscribedTopicNames": ["orders"], "topicPartitions": []}
+        hb = {
+            "groupId": CONSUMER,
+            "memberId": "bench-member",
+            "memberEpoch": 0,
+            "rebalanceTimeoutMs": 60000,
+            "subscribedTopicNames": ["orders"],
+            "topicPartitions": [],
+        }
         epoch = next(iter(self.run([(CONSUMER, "ConsumerGroupHeartbeat", 1, hb)]).values()))["memberEpoch"]
         return {"classic": (member, generation), "consumer": ("bench-member", epoch)}
 
@@ -111,12 +146,21 @@ class Builder:
         new_groups = owned_names("orders-consumer", n - len(self.groups), start=len(self.groups) * 60)
         new_txns = owned_names("payments-txn", n - len(self.txns), start=len(self.txns) * 60)
         for i in range(0, len(new_groups), 500):
-            self.run([(g, "OffsetCommit", 9, commit_body(g, 1000)) for g in new_groups[i:i + 500]])
+            self.run([(g, "OffsetCommit", 9, commit_body(g, 1000)) for g in new_groups[i : i + 500]])
         self.groups += new_groups
         for i in range(0, len(new_txns), 500):
-            chunk = new_txns[i:i + 500]
-            resp = self.run([(t, "InitProducerId", 4, {"transactionalId": t, "transactionTimeoutMs": 60000,
-                                                       "producerId": -1, "producerEpoch": -1}) for t in chunk])
+            chunk = new_txns[i : i + 500]
+            resp = self.run(
+                [
+                    (
+                        t,
+                        "InitProducerId",
+                        4,
+                        {"transactionalId": t, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
+                    )
+                    for t in chunk
+                ]
+            )
             base = self.offset - len(chunk)
             for j, t in enumerate(chunk):
                 self.txns[t] = (resp[base + j]["producerId"], resp[base + j]["producerEpoch"])
@@ -148,8 +192,16 @@ class FakeGroupState:
 
 
 def frame(key: str, raw: bytes, ts: int, offset: int) -> pd.DataFrame:
-    return pd.DataFrame({"key": [key], "value": [raw], "value_size": [None], "ts_ms": [ts],
-                         "src_partition": [0], "src_offset": [offset]})
+    return pd.DataFrame(
+        {
+            "key": [key],
+            "value": [raw],
+            "value_size": [None],
+            "ts_ms": [ts],
+            "src_partition": [0],
+            "src_offset": [offset],
+        }
+    )
 
 
 def rss_mb() -> float:
@@ -210,7 +262,7 @@ class Series:
 
     @property
     def median_without_write(self) -> float:
-        return statistics.median(t - w for t, w in zip(self.times, self.write_times))
+        return statistics.median(t - w for t, w in zip(self.times, self.write_times, strict=True))
 
     @property
     def median_write(self) -> float:
@@ -224,8 +276,13 @@ def main() -> int:
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
-    settings = StepSettings(coordinator={"coordinator.timer.grace.ms": GRACE_MS}, responses_topic="r",
-                            events_topic="e", state_log_topic="s", requests_topic="q")
+    settings = StepSettings(
+        coordinator={"coordinator.timer.grace.ms": GRACE_MS},
+        responses_topic="r",
+        events_topic="e",
+        state_log_topic="s",
+        requests_topic="q",
+    )
     step = make_step(settings)
     builder = Builder()
     members = builder.setup_members()
@@ -246,14 +303,29 @@ def main() -> int:
 
         requests = {
             "OffsetCommit": lambda i, g=groups: (pick(g, i), "OffsetCommit", 9, commit_body(pick(g, i), 2000 + i)),
-            "Heartbeat": lambda i: (CLASSIC, "Heartbeat", 4, {"groupId": CLASSIC, "generationId": generation,
-                                                              "memberId": classic_member, "groupInstanceId": None}),
-            "ConsumerGroupHeartbeat": lambda i: (CONSUMER, "ConsumerGroupHeartbeat", 1, {
-                "groupId": CONSUMER, "memberId": consumer_member, "memberEpoch": epoch}),
-            "AddPartitionsToTxn": lambda i, t=tids, x=txns: (pick(t, i), "AddPartitionsToTxn", 3, {
-                "v3AndBelowTransactionalId": pick(t, i), "v3AndBelowProducerId": x[pick(t, i)][0],
-                "v3AndBelowProducerEpoch": x[pick(t, i)][1],
-                "v3AndBelowTopics": [{"name": "orders", "partitions": [i % 8]}]}),
+            "Heartbeat": lambda i: (
+                CLASSIC,
+                "Heartbeat",
+                4,
+                {"groupId": CLASSIC, "generationId": generation, "memberId": classic_member, "groupInstanceId": None},
+            ),
+            "ConsumerGroupHeartbeat": lambda i: (
+                CONSUMER,
+                "ConsumerGroupHeartbeat",
+                1,
+                {"groupId": CONSUMER, "memberId": consumer_member, "memberEpoch": epoch},
+            ),
+            "AddPartitionsToTxn": lambda i, t=tids, x=txns: (
+                pick(t, i),
+                "AddPartitionsToTxn",
+                3,
+                {
+                    "v3AndBelowTransactionalId": pick(t, i),
+                    "v3AndBelowProducerId": x[pick(t, i)][0],
+                    "v3AndBelowProducerEpoch": x[pick(t, i)][1],
+                    "v3AndBelowTopics": [{"name": "orders", "partitions": [i % 8]}],
+                },
+            ),
         }
         for kind in kinds:
             series[n, kind] = Series(step, blob, builder.now, requests[kind])
@@ -279,20 +351,20 @@ def main() -> int:
         tracemalloc.stop()
 
     base = rows[0]
-    print(f"batch time of a one-request batch through streaming.step.make_step (median of {args.batches} "
-          f"batches, ms; ratio to N={base['n']})")
+    print(
+        f"batch time of a one-request batch through streaming.step.make_step (median of {args.batches} "
+        f"batches, ms; ratio to N={base['n']})"
+    )
     print(f"{'N':>7} {'payload bytes':>14} {'peak MB':>8} " + " ".join(f"{k:>24}" for k in kinds))
     for row in rows:
         cells = " ".join(f"{row[k]:>14.2f} ({row[k] / base[k]:>5.2f}x)" for k in kinds)
         print(f"{row['n']:>7} {row['bytes']:>14} {row['peak_mb']:>8.1f} {cells}")
-    print("\nthe same without the payload write (state.chunked.write: the splice and its one copy of the "
-          "payload), ms")
+    print("\nthe same without the payload write (state.chunked.write: the splice and its one copy of the payload), ms")
     print(f"{'N':>7} {'write ms':>9} " + " ".join(f"{k:>24}" for k in kinds))
     for row in rows:
         cells = " ".join(f"{row[k, 'rest']:>14.2f} ({row[k, 'rest'] / base[k, 'rest']:>5.2f}x)" for k in kinds)
         print(f"{row['n']:>7} {row['write']:>9.2f} {cells}")
-    print(f"Python process resident set at the end (all {len(sizes)} partitions' payloads held): "
-          f"{rss_mb():.0f} MB")
+    print(f"Python process resident set at the end (all {len(sizes)} partitions' payloads held): {rss_mb():.0f} MB")
     return 0
 
 

@@ -13,13 +13,13 @@ ConsumerGroupHeartbeat and an OffsetCommit of their group's partitions every sec
 the steady window: the request round trip (send to response) and the micro-batch duration (from
 the checkpoint: offsets/N written when batch N starts, commits/N when it is committed).
 """
+
 from __future__ import annotations
 
 import argparse
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -46,10 +46,26 @@ class TimedClient(CoordinatorClient):
 
 
 def commit_body(group: str, partitions: int, offset: int, member: str = "", epoch: int = -1) -> dict:
-    return {"groupId": group, "generationIdOrMemberEpoch": epoch, "memberId": member, "groupInstanceId": None,
-            "topics": [{"name": "orders", "partitions": [
-                {"partitionIndex": p, "committedOffset": offset + p, "committedLeaderEpoch": -1,
-                 "committedMetadata": ""} for p in range(partitions)]}]}
+    return {
+        "groupId": group,
+        "generationIdOrMemberEpoch": epoch,
+        "memberId": member,
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": [
+                    {
+                        "partitionIndex": p,
+                        "committedOffset": offset + p,
+                        "committedLeaderEpoch": -1,
+                        "committedMetadata": "",
+                    }
+                    for p in range(partitions)
+                ],
+            }
+        ],
+    }
 
 
 def load_groups(job: StreamJob, groups: int, offsets: int) -> float:
@@ -80,15 +96,28 @@ def batch_durations(checkpoint: Path, since: float, until: float) -> list[float]
 
 
 def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> dict:
-    client = TimedClient(job.bootstrap, "bench-steady", requests_topic=job.topics["requests"],
-                         responses_topic=job.topics["responses"])
+    client = TimedClient(
+        job.bootstrap, "bench-steady", requests_topic=job.topics["requests"], responses_topic=job.topics["responses"]
+    )
     try:
         # Join all members at once (one by one, the first ones' sessions could expire before the
         # last one joined when batches are slow).
-        joins = {f"steady-group-{m}": client.send("ConsumerGroupHeartbeat", 1, {
-            "groupId": f"steady-group-{m}", "memberId": f"member-{m}", "memberEpoch": 0,
-            "rebalanceTimeoutMs": 60000, "subscribedTopicNames": ["orders"], "topicPartitions": []},
-            flush=False) for m in range(members)}
+        joins = {
+            f"steady-group-{m}": client.send(
+                "ConsumerGroupHeartbeat",
+                1,
+                {
+                    "groupId": f"steady-group-{m}",
+                    "memberId": f"member-{m}",
+                    "memberEpoch": 0,
+                    "rebalanceTimeoutMs": 60000,
+                    "subscribedTopicNames": ["orders"],
+                    "topicPartitions": [],
+                },
+                flush=False,
+            )
+            for m in range(members)
+        }
         client.flush()
         epochs = {}
         for group, cid in joins.items():
@@ -105,18 +134,31 @@ def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> d
             cids = []
             for m in range(members):
                 group = f"steady-group-{m}"
-                cids.append(client.send("ConsumerGroupHeartbeat", 1, {
-                    "groupId": group, "memberId": f"member-{m}", "memberEpoch": epochs[group]}, flush=False))
-                cids.append(client.send("OffsetCommit", 9, commit_body(
-                    group, offsets, round_no * 100, member=f"member-{m}", epoch=epochs[group]), flush=False))
+                cids.append(
+                    client.send(
+                        "ConsumerGroupHeartbeat",
+                        1,
+                        {"groupId": group, "memberId": f"member-{m}", "memberEpoch": epochs[group]},
+                        flush=False,
+                    )
+                )
+                cids.append(
+                    client.send(
+                        "OffsetCommit",
+                        9,
+                        commit_body(group, offsets, round_no * 100, member=f"member-{m}", epoch=epochs[group]),
+                        flush=False,
+                    )
+                )
             client.flush()
             now = time.monotonic()
             sent.update((cid, now) for cid in cids)
             for n, cid in enumerate(cids):
                 envelope = client.wait(cid, timeout=120)
                 resp = envelope["response"]
-                codes = [resp.get("errorCode", 0)] + [p["errorCode"] for t in resp.get("topics", [])
-                                                      for p in t["partitions"]]
+                codes = [resp.get("errorCode", 0)] + [
+                    p["errorCode"] for t in resp.get("topics", []) for p in t["partitions"]
+                ]
                 code = next((c for c in codes if c), 0)
                 if code:
                     name = f"{envelope['apiKey']}:{code}"
@@ -127,9 +169,14 @@ def steady_load(job: StreamJob, members: int, offsets: int, seconds: float) -> d
         end_wall = time.time()
         rtts = [(client.arrived[c] - t) * 1000 for c, t in sent.items() if c in client.arrived]
         durations = batch_durations(Path(job.cfg.checkpoint), start_wall, end_wall)
-        return {"rtt_p50": statistics.median(rtts), "rtt_p99": sorted(rtts)[int(0.99 * (len(rtts) - 1))],
-                "batch_p50": statistics.median(durations), "batches": len(durations),
-                "requests": len(rtts), "errors": errors}
+        return {
+            "rtt_p50": statistics.median(rtts),
+            "rtt_p99": sorted(rtts)[int(0.99 * (len(rtts) - 1))],
+            "batch_p50": statistics.median(durations),
+            "batches": len(durations),
+            "requests": len(rtts),
+            "errors": errors,
+        }
     finally:
         client.close()
 
@@ -158,15 +205,22 @@ def main() -> int:
     finally:
         broker.stop(timeout=3)
     empty, loaded = results["empty"], results["loaded"]
-    print(f"\nsteady load: {args.members} KIP-848 members, each a heartbeat and a commit of "
-          f"{args.offsets_per_group} offsets per second, for {args.seconds:.0f}s; loaded job: {args.groups} groups "
-          f"x {args.offsets_per_group} offsets over all coordinator partitions (loaded in {load_s:.0f}s)")
+    print(
+        f"\nsteady load: {args.members} KIP-848 members, each a heartbeat and a commit of "
+        f"{args.offsets_per_group} offsets per second, for {args.seconds:.0f}s; loaded job: {args.groups} groups "
+        f"x {args.offsets_per_group} offsets over all coordinator partitions (loaded in {load_s:.0f}s)"
+    )
     print(f"{'':28}{'empty':>10}{'loaded':>10}{'ratio':>8}")
-    for name, key in (("micro-batch p50 (ms)", "batch_p50"), ("round trip p50 (ms)", "rtt_p50"),
-                      ("round trip p99 (ms)", "rtt_p99")):
+    for name, key in (
+        ("micro-batch p50 (ms)", "batch_p50"),
+        ("round trip p50 (ms)", "rtt_p50"),
+        ("round trip p99 (ms)", "rtt_p99"),
+    ):
         print(f"{name:28}{empty[key]:10.0f}{loaded[key]:10.0f}{loaded[key] / empty[key]:8.2f}")
-    print(f"batches measured: {empty['batches']} / {loaded['batches']}; requests: {empty['requests']} / "
-          f"{loaded['requests']}; error responses (api:code): {empty['errors']} / {loaded['errors']}")
+    print(
+        f"batches measured: {empty['batches']} / {loaded['batches']}; requests: {empty['requests']} / "
+        f"{loaded['requests']}; error responses (api:code): {empty['errors']} / {loaded['errors']}"
+    )
     return 0
 
 

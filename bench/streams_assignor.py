@@ -11,6 +11,7 @@ stateless and stateful with one standby replica:
   loss    the reassignment after one member is lost.
 Times are the best of N runs, in milliseconds; `moved` counts active tasks whose owner changed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,9 +58,11 @@ def run(n: int, per_process: int, partitions: int, stateful: bool, repeat: int) 
     lost = members_of(n, per_process, first)
     lost.pop("member-00000")
     t_loss, after_loss = best(lambda: assignor.assign(lost, topology, standby), repeat)
-    print(f"{n:>6} {per_process:>4} {4 * partitions:>7} {'1 standby' if stateful else 'stateless':>10} "
-          f"{t_first:>10.1f} {t_join:>10.1f} {moved(first, after_join):>6} {t_loss:>10.1f} "
-          f"{moved(first, after_loss):>6}")
+    print(
+        f"{n:>6} {per_process:>4} {4 * partitions:>7} {'1 standby' if stateful else 'stateless':>10} "
+        f"{t_first:>10.1f} {t_join:>10.1f} {moved(first, after_join):>6} {t_loss:>10.1f} "
+        f"{moved(first, after_loss):>6}"
+    )
 
 
 def main() -> None:
@@ -67,8 +70,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="only the 1,000-member, 1,000-task rows")
     args = ap.parse_args()
-    print(f"{'members':>6} {'/proc':>4} {'tasks':>7} {'replicas':>10} {'first ms':>10} {'join ms':>10} "
-          f"{'moved':>6} {'loss ms':>10} {'moved':>6}")
+    print(
+        f"{'members':>6} {'/proc':>4} {'tasks':>7} {'replicas':>10} {'first ms':>10} {'join ms':>10} "
+        f"{'moved':>6} {'loss ms':>10} {'moved':>6}"
+    )
     sizes = [(1000, 250)] if args.quick else [(10, 250), (100, 250), (1000, 250), (1000, 2500)]
     for n, partitions in sizes:
         for per_process in (1, 4):

@@ -10,6 +10,7 @@ to it, `coordinator.routing.key_for_partition`), all sent before any answer is a
 DescribeGroups and DeleteGroups go to each group's coordinator, one request per partition with
 that partition's groups.
 """
+
 from __future__ import annotations
 
 from coordinator.routing import DEFAULT_COORDINATOR_PARTITIONS, coordinator_partition, key_for_partition
@@ -23,14 +24,17 @@ class GroupAdmin:
         self.partitions = partitions
         self.timeout = timeout
 
-    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None,
-                    partitions: list[int] | None = None) -> list[dict]:
+    def list_groups(
+        self, states: list[str] | None = None, types: list[str] | None = None, partitions: list[int] | None = None
+    ) -> list[dict]:
         """ListGroups v5 to every coordinator partition (or the given ones); the listed groups,
         each with its `coordinatorPartition`, sorted by group id."""
         body = {"statesFilter": states or [], "typesFilter": types or []}
         targets = range(self.partitions) if partitions is None else partitions
-        cids = {p: self.client.send("ListGroups", LIST_VERSION, body, key=key_for_partition(p, self.partitions))
-                for p in targets}
+        cids = {
+            p: self.client.send("ListGroups", LIST_VERSION, body, key=key_for_partition(p, self.partitions))
+            for p in targets
+        }
         out = []
         for p, cid in cids.items():
             resp = self.client.wait(cid, self.timeout)["response"]
@@ -47,9 +51,15 @@ class GroupAdmin:
 
     def describe_groups(self, group_ids: list[str]) -> dict[str, dict]:
         """DescribeGroups v6 to each group's coordinator: {group id: described group}."""
-        cids = [self.client.send("DescribeGroups", DESCRIBE_VERSION,
-                                 {"groups": groups, "includeAuthorizedOperations": False}, key=groups[0])
-                for groups in self._by_coordinator(group_ids).values()]
+        cids = [
+            self.client.send(
+                "DescribeGroups",
+                DESCRIBE_VERSION,
+                {"groups": groups, "includeAuthorizedOperations": False},
+                key=groups[0],
+            )
+            for groups in self._by_coordinator(group_ids).values()
+        ]
         out = {}
         for cid in cids:
             for g in self.client.wait(cid, self.timeout)["response"]["groups"]:
@@ -58,8 +68,10 @@ class GroupAdmin:
 
     def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
         """DeleteGroups v2 to each group's coordinator: {group id: error code}."""
-        cids = [self.client.send("DeleteGroups", DELETE_VERSION, {"groupsNames": groups}, key=groups[0])
-                for groups in self._by_coordinator(group_ids).values()]
+        cids = [
+            self.client.send("DeleteGroups", DELETE_VERSION, {"groupsNames": groups}, key=groups[0])
+            for groups in self._by_coordinator(group_ids).values()
+        ]
         out = {}
         for cid in cids:
             for r in self.client.wait(cid, self.timeout)["response"]["results"]:

@@ -19,6 +19,7 @@ state machines stay the only writers. Log-end offsets come from the broker. Exit
 success, 1 on any error (unknown group, a reset refused, the service not answering), 2 on bad
 arguments. docs/operations.md (*Admin CLI*) describes every command and where it differs from Kafka.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,12 @@ GROUP_TYPES = ["consumer", "classic"]
 REBALANCING = {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
 RESET_SCENARIOS = ("to_earliest", "to_latest", "to_current", "to_offset", "shift_by", "to_datetime")
 INIT_PRODUCER_ID_VERSION, OFFSET_COMMIT_VERSION, OFFSET_DELETE_VERSION = 5, 9, 0
-RESET_WARN = ("WARN: No action will be performed as the --execute option is missing. In a future major release, "
-              "the default behavior of this command will be to prompt the user before executing the reset rather "
-              "than doing a dry run. You should add the --dry-run option explicitly if you are scripting this "
-              "command and want to keep the current default behavior without prompting.")
+RESET_WARN = (
+    "WARN: No action will be performed as the --execute option is missing. In a future major release, "
+    "the default behavior of this command will be to prompt the user before executing the reset rather "
+    "than doing a dry run. You should add the --dry-run option explicitly if you are scripting this "
+    "command and want to keep the current default behavior without prompting."
+)
 
 
 class CommandError(Exception):
@@ -56,13 +59,24 @@ class UsageError(Exception):
 # ============================================================================ arguments
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", metavar="H:P", help="the Kafka broker (default: [kafka] of --config)")
-    p.add_argument("--config", metavar="FILE", help="the service's configuration (topic names, coordinator "
-                   "partitions, [redis] url and prefix); conf/defaults.toml otherwise")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the service's configuration (topic names, coordinator "
+        "partitions, [redis] url and prefix); conf/defaults.toml otherwise",
+    )
     p.add_argument("--redis", metavar="URL", help=f"the read model's Redis (default: [redis] url, {DEFAULT_REDIS_URL})")
-    p.add_argument("--redis-prefix", metavar="PREFIX", help="key prefix of the read model (default: [redis] prefix, coord)")
+    p.add_argument(
+        "--redis-prefix", metavar="PREFIX", help="key prefix of the read model (default: [redis] prefix, coord)"
+    )
     p.add_argument("--no-redis", action="store_true", help="read from the coordinators only")
-    p.add_argument("--timeout", type=int, default=30000, metavar="MS",
-                   help="how long to wait for the service's answers (also for its first answer), ms (default 30000)")
+    p.add_argument(
+        "--timeout",
+        type=int,
+        default=30000,
+        metavar="MS",
+        help="how long to wait for the service's answers (also for its first answer), ms (default 30000)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,22 +93,42 @@ def build_parser() -> argparse.ArgumentParser:
     actions.add_argument("--delete-offsets", action="store_true", help="Delete offsets of a consumer group.")
     g.add_argument("--group", action="append", default=[], help="The consumer group we wish to act on.")
     g.add_argument("--all-groups", action="store_true", help="Apply to all consumer groups.")
-    g.add_argument("--topic", action="append", default=[], metavar="T[:P,...]",
-                   help="topic (all partitions) or topic:0,1 for --reset-offsets and --delete-offsets")
+    g.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        metavar="T[:P,...]",
+        help="topic (all partitions) or topic:0,1 for --reset-offsets and --delete-offsets",
+    )
     g.add_argument("--all-topics", action="store_true", help="Consider all topics of the group (--reset-offsets).")
     g.add_argument("--members", action="store_true", help="Describe members of the group.")
     g.add_argument("--verbose", action="store_true", help="With --members: the members' assignments.")
     g.add_argument("--offsets", action="store_true", help="Describe the group's partitions with their lag (default).")
-    g.add_argument("--state", nargs="?", const="", default=None, metavar="STATES",
-                   help="with --describe: the group's state; with --list: show (or filter by) states")
-    g.add_argument("--type", nargs="?", const="", default=None, metavar="TYPES",
-                   help="with --list: show (or filter by) group types (consumer, classic)")
+    g.add_argument(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="STATES",
+        help="with --describe: the group's state; with --list: show (or filter by) states",
+    )
+    g.add_argument(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="TYPES",
+        help="with --list: show (or filter by) group types (consumer, classic)",
+    )
     for name in ("to-earliest", "to-latest", "to-current"):
         g.add_argument(f"--{name}", action="store_true", help=f"Reset offsets to {name[3:]} offset.")
     g.add_argument("--to-offset", type=int, metavar="N", help="Reset offsets to a specific offset.")
     g.add_argument("--shift-by", type=int, metavar="N", help="Shift the committed offset by N (may be negative).")
-    g.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                   help="Reset offsets to the first offset at or after this time (zone optional: Z, +hh:mm).")
+    g.add_argument(
+        "--to-datetime",
+        metavar="YYYY-MM-DDTHH:mm:SS.sss",
+        help="Reset offsets to the first offset at or after this time (zone optional: Z, +hh:mm).",
+    )
     g.add_argument("--dry-run", action="store_true", help="Only show the new offsets (the default).")
     g.add_argument("--execute", action="store_true", help="Commit the new offsets.")
 
@@ -102,13 +136,23 @@ def build_parser() -> argparse.ArgumentParser:
     _common(t)
     tsub = t.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lst = tsub.add_parser("list", help="list transactions")
-    lst.add_argument("--duration-filter", type=int, default=-1, metavar="MS",
-                     help="only transactions running longer than this (ms); < 0: all")
+    lst.add_argument(
+        "--duration-filter",
+        type=int,
+        default=-1,
+        metavar="MS",
+        help="only transactions running longer than this (ms); < 0: all",
+    )
     d = tsub.add_parser("describe", help="describe the state of an active transactional-id")
     d.add_argument("--transactional-id", required=True)
     f = tsub.add_parser("find-hanging", help="find hanging transactions")
-    f.add_argument("--max-transaction-timeout", type=float, default=15.0, metavar="MIN",
-                   help="open transactions running longer than this many minutes (15 by default; fractions allowed)")
+    f.add_argument(
+        "--max-transaction-timeout",
+        type=float,
+        default=15.0,
+        metavar="MIN",
+        help="open transactions running longer than this many minutes (15 by default; fractions allowed)",
+    )
     f.add_argument("--topic", help="limit the search to this topic")
     f.add_argument("--partition", type=int, help="and this partition (requires --topic)")
     a = tsub.add_parser("abort", help="abort the open transaction of a transactional id (fences its producer)")
@@ -142,15 +186,21 @@ def check_group_args(ns: argparse.Namespace) -> None:
             raise UsageError(f"Option [reset-offsets] takes one of these options: {scopes}")
         chosen = [s for s in RESET_SCENARIOS if getattr(ns, s) not in (None, False)]
         if len(chosen) != 1:
-            raise UsageError("Option [reset-offsets] requires one of the following scenarios: "
-                             + ", ".join(f"[{s.replace('_', '-')}]" for s in RESET_SCENARIOS))
+            raise UsageError(
+                "Option [reset-offsets] requires one of the following scenarios: "
+                + ", ".join(f"[{s.replace('_', '-')}]" for s in RESET_SCENARIOS)
+            )
         if not ns.topic and not ns.all_topics:
             raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
         if ns.topic and ns.all_topics:
             raise UsageError("Option [reset-offsets] takes one of [all-topics] and [topic]")
     else:
-        if any(getattr(ns, s) not in (None, False) for s in RESET_SCENARIOS) or ns.dry_run or ns.execute \
-                or ns.all_topics:
+        if (
+            any(getattr(ns, s) not in (None, False) for s in RESET_SCENARIOS)
+            or ns.dry_run
+            or ns.execute
+            or ns.all_topics
+        ):
             raise UsageError("Reset scenarios, --all-topics, --dry-run and --execute need [reset-offsets]")
     if ns.group and ns.all_groups:
         raise UsageError("Option [group] cannot be used with [all-groups]")
@@ -220,10 +270,13 @@ class Context:
     def client(self) -> CoordinatorClient:
         if self._client is None:
             _ = self.consumer  # fails within --timeout when no broker answers (the client would wait 30 s)
-            self._client = CoordinatorClient(self.bootstrap, f"coordinator-admin-{uuid.uuid4().hex[:12]}",
-                                             requests_topic=self.topics["requests"],
-                                             responses_topic=self.topics["responses"],
-                                             startup_timeout=self.timeout_s)
+            self._client = CoordinatorClient(
+                self.bootstrap,
+                f"coordinator-admin-{uuid.uuid4().hex[:12]}",
+                requests_topic=self.topics["requests"],
+                responses_topic=self.topics["responses"],
+                startup_timeout=self.timeout_s,
+            )
         return self._client
 
     @property
@@ -251,18 +304,23 @@ class Context:
         try:
             freshness = model.freshness()
         except ReadModelUnavailable as e:
-            self.warn(f"Redis at {self.redis_url} is not reachable: {e.__cause__ or e}; "
-                      f"reading from the coordinators instead")
+            self.warn(
+                f"Redis at {self.redis_url} is not reachable: {e.__cause__ or e}; reading from the coordinators instead"
+            )
             return None
         if not freshness.get("offsets") and freshness.get("updatedAt") is None:
-            self.warn(f"Redis at {self.redis_url} has no read model under prefix '{self.redis_prefix}' (no projector "
-                      f"has written it); reading from the coordinators instead")
+            self.warn(
+                f"Redis at {self.redis_url} has no read model under prefix '{self.redis_prefix}' (no projector "
+                f"has written it); reading from the coordinators instead"
+            )
             return None
         return RedisReads(model)
 
     def redis_failed(self, e: Exception) -> None:
         """Redis went away in the middle of the command: the rest is read from the coordinators."""
-        self.warn(f"Redis at {self.redis_url} is not reachable: {e.__cause__ or e}; reading from the coordinators instead")
+        self.warn(
+            f"Redis at {self.redis_url} is not reachable: {e.__cause__ or e}; reading from the coordinators instead"
+        )
         self._reads = self.service
 
     @property
@@ -270,10 +328,15 @@ class Context:
         """A kafka-python consumer without a group, for log start/end offsets and topic metadata."""
         if self._consumer is None:
             from kafka import KafkaConsumer
+
             try:
-                self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                               enable_auto_commit=False, client_id="coordinator-admin",
-                                               bootstrap_timeout_ms=int(self.timeout_s * 1000))
+                self._consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap,
+                    group_id=None,
+                    enable_auto_commit=False,
+                    client_id="coordinator-admin",
+                    bootstrap_timeout_ms=int(self.timeout_s * 1000),
+                )
             except NO_BROKER:
                 raise CommandError(f"No Kafka broker answers at {self.bootstrap}") from None
         return self._consumer
@@ -322,6 +385,7 @@ class Context:
 def _redis_errors() -> tuple:
     try:
         from .read_model import ReadModelUnavailable
+
         return (ReadModelUnavailable,)
     except ImportError:
         return ()
@@ -345,8 +409,9 @@ def list_groups(ctx: Context) -> int:
     ns = ctx.ns
     states = parse_filter(ns.state, GROUP_STATES, "state")
     types = parse_filter(ns.type, GROUP_TYPES, "type")
-    groups = [g for g in ctx.reads.list_groups()
-              if (not states or g["state"] in states) and (not types or g["type"] in types)]
+    groups = [
+        g for g in ctx.reads.list_groups() if (not states or g["state"] in states) and (not types or g["type"] in types)
+    ]
     groups.sort(key=lambda g: g["groupId"])
     if ns.state is None and ns.type is None:
         for g in groups:
@@ -391,8 +456,9 @@ def describe_groups(ctx: Context) -> int:
             ctx.print(fmt.state_table(group, ctx.coordinator_text(group)))
         else:
             committed = ctx.reads.offsets(gid)
-            partitions = set(committed) | {(t, p) for m in group["members"]
-                                           for t, ps in m["assignment"].items() for p in ps}
+            partitions = set(committed) | {
+                (t, p) for m in group["members"] for t, ps in m["assignment"].items() for p in ps
+            }
             log_end = ctx.log_offsets(sorted(partitions), "end")
             rows = fmt.offset_rows(group, committed, log_end)
             if rows:
@@ -430,8 +496,10 @@ def reset_offsets(ctx: Context) -> int:
         group = described.get(gid)
         state = "Dead" if group is None else group["state"]
         if state not in ("Empty", "Dead"):
-            ctx.warn(f"\nError: Assignments can only be reset if the group '{gid}' is inactive, but the current "
-                     f"state is {state}.")
+            ctx.warn(
+                f"\nError: Assignments can only be reset if the group '{gid}' is inactive, but the current "
+                f"state is {state}."
+            )
             rc = 1
             continue
         committed = ctx.service.offsets(gid) if group is not None else {}
@@ -453,13 +521,27 @@ def _commit_as_admin(ctx: Context, group_id: str, offsets: dict) -> None:
     """OffsetCommit as Kafka's Admin.alterConsumerGroupOffsets sends it: no member, generation -1."""
     topics: dict[str, list] = {}
     for (t, p), o in sorted(offsets.items()):
-        topics.setdefault(t, []).append({"partitionIndex": p, "committedOffset": o, "committedLeaderEpoch": -1,
-                                         "committedMetadata": ""})
-    resp = ctx.request("OffsetCommit", OFFSET_COMMIT_VERSION, {
-        "groupId": group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, key=group_id)
-    failed = {(t["name"], p["partitionIndex"]): Errors.for_code(p["errorCode"])
-              for t in resp["topics"] for p in t["partitions"] if p["errorCode"] != 0}
+        topics.setdefault(t, []).append(
+            {"partitionIndex": p, "committedOffset": o, "committedLeaderEpoch": -1, "committedMetadata": ""}
+        )
+    resp = ctx.request(
+        "OffsetCommit",
+        OFFSET_COMMIT_VERSION,
+        {
+            "groupId": group_id,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        },
+        key=group_id,
+    )
+    failed = {
+        (t["name"], p["partitionIndex"]): Errors.for_code(p["errorCode"])
+        for t in resp["topics"]
+        for p in t["partitions"]
+        if p["errorCode"] != 0
+    }
     if failed:
         first = next(iter(failed.values()))
         where = ", ".join(f"{t}-{p}: {e.name}" for (t, p), e in sorted(failed.items()))
@@ -505,9 +587,15 @@ def delete_offsets(ctx: Context) -> int:
         wanted.setdefault(topic, []).extend(p for p in parts if p not in wanted.get(topic, []))
     top = Errors.NONE
     if wanted:
-        resp = ctx.request("OffsetDelete", OFFSET_DELETE_VERSION, {
-            "groupId": gid, "topics": [{"name": t, "partitions": [{"partitionIndex": p} for p in ps]}
-                                       for t, ps in wanted.items()]}, key=gid)
+        resp = ctx.request(
+            "OffsetDelete",
+            OFFSET_DELETE_VERSION,
+            {
+                "groupId": gid,
+                "topics": [{"name": t, "partitions": [{"partitionIndex": p} for p in ps]} for t, ps in wanted.items()],
+            },
+            key=gid,
+        )
         top = Errors.for_code(resp["errorCode"])
         answered = {(t["name"], p["partitionIndex"]): p["errorCode"] for t in resp["topics"] for p in t["partitions"]}
         for t, ps in wanted.items():
@@ -533,8 +621,12 @@ def delete_offsets(ctx: Context) -> int:
 
 # ============================================================================ transactions
 def transactions_command(ctx: Context) -> int:
-    return {"list": list_transactions, "describe": describe_transaction, "find-hanging": find_hanging,
-            "abort": abort_transaction}[ctx.ns.command](ctx)
+    return {
+        "list": list_transactions,
+        "describe": describe_transaction,
+        "find-hanging": find_hanging,
+        "abort": abort_transaction,
+    }[ctx.ns.command](ctx)
 
 
 def _now_ms() -> int:
@@ -548,10 +640,15 @@ def list_transactions(ctx: Context) -> int:
         txns = reads.list_transactions(duration_ms=duration)
     else:
         now = _now_ms()
-        txns = [t for t in reads.list_transactions()
-                if duration < 0 or now - (t.get("startTimestamp") if t.get("startTimestamp") is not None else -1) > duration]
-    rows = [[t["transactionalId"], t["coordinatorPartition"], t["producerId"], t["state"]]
-            for t in sorted(txns, key=lambda t: (t["coordinatorPartition"], t["transactionalId"]))]
+        txns = [
+            t
+            for t in reads.list_transactions()
+            if duration < 0 or now - (t.get("startTimestamp") if t.get("startTimestamp") is not None else -1) > duration
+        ]
+    rows = [
+        [t["transactionalId"], t["coordinatorPartition"], t["producerId"], t["state"]]
+        for t in sorted(txns, key=lambda t: (t["coordinatorPartition"], t["transactionalId"]))
+    ]
     ctx.print(fmt.pretty_table(fmt.LIST_TXN_HEADERS, rows))
     return 0
 
@@ -607,16 +704,27 @@ def abort_transaction(ctx: Context) -> int:
     deadline = time.monotonic() + ctx.timeout_s
     backoff = 0.05
     while True:
-        resp = ctx.request("InitProducerId", INIT_PRODUCER_ID_VERSION, {
-            "transactionalId": tid, "transactionTimeoutMs": before["timeoutMs"], "producerId": -1,
-            "producerEpoch": -1}, key=tid)
+        resp = ctx.request(
+            "InitProducerId",
+            INIT_PRODUCER_ID_VERSION,
+            {
+                "transactionalId": tid,
+                "transactionTimeoutMs": before["timeoutMs"],
+                "producerId": -1,
+                "producerEpoch": -1,
+            },
+            key=tid,
+        )
         error = Errors.for_code(resp["errorCode"])
         if error == Errors.NONE:
             break
-        if error not in (Errors.CONCURRENT_TRANSACTIONS, Errors.COORDINATOR_LOAD_IN_PROGRESS) \
-                or time.monotonic() >= deadline:
-            raise CommandError(f"Failed to abort the transaction of transactional-id `{tid}`: {error.name}: "
-                               f"{error.message}")
+        if (
+            error not in (Errors.CONCURRENT_TRANSACTIONS, Errors.COORDINATOR_LOAD_IN_PROGRESS)
+            or time.monotonic() >= deadline
+        ):
+            raise CommandError(
+                f"Failed to abort the transaction of transactional-id `{tid}`: {error.name}: {error.message}"
+            )
         time.sleep(backoff)
         backoff = min(backoff * 2, 1.0)
     after = ctx.service.describe_transaction(tid)
@@ -624,9 +732,11 @@ def abort_transaction(ctx: Context) -> int:
     if state not in ("Empty", "CompleteAbort", "CompleteCommit"):
         raise CommandError(f"Transactional id `{tid}` was fenced but its transaction has not ended (state {state})")
     ended = "completed its commit" if before["state"] == "PrepareCommit" else "aborted"
-    ctx.print(f"Transaction of transactional-id `{tid}` (producer id {before['producerId']}, epoch "
-              f"{before['producerEpoch']}, {before['state']}) {ended}; the producer is fenced: now producer id "
-              f"{resp['producerId']}, epoch {resp['producerEpoch']}, state {state}.")
+    ctx.print(
+        f"Transaction of transactional-id `{tid}` (producer id {before['producerId']}, epoch "
+        f"{before['producerEpoch']}, {before['state']}) {ended}; the producer is fenced: now producer id "
+        f"{resp['producerId']}, epoch {resp['producerEpoch']}, state {state}."
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ The table layouts are those of Kafka's `ConsumerGroupCommand` (printf formats wi
 column, "-" for a missing value) and `ToolsUtils.prettyPrintTable` (kafka-transactions.sh: each
 cell padded to its column's width, followed by a tab).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,20 +40,33 @@ def list_table(groups: list[dict], include_type: bool, include_state: bool) -> s
 
 
 # ------------------------------------------------------------------------- groups --describe
-OFFSET_HEADERS = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                  "HOST", "CLIENT-ID"]
+OFFSET_HEADERS = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+]
 
 
 def offset_rows(group: dict, committed: dict[TopicPartition, int], log_end: dict[TopicPartition, int]) -> list[list]:
     """ConsumerGroupCommand.collectGroupsOffsets: the assigned partitions of each member (members
     with more partitions first), then the committed partitions no member has, CONSUMER-ID "-".
     LAG = LOG-END-OFFSET - CURRENT-OFFSET where both are known."""
+
     def row(tp, member):
         offset = committed.get(tp)
         end = log_end.get(tp)
         lag = end - offset if offset is not None and offset != -1 and end is not None else None
-        cid, host, client = (member["memberId"], member.get("clientHost"), member.get("clientId")) if member \
+        cid, host, client = (
+            (member["memberId"], member.get("clientHost"), member.get("clientId"))
+            if member
             else (MISSING, MISSING, MISSING)
+        )
         return [group["groupId"], tp[0], tp[1], offset, end, lag, cid, host, client]
 
     rows, assigned = [], set()
@@ -90,13 +104,19 @@ def members_table(group: dict, verbose: bool) -> str:
     h = max([15] + [len(m.get("clientHost") or "") for m in members])
     cl = max([15] + [len(m.get("clientId") or "") for m in members])
     widths = [g, c] + ([i] if with_instance else []) + [h, cl, 15]
-    header = ["GROUP", "CONSUMER-ID"] + (["GROUP-INSTANCE-ID"] if with_instance else []) + \
-             ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    header = (
+        ["GROUP", "CONSUMER-ID"]
+        + (["GROUP-INSTANCE-ID"] if with_instance else [])
+        + ["HOST", "CLIENT-ID", "#PARTITIONS"]
+    )
     # Java's format ends with "%-15s " (a trailing space), then ASSIGNMENT when verbose.
     lines = ["\n" + _row(widths, header) + " " + ("ASSIGNMENT" if verbose else "")]
     for m in members:
-        values = [gid, m["memberId"]] + ([m.get("groupInstanceId") or ""] if with_instance else []) + \
-                 [m.get("clientHost") or "", m.get("clientId") or "", len(_partitions(m))]
+        values = (
+            [gid, m["memberId"]]
+            + ([m.get("groupInstanceId") or ""] if with_instance else [])
+            + [m.get("clientHost") or "", m.get("clientId") or "", len(_partitions(m))]
+        )
         line = _row(widths, values) + " "
         if verbose:
             line += assignment_text(m.get("assignment") or {})
@@ -115,8 +135,12 @@ def state_table(group: dict, coordinator: str) -> str:
     width = max(25, len(coordinator))
     fmt = [width, 25, 20, 15, None]
     members = group.get("members") or []
-    return "\n" + _row(fmt, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]) + \
-        "\n" + _row(fmt, [group["groupId"], coordinator, group.get("protocol") or "", group["state"], len(members)])
+    return (
+        "\n"
+        + _row(fmt, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"])
+        + "\n"
+        + _row(fmt, [group["groupId"], coordinator, group.get("protocol") or "", group["state"], len(members)])
+    )
 
 
 # ------------------------------------------------------------------------ groups --reset-offsets
@@ -132,6 +156,7 @@ def reset_table(plan: dict[str, dict[TopicPartition, int]]) -> str:
 class ResetSpec:
     """One reset scenario: `kind` is to-earliest, to-latest, to-current, to-offset, shift-by or
     to-datetime (the latter's offsets come from the broker's offsets_for_times, given as `by_time`)."""
+
     kind: str
     value: int | None = None
 
@@ -146,9 +171,14 @@ class ResetError(ValueError):
     pass
 
 
-def plan_reset(spec: ResetSpec, partitions: list[TopicPartition], committed: dict[TopicPartition, int],
-               earliest: dict[TopicPartition, int], latest: dict[TopicPartition, int],
-               by_time: dict[TopicPartition, int | None] | None = None) -> tuple[dict[TopicPartition, int], list[str]]:
+def plan_reset(
+    spec: ResetSpec,
+    partitions: list[TopicPartition],
+    committed: dict[TopicPartition, int],
+    earliest: dict[TopicPartition, int],
+    latest: dict[TopicPartition, int],
+    by_time: dict[TopicPartition, int | None] | None = None,
+) -> tuple[dict[TopicPartition, int], list[str]]:
     """ConsumerGroupCommand.prepareOffsetsToReset: the new offset of each partition and the warnings
     Kafka logs. to-offset and shift-by are clamped to [earliest, latest] (checkOffsetsRange); a
     to-datetime partition with no record at or after the time falls back to the latest offset."""
@@ -157,12 +187,16 @@ def plan_reset(spec: ResetSpec, partitions: list[TopicPartition], committed: dic
 
     def clamp(tp, offset):
         if offset > latest[tp]:
-            warnings.append(f"New offset ({offset}) is higher than latest offset for topic partition "
-                            f"{tp[0]}-{tp[1]}. Value will be set to {latest[tp]}")
+            warnings.append(
+                f"New offset ({offset}) is higher than latest offset for topic partition "
+                f"{tp[0]}-{tp[1]}. Value will be set to {latest[tp]}"
+            )
             return latest[tp]
         if offset < earliest[tp]:
-            warnings.append(f"New offset ({offset}) is lower than earliest offset for topic partition "
-                            f"{tp[0]}-{tp[1]}. Value will be set to {earliest[tp]}")
+            warnings.append(
+                f"New offset ({offset}) is lower than earliest offset for topic partition "
+                f"{tp[0]}-{tp[1]}. Value will be set to {earliest[tp]}"
+            )
             return earliest[tp]
         return offset
 
@@ -181,13 +215,16 @@ def plan_reset(spec: ResetSpec, partitions: list[TopicPartition], committed: dic
         elif spec.kind == "shift-by":
             current = committed.get(tp)
             if current is None or current < 0:
-                raise ResetError(f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current "
-                                 f"committed offset")
+                raise ResetError(
+                    f"Cannot shift offset for partition {tp[0]}-{tp[1]} since there is no current committed offset"
+                )
             out[tp] = clamp(tp, current + spec.amount())
         elif spec.kind == "to-datetime":
             found = (by_time or {}).get(tp)
             if found is None:
-                warnings.append(f"Warn: Partition {tp[1]} from topic {tp[0]} is empty. Falling back to latest known offset.")
+                warnings.append(
+                    f"Warn: Partition {tp[1]} from topic {tp[0]} is empty. Falling back to latest known offset."
+                )
                 found = latest[tp]
             out[tp] = found
         else:
@@ -237,13 +274,30 @@ def pretty_table(headers: list[str], rows: list[list]) -> str:
 
 
 LIST_TXN_HEADERS = ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
-DESCRIBE_TXN_HEADERS = ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
-                        "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
-                        "TopicPartitions"]
+DESCRIBE_TXN_HEADERS = [
+    "CoordinatorId",
+    "TransactionalId",
+    "ProducerId",
+    "ProducerEpoch",
+    "TransactionState",
+    "TransactionTimeoutMs",
+    "CurrentTransactionStartTimeMs",
+    "TransactionDurationMs",
+    "TopicPartitions",
+]
 # Kafka's find-hanging columns, then the transactional id (here the coordinator knows it, and
 # `abort` takes it).
-HANGING_HEADERS = ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
-                   "LastTimestamp", "Duration(min)", "TransactionalId"]
+HANGING_HEADERS = [
+    "Topic",
+    "Partition",
+    "ProducerId",
+    "ProducerEpoch",
+    "CoordinatorEpoch",
+    "StartOffset",
+    "LastTimestamp",
+    "Duration(min)",
+    "TransactionalId",
+]
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
@@ -251,8 +305,16 @@ def describe_txn_row(txn: dict, now_ms: int) -> list:
     start = txn.get("startTimestamp")
     started: tuple[int | str, int | str] = ("None", "None") if start is None or start < 0 else (start, now_ms - start)
     tps = ",".join(f"{t['topic']}-{p}" for t in txn.get("partitions") or [] for p in t["partitions"])
-    return [txn["coordinatorPartition"], txn["transactionalId"], txn["producerId"], txn["producerEpoch"],
-            txn["state"], txn["timeoutMs"], *started, tps]
+    return [
+        txn["coordinatorPartition"],
+        txn["transactionalId"],
+        txn["producerId"],
+        txn["producerEpoch"],
+        txn["state"],
+        txn["timeoutMs"],
+        *started,
+        tps,
+    ]
 
 
 def hanging_rows(txns: list[dict], max_timeout_ms: int, now_ms: int) -> list[list]:

@@ -34,6 +34,7 @@ Observable state: `generation`, `assignment` (None while not Stable), `state`, `
 The bytes in protocol metadata and assignments are Kafka's ConsumerProtocol encodings
 (`coordinator.group.classic.consumer_protocol`), base64 in the JSON requests.
 """
+
 from __future__ import annotations
 
 import logging
@@ -66,12 +67,21 @@ COMMIT_VERSION, FETCH_VERSION = 9, 9
 UNKNOWN_MEMBER_ID = ""
 
 # JoinGroup errors after which the member gives up (kafka-python / Java treat them as fatal).
-FATAL_JOIN_ERRORS = {Errors.INCONSISTENT_GROUP_PROTOCOL.code, Errors.INVALID_SESSION_TIMEOUT.code,
-                     Errors.INVALID_GROUP_ID.code, Errors.GROUP_AUTHORIZATION_FAILED.code,
-                     Errors.GROUP_MAX_SIZE_REACHED.code, Errors.FENCED_INSTANCE_ID.code}
+FATAL_JOIN_ERRORS = {
+    Errors.INCONSISTENT_GROUP_PROTOCOL.code,
+    Errors.INVALID_SESSION_TIMEOUT.code,
+    Errors.INVALID_GROUP_ID.code,
+    Errors.GROUP_AUTHORIZATION_FAILED.code,
+    Errors.GROUP_MAX_SIZE_REACHED.code,
+    Errors.FENCED_INSTANCE_ID.code,
+}
 # Errors that call for a pause before the next attempt (the coordinator is not there).
-BACKOFF_ERRORS = {Errors.COORDINATOR_NOT_AVAILABLE.code, Errors.NOT_COORDINATOR.code,
-                  Errors.COORDINATOR_LOAD_IN_PROGRESS.code, Errors.UNKNOWN_SERVER_ERROR.code}
+BACKOFF_ERRORS = {
+    Errors.COORDINATOR_NOT_AVAILABLE.code,
+    Errors.NOT_COORDINATOR.code,
+    Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
+    Errors.UNKNOWN_SERVER_ERROR.code,
+}
 
 UNJOINED, REBALANCING, COMPLETING, STABLE = "UNJOINED", "REBALANCING", "COMPLETING_REBALANCE", "STABLE"
 
@@ -103,20 +113,32 @@ class _Retry(Exception):
 
 
 class ClassicGroupMember:
-    def __init__(self, bootstrap_servers: str | None, group_id: str, topics: list[str], *,
-                 group_instance_id: str | None = None, client_id: str | None = None,
-                 session_timeout_ms: int = 10000, rebalance_timeout_ms: int = 300000,
-                 heartbeat_interval_ms: int = 3000, retry_backoff_ms: int = 100,
-                 requests_topic: str = "coordinator-requests", responses_topic: str = "coordinator-responses",
-                 client: Any = None, partitions_for: Callable[[str], int | None] | None = None,
-                 on_assignment: Callable[[ClassicGroupMember, dict], None] | None = None,
-                 on_revoked: Callable[[ClassicGroupMember, dict], None] | None = None):
+    def __init__(
+        self,
+        bootstrap_servers: str | None,
+        group_id: str,
+        topics: list[str],
+        *,
+        group_instance_id: str | None = None,
+        client_id: str | None = None,
+        session_timeout_ms: int = 10000,
+        rebalance_timeout_ms: int = 300000,
+        heartbeat_interval_ms: int = 3000,
+        retry_backoff_ms: int = 100,
+        requests_topic: str = "coordinator-requests",
+        responses_topic: str = "coordinator-responses",
+        client: Any = None,
+        partitions_for: Callable[[str], int | None] | None = None,
+        on_assignment: Callable[[ClassicGroupMember, dict], None] | None = None,
+        on_revoked: Callable[[ClassicGroupMember, dict], None] | None = None,
+    ):
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.topics = list(topics)
         self.group_instance_id = group_instance_id
-        self.client_id = client_id or (client.client_id if client is not None
-                                       else f"consumer-{group_id}-{uuid.uuid4().hex[:8]}")
+        self.client_id = client_id or (
+            client.client_id if client is not None else f"consumer-{group_id}-{uuid.uuid4().hex[:8]}"
+        )
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
         self.heartbeat_interval_ms = heartbeat_interval_ms
@@ -151,9 +173,12 @@ class ClassicGroupMember:
         if self._client is None:
             if self.bootstrap_servers is None:
                 raise ValueError("a member without a client needs bootstrap_servers")
-            self._client = CoordinatorClient(self.bootstrap_servers, self.client_id,
-                                             requests_topic=self.requests_topic,
-                                             responses_topic=self.responses_topic)
+            self._client = CoordinatorClient(
+                self.bootstrap_servers,
+                self.client_id,
+                requests_topic=self.requests_topic,
+                responses_topic=self.responses_topic,
+            )
         for name, target in (("membership", self._membership_loop), ("heartbeat", self._heartbeat_loop)):
             t = threading.Thread(target=target, name=f"{name}-{self.client_id}", daemon=True)
             t.start()
@@ -166,14 +191,30 @@ class ClassicGroupMember:
         self._stop_threads()
         with self._cond:
             generation, state = self.generation, self.state
-        if leave and self.group_instance_id is None and generation.member_id and state != UNJOINED \
-                and self.fatal_error is None:
+        if (
+            leave
+            and self.group_instance_id is None
+            and generation.member_id
+            and state != UNJOINED
+            and self.fatal_error is None
+        ):
             try:
-                self._request("LeaveGroup", LEAVE_VERSION, {
-                    "groupId": self.group_id,
-                    "members": [{"memberId": generation.member_id, "groupInstanceId": None,
-                                 "reason": "the consumer is being closed"}]}, timeout=timeout,
-                              interruptible=False)
+                self._request(
+                    "LeaveGroup",
+                    LEAVE_VERSION,
+                    {
+                        "groupId": self.group_id,
+                        "members": [
+                            {
+                                "memberId": generation.member_id,
+                                "groupInstanceId": None,
+                                "reason": "the consumer is being closed",
+                            }
+                        ],
+                    },
+                    timeout=timeout,
+                    interruptible=False,
+                )
             except ResponseTimeout:
                 log.warning("%s: LeaveGroup got no answer", self.client_id)
         self._close_clients()
@@ -225,14 +266,17 @@ class ClassicGroupMember:
                     raise self.fatal_error
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"{self.client_id}: condition not met in {timeout}s "
-                                       f"(state {self.state}, {self.generation})")
+                    raise TimeoutError(
+                        f"{self.client_id}: condition not met in {timeout}s (state {self.state}, {self.generation})"
+                    )
                 self._cond.wait(min(left, 0.5))
 
     def wait_stable(self, min_generation: int = 1, timeout: float = 60.0) -> ClassicGroupMember:
         """Wait until the member is Stable in a generation >= `min_generation`."""
-        self.wait_for(lambda m: m.state == STABLE and not m._rejoin_needed
-                      and m.generation.generation_id >= min_generation, timeout)
+        self.wait_for(
+            lambda m: m.state == STABLE and not m._rejoin_needed and m.generation.generation_id >= min_generation,
+            timeout,
+        )
         return self
 
     @property
@@ -304,16 +348,18 @@ class ClassicGroupMember:
         if self._partitions_for is not None:
             return self._partitions_for(topic)
         if self._metadata_consumer is None:
-            self._metadata_consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
-                                                    client_id=f"{self.client_id}-metadata")
+            self._metadata_consumer = KafkaConsumer(
+                bootstrap_servers=self.bootstrap_servers, group_id=None, client_id=f"{self.client_id}-metadata"
+            )
         parts = self._metadata_consumer.partitions_for_topic(topic)
         return len(parts) if parts else None
 
     def _subscription_metadata(self) -> str:
         # What Kafka's consumer sends: version 3, owned partitions empty under the eager protocol
         # (they were revoked before the join), its generation, no rack.
-        return encode_subscription(self.topics, None, 3, owned_partitions=[],
-                                   generation_id=self.generation.generation_id)
+        return encode_subscription(
+            self.topics, None, 3, owned_partitions=[], generation_id=self.generation.generation_id
+        )
 
     def _join_and_sync(self) -> None:
         with self._cond:
@@ -330,13 +376,21 @@ class ClassicGroupMember:
         self.joins_sent += 1
         if self.first_join_sent is None:
             self.first_join_sent = time.perf_counter()
-        resp = self._request("JoinGroup", JOIN_VERSION, {
-            "groupId": self.group_id, "sessionTimeoutMs": self.session_timeout_ms,
-            "rebalanceTimeoutMs": self.rebalance_timeout_ms, "memberId": generation.member_id,
-            "groupInstanceId": self.group_instance_id, "protocolType": CONSUMER_PROTOCOL_TYPE,
-            "protocols": [{"name": range_assignor.NAME, "metadata": self._subscription_metadata()}],
-            "reason": reason},
-            timeout=self._join_timeout_s())
+        resp = self._request(
+            "JoinGroup",
+            JOIN_VERSION,
+            {
+                "groupId": self.group_id,
+                "sessionTimeoutMs": self.session_timeout_ms,
+                "rebalanceTimeoutMs": self.rebalance_timeout_ms,
+                "memberId": generation.member_id,
+                "groupInstanceId": self.group_instance_id,
+                "protocolType": CONSUMER_PROTOCOL_TYPE,
+                "protocols": [{"name": range_assignor.NAME, "metadata": self._subscription_metadata()}],
+                "reason": reason,
+            },
+            timeout=self._join_timeout_s(),
+        )
         self.last_join_response = resp
         self._handle_join_error(resp)
         if resp["protocolType"] is not None and resp["protocolType"] != CONSUMER_PROTOCOL_TYPE:
@@ -349,16 +403,27 @@ class ClassicGroupMember:
 
         assignments = []
         if leader and not resp["skipAssignment"]:
-            assignments = [{"memberId": m, "assignment": encode_assignment(a)}
-                           for m, a in self._assign(resp["members"]).items()]
-        sync = self._request("SyncGroup", SYNC_VERSION, {
-            "groupId": self.group_id, "generationId": generation.generation_id,
-            "memberId": generation.member_id, "groupInstanceId": self.group_instance_id,
-            "protocolType": CONSUMER_PROTOCOL_TYPE, "protocolName": generation.protocol,
-            "assignments": assignments}, timeout=self._join_timeout_s())
+            assignments = [
+                {"memberId": m, "assignment": encode_assignment(a)} for m, a in self._assign(resp["members"]).items()
+            ]
+        sync = self._request(
+            "SyncGroup",
+            SYNC_VERSION,
+            {
+                "groupId": self.group_id,
+                "generationId": generation.generation_id,
+                "memberId": generation.member_id,
+                "groupInstanceId": self.group_instance_id,
+                "protocolType": CONSUMER_PROTOCOL_TYPE,
+                "protocolName": generation.protocol,
+                "assignments": assignments,
+            },
+            timeout=self._join_timeout_s(),
+        )
         self._handle_sync_error(sync, generation)
-        if (sync["protocolType"] is not None and sync["protocolType"] != CONSUMER_PROTOCOL_TYPE) or \
-                (sync["protocolName"] is not None and sync["protocolName"] != generation.protocol):
+        if (sync["protocolType"] is not None and sync["protocolType"] != CONSUMER_PROTOCOL_TYPE) or (
+            sync["protocolName"] is not None and sync["protocolName"] != generation.protocol
+        ):
             raise FatalGroupError(Errors.INCONSISTENT_GROUP_PROTOCOL.code, "SyncGroup protocol")
         assignment = decode_assignment(sync["assignment"]).as_dict()
         with self._cond:
@@ -371,8 +436,14 @@ class ClassicGroupMember:
             self.assignment = assignment
             self.state = STABLE
             self._cond.notify_all()
-        log.info("%s: generation %d (%s), leader=%s, assignment %s", self.client_id,
-                 generation.generation_id, generation.member_id, leader, assignment)
+        log.info(
+            "%s: generation %d (%s), leader=%s, assignment %s",
+            self.client_id,
+            generation.generation_id,
+            generation.member_id,
+            leader,
+            assignment,
+        )
         if self.on_assignment is not None:
             self.on_assignment(self, assignment)
 
@@ -382,10 +453,13 @@ class ClassicGroupMember:
             try:
                 topics = decode_subscription(m["metadata"]).topics
             except SchemaError as e:
-                raise FatalGroupError(Errors.INCONSISTENT_GROUP_PROTOCOL.code,
-                                      f"member {m['memberId']} sent an unreadable subscription: {e}") from e
-            subscriptions.append(range_assignor.MemberSubscription(m["memberId"], m.get("groupInstanceId"),
-                                                                   tuple(topics)))
+                raise FatalGroupError(
+                    Errors.INCONSISTENT_GROUP_PROTOCOL.code,
+                    f"member {m['memberId']} sent an unreadable subscription: {e}",
+                ) from e
+            subscriptions.append(
+                range_assignor.MemberSubscription(m["memberId"], m.get("groupInstanceId"), tuple(topics))
+            )
         return range_assignor.assign(subscriptions, self.partitions_for)
 
     def _reset_generation(self, reason: str, member_id: str = UNKNOWN_MEMBER_ID) -> None:
@@ -409,8 +483,7 @@ class ClassicGroupMember:
             return
         name = Errors.for_code(code).name
         if code == Errors.MEMBER_ID_REQUIRED.code:
-            self._reset_generation(f"need to re-join with the given member-id: {resp['memberId']}",
-                                   resp["memberId"])
+            self._reset_generation(f"need to re-join with the given member-id: {resp['memberId']}", resp["memberId"])
             raise _Retry(f"got member id {resp['memberId']} (MEMBER_ID_REQUIRED)")
         if code == Errors.UNKNOWN_MEMBER_ID.code:
             self._reset_generation(f"encountered {name} from JOIN_GROUP response")
@@ -459,10 +532,17 @@ class ClassicGroupMember:
                     with self._cond:
                         generation = self.generation if self.state in (COMPLETING, STABLE) else None
                     if generation is not None:
-                        cid = self._client.send("Heartbeat", HEARTBEAT_VERSION, {
-                            "groupId": self.group_id, "generationId": generation.generation_id,
-                            "memberId": generation.member_id, "groupInstanceId": self.group_instance_id},
-                            key=self.group_id)
+                        cid = self._client.send(
+                            "Heartbeat",
+                            HEARTBEAT_VERSION,
+                            {
+                                "groupId": self.group_id,
+                                "generationId": generation.generation_id,
+                                "memberId": generation.member_id,
+                                "groupInstanceId": self.group_instance_id,
+                            },
+                            key=self.group_id,
+                        )
                         pending[cid] = (generation, now)
                 self._closing.wait(min(0.05, max(0.0, next_at - time.monotonic())))
         except Exception:  # noqa: BLE001 - the client was closed underneath
@@ -494,24 +574,43 @@ class ClassicGroupMember:
                 log.warning("%s: heartbeat failed: %s", self.client_id, name)
 
     # ================================================================ offsets
-    def commit(self, offsets: dict[tuple[str, int], int], metadata: str = "",
-               timeout: float = 30.0) -> dict[tuple[str, int], str]:
+    def commit(
+        self, offsets: dict[tuple[str, int], int], metadata: str = "", timeout: float = 30.0
+    ) -> dict[tuple[str, int], str]:
         """OffsetCommit v9 in the current generation; the error name per partition ("NONE" = ok)."""
         with self._cond:
             generation = self.generation
         topics: dict[str, list] = {}
         for (topic, partition), offset in sorted(offsets.items()):
-            topics.setdefault(topic, []).append({"partitionIndex": partition, "committedOffset": offset,
-                                                 "committedLeaderEpoch": -1, "committedMetadata": metadata})
-        resp = self._request("OffsetCommit", COMMIT_VERSION, {
-            "groupId": self.group_id, "generationIdOrMemberEpoch": generation.generation_id,
-            "memberId": generation.member_id, "groupInstanceId": self.group_instance_id,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, timeout=timeout)
-        return {(t["name"], p["partitionIndex"]): Errors.for_code(p["errorCode"]).name
-                for t in resp["topics"] for p in t["partitions"]}
+            topics.setdefault(topic, []).append(
+                {
+                    "partitionIndex": partition,
+                    "committedOffset": offset,
+                    "committedLeaderEpoch": -1,
+                    "committedMetadata": metadata,
+                }
+            )
+        resp = self._request(
+            "OffsetCommit",
+            COMMIT_VERSION,
+            {
+                "groupId": self.group_id,
+                "generationIdOrMemberEpoch": generation.generation_id,
+                "memberId": generation.member_id,
+                "groupInstanceId": self.group_instance_id,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+            timeout=timeout,
+        )
+        return {
+            (t["name"], p["partitionIndex"]): Errors.for_code(p["errorCode"]).name
+            for t in resp["topics"]
+            for p in t["partitions"]
+        }
 
-    def committed(self, partitions: list[tuple[str, int]] | None = None,
-                  timeout: float = 30.0) -> dict[tuple[str, int], int]:
+    def committed(
+        self, partitions: list[tuple[str, int]] | None = None, timeout: float = 30.0
+    ) -> dict[tuple[str, int], int]:
         """OffsetFetch v9 (requireStable, as Kafka's consumer): the committed offset of each
         partition (default: the member's assignment), -1 where none."""
         if partitions is None:
@@ -519,10 +618,22 @@ class ClassicGroupMember:
         topics: dict[str, list[int]] = {}
         for topic, partition in partitions:
             topics.setdefault(topic, []).append(partition)
-        resp = self._request("OffsetFetch", FETCH_VERSION, {
-            "groups": [{"groupId": self.group_id, "memberId": None, "memberEpoch": -1,
-                        "topics": [{"name": t, "partitionIndexes": ps} for t, ps in topics.items()]}],
-            "requireStable": True}, timeout=timeout)
+        resp = self._request(
+            "OffsetFetch",
+            FETCH_VERSION,
+            {
+                "groups": [
+                    {
+                        "groupId": self.group_id,
+                        "memberId": None,
+                        "memberEpoch": -1,
+                        "topics": [{"name": t, "partitionIndexes": ps} for t, ps in topics.items()],
+                    }
+                ],
+                "requireStable": True,
+            },
+            timeout=timeout,
+        )
         group = resp["groups"][0]
         if group["errorCode"] != Errors.NONE.code:
             raise FatalGroupError(group["errorCode"], "OffsetFetch")

@@ -26,6 +26,7 @@ the heartbeat loop itself, shared with the streams member and the share consumer
 Topics are Kafka topic ids in the protocol; `TopicNames` maps them to names with the broker's
 metadata (kafka-python's admin client).
 """
+
 from __future__ import annotations
 
 import base64
@@ -96,18 +97,35 @@ class ConsumerGroupMember(HeartbeatMember):
     RETRIABLE = COORDINATOR_RETRIABLE | {111}  # and UNRELEASED_INSTANCE_ID: retried after a back-off
     THREAD_NAME = "member"
 
-    def __init__(self, client: CoordinatorClient, group_id: str, topics: list[str] | None = None, *,
-                 regex: str | None = None, member_id: str | None = None, instance_id: str | None = None,
-                 rack_id: str | None = None, rebalance_timeout_ms: int = 60000, server_assignor: str | None = None,
-                 response_timeout_s: float = 5.0, retry_backoff_s: float = 0.5,
-                 on_assign: Callable[[Assignment], None] | None = None,
-                 on_revoke: Callable[[Assignment], None] | None = None,
-                 on_lost: Callable[[Assignment], None] | None = None,
-                 on_response: Callable[[dict, float], None] | None = None):
+    def __init__(
+        self,
+        client: CoordinatorClient,
+        group_id: str,
+        topics: list[str] | None = None,
+        *,
+        regex: str | None = None,
+        member_id: str | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = 60000,
+        server_assignor: str | None = None,
+        response_timeout_s: float = 5.0,
+        retry_backoff_s: float = 0.5,
+        on_assign: Callable[[Assignment], None] | None = None,
+        on_revoke: Callable[[Assignment], None] | None = None,
+        on_lost: Callable[[Assignment], None] | None = None,
+        on_response: Callable[[dict, float], None] | None = None,
+    ):
         if topics is None and regex is None:
             raise ValueError("subscribe to topics or to a regex")
-        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
-                         retry_backoff_s=retry_backoff_s, on_response=on_response)
+        super().__init__(
+            client,
+            group_id,
+            member_id=member_id,
+            response_timeout_s=response_timeout_s,
+            retry_backoff_s=retry_backoff_s,
+            on_response=on_response,
+        )
         self.topics = None if topics is None else list(topics)
         self.regex = regex
         self.instance_id = instance_id
@@ -129,14 +147,18 @@ class ConsumerGroupMember(HeartbeatMember):
     def _request(self) -> dict:
         owned = {t: p for t, p in self._owned.items() if p}
         full = self._full or self.member_epoch == 0
-        body: dict = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
-                      "instanceId": self.instance_id,
-                      "rackId": self.rack_id if full else None,
-                      "rebalanceTimeoutMs": self.rebalance_timeout_ms if full else -1,
-                      "subscribedTopicNames": self.topics if full else None,
-                      "subscribedTopicRegex": self.regex if full else None,
-                      "serverAssignor": self.server_assignor if full else None,
-                      "topicPartitions": None}
+        body: dict = {
+            "groupId": self.group_id,
+            "memberId": self.member_id,
+            "memberEpoch": self.member_epoch,
+            "instanceId": self.instance_id,
+            "rackId": self.rack_id if full else None,
+            "rebalanceTimeoutMs": self.rebalance_timeout_ms if full else -1,
+            "subscribedTopicNames": self.topics if full else None,
+            "subscribedTopicRegex": self.regex if full else None,
+            "serverAssignor": self.server_assignor if full else None,
+            "topicPartitions": None,
+        }
         if self.member_epoch == 0:
             body["topicPartitions"] = []
         elif full or owned != self._sent_owned:
@@ -194,5 +216,6 @@ class ConsumerGroupMember(HeartbeatMember):
                 self.on_revoke(self.owned())
             self._owned = {}
         epoch = STATIC_LEAVE if (leave_temporarily and self.instance_id is not None) else LEAVE
-        return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": epoch,
-                                 "instanceId": self.instance_id})
+        return self._send_leave(
+            {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": epoch, "instanceId": self.instance_id}
+        )

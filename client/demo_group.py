@@ -11,6 +11,7 @@ second copy to watch the group rebalance; Ctrl-C closes the members (dynamic mem
 LeaveGroup, static ones do not: their session timeout removes them, or a restart with the same
 --static id takes their place without a rebalance). The topic is created if it does not exist.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     if args.list:
-        with CoordinatorClient(args.bootstrap, requests_topic=args.requests_topic,
-                               responses_topic=args.responses_topic) as client:
+        with CoordinatorClient(
+            args.bootstrap, requests_topic=args.requests_topic, responses_topic=args.responses_topic
+        ) as client:
             admin = GroupAdmin(client, partitions=args.coordinator_partitions)
             groups = admin.list_groups()
             described = admin.describe_groups([g["groupId"] for g in groups]) if groups else {}
@@ -71,16 +73,27 @@ def main(argv: list[str] | None = None) -> int:
         ensure_topic(args.bootstrap, t, args.partitions)
 
     def on_assignment(member: ClassicGroupMember, assignment: dict) -> None:
-        print(f"[{member.client_id}] generation {member.generation.generation_id}"
-              f"{' (leader)' if member.is_leader else ''}: {json.dumps(assignment)}", flush=True)
+        print(
+            f"[{member.client_id}] generation {member.generation.generation_id}"
+            f"{' (leader)' if member.is_leader else ''}: {json.dumps(assignment)}",
+            flush=True,
+        )
 
     members = []
     for i in range(args.members):
         instance = None if args.static is None else (args.static if i == 0 else f"{args.static}-{i + 1}")
-        members.append(ClassicGroupMember(args.bootstrap, args.group, topics, group_instance_id=instance,
-                                   session_timeout_ms=args.session_timeout_ms,
-                                   requests_topic=args.requests_topic, responses_topic=args.responses_topic,
-                                   on_assignment=on_assignment).start())
+        members.append(
+            ClassicGroupMember(
+                args.bootstrap,
+                args.group,
+                topics,
+                group_instance_id=instance,
+                session_timeout_ms=args.session_timeout_ms,
+                requests_topic=args.requests_topic,
+                responses_topic=args.responses_topic,
+                on_assignment=on_assignment,
+            ).start()
+        )
     print(f"{len(members)} member(s) joining group {args.group} for {topics}; Ctrl-C to stop", flush=True)
     try:
         while True:
@@ -94,8 +107,11 @@ def main(argv: list[str] | None = None) -> int:
                 positions = m.committed()
                 consumed = {tp: max(offset, 0) + 10 for tp, offset in positions.items()}
                 errors = m.commit(consumed)
-                print(f"[{m.client_id}] committed {sorted((f'{t}-{p}', o) for (t, p), o in consumed.items())}"
-                      + ("" if set(errors.values()) == {"NONE"} else f" errors {errors}"), flush=True)
+                print(
+                    f"[{m.client_id}] committed {sorted((f'{t}-{p}', o) for (t, p), o in consumed.items())}"
+                    + ("" if set(errors.values()) == {"NONE"} else f" errors {errors}"),
+                    flush=True,
+                )
     except KeyboardInterrupt:
         pass
     finally:

@@ -14,6 +14,7 @@ ShareConsumer each say what they send and what they do with an answer; this says
   at once when the member took or gave up something (its acknowledgement), or when woken;
 - leaving: one heartbeat with the leave epoch, answered or not.
 """
+
 from __future__ import annotations
 
 import base64
@@ -50,9 +51,16 @@ class HeartbeatMember(ABC):
     RETRIABLE: ClassVar[frozenset[int]] = COORDINATOR_RETRIABLE
     THREAD_NAME: ClassVar[str]  # the thread is named f"{THREAD_NAME}-{member_id}"
 
-    def __init__(self, client: CoordinatorClient, group_id: str, *, member_id: str | None,
-                 response_timeout_s: float, retry_backoff_s: float,
-                 on_response: Callable[[dict, float], None] | None = None):
+    def __init__(
+        self,
+        client: CoordinatorClient,
+        group_id: str,
+        *,
+        member_id: str | None,
+        response_timeout_s: float,
+        retry_backoff_s: float,
+        on_response: Callable[[dict, float], None] | None = None,
+    ):
         self.client = client
         self.group_id = group_id
         self.member_id = member_id or new_member_id()
@@ -100,8 +108,9 @@ class HeartbeatMember(ABC):
             body = self._request()
         started = time.monotonic()
         try:
-            resp = self.client.request(self.API, self.API_VERSION, body, key=self.group_id,
-                                       timeout=self.response_timeout_s)
+            resp = self.client.request(
+                self.API, self.API_VERSION, body, key=self.group_id, timeout=self.response_timeout_s
+            )
         except ResponseTimeout:
             with self._lock:
                 self._resend_in_full()
@@ -173,7 +182,8 @@ class HeartbeatMember(ABC):
     def _send_leave(self, body: dict) -> dict | None:
         """The leave heartbeat's response; None if none came in time."""
         try:
-            return self.client.request(self.API, self.API_VERSION, body, key=self.group_id,
-                                       timeout=self.response_timeout_s * 4)
+            return self.client.request(
+                self.API, self.API_VERSION, body, key=self.group_id, timeout=self.response_timeout_s * 4
+            )
         except ResponseTimeout:
             return None

@@ -9,6 +9,7 @@ in contiguous ranges. A topic without partition metadata is skipped (Java logs "
 assignment for topic ... since no metadata is available"). Every member gets an entry, possibly
 empty.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -34,8 +35,9 @@ def consumer_order(member: MemberSubscription) -> tuple:
     return (1, _java_order(member.member_id))
 
 
-def assign(members: Iterable[MemberSubscription],
-           partitions_for: Callable[[str], int | None]) -> dict[str, dict[str, list[int]]]:
+def assign(
+    members: Iterable[MemberSubscription], partitions_for: Callable[[str], int | None]
+) -> dict[str, dict[str, list[int]]]:
     """{member id: {topic: [partitions]}} for the members' subscriptions; `partitions_for(topic)`
     is the topic's partition count, or None when the topic has no metadata."""
     members = list(members)

@@ -29,6 +29,7 @@ A reader starting in the middle of a partition knows only the transactions whose
         for record in reader.poll(timeout_ms=200):
             ...
 """
+
 from __future__ import annotations
 
 import time
@@ -47,9 +48,11 @@ TRANSACTIONAL_ID_HEADER = "__txn_transactional_id"
 
 
 def producer_headers(producer_id: int, producer_epoch: int, transactional_id: str) -> list[tuple[str, bytes]]:
-    return [(PRODUCER_ID_HEADER, str(producer_id).encode("ascii")),
-            (PRODUCER_EPOCH_HEADER, str(producer_epoch).encode("ascii")),
-            (TRANSACTIONAL_ID_HEADER, transactional_id.encode("utf-8"))]
+    return [
+        (PRODUCER_ID_HEADER, str(producer_id).encode("ascii")),
+        (PRODUCER_EPOCH_HEADER, str(producer_epoch).encode("ascii")),
+        (TRANSACTIONAL_ID_HEADER, transactional_id.encode("utf-8")),
+    ]
 
 
 def parse_producer_headers(headers: Iterable[tuple[str, bytes]] | None) -> tuple[int, int] | None:
@@ -152,14 +155,25 @@ class ReadCommittedConsumer:
     `partitions` restricts it to some (topic, partition) pairs; `offsets` gives start offsets per
     (topic, partition) (default: the beginning)."""
 
-    def __init__(self, bootstrap_servers: str, topics: list[str] | None = None, *,
-                 partitions: list[tuple[str, int]] | None = None,
-                 offsets: dict[tuple[str, int], int] | None = None, client_id: str | None = None,
-                 timeout_s: float = 30.0, **consumer_config):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topics: list[str] | None = None,
+        *,
+        partitions: list[tuple[str, int]] | None = None,
+        offsets: dict[tuple[str, int], int] | None = None,
+        client_id: str | None = None,
+        timeout_s: float = 30.0,
+        **consumer_config,
+    ):
         consumer_config.setdefault("fetch_max_wait_ms", 100)
-        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None,
-                                       enable_auto_commit=False, client_id=client_id or "read-committed",
-                                       **consumer_config)
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            client_id=client_id or "read-committed",
+            **consumer_config,
+        )
         tps = [TopicPartition(t, p) for t, p in partitions or []]
         for topic in topics or []:
             deadline = time.time() + timeout_s

@@ -12,6 +12,7 @@ says how far the projector got in each state-log partition, to compare with the 
 Fields the projector did not write (a null in the record) read as None. Raises
 `ReadModelUnavailable` when Redis cannot be reached.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,16 @@ import redis
 GROUP_INTS = ("generation", "assignmentEpoch", "coordinatorPartition", "stateLogPartition", "stateLogOffset")
 GROUP_JSON = ("members",)
 GROUP_FIELDS = ("groupId", "type", "state", "protocolType", "protocol", "leader") + GROUP_INTS + GROUP_JSON
-TXN_INTS = ("producerId", "producerEpoch", "timeoutMs", "startTimestamp", "lastUpdateTimestamp",
-            "coordinatorPartition", "stateLogPartition", "stateLogOffset")
+TXN_INTS = (
+    "producerId",
+    "producerEpoch",
+    "timeoutMs",
+    "startTimestamp",
+    "lastUpdateTimestamp",
+    "coordinatorPartition",
+    "stateLogPartition",
+    "stateLogOffset",
+)
 TXN_JSON = ("partitions",)
 TXN_FIELDS = ("transactionalId", "state") + TXN_INTS + TXN_JSON
 
@@ -56,17 +65,20 @@ def decode_offsets(raw: dict) -> dict[tuple[str, int], dict]:
 
 def decode_projector(raw: dict) -> dict:
     offsets = {int(k.split(":", 1)[1]): int(v) for k, v in raw.items() if k.startswith("offset:")}
-    return {"offsets": dict(sorted(offsets.items())),
-            "updatedAt": int(raw["updatedAt"]) if "updatedAt" in raw else None,
-            "rebuiltAt": int(raw["rebuiltAt"]) if "rebuiltAt" in raw else None}
+    return {
+        "offsets": dict(sorted(offsets.items())),
+        "updatedAt": int(raw["updatedAt"]) if "updatedAt" in raw else None,
+        "rebuiltAt": int(raw["rebuiltAt"]) if "rebuiltAt" in raw else None,
+    }
 
 
 class ReadModel:
     def __init__(self, url: str = "redis://127.0.0.1:6379/0", prefix: str = "coord", timeout: float = 5.0):
         self.prefix = prefix
         self.url = url
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=timeout,
-                                          socket_connect_timeout=timeout)
+        self.redis = redis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=timeout, socket_connect_timeout=timeout
+        )
 
     def _call(self, fn, *args):
         try:
@@ -80,6 +92,7 @@ class ReadModel:
             for k in keys:
                 pipe.hgetall(k)
             return pipe.execute()
+
         return self._call(read)
 
     def ping(self) -> bool:

@@ -14,6 +14,7 @@ to `startup_timeout` (120 s) for the broker and the topics, and until its first 
 `request` waits up to that same deadline for a response, whatever its `timeout`, then says what to
 check (ServiceUnavailable). After that, requests wait `timeout` as usual.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ from kafka import errors as kafka_errors
 from kafka.partitioner.default import murmur2
 
 # kafka-python 3 raises KafkaTimeoutError when it cannot bootstrap; older ones NoBrokersAvailable.
-NO_BROKER = tuple(getattr(kafka_errors, n) for n in ("KafkaTimeoutError", "NoBrokersAvailable")
-                  if hasattr(kafka_errors, n))
+NO_BROKER = tuple(
+    getattr(kafka_errors, n) for n in ("KafkaTimeoutError", "NoBrokersAvailable") if hasattr(kafka_errors, n)
+)
 
 
 class ResponseTimeout(TimeoutError):
@@ -44,11 +46,17 @@ def response_partition(client_id: str, partitions: int) -> int:
 
 
 class CoordinatorClient:
-    def __init__(self, bootstrap_servers: str, client_id: str | None = None, *,
-                 requests_topic: str = "coordinator-requests",
-                 responses_topic: str = "coordinator-responses",
-                 reply_to: str | None = None, start_correlation_id: int = 1,
-                 startup_timeout: float = 120.0):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_id: str | None = None,
+        *,
+        requests_topic: str = "coordinator-requests",
+        responses_topic: str = "coordinator-responses",
+        reply_to: str | None = None,
+        start_correlation_id: int = 1,
+        startup_timeout: float = 120.0,
+    ):
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id or f"py-{uuid.uuid4().hex[:12]}"
         self.requests_topic = requests_topic
@@ -60,15 +68,22 @@ class CoordinatorClient:
         self._responses: dict[int, dict] = {}
         self._startup_deadline = time.monotonic() + startup_timeout
         self.startup_timeout = startup_timeout
-        self._producer = self._until_broker(lambda: KafkaProducer(
-            bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, client_id=f"{self.client_id}-producer"))
-        self._consumer = self._until_broker(lambda: KafkaConsumer(
-            bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False,
-            client_id=f"{self.client_id}-consumer", fetch_max_wait_ms=100))
-        partitions = self._wait_partitions(self.responses_topic,
-                                           max(5.0, self._startup_deadline - time.monotonic()))
-        self.partition = TopicPartition(self.responses_topic,
-                                        response_partition(self.client_id, len(partitions)))
+        self._producer = self._until_broker(
+            lambda: KafkaProducer(
+                bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, client_id=f"{self.client_id}-producer"
+            )
+        )
+        self._consumer = self._until_broker(
+            lambda: KafkaConsumer(
+                bootstrap_servers=bootstrap_servers,
+                group_id=None,
+                enable_auto_commit=False,
+                client_id=f"{self.client_id}-consumer",
+                fetch_max_wait_ms=100,
+            )
+        )
+        partitions = self._wait_partitions(self.responses_topic, max(5.0, self._startup_deadline - time.monotonic()))
+        self.partition = TopicPartition(self.responses_topic, response_partition(self.client_id, len(partitions)))
         self._consumer.assign([self.partition])
         self._consumer.seek_to_end(self.partition)
         self._consumer.position(self.partition)  # resolve "end" now, before any request is sent
@@ -85,7 +100,8 @@ class CoordinatorClient:
                 if time.monotonic() >= self._startup_deadline:
                     raise ServiceUnavailable(
                         f"no Kafka broker at {self.bootstrap_servers} in {self.startup_timeout:.0f}s: is the "
-                        f"service running? (deploy/run-local.sh starts it)") from None
+                        f"service running? (deploy/run-local.sh starts it)"
+                    ) from None
                 time.sleep(0.5)
 
     def _wait_partitions(self, topic: str, timeout_s: float = 30) -> set[int]:
@@ -95,8 +111,10 @@ class CoordinatorClient:
             if parts:
                 return parts
             time.sleep(0.2)
-        raise ServiceUnavailable(f"topic {topic} not found on {self.bootstrap_servers} in {timeout_s:.0f}s: "
-                                 f"the service creates it when it starts (deploy/run-local.sh)")
+        raise ServiceUnavailable(
+            f"topic {topic} not found on {self.bootstrap_servers} in {timeout_s:.0f}s: "
+            f"the service creates it when it starts (deploy/run-local.sh)"
+        )
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -132,24 +150,36 @@ class CoordinatorClient:
             self._next_cid = cid + 1 if cid < 2**31 - 1 else 0
             return cid
 
-    def send(self, api_key: str, api_version: int, body: dict[str, Any], *, key: str | None = None,
-             correlation_id: int | None = None, flush: bool = True) -> int:
+    def send(
+        self,
+        api_key: str,
+        api_version: int,
+        body: dict[str, Any],
+        *,
+        key: str | None = None,
+        correlation_id: int | None = None,
+        flush: bool = True,
+    ) -> int:
         """Send a request; returns its correlation id. `key` is the routing key (group or
         transactional id); by default the body's groupId / transactionalId / key. With
         flush=False the record may wait in the producer's buffer until `flush()`."""
         cid = self.next_correlation_id() if correlation_id is None else correlation_id
         if key is None:
             key = body.get("groupId") or body.get("transactionalId") or body.get("key")
-        envelope = {"apiKey": api_key, "apiVersion": api_version, "correlationId": cid,
-                    "clientId": self.client_id, "request": body}
+        envelope = {
+            "apiKey": api_key,
+            "apiVersion": api_version,
+            "correlationId": cid,
+            "clientId": self.client_id,
+            "request": body,
+        }
         if self.reply_to:
             envelope["replyTo"] = self.reply_to
         self.send_raw(json.dumps(envelope).encode(), key=key, flush=flush)
         return cid
 
     def send_raw(self, value: bytes | None, *, key: str | None = None, flush: bool = True) -> None:
-        self._producer.send(self.requests_topic, key=None if key is None else key.encode("utf-8"),
-                            value=value)
+        self._producer.send(self.requests_topic, key=None if key is None else key.encode("utf-8"), value=value)
         if flush:
             self._producer.flush()
 
@@ -172,13 +202,15 @@ class CoordinatorClient:
                         raise ServiceUnavailable(
                             f"no response to correlation id {correlation_id}: the coordinator service has not "
                             f"answered this client at all (waited {time.monotonic() - started:.0f}s). Is it "
-                            f"running and reading {self.requests_topic}? `python -m streaming.status` tells.")
+                            f"running and reading {self.requests_topic}? `python -m streaming.status` tells."
+                        )
                     raise ResponseTimeout(f"no response to correlation id {correlation_id} in {timeout}s")
                 self._lock.wait(left)
             return self._responses[correlation_id]
 
-    def request(self, api_key: str, api_version: int, body: dict[str, Any], *, key: str | None = None,
-                timeout: float = 30.0) -> dict:
+    def request(
+        self, api_key: str, api_version: int, body: dict[str, Any], *, key: str | None = None, timeout: float = 30.0
+    ) -> dict:
         """Send a request and return its response body (the envelope's `response`)."""
         cid = self.send(api_key, api_version, body, key=key)
         return self.wait(cid, timeout, startup=True)["response"]

@@ -42,6 +42,7 @@ smallest form that keeps its guarantees:
 Records are read with kafka-python (assign + seek), topics named by id in the protocol
 (`TopicNames`).
 """
+
 from __future__ import annotations
 
 import random
@@ -80,13 +81,30 @@ class ShareConsumer(HeartbeatMember):
     API_VERSION = 1
     THREAD_NAME = "share"
 
-    def __init__(self, client: CoordinatorClient, group_id: str, topics: list[str], *, bootstrap_servers: str,
-                 member_id: str | None = None, rack_id: str | None = None, auto_offset_reset: str = "latest",
-                 max_records: int = 50, record_lock_duration_ms: int = 30000, max_delivery_count: int = 5,
-                 response_timeout_s: float = 5.0, retry_backoff_s: float = 0.5,
-                 on_assignment: Callable[[dict], None] | None = None):
-        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
-                         retry_backoff_s=retry_backoff_s)
+    def __init__(
+        self,
+        client: CoordinatorClient,
+        group_id: str,
+        topics: list[str],
+        *,
+        bootstrap_servers: str,
+        member_id: str | None = None,
+        rack_id: str | None = None,
+        auto_offset_reset: str = "latest",
+        max_records: int = 50,
+        record_lock_duration_ms: int = 30000,
+        max_delivery_count: int = 5,
+        response_timeout_s: float = 5.0,
+        retry_backoff_s: float = 0.5,
+        on_assignment: Callable[[dict], None] | None = None,
+    ):
+        super().__init__(
+            client,
+            group_id,
+            member_id=member_id,
+            response_timeout_s=response_timeout_s,
+            retry_backoff_s=retry_backoff_s,
+        )
         self.topics = list(topics)
         self.rack_id = rack_id
         self.auto_offset_reset = auto_offset_reset
@@ -96,8 +114,9 @@ class ShareConsumer(HeartbeatMember):
         self.max_delivery_count = max_delivery_count
         self.on_assignment = on_assignment
         self.names = TopicNames(bootstrap_servers)
-        self._consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
-                                       group_id=None, consumer_timeout_ms=1000)
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers, enable_auto_commit=False, group_id=None, consumer_timeout_ms=1000
+        )
         self.assignment: dict[str, set[int]] = {}  # topicId -> partitions
         self._full = True
         self._seen_acquired: dict[tuple, float] = {}  # (topicId, partition, first, last, count) -> first seen
@@ -113,8 +132,13 @@ class ShareConsumer(HeartbeatMember):
 
     def _request(self) -> dict:
         full = self._full or self.member_epoch == 0
-        return {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
-                "rackId": self.rack_id if full else None, "subscribedTopicNames": self.topics if full else None}
+        return {
+            "groupId": self.group_id,
+            "memberId": self.member_id,
+            "memberEpoch": self.member_epoch,
+            "rackId": self.rack_id if full else None,
+            "subscribedTopicNames": self.topics if full else None,
+        }
 
     def _resend_in_full(self) -> None:
         self._full = True
@@ -140,8 +164,15 @@ class ShareConsumer(HeartbeatMember):
         try:
             if self.member_epoch == 0:
                 return None
-            return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
-                                     "rackId": None, "subscribedTopicNames": None})
+            return self._send_leave(
+                {
+                    "groupId": self.group_id,
+                    "memberId": self.member_id,
+                    "memberEpoch": LEAVE,
+                    "rackId": None,
+                    "subscribedTopicNames": None,
+                }
+            )
         finally:
             self.close()
 
@@ -151,9 +182,13 @@ class ShareConsumer(HeartbeatMember):
 
     # ================================================================ share-partition state
     def _state_call(self, api: str, tid: str, partition: int, pdata: dict) -> dict:
-        body = {"groupId": self.group_id, "topics": [{"topicId": tid, "partitions": [{"partition": partition, **pdata}]}]}
-        resp = self.client.request(api, 0, body, key=share_key(self.group_id, tid, partition),
-                                   timeout=self.response_timeout_s)
+        body = {
+            "groupId": self.group_id,
+            "topics": [{"topicId": tid, "partitions": [{"partition": partition, **pdata}]}],
+        }
+        resp = self.client.request(
+            api, 0, body, key=share_key(self.group_id, tid, partition), timeout=self.response_timeout_s
+        )
         return resp["results"][0]["partitions"][0]
 
     def _reset_offset(self, tp) -> int:
@@ -171,8 +206,12 @@ class ShareConsumer(HeartbeatMember):
         if state["errorCode"] == INVALID_REQUEST:
             # No state: the group coordinator initializes a share-partition before assigning it, so
             # only a coordinator without that step (or a state deleted since) gets here.
-            init = self._state_call("InitializeShareGroupState", tid, partition,
-                                    {"stateEpoch": 0, "startOffset": self._reset_offset(TopicPartition(topic, partition))})
+            init = self._state_call(
+                "InitializeShareGroupState",
+                tid,
+                partition,
+                {"stateEpoch": 0, "startOffset": self._reset_offset(TopicPartition(topic, partition))},
+            )
             if init["errorCode"] != NONE:
                 return None
             state = self._state_call("ReadShareGroupState", tid, partition, {"leaderEpoch": epoch})
@@ -187,8 +226,9 @@ class ShareConsumer(HeartbeatMember):
         """(new start offset, [(first, last, delivery count)] that may be acquired), in offset order."""
         now = time.monotonic()
         start = state["startOffset"]
-        batches = sorted((b["firstOffset"], b["lastOffset"], b["deliveryState"], b["deliveryCount"])
-                         for b in state["stateBatches"])
+        batches = sorted(
+            (b["firstOffset"], b["lastOffset"], b["deliveryState"], b["deliveryCount"]) for b in state["stateBatches"]
+        )
         new_start = start
         for first, last, st, _ in batches:  # leading acknowledged / archived records are done
             if first <= new_start <= last and st in (ACKNOWLEDGED, ARCHIVED):
@@ -233,12 +273,25 @@ class ShareConsumer(HeartbeatMember):
             budget -= last - first + 1
         if not taken and not archived and new_start == state["startOffset"]:
             return []
-        batches = [{"firstOffset": f, "lastOffset": last, "deliveryState": ACQUIRED, "deliveryCount": c}
-                   for f, last, c in taken]
-        batches += [{"firstOffset": f, "lastOffset": last, "deliveryState": ARCHIVED, "deliveryCount": c}
-                    for f, last, c in archived]
-        written = self._state_call("WriteShareGroupState", tid, partition, {
-            "stateEpoch": state.get("stateEpoch", 0), "leaderEpoch": epoch, "startOffset": new_start, "stateBatches": batches})
+        batches = [
+            {"firstOffset": f, "lastOffset": last, "deliveryState": ACQUIRED, "deliveryCount": c}
+            for f, last, c in taken
+        ]
+        batches += [
+            {"firstOffset": f, "lastOffset": last, "deliveryState": ARCHIVED, "deliveryCount": c}
+            for f, last, c in archived
+        ]
+        written = self._state_call(
+            "WriteShareGroupState",
+            tid,
+            partition,
+            {
+                "stateEpoch": state.get("stateEpoch", 0),
+                "leaderEpoch": epoch,
+                "startOffset": new_start,
+                "stateBatches": batches,
+            },
+        )
         if written["errorCode"] != NONE:
             return None  # FENCED_LEADER_EPOCH: another consumer claimed it meanwhile
         return taken
@@ -250,8 +303,12 @@ class ShareConsumer(HeartbeatMember):
         call keeps the time between acquisition and acknowledgement short (the lock runs)."""
         out: list[ShareRecord] = []
         now = time.monotonic()
-        candidates = [(tid, p) for tid, ps in sorted(self.assigned().items()) for p in sorted(ps)
-                      if self._backoff.get((tid, p), 0) <= now]
+        candidates = [
+            (tid, p)
+            for tid, ps in sorted(self.assigned().items())
+            for p in sorted(ps)
+            if self._backoff.get((tid, p), 0) <= now
+        ]
         if not candidates:
             return out
         self._turn += 1
@@ -305,10 +362,20 @@ class ShareConsumer(HeartbeatMember):
                 if batches and batches[-1]["lastOffset"] + 1 == offset and batches[-1]["deliveryCount"] == count:
                     batches[-1]["lastOffset"] = offset
                 else:
-                    batches.append({"firstOffset": offset, "lastOffset": offset, "deliveryState": state,
-                                    "deliveryCount": count})
-            result = self._state_call("WriteShareGroupState", tid, partition, {
-                "stateEpoch": self._state_epochs.get((tid, partition), -1), "leaderEpoch": -1, "startOffset": -1, "stateBatches": batches})
+                    batches.append(
+                        {"firstOffset": offset, "lastOffset": offset, "deliveryState": state, "deliveryCount": count}
+                    )
+            result = self._state_call(
+                "WriteShareGroupState",
+                tid,
+                partition,
+                {
+                    "stateEpoch": self._state_epochs.get((tid, partition), -1),
+                    "leaderEpoch": -1,
+                    "startOffset": -1,
+                    "stateBatches": batches,
+                },
+            )
             if result["errorCode"] == NONE:
                 done += [r for _, _, r in offsets]
         return done

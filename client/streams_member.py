@@ -23,6 +23,7 @@ What it does, as Kafka Streams' StreamsMembershipManager (4.1):
   status is kept in `status`; STALE_TOPOLOGY and SHUTDOWN_APPLICATION are reported, not acted on;
 - other errors stop the member (`fatal`).
 """
+
 from __future__ import annotations
 
 import threading
@@ -55,13 +56,29 @@ class StreamsGroupMember(HeartbeatMember):
     API_VERSION = 0
     THREAD_NAME = "streams-member"
 
-    def __init__(self, client: CoordinatorClient, group_id: str, topology: dict, *, process_id: str | None = None,
-                 member_id: str | None = None, rebalance_timeout_ms: int = 60000, response_timeout_s: float = 5.0,
-                 retry_backoff_s: float = 0.5, create_internal_topics: bool = True,
-                 on_assign: Callable[[Tasks], None] | None = None, on_revoke: Callable[[Tasks], None] | None = None,
-                 on_lost: Callable[[Tasks], None] | None = None):
-        super().__init__(client, group_id, member_id=member_id, response_timeout_s=response_timeout_s,
-                         retry_backoff_s=retry_backoff_s)
+    def __init__(
+        self,
+        client: CoordinatorClient,
+        group_id: str,
+        topology: dict,
+        *,
+        process_id: str | None = None,
+        member_id: str | None = None,
+        rebalance_timeout_ms: int = 60000,
+        response_timeout_s: float = 5.0,
+        retry_backoff_s: float = 0.5,
+        create_internal_topics: bool = True,
+        on_assign: Callable[[Tasks], None] | None = None,
+        on_revoke: Callable[[Tasks], None] | None = None,
+        on_lost: Callable[[Tasks], None] | None = None,
+    ):
+        super().__init__(
+            client,
+            group_id,
+            member_id=member_id,
+            response_timeout_s=response_timeout_s,
+            retry_backoff_s=retry_backoff_s,
+        )
         self.topology = topology
         self.process_id = process_id or new_member_id()
         self.rebalance_timeout_ms = rebalance_timeout_ms
@@ -83,14 +100,27 @@ class StreamsGroupMember(HeartbeatMember):
     # ---------------------------------------------------------------- one heartbeat
     def _request(self) -> dict:
         owned = self.owned()
-        body: dict = {"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": self.member_epoch,
-                      "endpointInformationEpoch": self.endpoint_information_epoch}
+        body: dict = {
+            "groupId": self.group_id,
+            "memberId": self.member_id,
+            "memberEpoch": self.member_epoch,
+            "endpointInformationEpoch": self.endpoint_information_epoch,
+        }
         if self.member_epoch == 0:
-            body.update(rebalanceTimeoutMs=self.rebalance_timeout_ms, topology=self.topology,
-                        processId=self.process_id, activeTasks=[], standbyTasks=[], warmupTasks=[])
+            body.update(
+                rebalanceTimeoutMs=self.rebalance_timeout_ms,
+                topology=self.topology,
+                processId=self.process_id,
+                activeTasks=[],
+                standbyTasks=[],
+                warmupTasks=[],
+            )
         elif owned != self._sent_owned:
-            body.update(activeTasks=_wire(owned["active"]), standbyTasks=_wire(owned["standby"]),
-                        warmupTasks=_wire(owned["warmup"]))
+            body.update(
+                activeTasks=_wire(owned["active"]),
+                standbyTasks=_wire(owned["standby"]),
+                warmupTasks=_wire(owned["warmup"]),
+            )
         return body
 
     def _resend_in_full(self) -> None:
@@ -107,13 +137,13 @@ class StreamsGroupMember(HeartbeatMember):
 
     def _on_answer(self, body: dict, resp: dict) -> None:
         if "activeTasks" in body:
-            self._sent_owned = {r: {t["subtopologyId"]: set(t["partitions"]) for t in body[f"{r}Tasks"]}
-                                for r in ROLES}
+            self._sent_owned = {r: {t["subtopologyId"]: set(t["partitions"]) for t in body[f"{r}Tasks"]} for r in ROLES}
         self.endpoint_information_epoch = resp["endpointInformationEpoch"]
         self.status = list(resp["status"] or [])
         if resp["activeTasks"] is not None:
-            self._reconcile({r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []}
-                             for r in ROLES})
+            self._reconcile(
+                {r: {t["subtopologyId"]: set(t["partitions"]) for t in resp[f"{r}Tasks"] or []} for r in ROLES}
+            )
 
     def _after_answer(self, resp: dict) -> None:
         if self.create_internal_topics and any(s["statusCode"] == MISSING_INTERNAL_TOPICS for s in self.status):
@@ -145,8 +175,9 @@ class StreamsGroupMember(HeartbeatMember):
         with self._lock:
             if self._creator is not None and self._creator.is_alive():
                 return
-            self._creator = threading.Thread(target=self._create_internal_topics_safely, daemon=True,
-                                             name=f"streams-member-topics-{self.member_id}")
+            self._creator = threading.Thread(
+                target=self._create_internal_topics_safely, daemon=True, name=f"streams-member-topics-{self.member_id}"
+            )
             self._creator.start()
 
     def _create_internal_topics_safely(self) -> None:
@@ -158,9 +189,13 @@ class StreamsGroupMember(HeartbeatMember):
     def _create_internal_topics(self) -> None:
         """Create the repartition and changelog topics the coordinator's configured topology names
         and the broker lacks (what a 4.1 broker does on its own)."""
-        described = self.client.request("StreamsGroupDescribe", 0, {"groupIds": [self.group_id],
-                                                                    "includeAuthorizedOperations": False},
-                                        key=self.group_id, timeout=self.response_timeout_s * 4)["groups"][0]
+        described = self.client.request(
+            "StreamsGroupDescribe",
+            0,
+            {"groupIds": [self.group_id], "includeAuthorizedOperations": False},
+            key=self.group_id,
+            timeout=self.response_timeout_s * 4,
+        )["groups"][0]
         wanted: dict[str, int] = {}
         for sub in (described.get("topology") or {}).get("subtopologies", []):
             for t in sub["stateChangelogTopics"] + sub["repartitionSourceTopics"]:
@@ -186,5 +221,11 @@ class StreamsGroupMember(HeartbeatMember):
             if any(self.owned().values()) and self.on_revoke is not None:
                 self.on_revoke(self.owned())
             self._owned = _empty()
-        return self._send_leave({"groupId": self.group_id, "memberId": self.member_id, "memberEpoch": LEAVE,
-                                 "endpointInformationEpoch": self.endpoint_information_epoch})
+        return self._send_leave(
+            {
+                "groupId": self.group_id,
+                "memberId": self.member_id,
+                "memberEpoch": LEAVE,
+                "endpointInformationEpoch": self.endpoint_information_epoch,
+            }
+        )

@@ -1,4 +1,5 @@
 """Read the service's output topics: events, the state log, raw records (for tools and tests)."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,19 @@ from collections.abc import Callable, Iterator
 from kafka import KafkaConsumer, TopicPartition
 
 
-def read_records(bootstrap_servers: str, topic: str, *, partitions: list[int] | None = None,
-                 timeout_s: float = 10.0, until: Callable[[list], bool] | None = None) -> list:
+def read_records(
+    bootstrap_servers: str,
+    topic: str,
+    *,
+    partitions: list[int] | None = None,
+    timeout_s: float = 10.0,
+    until: Callable[[list], bool] | None = None,
+) -> list:
     """All records of `topic` (optionally some partitions) from the beginning up to the end offsets
     as of the call, or, with `until`, until it holds for the records read so far (or timeout)."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None,
-                             enable_auto_commit=False, fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100
+    )
     try:
         deadline = time.time() + timeout_s
         parts = None

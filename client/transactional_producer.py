@@ -35,6 +35,7 @@ the same transactional id took over, or the transaction timed out and was aborte
 transaction errors raise `AbortableTransactionError` (call abort_transaction, then continue) or
 `FatalTransactionError`.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -49,17 +50,41 @@ from coordinator.errors import Error, Errors
 from .read_committed import producer_headers
 from .request_client import CoordinatorClient, ResponseTimeout
 
-RETRIABLE = frozenset(e.code for e in (
-    Errors.CONCURRENT_TRANSACTIONS, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_COORDINATOR, Errors.REQUEST_TIMED_OUT, Errors.UNKNOWN_TOPIC_OR_PARTITION))
+RETRIABLE = frozenset(
+    e.code
+    for e in (
+        Errors.CONCURRENT_TRANSACTIONS,
+        Errors.COORDINATOR_LOAD_IN_PROGRESS,
+        Errors.COORDINATOR_NOT_AVAILABLE,
+        Errors.NOT_COORDINATOR,
+        Errors.REQUEST_TIMED_OUT,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+    )
+)
 FENCED = frozenset(e.code for e in (Errors.PRODUCER_FENCED, Errors.INVALID_PRODUCER_EPOCH))
-ABORTABLE = frozenset(e.code for e in (
-    Errors.INVALID_PRODUCER_ID_MAPPING, Errors.TOPIC_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED,
-    Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION, Errors.FENCED_INSTANCE_ID, Errors.REBALANCE_IN_PROGRESS,
-    Errors.OFFSET_METADATA_TOO_LARGE, Errors.TRANSACTION_ABORTABLE, Errors.UNKNOWN_PRODUCER_ID))
+ABORTABLE = frozenset(
+    e.code
+    for e in (
+        Errors.INVALID_PRODUCER_ID_MAPPING,
+        Errors.TOPIC_AUTHORIZATION_FAILED,
+        Errors.GROUP_AUTHORIZATION_FAILED,
+        Errors.UNKNOWN_MEMBER_ID,
+        Errors.ILLEGAL_GENERATION,
+        Errors.FENCED_INSTANCE_ID,
+        Errors.REBALANCE_IN_PROGRESS,
+        Errors.OFFSET_METADATA_TOO_LARGE,
+        Errors.TRANSACTION_ABORTABLE,
+        Errors.UNKNOWN_PRODUCER_ID,
+    )
+)
 
 UNINITIALIZED, READY, IN_TRANSACTION, ABORTABLE_ERROR, FATAL_ERROR = (
-    "UNINITIALIZED", "READY", "IN_TRANSACTION", "ABORTABLE_ERROR", "FATAL_ERROR")
+    "UNINITIALIZED",
+    "READY",
+    "IN_TRANSACTION",
+    "ABORTABLE_ERROR",
+    "FATAL_ERROR",
+)
 
 
 class TransactionalError(Exception):
@@ -82,11 +107,21 @@ class FatalTransactionError(TransactionalError):
 
 
 class TransactionalProducer:
-    def __init__(self, bootstrap_servers: str, transactional_id: str, *, transaction_timeout_ms: int = 60000,
-                 requests_topic: str = "coordinator-requests", responses_topic: str = "coordinator-responses",
-                 client_id: str | None = None, max_block_ms: int = 60000, retry_backoff_ms: int = 100,
-                 retry_backoff_max_ms: int = 1000, coordinator_client: CoordinatorClient | None = None,
-                 **producer_config: Any):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        transactional_id: str,
+        *,
+        transaction_timeout_ms: int = 60000,
+        requests_topic: str = "coordinator-requests",
+        responses_topic: str = "coordinator-responses",
+        client_id: str | None = None,
+        max_block_ms: int = 60000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+        coordinator_client: CoordinatorClient | None = None,
+        **producer_config: Any,
+    ):
         if not transactional_id:
             raise ValueError("a transactional producer needs a transactional id")
         self.transactional_id = transactional_id
@@ -96,12 +131,14 @@ class TransactionalProducer:
         self.retry_backoff_max_s = retry_backoff_max_ms / 1000
         self._own_client = coordinator_client is None
         self._client = coordinator_client or CoordinatorClient(
-            bootstrap_servers, client_id, requests_topic=requests_topic, responses_topic=responses_topic)
+            bootstrap_servers, client_id, requests_topic=requests_topic, responses_topic=responses_topic
+        )
         producer_config.setdefault("acks", "all")
         producer_config.setdefault("max_in_flight_requests_per_connection", 1)  # keep partition order
         producer_config.setdefault("linger_ms", 0)
-        self._data = KafkaProducer(bootstrap_servers=bootstrap_servers,
-                                   client_id=f"{self._client.client_id}-data", **producer_config)
+        self._data = KafkaProducer(
+            bootstrap_servers=bootstrap_servers, client_id=f"{self._client.client_id}-data", **producer_config
+        )
         self.producer_id, self.producer_epoch = -1, -1
         self.coordinator_partition: int | None = None
         self.state = UNINITIALIZED
@@ -137,8 +174,9 @@ class TransactionalProducer:
         return exc
 
     # ------------------------------------------------------------------ requests
-    def _call(self, api: str, version: int, body: dict, key: str, *, deadline: float,
-              error_of=lambda r: r["errorCode"]) -> dict:
+    def _call(
+        self, api: str, version: int, body: dict, key: str, *, deadline: float, error_of=lambda r: r["errorCode"]
+    ) -> dict:
         """Send a request and retry it while it answers a retriable error; return the response."""
         attempt = 0
         while True:
@@ -159,7 +197,7 @@ class TransactionalProducer:
         base = self.retry_backoff_s
         if code == Errors.CONCURRENT_TRANSACTIONS.code:
             base = min(base, 0.02)  # TransactionManager retries these sooner
-        return min(base * (2 ** attempt), self.retry_backoff_max_s)
+        return min(base * (2**attempt), self.retry_backoff_max_s)
 
     def _deadline(self) -> float:
         return time.monotonic() + self.max_block_s
@@ -170,17 +208,30 @@ class TransactionalProducer:
         (its open transaction is aborted)."""
         self._require(UNINITIALIZED)
         deadline = self._deadline()
-        found = self._call("FindCoordinator", 4, {"keyType": 1, "coordinatorKeys": [self.transactional_id]},
-                           self.transactional_id, deadline=deadline,
-                           error_of=lambda r: r["coordinators"][0]["errorCode"])
+        found = self._call(
+            "FindCoordinator",
+            4,
+            {"keyType": 1, "coordinatorKeys": [self.transactional_id]},
+            self.transactional_id,
+            deadline=deadline,
+            error_of=lambda r: r["coordinators"][0]["errorCode"],
+        )
         entry = found["coordinators"][0]
         if entry["errorCode"] != 0:
             raise self._fail(Errors.for_code(entry["errorCode"]), f"FindCoordinator: {entry}")
         self.coordinator_partition = entry["nodeId"]
-        r = self._call("InitProducerId", 5, {"transactionalId": self.transactional_id,
-                                             "transactionTimeoutMs": self.transaction_timeout_ms,
-                                             "producerId": -1, "producerEpoch": -1},
-                       self.transactional_id, deadline=deadline)
+        r = self._call(
+            "InitProducerId",
+            5,
+            {
+                "transactionalId": self.transactional_id,
+                "transactionTimeoutMs": self.transaction_timeout_ms,
+                "producerId": -1,
+                "producerEpoch": -1,
+            },
+            self.transactional_id,
+            deadline=deadline,
+        )
         if r["errorCode"] != 0:
             raise self._fail(Errors.for_code(r["errorCode"]), f"InitProducerId: {Errors.for_code(r['errorCode']).name}")
         self.producer_id, self.producer_epoch = r["producerId"], r["producerEpoch"]
@@ -199,8 +250,9 @@ class TransactionalProducer:
         self._round_robin[topic] = i + 1
         return partitions[i % len(partitions)]
 
-    def send(self, topic: str, value: bytes | str | None, key: bytes | str | None = None,
-             partition: int | None = None) -> concurrent.futures.Future:
+    def send(
+        self, topic: str, value: bytes | str | None, key: bytes | str | None = None, partition: int | None = None
+    ) -> concurrent.futures.Future:
         """Write a record in the transaction; returns a future of its kafka-python RecordMetadata.
         The first record for a partition waits until the partition joined the transaction."""
         self._require(IN_TRANSACTION)
@@ -220,8 +272,9 @@ class TransactionalProducer:
         self._poll_adds(block=False)
         return future
 
-    def _write(self, tp: tuple[str, int], key: bytes | None, value: bytes | None,
-               future: concurrent.futures.Future) -> None:
+    def _write(
+        self, tp: tuple[str, int], key: bytes | None, value: bytes | None, future: concurrent.futures.Future
+    ) -> None:
         headers = producer_headers(self.producer_id, self.producer_epoch, self.transactional_id)
         kf = self._data.send(tp[0], value=value, key=key, partition=tp[1], headers=headers)
         kf.add_callback(future.set_result)
@@ -231,13 +284,23 @@ class TransactionalProducer:
         topics: dict[str, list[int]] = {}
         for t, p in partitions:
             topics.setdefault(t, []).append(p)
-        cid = self._client.send("AddPartitionsToTxn", 3, {
-            "v3AndBelowTransactionalId": self.transactional_id, "v3AndBelowProducerId": self.producer_id,
-            "v3AndBelowProducerEpoch": self.producer_epoch,
-            "v3AndBelowTopics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
-            key=self.transactional_id)
-        self._adding[cid] = {"partitions": set(partitions), "attempt": attempt, "retry_at": None,
-                             "deadline": self._deadline() if deadline is None else deadline}
+        cid = self._client.send(
+            "AddPartitionsToTxn",
+            3,
+            {
+                "v3AndBelowTransactionalId": self.transactional_id,
+                "v3AndBelowProducerId": self.producer_id,
+                "v3AndBelowProducerEpoch": self.producer_epoch,
+                "v3AndBelowTopics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+            key=self.transactional_id,
+        )
+        self._adding[cid] = {
+            "partitions": set(partitions),
+            "attempt": attempt,
+            "retry_at": None,
+            "deadline": self._deadline() if deadline is None else deadline,
+        }
 
     def _poll_adds(self, block: bool) -> None:
         """Handle the answers to AddPartitionsToTxn: write the records of added partitions, retry
@@ -265,8 +328,11 @@ class TransactionalProducer:
                 time.sleep(0.005)
 
     def _on_add_response(self, cid: int, add: dict, response: dict) -> None:
-        errors = {(t["name"], p["partitionIndex"]): p["partitionErrorCode"]
-                  for t in response.get("resultsByTopicV3AndBelow", []) for p in t["resultsByPartition"]}
+        errors = {
+            (t["name"], p["partitionIndex"]): p["partitionErrorCode"]
+            for t in response.get("resultsByTopicV3AndBelow", [])
+            for p in t["resultsByPartition"]
+        }
         codes = set(errors.values()) - {Errors.NONE.code, Errors.OPERATION_NOT_ATTEMPTED.code}
         if not errors and response.get("errorCode"):
             codes = {response["errorCode"]}
@@ -307,11 +373,22 @@ class TransactionalProducer:
         meta = {"groupId": group} if isinstance(group, str) else dict(group)
         group_id = meta["groupId"]
         deadline = self._deadline()
-        r = self._call("AddOffsetsToTxn", 4, {"transactionalId": self.transactional_id, "producerId": self.producer_id,
-                                              "producerEpoch": self.producer_epoch, "groupId": group_id},
-                       self.transactional_id, deadline=deadline)
+        r = self._call(
+            "AddOffsetsToTxn",
+            4,
+            {
+                "transactionalId": self.transactional_id,
+                "producerId": self.producer_id,
+                "producerEpoch": self.producer_epoch,
+                "groupId": group_id,
+            },
+            self.transactional_id,
+            deadline=deadline,
+        )
         if r["errorCode"] != 0:
-            raise self._fail(Errors.for_code(r["errorCode"]), f"AddOffsetsToTxn: {Errors.for_code(r['errorCode']).name}")
+            raise self._fail(
+                Errors.for_code(r["errorCode"]), f"AddOffsetsToTxn: {Errors.for_code(r['errorCode']).name}"
+            )
         self._offsets_added = True
         remaining = {}
         for tp, value in offsets.items():
@@ -322,13 +399,29 @@ class TransactionalProducer:
         while remaining:
             topics: dict[str, list] = {}
             for (topic, partition), (offset, metadata) in remaining.items():
-                topics.setdefault(topic, []).append({"partitionIndex": partition, "committedOffset": offset,
-                                                     "committedLeaderEpoch": -1, "committedMetadata": metadata})
-            cid = self._client.send("TxnOffsetCommit", 4, {
-                "transactionalId": self.transactional_id, "groupId": group_id, "producerId": self.producer_id,
-                "producerEpoch": self.producer_epoch, "generationId": meta.get("generationId", -1),
-                "memberId": meta.get("memberId", ""), "groupInstanceId": meta.get("groupInstanceId"),
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, key=group_id)
+                topics.setdefault(topic, []).append(
+                    {
+                        "partitionIndex": partition,
+                        "committedOffset": offset,
+                        "committedLeaderEpoch": -1,
+                        "committedMetadata": metadata,
+                    }
+                )
+            cid = self._client.send(
+                "TxnOffsetCommit",
+                4,
+                {
+                    "transactionalId": self.transactional_id,
+                    "groupId": group_id,
+                    "producerId": self.producer_id,
+                    "producerEpoch": self.producer_epoch,
+                    "generationId": meta.get("generationId", -1),
+                    "memberId": meta.get("memberId", ""),
+                    "groupInstanceId": meta.get("groupInstanceId"),
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+                key=group_id,
+            )
             try:
                 resp = self._client.wait(cid, timeout=max(0.1, deadline - time.monotonic()))["response"]
             except ResponseTimeout as e:
@@ -338,7 +431,9 @@ class TransactionalProducer:
             bad = {tp: code for tp, code in errors.items() if code != 0 and code not in RETRIABLE}
             if bad:
                 code = next((c for c in bad.values() if c in FENCED), next(iter(bad.values())))
-                raise self._fail(Errors.for_code(code), f"TxnOffsetCommit: {Errors.for_code(code).name} for {sorted(bad)}")
+                raise self._fail(
+                    Errors.for_code(code), f"TxnOffsetCommit: {Errors.for_code(code).name} for {sorted(bad)}"
+                )
             remaining = {tp: v for tp, v in remaining.items() if tp in retry}
             if remaining:
                 if time.monotonic() >= deadline:
@@ -369,9 +464,18 @@ class TransactionalProducer:
         if not self._partitions and not self._offsets_added and not self._adding:
             self.state = READY  # nothing joined the transaction: nothing to end (as Kafka's client)
             return
-        r = self._call("EndTxn", 5, {"transactionalId": self.transactional_id, "producerId": self.producer_id,
-                                     "producerEpoch": self.producer_epoch, "committed": commit},
-                       self.transactional_id, deadline=self._deadline())
+        r = self._call(
+            "EndTxn",
+            5,
+            {
+                "transactionalId": self.transactional_id,
+                "producerId": self.producer_id,
+                "producerEpoch": self.producer_epoch,
+                "committed": commit,
+            },
+            self.transactional_id,
+            deadline=self._deadline(),
+        )
         if r["errorCode"] != 0:
             raise self._fail(Errors.for_code(r["errorCode"]), f"EndTxn: {Errors.for_code(r['errorCode']).name}")
         self.producer_id, self.producer_epoch = r["producerId"], r["producerEpoch"]

@@ -5,11 +5,21 @@ responses, events, state-log records and its next deadline. Importing it registe
 partition builds its coordinators in coordinator/coordinators.py, and the APIs are listed in
 coordinator/protocol/table.py.
 """
+
 from .batch import InputRecord, run_batch
 from .config import CoordinatorConfig
 from .errors import ApiError, Error, Errors
 from .routing import coordinator_partition, java_string_hashcode
 from .runtime import CoordinatorPartition
 
-__all__ = ["ApiError", "CoordinatorConfig", "CoordinatorPartition", "Error", "Errors", "InputRecord",
-           "coordinator_partition", "java_string_hashcode", "run_batch"]
+__all__ = [
+    "ApiError",
+    "CoordinatorConfig",
+    "CoordinatorPartition",
+    "Error",
+    "Errors",
+    "InputRecord",
+    "coordinator_partition",
+    "java_string_hashcode",
+    "run_batch",
+]

@@ -4,6 +4,7 @@ The APIs are listed once, as data, in coordinator/protocol/table.py (name, key, 
 component, routing field, internal flag, error shape); their fields come from the message JSON
 files in coordinator/protocol/messages/. `register` remains for tests that add an API of their own.
 """
+
 from __future__ import annotations
 
 from .protocol.spec import ApiSpec, ErrorResponseBuilder, top_level_error

@@ -13,6 +13,7 @@ corrupts state or stops the stream, however many items fail. A re-run does not s
 resumes from a snapshot taken just before the previous failure, so n failing items cost n snapshots,
 not n re-runs of the whole batch. Re-running is deterministic, so a replayed batch ends identically.
 """
+
 from __future__ import annotations
 
 import traceback
@@ -78,8 +79,9 @@ class _Resume:
     outputs: Outputs
 
 
-def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecord],
-              batch_time_ms: int) -> tuple[CoordinatorPartition, Outputs]:
+def run_batch(
+    load: Callable[[], CoordinatorPartition], records: list[InputRecord], batch_time_ms: int
+) -> tuple[CoordinatorPartition, Outputs]:
     """Apply `records` and the timers due by `batch_time_ms` to the partition `load()` returns.
 
     `load` must return a fresh partition from the same starting state each time it is called.
@@ -97,14 +99,19 @@ def run_batch(load: Callable[[], CoordinatorPartition], records: list[InputRecor
             partition.out = _copy_outputs(resume.outputs)
         captured: list[_Resume] = []
 
-        def capture(position: int, p: CoordinatorPartition = partition, at: int | None = capture_at,
-                    into: list[_Resume] = captured) -> None:
+        def capture(
+            position: int,
+            p: CoordinatorPartition = partition,
+            at: int | None = capture_at,
+            into: list[_Resume] = captured,
+        ) -> None:
             if position == at:
                 into.append(_Resume(position, p.snapshot(), _copy_outputs(p.out)))
 
         try:
-            _apply(partition, ordered, batch_time_ms, poisoned,
-                   start=resume.position if resume else None, capture=capture)
+            _apply(
+                partition, ordered, batch_time_ms, poisoned, start=resume.position if resume else None, capture=capture
+            )
             out = partition.drain()
             out.metrics = _finish_metrics(partition, out, batch_time_ms)
             return partition, out
@@ -127,19 +134,34 @@ def _finish_metrics(partition: CoordinatorPartition, out: Outputs, batch_time_ms
     except ChunkCorrupt:
         raise
     except Exception as e:  # noqa: BLE001 - a bug in coordinator/metrics.py
-        out.events.append(Event("", {"event": "MetricsFailed", "timeMs": partition.clock_ms,
-                                     "coordinatorPartition": partition.partition_id,
-                                     "detail": "".join(traceback.format_exception_only(type(e), e)).strip()[:500]}))
+        out.events.append(
+            Event(
+                "",
+                {
+                    "event": "MetricsFailed",
+                    "timeMs": partition.clock_ms,
+                    "coordinatorPartition": partition.partition_id,
+                    "detail": "".join(traceback.format_exception_only(type(e), e)).strip()[:500],
+                },
+            )
+        )
         return None
 
 
 def _copy_outputs(out: Outputs) -> Outputs:
-    return Outputs(list(out.responses), list(out.events), list(out.records), list(out.requests),
-                   list(out.data), list(out.applied))
+    return Outputs(
+        list(out.responses), list(out.events), list(out.records), list(out.requests), list(out.data), list(out.applied)
+    )
 
 
-def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisoned: dict,
-           start: int | None, capture: Callable[[int], None]) -> None:
+def _apply(
+    partition: CoordinatorPartition,
+    ordered,
+    batch_time_ms: int,
+    poisoned: dict,
+    start: int | None,
+    capture: Callable[[int], None],
+) -> None:
     max_bytes = partition.config["coordinator.request.max.bytes"]
 
     def skip_timer(timer: Timer) -> bool:
@@ -172,9 +194,18 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisone
             _answer_crashed(partition, rec, t, max_bytes, poisoned[ident])
             continue
         try:
-            partition.handle(parse_request(rec.value, key=rec.key, time_ms=t, source=(rec.partition, rec.offset),
-                                           max_bytes=max_bytes, value_size=rec.value_size,
-                                           internal=rec.internal, key_valid=rec.key_valid))
+            partition.handle(
+                parse_request(
+                    rec.value,
+                    key=rec.key,
+                    time_ms=t,
+                    source=(rec.partition, rec.offset),
+                    max_bytes=max_bytes,
+                    value_size=rec.value_size,
+                    internal=rec.internal,
+                    key_valid=rec.key_valid,
+                )
+            )
         except ChunkCorrupt:
             raise
         except Exception as e:  # noqa: BLE001 - a bug in parsing or in a handler
@@ -183,8 +214,7 @@ def _apply(partition: CoordinatorPartition, ordered, batch_time_ms: int, poisone
     advance(horizon, len(ordered))
     for ident, detail in poisoned.items():
         if ident[0] == "timer":
-            partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2],
-                                 detail=detail)
+            partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2], detail=detail)
 
 
 def _current_timer(partition: CoordinatorPartition):
@@ -193,25 +223,51 @@ def _current_timer(partition: CoordinatorPartition):
     return ("timer", timer.key, timer.deadline_ms) if timer else ("timer", "?", -1)
 
 
-def _answer_crashed(partition: CoordinatorPartition, rec: InputRecord, time_ms: int, max_bytes: int,
-                    detail: str) -> None:
+def _answer_crashed(
+    partition: CoordinatorPartition, rec: InputRecord, time_ms: int, max_bytes: int, detail: str
+) -> None:
     """A request whose handling (or parsing) raised: an event, and UNKNOWN_SERVER_ERROR where the
     request can be answered safely."""
     try:
-        item = parse_request(rec.value, key=rec.key, time_ms=time_ms, source=(rec.partition, rec.offset),
-                             max_bytes=max_bytes, value_size=rec.value_size, internal=rec.internal,
-                             key_valid=rec.key_valid)
+        item = parse_request(
+            rec.value,
+            key=rec.key,
+            time_ms=time_ms,
+            source=(rec.partition, rec.offset),
+            max_bytes=max_bytes,
+            value_size=rec.value_size,
+            internal=rec.internal,
+            key_valid=rec.key_valid,
+        )
     except Exception:  # noqa: BLE001 - parsing itself was what failed
         item = None
     reply = item.reply if isinstance(item, Request) else scan_reply(rec.value)
-    partition.emit_event(rec.key or "", "RequestFailed", requestPartition=rec.partition,
-                         requestOffset=rec.offset, apiKey=reply.api_key if reply else None,
-                         correlationId=reply.correlation_id if reply else None, detail=detail)
+    partition.emit_event(
+        rec.key or "",
+        "RequestFailed",
+        requestPartition=rec.partition,
+        requestOffset=rec.offset,
+        apiKey=reply.api_key if reply else None,
+        correlationId=reply.correlation_id if reply else None,
+        detail=detail,
+    )
     if isinstance(item, Request):
         spec = registered(item.api_key)  # a parsed request's API is known
-        partition.respond(item.reply, spec.error_response(
-            item.api_version, item.body, Errors.UNKNOWN_SERVER_ERROR,
-            "the coordinator failed to process this request"))
+        partition.respond(
+            item.reply,
+            spec.error_response(
+                item.api_version,
+                item.body,
+                Errors.UNKNOWN_SERVER_ERROR,
+                "the coordinator failed to process this request",
+            ),
+        )
     elif reply is not None:
-        partition.respond(reply, {"throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
-                                  "errorMessage": "the coordinator failed to process this request"})
+        partition.respond(
+            reply,
+            {
+                "throttleTimeMs": 0,
+                "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
+                "errorMessage": "the coordinator failed to process this request",
+            },
+        )

@@ -13,6 +13,7 @@ first time it is read, and every entity read or written in this batch is re-enco
 index without decoding. Iteration visits keys in chunk-key order (byte order of the UTF-8 key), the
 same before and after a restart, so everything that loops over entities is deterministic.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,19 +36,19 @@ class ChunkCorrupt(ValueError):
 # followed by the entity's id, so that keys stay short: they are a good part of the payload).
 # Tags are part of format 3: never reuse or change one.
 KINDS = {
-    "Partition": "P",         # the partition's clock, deferred work, timer directory
-    "Component": "C",         # a component's partition-wide part, by component name
-    "GroupMetadata": "g",     # a group (classic, with its pending joins and syncs; or consumer; or streams)
-    "OffsetCommit": "o",      # a group's committed offsets
+    "Partition": "P",  # the partition's clock, deferred work, timer directory
+    "Component": "C",  # a component's partition-wide part, by component name
+    "GroupMetadata": "g",  # a group (classic, with its pending joins and syncs; or consumer; or streams)
+    "OffsetCommit": "o",  # a group's committed offsets
     "OpenTransactions": "x",  # a group's partitions with offsets of open transactions
-    "PendingOffsets": "q",    # a producer's pending transactional offsets
-    "TransactionLog": "t",    # a transactional id's TransactionMetadata
-    "PendingComplete": "c",   # the Complete* transition of a transaction whose markers are in flight
-    "Timer": "T",             # a timer, by timer key
-    "TimerPage": "D",         # a page of the deadline index
-    "RebalanceStart": "r",    # a group's rebalance in progress, for metrics (coordinator/metrics.py)
-    "GroupConfig": "k",       # a group's dynamic configs (coordinator/group/group_configs.py)
-    "ShareState": "h",        # a share-partition's state (coordinator/share/coordinator.py)
+    "PendingOffsets": "q",  # a producer's pending transactional offsets
+    "TransactionLog": "t",  # a transactional id's TransactionMetadata
+    "PendingComplete": "c",  # the Complete* transition of a transaction whose markers are in flight
+    "Timer": "T",  # a timer, by timer key
+    "TimerPage": "D",  # a page of the deadline index
+    "RebalanceStart": "r",  # a group's rebalance in progress, for metrics (coordinator/metrics.py)
+    "GroupConfig": "k",  # a group's dynamic configs (coordinator/group/group_configs.py)
+    "ShareState": "h",  # a share-partition's state (coordinator/share/coordinator.py)
 }
 _KIND_OF_TAG = {tag: kind for kind, tag in KINDS.items()}
 assert len(_KIND_OF_TAG) == len(KINDS) and all(len(t) == 1 for t in KINDS.values())
@@ -98,8 +99,14 @@ class LazyMap(MutableMapping[K, V]):
     `decode(id, json) -> object` and `encode(object) -> json` convert one entity; `key_type` turns
     the id found in a chunk key back into the map's key type (int for producer ids)."""
 
-    def __init__(self, source: ChunkSource, kind: str, decode: Callable[[K, Any], V],
-                 encode: Callable[[V], Any], key_type: Callable[[str], K] = str):  # type: ignore[assignment]  # str is K's default: a TypeVar cannot have one before 3.13
+    def __init__(
+        self,
+        source: ChunkSource,
+        kind: str,
+        decode: Callable[[K, Any], V],
+        encode: Callable[[V], Any],
+        key_type: Callable[[str], K] = str,
+    ):  # type: ignore[assignment]  # str is K's default: a TypeVar cannot have one before 3.13
         self._src = source
         self._kind = kind
         self._prefix = chunk_prefix(kind)

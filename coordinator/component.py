@@ -1,4 +1,5 @@
 """The base of a coordinator partition's components (see `CoordinatorPartition` in runtime.py)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

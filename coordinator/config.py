@@ -3,6 +3,7 @@
 `conf/defaults.toml` ([coordinator] table) can override any of them; unknown names are rejected so
 that a typo does not silently fall back to a default.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -116,40 +117,57 @@ def _check_consumer_group_settings(v: dict) -> None:
     for prefix in ("group.consumer", "group.share", "group.streams"):  # the same rules for each type
         _check_session_and_heartbeat(v, prefix)
     protocols = v["group.coordinator.rebalance.protocols"]
-    _require(all(p in ("classic", "consumer", "streams", "share") for p in protocols),
-             "group.coordinator.rebalance.protocols: each must be one of classic, consumer, streams, share")
+    _require(
+        all(p in ("classic", "consumer", "streams", "share") for p in protocols),
+        "group.coordinator.rebalance.protocols: each must be one of classic, consumer, streams, share",
+    )
     _require(v["group.streams.max.size"] >= 1, "group.streams.max.size must be at least 1")
     _require(v["group.streams.num.standby.replicas"] >= 0, "group.streams.num.standby.replicas must be at least 0")
     _require(v["group.streams.max.standby.replicas"] >= 0, "group.streams.max.standby.replicas must be at least 0")
-    _require(v["group.streams.num.standby.replicas"] <= v["group.streams.max.standby.replicas"],
-             "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas")
+    _require(
+        v["group.streams.num.standby.replicas"] <= v["group.streams.max.standby.replicas"],
+        "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+    )
     lock = "group.share.record.lock.duration.ms"
-    _require(v["group.share.min.record.lock.duration.ms"] >= 1000,
-             "group.share.min.record.lock.duration.ms must be at least 1000")
-    _require(v["group.share.max.record.lock.duration.ms"] >= v["group.share.min.record.lock.duration.ms"],
-             "group.share.max.record.lock.duration.ms must be greater than or equal to "
-             "group.share.min.record.lock.duration.ms")
-    _require(v[lock] >= v["group.share.min.record.lock.duration.ms"],
-             f"{lock} must be greater than or equal to group.share.min.record.lock.duration.ms")
-    _require(v[lock] <= v["group.share.max.record.lock.duration.ms"],
-             f"{lock} must be less than or equal to group.share.max.record.lock.duration.ms")
+    _require(
+        v["group.share.min.record.lock.duration.ms"] >= 1000,
+        "group.share.min.record.lock.duration.ms must be at least 1000",
+    )
+    _require(
+        v["group.share.max.record.lock.duration.ms"] >= v["group.share.min.record.lock.duration.ms"],
+        "group.share.max.record.lock.duration.ms must be greater than or equal to "
+        "group.share.min.record.lock.duration.ms",
+    )
+    _require(
+        v[lock] >= v["group.share.min.record.lock.duration.ms"],
+        f"{lock} must be greater than or equal to group.share.min.record.lock.duration.ms",
+    )
+    _require(
+        v[lock] <= v["group.share.max.record.lock.duration.ms"],
+        f"{lock} must be less than or equal to group.share.max.record.lock.duration.ms",
+    )
     assignors = v["group.consumer.assignors"]
-    _require(len(assignors) > 0 and all(isinstance(a, str) for a in assignors),
-             "group.consumer.assignors must name at least one assignor")
+    _require(
+        len(assignors) > 0 and all(isinstance(a, str) for a in assignors),
+        "group.consumer.assignors must name at least one assignor",
+    )
     from .group.consumer.assignors import ASSIGNORS  # late: the assignors import nothing from here
+
     unknown = [a for a in assignors if a not in ASSIGNORS]
-    _require(not unknown, f"group.consumer.assignors: unknown assignor(s) {unknown}; "
-                          f"available: {sorted(ASSIGNORS)}")
+    _require(not unknown, f"group.consumer.assignors: unknown assignor(s) {unknown}; available: {sorted(ASSIGNORS)}")
     _require(len(set(assignors)) == len(assignors), "group.consumer.assignors must not repeat a name")
-    _require(str(v["group.consumer.migration.policy"]).lower() in ("disabled", "upgrade", "downgrade",
-                                                                   "bidirectional"),
-             "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional")
+    _require(
+        str(v["group.consumer.migration.policy"]).lower() in ("disabled", "upgrade", "downgrade", "bidirectional"),
+        "group.consumer.migration.policy must be one of disabled, upgrade, downgrade, bidirectional",
+    )
 
 
 def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
     """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer/share/streams)."""
+
     def name(kind: str) -> str:
         return f"{prefix}.{kind}"
+
     for bound in ("min.session.timeout.ms", "min.heartbeat.interval.ms"):
         _require(v[name(bound)] >= 1, f"{name(bound)} must be at least 1")
     for what in ("heartbeat.interval.ms", "session.timeout.ms"):
@@ -157,8 +175,10 @@ def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
         _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
         _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
         _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
-    _require(v[name("heartbeat.interval.ms")] < v[name("session.timeout.ms")],
-             f"{name('heartbeat.interval.ms')} must be less than {name('session.timeout.ms')}")
+    _require(
+        v[name("heartbeat.interval.ms")] < v[name("session.timeout.ms")],
+        f"{name('heartbeat.interval.ms')} must be less than {name('session.timeout.ms')}",
+    )
 
 
 class CoordinatorConfig(Mapping[str, Any]):

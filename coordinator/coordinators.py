@@ -3,6 +3,7 @@
 The order is the partition's: it is the order of the snapshot's components, of the search for a
 timer kind's owner and of the replay of a state-log record.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast

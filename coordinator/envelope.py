@@ -7,6 +7,7 @@ Anything wrong with it yields a `Rejection`: an error response when a correlatio
 (even from malformed JSON, on a best-effort scan), and an event otherwise. Nothing here touches
 coordinator state.
 """
+
 from __future__ import annotations
 
 import json
@@ -98,10 +99,17 @@ def scan_reply(raw: bytes | None) -> ReplyTo | None:
     )
 
 
-def parse_request(raw: bytes | None, *, key: str | None, time_ms: int,
-                  source: tuple[int, int] = (-1, -1), max_bytes: int = 1 << 20,
-                  value_size: int | None = None, internal: bool = False,
-                  key_valid: bool = True) -> Request | Rejection:
+def parse_request(
+    raw: bytes | None,
+    *,
+    key: str | None,
+    time_ms: int,
+    source: tuple[int, int] = (-1, -1),
+    max_bytes: int = 1 << 20,
+    value_size: int | None = None,
+    internal: bool = False,
+    key_valid: bool = True,
+) -> Request | Rejection:
     """Turn one request record into a validated `Request`, or a `Rejection`.
 
     `value_size` is the record's full size when `raw` was truncated upstream (the stream passes at
@@ -118,17 +126,28 @@ def parse_request(raw: bytes | None, *, key: str | None, time_ms: int,
 def _check_trust(request: Request, internal: bool, key_valid: bool) -> Request | Rejection:
     spec = registered(request.api_key)  # _parse accepted it: a known API
     if not key_valid:
-        return Rejection(Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8",
-                         request.reply, spec, request.body)
+        return Rejection(
+            Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8", request.reply, spec, request.body
+        )
     if internal:
         return request
     if request.key == BROADCAST_KEY:
-        return Rejection(Errors.INVALID_REQUEST, f"the record key {BROADCAST_KEY!r} is reserved for the "
-                         "coordinator's own broadcasts", request.reply, spec, request.body)
+        return Rejection(
+            Errors.INVALID_REQUEST,
+            f"the record key {BROADCAST_KEY!r} is reserved for the coordinator's own broadcasts",
+            request.reply,
+            spec,
+            request.body,
+        )
     if spec.internal:
         # Kafka answers inter-broker APIs from a principal without ClusterAction this way.
-        return Rejection(Errors.CLUSTER_AUTHORIZATION_FAILED, f"{spec.name} is sent only by the "
-                         "coordinator itself, on its internal channel", request.reply, spec, request.body)
+        return Rejection(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            f"{spec.name} is sent only by the coordinator itself, on its internal channel",
+            request.reply,
+            spec,
+            request.body,
+        )
     return request
 
 
@@ -137,9 +156,9 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
     if raw is None:
         return Rejection(Errors.INVALID_REQUEST, "request record has no value", None)
     if size > max_bytes:
-        return Rejection(Errors.INVALID_REQUEST,
-                         f"request of {size} bytes exceeds the limit of {max_bytes} bytes",
-                         scan_reply(raw))
+        return Rejection(
+            Errors.INVALID_REQUEST, f"request of {size} bytes exceeds the limit of {max_bytes} bytes", scan_reply(raw)
+        )
     try:
         envelope = json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
@@ -155,19 +174,29 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
     if client_id is None:
         client_id = ""
     if not _is_valid_string(client_id):
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'clientId' must be a string "
-                         f"of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes", ReplyTo("", -1, cid, ""))
+        return Rejection(
+            Errors.INVALID_REQUEST,
+            f"envelope field 'clientId' must be a string of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes",
+            ReplyTo("", -1, cid, ""),
+        )
     api_name = envelope.get("apiKey")
     version = envelope.get("apiVersion")
     reply_to = envelope.get("replyTo")
     if reply_to is not None and not _is_valid_string(reply_to):
         reply_to = 0  # rejected below
-    reply = ReplyTo(api_name if isinstance(api_name, str) else "",
-                    version if type(version) is int else -1, cid, client_id,
-                    reply_to if isinstance(reply_to, str) else None)
+    reply = ReplyTo(
+        api_name if isinstance(api_name, str) else "",
+        version if type(version) is int else -1,
+        cid,
+        client_id,
+        reply_to if isinstance(reply_to, str) else None,
+    )
     if reply_to is not None and not isinstance(reply_to, str):
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'replyTo' must be a string or null",
-                         ReplyTo(reply.api_key, reply.api_version, cid, client_id))
+        return Rejection(
+            Errors.INVALID_REQUEST,
+            "envelope field 'replyTo' must be a string or null",
+            ReplyTo(reply.api_key, reply.api_version, cid, client_id),
+        )
     if not isinstance(api_name, str):
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiKey' must be an API name", reply)
     spec = lookup(api_name)
@@ -176,21 +205,27 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
     if type(version) is not int:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiVersion' must be an integer", reply)
     if not spec.min_version <= version <= spec.max_version:
-        return Rejection(Errors.UNSUPPORTED_VERSION,
-                         f"{api_name} version {version} is not supported "
-                         f"(supported: {spec.min_version}-{spec.max_version})", reply, spec)
+        return Rejection(
+            Errors.UNSUPPORTED_VERSION,
+            f"{api_name} version {version} is not supported (supported: {spec.min_version}-{spec.max_version})",
+            reply,
+            spec,
+        )
     client_host = envelope.get("clientHost")
     if client_host is None:
         client_host = ""
     if not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'clientHost' must be a string of at most "
-                         f"{MAX_CLIENT_HOST_BYTES} UTF-8 bytes", reply, spec)
+        return Rejection(
+            Errors.INVALID_REQUEST,
+            f"envelope field 'clientHost' must be a string of at most {MAX_CLIENT_HOST_BYTES} UTF-8 bytes",
+            reply,
+            spec,
+        )
     kafka_client = envelope.get("kafkaClient", False)
     if kafka_client is None:
         kafka_client = False
     if type(kafka_client) is not bool:
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean",
-                         reply, spec)
+        return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean", reply, spec)
     if "request" not in envelope:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
     try:
@@ -199,8 +234,15 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
     except RecursionError:
         return Rejection(Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
-    return Request(reply=reply, body=body, time_ms=time_ms, key=key, source=source, client_host=client_host,
-                   kafka_client=kafka_client)
+    return Request(
+        reply=reply,
+        body=body,
+        time_ms=time_ms,
+        key=key,
+        source=source,
+        client_host=client_host,
+        kafka_client=kafka_client,
+    )
 
 
 def _is_valid_string(s, max_bytes: int = MAX_CLIENT_ID_BYTES) -> bool:

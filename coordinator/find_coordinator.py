@@ -9,6 +9,7 @@ Versions 0-6 as in Kafka 4.1 (KIP-896 kept version 0): 0-3 carry one `key` (v0: 
 batch of `coordinatorKeys`. Like KafkaApis, the single-key form reports errorMessage "NONE" on
 success (v1-3; v0 has neither `throttleTimeMs` nor `errorMessage`).
 """
+
 from __future__ import annotations
 
 from .component import Component
@@ -48,12 +49,33 @@ class FindCoordinator(Component):
         port = self.p.config["coordinator.endpoint.port"]
         partitions = self.p.config["coordinator.partitions"]
         if version >= 4:
-            return {"throttleTimeMs": 0, "coordinators": [
-                _invalid_share_key(k) if key_type == SHARE and not _valid_share_key(k) else
-                {"key": k, "nodeId": coordinator_partition(k, partitions), "host": host, "port": port,
-                 "errorCode": 0, "errorMessage": None} for k in body["coordinatorKeys"]]}
-        return _single(version, {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": "NONE",
-                                 "nodeId": coordinator_partition(body["key"], partitions), "host": host, "port": port})
+            return {
+                "throttleTimeMs": 0,
+                "coordinators": [
+                    _invalid_share_key(k)
+                    if key_type == SHARE and not _valid_share_key(k)
+                    else {
+                        "key": k,
+                        "nodeId": coordinator_partition(k, partitions),
+                        "host": host,
+                        "port": port,
+                        "errorCode": 0,
+                        "errorMessage": None,
+                    }
+                    for k in body["coordinatorKeys"]
+                ],
+            }
+        return _single(
+            version,
+            {
+                "throttleTimeMs": 0,
+                "errorCode": 0,
+                "errorMessage": "NONE",
+                "nodeId": coordinator_partition(body["key"], partitions),
+                "host": host,
+                "port": port,
+            },
+        )
 
 
 def _valid_share_key(key: str) -> bool:
@@ -67,5 +89,11 @@ def _valid_share_key(key: str) -> bool:
 
 
 def _invalid_share_key(key: str) -> dict:
-    return {"key": key, "nodeId": -1, "host": "", "port": -1, "errorCode": Errors.INVALID_REQUEST.code,
-            "errorMessage": Errors.INVALID_REQUEST.message}
+    return {
+        "key": key,
+        "nodeId": -1,
+        "host": "",
+        "port": -1,
+        "errorCode": Errors.INVALID_REQUEST.code,
+        "errorMessage": Errors.INVALID_REQUEST.message,
+    }

@@ -3,6 +3,7 @@
 Everything here is plain data that survives a JSON round trip, because parked replies and
 timers live in the partition's encoded state.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -109,8 +110,7 @@ class Outputs:
     metrics: dict | None = None
 
     def __len__(self) -> int:
-        return (len(self.responses) + len(self.events) + len(self.records)
-                + len(self.requests) + len(self.data))
+        return len(self.responses) + len(self.events) + len(self.records) + len(self.requests) + len(self.data)
 
     def mark(self) -> tuple[int, ...]:
         """Where the outputs end now, for `rollback`."""
@@ -118,11 +118,11 @@ class Outputs:
 
     def rollback(self, mark: tuple[int, ...]) -> None:
         """Drop every output added since `mark`."""
-        del self.responses[mark[0]:]
-        del self.events[mark[1]:]
-        del self.records[mark[2]:]
-        del self.requests[mark[3]:]
-        del self.data[mark[4]:]
+        del self.responses[mark[0] :]
+        del self.events[mark[1] :]
+        del self.records[mark[2] :]
+        del self.requests[mark[3] :]
+        del self.data[mark[4] :]
 
 
 def response_envelope(reply: ReplyTo, body: dict[str, Any]) -> dict:

@@ -13,6 +13,7 @@ the request topic with the broadcast key; the stream delivers it to every coordi
 Until the first UpdateMetadata arrives, `available` is False and callers should not reject
 anything for being unknown.
 """
+
 from __future__ import annotations
 
 from .chunks import UNCHANGED
@@ -108,10 +109,12 @@ class TopicMetadata(Component):
         ids = {t["topicName"]: t["topicId"] for t in request.body["topicStates"]}
         old = self.topics  # (loads the stored metadata first)
         self.previous_topic_ids = self.topic_ids if self.available else {}
-        self._max_message_bytes = {t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"]
-                                   if t["maxMessageBytes"] >= 0}
-        racks = {t["topicName"]: t["partitionRacks"] for t in request.body["topicStates"]
-                 if t["partitionRacks"] is not None}
+        self._max_message_bytes = {
+            t["topicName"]: t["maxMessageBytes"] for t in request.body["topicStates"] if t["maxMessageBytes"] >= 0
+        }
+        racks = {
+            t["topicName"]: t["partitionRacks"] for t in request.body["topicStates"] if t["partitionRacks"] is not None
+        }
         # A topic re-created under the same name has a new id: that is a change too (and racks
         # are in the KIP-848 metadata hash).
         changed = not self.available or new != old or ids != self.topic_ids or racks != self.topic_racks
@@ -126,8 +129,12 @@ class TopicMetadata(Component):
 
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
-        out = {"available": self.available, "topics": self.topics, "topicIds": self.topic_ids,
-               "maxMessageBytes": self.max_message_bytes}
+        out = {
+            "available": self.available,
+            "topics": self.topics,
+            "topicIds": self.topic_ids,
+            "maxMessageBytes": self.max_message_bytes,
+        }
         if self.topic_racks:
             out["topicRacks"] = self.topic_racks
         return out

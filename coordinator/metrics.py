@@ -19,6 +19,7 @@ request's append time. The groups being rebalanced are kept one chunk per group
 Series are stored by their Prometheus name and labels (`name{label="value"}`), so the record is
 what the exporter serves. docs/operations.md, "Metrics", documents every series.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,8 +38,12 @@ CLASSIC_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable"
 CONSUMER_STATES = ("Empty", "Assigning", "Reconciling", "Stable", "Dead")
 TXN_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
 _PREPARE = {"COMMIT": "PrepareCommit", "ABORT": "PrepareAbort"}
-_INIT_REASONS = {"new transactional id": "new", "epoch bump": "epoch_bump", "retry": "retry",
-                 "producer id rotation (epoch exhausted)": "rotation"}
+_INIT_REASONS = {
+    "new transactional id": "new",
+    "epoch bump": "epoch_bump",
+    "retry": "retry",
+    "producer id rotation (epoch exhausted)": "rotation",
+}
 
 
 def series(name: str, **labels) -> str:
@@ -61,7 +66,9 @@ class Metrics(Component):
         self._data: dict | None = None  # None: not read this batch
         self._initialized = True  # False: the state had no metrics chunk (count once)
         # Groups whose rebalance is in progress: group id -> {"startMs", "protocol"}.
-        self.rebalances: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "RebalanceStart", lambda _k, v: v, lambda v: v)
+        self.rebalances: LazyMap[str, dict[str, Any]] = LazyMap(
+            partition.chunks, "RebalanceStart", lambda _k, v: v, lambda v: v
+        )
         # Per batch (finish_batch): each event's group type, the event being counted, and the
         # groups the batch's events touched with their type and last event time.
         self._protocols: list[str | None] = []
@@ -90,8 +97,10 @@ class Metrics(Component):
 
     def to_json(self) -> dict:  # formats 1 and 2 (whole snapshots)
         data = self.data
-        return {"data": data if self._initialized else None,  # None: still to be counted
-                "rebalances": {k: self.rebalances[k] for k in self.rebalances}}
+        return {
+            "data": data if self._initialized else None,  # None: still to be counted
+            "rebalances": {k: self.rebalances[k] for k in self.rebalances},
+        }
 
     def load_json(self, data: dict) -> None:
         self._data = data.get("data") or None
@@ -151,10 +160,17 @@ class Metrics(Component):
             self._count_by_scan()
             self._initialized = True
         data["seq"] += 1
-        return {"coordinatorPartition": self.p.partition_id, "seq": data["seq"], "batchTimeMs": batch_time_ms,
-                "counters": dict(data["counters"]), "gauges": dict(data["gauges"]),
-                "histograms": {k: {"buckets": list(v["buckets"]), "sum": v["sum"], "count": v["count"]}
-                               for k, v in data["histograms"].items()}}
+        return {
+            "coordinatorPartition": self.p.partition_id,
+            "seq": data["seq"],
+            "batchTimeMs": batch_time_ms,
+            "counters": dict(data["counters"]),
+            "gauges": dict(data["gauges"]),
+            "histograms": {
+                k: {"buckets": list(v["buckets"]), "sum": v["sum"], "count": v["count"]}
+                for k, v in data["histograms"].items()
+            },
+        }
 
     # ---------------------------------------------------------------- events
     def _event_protocols(self, events) -> list[str | None]:
@@ -295,8 +311,12 @@ class Metrics(Component):
         self._add("group_member_left_total", protocol=self._protocol(e["groupId"], e), reason=reason)
 
     def _members_removed(self, e: dict, gauges: bool) -> None:
-        self._add("group_member_left_total", len(e.get("memberIds") or ()),
-                  protocol=self._protocol(e["groupId"], e), reason="removed")
+        self._add(
+            "group_member_left_total",
+            len(e.get("memberIds") or ()),
+            protocol=self._protocol(e["groupId"], e),
+            reason="removed",
+        )
 
     def _assignment_changed(self, e: dict, gauges: bool) -> None:
         self._add("group_assignment_changes_total", protocol=e.get("groupType") or "consumer")
@@ -373,9 +393,17 @@ class Metrics(Component):
 
 
 # The group type of events that only one type emits.
-_TYPE_OF_EVENT = {"GroupEpochBumped": "consumer", "MemberAssignmentChanged": "consumer", "MemberFenced": "consumer",
-                  "RebalanceStarted": "classic", "RebalanceCompleted": "classic", "JoinCompleted": "classic",
-                  "MembersRemoved": "classic", "MemberSessionExpired": "classic", "StaticMemberReplaced": "classic"}
+_TYPE_OF_EVENT = {
+    "GroupEpochBumped": "consumer",
+    "MemberAssignmentChanged": "consumer",
+    "MemberFenced": "consumer",
+    "RebalanceStarted": "classic",
+    "RebalanceCompleted": "classic",
+    "JoinCompleted": "classic",
+    "MembersRemoved": "classic",
+    "MemberSessionExpired": "classic",
+    "StaticMemberReplaced": "classic",
+}
 
 _EVENT_HANDLERS = {
     "GroupCreated": Metrics._group_created,

@@ -5,6 +5,7 @@ one (`install(time.perf_counter_ns)`, done by the stream's step). The totals liv
 outside the coordinator state, so they never reach the state or change what a batch computes;
 `take()` hands over and resets what was measured since the last call (docs/operations.md, Metrics).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator

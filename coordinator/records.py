@@ -6,6 +6,7 @@ so ids containing any character stay unambiguous, and any client can parse it. T
 is a JSON object whose "type" repeats the record type, or null (a tombstone) when the entity is
 gone. Record types follow the names of Kafka's __consumer_offsets / __transaction_state records.
 """
+
 from __future__ import annotations
 
 import json

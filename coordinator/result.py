@@ -11,6 +11,7 @@ Kafka's one exception is explicit: `replay_records=False` (Kafka's `CoordinatorR
 response, appendFuture, replayRecords=false)`) for classic groups, whose live state Kafka keeps
 only in memory and mutates in the handler; their GroupMetadata records serve coordinator load.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -94,11 +95,21 @@ class CoordinatorResult:
         self.replies.append(Response(reply, body))
         return self
 
-    def send_request(self, routing_key: str, api_key: str, api_version: int, body: dict,
-                     correlation_id: int, client_id: str) -> CoordinatorResult:
-        self.requests.append(InternalRequest(routing_key, {
-            "apiKey": api_key, "apiVersion": api_version, "correlationId": correlation_id,
-            "clientId": client_id, "request": body}))
+    def send_request(
+        self, routing_key: str, api_key: str, api_version: int, body: dict, correlation_id: int, client_id: str
+    ) -> CoordinatorResult:
+        self.requests.append(
+            InternalRequest(
+                routing_key,
+                {
+                    "apiKey": api_key,
+                    "apiVersion": api_version,
+                    "correlationId": correlation_id,
+                    "clientId": client_id,
+                    "request": body,
+                },
+            )
+        )
         return self
 
     def write_data(self, record: DataRecord) -> CoordinatorResult:
@@ -125,5 +136,12 @@ class CoordinatorResult:
         return self
 
     def is_empty(self) -> bool:
-        return not (self.response is not None or self.records or self.events or self.timers
-                    or self.replies or self.requests or self.data)
+        return not (
+            self.response is not None
+            or self.records
+            or self.events
+            or self.timers
+            or self.replies
+            or self.requests
+            or self.data
+        )

@@ -3,6 +3,7 @@
 Java hashes a String over its UTF-16 code units with 32-bit overflow; `Utils.abs` maps
 Integer.MIN_VALUE to 0 (unlike Math.abs).
 """
+
 from __future__ import annotations
 
 DEFAULT_COORDINATOR_PARTITIONS = 50
@@ -25,8 +26,9 @@ def coordinator_partition(key: str | None, partitions: int = DEFAULT_COORDINATOR
     return kafka_abs(java_string_hashcode(key or "")) % partitions
 
 
-def key_for_partition(partition: int, partitions: int = DEFAULT_COORDINATOR_PARTITIONS,
-                      prefix: str = "__partition-") -> str:
+def key_for_partition(
+    partition: int, partitions: int = DEFAULT_COORDINATOR_PARTITIONS, prefix: str = "__partition-"
+) -> str:
     """A deterministic routing key that lands on `partition` (for per-partition requests such as
     ListGroups, which Kafka sends to every coordinator)."""
     i = 0

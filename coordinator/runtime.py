@@ -20,6 +20,7 @@ A component is a class with:
     replay(record) -> bool    apply one state-log record (True if it was this component's)
     after_replay()            rebuild what Kafka keeps only in memory (timers) after a load
 """
+
 from __future__ import annotations
 
 import json
@@ -50,6 +51,7 @@ PARTITION_CHUNK = chunk_key("Partition")
 def component_chunk(name: str) -> str:
     return chunk_key("Component", name)
 
+
 class CoordinatorPartition:
     # Tests set this: a request answered with an ApiError is checked to have left the partition's
     # state exactly as it was. The check encodes what the partition touched, twice per request, so
@@ -60,8 +62,13 @@ class CoordinatorPartition:
     # Component classes added after the coordinators (tests plug in components of their own).
     extra_components: tuple[type[Component], ...] = ()
 
-    def __init__(self, partition_id: int, config: CoordinatorConfig | None = None,
-                 snapshot: dict | None = None, chunks: ChunkSource | None = None):
+    def __init__(
+        self,
+        partition_id: int,
+        config: CoordinatorConfig | None = None,
+        snapshot: dict | None = None,
+        chunks: ChunkSource | None = None,
+    ):
         """An empty partition, or one loaded from a full `snapshot` dict (formats 1 and 2), or one
         reading its entities lazily from `chunks` (format 3, see coordinator/chunks.py)."""
         self.partition_id = int(partition_id)
@@ -129,9 +136,15 @@ class CoordinatorPartition:
         have changed since it was loaded: the entities it decoded or wrote, and the partition-wide
         chunks. Unchanged entries are fine (the writer drops those whose bytes did not change).
         Costs O(entities touched), whatever the partition holds."""
-        out = {PARTITION_CHUNK: {"schema": SNAPSHOT_SCHEMA, "partition": self.partition_id,
-                                 "clock": self.clock_ms, "deferred": self.deferred,
-                                 "timers": self.timers.meta()}}
+        out = {
+            PARTITION_CHUNK: {
+                "schema": SNAPSHOT_SCHEMA,
+                "partition": self.partition_id,
+                "clock": self.clock_ms,
+                "deferred": self.deferred,
+                "timers": self.timers.meta(),
+            }
+        }
         out.update(self.timers.dirty_items())
         for name, c in self.components.items():
             rest = getattr(c, "rest_json", c.to_json)()
@@ -202,11 +215,21 @@ class CoordinatorPartition:
     def append_record(self, key: str, value: dict | None) -> None:
         self.out.records.append(StateRecord(key, value))
 
-    def send_request(self, routing_key: str, api_key: str, api_version: int, body: dict,
-                     correlation_id: int, client_id: str) -> None:
-        self.out.requests.append(InternalRequest(routing_key, {
-            "apiKey": api_key, "apiVersion": api_version, "correlationId": correlation_id,
-            "clientId": client_id, "request": body}))
+    def send_request(
+        self, routing_key: str, api_key: str, api_version: int, body: dict, correlation_id: int, client_id: str
+    ) -> None:
+        self.out.requests.append(
+            InternalRequest(
+                routing_key,
+                {
+                    "apiKey": api_key,
+                    "apiVersion": api_version,
+                    "correlationId": correlation_id,
+                    "clientId": client_id,
+                    "request": body,
+                },
+            )
+        )
 
     def write_data(self, record: DataRecord) -> None:
         self.out.data.append(record)
@@ -242,8 +265,9 @@ class CoordinatorPartition:
     def grace_ms(self) -> int:
         return self.config["coordinator.timer.grace.ms"]
 
-    def advance_to(self, now_ms: int, horizon_ms: int | None = None,
-                   skip: Callable[[Timer], bool] = lambda t: False) -> None:
+    def advance_to(
+        self, now_ms: int, horizon_ms: int | None = None, skip: Callable[[Timer], bool] = lambda t: False
+    ) -> None:
         """Fire, in deadline order, every timer due by `now_ms` but not past `horizon_ms`, then move
         the clock to `now_ms`. A timer runs with the clock at its deadline (or later, never
         backwards), so what it does does not depend on how late the batch ran.
@@ -258,15 +282,19 @@ class CoordinatorPartition:
                 break
             self.clock_ms = max(self.clock_ms, timer.deadline_ms)
             if skip(timer):
-                self.emit_event(timer.key, "TimerDropped", timer=timer.key, kind=timer.kind,
-                                reason="its handler failed; see the TimerFailed event")
+                self.emit_event(
+                    timer.key,
+                    "TimerDropped",
+                    timer=timer.key,
+                    kind=timer.kind,
+                    reason="its handler failed; see the TimerFailed event",
+                )
                 continue
             self.fire(timer)
         self.clock_ms = max(self.clock_ms, now_ms)
 
     def fire(self, timer: Timer) -> None:
-        owner = next((c for c in self.components.values()
-                      if timer.kind in getattr(c, "timer_handlers", {})), None)
+        owner = next((c for c in self.components.values() if timer.kind in getattr(c, "timer_handlers", {})), None)
         if owner is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         self.firing = timer
@@ -296,12 +324,12 @@ class CoordinatorPartition:
         assert spec is not None, "parse_request only lets registered APIs through"
         problem = self.reply_target_problem(request.reply.reply_to)
         if problem is not None:
-            self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply),
-                                   spec, request.body))
+            self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body))
             return
         if spec.routing_field is not None and not self.owns(request.body.get(spec.routing_field)):
-            self.respond(request.reply, spec.error_response(
-                request.api_version, request.body, Errors.NOT_COORDINATOR, None))
+            self.respond(
+                request.reply, spec.error_response(request.api_version, request.body, Errors.NOT_COORDINATOR, None)
+            )
             return
         self.out.applied.append((spec.name, request.time_ms))
         method = self.components[spec.component].handlers[spec.name]
@@ -317,8 +345,10 @@ class CoordinatorPartition:
             self.out.rollback(mark)
             changes = self._state_changes(before) if before is not None else []
             if changes:
-                raise AssertionError(f"{spec.name} raised {e.error.name} after changing the partition's state: "
-                                     + "; ".join(changes)[:2000]) from e
+                raise AssertionError(
+                    f"{spec.name} raised {e.error.name} after changing the partition's state: "
+                    + "; ".join(changes)[:2000]
+                ) from e
             body = spec.error_response(request.api_version, request.body, e.error, e.message)
             self.respond(request.reply, body)
             return
@@ -385,13 +415,26 @@ class CoordinatorPartition:
             problem = self.reply_target_problem(reply.reply_to)
             if problem is not None:  # the replyTo check comes first, for rejections too
                 reply = _default_target(reply)
-                rejection = Rejection(Errors.INVALID_REQUEST, problem, reply,
-                                      rejection.spec, rejection.body, rejection.key, rejection.source)
+                rejection = Rejection(
+                    Errors.INVALID_REQUEST,
+                    problem,
+                    reply,
+                    rejection.spec,
+                    rejection.body,
+                    rejection.key,
+                    rejection.source,
+                )
             self.respond(reply, rejection.response_body())
         else:
-            self.emit_event(rejection.key or "", "RequestRejected", errorCode=rejection.error.code,
-                            errorName=rejection.error.name, errorMessage=rejection.message,
-                            requestPartition=rejection.source[0], requestOffset=rejection.source[1])
+            self.emit_event(
+                rejection.key or "",
+                "RequestRejected",
+                errorCode=rejection.error.code,
+                errorName=rejection.error.name,
+                errorMessage=rejection.message,
+                requestPartition=rejection.source[0],
+                requestOffset=rejection.source[1],
+            )
 
     def drain(self) -> Outputs:
         out, self.out = self.out, Outputs()
@@ -399,8 +442,9 @@ class CoordinatorPartition:
 
     # ----------------------------------------------------------------- state log
     @classmethod
-    def from_records(cls, partition_id: int, records: list[StateRecord],
-                     config: CoordinatorConfig | None = None, now_ms: int = 0) -> CoordinatorPartition:
+    def from_records(
+        cls, partition_id: int, records: list[StateRecord], config: CoordinatorConfig | None = None, now_ms: int = 0
+    ) -> CoordinatorPartition:
         """Rebuild a partition by replaying its state-log records in log order, as a Kafka
         coordinator loads __consumer_offsets / __transaction_state."""
         part = cls(partition_id, config)
@@ -418,7 +462,7 @@ def _canonical(value) -> str:
 
 def _first_difference(a: str, b: str) -> str:
     i = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-    return f"...{a[max(0, i - 100):i + 100]}... became ...{b[max(0, i - 100):i + 100]}..."
+    return f"...{a[max(0, i - 100) : i + 100]}... became ...{b[max(0, i - 100) : i + 100]}..."
 
 
 # Kafka's Topic.validate: at most 249 characters of [a-zA-Z0-9._-].
@@ -429,7 +473,12 @@ def _default_target(reply: ReplyTo) -> ReplyTo:
     return ReplyTo(reply.api_key, reply.api_version, reply.correlation_id, reply.client_id, None)
 
 
-
-
-__all__ = ["CoordinatorPartition", "SNAPSHOT_SCHEMA", "ApiSpec", "StateRecord", "Event", "DataRecord",
-           "InternalRequest"]
+__all__ = [
+    "CoordinatorPartition",
+    "SNAPSHOT_SCHEMA",
+    "ApiSpec",
+    "StateRecord",
+    "Event",
+    "DataRecord",
+    "InternalRequest",
+]

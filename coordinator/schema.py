@@ -13,6 +13,7 @@ version (default null) or when it is a tagged field; otherwise it is mandatory.
 The service's request schemas are built from the message JSON files (coordinator/protocol/loader.py);
 `Struct` and `F` remain the form they take (and tests declare small APIs of their own with them).
 """
+
 from __future__ import annotations
 
 import base64
@@ -83,8 +84,7 @@ class Struct:
                 elif f.nullable_in(version) or f.tagged:
                     out[f.name] = None if f.nullable_in(version) else _zero(f.type)
                 else:
-                    raise SchemaError(
-                        f"unable to locate field '{where}', which is mandatory in version {version}")
+                    raise SchemaError(f"unable to locate field '{where}', which is mandatory in version {version}")
                 continue
             value = body[f.name]
             if value is None:

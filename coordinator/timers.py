@@ -15,6 +15,7 @@ at most `PAGE_MAX` entries (kind "TimerPage"), with a small directory of each pa
 the partition-wide part. The next deadline is the directory's first entry; firing, scheduling or
 cancelling a timer decodes that timer and one or two pages.
 """
+
 from __future__ import annotations
 
 import base64
@@ -60,8 +61,9 @@ class Timers:
         yield from self._pages.dirty_items()
 
     # ------------------------------------------------------------------ the API
-    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None,
-                 seq: int | None = None) -> None:
+    def schedule(
+        self, key: str, deadline_ms: int, kind: str, payload: dict | None = None, seq: int | None = None
+    ) -> None:
         if seq is None:
             seq = self._next_seq
         self._next_seq = max(self._next_seq, seq + 1)
@@ -205,10 +207,10 @@ class _Directory:
         self._a[3 * i], self._a[3 * i + 1] = deadline, seq
 
     def insert(self, i: int, deadline: int, seq: int, page_id: int) -> None:
-        self._a[3 * i:3 * i] = array("q", (deadline, seq, page_id))
+        self._a[3 * i : 3 * i] = array("q", (deadline, seq, page_id))
 
     def delete(self, i: int) -> None:
-        del self._a[3 * i:3 * i + 3]
+        del self._a[3 * i : 3 * i + 3]
 
 
 def _timer_from_json(key: str, value: Any) -> Timer:

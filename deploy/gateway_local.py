@@ -4,6 +4,7 @@
 
 It logs to .run/gateway/gateway.log and is known by .run/gateway/gateway.pid.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,14 @@ def start(config: str | None) -> int:
         return pid
     DIR.mkdir(parents=True, exist_ok=True)
     args = [sys.executable, "-m", "gateway"] + (["--config", config] if config else [])
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=open(LOGFILE, "ab"), stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        stdout=open(LOGFILE, "ab"),
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     PIDFILE.write_text(str(proc.pid))
     return proc.pid
 

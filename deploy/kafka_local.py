@@ -6,6 +6,7 @@
 The jars come from deploy/setup.sh (.cache/jars/kafka). The broker's data, log and pid file live
 in --dir; `start` formats the storage the first time and returns once the broker answers.
 """
+
 from __future__ import annotations
 
 import base64
@@ -49,6 +50,7 @@ def _port_open(port: int) -> bool:
 def broker_answers(bootstrap: str) -> bool:
     """Whether a broker of `bootstrap` serves a metadata request now (listening is not enough)."""
     from kafka import KafkaAdminClient
+
     try:
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
         try:
@@ -61,8 +63,14 @@ def broker_answers(bootstrap: str) -> bool:
 
 
 class LocalKafka:
-    def __init__(self, workdir: str | os.PathLike, port: int = 9092, controller_port: int | None = None,
-                 heap: str = "512m", extra_config: dict | None = None):
+    def __init__(
+        self,
+        workdir: str | os.PathLike,
+        port: int = 9092,
+        controller_port: int | None = None,
+        heap: str = "512m",
+        extra_config: dict | None = None,
+    ):
         self.dir = Path(workdir).resolve()
         self.port = port
         self.controller_port = controller_port or port + 1
@@ -89,7 +97,8 @@ class LocalKafka:
     def _write_config(self) -> Path:
         self.dir.mkdir(parents=True, exist_ok=True)
         props = self.dir / "server.properties"
-        props.write_text(f"""\
+        props.write_text(
+            f"""\
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{self.controller_port}
@@ -98,7 +107,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={self.dir / 'data'}
+log.dirs={self.dir / "data"}
 num.partitions=1
 offsets.topic.replication.factor=1
 offsets.topic.num.partitions=4
@@ -113,7 +122,9 @@ log.cleaner.backoff.ms=5000
 # own transaction coordinator, which does not know those transactions, whether the partition was
 # added (AddPartitionsToTxn verifyOnly) and fail the produce.
 transaction.partition.verification.enable=false
-""" + "".join(f"{k}={v}\n" for k, v in self.extra_config.items()))
+"""
+            + "".join(f"{k}={v}\n" for k, v in self.extra_config.items())
+        )
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         return props
 
@@ -126,9 +137,22 @@ transaction.partition.verification.enable=false
         # clients send once transaction.version 2 is finalized) with its own transaction coordinator,
         # whatever transaction.partition.verification.enable says; at level 1 clients use
         # AddPartitionsToTxn and Produce <= v11, which the service's coordinator serves.
-        subprocess.run(["java", "-cp", self._classpath(), "kafka.tools.StorageTool", "format",
-                        f"--cluster-id={cluster_id}", "-c", str(props),
-                        "--feature", "transaction.version=1"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                "java",
+                "-cp",
+                self._classpath(),
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={cluster_id}",
+                "-c",
+                str(props),
+                "--feature",
+                "transaction.version=1",
+            ],
+            check=True,
+            capture_output=True,
+        )
 
     def pid(self) -> int | None:
         return running_pid(self.pidfile)
@@ -145,10 +169,23 @@ transaction.partition.verification.enable=false
         self._format(props)
         log = open(self.logfile, "ab")
         self._proc = subprocess.Popen(
-            ["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-             f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-             f"-Dkafka.logs.dir={self.dir}", "-cp", self._classpath(), "kafka.Kafka", str(props)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "java",
+                f"-Xms{self.heap}",
+                f"-Xmx{self.heap}",
+                "-XX:+UseG1GC",
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+                f"-Dkafka.logs.dir={self.dir}",
+                "-cp",
+                self._classpath(),
+                "kafka.Kafka",
+                str(props),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.pidfile.write_text(str(self._proc.pid))
         return self
 
@@ -172,8 +209,15 @@ transaction.partition.verification.enable=false
 
 
 def main(argv: list[str] | None = None) -> int:
-    return server_cli(argv, "Run a local single-node KRaft Kafka broker", "Kafka broker", ROOT / ".run" / "kafka",
-                      9092, LocalKafka, lambda broker: broker.bootstrap)
+    return server_cli(
+        argv,
+        "Run a local single-node KRaft Kafka broker",
+        "Kafka broker",
+        ROOT / ".run" / "kafka",
+        9092,
+        LocalKafka,
+        lambda broker: broker.bootstrap,
+    )
 
 
 if __name__ == "__main__":

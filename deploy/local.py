@@ -10,6 +10,7 @@ stops them). --no-redis runs the stream without the read model. The gateway (`[g
 docs/gateway.md) waits for the broker and the service's topics, then serves Kafka clients at
 `[gateway] advertised_host:base_port`; it too keeps running until deploy/stop-local.sh.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,17 +45,24 @@ def main(argv: list[str]) -> int:
     redis_url = urlparse(cfg.redis.get("url", ""))
     if cfg.redis.get("enabled") and not known.no_redis and redis_url.hostname in ("127.0.0.1", "localhost"):
         redis_port = redis_url.port or 6379
-        server = LocalRedis(ROOT / ".run" / ("redis" if redis_port == 6379 else f"redis-{redis_port}"),
-                            redis_port).start()
+        server = LocalRedis(
+            ROOT / ".run" / ("redis" if redis_port == 6379 else f"redis-{redis_port}"), redis_port
+        ).start()
         print(f"Redis up at {server.url} for the read model (log: {server.logfile})", flush=True)
     if not known.no_gateway:
         gateway_local.start(known.config)
         g = cfg.raw.get("gateway", {})
-        print(f"Kafka-protocol gateway starting: Kafka clients use bootstrap.servers="
-              f"{g.get('advertised_host') or g.get('listen_host', '127.0.0.1')}:{g.get('base_port', 19092)} "
-              f"(log: {gateway_local.LOGFILE})", flush=True)
-    print(f"starting the coordinator stream ({time.monotonic() - t0:.1f} s); it creates its topics once the "
-          f"broker answers and logs READY when it answers requests", flush=True)
+        print(
+            f"Kafka-protocol gateway starting: Kafka clients use bootstrap.servers="
+            f"{g.get('advertised_host') or g.get('listen_host', '127.0.0.1')}:{g.get('base_port', 19092)} "
+            f"(log: {gateway_local.LOGFILE})",
+            flush=True,
+        )
+    print(
+        f"starting the coordinator stream ({time.monotonic() - t0:.1f} s); it creates its topics once the "
+        f"broker answers and logs READY when it answers requests",
+        flush=True,
+    )
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # The stream starts Spark while the broker starts (they take seconds each), then waits for the
     # broker and creates the topics (--ensure-topics).

@@ -1,5 +1,6 @@
 """What the local servers (deploy/kafka_local.py, deploy/redis_local.py) share: a process known by
 its pidfile, stopped with SIGTERM then SIGKILL, and the `start | stop | status` command line."""
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,15 @@ def terminate(pidfile: Path, timeout: float, poll_s: float = 0.1) -> None:
     pidfile.unlink(missing_ok=True)
 
 
-def server_cli(argv: list[str] | None, description: str, name: str, default_dir: Path, default_port: int,
-               make: Callable[[str, int], Server], address: Callable[[Server], str]) -> int:
+def server_cli(
+    argv: list[str] | None,
+    description: str,
+    name: str,
+    default_dir: Path,
+    default_port: int,
+    make: Callable[[str, int], Server],
+    address: Callable[[Server], str],
+) -> int:
     """`start | stop | status [--dir D] [--port P]` for a server object with start(), stop(), pid()
     and logfile."""
     ap = argparse.ArgumentParser(description=description)

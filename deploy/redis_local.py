@@ -7,6 +7,7 @@ deploy/setup.sh installs redis-server. The server runs daemonless in its own dir
 log, no persistence: the read model is rebuilt from the state log, docs/operations.md); `start`
 returns once it answers PING.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,9 +59,27 @@ class LocalRedis:
         log = open(self.logfile, "ab")
         # No RDB/AOF: a restarted server starts empty and the projector rebuilds it from the state log.
         proc = subprocess.Popen(
-            [binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
-             "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                binary,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.pidfile.write_text(str(proc.pid))
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -77,8 +96,15 @@ class LocalRedis:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return server_cli(argv, "Run a local Redis server for the read model", "Redis", ROOT / ".run" / "redis", 6379,
-                      LocalRedis, lambda server: server.url)
+    return server_cli(
+        argv,
+        "Run a local Redis server for the read model",
+        "Redis",
+        ROOT / ".run" / "redis",
+        6379,
+        LocalRedis,
+        lambda server: server.url,
+    )
 
 
 if __name__ == "__main__":

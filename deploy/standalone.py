@@ -10,6 +10,7 @@ against the master with `[spark] master = "spark://MASTER:7077"` (deploy/run-clu
 checkpoint must be on storage every machine sees (HDFS, S3, NFS): the driver and executors both
 write it. The connector jars travel with the job (spark.jars), so workers need no Maven.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,21 @@ SPARK_HOME = Path(pyspark.__file__).parent
 
 def _spark_class(*args: str, name: str, run_dir: Path = RUN) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, SPARK_HOME=str(SPARK_HOME), PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(run_dir), SPARK_WORKER_DIR=str(run_dir / "work"))
+    env = dict(
+        os.environ,
+        SPARK_HOME=str(SPARK_HOME),
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOG_DIR=str(run_dir),
+        SPARK_WORKER_DIR=str(run_dir / "work"),
+    )
     log = open(run_dir / f"{name}.log", "ab")
-    proc = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(SPARK_HOME / "bin" / "spark-class"), *args],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     (run_dir / f"{name}.pid").write_text(str(proc.pid))
     return proc.pid
 
@@ -50,18 +61,37 @@ def _wait_port(host: str, port: int, timeout: float = 60) -> None:
     raise RuntimeError(f"nothing listens on {host}:{port} after {timeout}s (see {RUN})")
 
 
-def start_master(host: str = "127.0.0.1", port: int = 7077, webui_port: int = 8080,
-                 run_dir: Path = RUN) -> str:
-    _spark_class("org.apache.spark.deploy.master.Master", "--host", host, "--port", str(port),
-                 "--webui-port", str(webui_port), name="master", run_dir=run_dir)
+def start_master(host: str = "127.0.0.1", port: int = 7077, webui_port: int = 8080, run_dir: Path = RUN) -> str:
+    _spark_class(
+        "org.apache.spark.deploy.master.Master",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--webui-port",
+        str(webui_port),
+        name="master",
+        run_dir=run_dir,
+    )
     _wait_port("127.0.0.1" if host == "0.0.0.0" else host, port)
     return f"spark://{host}:{port}"
 
 
-def start_worker(master: str, cores: int = 2, memory: str = "2g", name: str = "worker",
-                 webui_port: int = 8081, run_dir: Path = RUN) -> None:
-    _spark_class("org.apache.spark.deploy.worker.Worker", "--cores", str(cores), "--memory", memory,
-                 "--webui-port", str(webui_port), master, name=name, run_dir=run_dir)
+def start_worker(
+    master: str, cores: int = 2, memory: str = "2g", name: str = "worker", webui_port: int = 8081, run_dir: Path = RUN
+) -> None:
+    _spark_class(
+        "org.apache.spark.deploy.worker.Worker",
+        "--cores",
+        str(cores),
+        "--memory",
+        memory,
+        "--webui-port",
+        str(webui_port),
+        master,
+        name=name,
+        run_dir=run_dir,
+    )
 
 
 def stop(run_dir: Path = RUN) -> None:

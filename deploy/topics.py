@@ -9,6 +9,7 @@
 Existing topics are checked: a request topic without LogAppendTime or a state log with the wrong
 partition count is an error, not something to silently run with.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,19 +29,40 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
     # metadata, an OffsetFetch of many partitions): its topics take what the sink may write.
     big = {"max.message.bytes": str(int(cfg.stream["max_record_bytes"]))}
     return [
-        NewTopic(t["requests"], int(t["requests_partitions"]), 1,
-                 topic_configs={"message.timestamp.type": "LogAppendTime", **big}),
+        NewTopic(
+            t["requests"],
+            int(t["requests_partitions"]),
+            1,
+            topic_configs={"message.timestamp.type": "LogAppendTime", **big},
+        ),
         # The internal channel is ordered with the requests by append time, like them.
         NewTopic(t["internal"], 1, 1, topic_configs={"message.timestamp.type": "LogAppendTime", **big}),
         NewTopic(t["responses"], int(t["responses_partitions"]), 1, topic_configs=dict(big)),
         NewTopic(t["dead_letters"], 1, 1, topic_configs=dict(big)),
         NewTopic(t["events"], int(t["events_partitions"]), 1, topic_configs=dict(big)),
         # The newest metrics record of each coordinator partition is what counts: compacted by key.
-        NewTopic(t["metrics"], 1, 1, topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
-                                                    "segment.ms": "600000", **big}),
-        NewTopic(t["state_log"], cfg.coordinator_partitions, 1,
-                 topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1",
-                                "segment.ms": "600000", **big}),
+        NewTopic(
+            t["metrics"],
+            1,
+            1,
+            topic_configs={
+                "cleanup.policy": "compact",
+                "min.cleanable.dirty.ratio": "0.1",
+                "segment.ms": "600000",
+                **big,
+            },
+        ),
+        NewTopic(
+            t["state_log"],
+            cfg.coordinator_partitions,
+            1,
+            topic_configs={
+                "cleanup.policy": "compact",
+                "min.cleanable.dirty.ratio": "0.1",
+                "segment.ms": "600000",
+                **big,
+            },
+        ),
     ]
 
 
@@ -78,8 +100,7 @@ def ensure_topics(cfg: StreamConfig, timeout_s: float = 30) -> None:
                 pass
         deadline = time.time() + timeout_s
         while True:
-            meta = {m["name"]: m for m in admin.describe_topics([t.name for t in wanted])
-                    if m.get("error_code") == 0}
+            meta = {m["name"]: m for m in admin.describe_topics([t.name for t in wanted]) if m.get("error_code") == 0}
             if all(meta.get(t.name) and meta[t.name]["partitions"] for t in wanted):
                 break
             if time.time() > deadline:
@@ -94,8 +115,10 @@ def _check(admin: KafkaAdminClient, cfg: StreamConfig, meta: dict) -> None:
     t = cfg.topics
     n = len(meta[t["state_log"]]["partitions"])
     if n != cfg.coordinator_partitions:
-        raise RuntimeError(f"topic {t['state_log']} has {n} partitions; it needs one per coordinator "
-                           f"partition ({cfg.coordinator_partitions})")
+        raise RuntimeError(
+            f"topic {t['state_log']} has {n} partitions; it needs one per coordinator "
+            f"partition ({cfg.coordinator_partitions})"
+        )
     for name in (t["requests"], t["internal"]):
         result = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)])
         entry = result.get("topic", {}).get(name, {}).get("message.timestamp.type", {})

@@ -1,4 +1,5 @@
 """python -m gateway [--config override.toml]: run the Kafka-protocol gateway in the foreground."""
+
 from __future__ import annotations
 
 import argparse

@@ -5,6 +5,7 @@ as a Kafka client sends it to that id's coordinator. APIs about several ids (Des
 are split into one request per coordinator partition and their answers merged in request order;
 ListGroups and ListTransactions go to every partition (each lists its own, as a broker does).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,10 +22,17 @@ PRODUCE = 0
 
 # Share-group APIs: a share group's records are handed out by the partition leader (ShareFetch), which
 # the service is not, so none of them is advertised and no client reaches the broker's share coordinator.
-HIDDEN_API_KEYS = frozenset({
-    76, 77, 78, 79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
-    90, 91, 92,      # Describe/Alter/DeleteShareGroupOffsets
-})
+HIDDEN_API_KEYS = frozenset(
+    {
+        76,
+        77,
+        78,
+        79,  # ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch, ShareAcknowledge
+        90,
+        91,
+        92,  # Describe/Alter/DeleteShareGroupOffsets
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -70,14 +78,16 @@ ROUTES: dict[str, Route] = {
     "TxnOffsetCommit": Route(key=GROUP),  # the group's coordinator, as in Kafka
     "ConsumerGroupHeartbeat": Route(key=GROUP),
     "StreamsGroupHeartbeat": Route(key=GROUP),
-    "OffsetFetch": Route(key=GROUP, items=lambda v: "groups", item_key="groupId", results="groups",
-                         result_key="groupId", split_from=8),
+    "OffsetFetch": Route(
+        key=GROUP, items=lambda v: "groups", item_key="groupId", results="groups", result_key="groupId", split_from=8
+    ),
     "DescribeGroups": Route(items=lambda v: "groups", results="groups", result_key="groupId"),
     "DeleteGroups": Route(items=lambda v: "groupsNames", results="results", result_key="groupId"),
     "ConsumerGroupDescribe": Route(items=lambda v: "groupIds", results="groups", result_key="groupId"),
     "StreamsGroupDescribe": Route(items=lambda v: "groupIds", results="groups", result_key="groupId"),
-    "DescribeTransactions": Route(items=lambda v: "transactionalIds", results="transactionStates",
-                                  result_key="transactionalId"),
+    "DescribeTransactions": Route(
+        items=lambda v: "transactionalIds", results="transactionStates", result_key="transactionalId"
+    ),
     "ListGroups": Route(fan_out=True, results="groups"),
     "ListTransactions": Route(fan_out=True, results="transactionStates"),
     "InitProducerId": Route(key=TXN),

@@ -6,6 +6,7 @@ and resolves the caller waiting for that correlation id. The gateway numbers its
 so a correlation id is unique among its requests in flight; the service's sink is at-least-once,
 so an answer to an id no longer waited for (a duplicate, a late answer) is dropped.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -71,23 +72,37 @@ class CoordinatorBridge:
             deadline = time.monotonic() + cfg.startup_timeout_s
             while cfg.requests_topic not in (topics := set(admin.list_topics())):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"the request topic {cfg.requests_topic} does not exist: is the "
-                                       "coordinator service running?")
+                    raise RuntimeError(
+                        f"the request topic {cfg.requests_topic} does not exist: is the coordinator service running?"
+                    )
                 log.info("waiting for the service's request topic %s", cfg.requests_topic)
                 time.sleep(1)
             if cfg.reply_to not in topics:
                 try:
-                    admin.create_topics([NewTopic(cfg.reply_to, cfg.reply_to_partitions, 1, topic_configs={
-                        "max.message.bytes": str(cfg.reply_to_max_bytes)})])
+                    admin.create_topics(
+                        [
+                            NewTopic(
+                                cfg.reply_to,
+                                cfg.reply_to_partitions,
+                                1,
+                                topic_configs={"max.message.bytes": str(cfg.reply_to_max_bytes)},
+                            )
+                        ]
+                    )
                 except TopicAlreadyExistsError:
                     pass
         finally:
             admin.close()
-        self._producer = KafkaProducer(bootstrap_servers=cfg.bootstrap_servers, acks="all", linger_ms=1,
-                                       client_id=f"{cfg.client_id}-producer")
-        self._consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap_servers, group_id=None,
-                                       enable_auto_commit=False, fetch_max_wait_ms=20,
-                                       client_id=f"{cfg.client_id}-consumer")
+        self._producer = KafkaProducer(
+            bootstrap_servers=cfg.bootstrap_servers, acks="all", linger_ms=1, client_id=f"{cfg.client_id}-producer"
+        )
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=cfg.bootstrap_servers,
+            group_id=None,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=20,
+            client_id=f"{cfg.client_id}-consumer",
+        )
         deadline = time.monotonic() + 60
         while not (parts := self._consumer.partitions_for_topic(cfg.reply_to)):
             if time.monotonic() > deadline:
@@ -105,9 +120,16 @@ class CoordinatorBridge:
         topic metadata lists the topic, a few seconds after the gateway created it)."""
         while not self.ready.is_set():
             try:
-                await self.call("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["gateway-probe"]},
-                                key="gateway-probe", client_id=self.cfg.client_id, client_host=None,
-                                timeout_s=3, wait_ready=False)
+                await self.call(
+                    "FindCoordinator",
+                    4,
+                    {"keyType": 0, "coordinatorKeys": ["gateway-probe"]},
+                    key="gateway-probe",
+                    client_id=self.cfg.client_id,
+                    client_host=None,
+                    timeout_s=3,
+                    wait_ready=False,
+                )
                 self.ready.set()
                 log.info("the coordinator service answers on %s", self.cfg.reply_to)
             except BridgeTimeout:
@@ -128,8 +150,18 @@ class CoordinatorBridge:
         self._next_cid = cid + 1 if cid < INT32_MAX else 0
         return cid
 
-    async def call(self, api: str, version: int, body: dict, *, key: str, client_id: str,
-                   client_host: str | None, timeout_s: float, wait_ready: bool = True) -> dict:
+    async def call(
+        self,
+        api: str,
+        version: int,
+        body: dict,
+        *,
+        key: str,
+        client_id: str,
+        client_host: str | None,
+        timeout_s: float,
+        wait_ready: bool = True,
+    ) -> dict:
         """Send one request envelope and return the service's response body."""
         loop = _started(self._loop)
         deadline = loop.time() + timeout_s
@@ -139,8 +171,15 @@ class CoordinatorBridge:
             except TimeoutError:
                 raise BridgeTimeout("the coordinator service has not answered the gateway yet") from None
         cid = self._correlation_id()
-        envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
-                    "replyTo": self.cfg.reply_to, "kafkaClient": True, "request": body}
+        envelope = {
+            "apiKey": api,
+            "apiVersion": version,
+            "correlationId": cid,
+            "clientId": client_id,
+            "replyTo": self.cfg.reply_to,
+            "kafkaClient": True,
+            "request": body,
+        }
         if client_host is not None:
             envelope["clientHost"] = client_host
         future: asyncio.Future[dict] = loop.create_future()

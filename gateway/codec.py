@@ -7,6 +7,7 @@ JSON is what Kafka's generated JSON converters print: camelCase names, bytes in 
 characters of url-safe base64. The mapping below is derived from each field's `kafka_type`, so it
 covers every API kio knows; `tests/gateway/test_gateway_codec.py` checks it against Kafka's schemas.
 """
+
 from __future__ import annotations
 
 import base64
@@ -54,8 +55,16 @@ def _fields(cls: type) -> tuple[_FieldMap, ...]:
     for f in dataclasses.fields(cls):
         kind = classify_field(f)
         entity = kind.type_ if isinstance(kind, (EntityField, EntityTupleField)) else None
-        out.append(_FieldMap(f, json_name(f), f.metadata.get("kafka_type"),
-                             isinstance(kind, (EntityTupleField, PrimitiveTupleField)), entity, is_optional(f)))
+        out.append(
+            _FieldMap(
+                f,
+                json_name(f),
+                f.metadata.get("kafka_type"),
+                isinstance(kind, (EntityTupleField, PrimitiveTupleField)),
+                entity,
+                is_optional(f),
+            )
+        )
     return tuple(out)
 
 
@@ -167,8 +176,9 @@ def from_json(cls: type, data: dict) -> Any:
         if value is None:
             kwargs[fm.field.name] = None
         elif fm.entity is not None:
-            kwargs[fm.field.name] = (tuple(from_json(fm.entity, v) for v in value) if fm.array
-                                     else from_json(fm.entity, value))
+            kwargs[fm.field.name] = (
+                tuple(from_json(fm.entity, v) for v in value) if fm.array else from_json(fm.entity, value)
+            )
         elif fm.array:
             kwargs[fm.field.name] = tuple(_scalar_from_json(fm.kafka_type, v) for v in value)
         else:

@@ -1,4 +1,5 @@
 """The gateway's settings: the `[gateway]` table of conf/defaults.toml (plus [kafka], [topics])."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,8 +32,8 @@ class GatewayConfig:
         values = dict(
             bootstrap_servers=cfg.bootstrap,
             listen_host=listen,
-            advertised_host=g.get("advertised_host") or (listen if listen not in ("", "0.0.0.0", "::")
-                                                         else "127.0.0.1"),
+            advertised_host=g.get("advertised_host")
+            or (listen if listen not in ("", "0.0.0.0", "::") else "127.0.0.1"),
             base_port=int(g.get("base_port", cls.base_port)),
             broker_ports=tuple(sorted((int(k), int(v)) for k, v in g.get("broker_ports", {}).items())),
             max_in_flight=int(g.get("max_in_flight", cls.max_in_flight)),

@@ -1,4 +1,5 @@
 """Kafka's framing: a 4-byte big-endian size, then the request or response."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,7 +38,7 @@ def request_header(frame: bytes) -> tuple[int, int, int, str | None, int]:
     if 10 + n > len(frame):
         raise FrameError("the client id runs past the frame")
     try:
-        client_id = frame[10:10 + n].decode("utf-8")
+        client_id = frame[10 : 10 + n].decode("utf-8")
     except UnicodeDecodeError:
         raise FrameError("the client id is not valid UTF-8") from None
     return api_key, version, correlation_id, client_id, 10 + n

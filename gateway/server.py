@@ -8,6 +8,7 @@ connection's bounded queue, and the writer sends the slots' answers in order. Wh
 full the connection is not read any further (a slow client costs at most `max_in_flight`
 answers of memory).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -123,8 +124,9 @@ async def fetch_brokers(bootstrap_servers: str, client_id: str) -> dict[int, tup
             continue
         try:
             cls = request_class(apis.METADATA, 12)
-            header = cls.__header_schema__(request_api_key=apis.METADATA, request_api_version=12,
-                                           correlation_id=1, client_id=client_id)
+            header = cls.__header_schema__(
+                request_api_key=apis.METADATA, request_api_version=12, correlation_id=1, client_id=client_id
+            )
             body = cls(topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
             frame = await upstream.send(encode_request(header, body), 1, True)
             _, response = decode_response(frame, apis.METADATA, 12)
@@ -150,9 +152,13 @@ class Gateway:
         brokers = await fetch_brokers(self.cfg.bootstrap_servers, self.cfg.client_id)
         for node_id, (host, port) in sorted(brokers.items()):
             await self.ensure_listener(node_id, host, port)
-        log.info("gateway listening: %s", ", ".join(
-            f"{self.cfg.advertised_host}:{p} -> broker {n} at {self.brokers[n][0]}:{self.brokers[n][1]}"
-            for n, p in sorted(self.ports.items())))
+        log.info(
+            "gateway listening: %s",
+            ", ".join(
+                f"{self.cfg.advertised_host}:{p} -> broker {n} at {self.brokers[n][0]}:{self.brokers[n][1]}"
+                for n, p in sorted(self.ports.items())
+            ),
+        )
 
     @property
     def bootstrap(self) -> str:
@@ -178,8 +184,8 @@ class Gateway:
                     continue
                 try:
                     server = await asyncio.start_server(
-                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted,
-                        limit=1 << 16)
+                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted, limit=1 << 16
+                    )
                     break
                 except OSError:
                     if not derived or wanted - self.cfg.base_port > 100:
@@ -368,11 +374,22 @@ class ClientConnection:
 
         def one(key: str) -> dict:
             if body.get("keyType", 0) not in (0, 1):
-                return {"key": key, "nodeId": -1, "host": "", "port": -1,
-                        "errorCode": Errors.INVALID_REQUEST.code,
-                        "errorMessage": f"Unknown coordinator type received: {body.get('keyType')}"}
-            return {"key": key, "nodeId": self.node_id, "host": host, "port": port, "errorCode": 0,
-                    "errorMessage": None}
+                return {
+                    "key": key,
+                    "nodeId": -1,
+                    "host": "",
+                    "port": -1,
+                    "errorCode": Errors.INVALID_REQUEST.code,
+                    "errorMessage": f"Unknown coordinator type received: {body.get('keyType')}",
+                }
+            return {
+                "key": key,
+                "nodeId": self.node_id,
+                "host": host,
+                "port": port,
+                "errorCode": 0,
+                "errorMessage": None,
+            }
 
         if version < 4:
             answer = one(body.get("key", ""))
@@ -394,10 +411,20 @@ class ClientConnection:
             timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
         try:
-            answers = await asyncio.gather(*(
-                self.gw.bridge.call(spec.name, version, sub.body, key=sub.key, client_id=client_id or "",
-                                    client_host=self.client_host, timeout_s=timeout_s)
-                for sub in subs))
+            answers = await asyncio.gather(
+                *(
+                    self.gw.bridge.call(
+                        spec.name,
+                        version,
+                        sub.body,
+                        key=sub.key,
+                        client_id=client_id or "",
+                        client_host=self.client_host,
+                        timeout_s=timeout_s,
+                    )
+                    for sub in subs
+                )
+            )
             response = apis.merge(spec, subs, list(answers))
         except BridgeTimeout as e:
             response = _error_body(spec, version, body, str(e))

@@ -20,6 +20,7 @@ the memory it just freed instead of fresh pages (faulting in a new multi-megabyt
 batch cost several times the copy itself). Everything is a pure function of the old payload and the changes: a replayed batch writes
 the same bytes.
 """
+
 from __future__ import annotations
 
 import json
@@ -88,7 +89,7 @@ class ChunkReader(ChunkSource):
     def key_at(self, i: int) -> bytes:
         off, klen, _ = self.entry(i)
         start = self.data_start + off
-        return self.payload[start:start + klen]
+        return self.payload[start : start + klen]
 
     def position(self, key: bytes) -> int:
         """Index of the first entry whose key is >= `key`."""
@@ -129,7 +130,7 @@ class ChunkReader(ChunkSource):
         if vlen < 1 or start + vlen > self.data_start + self.used:
             raise ChunkCorrupt(name, "value outside the payload")
         flag = self.payload[start]
-        body = self._view[start + 1:start + vlen]
+        body = self._view[start + 1 : start + vlen]
         if flag == RAW:
             text = bytes(body)
         elif flag in (ZLIB, ZLIB_DICT):
@@ -185,7 +186,7 @@ def write(base: ChunkReader | None, changes: dict[str, Any]) -> bytes:
     idx = base.index_start
     for k in sorted(changed):
         i = base.position(k)
-        index_parts.append(base._view[idx + prev * ENTRY.size: idx + i * ENTRY.size])
+        index_parts.append(base._view[idx + prev * ENTRY.size : idx + i * ENTRY.size])
         prev = i
         if i < base.n and base.key_at(i) == k:  # replace or delete the stored chunk
             _, klen, vlen = base.entry(i)
@@ -202,13 +203,20 @@ def write(base: ChunkReader | None, changes: dict[str, Any]) -> bytes:
         data_end += len(k) + len(value)
         live += len(k) + len(value)
         n += 1
-    index_parts.append(base._view[idx + prev * ENTRY.size: base.data_start])
+    index_parts.append(base._view[idx + prev * ENTRY.size : base.data_start])
     if dead > max(live, COMPACT_MIN_DEAD):
         return _compact(base, changed)
     header = HEADER.pack(MAGIC, n, live, dead, data_end)
     size = HEADER.size + n * ENTRY.size + data_end
-    return b"".join([header, *index_parts, base._view[base.data_start:base.data_start + base.used], *new_data,
-                     bytes(size_class(size) - size)])
+    return b"".join(
+        [
+            header,
+            *index_parts,
+            base._view[base.data_start : base.data_start + base.used],
+            *new_data,
+            bytes(size_class(size) - size),
+        ]
+    )
 
 
 def _compact(base: ChunkReader, changed: dict[bytes, bytes | None]) -> bytes:
@@ -217,7 +225,7 @@ def _compact(base: ChunkReader, changed: dict[bytes, bytes | None]) -> bytes:
     for i in range(base.n):
         off, klen, vlen = base.entry(i)
         start = base.data_start + off
-        chunks[base.payload[start:start + klen]] = base.payload[start + klen:start + klen + vlen]
+        chunks[base.payload[start : start + klen]] = base.payload[start + klen : start + klen + vlen]
     for k, text in changed.items():
         if text is None:
             chunks.pop(k, None)

@@ -15,6 +15,7 @@ The stream uses `load_partition` / `encode_partition` (lazy, O(entities touched)
 `encode` convert between any format and the full snapshot dict (tests, inspection, migration).
 A format-1/2 state loads through the dict and is written back in format 3 by the first batch.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,13 @@ CURRENT_FORMAT = FORMAT_CHUNKED
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 
 
-def load_partition(fmt: int, payload: bytes, partition_id: int,
-                   config: CoordinatorConfig | None = None,
-                   reader: chunked.ChunkReader | None = None) -> CoordinatorPartition:
+def load_partition(
+    fmt: int,
+    payload: bytes,
+    partition_id: int,
+    config: CoordinatorConfig | None = None,
+    reader: chunked.ChunkReader | None = None,
+) -> CoordinatorPartition:
     """The partition a stored state holds. Format 3 reads entities lazily from the payload (pass
     the same `reader` to every re-run of a batch: it is immutable); older formats decode fully."""
     if fmt == FORMAT_CHUNKED:

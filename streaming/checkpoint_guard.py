@@ -30,6 +30,7 @@ refused: rolling back further would start from state older than what was committ
 A rollback never loses a committed request: the source offsets of the previous batch are in the
 checkpoint, so every request after them is read and applied again (outputs are at-least-once).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,11 +66,13 @@ def crc_problem(path: Path) -> str | None:
     if len(raw) < 8 or raw[:4] != b"crc\x00":
         return f"its checksum file {crc.name} is unreadable"
     chunk = struct.unpack(">i", raw[4:8])[0]
-    expected = [struct.unpack(">I", raw[i:i + 4])[0] for i in range(8, len(raw) - 3, 4)]
-    actual = [zlib.crc32(data[i:i + chunk]) for i in range(0, len(data), chunk)]
+    expected = [struct.unpack(">I", raw[i : i + 4])[0] for i in range(8, len(raw) - 3, 4)]
+    actual = [zlib.crc32(data[i : i + chunk]) for i in range(0, len(data), chunk)]
     if expected != actual:
-        return (f"does not match its checksum file {crc.name} ({len(data)} bytes, the checksum covers "
-                f"{len(expected)} chunk(s) of {chunk})")
+        return (
+            f"does not match its checksum file {crc.name} ({len(data)} bytes, the checksum covers "
+            f"{len(expected)} chunk(s) of {chunk})"
+        )
     return None
 
 
@@ -84,7 +87,7 @@ def log_entry_problem(path: Path, json_lines: int) -> str | None:
         return "has no version line (empty or truncated)"
     if len(lines) < 1 + json_lines:
         return f"is truncated ({len(lines) - 1} of {json_lines} JSON lines)"
-    for line in lines[1:1 + json_lines]:
+    for line in lines[1 : 1 + json_lines]:
         try:
             json.loads(line)
         except ValueError:
@@ -103,9 +106,9 @@ def changelog_problem(path: Path) -> str | None:
         return None  # another compression codec: checksum only
     pos = 0
     while pos + LZ4_HEADER <= len(data):
-        if data[pos:pos + len(LZ4_MAGIC)] != LZ4_MAGIC:
+        if data[pos : pos + len(LZ4_MAGIC)] != LZ4_MAGIC:
             return f"is corrupt at byte {pos}"
-        compressed, size = struct.unpack("<ii", data[pos + 9:pos + 17])
+        compressed, size = struct.unpack("<ii", data[pos + 9 : pos + 17])
         if compressed == 0 and size == 0:
             return None if pos + LZ4_HEADER == len(data) else "has bytes after its end"
         pos += LZ4_HEADER + compressed
@@ -165,8 +168,11 @@ def _orphan_crcs(directory: Path) -> list[Path]:
     (`..N.<uuid>.tmp.crc`, left by a SIGKILL in mid-write): Spark never reads those names."""
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.glob(".*.crc")
-                  if not p.name[1:-4].startswith(".") and not (directory / p.name[1:-4]).exists())
+    return sorted(
+        p
+        for p in directory.glob(".*.crc")
+        if not p.name[1:-4].startswith(".") and not (directory / p.name[1:-4]).exists()
+    )
 
 
 def store_partitions(root: Path) -> list[Path]:
@@ -174,8 +180,13 @@ def store_partitions(root: Path) -> list[Path]:
     state = root / "state"
     if not state.is_dir():
         return []
-    return sorted(p for op in state.iterdir() if op.is_dir() and op.name.isdigit()
-                  for p in op.iterdir() if p.is_dir() and p.name.isdigit())
+    return sorted(
+        p
+        for op in state.iterdir()
+        if op.is_dir() and op.name.isdigit()
+        for p in op.iterdir()
+        if p.is_dir() and p.name.isdigit()
+    )
 
 
 def expected_store_partitions(root: Path) -> list[Path]:
@@ -234,8 +245,10 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
         json.loads(meta.read_text().split("\n")[0])["id"]
     except (OSError, ValueError, KeyError, IndexError):
         d.damage.append("metadata (the query id) is missing or unreadable")
-        d.refusal = ('write it again as {"id":"<any uuid>"} (the id only names the query), after '
-                     "checking that nothing else is damaged")
+        d.refusal = (
+            'write it again as {"id":"<any uuid>"} (the id only names the query), after '
+            "checking that nothing else is damaged"
+        )
         return d
 
     replanned = None
@@ -276,8 +289,10 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
             replanned, n = n, rolled_back
     c = commits[-1] if commits else -1
     if c < n - 1:
-        d.refusal = (f"the newest commit is {c if c >= 0 else 'missing'} but offsets go up to {n}: "
-                     "more than one batch would have to be rolled back")
+        d.refusal = (
+            f"the newest commit is {c if c >= 0 else 'missing'} but offsets go up to {n}: "
+            "more than one batch would have to be rolled back"
+        )
         return d
 
     # State: the version the next batch loads is c + 1; each store partition must be able to
@@ -294,8 +309,13 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
     for attempt in range(2):
         broken = [(p, *found) for p in partitions if (found := _chain_problem(p, c + 1))]
         only_newest = broken and all(version == c + 1 for *_, version in broken)
-        if only_newest and attempt == 0 and rolled_back is None and c >= 0 \
-                and not log_entry_problem(offsets_dir / str(c), 2):
+        if (
+            only_newest
+            and attempt == 0
+            and rolled_back is None
+            and c >= 0
+            and not log_entry_problem(offsets_dir / str(c), 2)
+        ):
             # Roll back batch c: it is re-run exactly from state version c and writes c + 1 again.
             for p, what, snapshots, _ in broken:
                 d.damage.append(f"{p.relative_to(root)}/{what}")
@@ -309,9 +329,11 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
         for p, what, snapshots, version in broken:
             d.damage.append(f"{p.relative_to(root)}/{what}")
             if version is not None:
-                d.refusal = (f"state version {version} of {p.relative_to(root)} is needed to load version "
-                             f"{c + 1} and cannot be read; rolling back further would start from state "
-                             "older than what was committed")
+                d.refusal = (
+                    f"state version {version} of {p.relative_to(root)} is needed to load version "
+                    f"{c + 1} and cannot be read; rolling back further would start from state "
+                    "older than what was committed"
+                )
                 return d
             for s in snapshots:
                 d.move += _with_crc(s)
@@ -333,15 +355,20 @@ def diagnose(checkpoint: str | Path) -> Diagnosis:
     d.damage = list(dict.fromkeys(d.damage))
     next_batch = c + 1
     if replanned is not None and replanned > next_batch:
-        d.outcome = (f"batch {next_batch} is re-run exactly (same offsets, same batch time) from state "
-                     f"version {next_batch}, then batch {replanned} is planned again with a new batch time")
+        d.outcome = (
+            f"batch {next_batch} is re-run exactly (same offsets, same batch time) from state "
+            f"version {next_batch}, then batch {replanned} is planned again with a new batch time"
+        )
     elif replanned is not None:
-        d.outcome = (f"batch {next_batch} is planned again from the end offsets of batch {c} with a new "
-                     f"batch time, from state version {next_batch}; every request after those offsets "
-                     "is applied again")
+        d.outcome = (
+            f"batch {next_batch} is planned again from the end offsets of batch {c} with a new "
+            f"batch time, from state version {next_batch}; every request after those offsets "
+            "is applied again"
+        )
     elif n == next_batch:
-        d.outcome = (f"batch {next_batch} is re-run exactly (same offsets, same batch time) from state "
-                     f"version {next_batch}")
+        d.outcome = (
+            f"batch {next_batch} is re-run exactly (same offsets, same batch time) from state version {next_batch}"
+        )
     else:
         d.outcome = "Spark resumes where it stopped"
     return d
@@ -368,13 +395,15 @@ def check_before_start(checkpoint: str | Path, *, repair_damage: bool) -> Diagno
     if d.refusal:
         raise CheckpointDamaged(
             d.report() + "\n  The query is not started. Restore the checkpoint from a backup; or move it "
-            "away and start a new one: with [stream] starting_offsets = \"earliest\" the requests still in "
+            'away and start a new one: with [stream] starting_offsets = "earliest" the requests still in '
             "the request topic are applied again in order (with new batch times; requests past the "
-            "topic's retention are lost). <checkpoint>.damaged/ holds what earlier repairs moved away.")
+            "topic's retention are lost). <checkpoint>.damaged/ holds what earlier repairs moved away."
+        )
     if not repair_damage:
         raise CheckpointDamaged(
             d.report() + f"\n  The query is not started. Repair with: python -m streaming.checkpoint_guard "
-            f"--checkpoint {d.checkpoint} --repair (or set [stream] checkpoint_repair = true).")
+            f"--checkpoint {d.checkpoint} --repair (or set [stream] checkpoint_repair = true)."
+        )
     moved_to = repair(d)
     log.warning("%s\n  REPAIRED: damaged files moved to %s", d.report(), moved_to)
     return d

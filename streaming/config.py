@@ -4,6 +4,7 @@ Environment variables COORD_<TABLE>_<KEY> override single values (e.g.
 COORD_KAFKA_BOOTSTRAP_SERVERS, COORD_STREAM_CHECKPOINT); values are read as TOML literals when
 they parse as one (numbers, booleans, quoted strings), otherwise as plain strings.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,8 +43,12 @@ class StreamConfig:
     raw: dict
 
     @classmethod
-    def load(cls, override_file: str | os.PathLike | None = None,
-             overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> StreamConfig:
+    def load(
+        cls,
+        override_file: str | os.PathLike | None = None,
+        overrides: Mapping | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> StreamConfig:
         with open(DEFAULTS_FILE, "rb") as f:
             raw = tomllib.load(f)
         if override_file:
@@ -53,11 +58,10 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway",
-                          "txn"):
+            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway", "txn"):
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
-                    key = name[len(prefix):].lower()
+                    key = name[len(prefix) :].lower()
                     if key in raw.get(table, {}):
                         raw[table][key] = _env_value(value)
         if overrides:
@@ -127,9 +131,14 @@ class StreamConfig:
         settings.setdefault("coordinator.endpoint.host", host or "127.0.0.1")
         settings.setdefault("coordinator.endpoint.port", int(port or 9092))
         settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
-        settings.setdefault("coordinator.internal.topics",
-                            [self.topics[t] for t in ("requests", "responses", "events", "state_log",
-                                                      "internal", "dead_letters", "metrics")])
-        settings.setdefault("coordinator.reply.to.pattern",
-                            re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?")
+        settings.setdefault(
+            "coordinator.internal.topics",
+            [
+                self.topics[t]
+                for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
+            ],
+        )
+        settings.setdefault(
+            "coordinator.reply.to.pattern", re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?"
+        )
         return CoordinatorConfig(settings)

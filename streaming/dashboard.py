@@ -15,6 +15,7 @@ exporter starts its charts again. The builders below are pure functions over rea
 metric samples; the page is one HTML file (plain JS, inline SVG) that renders the data embedded in
 it at once (so a headless browser's first paint has it) and polls the JSON every 2 s.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,12 @@ log = logging.getLogger("dashboard")
 
 OPEN_TXN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 REBALANCE_EVENTS = ("RebalanceStarted", "GroupEpochBumped")  # what group_rebalance_started_total counts
-DEFAULTS = {"hanging_transaction_ms": 900000, "sample_interval_ms": 2000, "history_s": 600,
-            "end_offsets_cache_ms": 2000}
+DEFAULTS = {
+    "hanging_transaction_ms": 900000,
+    "sample_interval_ms": 2000,
+    "history_s": 600,
+    "end_offsets_cache_ms": 2000,
+}
 PAGE = Path(__file__).with_name("dashboard.html")
 
 
@@ -45,8 +50,15 @@ def partition_lag(offsets: dict, ends: dict) -> list[dict]:
     rows = []
     for (topic, partition), committed in sorted(offsets.items()):
         end = ends.get((topic, partition))
-        rows.append({"topic": topic, "partition": partition, "committed": committed, "end": end,
-                     "lag": None if end is None else max(0, end - committed)})
+        rows.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "committed": committed,
+                "end": end,
+                "lag": None if end is None else max(0, end - committed),
+            }
+        )
     return rows
 
 
@@ -66,11 +78,18 @@ def assignment_pairs(assignment) -> list[tuple[str, int]]:
 
 def group_row(group: dict, rows: list[dict]) -> dict:
     """A group of the read model as the overview lists it."""
-    return {"groupId": group["groupId"], "type": group.get("type"), "state": group.get("state"),
-            "protocol": group.get("protocol") or "", "members": len(group.get("members") or []),
-            "generation": group.get("generation"), "assignmentEpoch": group.get("assignmentEpoch"),
-            "coordinatorPartition": group.get("coordinatorPartition"), "totalLag": total_lag(rows),
-            "partitions": len(rows)}
+    return {
+        "groupId": group["groupId"],
+        "type": group.get("type"),
+        "state": group.get("state"),
+        "protocol": group.get("protocol") or "",
+        "members": len(group.get("members") or []),
+        "generation": group.get("generation"),
+        "assignmentEpoch": group.get("assignmentEpoch"),
+        "coordinatorPartition": group.get("coordinatorPartition"),
+        "totalLag": total_lag(rows),
+        "partitions": len(rows),
+    }
 
 
 def member_rows(group: dict, rows: list[dict]) -> list[dict]:
@@ -82,11 +101,18 @@ def member_rows(group: dict, rows: list[dict]) -> list[dict]:
         by_topic: dict[str, list[int]] = {}
         for t, p in pairs:
             by_topic.setdefault(t, []).append(p)
-        out.append({"memberId": m.get("memberId"), "groupInstanceId": m.get("groupInstanceId"),
-                    "clientId": m.get("clientId"), "clientHost": m.get("clientHost"),
-                    "memberEpoch": m.get("memberEpoch"), "memberState": m.get("memberState"),
-                    "assignment": {t: sorted(ps) for t, ps in by_topic.items()},
-                    "lag": sum(lag.get(tp) or 0 for tp in pairs)})
+        out.append(
+            {
+                "memberId": m.get("memberId"),
+                "groupInstanceId": m.get("groupInstanceId"),
+                "clientId": m.get("clientId"),
+                "clientHost": m.get("clientHost"),
+                "memberEpoch": m.get("memberEpoch"),
+                "memberState": m.get("memberState"),
+                "assignment": {t: sorted(ps) for t, ps in by_topic.items()},
+                "lag": sum(lag.get(tp) or 0 for tp in pairs),
+            }
+        )
     return out
 
 
@@ -99,11 +125,19 @@ def transactions_in_flight(txns: list[dict], now_ms: int, hanging_ms: int) -> li
             continue
         start = t.get("startTimestamp")
         age = None if start is None or start < 0 else max(0, now_ms - start)
-        out.append({"transactionalId": t["transactionalId"], "state": t["state"],
-                    "producerId": t.get("producerId"), "producerEpoch": t.get("producerEpoch"),
-                    "timeoutMs": t.get("timeoutMs"), "startTimestamp": start, "ageMs": age,
-                    "partitions": [f"{p['topic']}-{q}" for p in t.get("partitions") or [] for q in p["partitions"]],
-                    "hanging": age is not None and age > hanging_ms})
+        out.append(
+            {
+                "transactionalId": t["transactionalId"],
+                "state": t["state"],
+                "producerId": t.get("producerId"),
+                "producerEpoch": t.get("producerEpoch"),
+                "timeoutMs": t.get("timeoutMs"),
+                "startTimestamp": start,
+                "ageMs": age,
+                "partitions": [f"{p['topic']}-{q}" for p in t.get("partitions") or [] for q in p["partitions"]],
+                "hanging": age is not None and age > hanging_ms,
+            }
+        )
     return sorted(out, key=lambda t: -(t["ageMs"] or 0))
 
 
@@ -111,10 +145,14 @@ def rebalance_event(value: dict) -> dict | None:
     """The part of an events-topic record the page shows, for a rebalance (None otherwise)."""
     if value.get("event") not in REBALANCE_EVENTS or "groupId" not in value:
         return None
-    return {"timeMs": int(value.get("timeMs") or 0), "groupId": value["groupId"],
-            "type": "classic" if value["event"] == "RebalanceStarted" else "consumer",
-            "event": value["event"], "reason": value.get("reason") or "",
-            "generation": value.get("generationId", value.get("groupEpoch"))}
+    return {
+        "timeMs": int(value.get("timeMs") or 0),
+        "groupId": value["groupId"],
+        "type": "classic" if value["event"] == "RebalanceStarted" else "consumer",
+        "event": value["event"],
+        "reason": value.get("reason") or "",
+        "generation": value.get("generationId", value.get("groupEpoch")),
+    }
 
 
 def rebalance_buckets(events: list[dict], now_ms: int, window_ms: int, bucket_ms: int) -> list[dict]:
@@ -141,40 +179,80 @@ def stream_problems(status: dict | None, partitions_reporting: int, metrics_topi
     if status is not None and not status["up"]:
         out.append(f"The stream is down: {status['reason']}.")
     if partitions_reporting == 0:
-        out.append(f"No metrics records in {metrics_topic} yet: the stream has not completed a batch "
-                   "that did anything, or it is not running.")
+        out.append(
+            f"No metrics records in {metrics_topic} yet: the stream has not completed a batch "
+            "that did anything, or it is not running."
+        )
     return out
 
 
-def overview(*, groups: list[dict] | None, offsets: dict, ends: dict, txns: list[dict] | None, now_ms: int,
-             hanging_ms: int, rebalances: list[dict], history: dict, stream: dict, problems: list[str],
-             window_ms: int, bucket_ms: int = 30000) -> dict:
+def overview(
+    *,
+    groups: list[dict] | None,
+    offsets: dict,
+    ends: dict,
+    txns: list[dict] | None,
+    now_ms: int,
+    hanging_ms: int,
+    rebalances: list[dict],
+    history: dict,
+    stream: dict,
+    problems: list[str],
+    window_ms: int,
+    bucket_ms: int = 30000,
+) -> dict:
     """The overview page's data. `groups` / `txns` None: the read model is not available
     (`problems` says why); `offsets` {groupId: {(topic, partition): committed}}."""
     rows = []
     for g in groups or []:
         rows.append(group_row(g, partition_lag(offsets.get(g["groupId"], {}), ends)))
-    return {"nowMs": now_ms, "problems": problems, "readModel": groups is not None,
-            "groups": rows, "transactions": None if txns is None else transactions_in_flight(txns, now_ms, hanging_ms),
-            "hangingTransactionMs": hanging_ms,
-            "rebalances": {"recent": sorted(rebalances, key=lambda e: -e["timeMs"])[:20],
-                           "buckets": rebalance_buckets(rebalances, now_ms, window_ms, bucket_ms),
-                           "bucketMs": bucket_ms},
-            "stream": stream, "history": history}
+    return {
+        "nowMs": now_ms,
+        "problems": problems,
+        "readModel": groups is not None,
+        "groups": rows,
+        "transactions": None if txns is None else transactions_in_flight(txns, now_ms, hanging_ms),
+        "hangingTransactionMs": hanging_ms,
+        "rebalances": {
+            "recent": sorted(rebalances, key=lambda e: -e["timeMs"])[:20],
+            "buckets": rebalance_buckets(rebalances, now_ms, window_ms, bucket_ms),
+            "bucketMs": bucket_ms,
+        },
+        "stream": stream,
+        "history": history,
+    }
 
 
-def group_page(*, group: dict | None, group_id: str, offsets: dict, ends: dict, now_ms: int,
-               rebalances: list[dict], lag_history: list, problems: list[str]) -> dict:
+def group_page(
+    *,
+    group: dict | None,
+    group_id: str,
+    offsets: dict,
+    ends: dict,
+    now_ms: int,
+    rebalances: list[dict],
+    lag_history: list,
+    problems: list[str],
+) -> dict:
     rows = partition_lag(offsets, ends)
-    owner = {tp: m.get("memberId") for m in (group or {}).get("members") or []
-             for tp in assignment_pairs(m.get("assignment"))}
+    owner = {
+        tp: m.get("memberId")
+        for m in (group or {}).get("members") or []
+        for tp in assignment_pairs(m.get("assignment"))
+    }
     for r in rows:
         r["memberId"] = owner.get((r["topic"], r["partition"]))
-    return {"nowMs": now_ms, "problems": problems, "groupId": group_id, "found": group is not None,
-            "group": group_row(group, rows) if group else None,
-            "members": member_rows(group, rows) if group else [], "partitions": rows,
-            "lagHistory": lag_history,
-            "rebalances": sorted([e for e in rebalances if e["groupId"] == group_id], key=lambda e: -e["timeMs"])[:20]}
+    return {
+        "nowMs": now_ms,
+        "problems": problems,
+        "groupId": group_id,
+        "found": group is not None,
+        "group": group_row(group, rows) if group else None,
+        "members": member_rows(group, rows) if group else [],
+        "partitions": rows,
+        "lagHistory": lag_history,
+        "rebalances": sorted([e for e in rebalances if e["groupId"] == group_id], key=lambda e: -e["timeMs"])[:20],
+    }
 
 
 def render_page(template: str, data: dict) -> str:
@@ -211,9 +289,19 @@ class History:
 class Dashboard:
     """The page's live sources; `start()` runs the events consumer and the sampler."""
 
-    def __init__(self, bootstrap: str, *, events_topic: str, metrics_topic: str, store, health=None,
-                 status_file: Path | None = None, redis_url: str | None = None, redis_prefix: str = "coord",
-                 settings: dict | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        events_topic: str,
+        metrics_topic: str,
+        store,
+        health=None,
+        status_file: Path | None = None,
+        redis_url: str | None = None,
+        redis_prefix: str = "coord",
+        settings: dict | None = None,
+    ):
         s = {**DEFAULTS, **(settings or {})}
         self.bootstrap, self.events_topic, self.metrics_topic = bootstrap, events_topic, metrics_topic
         self.store, self.health, self.status_file = store, health, status_file
@@ -269,24 +357,35 @@ class Dashboard:
         if model is None:
             return {"groups": None, "txns": None, "offsets": {}}, [
                 "The Redis read model is off ([redis] enabled = false, or no --redis): groups and "
-                "transactions cannot be shown."]
+                "transactions cannot be shown."
+            ]
         try:
             if group_id is not None:
                 g = model.group(group_id)
                 offs = {tp: v["committedOffset"] for tp, v in model.offsets(group_id).items()}
                 return {"group": g, "offsets": offs}, []
             groups = model.groups()
-            offsets = {g: {tp: v["committedOffset"] for tp, v in offs.items()}
-                       for g, offs in model.offsets_of([g["groupId"] for g in groups]).items()}
+            offsets = {
+                g: {tp: v["committedOffset"] for tp, v in offs.items()}
+                for g, offs in model.offsets_of([g["groupId"] for g in groups]).items()
+            }
             txns = model.transactions()
-            problems = [] if model.freshness()["updatedAt"] is not None else [
-                f"Redis at {self.redis_url} holds no read model yet (prefix {self.redis_prefix!r}): "
-                "the projector has not written."]
+            problems = (
+                []
+                if model.freshness()["updatedAt"] is not None
+                else [
+                    f"Redis at {self.redis_url} holds no read model yet (prefix {self.redis_prefix!r}): "
+                    "the projector has not written."
+                ]
+            )
             return {"groups": groups, "offsets": offsets, "txns": txns}, problems
         except ReadModelUnavailable as e:
             reason = str(e).split(": ", 1)[-1]
-            empty: dict[str, Any] = {"group": None, "offsets": {}} if group_id is not None else {"groups": None, "txns": None,
-                                                                                "offsets": {}}
+            empty: dict[str, Any] = (
+                {"group": None, "offsets": {}}
+                if group_id is not None
+                else {"groups": None, "txns": None, "offsets": {}}
+            )
             return empty, [f"Redis at {self.redis_url} is not reachable: {reason}"]
 
     def end_offsets(self, tps: set) -> tuple[dict, list[str]]:
@@ -304,8 +403,9 @@ class Dashboard:
             return out, []
         try:
             if self._kafka is None:
-                self._kafka = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                            enable_auto_commit=False, request_timeout_ms=5000)
+                self._kafka = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap, group_id=None, enable_auto_commit=False, request_timeout_ms=5000
+                )
             known = []
             for topic in {t for t, _ in missing}:
                 parts = self._kafka.partitions_for_topic(topic) or set()
@@ -341,12 +441,16 @@ class Dashboard:
         problems = stream_problems(status, len(t["stateBytes"]), self.metrics_topic)
         if self._events_error:
             problems.append(self._events_error + " (rebalances are not followed)")
-        view = {"status": status, "statusFile": str(self.status_file) if self.status_file else None,
-                "partitionsReporting": len(t["stateBytes"]), "stateBytes": sum(t["stateBytes"].values()),
-                "requestsApplied": requests_applied(t["counters"]),
-                "lastBatchId": last.get("batchId"),
-                "lastBatchMs": (last.get("durationMs") or {}).get("triggerExecution"),
-                "requestLag": self.health.request_lag if self.health is not None else None}
+        view = {
+            "status": status,
+            "statusFile": str(self.status_file) if self.status_file else None,
+            "partitionsReporting": len(t["stateBytes"]),
+            "stateBytes": sum(t["stateBytes"].values()),
+            "requestsApplied": requests_applied(t["counters"]),
+            "lastBatchId": last.get("batchId"),
+            "lastBatchMs": (last.get("durationMs") or {}).get("triggerExecution"),
+            "requestLag": self.health.request_lag if self.health is not None else None,
+        }
         return view, problems
 
     def rebalance_list(self) -> list[dict]:
@@ -360,22 +464,42 @@ class Dashboard:
         tps = {tp for offs in state["offsets"].values() for tp in offs}
         ends, broker_problems = self.end_offsets(tps)
         stream, stream_problems_ = self.stream_view()
-        history = {name: self.history.get(name) for name in
-                   ("batchDurationMs", "requestRate", "inputRowRate", "requestLag", "stateBytes")}
-        return overview(groups=state["groups"], offsets=state["offsets"], ends=ends, txns=state["txns"],
-                        now_ms=int(time.time() * 1000), hanging_ms=self.hanging_ms,
-                        rebalances=self.rebalance_list(), history=history, stream=stream,
-                        problems=problems + broker_problems + stream_problems_, window_ms=self.window_ms)
+        history = {
+            name: self.history.get(name)
+            for name in ("batchDurationMs", "requestRate", "inputRowRate", "requestLag", "stateBytes")
+        }
+        return overview(
+            groups=state["groups"],
+            offsets=state["offsets"],
+            ends=ends,
+            txns=state["txns"],
+            now_ms=int(time.time() * 1000),
+            hanging_ms=self.hanging_ms,
+            rebalances=self.rebalance_list(),
+            history=history,
+            stream=stream,
+            problems=problems + broker_problems + stream_problems_,
+            window_ms=self.window_ms,
+        )
 
     def group(self, group_id: str) -> dict:
         state, problems = self.read_model_state(group_id)
         ends, broker_problems = self.end_offsets(set(state["offsets"]))
         prefix = f"lag:{group_id}\x00"
-        lag_history = [{"partition": name[len(prefix):], "points": self.history.get(name)}
-                       for name in sorted(self.history.names(prefix))]
-        return group_page(group=state["group"], group_id=group_id, offsets=state["offsets"], ends=ends,
-                          now_ms=int(time.time() * 1000), rebalances=self.rebalance_list(),
-                          lag_history=lag_history, problems=problems + broker_problems)
+        lag_history = [
+            {"partition": name[len(prefix) :], "points": self.history.get(name)}
+            for name in sorted(self.history.names(prefix))
+        ]
+        return group_page(
+            group=state["group"],
+            group_id=group_id,
+            offsets=state["offsets"],
+            ends=ends,
+            now_ms=int(time.time() * 1000),
+            rebalances=self.rebalance_list(),
+            lag_history=lag_history,
+            problems=problems + broker_problems,
+        )
 
     # ------------------------------------------------------------------ background
     def sample(self) -> None:
@@ -446,8 +570,16 @@ class Dashboard:
         def polled() -> None:
             self._events_error = None
 
-        follow_topic(self.bootstrap, self.events_topic, self._stop, position, lambda r: self._on_event(r.value),
-                     after_poll=polled, on_error=failed, missing_topic_wait_s=2.0)
+        follow_topic(
+            self.bootstrap,
+            self.events_topic,
+            self._stop,
+            position,
+            lambda r: self._on_event(r.value),
+            after_poll=polled,
+            on_error=failed,
+            missing_topic_wait_s=2.0,
+        )
 
     def _on_event(self, raw: bytes | None) -> None:
         if not raw or b"Rebalance" not in raw and b"GroupEpochBumped" not in raw:

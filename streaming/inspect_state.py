@@ -5,6 +5,7 @@
 Prints one JSON object: coordinator partition -> decoded snapshot (and its Spark timeout). Uses
 Spark's `statestore` batch reader, so it needs no running job; for recovery drills and support.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,23 +29,28 @@ def committed_progress(checkpoint: str) -> tuple[int, dict[str, dict[int, int]],
     batch = max(commits)
     lines = (root / "offsets" / str(batch)).read_text().splitlines()
     meta = json.loads(lines[1])
-    offsets = {topic: {int(p): o for p, o in parts.items()}
-               for topic, parts in json.loads(lines[2]).items()}
+    offsets = {topic: {int(p): o for p, o in parts.items()} for topic, parts in json.loads(lines[2]).items()}
     return batch, offsets, int(meta.get("batchTimestampMs", 0))
 
 
-def read_states(checkpoint: str, *, state_store: str = "rocksdb", batch_id: int | None = None,
-                spark=None) -> dict[int, dict]:
+def read_states(
+    checkpoint: str, *, state_store: str = "rocksdb", batch_id: int | None = None, spark=None
+) -> dict[int, dict]:
     from pyspark.sql import SparkSession
 
     own = spark is None
     if own:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        spark = (SparkSession.builder.master("local[1]").appName("inspect-state")
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.sql.streaming.stateStore.providerClass",
-                         ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER)
-                 .getOrCreate())
+        spark = (
+            SparkSession.builder.master("local[1]")
+            .appName("inspect-state")
+            .config("spark.ui.enabled", "false")
+            .config(
+                "spark.sql.streaming.stateStore.providerClass",
+                ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER,
+            )
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
     try:
         reader = spark.read.format("statestore")

@@ -6,6 +6,7 @@ the broadcast key, signed with the internal key (streaming/trust.py), which the 
 every coordinator partition. Going through a topic keeps the core deterministic: a replayed batch
 sees the same metadata.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,10 @@ def read_topic_metadata(admin: KafkaAdminClient, reply_topic_prefix: str | None 
         topic = {"topicName": t["name"], "topicId": _uuid_base64(topic_id), "numPartitions": len(t["partitions"])}
         if broker_racks:
             by_index = {p["partition_index"]: p.get("replica_nodes") or [] for p in t["partitions"]}
-            topic["partitionRacks"] = [sorted(broker_racks[r] for r in by_index.get(i, []) if r in broker_racks)
-                                       for i in range(len(t["partitions"]))]
+            topic["partitionRacks"] = [
+                sorted(broker_racks[r] for r in by_index.get(i, []) if r in broker_racks)
+                for i in range(len(t["partitions"]))
+            ]
         topics.append(topic)
     reply_topics = [t for t in topics if reply_topic_prefix and t["topicName"].startswith(reply_topic_prefix)]
     if reply_topics:
@@ -74,14 +77,26 @@ def _uuid_base64(topic_id) -> str:
 
 
 def update_metadata_request(topics: list[dict], correlation_id: int) -> bytes:
-    return json.dumps({"apiKey": "UpdateMetadata", "apiVersion": 0, "correlationId": correlation_id,
-                       "clientId": "coordinator-metadata-publisher",
-                       "request": {"topicStates": topics}}).encode()
+    return json.dumps(
+        {
+            "apiKey": "UpdateMetadata",
+            "apiVersion": 0,
+            "correlationId": correlation_id,
+            "clientId": "coordinator-metadata-publisher",
+            "request": {"topicStates": topics},
+        }
+    ).encode()
 
 
 class MetadataPublisher(threading.Thread):
-    def __init__(self, bootstrap: str, internal_topic: str, interval_ms: int, internal_key: bytes,
-                 reply_topic_prefix: str | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        internal_topic: str,
+        interval_ms: int,
+        internal_key: bytes,
+        reply_topic_prefix: str | None = None,
+    ):
         super().__init__(name="metadata-publisher", daemon=True)
         self.reply_topic_prefix = reply_topic_prefix
         self.bootstrap, self.internal_topic, self.interval = bootstrap, internal_topic, interval_ms / 1000
@@ -92,8 +107,10 @@ class MetadataPublisher(threading.Thread):
         self._sent = 0
 
     def _connect(self) -> tuple[KafkaAdminClient, KafkaProducer]:
-        return (KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="coordinator-metadata"),
-                KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id="coordinator-metadata"))
+        return (
+            KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="coordinator-metadata"),
+            KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id="coordinator-metadata"),
+        )
 
     def _reconnect(self) -> None:
         """New clients: kafka-python's admin client does not always recover from a broker that
@@ -111,8 +128,9 @@ class MetadataPublisher(threading.Thread):
             return False
         self._sent += 1
         key, value = BROADCAST_KEY.encode(), update_metadata_request(topics, self._sent)
-        self._producer.send(self.internal_topic, key=key, value=value,
-                            headers=[(MAC_HEADER, sign(self._key, key, value))])
+        self._producer.send(
+            self.internal_topic, key=key, value=value, headers=[(MAC_HEADER, sign(self._key, key, value))]
+        )
         self._producer.flush()
         self._last = topics
         log.info("published topic metadata: %d topics", len(topics))
@@ -129,8 +147,7 @@ class MetadataPublisher(threading.Thread):
                     log.info("metadata refresh works again")
                 failed = False
             except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
-                log.warning("metadata refresh failed (retried every %.1f s with new clients): %s",
-                            self.interval, e)
+                log.warning("metadata refresh failed (retried every %.1f s with new clients): %s", self.interval, e)
                 failed = True
 
     def stop(self) -> None:

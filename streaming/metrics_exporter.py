@@ -12,6 +12,7 @@ so a restarted exporter rebuilds the same totals from the (compacted) topic. The
 Every series is documented in docs/operations.md, "Metrics". The same HTTP server serves the
 dashboard (streaming/dashboard.py: `/`, `/group/<id>`, `/api/...`; docs/operations.md, "Dashboard").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -89,8 +90,13 @@ class MetricsStore:
                 total["buckets"] = [a + b for a, b in zip(total["buckets"], h["buckets"], strict=False)]
                 total["sum"] += h["sum"]
                 total["count"] += h["count"]
-        return {"counters": counters, "gauges": gauges, "histograms": histograms, "wall": wall,
-                "stateBytes": {r["coordinatorPartition"]: r.get("stateBytes", 0) for r in records}}
+        return {
+            "counters": counters,
+            "gauges": gauges,
+            "histograms": histograms,
+            "wall": wall,
+            "stateBytes": {r["coordinatorPartition"]: r.get("stateBytes", 0) for r in records},
+        }
 
 
 class StreamHealth:
@@ -146,18 +152,21 @@ def _families(store: MetricsStore, health: StreamHealth | None):
         name, labels = parse_series(key)
         if name == "request_queue_time_ms_sum":
             continue  # served with the request counts, as a summary (below)
-        family(CounterMetricFamily, name.removesuffix("_total"), sorted(labels), HELP.get(name, name)) \
-            .add_metric([labels[k] for k in sorted(labels)], value)
+        family(CounterMetricFamily, name.removesuffix("_total"), sorted(labels), HELP.get(name, name)).add_metric(
+            [labels[k] for k in sorted(labels)], value
+        )
     for key, value in sorted(t["counters"].items()):
         name, labels = parse_series(key)
         if name == "requests_total":
             total = t["counters"].get(key.replace("requests_total", "request_queue_time_ms_sum"), 0)
-            family(SummaryMetricFamily, "request_queue_time_ms", ["api"], HELP["request_queue_time_ms"]) \
-                .add_metric([labels["api"]], count_value=value, sum_value=total)
+            family(SummaryMetricFamily, "request_queue_time_ms", ["api"], HELP["request_queue_time_ms"]).add_metric(
+                [labels["api"]], count_value=value, sum_value=total
+            )
     for key, value in sorted(t["gauges"].items()):
         name, labels = parse_series(key)
-        family(GaugeMetricFamily, name, sorted(labels), HELP.get(name, name)) \
-            .add_metric([labels[k] for k in sorted(labels)], value)
+        family(GaugeMetricFamily, name, sorted(labels), HELP.get(name, name)).add_metric(
+            [labels[k] for k in sorted(labels)], value
+        )
     for key, h in sorted(t["histograms"].items()):
         name, labels = parse_series(key)
         cumulative, running = [], 0
@@ -165,36 +174,46 @@ def _families(store: MetricsStore, health: StreamHealth | None):
         for bound, count in zip([*map(str, BUCKETS_MS), "+Inf"], h["buckets"], strict=False):
             running += count
             cumulative.append((bound, running))
-        family(HistogramMetricFamily, name, sorted(labels), HELP.get(name, name)) \
-            .add_metric([labels[k] for k in sorted(labels)], cumulative, sum_value=h["sum"])
+        family(HistogramMetricFamily, name, sorted(labels), HELP.get(name, name)).add_metric(
+            [labels[k] for k in sorted(labels)], cumulative, sum_value=h["sum"]
+        )
     for name, (count, ns) in sorted(t["wall"].items()):
-        family(SummaryMetricFamily, f"{name}_compute_seconds", [], HELP.get(f"{name}_compute_seconds", name)) \
-            .add_metric([], count_value=count, sum_value=ns / 1e9)
+        family(
+            SummaryMetricFamily, f"{name}_compute_seconds", [], HELP.get(f"{name}_compute_seconds", name)
+        ).add_metric([], count_value=count, sum_value=ns / 1e9)
     states = family(GaugeMetricFamily, "state_bytes", ["partition"], HELP["state_bytes"])
     for cp, size in sorted(t["stateBytes"].items()):
         states.add_metric([str(cp)], size)
-    family(GaugeMetricFamily, "partitions_reporting", [], HELP["partitions_reporting"]) \
-        .add_metric([], len(t["stateBytes"]))
+    family(GaugeMetricFamily, "partitions_reporting", [], HELP["partitions_reporting"]).add_metric(
+        [], len(t["stateBytes"])
+    )
     if health is not None:
         health.refresh()
         last = health.last_batch or {}
         family(CounterMetricFamily, "stream_batches", [], HELP["stream_batches"]).add_metric([], health.batches)
-        family(CounterMetricFamily, "stream_input_rows", [], HELP["stream_input_rows"]) \
-            .add_metric([], health.input_rows)
+        family(CounterMetricFamily, "stream_input_rows", [], HELP["stream_input_rows"]).add_metric(
+            [], health.input_rows
+        )
         if last:
-            family(GaugeMetricFamily, "stream_last_batch_id", [], HELP["stream_last_batch_id"]) \
-                .add_metric([], last["batchId"])
-            family(GaugeMetricFamily, "stream_batch_duration_ms", [], HELP["stream_batch_duration_ms"]) \
-                .add_metric([], last.get("durationMs", {}).get("triggerExecution", 0))
-            family(GaugeMetricFamily, "stream_batch_input_rows", [], HELP["stream_batch_input_rows"]) \
-                .add_metric([], last.get("numInputRows", 0))
-            family(GaugeMetricFamily, "stream_offsets_behind_latest", [], HELP["stream_offsets_behind_latest"]) \
-                .add_metric([], last.get("offsetsBehindLatest", 0))
+            family(GaugeMetricFamily, "stream_last_batch_id", [], HELP["stream_last_batch_id"]).add_metric(
+                [], last["batchId"]
+            )
+            family(GaugeMetricFamily, "stream_batch_duration_ms", [], HELP["stream_batch_duration_ms"]).add_metric(
+                [], last.get("durationMs", {}).get("triggerExecution", 0)
+            )
+            family(GaugeMetricFamily, "stream_batch_input_rows", [], HELP["stream_batch_input_rows"]).add_metric(
+                [], last.get("numInputRows", 0)
+            )
+            family(
+                GaugeMetricFamily, "stream_offsets_behind_latest", [], HELP["stream_offsets_behind_latest"]
+            ).add_metric([], last.get("offsetsBehindLatest", 0))
         if health.request_lag is not None:
-            family(GaugeMetricFamily, "stream_request_lag", [], HELP["stream_request_lag"]) \
-                .add_metric([], health.request_lag)
-        family(GaugeMetricFamily, "stream_up", [], HELP["stream_up"]) \
-            .add_metric([], 1 if health.state == "ready" else 0)
+            family(GaugeMetricFamily, "stream_request_lag", [], HELP["stream_request_lag"]).add_metric(
+                [], health.request_lag
+            )
+        family(GaugeMetricFamily, "stream_up", [], HELP["stream_up"]).add_metric(
+            [], 1 if health.state == "ready" else 0
+        )
     return list(out.values())
 
 
@@ -211,9 +230,17 @@ class MetricsExporter:
     free port (see `.port`). `dashboard` is the page's settings ([dashboard] table plus `events_topic`,
     `redis_url`, `redis_prefix`); None serves `/metrics` only."""
 
-    def __init__(self, bootstrap: str, topic: str, port: int, host: str = "0.0.0.0",
-                 status_file: Path | None = None, lag=None, lag_every_s: float = 10.0,
-                 dashboard: dict | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        port: int,
+        host: str = "0.0.0.0",
+        status_file: Path | None = None,
+        lag=None,
+        lag_every_s: float = 10.0,
+        dashboard: dict | None = None,
+    ):
         from prometheus_client import CollectorRegistry
 
         self.bootstrap, self.topic = bootstrap, topic
@@ -233,10 +260,17 @@ class MetricsExporter:
             from .dashboard import Dashboard
 
             settings = dict(dashboard)
-            self.dashboard = Dashboard(bootstrap, events_topic=settings.pop("events_topic"), metrics_topic=topic,
-                                       store=self.store, health=self.health, status_file=status_file,
-                                       redis_url=settings.pop("redis_url", None),
-                                       redis_prefix=settings.pop("redis_prefix", "coord"), settings=settings)
+            self.dashboard = Dashboard(
+                bootstrap,
+                events_topic=settings.pop("events_topic"),
+                metrics_topic=topic,
+                store=self.store,
+                health=self.health,
+                status_file=status_file,
+                redis_url=settings.pop("redis_url", None),
+                redis_prefix=settings.pop("redis_prefix", "coord"),
+                settings=settings,
+            )
 
     def start(self) -> MetricsExporter:
         server = self._server = ThreadingHTTPServer((self._host, self._port), _handler(self))
@@ -279,9 +313,15 @@ class MetricsExporter:
                 next_lag[0] = time.monotonic() + self._lag_every_s
                 self.health.request_lag = self._lag()
 
-        follow_topic(self.bootstrap, self.topic, self._stop, lambda consumer, _: consumer.seek_to_beginning(),
-                     apply, after_poll=refresh_lag,
-                     on_error=lambda e: log.warning("metrics consumer: %s; reconnecting", e))
+        follow_topic(
+            self.bootstrap,
+            self.topic,
+            self._stop,
+            lambda consumer, _: consumer.seek_to_beginning(),
+            apply,
+            after_poll=refresh_lag,
+            on_error=lambda e: log.warning("metrics consumer: %s; reconnecting", e),
+        )
 
 
 def _handler(exporter: MetricsExporter):
@@ -300,11 +340,11 @@ def _handler(exporter: MetricsExporter):
                 if path == "/api/overview":
                     return self._json(board.overview())
                 if path.startswith("/api/group/"):
-                    return self._json(board.group(unquote(path[len("/api/group/"):])))
+                    return self._json(board.group(unquote(path[len("/api/group/") :])))
                 if path in ("/", "/index.html"):
                     return self._page(board.overview())
                 if path.startswith("/group/"):
-                    return self._page(board.group(unquote(path[len("/group/"):])))
+                    return self._page(board.group(unquote(path[len("/group/") :])))
                 return self._send(404, "text/plain; charset=utf-8", b"not found\n")
             except Exception as e:  # noqa: BLE001 - one failed request, never the server
                 log.warning("GET %s: %s", path, e, exc_info=True)
@@ -336,8 +376,12 @@ def dashboard_settings(cfg, redis_url: str | None = None) -> dict:
     """The dashboard's settings from the config: [dashboard], the events topic and the read model
     (`redis_url` overrides [redis] url; None and [redis] enabled = false: no read model)."""
     url = redis_url or (cfg.redis.get("url") if cfg.redis.get("enabled") else None)
-    return {**cfg.dashboard, "events_topic": cfg.topics["events"], "redis_url": url,
-            "redis_prefix": cfg.redis.get("prefix", "coord")}
+    return {
+        **cfg.dashboard,
+        "events_topic": cfg.topics["events"],
+        "redis_url": url,
+        "redis_prefix": cfg.redis.get("prefix", "coord"),
+    }
 
 
 def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
@@ -347,9 +391,15 @@ def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
         return None
     from .status import request_lag
 
-    return MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, str(cfg.metrics.get("host", "0.0.0.0")),
-                           status_file=status_file, lag=lambda: request_lag(cfg),
-                           dashboard=dashboard_settings(cfg) if cfg.dashboard.get("enabled", True) else None).start()
+    return MetricsExporter(
+        cfg.bootstrap,
+        cfg.topics["metrics"],
+        port,
+        str(cfg.metrics.get("host", "0.0.0.0")),
+        status_file=status_file,
+        lag=lambda: request_lag(cfg),
+        dashboard=dashboard_settings(cfg) if cfg.dashboard.get("enabled", True) else None,
+    ).start()
 
 
 HELP = {
@@ -364,12 +414,12 @@ HELP = {
     "group_member_left_total": "Members that left a group, by reason (left, expired, fenced, removed).",
     "group_rebalance_started_total": "Rebalances started (Kafka: consumer-group-rebalance-count for consumer groups).",
     "group_rebalance_completed_total": "Rebalances that reached Stable "
-                                       "(Kafka: group-completed-rebalance-count for classic groups).",
+    "(Kafka: group-completed-rebalance-count for classic groups).",
     "group_rebalance_failed_total": "Rebalances that ended without reaching Stable.",
     "group_rebalance_duration_ms": "Logical time from a rebalance's start to Stable.",
     "group_heartbeat_latency_ms": "Heartbeats: batch time less the request's append time.",
     "group_assignment_changes_total": "Member assignments changed "
-                                      "(KIP-848: per member; classic: per member of a completed SyncGroup).",
+    "(KIP-848: per member; classic: per member of a completed SyncGroup).",
     "group_offset_commit_total": "Offsets committed (Kafka: offset-commit-count).",
     "group_txn_offset_commit_total": "Transactional offsets written (TxnOffsetCommit).",
     "group_offset_expiration_total": "Offsets expired (Kafka: offset-expiration-count).",
@@ -422,14 +472,22 @@ def main(argv: list[str] | None = None) -> int:
     # The stream's health needs the job's status file and checkpoint (on this machine).
     status_file = status_path(cfg.checkpoint)
     local = status_file.exists()
-    exporter = MetricsExporter(cfg.bootstrap, cfg.topics["metrics"], port, host,
-                               status_file=status_file if local else None,
-                               lag=(lambda: request_lag(cfg)) if local else None,
-                               dashboard=dashboard_settings(cfg, args.redis)
-                               if cfg.dashboard.get("enabled", True) else None).start()
-    log.info("serving http://%s:%d/metrics (and the dashboard at /) from %s%s", host, exporter.port,
-             cfg.topics["metrics"],
-             "" if local else f" (no status file at {status_file}: without the stream's health)")
+    exporter = MetricsExporter(
+        cfg.bootstrap,
+        cfg.topics["metrics"],
+        port,
+        host,
+        status_file=status_file if local else None,
+        lag=(lambda: request_lag(cfg)) if local else None,
+        dashboard=dashboard_settings(cfg, args.redis) if cfg.dashboard.get("enabled", True) else None,
+    ).start()
+    log.info(
+        "serving http://%s:%d/metrics (and the dashboard at /) from %s%s",
+        host,
+        exporter.port,
+        cfg.topics["metrics"],
+        "" if local else f" (no status file at {status_file}: without the stream's health)",
+    )
     try:
         while True:
             time.sleep(3600)

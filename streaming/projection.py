@@ -17,25 +17,34 @@ A group's state is what a coordinator loading the log would derive (Kafka's repl
 group with members is Stable, one without Empty (a rebalance in progress is not in the log); a
 consumer group's state follows Kafka's ConsumerGroup.maybeUpdateGroupState.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 from dataclasses import dataclass, field
 
+from coordinator.group.classic.consumer_protocol import SchemaError, decode_assignment, parse_subscription_topics
 from coordinator.group.consumer._java import order_key
 from coordinator.group.consumer.group_state import derive_group_state, preferred_server_assignor
 from coordinator.group.consumer.member import ConsumerGroupMember
-from coordinator.group.classic.consumer_protocol import SchemaError, decode_assignment, parse_subscription_topics
 from coordinator.records import parse_record_key
 from coordinator.txn.metadata import TransactionState
 
 log = logging.getLogger("projector")
-CONSUMER_RECORDS = {"ConsumerGroupMetadata", "ConsumerGroupMemberMetadata", "ConsumerGroupTargetAssignmentMember",
-                    "ConsumerGroupTargetAssignmentMetadata", "ConsumerGroupCurrentMemberAssignment"}
+CONSUMER_RECORDS = {
+    "ConsumerGroupMetadata",
+    "ConsumerGroupMemberMetadata",
+    "ConsumerGroupTargetAssignmentMember",
+    "ConsumerGroupTargetAssignmentMetadata",
+    "ConsumerGroupCurrentMemberAssignment",
+}
 # Member-scoped consumer records -> their field prefix in the aux hash.
-MEMBER_FIELDS = {"ConsumerGroupMemberMetadata": "member:", "ConsumerGroupCurrentMemberAssignment": "current:",
-                 "ConsumerGroupTargetAssignmentMember": "target:"}
+MEMBER_FIELDS = {
+    "ConsumerGroupMemberMetadata": "member:",
+    "ConsumerGroupCurrentMemberAssignment": "current:",
+    "ConsumerGroupTargetAssignmentMember": "target:",
+}
 
 
 @dataclass(frozen=True)
@@ -76,8 +85,9 @@ class GroupAux:
     changed: bool = False  # fields changed: the aux hash is rewritten
 
     def offsets_left(self) -> int:
-        return self.offset_count + sum(int(now) - int(self.offset_before.get(f, False))
-                                       for f, now in self.offset_now.items())
+        return self.offset_count + sum(
+            int(now) - int(self.offset_before.get(f, False)) for f, now in self.offset_now.items()
+        )
 
 
 class Projection:
@@ -117,8 +127,9 @@ class Projection:
     def load_group(self, group_id: str, aux_hash: dict, offset_count: int, existing_fields: dict[str, bool]) -> None:
         """Install a group as Redis has it: its aux hash (str -> JSON), how many offsets it has,
         and whether each offset field this batch touches exists."""
-        self.groups[group_id] = GroupAux({k: json.loads(v) for k, v in aux_hash.items()}, int(offset_count),
-                                         dict(existing_fields))
+        self.groups[group_id] = GroupAux(
+            {k: json.loads(v) for k, v in aux_hash.items()}, int(offset_count), dict(existing_fields)
+        )
 
     # ------------------------------------------------------------------ folding
     def apply(self, r: StateRecord) -> None:
@@ -131,8 +142,9 @@ class Projection:
         except (ValueError, TypeError, KeyError, AttributeError) as e:
             # Only the service writes the state log, so this is a bug or a newer record shape: the
             # record is left out (and said so) rather than stopping the read model for good.
-            log.warning("state-log record %s at %d/%d left out of the read model: %r", r.key[:200],
-                        r.partition, r.offset, e)
+            log.warning(
+                "state-log record %s at %d/%d left out of the read model: %r", r.key[:200], r.partition, r.offset, e
+            )
 
     def _fold(self, r: StateRecord) -> None:
         kind, ids = parse_record_key(r.key)
@@ -145,7 +157,9 @@ class Projection:
         elif kind == "ConsumerGroupMetadata" and ids:
             self._group_field(str(ids[0]), "consumer", r.value, r)
         elif kind == "ConsumerGroupTargetAssignmentMetadata" and ids:
-            self._group_field(str(ids[0]), "targetEpoch", None if r.value is None else r.value.get("assignmentEpoch"), r)
+            self._group_field(
+                str(ids[0]), "targetEpoch", None if r.value is None else r.value.get("assignmentEpoch"), r
+            )
         elif kind in MEMBER_FIELDS and len(ids) == 2:
             self._group_field(str(ids[0]), MEMBER_FIELDS[kind] + str(ids[1]), r.value, r)
         # Anything else (pending transactional offsets, markers, producer-id blocks, regexes) is
@@ -176,10 +190,16 @@ class Projection:
             aux.offset_now[name] = False
         else:
             v = r.value
-            offsets[name] = json.dumps({
-                "committedOffset": v.get("offset"), "committedLeaderEpoch": v.get("leaderEpoch", -1),
-                "metadata": v.get("metadata") or "", "commitTimestamp": v.get("commitTimestamp", -1),
-                "stateLogOffset": r.offset}, separators=(",", ":"))
+            offsets[name] = json.dumps(
+                {
+                    "committedOffset": v.get("offset"),
+                    "committedLeaderEpoch": v.get("leaderEpoch", -1),
+                    "metadata": v.get("metadata") or "",
+                    "commitTimestamp": v.get("commitTimestamp", -1),
+                    "stateLogOffset": r.offset,
+                },
+                separators=(",", ":"),
+            )
             aux.offset_now[name] = True
         self.group_position[group_id] = (r.partition, r.offset)
 
@@ -192,15 +212,22 @@ class Projection:
             state = TransactionState.from_id(v["transactionStatus"]).state_name
         except Exception:  # noqa: BLE001 - a state id from a newer version: shown as is
             state = str(v.get("transactionStatus"))
-        partitions = [{"topic": e["topic"], "partitions": list(e["partitionIds"])}
-                      for e in (v.get("transactionPartitions") or [])]
+        partitions = [
+            {"topic": e["topic"], "partitions": list(e["partitionIds"])} for e in (v.get("transactionPartitions") or [])
+        ]
         self.txns[tid] = {
-            "transactionalId": tid, "state": state, "producerId": v.get("producerId", -1),
-            "producerEpoch": v.get("producerEpoch", -1), "timeoutMs": v.get("transactionTimeoutMs", -1),
+            "transactionalId": tid,
+            "state": state,
+            "producerId": v.get("producerId", -1),
+            "producerEpoch": v.get("producerEpoch", -1),
+            "timeoutMs": v.get("transactionTimeoutMs", -1),
             "partitions": json.dumps(partitions, separators=(",", ":")),
             "startTimestamp": v.get("transactionStartTimestampMs", -1),
             "lastUpdateTimestamp": v.get("transactionLastUpdateTimestampMs", -1),
-            "coordinatorPartition": r.partition, "stateLogPartition": r.partition, "stateLogOffset": r.offset}
+            "coordinatorPartition": r.partition,
+            "stateLogPartition": r.partition,
+            "stateLogOffset": r.offset,
+        }
 
     # ------------------------------------------------------------------ the group hash
     def group_hash(self, group_id: str) -> dict | None:
@@ -208,39 +235,57 @@ class Projection:
         aux = self.groups[group_id]
         partition, offset = self.group_position[group_id]
         f = aux.fields
-        base = {"groupId": group_id, "coordinatorPartition": partition, "stateLogPartition": partition,
-                "stateLogOffset": offset}
+        base = {
+            "groupId": group_id,
+            "coordinatorPartition": partition,
+            "stateLogPartition": partition,
+            "stateLogOffset": offset,
+        }
         if "consumer" in f or any(k.startswith(("member:", "current:")) for k in f):
             return {**base, **self._consumer_group(f)}
         if "classic" in f:
             return {**base, **classic_group(f["classic"])}
         if aux.offsets_left() > 0:  # offsets without a group: a simple group, as a loading coordinator makes one
-            return {**base, "type": "classic", "state": "Empty", "protocolType": "", "generation": 0,
-                    "members": "[]"}
+            return {**base, "type": "classic", "state": "Empty", "protocolType": "", "generation": 0, "members": "[]"}
         return None
 
     def _consumer_group(self, f: dict) -> dict:
         member_ids = sorted({k.split(":", 1)[1] for k in f if k.startswith(("member:", "current:"))}, key=order_key)
         models, members = [], []
         for m in member_ids:
-            model = (ConsumerGroupMember(m).with_metadata_value(f.get("member:" + m) or {})
-                     .with_assignment_value(f.get("current:" + m) or {}))
+            model = (
+                ConsumerGroupMember(m)
+                .with_metadata_value(f.get("member:" + m) or {})
+                .with_assignment_value(f.get("current:" + m) or {})
+            )
             models.append(model)
-            members.append({
-                "memberId": m, "groupInstanceId": model.instance_id, "rackId": model.rack_id,
-                "clientId": model.client_id, "clientHost": model.client_host, "memberEpoch": model.member_epoch,
-                "memberState": model.state.name,
-                "subscribedTopicNames": sorted(model.subscribed_topic_names, key=order_key),
-                "subscribedTopicRegex": model.subscribed_topic_regex or "",
-                "assignment": topic_partitions((f.get("current:" + m) or {}).get("assignedPartitions")),
-                "targetAssignment": topic_partitions((f.get("target:" + m) or {}).get("topicPartitions"))})
+            members.append(
+                {
+                    "memberId": m,
+                    "groupInstanceId": model.instance_id,
+                    "rackId": model.rack_id,
+                    "clientId": model.client_id,
+                    "clientHost": model.client_host,
+                    "memberEpoch": model.member_epoch,
+                    "memberState": model.state.name,
+                    "subscribedTopicNames": sorted(model.subscribed_topic_names, key=order_key),
+                    "subscribedTopicRegex": model.subscribed_topic_regex or "",
+                    "assignment": topic_partitions((f.get("current:" + m) or {}).get("assignedPartitions")),
+                    "targetAssignment": topic_partitions((f.get("target:" + m) or {}).get("topicPartitions")),
+                }
+            )
         group_epoch = (f.get("consumer") or {}).get("epoch", 0)
         target_epoch = f.get("targetEpoch", 0) or 0
         state = derive_group_state(models, group_epoch, target_epoch)
-        return {"type": "consumer", "state": str(state), "protocolType": "consumer",
-                "protocol": preferred_server_assignor(models, self.default_assignor),
-                "generation": group_epoch, "assignmentEpoch": target_epoch,
-                "members": json.dumps(members, separators=(",", ":"))}
+        return {
+            "type": "consumer",
+            "state": str(state),
+            "protocolType": "consumer",
+            "protocol": preferred_server_assignor(models, self.default_assignor),
+            "generation": group_epoch,
+            "assignmentEpoch": target_epoch,
+            "members": json.dumps(members, separators=(",", ":")),
+        }
 
     # ------------------------------------------------------------------ output
     def writes(self, now_ms: int) -> list[tuple]:
@@ -250,15 +295,23 @@ class Projection:
             if g not in self.group_position:
                 continue  # loaded but not changed (e.g. only a pending transactional offset)
             for name, value in self.group_offsets.get(g, {}).items():
-                out.append(("HDEL", self.key("offsets", g), name) if value is None
-                           else ("HSET", self.key("offsets", g), name, value))
+                out.append(
+                    ("HDEL", self.key("offsets", g), name)
+                    if value is None
+                    else ("HSET", self.key("offsets", g), name, value)
+                )
             h = self.group_hash(g)
             out.append(("DEL", self.key("group", g)))
             if aux.changed:
                 out.append(("DEL", self.key("aux", "group", g)))
                 if aux.fields:
-                    out.append(("HSET", self.key("aux", "group", g), *_flat(
-                        {k: json.dumps(v, separators=(",", ":")) for k, v in aux.fields.items()})))
+                    out.append(
+                        (
+                            "HSET",
+                            self.key("aux", "group", g),
+                            *_flat({k: json.dumps(v, separators=(",", ":")) for k, v in aux.fields.items()}),
+                        )
+                    )
             if h is None:
                 out.append(("SREM", self.key("groups"), g))
             else:
@@ -272,8 +325,13 @@ class Projection:
                 out.append(("HSET", self.key("txn", t), *_flat(h)))
                 out.append(("SADD", self.key("txns"), t))
         if self.positions:
-            out.append(("HSET", self.key("projector"), *_flat(
-                {**{f"offset:{p}": o for p, o in sorted(self.positions.items())}, "updatedAt": now_ms})))
+            out.append(
+                (
+                    "HSET",
+                    self.key("projector"),
+                    *_flat({**{f"offset:{p}": o for p, o in sorted(self.positions.items())}, "updatedAt": now_ms}),
+                )
+            )
         return out
 
 
@@ -283,8 +341,12 @@ def classic_group(v: dict) -> dict:
     consumer_protocol = v.get("protocolType") == "consumer"
     members = []
     for m in v.get("members") or []:
-        member = {"memberId": m.get("memberId"), "groupInstanceId": m.get("groupInstanceId"),
-                  "clientId": m.get("clientId"), "clientHost": m.get("clientHost")}
+        member = {
+            "memberId": m.get("memberId"),
+            "groupInstanceId": m.get("groupInstanceId"),
+            "clientId": m.get("clientId"),
+            "clientHost": m.get("clientHost"),
+        }
         if consumer_protocol:  # the embedded protocol is readable: show topics and partitions
             try:
                 member["subscribedTopicNames"] = parse_subscription_topics(m.get("subscription") or "")
@@ -295,9 +357,13 @@ def classic_group(v: dict) -> dict:
             except (SchemaError, ValueError):
                 member["assignment"] = None
         members.append(member)
-    out = {"type": "classic", "state": "Stable" if members else "Empty",
-           "protocolType": v.get("protocolType") or "", "generation": v.get("generation", 0),
-           "members": json.dumps(members, separators=(",", ":"))}
+    out = {
+        "type": "classic",
+        "state": "Stable" if members else "Empty",
+        "protocolType": v.get("protocolType") or "",
+        "generation": v.get("generation", 0),
+        "members": json.dumps(members, separators=(",", ":")),
+    }
     if v.get("protocol") is not None:
         out["protocol"] = v["protocol"]
     if v.get("leader") is not None:
@@ -308,7 +374,9 @@ def classic_group(v: dict) -> dict:
 def topic_partitions(assignment: dict | None) -> list[dict]:
     """{topic: [partitions]} -> [{"topic", "partitions"}] (topics in Java order, partitions sorted)."""
     assignment = assignment or {}
-    return [{"topic": t, "partitions": sorted(assignment[t])} for t in sorted(assignment, key=order_key) if assignment[t]]
+    return [
+        {"topic": t, "partitions": sorted(assignment[t])} for t in sorted(assignment, key=order_key) if assignment[t]
+    ]
 
 
 def _flat(mapping: dict) -> list:

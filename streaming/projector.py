@@ -17,6 +17,7 @@ entity), folds it into an empty model and records the positions and `rebuiltAt`.
 skip what the rebuild covered. This is checked before every batch and once a second between
 batches (a flush is repaired even when the service is idle).
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,8 +37,7 @@ class RedisProjector:
     """Applies state-log records to the read model in Redis (the driver side of foreachBatch)."""
 
     def __init__(self, url: str, prefix: str, default_assignor: str | None, read_state_log=None):
-        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=30,
-                                          socket_connect_timeout=10)
+        self.redis = redis.Redis.from_url(url, decode_responses=True, socket_timeout=30, socket_connect_timeout=10)
         self.prefix = prefix
         self.default_assignor = default_assignor
         self.read_state_log = read_state_log  # () -> list[StateRecord], the whole log (for rebuilds)
@@ -62,8 +62,10 @@ class RedisProjector:
         if not done:
             return None
         seconds = sorted(s for _, s in done)
-        return (f"{len(done)} batches, {sum(n for n, _ in done)} state-log records, fold and Redis ms per "
-                f"batch p50 {seconds[len(seconds) // 2] * 1000:.0f} max {seconds[-1] * 1000:.0f}")
+        return (
+            f"{len(done)} batches, {sum(n for n, _ in done)} state-log records, fold and Redis ms per "
+            f"batch p50 {seconds[len(seconds) // 2] * 1000:.0f} max {seconds[-1] * 1000:.0f}"
+        )
 
     def check_idle(self) -> None:
         """Between batches: rebuild if the read model is gone."""
@@ -135,8 +137,7 @@ class RedisProjector:
         records = self.read_state_log()
         n = self._apply(records, rebuild=True)
         self.rebuilds += 1
-        log.info("read model rebuilt from the state log (%s): %d records in %.1f s", reason, n,
-                 time.monotonic() - t0)
+        log.info("read model rebuilt from the state log (%s): %d records in %.1f s", reason, n, time.monotonic() - t0)
 
 
 def _positions(projector_hash: dict) -> dict[int, int]:
@@ -158,15 +159,18 @@ def _records(rows) -> list[StateRecord]:
 
 
 def _source_options(cfg) -> dict:
-    return {"kafka.bootstrap.servers": cfg.bootstrap, "subscribe": cfg.topics["state_log"],
-            "startingOffsets": "earliest",
-            # As for the coordinator query (streaming/query.py): a consumer's idle pre-fetch must not
-            # hold up the next batch's read, here once per state-log partition (Kafka's default
-            # fetch.max.wait.ms, 500 ms; bench/projector_lag.py measured 8 s batches with it).
-            "kafka.fetch.max.wait.ms": str(int(cfg.stream["source_fetch_max_wait_ms"])),
-            # Compaction leaves gaps in the offsets and may delete records before they are read:
-            # expected here, the latest value of every key is still read.
-            "failOnDataLoss": "false"}
+    return {
+        "kafka.bootstrap.servers": cfg.bootstrap,
+        "subscribe": cfg.topics["state_log"],
+        "startingOffsets": "earliest",
+        # As for the coordinator query (streaming/query.py): a consumer's idle pre-fetch must not
+        # hold up the next batch's read, here once per state-log partition (Kafka's default
+        # fetch.max.wait.ms, 500 ms; bench/projector_lag.py measured 8 s batches with it).
+        "kafka.fetch.max.wait.ms": str(int(cfg.stream["source_fetch_max_wait_ms"])),
+        # Compaction leaves gaps in the offsets and may delete records before they are read:
+        # expected here, the latest value of every key is still read.
+        "failOnDataLoss": "false",
+    }
 
 
 def make_projector(spark, cfg) -> RedisProjector:
@@ -178,20 +182,23 @@ def make_projector(spark, cfg) -> RedisProjector:
             if k != "failOnDataLoss":
                 reader = reader.option(k, v)
         df = reader.option("endingOffsets", "latest").option("failOnDataLoss", "false").load()
-        return _records(df.selectExpr("partition", "offset", "cast(key as string) as key",
-                                      "cast(value as string) as value").coalesce(1).collect())
+        return _records(
+            df.selectExpr("partition", "offset", "cast(key as string) as key", "cast(value as string) as value")
+            .coalesce(1)
+            .collect()
+        )
 
     assignors = cfg.coordinator_config()["group.consumer.assignors"]
-    return RedisProjector(cfg.redis["url"], cfg.redis["prefix"], assignors[0] if assignors else None,
-                          read_state_log)
+    return RedisProjector(cfg.redis["url"], cfg.redis["prefix"], assignors[0] if assignors else None, read_state_log)
 
 
 def start_projector(spark, cfg, projector: RedisProjector, query_name: str = "read-model-projector"):
     reader = spark.readStream.format("kafka")
     for k, v in _source_options(cfg).items():
         reader = reader.option(k, v)
-    rows = reader.load().selectExpr("partition", "offset", "cast(key as string) as key",
-                                    "cast(value as string) as value")
+    rows = reader.load().selectExpr(
+        "partition", "offset", "cast(key as string) as key", "cast(value as string) as value"
+    )
 
     def fold(batch_df, batch_id: int) -> None:
         # One task reads every state-log partition's range (one per coordinator partition, 50 by
@@ -204,10 +211,13 @@ def start_projector(spark, cfg, projector: RedisProjector, query_name: str = "re
     previous = sc.getLocalProperty("spark.scheduler.pool")
     sc.setLocalProperty("spark.scheduler.pool", SCHEDULER_POOL)
     try:
-        return (rows.writeStream.foreachBatch(fold).queryName(query_name)
-                .option("checkpointLocation", str(cfg.projector_checkpoint))
-                .trigger(processingTime=cfg.redis.get("trigger_interval", "500 milliseconds"))
-                .start())
+        return (
+            rows.writeStream.foreachBatch(fold)
+            .queryName(query_name)
+            .option("checkpointLocation", str(cfg.projector_checkpoint))
+            .trigger(processingTime=cfg.redis.get("trigger_interval", "500 milliseconds"))
+            .start()
+        )
     finally:
         sc.setLocalProperty("spark.scheduler.pool", previous)
 
@@ -221,8 +231,14 @@ def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
 
     def start():
         query = start_projector(spark, cfg, projector)
-        log.info("read-model projector %s started: %s -> %s (prefix %s), checkpoint %s", query.id,
-                 cfg.topics["state_log"], cfg.redis["url"], cfg.redis["prefix"], cfg.projector_checkpoint)
+        log.info(
+            "read-model projector %s started: %s -> %s (prefix %s), checkpoint %s",
+            query.id,
+            cfg.topics["state_log"],
+            cfg.redis["url"],
+            cfg.redis["prefix"],
+            cfg.projector_checkpoint,
+        )
         return query
 
     failing = [False]
@@ -234,8 +250,13 @@ def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
             line = projector.report()
             if line:
                 durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress[-20:])
-                log.info("projector progress: %s; last %d Spark batches ms p50 %d max %d", line, len(durations),
-                         durations[len(durations) // 2] if durations else 0, durations[-1] if durations else 0)
+                log.info(
+                    "projector progress: %s; last %d Spark batches ms p50 %d max %d",
+                    line,
+                    len(durations),
+                    durations[len(durations) // 2] if durations else 0,
+                    durations[-1] if durations else 0,
+                )
         try:
             projector.check_idle()
             failing[0] = False
@@ -245,10 +266,13 @@ def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
             failing[0] = True
 
     policy = RestartPolicy.from_config(cfg.stream)
-    supervisor = Supervisor(start, RestartPolicy(policy.initial_backoff_s, policy.max_backoff_s,
-                                                 policy.healthy_after_s, max_attempts=0),
-                            stopping=stopping, on_tick=tick,
-                            failure_handlers=[lambda text: Decision.restart("read-model projector failed")])
+    supervisor = Supervisor(
+        start,
+        RestartPolicy(policy.initial_backoff_s, policy.max_backoff_s, policy.healthy_after_s, max_attempts=0),
+        stopping=stopping,
+        on_tick=tick,
+        failure_handlers=[lambda text: Decision.restart("read-model projector failed")],
+    )
     thread = threading.Thread(target=supervisor.run, name="read-model-projector", daemon=True)
     thread.start()
     return thread

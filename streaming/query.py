@@ -1,4 +1,5 @@
 """The coordinator query: Kafka source → routing → applyInPandasWithState → one Kafka sink."""
+
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
@@ -16,13 +17,21 @@ from .trust import header_sql, mac_sql
 
 def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tuple = ()) -> StepSettings:
     t = cfg.topics
-    return StepSettings(coordinator=cfg.coordinator_config().to_json(), responses_topic=t["responses"],
-                        events_topic=t["events"], state_log_topic=t["state_log"],
-                        requests_topic=t["requests"], internal_topic=t["internal"],
-                        dead_letters_topic=t["dead_letters"], metrics_topic=t["metrics"], internal_key=internal_key,
-                        max_record_bytes=int(cfg.stream["max_record_bytes"]),
-                        quarantined_topics=tuple(quarantined_topics),
-                        txn_markers=cfg.txn_markers, bootstrap=cfg.bootstrap)
+    return StepSettings(
+        coordinator=cfg.coordinator_config().to_json(),
+        responses_topic=t["responses"],
+        events_topic=t["events"],
+        state_log_topic=t["state_log"],
+        requests_topic=t["requests"],
+        internal_topic=t["internal"],
+        dead_letters_topic=t["dead_letters"],
+        metrics_topic=t["metrics"],
+        internal_key=internal_key,
+        max_record_bytes=int(cfg.stream["max_record_bytes"]),
+        quarantined_topics=tuple(quarantined_topics),
+        txn_markers=cfg.txn_markers,
+        bootstrap=cfg.bootstrap,
+    )
 
 
 def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes) -> DataFrame:
@@ -64,27 +73,40 @@ def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes)
         from_internal.alias("internal"),
         # Verified only for the internal channel's records (the MAC costs two SHA-256s).
         F.when(from_internal, F.coalesce(F.expr(header_sql()) == F.expr(mac_sql(internal_key)), F.lit(False)))
-        .otherwise(F.lit(False)).alias("verified"),
+        .otherwise(F.lit(False))
+        .alias("verified"),
     )
     n = cfg.coordinator_partitions
     routed = with_coordinator_partition(rows, "key", n, out_col="owner")
     # A verified broadcast (the metadata publisher's UpdateMetadata) goes to every partition; a
     # client record with the broadcast key goes where its key hashes, to be rejected there.
-    return routed.withColumn("cp", F.explode(
-        F.when(F.col("verified") & (F.col("key") == BROADCAST_KEY), F.sequence(F.lit(0), F.lit(n - 1)))
-        .otherwise(F.array(F.col("owner"))))).drop("owner")
+    return routed.withColumn(
+        "cp",
+        F.explode(
+            F.when(F.col("verified") & (F.col("key") == BROADCAST_KEY), F.sequence(F.lit(0), F.lit(n - 1))).otherwise(
+                F.array(F.col("owner"))
+            )
+        ),
+    ).drop("owner")
 
 
 def coordinator_outputs(spark: SparkSession, cfg: StreamConfig, settings: StepSettings) -> DataFrame:
     factory = {"coordinator": make_step, "identity": make_identity_step}[cfg.stream.get("step", "coordinator")]
-    return request_records(spark, cfg, settings.internal_key).groupBy("cp").applyInPandasWithState(
-        factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout)
-
-
-def start(spark: SparkSession, cfg: StreamConfig, settings: StepSettings,
-          query_name: str = "coordinator") -> StreamingQuery:
     return (
-        coordinator_outputs(spark, cfg, settings).writeStream.format("kafka")
+        request_records(spark, cfg, settings.internal_key)
+        .groupBy("cp")
+        .applyInPandasWithState(
+            factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout
+        )
+    )
+
+
+def start(
+    spark: SparkSession, cfg: StreamConfig, settings: StepSettings, query_name: str = "coordinator"
+) -> StreamingQuery:
+    return (
+        coordinator_outputs(spark, cfg, settings)
+        .writeStream.format("kafka")
         .queryName(query_name)
         .option("kafka.bootstrap.servers", cfg.bootstrap)
         .option("kafka.acks", "all")

@@ -1,4 +1,5 @@
 """The SparkSession for the coordinator query: connector jars, state store, shuffle partitions."""
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,8 @@ def build_session(cfg: StreamConfig) -> SparkSession:
     if OWN_JAR.exists():
         jars.append(str(OWN_JAR))
     builder = (
-        SparkSession.builder.master(spark["master"]).appName(spark["app_name"])
+        SparkSession.builder.master(spark["master"])
+        .appName(spark["app_name"])
         .config("spark.jars", ",".join(jars))
         .config("spark.driver.memory", spark["driver_memory"])
         .config("spark.sql.shuffle.partitions", str(stream["shuffle_partitions"]))
@@ -48,8 +50,10 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         # Hadoop's local file system forks `readlink` on every rename through FileContext (no native
         # Hadoop library here), and a micro-batch renames several checkpoint files: the FileSystem
         # API renames without forking. Same atomic temp-file-then-rename protocol.
-        .config("spark.sql.streaming.checkpointFileManagerClass",
-                "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager")
+        .config(
+            "spark.sql.streaming.checkpointFileManagerClass",
+            "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+        )
         # The Python workers' daemon: no re-reading of pyspark.zip on every task, warm imports
         # (streaming/worker_daemon.py).
         .config("spark.python.daemon.module", "streaming.worker_daemon")
@@ -60,8 +64,9 @@ def build_session(cfg: StreamConfig) -> SparkSession:
     if OWN_JAR.exists():
         # Local checkpoints without a chmod process per file (deploy/java); the jar is also on
         # the driver's class path because Hadoop resolves file systems with its own loader.
-        builder = (builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS)
-                   .config("spark.driver.extraClassPath", str(OWN_JAR)))
+        builder = builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS).config(
+            "spark.driver.extraClassPath", str(OWN_JAR)
+        )
     if cfg.raw.get("redis", {}).get("enabled"):
         # The read-model projector runs its jobs in a pool of its own (streaming/projector.py):
         # pools share the executors' slots, so neither query's jobs wait for all of the other's.

@@ -9,6 +9,7 @@ reports, compacted). The command adds the request topics' lag, asked from the br
 whether the service is up: the job is alive, it wrote the file recently, and it answered its
 self-check round trip. Exit code 0 when up, 1 when down.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,19 @@ def compact_progress(p: dict) -> dict:
         "timestamp": p["timestamp"],
         "durationMs": p.get("durationMs", {}),
         "numInputRows": p.get("numInputRows", 0),
-        "state": {k: op.get(k) for k in ("numRowsTotal", "numRowsUpdated", "allUpdatesTimeMs",
-                                         "allRemovalsTimeMs", "commitTimeMs", "memoryUsedBytes")},
+        "state": {
+            k: op.get(k)
+            for k in (
+                "numRowsTotal",
+                "numRowsUpdated",
+                "allUpdatesTimeMs",
+                "allRemovalsTimeMs",
+                "commitTimeMs",
+                "memoryUsedBytes",
+            )
+        },
         "endOffsets": [s.get("endOffset") for s in p.get("sources", [])],
-        "offsetsBehindLatest": max((int(float(m.get("maxOffsetsBehindLatest", 0) or 0)) for m in behind),
-                                   default=0),
+        "offsetsBehindLatest": max((int(float(m.get("maxOffsetsBehindLatest", 0) or 0)) for m in behind), default=0),
     }
 
 
@@ -103,9 +112,16 @@ class StatusReporter:
             self._write()
 
     def _write(self) -> None:
-        doc = {"state": self.state, "detail": self.detail, "pid": os.getpid(), "updatedAt": time.time(),
-               "startedAt": self.started_at, "readyAt": self.ready_at, "queryId": self.query_id,
-               "batches": [self.batches[b] for b in sorted(self.batches)]}
+        doc = {
+            "state": self.state,
+            "detail": self.detail,
+            "pid": os.getpid(),
+            "updatedAt": time.time(),
+            "startedAt": self.started_at,
+            "readyAt": self.ready_at,
+            "queryId": self.query_id,
+            "batches": [self.batches[b] for b in sorted(self.batches)],
+        }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(doc))
@@ -144,9 +160,13 @@ def request_lag(cfg: StreamConfig) -> int | None:
     from .inspect_state import committed_progress
 
     try:
-        consumer = KafkaConsumer(bootstrap_servers=cfg.bootstrap, group_id=None, enable_auto_commit=False,
-                                 request_timeout_ms=5000,
-                                 **_bootstrap_timeout())
+        consumer = KafkaConsumer(
+            bootstrap_servers=cfg.bootstrap,
+            group_id=None,
+            enable_auto_commit=False,
+            request_timeout_ms=5000,
+            **_bootstrap_timeout(),
+        )
     except Exception:  # noqa: BLE001 - broker down
         return None
     try:
@@ -171,12 +191,16 @@ def summarize(doc: dict | None, now: float | None = None) -> dict:
     age = now - float(doc["updatedAt"])
     batches = doc.get("batches") or []
     recent = [b for b in batches if iso_ms(b["timestamp"]) >= (now - 60) * 1000]
-    out = {"state": doc["state"], "pid": doc["pid"], "statusAgeS": round(age, 1),
-           "readyAfterS": None if doc.get("readyAt") is None else round(doc["readyAt"] - doc["startedAt"], 1),
-           "batchesPerS": round(len(recent) / 60, 2) if recent else 0.0,
-           "lastBatchId": batches[-1]["batchId"] if batches else None,
-           "lastBatchMs": batches[-1]["durationMs"].get("triggerExecution") if batches else None,
-           "detail": doc.get("detail", "")}
+    out = {
+        "state": doc["state"],
+        "pid": doc["pid"],
+        "statusAgeS": round(age, 1),
+        "readyAfterS": None if doc.get("readyAt") is None else round(doc["readyAt"] - doc["startedAt"], 1),
+        "batchesPerS": round(len(recent) / 60, 2) if recent else 0.0,
+        "lastBatchId": batches[-1]["batchId"] if batches else None,
+        "lastBatchMs": batches[-1]["durationMs"].get("triggerExecution") if batches else None,
+        "detail": doc.get("detail", ""),
+    }
     if not alive:
         out.update(up=False, reason=f"the job (pid {doc['pid']}) is not running")
     elif age > STALE_AFTER_S:
@@ -192,8 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", help="TOML file overriding conf/defaults.toml")
     ap.add_argument("--json", action="store_true", help="print the status as one JSON object")
-    ap.add_argument("--wait-ready", type=float, default=0.0, metavar="SECONDS",
-                    help="wait up to SECONDS for the service to be up before answering")
+    ap.add_argument(
+        "--wait-ready",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait up to SECONDS for the service to be up before answering",
+    )
     args = ap.parse_args(argv)
     cfg = StreamConfig.load(args.config)
     path = status_path(cfg.checkpoint)
@@ -211,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
         if "state" in s:
             lag = "unknown (broker unreachable)" if s["requestLag"] is None else f"{s['requestLag']} records"
             print(f"  state {s['state']}, pid {s['pid']}, status written {s['statusAgeS']} s ago")
-            print(f"  micro-batches: {s['batchesPerS']}/s over the last minute, last batch "
-                  f"{s['lastBatchId']} took {s['lastBatchMs']} ms")
+            print(
+                f"  micro-batches: {s['batchesPerS']}/s over the last minute, last batch "
+                f"{s['lastBatchId']} took {s['lastBatchMs']} ms"
+            )
             print(f"  request lag: {lag}")
             if s["readyAfterS"] is not None:
                 print(f"  ready {s['readyAfterS']} s after the job started")

@@ -5,6 +5,7 @@ pure core, encodes the new state, re-arms the single Spark timeout at the partit
 deadline, and turns the core's outputs into sink rows (the `topic` column picks the topic).
 Everything it uses arrives through `StepSettings`, which pickles into the Python workers.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,7 @@ from .trust import MAC_HEADER, safe_text, sign
 
 # The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
 STATE_SCHEMA = "format int, payload binary"
-OUTPUT_SCHEMA = ("topic string, key string, value binary, partition int, "
-                 "headers array<struct<key:string,value:binary>>")
+OUTPUT_SCHEMA = "topic string, key string, value binary, partition int, headers array<struct<key:string,value:binary>>"
 OUTPUT_COLUMNS = ["topic", "key", "value", "partition", "headers"]
 
 
@@ -69,8 +69,9 @@ def _json_bytes(obj) -> bytes:
 RECORD_OVERHEAD_BYTES = 512
 
 
-def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
-                topic_limits: dict[str, int] | None = None) -> list[tuple]:
+def output_rows(
+    out: Outputs, coordinator_partition: int, s: StepSettings, topic_limits: dict[str, int] | None = None
+) -> list[tuple]:
     """The sink rows for a batch's outputs. `topic_limits` are the max.message.bytes of reply topics
     (from the topic metadata): an answer a reply topic cannot take is replaced by an error."""
     rows: list[tuple] = []
@@ -90,8 +91,17 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
 
     def writable(topic: str, key: str | None, value: bytes | None, what: dict) -> bool:
         if topic in s.quarantined_topics:
-            dead.append((key or "", {**what, "reason": f"the sink could not write to topic {topic!r}",
-                                     "topic": topic, "value": _text(value)}))
+            dead.append(
+                (
+                    key or "",
+                    {
+                        **what,
+                        "reason": f"the sink could not write to topic {topic!r}",
+                        "topic": topic,
+                        "value": _text(value),
+                    },
+                )
+            )
             return False
         return True
 
@@ -99,16 +109,36 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
         client = safe_text(r.reply.client_id)
         topic = r.reply.reply_to or s.responses_topic
         if not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
-            dead.append((client, {"what": "response", "reason": f"unsafe response topic {topic[:300]!r}",
-                                  "apiKey": r.reply.api_key, "correlationId": r.reply.correlation_id}))
+            dead.append(
+                (
+                    client,
+                    {
+                        "what": "response",
+                        "reason": f"unsafe response topic {topic[:300]!r}",
+                        "apiKey": r.reply.api_key,
+                        "correlationId": r.reply.correlation_id,
+                    },
+                )
+            )
             continue
         value = _json_bytes(response_envelope(r.reply, r.body))
-        if not fits(client, value, {"what": "response", "apiKey": r.reply.api_key,
-                                    "correlationId": r.reply.correlation_id, "topic": topic}, topic):
+        if not fits(
+            client,
+            value,
+            {"what": "response", "apiKey": r.reply.api_key, "correlationId": r.reply.correlation_id, "topic": topic},
+            topic,
+        ):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
-            value = _json_bytes(response_envelope(r.reply, {
-                "throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
-                "errorMessage": f"the response is larger than {oversized[-1]['maxRecordBytes']} bytes"}))
+            value = _json_bytes(
+                response_envelope(
+                    r.reply,
+                    {
+                        "throttleTimeMs": 0,
+                        "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
+                        "errorMessage": f"the response is larger than {oversized[-1]['maxRecordBytes']} bytes",
+                    },
+                )
+            )
         if writable(topic, client, value, {"what": "response", "correlationId": r.reply.correlation_id}):
             rows.append((topic, client, value, None, []))
     for e in out.events:
@@ -132,12 +162,25 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
             continue  # write_broker_markers sends it
         data_key = safe_text(d.key)  # None: a record without a key
         if writable(d.topic, data_key, d.value, {"what": "transaction marker", "partition": int(d.partition)}):
-            rows.append((d.topic, data_key, d.value, int(d.partition),
-                         [{"key": safe_text(k), "value": v} for k, v in d.headers]))
+            rows.append(
+                (
+                    d.topic,
+                    data_key,
+                    d.value,
+                    int(d.partition),
+                    [{"key": safe_text(k), "value": v} for k, v in d.headers],
+                )
+            )
     for what in oversized:
-        rows.append((s.events_topic, "", _json_bytes({"event": "RecordTooLarge",
-                                                       "coordinatorPartition": coordinator_partition,
-                                                       **what}), None, []))
+        rows.append(
+            (
+                s.events_topic,
+                "",
+                _json_bytes({"event": "RecordTooLarge", "coordinatorPartition": coordinator_partition, **what}),
+                None,
+                [],
+            )
+        )
     for key, letter in dead:
         rows.append(dead_letter_row(s, coordinator_partition, key, letter))
     return rows
@@ -146,10 +189,13 @@ def output_rows(out: Outputs, coordinator_partition: int, s: StepSettings,
 def _is_response_topic(topic: str, s: StepSettings) -> bool:
     if topic == s.responses_topic:
         return True
-    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic,
-           s.metrics_topic}
-    return (topic.startswith(s.responses_topic + ".") and topic not in own and len(topic) <= 249
-            and _LEGAL_TOPIC.fullmatch(topic) is not None)
+    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic, s.metrics_topic}
+    return (
+        topic.startswith(s.responses_topic + ".")
+        and topic not in own
+        and len(topic) <= 249
+        and _LEGAL_TOPIC.fullmatch(topic) is not None
+    )
 
 
 _LEGAL_TOPIC = re.compile(r"[A-Za-z0-9._-]+")
@@ -165,8 +211,9 @@ def dead_letter_row(s: StepSettings, coordinator_partition: int, key: str, lette
     return (s.dead_letters_topic, safe_text(key)[:MAX_EVENT_KEY_CHARS], _json_bytes(body), None, [])
 
 
-def metrics_row(s: StepSettings, coordinator_partition: int, record: dict, state_bytes: int,
-                wall: dict[str, list[int]]) -> tuple:
+def metrics_row(
+    s: StepSettings, coordinator_partition: int, record: dict, state_bytes: int, wall: dict[str, list[int]]
+) -> tuple:
     """The partition's metrics record (coordinator/metrics.py) with the size of the state this batch
     wrote, keyed by coordinator partition (the topic is compacted: the newest record counts). The
     wall-clock part (`wallClock`) is the one thing a replay does not repeat exactly: see
@@ -186,20 +233,34 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
         if pdf.empty:
             continue
         columns = [pdf[c] for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
-        flags = [pdf[c] if c in pdf else [d] * len(pdf)
-                 for c, d in (("key_valid", True), ("internal", False), ("verified", False))]
+        flags = [
+            pdf[c] if c in pdf else [d] * len(pdf)
+            for c, d in (("key_valid", True), ("internal", False), ("verified", False))
+        ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
         for (key, value, size, ts, part, off), (key_valid, internal, verified) in rows:
             key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
             if bool(internal) and not bool(verified):
-                forged.append({"recordKey": (key or "")[:MAX_EVENT_KEY_CHARS], "requestPartition": int(part),
-                               "requestOffset": int(off)})
+                forged.append(
+                    {
+                        "recordKey": (key or "")[:MAX_EVENT_KEY_CHARS],
+                        "requestPartition": int(part),
+                        "requestOffset": int(off),
+                    }
+                )
                 continue
-            records.append(InputRecord(
-                key=key, value=None if value is None else bytes(value),
-                time_ms=int(ts), partition=int(part), offset=int(off),
-                value_size=None if size is None or pd.isna(size) else int(size),
-                internal=bool(internal), key_valid=bool(key_valid)))
+            records.append(
+                InputRecord(
+                    key=key,
+                    value=None if value is None else bytes(value),
+                    time_ms=int(ts),
+                    partition=int(part),
+                    offset=int(off),
+                    value_size=None if size is None or pd.isna(size) else int(size),
+                    internal=bool(internal),
+                    key_valid=bool(key_valid),
+                )
+            )
     return records, forged
 
 
@@ -251,17 +312,35 @@ def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettin
     and wait for them (a failure raises: the batch fails and its replay sends them again). Returns
     an event row per marker."""
     from .txn_markers import markers_of, writer_for
+
     markers = markers_of([d for d in out.data if sent_by_broker(d, s.txn_markers)])
     if not markers:
         return []
     rows: list[tuple] = []
     for r in writer_for(s.bootstrap).write(markers):
-        rows.append((s.events_topic, safe_text(r.get("transactionalId") or ""), _json_bytes({
-            "event": "TransactionMarkerWritten", "coordinatorPartition": coordinator_partition,
-            "timeMs": batch_time, "transactionalId": r.get("transactionalId"), "topic": r["topic"],
-            "partition": r["partition"], "producerId": r["producerId"], "producerEpoch": r["producerEpoch"],
-            "result": "COMMIT" if r["commit"] else "ABORT", "outcome": r["outcome"],
-            "errorCode": r["errorCode"]}), None, []))
+        rows.append(
+            (
+                s.events_topic,
+                safe_text(r.get("transactionalId") or ""),
+                _json_bytes(
+                    {
+                        "event": "TransactionMarkerWritten",
+                        "coordinatorPartition": coordinator_partition,
+                        "timeMs": batch_time,
+                        "transactionalId": r.get("transactionalId"),
+                        "topic": r["topic"],
+                        "partition": r["partition"],
+                        "producerId": r["producerId"],
+                        "producerEpoch": r["producerEpoch"],
+                        "result": "COMMIT" if r["commit"] else "ABORT",
+                        "outcome": r["outcome"],
+                        "errorCode": r["errorCode"],
+                    }
+                ),
+                None,
+                [],
+            )
+        )
     return rows
 
 
@@ -294,16 +373,41 @@ def make_step(settings: StepSettings):
         if settings.txn_markers != "json":
             rows.extend(write_broker_markers(out, cp, settings, batch_time))
         for f in forged:
-            rows.append((settings.events_topic, safe_text(f["recordKey"]), _json_bytes({
-                "event": "ForgedInternalRecord", "coordinatorPartition": cp, "timeMs": batch_time,
-                "reason": f"a record on {settings.internal_topic} without a valid {MAC_HEADER} header",
-                **f}), None, []))
+            rows.append(
+                (
+                    settings.events_topic,
+                    safe_text(f["recordKey"]),
+                    _json_bytes(
+                        {
+                            "event": "ForgedInternalRecord",
+                            "coordinatorPartition": cp,
+                            "timeMs": batch_time,
+                            "reason": f"a record on {settings.internal_topic} without a valid {MAC_HEADER} header",
+                            **f,
+                        }
+                    ),
+                    None,
+                    [],
+                )
+            )
         if out.metrics is not None:
             rows.append(metrics_row(settings, cp, out.metrics, len(new_blob[1]), perf.take()))
         for r, reason in culprits:
-            rows.append(dead_letter_row(settings, cp, r.key or "", {
-                "what": "request", "reason": reason, "requestPartition": r.partition,
-                "requestOffset": r.offset, "internal": r.internal, "value": _text(r.value)}))
+            rows.append(
+                dead_letter_row(
+                    settings,
+                    cp,
+                    r.key or "",
+                    {
+                        "what": "request",
+                        "reason": reason,
+                        "requestPartition": r.partition,
+                        "requestOffset": r.offset,
+                        "internal": r.internal,
+                        "value": _text(r.value),
+                    },
+                )
+            )
         if rows:
             frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
             frame["partition"] = frame["partition"].astype("Int32")
@@ -322,9 +426,13 @@ def make_identity_step(settings: StepSettings):
         for r in records_from_frames(pdfs)[0]:
             try:
                 env = json.loads(r.value or b"")  # None: not JSON (ValueError) as any other
-                reply = {"correlationId": env["correlationId"], "apiKey": env.get("apiKey"),
-                         "apiVersion": env.get("apiVersion"), "clientId": env.get("clientId", ""),
-                         "response": {"errorCode": 0}}
+                reply = {
+                    "correlationId": env["correlationId"],
+                    "apiKey": env.get("apiKey"),
+                    "apiVersion": env.get("apiVersion"),
+                    "clientId": env.get("clientId", ""),
+                    "response": {"errorCode": 0},
+                }
             except (ValueError, KeyError, TypeError):
                 continue
             rows.append((settings.responses_topic, reply["clientId"], _json_bytes(reply), None, []))

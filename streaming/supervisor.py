@@ -15,6 +15,7 @@ next `start_query()` builds (e.g. quarantine an output topic the sink cannot wri
 settings that `start_query` reads) and return `Decision.restart(..., immediately=True)`; or return
 `Decision.give_up(...)`. Without a decision the built-in classification applies.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,23 +66,47 @@ FailureHandler = Callable[[str], "Decision | None"]
 # not retried: the same configuration fails the same way every time. A damaged checkpoint is not:
 # the checkpoint guard runs before the restart and rolls the damage back or refuses to start.
 CLASSES: list[tuple[str, bool, re.Pattern]] = [
-    ("damaged-checkpoint", False, re.compile(
-        r"Log file was malformed|Incomplete log file|JsonEOFException|JsonParseException|"
-        r"CANNOT_READ_STREAMING_STATE_FILE|ChecksumException|Stream ended prematurely|"
-        r"Multiple streaming queries are concurrently using", re.I)),
-    ("state-schema-changed", True, re.compile(
-        r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE|"
-        r"StateSchemaNotCompatible|STREAMING_STATEFUL_OPERATOR_NOT_MATCH|"
-        r"STATE_STORE_INCORRECT_NUM_STATE_STORES|mismatch.*shuffle partitions", re.I)),
-    ("broker-unavailable", False, re.compile(
-        r"TimeoutException|not present in metadata|DisconnectException|Connection refused|"
-        r"NetworkException|NotLeaderOrFollower|LeaderNotAvailable|"
-        r"Timed out waiting for a node assignment|could not be established", re.I)),
+    (
+        "damaged-checkpoint",
+        False,
+        re.compile(
+            r"Log file was malformed|Incomplete log file|JsonEOFException|JsonParseException|"
+            r"CANNOT_READ_STREAMING_STATE_FILE|ChecksumException|Stream ended prematurely|"
+            r"Multiple streaming queries are concurrently using",
+            re.I,
+        ),
+    ),
+    (
+        "state-schema-changed",
+        True,
+        re.compile(
+            r"STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE|STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE|"
+            r"StateSchemaNotCompatible|STREAMING_STATEFUL_OPERATOR_NOT_MATCH|"
+            r"STATE_STORE_INCORRECT_NUM_STATE_STORES|mismatch.*shuffle partitions",
+            re.I,
+        ),
+    ),
+    (
+        "broker-unavailable",
+        False,
+        re.compile(
+            r"TimeoutException|not present in metadata|DisconnectException|Connection refused|"
+            r"NetworkException|NotLeaderOrFollower|LeaderNotAvailable|"
+            r"Timed out waiting for a node assignment|could not be established",
+            re.I,
+        ),
+    ),
     # Requests were deleted (retention) before the query read them: every restart fails the same way.
     ("requests-lost", True, re.compile(r"KAFKA_DATA_LOSS|Some data may have been lost", re.I)),
-    ("sink-rejected-record", False, re.compile(
-        r"InvalidTopicException|RecordTooLargeException|TopicAuthorizationException|"
-        r"UnknownTopicOrPartition", re.I)),
+    (
+        "sink-rejected-record",
+        False,
+        re.compile(
+            r"InvalidTopicException|RecordTooLargeException|TopicAuthorizationException|"
+            r"UnknownTopicOrPartition",
+            re.I,
+        ),
+    ),
     ("state-store", False, re.compile(r"CANNOT_LOAD_STATE_STORE|StateStore|RocksDB", re.I)),
     ("python-worker", False, re.compile(r"PythonException|Python worker", re.I)),
 ]
@@ -104,10 +129,12 @@ class RestartPolicy:
 
     @classmethod
     def from_config(cls, stream: dict) -> RestartPolicy:
-        return cls(initial_backoff_s=int(stream.get("restart_backoff_initial_ms", 1000)) / 1000,
-                   max_backoff_s=int(stream.get("restart_backoff_max_ms", 30000)) / 1000,
-                   healthy_after_s=int(stream.get("restart_healthy_after_ms", 60000)) / 1000,
-                   max_attempts=int(stream.get("restart_max_attempts", 20)))
+        return cls(
+            initial_backoff_s=int(stream.get("restart_backoff_initial_ms", 1000)) / 1000,
+            max_backoff_s=int(stream.get("restart_backoff_max_ms", 30000)) / 1000,
+            healthy_after_s=int(stream.get("restart_healthy_after_ms", 60000)) / 1000,
+            max_attempts=int(stream.get("restart_max_attempts", 20)),
+        )
 
     def backoff(self, failures: int) -> float:
         """Wait before the restart that follows the `failures`-th consecutive failure (1-based)."""
@@ -136,10 +163,17 @@ def summary(text: str, max_lines: int = 12) -> str:
 
 
 class Supervisor:
-    def __init__(self, start_query: Callable[[], Query], policy: RestartPolicy, *,
-                 stopping: threading.Event, failure_handlers: Sequence[FailureHandler] = (),
-                 on_tick: Callable[[Query], None] | None = None, poll_s: float = 1.0,
-                 stop_query: Callable[[Query], None] | None = None):
+    def __init__(
+        self,
+        start_query: Callable[[], Query],
+        policy: RestartPolicy,
+        *,
+        stopping: threading.Event,
+        failure_handlers: Sequence[FailureHandler] = (),
+        on_tick: Callable[[Query], None] | None = None,
+        poll_s: float = 1.0,
+        stop_query: Callable[[Query], None] | None = None,
+    ):
         self.start_query, self.policy, self.stopping = start_query, policy, stopping
         self.failure_handlers = list(failure_handlers)
         self.on_tick, self.poll_s = on_tick, poll_s
@@ -174,13 +208,22 @@ class Supervisor:
                 log.error("query failed (%s); giving up: %s", decision.reason, summary(text))
                 return 1
             if self.policy.max_attempts and consecutive >= self.policy.max_attempts:
-                log.error("query failed %d times in a row (last: %s); giving up "
-                          "([stream] restart_max_attempts = %d): %s", consecutive, decision.reason,
-                          self.policy.max_attempts, summary(text))
+                log.error(
+                    "query failed %d times in a row (last: %s); giving up ([stream] restart_max_attempts = %d): %s",
+                    consecutive,
+                    decision.reason,
+                    self.policy.max_attempts,
+                    summary(text),
+                )
                 return 1
             delay = 0.0 if decision.immediately else self.policy.backoff(consecutive)
-            log.error("query failed (%s, failure %d in a row); restarting on the same checkpoint in "
-                      "%.1f s: %s", decision.reason, consecutive, delay, summary(text))
+            log.error(
+                "query failed (%s, failure %d in a row); restarting on the same checkpoint in %.1f s: %s",
+                decision.reason,
+                consecutive,
+                delay,
+                summary(text),
+            )
             if self.stopping.wait(delay):
                 return 0
             self.restarts += 1

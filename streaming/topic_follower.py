@@ -1,15 +1,24 @@
 """Follow a topic from a background thread of the driver (the metrics exporter's metrics topic, the
 dashboard's events topic): assign every partition, position, poll until stopped, and reconnect
 after any failure (a broker away must never kill the thread)."""
+
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 
 
-def follow_topic(bootstrap: str, topic: str, stop: threading.Event, position: Callable, on_record: Callable,
-                 *, after_poll: Callable[[], None] | None = None,
-                 on_error: Callable[[Exception], None] | None = None, missing_topic_wait_s: float = 1.0) -> None:
+def follow_topic(
+    bootstrap: str,
+    topic: str,
+    stop: threading.Event,
+    position: Callable,
+    on_record: Callable,
+    *,
+    after_poll: Callable[[], None] | None = None,
+    on_error: Callable[[Exception], None] | None = None,
+    missing_topic_wait_s: float = 1.0,
+) -> None:
     """Run until `stop` is set. `position(consumer, partitions)` places a fresh consumer (it is made
     again after every failure), `on_record(record)` takes each record, `after_poll()` runs after
     each poll (a failure there reconnects too), `on_error(exception)` hears each failure."""
@@ -19,8 +28,9 @@ def follow_topic(bootstrap: str, topic: str, stop: threading.Event, position: Ca
     while not stop.is_set():
         try:
             if consumer is None:
-                consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                         request_timeout_ms=10000)
+                consumer = KafkaConsumer(
+                    bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False, request_timeout_ms=10000
+                )
                 parts = consumer.partitions_for_topic(topic)
                 if not parts:
                     consumer.close()

@@ -12,6 +12,7 @@ The MAC covers len(key) (4 bytes, big-endian), the key and the value, so that by
 between key and value. Spark SQL has no HMAC, but it has SHA-256, and HMAC is two SHA-256s over the
 key padded to the block size and xored with fixed pads.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,7 +57,7 @@ def mac_sql(key: bytes, key_col: str = "key", value_col: str = "value") -> str:
     outer = bytes(b ^ 0x5C for b in padded).hex()
     k, v = f"coalesce({key_col}, X'')", f"coalesce({value_col}, X'')"
     message = f"concat(unhex(lpad(hex(octet_length({k})), 8, '0')), {k}, {v})"
-    return (f"sha2(concat(unhex('{outer}'), unhex(sha2(concat(unhex('{inner}'), {message}), 256))), 256)")
+    return f"sha2(concat(unhex('{outer}'), unhex(sha2(concat(unhex('{inner}'), {message}), 256))), 256)"
 
 
 def header_sql(name: str = MAC_HEADER, headers_col: str = "headers") -> str:

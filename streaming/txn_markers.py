@@ -30,6 +30,7 @@ The broker needs transaction.partition.verification.enable=false and transaction
 partitions have no epoch the broker would know, and the broker only fences a marker whose
 coordinatorEpoch is below the last one it saw for the producer.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,9 +58,16 @@ def markers_of(data_records) -> list[dict]:
     for d in data_records:
         m = parse_marker(d.headers, d.value)
         if m is not None:
-            out.append({"topic": d.topic, "partition": int(d.partition), "producerId": int(m["producerId"]),
-                        "producerEpoch": int(m["producerEpoch"]), "commit": m["type"] == "COMMIT",
-                        "transactionalId": m.get("transactionalId")})
+            out.append(
+                {
+                    "topic": d.topic,
+                    "partition": int(d.partition),
+                    "producerId": int(m["producerId"]),
+                    "producerEpoch": int(m["producerEpoch"]),
+                    "commit": m["type"] == "COMMIT",
+                    "transactionalId": m.get("transactionalId"),
+                }
+            )
     return out
 
 
@@ -83,8 +91,12 @@ class BrokerMarkerWriter:
     def _client(self):
         if self._admin is None:
             from kafka import KafkaAdminClient
-            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="txn-marker-writer",
-                                           request_timeout_ms=self.request_timeout_ms)
+
+            self._admin = KafkaAdminClient(
+                bootstrap_servers=self.bootstrap,
+                client_id="txn-marker-writer",
+                request_timeout_ms=self.request_timeout_ms,
+            )
         return self._admin
 
     def close(self) -> None:
@@ -110,24 +122,33 @@ class BrokerMarkerWriter:
 
     def _send(self, node_id: int, grouped: dict):
         from kafka.protocol.producer.transaction import WriteTxnMarkersRequest
+
         Marker = WriteTxnMarkersRequest.WritableTxnMarker
         Topic = Marker.WritableTxnMarkerTopic
-        request = WriteTxnMarkersRequest(version=1, markers=[
-            Marker(producer_id=pid, producer_epoch=epoch, transaction_result=commit,
-                   topics=[Topic(name=t, partition_indexes=ps) for t, ps in sorted(topics.items())],
-                   coordinator_epoch=COORDINATOR_EPOCH)
-            for (pid, epoch, commit), topics in sorted(grouped.items())])
+        request = WriteTxnMarkersRequest(
+            version=1,
+            markers=[
+                Marker(
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    transaction_result=commit,
+                    topics=[Topic(name=t, partition_indexes=ps) for t, ps in sorted(topics.items())],
+                    coordinator_epoch=COORDINATOR_EPOCH,
+                )
+                for (pid, epoch, commit), topics in sorted(grouped.items())
+            ],
+        )
         admin = self._client()
 
         async def send():
             return await admin._manager.send(request, node_id=node_id, request_timeout_ms=self.request_timeout_ms)
+
         return admin._manager.run(send)
 
     def write(self, markers: list[dict]) -> list[dict]:
         """Write every marker; returns one result per marker: {**marker, "errorCode", "outcome"}
         with outcome "written" | "dropped" (partition gone) | "abandoned" (fenced)."""
-        pending = {(m["topic"], m["partition"], m["producerId"], m["producerEpoch"], m["commit"]): m
-                   for m in markers}
+        pending = {(m["topic"], m["partition"], m["producerId"], m["producerEpoch"], m["commit"]): m for m in markers}
         results: list[dict] = []
         deadline = time.monotonic() + self.timeout_s
         backoff = 0.1
@@ -149,8 +170,13 @@ class BrokerMarkerWriter:
                         for topic in marker.topics:
                             for part in topic.partitions:
                                 code = part.error_code
-                                for k in [k for k in pending if k[0] == topic.name and k[1] == part.partition_index
-                                          and k[2] == marker.producer_id]:
+                                for k in [
+                                    k
+                                    for k in pending
+                                    if k[0] == topic.name
+                                    and k[1] == part.partition_index
+                                    and k[2] == marker.producer_id
+                                ]:
                                     m = pending[k]
                                     if code == 0:
                                         results.append({**m, "errorCode": 0, "outcome": "written"})
@@ -162,7 +188,8 @@ class BrokerMarkerWriter:
                                     else:
                                         raise MarkerWriteError(
                                             f"WriteTxnMarkers for {topic.name}-{part.partition_index} "
-                                            f"(producerId {marker.producer_id}) failed with error code {code}")
+                                            f"(producerId {marker.producer_id}) failed with error code {code}"
+                                        )
                                     del pending[k]
             except MarkerWriteError:
                 raise
@@ -171,8 +198,10 @@ class BrokerMarkerWriter:
                 self.close()
             if pending:
                 if time.monotonic() > deadline:
-                    raise MarkerWriteError(f"{len(pending)} transaction markers not acknowledged within "
-                                           f"{self.timeout_s}s (last: {last_error})")
+                    raise MarkerWriteError(
+                        f"{len(pending)} transaction markers not acknowledged within "
+                        f"{self.timeout_s}s (last: {last_error})"
+                    )
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
         return results

@@ -13,6 +13,7 @@ runs PySpark's own daemon after two changes, both measured (docs/operations.md, 
   fork, so a new worker starts with them loaded (copy-on-write) instead of importing them on its
   first task, which made the stream's first micro-batches slow.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,9 +26,11 @@ def python_top_levels(archive: str) -> set[str]:
     """The top-level modules and packages an archive on the import path provides."""
     with zipfile.ZipFile(archive) as z:
         names = z.namelist()
-    return {n.split("/")[0].removesuffix(".py").removesuffix(".pyc") for n in names
-            if n.endswith((".py", ".pyc")) and n.split("/")[0].isidentifier() or
-            n.split("/")[0].endswith((".py", ".pyc"))}
+    return {
+        n.split("/")[0].removesuffix(".py").removesuffix(".pyc")
+        for n in names
+        if n.endswith((".py", ".pyc")) and n.split("/")[0].isidentifier() or n.split("/")[0].endswith((".py", ".pyc"))
+    }
 
 
 def drop_redundant_archives(path: list[str]) -> list[str]:
@@ -40,8 +43,7 @@ def drop_redundant_archives(path: list[str]) -> list[str]:
     try:
         sys.path[:] = kept
         importlib.invalidate_caches()
-        needed = [a for a in archives
-                  if any(importlib.util.find_spec(m) is None for m in python_top_levels(a))]
+        needed = [a for a in archives if any(importlib.util.find_spec(m) is None for m in python_top_levels(a))]
     except Exception:  # noqa: BLE001 - unreadable archive: leave the path as it was
         return path
     finally:

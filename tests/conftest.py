@@ -1,5 +1,6 @@
 """Every core test runs with the runtime's ApiError check on: a request answered with an
 ApiError must leave the partition's state exactly as it found it (coordinator/result.py)."""
+
 from __future__ import annotations
 
 import pytest

@@ -12,6 +12,7 @@ Every request goes through the real envelope parsing and `run_batch`, one reques
 default, and the partition is rebuilt from its encoded state between batches (as in the stream),
 so a test also proves that the state survives encoding.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,17 @@ from coordinator.result import CoordinatorResult
 
 
 class CoreDriver:
-    def __init__(self, group_id: str | None = None, *, partition: int | None = None,
-                 config: CoordinatorConfig | None = None, start_ms: int = 1_000_000,
-                 client_id: str = "client", roundtrip: bool = True, **overrides: Any):
+    def __init__(
+        self,
+        group_id: str | None = None,
+        *,
+        partition: int | None = None,
+        config: CoordinatorConfig | None = None,
+        start_ms: int = 1_000_000,
+        client_id: str = "client",
+        roundtrip: bool = True,
+        **overrides: Any,
+    ):
         self.config = config or CoordinatorConfig()
         if overrides:
             self.config = self.config.with_overrides(**overrides)
@@ -109,14 +118,19 @@ class CoreDriver:
         self.injected.update(range(len(self.records), len(self.records) + len(records)))
         return self._continue_with(part)
 
-    def rebuilt(self, records: Iterable[tuple[str, dict | None]] | None = None, *,
-                now_ms: int | None = None) -> CoordinatorPartition:
+    def rebuilt(
+        self, records: Iterable[tuple[str, dict | None]] | None = None, *, now_ms: int | None = None
+    ) -> CoordinatorPartition:
         """A partition loaded (at `now_ms`, default now) from state-log records (default: every
         record written so far), as a Kafka coordinator loads its partition of __consumer_offsets
         / __transaction_state."""
         records = self.records if records is None else records
-        return CoordinatorPartition.from_records(self.partition_id, [StateRecord(k, v) for k, v in records],
-                                                 self.config, now_ms=self.now if now_ms is None else now_ms)
+        return CoordinatorPartition.from_records(
+            self.partition_id,
+            [StateRecord(k, v) for k, v in records],
+            self.config,
+            now_ms=self.now if now_ms is None else now_ms,
+        )
 
     def failover(self, records: Iterable[tuple[str, dict | None]] | None = None) -> Outputs:
         """Lose the live state and continue from a partition loaded from the state log (a
@@ -134,34 +148,58 @@ class CoreDriver:
         return result
 
     # ------------------------------------------------------------------ requests
-    def envelope(self, api: str, version: int, body: dict, *, correlation_id: int | None = None,
-                 client_id: str | None = None, client_host: str | None = None,
-                 kafka_client: bool = False) -> tuple[int, bytes]:
+    def envelope(
+        self,
+        api: str,
+        version: int,
+        body: dict,
+        *,
+        correlation_id: int | None = None,
+        client_id: str | None = None,
+        client_host: str | None = None,
+        kafka_client: bool = False,
+    ) -> tuple[int, bytes]:
         if correlation_id is None:
             self._cid += 1
             correlation_id = self._cid
-        env = {"apiKey": api, "apiVersion": version, "correlationId": correlation_id,
-               "clientId": self.client_id if client_id is None else client_id, "request": body}
+        env = {
+            "apiKey": api,
+            "apiVersion": version,
+            "correlationId": correlation_id,
+            "clientId": self.client_id if client_id is None else client_id,
+            "request": body,
+        }
         if client_host is not None:  # as the gateway relays a Kafka client's request
             env["clientHost"] = client_host
         if kafka_client:  # as gateway/bridge.py marks every request it relays
             env["kafkaClient"] = True
         return correlation_id, json.dumps(env).encode()
 
-    def send(self, api: str, version: int, body: dict, *, key: str | None = None,
-             at: int | None = None, client_id: str | None = None, client_host: str | None = None,
-             kafka_client: bool = False) -> dict | None:
+    def send(
+        self,
+        api: str,
+        version: int,
+        body: dict,
+        *,
+        key: str | None = None,
+        at: int | None = None,
+        client_id: str | None = None,
+        client_host: str | None = None,
+        kafka_client: bool = False,
+    ) -> dict | None:
         """Send one request at time `at` (default: now) in a batch of its own; return its
         response, or None if the coordinator parked it."""
-        cid, raw = self.envelope(api, version, body, client_id=client_id, client_host=client_host,
-                                 kafka_client=kafka_client)
+        cid, raw = self.envelope(
+            api, version, body, client_id=client_id, client_host=client_host, kafka_client=kafka_client
+        )
         # Internal APIs (UpdateMetadata, WriteTxnMarkers) come from the coordinator's own
         # authenticated channel in the stream; the driver plays that channel for them.
         self.send_raw(raw, key=key, at=at)
         return self.responses.get(cid)
 
-    def send_raw(self, raw: bytes | None, *, key: str | None = None, at: int | None = None,
-                 internal: bool | None = None) -> Outputs:
+    def send_raw(
+        self, raw: bytes | None, *, key: str | None = None, at: int | None = None, internal: bool | None = None
+    ) -> Outputs:
         """`internal` None: on the internal channel if the envelope names an internal API (the
         driver plays the coordinator's own channel for UpdateMetadata and WriteTxnMarkers)."""
         if at is not None:

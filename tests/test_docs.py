@@ -1,4 +1,5 @@
 """The docs name what the code serves: every registered API is documented with its versions."""
+
 import re
 from pathlib import Path
 
@@ -33,8 +34,9 @@ def test_every_metric_is_documented():
 
     operations = (ROOT / "docs" / "operations.md").read_text()
     section = operations.split("## Metrics", 1)[1].split("\n## ", 1)[0]
-    missing = [name for name in HELP if f"`{name}`" not in section
-               and f"`{name.removesuffix('_total')}_total`" not in section]
+    missing = [
+        name for name in HELP if f"`{name}`" not in section and f"`{name.removesuffix('_total')}_total`" not in section
+    ]
     assert not missing, "docs/operations.md, Metrics, does not list: " + ", ".join(missing)
 
 
@@ -43,6 +45,8 @@ def test_every_series_the_core_counts_has_its_help():
 
     source = (ROOT / "coordinator" / "metrics.py").read_text()
     names = set(re.findall(r'_(?:add|gauge|observe)\("(\w+)"', source))
-    names |= {f"{p}_group_count" for p in ("classic", "consumer")} if '_gauge(f"{protocol}_group_count"' in source else set()
+    names |= (
+        {f"{p}_group_count" for p in ("classic", "consumer")} if '_gauge(f"{protocol}_group_count"' in source else set()
+    )
     names.discard("request_queue_time_ms_sum")  # served with requests_total as a summary
     assert len(names) > 20 and not sorted(n for n in names if n not in HELP)

@@ -11,6 +11,7 @@ answer again (kill -> first answer is the recovery time), stops the load and run
 value, every committed transaction's records read exactly once by a read_committed reader.
 Exit code 0: pass, 1: fail, 2: the drill could not run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,14 +73,29 @@ def load_checks(load: MixedLoad, report: Report, wait_s: float) -> None:
                 last[key] = max(last.get(key, (-1, None)), (p["committedOffset"], p["committedMetadata"]))
         elif any(c["errorCode"] for c in r.get("coordinators", [])):
             errors.append(f"FindCoordinator correlation id {cid}: {r}")
-    report.add("every drill request answered without error", missing + errors,
-               f"{len(load.simple.sent) - len(missing)} of {len(load.simple.sent)} answered")
+    report.add(
+        "every drill request answered without error",
+        missing + errors,
+        f"{len(load.simple.sent) - len(missing)} of {len(load.simple.sent)} answered",
+    )
 
     def fetch(group: str, partitions: list[int]) -> dict[int, tuple]:
-        r = client.request("OffsetFetch", 9, {"groups": [{"groupId": group, "topics": [
-            {"name": load.spec.input_topic, "partitionIndexes": partitions}]}], "requireStable": True},
-            key=group, timeout=wait_s)
-        return {p["partitionIndex"]: (p["committedOffset"], p["metadata"]) for p in r["groups"][0]["topics"][0]["partitions"]}
+        r = client.request(
+            "OffsetFetch",
+            9,
+            {
+                "groups": [
+                    {"groupId": group, "topics": [{"name": load.spec.input_topic, "partitionIndexes": partitions}]}
+                ],
+                "requireStable": True,
+            },
+            key=group,
+            timeout=wait_s,
+        )
+        return {
+            p["partitionIndex"]: (p["committedOffset"], p["metadata"])
+            for p in r["groups"][0]["topics"][0]["partitions"]
+        }
 
     wrong = []
     expected: dict[str, dict[int, tuple]] = {}
@@ -93,9 +109,14 @@ def load_checks(load: MixedLoad, report: Report, wait_s: float) -> None:
         got = fetch(group, sorted(want))
         for p, value in sorted(want.items()):
             if got.get(p) != value:
-                wrong.append(f"OffsetCommit {group} {load.spec.input_topic}-{p}: fetched {got.get(p)}, acknowledged {value}")
-    report.add("every acknowledged offset commit fetchable with its value", wrong,
-               f"{sum(map(len, expected.values()))} last acknowledged commits fetched")
+                wrong.append(
+                    f"OffsetCommit {group} {load.spec.input_topic}-{p}: fetched {got.get(p)}, acknowledged {value}"
+                )
+    report.add(
+        "every acknowledged offset commit fetchable with its value",
+        wrong,
+        f"{sum(map(len, expected.values()))} last acknowledged commits fetched",
+    )
 
     if load.txns:
         values = sorted(load.txns.value(k, s) for k in load.txns.committed for s in ("a", "b"))
@@ -108,16 +129,33 @@ def load_checks(load: MixedLoad, report: Report, wait_s: float) -> None:
                 read += [r.value for r in reader.poll(timeout_ms=200) if r.value.startswith(prefix)]
         finally:
             reader.close()
-        problems = [] if sorted(read) == values else [
-            f"read_committed saw {len(read)} records of this drill's transactions, expected {len(values)} "
-            f"(missing {sorted(set(values) - set(read))[:5]}, unexpected or repeated "
-            f"{sorted(v for v in set(read) if read.count(v) != values.count(v))[:5]})"]
-        report.add("committed transactions' records read exactly once (markers written)", problems,
-                   f"{len(load.txns.committed)} transactions committed")
+        problems = (
+            []
+            if sorted(read) == values
+            else [
+                f"read_committed saw {len(read)} records of this drill's transactions, expected {len(values)} "
+                f"(missing {sorted(set(values) - set(read))[:5]}, unexpected or repeated "
+                f"{sorted(v for v in set(read) if read.count(v) != values.count(v))[:5]})"
+            ]
+        )
+        report.add(
+            "committed transactions' records read exactly once (markers written)",
+            problems,
+            f"{len(load.txns.committed)} transactions committed",
+        )
 
 
-def run_drill(cfg, killer, spec: LoadSpec, kills: int, seed: int, *, max_delay_s: float = 3.0,
-              states: CheckpointStates | None = None, out=sys.stdout) -> Report:
+def run_drill(
+    cfg,
+    killer,
+    spec: LoadSpec,
+    kills: int,
+    seed: int,
+    *,
+    max_delay_s: float = 3.0,
+    states: CheckpointStates | None = None,
+    out=sys.stdout,
+) -> Report:
     """Drive the load, kill `kills` times at seeded random moments, then check everything."""
     rng = random.Random(seed)
     report = Report("drill", seed=seed)
@@ -130,8 +168,11 @@ def run_drill(cfg, killer, spec: LoadSpec, kills: int, seed: int, *, max_delay_s
         load.start()
         mark: tuple = (0, 0, {}, tuple(-1 for _ in load.consumers))
         for n in range(1, kills + 1):
-            wait_until(lambda mark=mark: load.progressed_since(mark) or load.errors(),
-                       lambda n=n: f"no progress of the load before kill {n}: {load.progress()}", spec.wait_s)
+            wait_until(
+                lambda mark=mark: load.progressed_since(mark) or load.errors(),
+                lambda n=n: f"no progress of the load before kill {n}: {load.progress()}",
+                spec.wait_s,
+            )
             if load.errors():
                 break
             delay = rng.uniform(0, max_delay_s)
@@ -141,21 +182,36 @@ def run_drill(cfg, killer, spec: LoadSpec, kills: int, seed: int, *, max_delay_s
             print(f"kill {n}: {how} at +{t_kill - started:.1f}s", file=out, flush=True)
             killer.restart()
             recovery = first_answer_after(load, t_kill, spec.wait_s, alive)
-            report.kills.append({"kill": n, "atSeconds": round(t_kill - started, 2), "delaySeconds": round(delay, 3),
-                                 "how": how, "recoverySeconds": None if recovery is None else round(recovery, 3)})
-            print(f"kill {n}: first answer after {recovery if recovery is None else round(recovery, 2)}s",
-                  file=out, flush=True)
+            report.kills.append(
+                {
+                    "kill": n,
+                    "atSeconds": round(t_kill - started, 2),
+                    "delaySeconds": round(delay, 3),
+                    "how": how,
+                    "recoverySeconds": None if recovery is None else round(recovery, 3),
+                }
+            )
+            print(
+                f"kill {n}: first answer after {recovery if recovery is None else round(recovery, 2)}s",
+                file=out,
+                flush=True,
+            )
             if recovery is None:
                 break
             mark = load.progress()
         if not load.errors() and len(report.kills) == kills and report.kills[-1]["recoverySeconds"] is not None:
-            wait_until(lambda: load.progressed_since(mark) or load.errors(),
-                       lambda: f"no progress of the load after the last restart: {load.progress()}", spec.wait_s)
+            wait_until(
+                lambda: load.progressed_since(mark) or load.errors(),
+                lambda: f"no progress of the load after the last restart: {load.progress()}",
+                spec.wait_s,
+            )
     finally:
         load.stop()
-    report.add(f"{kills} kills, each recovered", [f"kill {k['kill']}: no answer within {spec.wait_s:.0f}s"
-                                                  for k in report.kills if k["recoverySeconds"] is None]
-               + ([f"only {len(report.kills)} of {kills} kills done"] if len(report.kills) < kills else []))
+    report.add(
+        f"{kills} kills, each recovered",
+        [f"kill {k['kill']}: no answer within {spec.wait_s:.0f}s" for k in report.kills if k["recoverySeconds"] is None]
+        + ([f"only {len(report.kills)} of {kills} kills done"] if len(report.kills) < kills else []),
+    )
     try:
         load_checks(load, report, spec.wait_s)
     finally:
@@ -175,8 +231,9 @@ def _write(report: Report, path: str | None, out=sys.stdout) -> int:
 def main(argv: list[str] | None = None) -> int:
     from streaming.config import StreamConfig
 
-    ap = argparse.ArgumentParser(prog="coordinator-drill", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="coordinator-drill", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     for name in ("run", "verify"):
         p = sub.add_parser(name)
@@ -184,10 +241,14 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--report-json", help="also write the report as JSON here")
         p.add_argument("--wait", type=float, default=180, help="bound in seconds of every wait on the service")
     run = sub.choices["run"]
-    run.add_argument("--kill", choices=["local", "pid", "hook", "manual"], default="local",
-                     help="local: the drill runs the job and SIGKILLs its process group; pid: SIGKILL the pid "
-                          "of the job's status file (your supervisor restarts it); hook: run --kill-hook / "
-                          "--restart-hook; manual: tell you when to kill")
+    run.add_argument(
+        "--kill",
+        choices=["local", "pid", "hook", "manual"],
+        default="local",
+        help="local: the drill runs the job and SIGKILLs its process group; pid: SIGKILL the pid "
+        "of the job's status file (your supervisor restarts it); hook: run --kill-hook / "
+        "--restart-hook; manual: tell you when to kill",
+    )
     run.add_argument("--kill-hook", help="shell command that kills the job (--kill hook)")
     run.add_argument("--restart-hook", help="shell command that restarts it (--kill hook; default: none)")
     run.add_argument("--kill-group", action="store_true", help="--kill pid: signal the pid's process group")
@@ -195,15 +256,22 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--keep-job", action="store_true", help="--kill local: leave the job running afterwards")
     run.add_argument("--kills", type=int, default=3)
     run.add_argument("--seed", type=int, default=None, help="seed of the kill moments (default: random, printed)")
-    run.add_argument("--max-delay", type=float, default=3.0,
-                     help="a kill comes 0..this many seconds after every part of the load has progressed")
+    run.add_argument(
+        "--max-delay",
+        type=float,
+        default=3.0,
+        help="a kill comes 0..this many seconds after every part of the load has progressed",
+    )
     run.add_argument("--rate", type=float, default=10, help="simple requests per second")
     run.add_argument("--classic-members", type=int, default=2)
     run.add_argument("--consumer-members", type=int, default=2)
     run.add_argument("--no-transactions", action="store_true")
-    run.add_argument("--watch", action="store_true",
-                     help="drive no load of its own, only a FindCoordinator probe (to time recovery), and check "
-                          "the existing traffic")
+    run.add_argument(
+        "--watch",
+        action="store_true",
+        help="drive no load of its own, only a FindCoordinator probe (to time recovery), and check "
+        "the existing traffic",
+    )
     run.add_argument("--prefix", default="drill", help="names of the drill's groups, topics, transactional id")
     args = ap.parse_args(argv)
 
@@ -214,10 +282,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             return _write(verify(cfg, timeout_s=args.wait), args.report_json)
         seed = args.seed if args.seed is not None else random.randrange(2**31)
-        spec = LoadSpec(rate_per_s=args.rate, classic_members=0 if args.watch else args.classic_members,
-                        consumer_members=0 if args.watch else args.consumer_members,
-                        transactions=not (args.watch or args.no_transactions), prefix=args.prefix,
-                        wait_s=args.wait, probe_only=args.watch, run_id=uuid.uuid4().hex[:8])
+        spec = LoadSpec(
+            rate_per_s=args.rate,
+            classic_members=0 if args.watch else args.classic_members,
+            consumer_members=0 if args.watch else args.consumer_members,
+            transactions=not (args.watch or args.no_transactions),
+            prefix=args.prefix,
+            wait_s=args.wait,
+            probe_only=args.watch,
+            run_id=uuid.uuid4().hex[:8],
+        )
         job = None
         ensure_data_topics(cfg.bootstrap, spec.topics)  # before a local job starts: its first metadata knows them
         if args.kill == "local":

@@ -1,4 +1,5 @@
 """Comparing coordinator states entity by entity, and the drill's pass/fail report."""
+
 from __future__ import annotations
 
 import json
@@ -83,8 +84,12 @@ def durable_view(part) -> dict:
     Stable, without is Empty), and every transaction's TransactionLog value. Parked requests,
     timers and in-memory counters are not logged, so they are not compared."""
     groups = part.component("groups")
-    offsets = {f"{g}/{t}/{p}": [o.committed_offset, o.metadata]
-               for g, ts in groups.offsets.committed.items() for t, ps in ts.items() for p, o in ps.items()}
+    offsets = {
+        f"{g}/{t}/{p}": [o.committed_offset, o.metadata]
+        for g, ts in groups.offsets.committed.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
     view_groups = {}
     for gid, g in groups.groups.items():
         members = getattr(g, "members", {}) or {}
@@ -94,8 +99,10 @@ def durable_view(part) -> dict:
             "state": "Stable" if members else "Empty",
             "members": sorted(members),
         }
-    return {"groups": {"offsets": offsets, "groups": view_groups},
-            "transactions": part.component("transactions").persistent_view()}
+    return {
+        "groups": {"offsets": offsets, "groups": view_groups},
+        "transactions": part.component("transactions").persistent_view(),
+    }
 
 
 def unfinished_transactions(logical_states: dict[int, dict]) -> list[str]:
@@ -104,8 +111,10 @@ def unfinished_transactions(logical_states: dict[int, dict]) -> list[str]:
     for p, comps in sorted(logical_states.items()):
         for tid, t in sorted(comps.get("transactions", {}).get("transactions", {}).items()):
             if t.get("state") not in FINAL_TXN_STATES or t.get("pendingState") or t.get("topicPartitions"):
-                out.append(f"coordinator partition {p}: TransactionLog {tid} is {t.get('state')} "
-                           f"(pending {t.get('pendingState')}, partitions {t.get('topicPartitions')})")
+                out.append(
+                    f"coordinator partition {p}: TransactionLog {tid} is {t.get('state')} "
+                    f"(pending {t.get('pendingState')}, partitions {t.get('topicPartitions')})"
+                )
     return out
 
 
@@ -135,8 +144,14 @@ class Report:
         return check
 
     def to_json(self) -> dict:
-        return {"mode": self.mode, "passed": self.passed, "seed": self.seed, "kills": self.kills,
-                "checks": [asdict(c) for c in self.checks], "info": self.info}
+        return {
+            "mode": self.mode,
+            "passed": self.passed,
+            "seed": self.seed,
+            "kills": self.kills,
+            "checks": [asdict(c) for c in self.checks],
+            "info": self.info,
+        }
 
     def render(self, max_failures: int = 10) -> str:
         lines = [f"coordinator {self.mode}: {'PASS' if self.passed else 'FAIL'}"]
@@ -144,8 +159,10 @@ class Report:
             lines.append(f"  seed {self.seed}")
         for k in self.kills:
             rec = k.get("recoverySeconds")
-            lines.append(f"  kill {k['kill']} at +{k['atSeconds']:.1f}s ({k['how']}): recovered (kill -> first answer) "
-                         + (f"in {rec:.2f}s" if rec is not None else "NOT within the wait"))
+            lines.append(
+                f"  kill {k['kill']} at +{k['atSeconds']:.1f}s ({k['how']}): recovered (kill -> first answer) "
+                + (f"in {rec:.2f}s" if rec is not None else "NOT within the wait")
+            )
         for c in self.checks:
             lines.append(f"  [{'pass' if c.ok else 'FAIL'}] {c.name}" + (f": {c.detail}" if c.detail else ""))
             lines += [f"      {f}" for f in c.failures[:max_failures]]

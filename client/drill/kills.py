@@ -10,6 +10,7 @@
 Recovery is never assumed: the drill waits (bounded) for the first answer to a request sent after
 the kill.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ class LocalJob:
             args = [sys.executable, str(ROOT / "run_stream.py"), "--ensure-topics"]
             if self.config_file:
                 args += ["--config", str(self.config_file)]
-            self.proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         self.starts += 1
         return mark
 
@@ -153,8 +155,11 @@ class ManualKiller:
         from streaming.status import pid_alive, read_status, status_path
 
         pid = (read_status(status_path(self.checkpoint)) or {}).get("pid")
-        print(f">>> KILL THE JOB NOW (pid {pid} per its status file), then restart it; "
-              f"waiting up to {self.timeout:.0f}s", file=self.out, flush=True)
+        print(
+            f">>> KILL THE JOB NOW (pid {pid} per its status file), then restart it; waiting up to {self.timeout:.0f}s",
+            file=self.out,
+            flush=True,
+        )
         deadline = time.monotonic() + self.timeout
         while pid and pid_alive(int(pid)):
             if time.monotonic() > deadline:

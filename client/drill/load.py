@@ -2,6 +2,7 @@
 committing its partitions' offsets, a KIP-848 consumer group heartbeating, and a transactional
 producer committing transactions, all through the real topics. Each part remembers what it sent and
 what was acknowledged, for the checks after the kills."""
+
 from __future__ import annotations
 
 import threading
@@ -116,9 +117,14 @@ class Transactions(_Worker):
         # A transaction open across a kill must outlive the restart, or the coordinator aborts it
         # on its timeout and fences the producer (Kafka's transaction.max.timeout.ms: 15 minutes).
         timeout_ms = min(900_000, max(60_000, int(2 * spec.wait_s * 1000)))
-        self.producer = TransactionalProducer(bootstrap, self.tid, requests_topic=topics["requests"],
-                                              responses_topic=topics["responses"], max_block_ms=int(spec.wait_s * 1000),
-                                              transaction_timeout_ms=timeout_ms)
+        self.producer = TransactionalProducer(
+            bootstrap,
+            self.tid,
+            requests_topic=topics["requests"],
+            responses_topic=topics["responses"],
+            max_block_ms=int(spec.wait_s * 1000),
+            transaction_timeout_ms=timeout_ms,
+        )
         self.committed: list[int] = []
 
     def loop(self) -> None:
@@ -170,19 +176,43 @@ class MixedLoad:
 
     def __init__(self, bootstrap: str, topics: dict, spec: LoadSpec):
         self.spec, self.bootstrap, self.topics = spec, bootstrap, topics
-        self.client = CoordinatorClient(bootstrap, f"{spec.prefix}-client", requests_topic=topics["requests"],
-                                        responses_topic=topics["responses"], startup_timeout=spec.wait_s)
+        self.client = CoordinatorClient(
+            bootstrap,
+            f"{spec.prefix}-client",
+            requests_topic=topics["requests"],
+            responses_topic=topics["responses"],
+            startup_timeout=spec.wait_s,
+        )
         self.simple_groups = [f"{spec.prefix}-simple-{g}" for g in range(spec.simple_groups)]
         self.classic_group, self.consumer_group = f"{spec.prefix}-classic", f"{spec.prefix}-consumer"
         self.simple = Load(self.client, self._simple_request, spec.rate_per_s)
-        self.classic = [ClassicGroupMember(bootstrap, self.classic_group, [spec.input_topic],
-                                           requests_topic=topics["requests"], responses_topic=topics["responses"],
-                                           session_timeout_ms=45000, heartbeat_interval_ms=1000,
-                                           rebalance_timeout_ms=60000) for _ in range(spec.classic_members)]
-        self.consumers = [ConsumerGroupMember(
-            CoordinatorClient(bootstrap, f"{spec.prefix}-consumer-{i}", requests_topic=topics["requests"],
-                              responses_topic=topics["responses"], startup_timeout=spec.wait_s),
-            self.consumer_group, [spec.input_topic]) for i in range(spec.consumer_members)]
+        self.classic = [
+            ClassicGroupMember(
+                bootstrap,
+                self.classic_group,
+                [spec.input_topic],
+                requests_topic=topics["requests"],
+                responses_topic=topics["responses"],
+                session_timeout_ms=45000,
+                heartbeat_interval_ms=1000,
+                rebalance_timeout_ms=60000,
+            )
+            for _ in range(spec.classic_members)
+        ]
+        self.consumers = [
+            ConsumerGroupMember(
+                CoordinatorClient(
+                    bootstrap,
+                    f"{spec.prefix}-consumer-{i}",
+                    requests_topic=topics["requests"],
+                    responses_topic=topics["responses"],
+                    startup_timeout=spec.wait_s,
+                ),
+                self.consumer_group,
+                [spec.input_topic],
+            )
+            for i in range(spec.consumer_members)
+        ]
         self.txns = Transactions(bootstrap, topics, spec) if spec.transactions else None
         self.commits = GroupCommits(self.classic, spec)
 
@@ -190,11 +220,30 @@ class MixedLoad:
         group = self.simple_groups[i % len(self.simple_groups)]
         if i % 2 or self.spec.probe_only:
             return "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [group]}, group
-        return "OffsetCommit", 9, {
-            "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": self.spec.input_topic, "partitions": [
-                {"partitionIndex": i % 4, "committedOffset": i, "committedLeaderEpoch": -1,
-                 "committedMetadata": f"drill-{i}"}]}]}, group
+        return (
+            "OffsetCommit",
+            9,
+            {
+                "groupId": group,
+                "generationIdOrMemberEpoch": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [
+                    {
+                        "name": self.spec.input_topic,
+                        "partitions": [
+                            {
+                                "partitionIndex": i % 4,
+                                "committedOffset": i,
+                                "committedLeaderEpoch": -1,
+                                "committedMetadata": f"drill-{i}",
+                            }
+                        ],
+                    }
+                ],
+            },
+            group,
+        )
 
     def wait_ready(self) -> None:
         """Wait (bounded) until the service answers and stores offsets of the drill's input topic:
@@ -203,17 +252,39 @@ class MixedLoad:
         group = f"{self.spec.prefix}-probe"
         deadline = time.monotonic() + self.spec.wait_s
         while True:
-            r = self.client.request("OffsetCommit", 9, {
-                "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-                "topics": [{"name": self.spec.input_topic, "partitions": [
-                    {"partitionIndex": 0, "committedOffset": 0, "committedLeaderEpoch": -1,
-                     "committedMetadata": None}]}]}, key=group, timeout=self.spec.wait_s)
+            r = self.client.request(
+                "OffsetCommit",
+                9,
+                {
+                    "groupId": group,
+                    "generationIdOrMemberEpoch": -1,
+                    "memberId": "",
+                    "groupInstanceId": None,
+                    "topics": [
+                        {
+                            "name": self.spec.input_topic,
+                            "partitions": [
+                                {
+                                    "partitionIndex": 0,
+                                    "committedOffset": 0,
+                                    "committedLeaderEpoch": -1,
+                                    "committedMetadata": None,
+                                }
+                            ],
+                        }
+                    ],
+                },
+                key=group,
+                timeout=self.spec.wait_s,
+            )
             code = r["topics"][0]["partitions"][0]["errorCode"]
             if code == 0:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the service does not store offsets of {self.spec.input_topic} "
-                                   f"(error code {code}) after {self.spec.wait_s:.0f}s")
+                raise TimeoutError(
+                    f"the service does not store offsets of {self.spec.input_topic} "
+                    f"(error code {code}) after {self.spec.wait_s:.0f}s"
+                )
             time.sleep(1)
 
     def start(self) -> None:
@@ -237,14 +308,22 @@ class MixedLoad:
         return out
 
     def progress(self) -> tuple:
-        return (len(self.client.responses()), len(self.txns.committed) if self.txns else 0, dict(self.commits.last),
-                tuple(m.heartbeats for m in self.consumers))
+        return (
+            len(self.client.responses()),
+            len(self.txns.committed) if self.txns else 0,
+            dict(self.commits.last),
+            tuple(m.heartbeats for m in self.consumers),
+        )
 
     def progressed_since(self, mark: tuple) -> bool:
         """Every part got answers since `mark` (so a kill lands in the middle of all of them)."""
         now = self.progress()
-        return (now[0] > mark[0] + 3 and (not self.txns or now[1] > mark[1])
-                and (not self.classic or now[2] != mark[2]) and all(a > b for a, b in zip(now[3], mark[3], strict=True)))
+        return (
+            now[0] > mark[0] + 3
+            and (not self.txns or now[1] > mark[1])
+            and (not self.classic or now[2] != mark[2])
+            and all(a > b for a, b in zip(now[3], mark[3], strict=True))
+        )
 
     def stop(self) -> None:
         """Stop every part; group members leave their groups, the last transaction ends."""

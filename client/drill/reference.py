@@ -4,6 +4,7 @@ Batch boundaries and batch times differ between a run that was killed and one th
 the comparison is on the logical state (no clock, timers or metrics: `logical_state`), and the
 reference applies the whole covered log as one batch at the checkpoint's last batch time.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,18 +22,31 @@ def request_log(bootstrap: str, topic: str, internal_topic: str, timeout_s: floa
     from client.topic_reader import read_records
 
     def records(name: str, internal: bool) -> list[InputRecord]:
-        return [InputRecord(r.key.decode("utf-8", "replace") if r.key is not None else None, r.value,
-                            r.timestamp, r.partition, r.offset, None, internal=internal)
-                for r in read_records(bootstrap, name, timeout_s=timeout_s)]
+        return [
+            InputRecord(
+                r.key.decode("utf-8", "replace") if r.key is not None else None,
+                r.value,
+                r.timestamp,
+                r.partition,
+                r.offset,
+                None,
+                internal=internal,
+            )
+            for r in read_records(bootstrap, name, timeout_s=timeout_s)
+        ]
+
     return records(topic, False) + records(internal_topic, True)
 
 
-def covered(records: list[InputRecord], ends: dict[str, dict[int, int]], topic: str,
-            internal_topic: str) -> list[InputRecord]:
+def covered(
+    records: list[InputRecord], ends: dict[str, dict[int, int]], topic: str, internal_topic: str
+) -> list[InputRecord]:
     """The records a checkpoint's batches have read: below the end offsets its offset log names
     for each topic partition (not everything now in the topics)."""
+
     def limit(r: InputRecord) -> int:
         return ends.get(internal_topic if r.internal else topic, {}).get(r.partition, 0)
+
     return [r for r in records if r.offset < limit(r)]
 
 
@@ -42,8 +56,7 @@ def client_requests(records: list[InputRecord]) -> list[InputRecord]:
     return [r for r in records if not r.internal and r.key != SELF_CHECK_KEY]
 
 
-def reference_states(records: list[InputRecord], config: CoordinatorConfig,
-                     batch_time_ms: int) -> dict[int, dict]:
+def reference_states(records: list[InputRecord], config: CoordinatorConfig, batch_time_ms: int) -> dict[int, dict]:
     """The logical state each coordinator partition has after applying `records` in one
     uninterrupted batch: what a run without kills ends with."""
     n = config["coordinator.partitions"]

@@ -5,6 +5,7 @@ Run on its own (`coordinator-drill verify`) it kills nothing: a consistency chec
 run at any time. The checkpoint is read with streaming/inspect_state.py (any state format, running
 or stopped job), at the batch the offset log says covers the requests (see `covered`).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,11 +43,17 @@ class CheckpointStates:
             from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
 
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            spark = (SparkSession.builder.master("local[1]").appName("coordinator-drill-verify")
-                     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                     .config("spark.sql.streaming.stateStore.providerClass",
-                             ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER)
-                     .getOrCreate())
+            spark = (
+                SparkSession.builder.master("local[1]")
+                .appName("coordinator-drill-verify")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config(
+                    "spark.sql.streaming.stateStore.providerClass",
+                    ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER,
+                )
+                .getOrCreate()
+            )
             spark.sparkContext.setLogLevel("ERROR")
             self._spark = spark
 
@@ -86,8 +93,10 @@ def wait_caught_up(cfg, timeout_s: float = 120) -> tuple[int, dict, int]:
         if progress is not None and all(progress[1].get(t, {}).get(p, 0) >= o for (t, p), o in end.items()):
             return progress
         if time.monotonic() > deadline:
-            raise TimeoutError(f"the job did not catch up with the request topics {end} in {timeout_s:.0f}s "
-                               f"(last committed batch: {progress and progress[:2]})")
+            raise TimeoutError(
+                f"the job did not catch up with the request topics {end} in {timeout_s:.0f}s "
+                f"(last committed batch: {progress and progress[:2]})"
+            )
         time.sleep(0.3)
 
 
@@ -113,8 +122,10 @@ def unanswered(cfg, requests) -> tuple[int, list[str]]:
                 answered.add((env["clientId"], env["correlationId"]))
             except (TypeError, ValueError, KeyError):
                 continue
-    missing = [f"client {c} correlation id {cid} ({wanted[(c, cid)] or cfg.topics['responses']})"
-               for c, cid in sorted(set(wanted) - answered)]
+    missing = [
+        f"client {c} correlation id {cid} ({wanted[(c, cid)] or cfg.topics['responses']})"
+        for c, cid in sorted(set(wanted) - answered)
+    ]
     return len(wanted), missing
 
 
@@ -127,8 +138,15 @@ def state_log_partitions(cfg) -> dict[int, list[StateRecord]]:
     return out
 
 
-def verify(cfg, report: Report | None = None, *, states: CheckpointStates | None = None,
-           strict_transactions: bool = False, timeout_s: float = 120, attempts: int = 3) -> Report:
+def verify(
+    cfg,
+    report: Report | None = None,
+    *,
+    states: CheckpointStates | None = None,
+    strict_transactions: bool = False,
+    timeout_s: float = 120,
+    attempts: int = 3,
+) -> Report:
     """Add the consistency checks to `report` (a new 'verify' report by default) and return it.
     With live traffic, a check whose inputs moved on while it read them is taken again."""
     report = report or Report("verify")
@@ -153,8 +171,15 @@ def verify(cfg, report: Report | None = None, *, states: CheckpointStates | None
         states.close()
     records = covered(request_log(cfg.bootstrap, req_topic, internal), ends, req_topic, internal)
     requests = client_requests(records)
-    report.info.update({"batchId": batch, "batchTimeMs": batch_time, "requests": len(requests),
-                        "coordinatorPartitions": len(snapshots), "stateLogRecords": sum(map(len, log.values()))})
+    report.info.update(
+        {
+            "batchId": batch,
+            "batchTimeMs": batch_time,
+            "requests": len(requests),
+            "coordinatorPartitions": len(snapshots),
+            "stateLogRecords": sum(map(len, log.values())),
+        }
+    )
 
     checked, missing = unanswered(cfg, requests)
     report.add("every request answered", missing, f"{checked - len(missing)} of {checked} requests answered")
@@ -164,14 +189,20 @@ def verify(cfg, report: Report | None = None, *, states: CheckpointStates | None
     # The transaction coordinator completes a commit in the batch after its PrepareCommit (once
     # the markers are durable), which one reference batch never reaches: transactions are checked
     # by their final state and by the state-log replay instead.
-    txn_partitions = [p for p in set(actual) | set(expected)
-                      if actual.get(p, {}).get("transactions", {}).get("transactions")
-                      or expected.get(p, {}).get("transactions", {}).get("transactions")]
+    txn_partitions = [
+        p
+        for p in set(actual) | set(expected)
+        if actual.get(p, {}).get("transactions", {}).get("transactions")
+        or expected.get(p, {}).get("transactions", {}).get("transactions")
+    ]
     for p in txn_partitions:
         for side in (actual, expected):
             side.get(p, {}).pop("transactions", None)
-    report.add("checkpoint equals an uninterrupted run", compare_partitions(actual, expected, "the reference run"),
-               f"{len(snapshots)} coordinator partitions, batch {batch}, {len(records)} request-log records")
+    report.add(
+        "checkpoint equals an uninterrupted run",
+        compare_partitions(actual, expected, "the reference run"),
+        f"{len(snapshots)} coordinator partitions, batch {batch}, {len(records)} request-log records",
+    )
 
     unfinished = unfinished_transactions({p: logical(s) for p, s in snapshots.items()})
     if strict_transactions:
@@ -189,8 +220,12 @@ def verify(cfg, report: Report | None = None, *, states: CheckpointStates | None
             continue
         diff = first_difference(durable_view(live), durable_view(rebuilt))
         if diff is not None:
-            failures.append(f"coordinator partition {p}: differs from its state-log replay: "
-                            + diff.replace("expected", "replayed"))
-    report.add("state-log replay equals the checkpoint", failures,
-               f"{len(snapshots)} partitions rebuilt from {report.info['stateLogRecords']} records")
+            failures.append(
+                f"coordinator partition {p}: differs from its state-log replay: " + diff.replace("expected", "replayed")
+            )
+    report.add(
+        "state-log replay equals the checkpoint",
+        failures,
+        f"{len(snapshots)} partitions rebuilt from {report.info['stateLogRecords']} records",
+    )
     return report

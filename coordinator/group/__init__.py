@@ -11,10 +11,19 @@ consumer groups, share groups, streams groups, the offset store and the group ad
 
 Importing this package registers the "groups" component and the APIs' specs; it patches nothing.
 """
+
 from .classic.group import ClassicGroup, ClassicGroupMember
 from .group import Group, IllegalStateError, register_group_type
 from .offsets import OffsetAndMetadata, OffsetStore
 from .shard import GroupCoordinator
 
-__all__ = ["ClassicGroup", "ClassicGroupMember", "Group", "GroupCoordinator", "IllegalStateError",
-           "OffsetAndMetadata", "OffsetStore", "register_group_type"]
+__all__ = [
+    "ClassicGroup",
+    "ClassicGroupMember",
+    "Group",
+    "GroupCoordinator",
+    "IllegalStateError",
+    "OffsetAndMetadata",
+    "OffsetStore",
+    "register_group_type",
+]

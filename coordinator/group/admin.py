@@ -4,14 +4,14 @@ DescribeGroups and DeleteGroups name several groups: the groups of other coordin
 get NOT_COORDINATOR each, as a Kafka broker answers for groups it does not coordinate. ListGroups
 lists this partition's groups, as each Kafka broker lists its own.
 """
+
 from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..result import CoordinatorResult
 from ..share import admin as share_admin  # a module: share/admin.py imports the group package in turn
-from .classic.apis import (INT32_MIN, delete_groups_response, describe_response, described_group,
-                   list_groups_response)
+from .classic.apis import INT32_MIN, delete_groups_response, describe_response, described_group, list_groups_response
 from .classic.group import DEAD, STABLE, ClassicGroup
 from .group import SHARE, parse_group_type
 
@@ -32,27 +32,56 @@ def describe_groups(coordinator, request: Request) -> dict:
         if group is None or not isinstance(group, ClassicGroup):
             message = f"Group {group_id} not found." if group is None else f"Group {group_id} is not a classic group."
             if version >= 6:
-                out.append(described_group(version, group_id, Errors.GROUP_ID_NOT_FOUND, message=message,
-                                           state=DEAD, authorized_operations=operations))
+                out.append(
+                    described_group(
+                        version,
+                        group_id,
+                        Errors.GROUP_ID_NOT_FOUND,
+                        message=message,
+                        state=DEAD,
+                        authorized_operations=operations,
+                    )
+                )
             else:
                 out.append(described_group(version, group_id, state=DEAD, authorized_operations=operations))
             continue
         if group.state == STABLE:
             members = [_describe_member(m, m.metadata(group.protocol_name)) for m in group.members.values()]
-            out.append(described_group(version, group_id, state=group.state, protocol_type=group.protocol_type or "",
-                                       protocol_data=group.protocol_name, members=members,
-                                       authorized_operations=operations))
+            out.append(
+                described_group(
+                    version,
+                    group_id,
+                    state=group.state,
+                    protocol_type=group.protocol_type or "",
+                    protocol_data=group.protocol_name,
+                    members=members,
+                    authorized_operations=operations,
+                )
+            )
         else:
             members = [_describe_member(m, "") for m in group.members.values()]
-            out.append(described_group(version, group_id, state=group.state, protocol_type=group.protocol_type or "",
-                                       members=members, authorized_operations=operations))
+            out.append(
+                described_group(
+                    version,
+                    group_id,
+                    state=group.state,
+                    protocol_type=group.protocol_type or "",
+                    members=members,
+                    authorized_operations=operations,
+                )
+            )
     return describe_response(version, out)
 
 
 def _describe_member(member, metadata: str) -> dict:
-    return {"memberId": member.member_id, "groupInstanceId": member.group_instance_id,
-            "clientId": member.client_id, "clientHost": member.client_host,
-            "memberMetadata": metadata, "memberAssignment": member.assignment}
+    return {
+        "memberId": member.member_id,
+        "groupInstanceId": member.group_instance_id,
+        "clientId": member.client_id,
+        "clientHost": member.client_host,
+        "memberMetadata": metadata,
+        "memberAssignment": member.assignment,
+    }
 
 
 def list_groups(coordinator, request: Request) -> dict:

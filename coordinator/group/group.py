@@ -9,9 +9,11 @@ calling `register_group_type`.
 Validation methods raise `ApiError`; `GROUP_ID_NOT_FOUND` from `validate_offset_fetch` means "treat
 as unknown group" (Kafka's GroupIdNotFoundException), every other error is reported.
 """
+
 from __future__ import annotations
 
-from typing import Callable, ClassVar
+from collections.abc import Callable
+from typing import ClassVar
 
 from ..errors import ApiError, Errors
 from .classic.apis import join_response, leave_response, sync_response
@@ -22,7 +24,7 @@ BaseTimestamp = Callable[["object"], int]
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
 GROUP_TYPE_NAMES = (CLASSIC, CONSUMER, STREAMS, SHARE)
 
-_GROUP_TYPES: dict[str, type["Group"]] = {}
+_GROUP_TYPES: dict[str, type[Group]] = {}
 
 
 class IllegalStateError(RuntimeError):
@@ -30,12 +32,12 @@ class IllegalStateError(RuntimeError):
     never a client error). One class for every group type."""
 
 
-def register_group_type(cls: type["Group"]) -> type["Group"]:
+def register_group_type(cls: type[Group]) -> type[Group]:
     _GROUP_TYPES[cls.type] = cls
     return cls
 
 
-def group_from_json(data: dict) -> "Group":
+def group_from_json(data: dict) -> Group:
     return _GROUP_TYPES[data["type"]].from_json(data)
 
 
@@ -64,12 +66,17 @@ class Group:
 
     def as_listed_group(self) -> dict:
         """ListGroupsResponse.ListedGroup (all fields; the API layer drops those a version lacks)."""
-        return {"groupId": self.group_id, "protocolType": self.protocol_type_or_empty(),
-                "groupState": self.state_as_string(), "groupType": self.type}
+        return {
+            "groupId": self.group_id,
+            "protocolType": self.protocol_type_or_empty(),
+            "groupState": self.state_as_string(),
+            "groupType": self.type,
+        }
 
     # ---------------------------------------------------------------- offsets
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               is_transactional: bool, api_version: int) -> None:
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
+    ) -> None:
         raise NotImplementedError
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
@@ -105,9 +112,18 @@ class Group:
         raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} not found.")
 
     def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
-        return leave_response(request.api_version, Errors.NONE, [
-            {"memberId": i["memberId"], "groupInstanceId": i.get("groupInstanceId"),
-             "errorCode": Errors.UNKNOWN_MEMBER_ID.code} for i in identities])
+        return leave_response(
+            request.api_version,
+            Errors.NONE,
+            [
+                {
+                    "memberId": i["memberId"],
+                    "groupInstanceId": i.get("groupInstanceId"),
+                    "errorCode": Errors.UNKNOWN_MEMBER_ID.code,
+                }
+                for i in identities
+            ],
+        )
 
     # ---------------------------------------------------------------- lifecycle
     def tombstone_record_keys(self) -> list[str]:
@@ -123,7 +139,7 @@ class Group:
         raise NotImplementedError
 
     @classmethod
-    def from_json(cls, data: dict) -> "Group":
+    def from_json(cls, data: dict) -> Group:
         raise NotImplementedError
 
 

@@ -13,15 +13,17 @@ Validation is GroupConfig.validate over the group's resulting configs on top of 
 messages; the admin-side checks are ConfigAdminManager's and ConfigurationControlManager's.
 Configs are kept as the strings the client sent, as Kafka's config records keep them.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ApiError, Errors
-from ..messages import Request, StateRecord
-from ..records import parse_record_key, record_key
+from ..messages import Request
+from ..records import record_key
 from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
@@ -54,21 +56,24 @@ def _at_least(minimum: int):
     def check(name: str, value: int) -> None:  # ConfigDef.Range.atLeast
         if value < minimum:
             raise invalid(f"Invalid value {value} for configuration {name}: Value must be at least {minimum}")
+
     return check
 
 
 def _one_of(*valid: str):
     def check(name: str, value: str) -> None:  # ConfigDef.ValidString.in (case-sensitive)
         if value not in valid:
-            raise invalid(f"Invalid value {value} for configuration {name}: String must be one of: "
-                          + ", ".join(valid))
+            raise invalid(f"Invalid value {value} for configuration {name}: String must be one of: " + ", ".join(valid))
+
     return check
 
 
 # java.time.Duration.parse's pattern (case-insensitive).
-_ISO_DURATION = re.compile(r"([-+]?)P(?:([-+]?[0-9]+)D)?"
-                           r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
-                           re.IGNORECASE)
+_ISO_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?"
+    r"(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
 
 
 def java_duration_nanos(text: str) -> int:
@@ -83,8 +88,9 @@ def java_duration_nanos(text: str) -> int:
             raise ValueError(text)  # Math.multiplyExact / addExact
         return v
 
-    days, hours, minutes, seconds = (long(long(int(m.group(i) or 0)) * unit)
-                                     for i, unit in ((2, 86400), (4, 3600), (5, 60), (6, 1)))
+    days, hours, minutes, seconds = (
+        long(long(int(m.group(i) or 0)) * unit) for i, unit in ((2, 86400), (4, 3600), (5, 60), (6, 1))
+    )
     total = long(days + long(hours + long(minutes + seconds)))
     fraction = int((m.group(7) or "").ljust(9, "0") or 0)
     nanos = total * 10**9 + (-fraction if (m.group(6) or "").startswith("-") else fraction)
@@ -100,13 +106,15 @@ def _share_auto_offset_reset(name: str, value: str) -> None:
     ok = value in ("earliest", "latest")
     if not ok and value.startswith("by_duration:"):
         try:
-            ok = java_duration_nanos(value[len("by_duration:"):]) >= 0
+            ok = java_duration_nanos(value[len("by_duration:") :]) >= 0
         except ValueError:
             ok = False
     if not ok:
-        raise invalid(f"Invalid value {value} for configuration {name}: Invalid value `{value}` for configuration "
-                      f"{name}. The value must be either 'earliest', 'latest' or of the format "
-                      f"'by_duration:<PnDTnHnMn.nS>'.")
+        raise invalid(
+            f"Invalid value {value} for configuration {name}: Invalid value `{value}` for configuration "
+            f"{name}. The value must be either 'earliest', 'latest' or of the format "
+            f"'by_duration:<PnDTnHnMn.nS>'."
+        )
 
 
 @dataclass(frozen=True)
@@ -128,35 +136,72 @@ _SHARE_AUTO_OFFSET_RESET_DOC = (
     "<li>by_duration:&lt;duration&gt;: automatically reset the offset to a configured duration from the current "
     "timestamp. &lt;duration&gt; must be specified in ISO8601 format (PnDTnHnMn.nS). "
     "Negative duration is not allowed.</li>"
-    "<li>anything else: throw exception to the share consumer.</li></ul>")
+    "<li>anything else: throw exception to the share consumer.</li></ul>"
+)
 _SHARE_ISOLATION_LEVEL_DOC = (
-    "Controls how to read records written transactionally. If set to \"read_committed\", the share group will "
-    "only deliver transactional records which have been committed. If set to \"read_uncommitted\", the share "
+    'Controls how to read records written transactionally. If set to "read_committed", the share group will '
+    'only deliver transactional records which have been committed. If set to "read_uncommitted", the share '
     "group will return all messages, even transactional messages which have been aborted. Non-transactional "
-    "records will be returned unconditionally in either mode.")
+    "records will be returned unconditionally in either mode."
+)
 
 # GroupConfig.CONFIG of Kafka 4.1.1, in its definition order (the order ConfigDef parses and validates in).
 CONFIG_KEYS = (
-    ConfigKey(CONSUMER_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
-              "The timeout to detect client failures when using the consumer group protocol.",
-              "group.consumer.session.timeout.ms"),
-    ConfigKey(CONSUMER_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1),
-              "The heartbeat interval given to the members of a consumer group.",
-              "group.consumer.heartbeat.interval.ms"),
-    ConfigKey(SHARE_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
-              "The timeout to detect client failures when using the share group protocol.",
-              "group.share.session.timeout.ms"),
-    ConfigKey(SHARE_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1),
-              "The heartbeat interval given to the members of a share group.",
-              "group.share.heartbeat.interval.ms"),
-    ConfigKey(SHARE_RECORD_LOCK_DURATION_MS, "INT", 30000, _at_least(1000),
-              "The record acquisition lock duration in milliseconds for share groups.",
-              "group.share.record.lock.duration.ms"),
+    ConfigKey(
+        CONSUMER_SESSION_TIMEOUT_MS,
+        "INT",
+        45000,
+        _at_least(1),
+        "The timeout to detect client failures when using the consumer group protocol.",
+        "group.consumer.session.timeout.ms",
+    ),
+    ConfigKey(
+        CONSUMER_HEARTBEAT_INTERVAL_MS,
+        "INT",
+        5000,
+        _at_least(1),
+        "The heartbeat interval given to the members of a consumer group.",
+        "group.consumer.heartbeat.interval.ms",
+    ),
+    ConfigKey(
+        SHARE_SESSION_TIMEOUT_MS,
+        "INT",
+        45000,
+        _at_least(1),
+        "The timeout to detect client failures when using the share group protocol.",
+        "group.share.session.timeout.ms",
+    ),
+    ConfigKey(
+        SHARE_HEARTBEAT_INTERVAL_MS,
+        "INT",
+        5000,
+        _at_least(1),
+        "The heartbeat interval given to the members of a share group.",
+        "group.share.heartbeat.interval.ms",
+    ),
+    ConfigKey(
+        SHARE_RECORD_LOCK_DURATION_MS,
+        "INT",
+        30000,
+        _at_least(1000),
+        "The record acquisition lock duration in milliseconds for share groups.",
+        "group.share.record.lock.duration.ms",
+    ),
     ConfigKey(SHARE_AUTO_OFFSET_RESET, "STRING", "latest", _share_auto_offset_reset, _SHARE_AUTO_OFFSET_RESET_DOC),
-    ConfigKey(SHARE_ISOLATION_LEVEL, "STRING", "read_uncommitted", _one_of("read_committed", "read_uncommitted"),
-              _SHARE_ISOLATION_LEVEL_DOC),
-    ConfigKey(STREAMS_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1),
-              "The timeout to detect client failures when using the streams group protocol."),
+    ConfigKey(
+        SHARE_ISOLATION_LEVEL,
+        "STRING",
+        "read_uncommitted",
+        _one_of("read_committed", "read_uncommitted"),
+        _SHARE_ISOLATION_LEVEL_DOC,
+    ),
+    ConfigKey(
+        STREAMS_SESSION_TIMEOUT_MS,
+        "INT",
+        45000,
+        _at_least(1),
+        "The timeout to detect client failures when using the streams group protocol.",
+    ),
     ConfigKey(STREAMS_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "The heartbeat interval given to the members."),
     ConfigKey(STREAMS_NUM_STANDBY_REPLICAS, "INT", 0, _at_least(0), "The number of standby replicas for each task."),
 )
@@ -172,21 +217,32 @@ FALLBACK_SETTINGS = {
 # GroupConfig.validateValues: (config, lower-bound setting, upper-bound setting), in its order
 # (None: no bound on that side).
 _BOUNDS = (
-    (CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.min.heartbeat.interval.ms",
-     "group.consumer.max.heartbeat.interval.ms"),
+    (
+        CONSUMER_HEARTBEAT_INTERVAL_MS,
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
     (CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
     (SHARE_HEARTBEAT_INTERVAL_MS, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
     (SHARE_SESSION_TIMEOUT_MS, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
-    (SHARE_RECORD_LOCK_DURATION_MS, "group.share.min.record.lock.duration.ms",
-     "group.share.max.record.lock.duration.ms"),
-    (STREAMS_HEARTBEAT_INTERVAL_MS, "group.streams.min.heartbeat.interval.ms",
-     "group.streams.max.heartbeat.interval.ms"),
+    (
+        SHARE_RECORD_LOCK_DURATION_MS,
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
+    (
+        STREAMS_HEARTBEAT_INTERVAL_MS,
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
     (STREAMS_SESSION_TIMEOUT_MS, "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
     (STREAMS_NUM_STANDBY_REPLICAS, None, "group.streams.max.standby.replicas"),
 )
-_SESSION_OVER_HEARTBEAT = ((CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
-                           (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS),
-                           (STREAMS_SESSION_TIMEOUT_MS, STREAMS_HEARTBEAT_INTERVAL_MS))
+_SESSION_OVER_HEARTBEAT = (
+    (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
+    (SHARE_SESSION_TIMEOUT_MS, SHARE_HEARTBEAT_INTERVAL_MS),
+    (STREAMS_SESSION_TIMEOUT_MS, STREAMS_HEARTBEAT_INTERVAL_MS),
+)
 
 _JAVA_INT = re.compile(r"[+-]?\d+")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim strips every char <= ' '
@@ -201,8 +257,10 @@ def defaults(config) -> dict[str, int]:
 
 def _validation_defaults(config) -> dict[str, int]:
     """GroupConfigManager.validate puts only extractConsumerGroupConfigMap under the new configs."""
-    return {name: config[KEYS_BY_NAME[name].setting]
-            for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS)}
+    return {
+        name: config[KEYS_BY_NAME[name].setting]
+        for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS)
+    }
 
 
 def _parse_value(key: ConfigKey, value):
@@ -293,11 +351,11 @@ class GroupConfigs:
         return self.effective(group_id, SHARE_RECORD_LOCK_DURATION_MS)
 
     def share_auto_offset_reset(self, group_id: str) -> str:
-        """"earliest", "latest" or "by_duration:<ISO-8601 duration>" (java_duration_nanos parses it)."""
+        """ "earliest", "latest" or "by_duration:<ISO-8601 duration>" (java_duration_nanos parses it)."""
         return self.effective(group_id, SHARE_AUTO_OFFSET_RESET)
 
     def share_isolation_level(self, group_id: str) -> str:
-        """"read_committed" or "read_uncommitted"."""
+        """ "read_committed" or "read_uncommitted"."""
         return self.effective(group_id, SHARE_ISOLATION_LEVEL)
 
     def streams_session_timeout_ms(self, group_id: str) -> int:
@@ -321,8 +379,14 @@ class GroupConfigs:
                 error, message = Errors.NONE, None
             except ApiError as e:
                 error, message = e.error, e.message
-            responses.append({"errorCode": error.code, "errorMessage": message,
-                              "resourceType": resource["resourceType"], "resourceName": resource["resourceName"]})
+            responses.append(
+                {
+                    "errorCode": error.code,
+                    "errorMessage": message,
+                    "resourceType": resource["resourceType"],
+                    "resourceName": resource["resourceName"],
+                }
+            )
         result.response = {"throttleTimeMs": 0, "responses": responses}
         return result
 
@@ -364,22 +428,31 @@ class GroupConfigs:
         body, version = request.body, request.api_version
         results = []
         for resource in body["resources"]:
-            entry = {"errorCode": Errors.NONE.code, "errorMessage": "",
-                     "resourceType": resource["resourceType"], "resourceName": resource["resourceName"],
-                     "configs": []}
+            entry = {
+                "errorCode": Errors.NONE.code,
+                "errorMessage": "",
+                "resourceType": resource["resourceType"],
+                "resourceName": resource["resourceName"],
+                "configs": [],
+            }
             try:
                 _check_type(resource)
                 group_id = _check_group(self.c, resource, "Group name must not be empty")
-                entry["configs"] = self._describe(group_id, resource["configurationKeys"], version,
-                                                  body.get("includeSynonyms", False),
-                                                  body.get("includeDocumentation", False))
+                entry["configs"] = self._describe(
+                    group_id,
+                    resource["configurationKeys"],
+                    version,
+                    body.get("includeSynonyms", False),
+                    body.get("includeDocumentation", False),
+                )
             except ApiError as e:
                 entry["errorCode"], entry["errorMessage"] = e.error.code, e.message
             results.append(entry)
         return {"throttleTimeMs": 0, "results": results}
 
-    def _describe(self, group_id: str, keys: list | None, version: int, synonyms: bool,
-                  documentation: bool) -> list[dict]:
+    def _describe(
+        self, group_id: str, keys: list | None, version: int, synonyms: bool, documentation: bool
+    ) -> list[dict]:
         """ConfigHelper.createGroupConfigEntry for every config (or the requested ones)."""
         overrides = self.overrides(group_id)
         values = parse(overrides, self.config)
@@ -389,9 +462,14 @@ class GroupConfigs:
                 continue
             value = str(values[key.name])  # ConfigDef.convertToString
             source = SOURCE_GROUP if key.name in overrides else SOURCE_DEFAULT
-            entry = {"name": key.name, "value": value, "readOnly": False, "configSource": source,
-                     "isSensitive": False,
-                     "synonyms": [{"name": key.name, "value": value, "source": source}] if synonyms else []}
+            entry = {
+                "name": key.name,
+                "value": value,
+                "readOnly": False,
+                "configSource": source,
+                "isSensitive": False,
+                "synonyms": [{"name": key.name, "value": value, "source": source}] if synonyms else [],
+            }
             if version >= 3:
                 entry["configType"] = CONFIG_TYPES[key.type]
                 entry["documentation"] = key.doc if documentation else None
@@ -409,9 +487,11 @@ class GroupConfigs:
 
 def _check_type(resource: dict) -> None:
     if resource["resourceType"] != GROUP_RESOURCE_TYPE:
-        raise ApiError(Errors.INVALID_REQUEST,
-                       f"Unsupported resource type: {resource['resourceType']} (the coordinator serves only "
-                       f"GROUP ({GROUP_RESOURCE_TYPE}) config resources)")
+        raise ApiError(
+            Errors.INVALID_REQUEST,
+            f"Unsupported resource type: {resource['resourceType']} (the coordinator serves only "
+            f"GROUP ({GROUP_RESOURCE_TYPE}) config resources)",
+        )
 
 
 def _check_group(component, resource: dict, empty_message: str) -> str:

@@ -6,9 +6,11 @@ string keys chosen by clients (protocol names such as "range" and "roundrobin") 
 that order exactly; member ids contain random UUIDs in Kafka, so no order over them can match
 Kafka's and the coordinator uses insertion order there (see docs/protocol.md).
 """
+
 from __future__ import annotations
 
-from typing import Iterable, TypeVar
+from collections.abc import Iterable
+from typing import TypeVar
 
 from ..routing import java_string_hashcode
 

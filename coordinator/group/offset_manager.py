@@ -2,14 +2,21 @@
 
 Generic over group types: it talks to groups through the `Group` interface only.
 """
+
 from __future__ import annotations
 
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..metadata import ZERO_UUID
 from ..result import CoordinatorResult
-from .classic.apis import (fetch_group_error, fetch_partition, offset_commit_response, offset_delete_response,
-                   offset_fetch_response, request_fetch_groups)
+from .classic.apis import (
+    fetch_group_error,
+    fetch_partition,
+    offset_commit_response,
+    offset_delete_response,
+    offset_fetch_response,
+    request_fetch_groups,
+)
 from .classic.group import PREPARING_REBALANCE, STABLE, ClassicGroup, session_timer_key
 from .classic.manager import T_SESSION
 from .group import group_not_found
@@ -28,8 +35,10 @@ def _by_id(version: int, topics: list[dict], ids: dict[str, str]) -> list[dict]:
     """v10 answers name topics by id: the request's id for a resolved name, the unknown id itself."""
     if version < 10:
         return topics
-    return [{"topicId": t["name"][1:] if t["name"].startswith("\x00") else ids[t["name"]],
-             "partitions": t["partitions"]} for t in topics]
+    return [
+        {"topicId": t["name"][1:] if t["name"].startswith("\x00") else ids[t["name"]], "partitions": t["partitions"]}
+        for t in topics
+    ]
 
 
 class _ResponseBuilder:
@@ -81,14 +90,17 @@ class OffsetManager:
                 raise group_not_found(group_id) if version >= 9 else ApiError(Errors.ILLEGAL_GENERATION)
             # The admin client or a consumer without group management: a "simple" group (an empty
             # classic group accepts such a commit, so nothing below can fail).
-            return self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit",
-                                               result=result)
+            return self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit", result=result)
         group.validate_offset_commit(body["memberId"], body.get("groupInstanceId"), generation, False, version)
         # Classic members keep their session alive by committing while Stable or PreparingRebalance.
         if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
             member = group.member(body["memberId"])
-            result.schedule(session_timer_key(group_id, member.member_id), self.p.clock_ms + member.session_timeout_ms,
-                            T_SESSION, {"groupId": group_id, "memberId": member.member_id})
+            result.schedule(
+                session_timer_key(group_id, member.member_id),
+                self.p.clock_ms + member.session_timeout_ms,
+                T_SESSION,
+                {"groupId": group_id, "memberId": member.member_id},
+            )
         return group
 
     def _split_unknown_topics(self, topics: list) -> tuple[_ResponseBuilder, list]:
@@ -153,9 +165,15 @@ class OffsetManager:
             # The coordinator's error is reported on the partitions it was asked about (and its
             # result is dropped, as the runtime drops that of a handler that raises).
             result = CoordinatorResult()
-            coordinator = [{"name": t["name"], "partitions": [
-                {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]]}
-                for t in valid]
+            coordinator = [
+                {
+                    "name": t["name"],
+                    "partitions": [
+                        {"partitionIndex": p["partitionIndex"], "errorCode": e.error.code} for p in t["partitions"]
+                    ],
+                }
+                for t in valid
+            ]
         result.response = offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
         return result
 
@@ -171,14 +189,21 @@ class OffsetManager:
             for part in topic["partitions"]:
                 metadata = part["committedMetadata"]
                 if self.is_metadata_invalid(metadata):
-                    partitions.append({"partitionIndex": part["partitionIndex"],
-                                       "errorCode": Errors.OFFSET_METADATA_TOO_LARGE.code})
+                    partitions.append(
+                        {"partitionIndex": part["partitionIndex"], "errorCode": Errors.OFFSET_METADATA_TOO_LARGE.code}
+                    )
                     continue
                 epoch = part.get("committedLeaderEpoch", -1)
-                value = OffsetAndMetadata(part["committedOffset"], None if epoch == -1 else epoch,
-                                          metadata if metadata is not None else "", now, expire)
-                result.records.append(self.c.offset_commit_record(body["groupId"], topic["name"],
-                                                                  part["partitionIndex"], value))
+                value = OffsetAndMetadata(
+                    part["committedOffset"],
+                    None if epoch == -1 else epoch,
+                    metadata if metadata is not None else "",
+                    now,
+                    expire,
+                )
+                result.records.append(
+                    self.c.offset_commit_record(body["groupId"], topic["name"], part["partitionIndex"], value)
+                )
                 partitions.append({"partitionIndex": part["partitionIndex"], "errorCode": Errors.NONE.code})
             topics.append({"name": topic["name"], "partitions": partitions})
         return topics
@@ -221,8 +246,15 @@ class OffsetManager:
         topics = []
         for topic, name in positions:
             if name is None:
-                topics.append({"topicId": topic["topicId"], "partitions": [
-                    fetch_partition(version, p, error=Errors.UNKNOWN_TOPIC_ID) for p in topic["partitionIndexes"]]})
+                topics.append(
+                    {
+                        "topicId": topic["topicId"],
+                        "partitions": [
+                            fetch_partition(version, p, error=Errors.UNKNOWN_TOPIC_ID)
+                            for p in topic["partitionIndexes"]
+                        ],
+                    }
+                )
             else:
                 topics.append({"topicId": topic["topicId"], "partitions": next(fetched)["partitions"]})
         answer["topics"] = topics
@@ -265,9 +297,15 @@ class OffsetManager:
                 elif value is None:
                     partitions.append(fetch_partition(version, index))
                 else:
-                    partitions.append(fetch_partition(
-                        version, index, value.committed_offset,
-                        -1 if value.leader_epoch is None else value.leader_epoch, value.metadata))
+                    partitions.append(
+                        fetch_partition(
+                            version,
+                            index,
+                            value.committed_offset,
+                            -1 if value.leader_epoch is None else value.leader_epoch,
+                            value.metadata,
+                        )
+                    )
             topics.append({"name": topic["name"], "partitions": partitions})
         return {"groupId": group_id, "topics": topics, "errorCode": Errors.NONE.code}
 
@@ -282,9 +320,15 @@ class OffsetManager:
                 if require_stable and self.store.has_pending(group_id, topic, index):
                     out.append(fetch_partition(version, index, error=Errors.UNSTABLE_OFFSET_COMMIT))
                 else:
-                    out.append(fetch_partition(version, index, value.committed_offset,
-                                               -1 if value.leader_epoch is None else value.leader_epoch,
-                                               value.metadata))
+                    out.append(
+                        fetch_partition(
+                            version,
+                            index,
+                            value.committed_offset,
+                            -1 if value.leader_epoch is None else value.leader_epoch,
+                            value.metadata,
+                        )
+                    )
             topics.append({"name": topic, "partitions": out})
         return {"groupId": group_id, "topics": topics, "errorCode": Errors.NONE.code}
 
@@ -306,16 +350,19 @@ class OffsetManager:
         for topic in valid:
             name = topic["name"]
             if group.is_subscribed_to_topic(name):
-                partitions = [{"partitionIndex": p["partitionIndex"],
-                               "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code} for p in topic["partitions"]]
+                partitions = [
+                    {"partitionIndex": p["partitionIndex"], "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code}
+                    for p in topic["partitions"]
+                ]
             else:
                 partitions = []
                 for p in topic["partitions"]:
                     index = p["partitionIndex"]
                     partitions.append({"partitionIndex": index, "errorCode": Errors.NONE.code})
                     # A tombstone if there is an offset, committed or pending.
-                    if self.store.has_committed_offset(group_id, name, index) or \
-                            self.store.has_pending(group_id, name, index):
+                    if self.store.has_committed_offset(group_id, name, index) or self.store.has_pending(
+                        group_id, name, index
+                    ):
                         tombstones.append((name, index))
             topics.append({"name": name, "partitions": partitions})
         result = CoordinatorResult(offset_delete_response(Errors.NONE, answered.merge(topics)))
@@ -328,8 +375,11 @@ class OffsetManager:
         """Tombstones for every offset of the group, committed or pending (DeleteGroups), into
         `result`; returns how many."""
         partitions = [(t, p) for t, p, _ in self.store.iter_group(group_id)]
-        partitions += [(t, p) for t, p in self.store.pending_partitions(group_id)
-                       if not self.store.has_committed_offset(group_id, t, p)]
+        partitions += [
+            (t, p)
+            for t, p in self.store.pending_partitions(group_id)
+            if not self.store.has_committed_offset(group_id, t, p)
+        ]
         result.records += [self.c.offset_tombstone(group_id, topic, partition) for topic, partition in partitions]
         return len(partitions)
 
@@ -360,6 +410,12 @@ class OffsetManager:
                     all_expired = False
         result.records += [self.c.offset_tombstone(group_id, topic, partition) for topic, partition in expired]
         if expired:
-            self.c.event(result, group_id, "OffsetsExpired", partitions=[[t, p] for t, p in expired],
-                        retentionMs=retention_ms, groupState=group.state_as_string())
+            self.c.event(
+                result,
+                group_id,
+                "OffsetsExpired",
+                partitions=[[t, p] for t, p in expired],
+                retentionMs=retention_ms,
+                groupState=group.state_as_string(),
+            )
         return all_expired and not self.store.has_pending(group_id)

@@ -17,10 +17,11 @@ Stored per entity (coordinator/chunks.py): a group's committed offsets are one c
 (`["OffsetCommit", group]`), its open-transaction index another (`["OpenTransactions", group]`),
 and each producer's pending offsets a third (`["PendingOffsets", producerId]`).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
 
@@ -36,17 +37,27 @@ class OffsetAndMetadata:
 
     def record_value(self) -> dict:
         """OffsetCommitValue, named as Kafka's generated JSON converter names its fields."""
-        return {"type": "OffsetCommit", "offset": self.committed_offset,
-                "leaderEpoch": -1 if self.leader_epoch is None else self.leader_epoch,
-                "metadata": self.metadata, "commitTimestamp": self.commit_timestamp_ms,
-                "expireTimestamp": -1 if self.expire_timestamp_ms is None else self.expire_timestamp_ms}
+        return {
+            "type": "OffsetCommit",
+            "offset": self.committed_offset,
+            "leaderEpoch": -1 if self.leader_epoch is None else self.leader_epoch,
+            "metadata": self.metadata,
+            "commitTimestamp": self.commit_timestamp_ms,
+            "expireTimestamp": -1 if self.expire_timestamp_ms is None else self.expire_timestamp_ms,
+        }
 
     @staticmethod
-    def from_record(value: dict, record_seq: int) -> "OffsetAndMetadata":
+    def from_record(value: dict, record_seq: int) -> OffsetAndMetadata:
         epoch = value.get("leaderEpoch", -1)
         expire = value.get("expireTimestamp", -1)
-        return OffsetAndMetadata(value["offset"], None if epoch == -1 else epoch, value.get("metadata") or "",
-                                 value["commitTimestamp"], None if expire == -1 else expire, record_seq)
+        return OffsetAndMetadata(
+            value["offset"],
+            None if epoch == -1 else epoch,
+            value.get("metadata") or "",
+            value["commitTimestamp"],
+            None if expire == -1 else expire,
+            record_seq,
+        )
 
     def is_expired(self, now_ms: int, retention_ms: int, base_timestamp) -> bool:
         """OffsetExpirationConditionImpl.isOffsetExpired."""
@@ -55,11 +66,17 @@ class OffsetAndMetadata:
         return now_ms - base_timestamp(self) >= retention_ms
 
     def to_json(self) -> list:
-        return [self.committed_offset, self.leader_epoch, self.metadata, self.commit_timestamp_ms,
-                self.expire_timestamp_ms, self.record_seq]
+        return [
+            self.committed_offset,
+            self.leader_epoch,
+            self.metadata,
+            self.commit_timestamp_ms,
+            self.expire_timestamp_ms,
+            self.record_seq,
+        ]
 
     @staticmethod
-    def from_json(d: list) -> "OffsetAndMetadata":
+    def from_json(d: list) -> OffsetAndMetadata:
         return OffsetAndMetadata(*d)
 
 
@@ -95,22 +112,25 @@ def _remove(offsets: Offsets, group: str, topic: str, partition: int) -> OffsetA
 
 
 def _offsets_to_json(offsets: Offsets) -> dict:
-    return {g: {t: {str(p): v.to_json() for p, v in ps.items()} for t, ps in ts.items()}
-            for g, ts in offsets.items()}
+    return {g: {t: {str(p): v.to_json() for p, v in ps.items()} for t, ps in ts.items()} for g, ts in offsets.items()}
 
 
 def _offsets_from_json(d: dict) -> Offsets:
-    return {g: {t: {int(p): OffsetAndMetadata.from_json(v) for p, v in ps.items()} for t, ps in ts.items()}
-            for g, ts in d.items()}
+    return {
+        g: {t: {int(p): OffsetAndMetadata.from_json(v) for p, v in ps.items()} for t, ps in ts.items()}
+        for g, ts in d.items()
+    }
 
 
 class OffsetStore:
     def __init__(self, source: ChunkSource = EMPTY_SOURCE) -> None:
         self.committed: Offsets = LazyMap(source, "OffsetCommit", _group_offsets_from_json, _group_offsets_to_json)
-        self.pending: dict[int, Offsets] = LazyMap(source, "PendingOffsets", lambda k, j: _offsets_from_json(j),
-                                                   _offsets_to_json, key_type=int)
+        self.pending: dict[int, Offsets] = LazyMap(
+            source, "PendingOffsets", lambda k, j: _offsets_from_json(j), _offsets_to_json, key_type=int
+        )
         self.open_transactions: dict[str, dict[str, dict[int, dict[int, None]]]] = LazyMap(
-            source, "OpenTransactions", _open_from_json, _open_to_json)
+            source, "OpenTransactions", _open_from_json, _open_to_json
+        )
 
     def chunk_maps(self) -> tuple:
         return self.committed, self.pending, self.open_transactions
@@ -146,12 +166,12 @@ class OffsetStore:
         self._clear_open(group, topic, partition)
 
     # ---------------------------------------------------------------- pending (transactional)
-    def add_pending(self, producer_id: int, group: str, topic: str, partition: int,
-                    value: OffsetAndMetadata) -> None:
+    def add_pending(self, producer_id: int, group: str, topic: str, partition: int, value: OffsetAndMetadata) -> None:
         """A transactional offset of an ongoing transaction (replay of a TxnOffsetCommit record)."""
         _put(self.pending.setdefault(producer_id, {}), group, topic, partition, value)
-        (self.open_transactions.setdefault(group, {}).setdefault(topic, {})
-         .setdefault(partition, {})[producer_id]) = None
+        (
+            self.open_transactions.setdefault(group, {}).setdefault(topic, {}).setdefault(partition, {})[producer_id]
+        ) = None
 
     def pending_offset(self, producer_id: int, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
         return _get(self.pending.get(producer_id, {}), group, topic, partition)
@@ -214,12 +234,14 @@ class OffsetStore:
 
     # ---------------------------------------------------------------- snapshot
     def to_json(self) -> dict:
-        return {"committed": _offsets_to_json(self.committed),
-                "pending": {str(pid): _offsets_to_json(o) for pid, o in self.pending.items()},
-                "open": {g: _open_to_json(ts) for g, ts in self.open_transactions.items()}}
+        return {
+            "committed": _offsets_to_json(self.committed),
+            "pending": {str(pid): _offsets_to_json(o) for pid, o in self.pending.items()},
+            "open": {g: _open_to_json(ts) for g, ts in self.open_transactions.items()},
+        }
 
     @staticmethod
-    def from_json(d: dict) -> "OffsetStore":
+    def from_json(d: dict) -> OffsetStore:
         store = OffsetStore()
         for g, ts in _offsets_from_json(d.get("committed", {})).items():
             store.committed[g] = ts
@@ -237,10 +259,15 @@ def _group_offsets_to_json(topics: dict) -> dict:
     out = {}
     for topic, partitions in topics.items():
         values = list(partitions.values())
-        out[topic] = [_deltas(list(partitions)), _deltas([v.committed_offset for v in values]),
-                      [v.leader_epoch for v in values], [v.metadata for v in values],
-                      _deltas([v.commit_timestamp_ms for v in values]), [v.expire_timestamp_ms for v in values],
-                      _deltas([v.record_seq for v in values])]
+        out[topic] = [
+            _deltas(list(partitions)),
+            _deltas([v.committed_offset for v in values]),
+            [v.leader_epoch for v in values],
+            [v.metadata for v in values],
+            _deltas([v.commit_timestamp_ms for v in values]),
+            [v.expire_timestamp_ms for v in values],
+            _deltas([v.record_seq for v in values]),
+        ]
     return out
 
 
@@ -253,7 +280,7 @@ def _group_offsets_from_json(_group, d: dict) -> dict:
 
 
 def _deltas(xs: list[int]) -> list[int]:
-    return [b - a for a, b in zip([0, *xs], xs)]
+    return [b - a for a, b in zip([0, *xs], xs, strict=False)]  # the shifted list is one longer
 
 
 def _sums(ds: list[int]) -> list[int]:

@@ -24,6 +24,7 @@ Public methods for the transaction coordinator's TxnOffsetCommit and marker hand
     complete_transaction(producer_id, committed) applies a COMMIT/ABORT marker to the store
     has_pending_transactional_offsets(group, topic=None, partition=None)
 """
+
 from __future__ import annotations
 
 from ..chunks import EMPTY_SOURCE, LazyMap
@@ -32,12 +33,12 @@ from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
 from ..timers import Timer
-from . import admin
+from . import admin, group_configs, txn_offsets
 from .classic.group import ClassicGroup
 from .classic.manager import T_INITIAL_JOIN, T_JOIN, T_SESSION, T_SYNC, ClassicGroupManager
-from . import group_configs, txn_offsets
 from .consumer import group as consumer_group
 from .consumer import manager as consumer
+from .consumer import migration
 from .consumer.manager import ConsumerGroupManager
 from .group import CLASSIC, Group, group_from_json
 from .group_configs import GroupConfigs
@@ -63,8 +64,7 @@ class GroupCoordinator:
     def __init__(self, partition):
         self.p = partition
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
-        self.groups: dict[str, Group] = LazyMap(partition.chunks, "GroupMetadata", _group_from_chunk,
-                                                _group_to_chunk)
+        self.groups: dict[str, Group] = LazyMap(partition.chunks, "GroupMetadata", _group_from_chunk, _group_to_chunk)
         # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
         self.group_configs: dict[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
         self.extensions: dict = {}  # extra JSON state of the managers (txn offsets), in the snapshot
@@ -113,8 +113,8 @@ class GroupCoordinator:
             consumer.T_SESSION: self.consumer.on_session_timeout,
             consumer.T_REBALANCE: self.consumer.on_rebalance_timeout,
             consumer.T_REGEX: self.consumer.on_resolve_regexes,
-            consumer.T_JOIN: self.consumer.classic_members.on_join_timeout,
-            consumer.T_SYNC: self.consumer.classic_members.on_sync_timeout,
+            migration.T_JOIN: self.consumer.classic_members.on_join_timeout,
+            migration.T_SYNC: self.consumer.classic_members.on_sync_timeout,
             share.T_SESSION: self.share.on_session_timeout,
             streams.T_SESSION: self.streams.on_session_timeout,
             streams.T_REBALANCE: self.streams.on_rebalance_timeout,
@@ -208,8 +208,15 @@ class GroupCoordinator:
         # handler sees it gone (Kafka's timeline map), e.g. a conversion creating a group of
         # another type under the same id. Only called once nothing can fail.
         self.groups.pop(group.group_id, None)
-        self.event(result, group.group_id, "GroupDeleted", groupType=group.type, reason=reason,
-                   offsetsDeleted=offsets, state=state)
+        self.event(
+            result,
+            group.group_id,
+            "GroupDeleted",
+            groupType=group.type,
+            reason=reason,
+            offsetsDeleted=offsets,
+            state=state,
+        )
         return result
 
     # ================================================================ records
@@ -223,8 +230,9 @@ class GroupCoordinator:
         self.replay(StateRecord(key, value))
 
     @staticmethod
-    def offset_commit_record(group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
-                             producer_id: int | None = None) -> StateRecord:
+    def offset_commit_record(
+        group_id: str, topic: str, partition: int, value: OffsetAndMetadata, producer_id: int | None = None
+    ) -> StateRecord:
         record = value.record_value()
         if producer_id is not None:
             record["producerId"] = producer_id
@@ -234,16 +242,23 @@ class GroupCoordinator:
     def offset_tombstone(group_id: str, topic: str, partition: int) -> StateRecord:
         return StateRecord(record_key("OffsetCommit", group_id, topic, partition), None)
 
-    def append_offset_commit(self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata,
-                             producer_id: int | None = None) -> None:
+    def append_offset_commit(
+        self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata, producer_id: int | None = None
+    ) -> None:
         """At once (for the txn offsets, not yet returning results)."""
         record = self.offset_commit_record(group_id, topic, partition, value, producer_id)
         self.append_and_replay(record.key, record.value)
 
     # ================================================================ transactional offsets
-    def validate_transactional_offset_commit(self, group_id: str, member_id: str, instance_id: str | None,
-                                             generation_id: int, api_version: int,
-                                             result: CoordinatorResult | None = None) -> Group:
+    def validate_transactional_offset_commit(
+        self,
+        group_id: str,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        api_version: int,
+        result: CoordinatorResult | None = None,
+    ) -> Group:
         """OffsetMetadataManager.validateTransactionalOffsetCommit: raises ApiError, or returns the
         group (creating a simple group for generation -1, as Kafka does; its event and timer into
         `result`)."""
@@ -251,8 +266,7 @@ class GroupCoordinator:
         if group is None:
             if generation_id >= 0:
                 raise ApiError(Errors.ILLEGAL_GENERATION)
-            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit",
-                                              result=result)
+            group = self.create_classic_group(group_id, reason="simple group created by TxnOffsetCommit", result=result)
         try:
             group.validate_offset_commit(member_id, instance_id, generation_id, True, api_version)
         except ApiError as e:
@@ -264,12 +278,21 @@ class GroupCoordinator:
     def is_offset_metadata_invalid(self, metadata: str | None) -> bool:
         return self.offset_manager.is_metadata_invalid(metadata)
 
-    def append_transactional_offset(self, producer_id: int, group_id: str, topic: str, partition: int,
-                                    offset: int, leader_epoch: int = -1, metadata: str | None = "") -> None:
+    def append_transactional_offset(
+        self,
+        producer_id: int,
+        group_id: str,
+        topic: str,
+        partition: int,
+        offset: int,
+        leader_epoch: int = -1,
+        metadata: str | None = "",
+    ) -> None:
         """Write one TxnOffsetCommit offset (an OffsetCommit record tagged with the producer id) and
         keep it pending until the transaction's marker."""
-        value = OffsetAndMetadata(offset, None if leader_epoch == -1 else leader_epoch, metadata or "",
-                                  self.p.clock_ms, None)
+        value = OffsetAndMetadata(
+            offset, None if leader_epoch == -1 else leader_epoch, metadata or "", self.p.clock_ms, None
+        )
         self.append_offset_commit(group_id, topic, partition, value, producer_id=producer_id)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[tuple[str, str, int]]:
@@ -280,8 +303,9 @@ class GroupCoordinator:
         changed = self.offsets.complete_transaction(producer_id, committed)
         return changed
 
-    def has_pending_transactional_offsets(self, group_id: str, topic: str | None = None,
-                                          partition: int | None = None) -> bool:
+    def has_pending_transactional_offsets(
+        self, group_id: str, topic: str | None = None, partition: int | None = None
+    ) -> bool:
         return self.offsets.has_pending(group_id, topic, partition)
 
     # ================================================================ topic metadata
@@ -341,11 +365,13 @@ class GroupCoordinator:
 
     # ================================================================ snapshot
     def to_json(self) -> dict:
-        return {"groups": {gid: g.to_json() for gid, g in self.groups.items()},
-                "offsets": self.offsets.to_json(),
-                "groupConfigs": dict(self.group_configs),
-                "nextRecordSeq": self.next_record_seq,
-                "extensions": self.extensions}
+        return {
+            "groups": {gid: g.to_json() for gid, g in self.groups.items()},
+            "offsets": self.offsets.to_json(),
+            "groupConfigs": dict(self.group_configs),
+            "nextRecordSeq": self.next_record_seq,
+            "extensions": self.extensions,
+        }
 
     def load_json(self, data: dict) -> None:
         self.groups = LazyMap(EMPTY_SOURCE, "GroupMetadata", _group_from_chunk, _group_to_chunk)

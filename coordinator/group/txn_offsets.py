@@ -40,11 +40,12 @@ group partition asks the transactional id's partition with a TxnVerification int
 parks the TxnOffsetCommit in its state and goes on when the TxnVerificationResult arrives (or
 answers it at once when both ids live on this partition). See docs/architecture.md.
 """
+
 from __future__ import annotations
 
 from ..errors import ApiError, Error, Errors
 from ..messages import ReplyTo, Request, StateRecord
-from ..records import parse_record_key, record_key
+from ..records import record_key
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition
 from ..timers import Timer
@@ -150,8 +151,12 @@ def on_load(comp) -> None:
 
 
 def _pending_of(comp, producer_id: int) -> list[tuple[str, str, int, OffsetAndMetadata]]:
-    return [(g, t, p, v) for g, topics in comp.offsets.pending.get(producer_id, {}).items()
-            for t, partitions in topics.items() for p, v in partitions.items()]
+    return [
+        (g, t, p, v)
+        for g, topics in comp.offsets.pending.get(producer_id, {}).items()
+        for t, partitions in topics.items()
+        for p, v in partitions.items()
+    ]
 
 
 # ====================================================================== TxnOffsetCommit
@@ -196,8 +201,13 @@ def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
         n = comp.p.config["coordinator.partitions"]
         if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
             answer = comp.p.component("transactions").verify_offsets_partition(
-                body["transactionalId"], body["producerId"], body["producerEpoch"], comp.p.partition_id,
-                verify_only=version < 5, result=result)
+                body["transactionalId"],
+                body["producerId"],
+                body["producerEpoch"],
+                comp.p.partition_id,
+                verify_only=version < 5,
+                result=result,
+            )
             error = _verification_error(version, answer)
         else:
             _park(comp, request, response, valid, result)
@@ -215,8 +225,15 @@ def _early_error(body: dict) -> Error | None:
     return None
 
 
-def _finish(comp, body: dict, version: int, response: _ResponseBuilder, valid: list, error: Error | None,
-            result: CoordinatorResult) -> dict:
+def _finish(
+    comp,
+    body: dict,
+    version: int,
+    response: _ResponseBuilder,
+    valid: list,
+    error: Error | None,
+    result: CoordinatorResult,
+) -> dict:
     """The response; the offsets' records (and a simple group's creation) go into `result`."""
     coordinator = _ResponseBuilder()
     try:
@@ -270,21 +287,46 @@ def _park(comp, request: Request, response: _ResponseBuilder, valid: list, resul
     vid = st.get("nextVerificationId", 0)
     st["nextVerificationId"] = vid + 1
     st.setdefault("verifying", {})[str(vid)] = {
-        "reply": request.reply.to_json(), "body": body, "answered": response.topics,
-        "valid": [[name, part] for name, part in valid]}
-    result.send_request(body["transactionalId"], "TxnVerification", 0, {
-        "transactionalId": body["transactionalId"], "producerId": body["producerId"],
-        "producerEpoch": body["producerEpoch"], "verifyOnly": request.api_version < 5,
-        "partitionIndex": comp.p.partition_id, "verificationId": vid},
-        correlation_id=vid % 2**31, client_id=f"group-coordinator-{comp.p.partition_id}")
-    result.schedule(_verification_timer_key(vid), comp.p.clock_ms + comp.p.config["transaction.verification.timeout.ms"],
-                    T_VERIFICATION_TIMEOUT, {"verificationId": vid})
-    result.emit(body["groupId"], "TxnOffsetCommitVerifying", groupId=body["groupId"],
-                transactionalId=body["transactionalId"], producerId=body["producerId"],
-                producerEpoch=body["producerEpoch"], verificationId=vid)
+        "reply": request.reply.to_json(),
+        "body": body,
+        "answered": response.topics,
+        "valid": [[name, part] for name, part in valid],
+    }
+    result.send_request(
+        body["transactionalId"],
+        "TxnVerification",
+        0,
+        {
+            "transactionalId": body["transactionalId"],
+            "producerId": body["producerId"],
+            "producerEpoch": body["producerEpoch"],
+            "verifyOnly": request.api_version < 5,
+            "partitionIndex": comp.p.partition_id,
+            "verificationId": vid,
+        },
+        correlation_id=vid % 2**31,
+        client_id=f"group-coordinator-{comp.p.partition_id}",
+    )
+    result.schedule(
+        _verification_timer_key(vid),
+        comp.p.clock_ms + comp.p.config["transaction.verification.timeout.ms"],
+        T_VERIFICATION_TIMEOUT,
+        {"verificationId": vid},
+    )
+    result.emit(
+        body["groupId"],
+        "TxnOffsetCommitVerifying",
+        groupId=body["groupId"],
+        transactionalId=body["transactionalId"],
+        producerId=body["producerId"],
+        producerEpoch=body["producerEpoch"],
+        verificationId=vid,
+    )
 
 
-def _unpark(comp, verification_id: int, result: CoordinatorResult) -> tuple[ReplyTo, dict, _ResponseBuilder, list] | None:
+def _unpark(
+    comp, verification_id: int, result: CoordinatorResult
+) -> tuple[ReplyTo, dict, _ResponseBuilder, list] | None:
     entry = _state(comp).get("verifying", {}).pop(str(verification_id), None)
     if entry is None:
         return None
@@ -320,13 +362,15 @@ def on_verification_timeout(comp, timer: Timer) -> CoordinatorResult | None:
     if parked is None:
         return None
     reply, body, response, valid = parked
-    result.reply(reply, _finish(comp, body, reply.api_version, response, valid, Errors.COORDINATOR_NOT_AVAILABLE,
-                                result))
+    result.reply(
+        reply, _finish(comp, body, reply.api_version, response, valid, Errors.COORDINATOR_NOT_AVAILABLE, result)
+    )
     return result
 
 
-def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, out: _ResponseBuilder,
-                                  result: CoordinatorResult) -> None:
+def _commit_transactional_offsets(
+    comp, body: dict, version: int, valid: list, out: _ResponseBuilder, result: CoordinatorResult
+) -> None:
     """GroupCoordinatorService.commitTransactionalOffsets + OffsetMetadataManager.
     commitTransactionalOffset + the log's producer-epoch check. Raises ApiError before it changes
     anything."""
@@ -350,9 +394,10 @@ def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, o
         # The log layer: an append with an epoch older than the producer's last one is fenced.
         current = producer_epoch(comp, producer_id)
         if current is not None and epoch < current:
-            raise ApiError(Errors.INVALID_PRODUCER_EPOCH,
-                           f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last "
-                           f"seen epoch {current}")
+            raise ApiError(
+                Errors.INVALID_PRODUCER_EPOCH,
+                f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last seen epoch {current}",
+            )
     if group is None:
         comp.validate_transactional_offset_commit(group_id, member_id, instance_id, generation, version, result)
     for name, part in valid:
@@ -361,21 +406,36 @@ def _commit_transactional_offsets(comp, body: dict, version: int, valid: list, o
             out.add(name, index, Errors.OFFSET_METADATA_TOO_LARGE)
             continue
         leader_epoch = part.get("committedLeaderEpoch", -1)
-        result.records.append(_pending_record(producer_id, epoch, group_id, name, index, OffsetAndMetadata(
-            part["committedOffset"], None if leader_epoch == -1 else leader_epoch, part["committedMetadata"] or "",
-            comp.p.clock_ms, None)))
+        result.records.append(
+            _pending_record(
+                producer_id,
+                epoch,
+                group_id,
+                name,
+                index,
+                OffsetAndMetadata(
+                    part["committedOffset"],
+                    None if leader_epoch == -1 else leader_epoch,
+                    part["committedMetadata"] or "",
+                    comp.p.clock_ms,
+                    None,
+                ),
+            )
+        )
         out.add(name, index, Errors.NONE)
 
 
-def _pending_record(producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
-                    offset: OffsetAndMetadata) -> StateRecord:
+def _pending_record(
+    producer_id: int, epoch: int, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
+) -> StateRecord:
     value = offset.record_value()
     value.update(type=TXN_OFFSET_RECORD, producerId=producer_id, producerEpoch=epoch)
     return StateRecord(txn_offset_key(producer_id, group_id, topic, partition), value)
 
 
-def _append_pending(comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int,
-                    offset: OffsetAndMetadata) -> None:
+def _append_pending(
+    comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
+) -> None:
     """At once (WriteTxnMarkers, which reads the replayed state back: not yet a result)."""
     record = _pending_record(producer_id, epoch, group_id, topic, partition, offset)
     comp.append_and_replay(record.key, record.value)
@@ -393,8 +453,13 @@ def write_txn_markers(comp, request: Request) -> dict:
             partitions = []
             for index in topic["partitionIndexes"]:
                 if topic["name"] == CONSUMER_OFFSETS and index == comp.p.partition_id:
-                    error = apply_marker(comp, marker["producerId"], marker["producerEpoch"],
-                                         marker["transactionResult"], marker.get("transactionVersion", 0))
+                    error = apply_marker(
+                        comp,
+                        marker["producerId"],
+                        marker["producerEpoch"],
+                        marker["transactionResult"],
+                        marker.get("transactionVersion", 0),
+                    )
                 else:
                     error = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 partitions.append({"partitionIndex": index, "errorCode": error.code})
@@ -412,14 +477,29 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
     # ProducerAppendInfo.checkProducerEpoch for a marker: a TV2 marker carries a bumped epoch, so it
     # must be newer than anything seen; an older-version marker may repeat the current epoch.
     if current is not None and (epoch <= current if transaction_version >= 2 else epoch < current):
-        comp.p.emit_event(str(producer_id), "TransactionMarkerRejected", producerId=producer_id,
-                          producerEpoch=epoch, result=result, lastProducerEpoch=current,
-                          transactionVersion=transaction_version)
+        comp.p.emit_event(
+            str(producer_id),
+            "TransactionMarkerRejected",
+            producerId=producer_id,
+            producerEpoch=epoch,
+            result=result,
+            lastProducerEpoch=current,
+            transactionVersion=transaction_version,
+        )
         return Errors.INVALID_PRODUCER_EPOCH
     before = _pending_of(comp, producer_id)
-    comp.append_and_replay(marker_key(producer_id), {
-        "type": MARKER_RECORD, "producerId": producer_id, "producerEpoch": epoch, "transactionResult": result,
-        "coordinatorEpoch": 0, "transactionVersion": transaction_version, "timestamp": comp.p.clock_ms})
+    comp.append_and_replay(
+        marker_key(producer_id),
+        {
+            "type": MARKER_RECORD,
+            "producerId": producer_id,
+            "producerEpoch": epoch,
+            "transactionResult": result,
+            "coordinatorEpoch": 0,
+            "transactionVersion": transaction_version,
+            "timestamp": comp.p.clock_ms,
+        },
+    )
     by_group: dict[str, dict] = {}
     for group_id, topic, partition, value in before:
         summary = by_group.setdefault(group_id, {"partitions": [], "skipped": []})
@@ -445,25 +525,39 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
         comp.append_and_replay(key, None)
     for group_id, summary in by_group.items():
         if committed:
-            comp.emit(group_id, "TransactionalOffsetsCommitted", producerId=producer_id, producerEpoch=epoch,
-                      partitions=summary["partitions"], skipped=summary["skipped"])
+            comp.emit(
+                group_id,
+                "TransactionalOffsetsCommitted",
+                producerId=producer_id,
+                producerEpoch=epoch,
+                partitions=summary["partitions"],
+                skipped=summary["skipped"],
+            )
         else:
-            comp.emit(group_id, "TransactionalOffsetsAborted", producerId=producer_id, producerEpoch=epoch,
-                      partitions=summary["partitions"])
+            comp.emit(
+                group_id,
+                "TransactionalOffsetsAborted",
+                producerId=producer_id,
+                producerEpoch=epoch,
+                partitions=summary["partitions"],
+            )
     return Errors.NONE
 
 
 def _copy(value: OffsetAndMetadata) -> OffsetAndMetadata:
-    return OffsetAndMetadata(value.committed_offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms,
-                             value.expire_timestamp_ms)
+    return OffsetAndMetadata(
+        value.committed_offset, value.leader_epoch, value.metadata, value.commit_timestamp_ms, value.expire_timestamp_ms
+    )
 
 
 # ====================================================================== producer expiration
 def _ensure_expiration_timer(comp) -> None:
     if PRODUCER_EXPIRATION_KEY not in comp.p.timers:
-        comp.p.schedule(PRODUCER_EXPIRATION_KEY,
-                        comp.p.clock_ms + comp.p.config["producer.id.expiration.check.interval.ms"],
-                        T_PRODUCER_EXPIRATION)
+        comp.p.schedule(
+            PRODUCER_EXPIRATION_KEY,
+            comp.p.clock_ms + comp.p.config["producer.id.expiration.check.interval.ms"],
+            T_PRODUCER_EXPIRATION,
+        )
 
 
 def on_producer_expiration(comp, timer: Timer) -> CoordinatorResult:
@@ -473,12 +567,18 @@ def on_producer_expiration(comp, timer: Timer) -> CoordinatorResult:
     now, expiration = comp.p.clock_ms, comp.p.config["producer.id.expiration.ms"]
     st = _state(comp)
     result = CoordinatorResult()
-    expired = [pid for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0]))
-               if pid not in st["keys"] and now - last_ts >= expiration]
+    expired = [
+        pid
+        for pid, (_, last_ts) in sorted(st["producers"].items(), key=lambda kv: int(kv[0]))
+        if pid not in st["keys"] and now - last_ts >= expiration
+    ]
     result.records += [StateRecord(marker_key(int(pid)), None) for pid in expired]
     if len(expired) < len(st["producers"]) and PRODUCER_EXPIRATION_KEY not in comp.p.timers:
-        result.schedule(PRODUCER_EXPIRATION_KEY, now + comp.p.config["producer.id.expiration.check.interval.ms"],
-                        T_PRODUCER_EXPIRATION)
+        result.schedule(
+            PRODUCER_EXPIRATION_KEY,
+            now + comp.p.config["producer.id.expiration.check.interval.ms"],
+            T_PRODUCER_EXPIRATION,
+        )
     return result
 
 

@@ -6,6 +6,7 @@ per partition, DeleteGroups per group, ...), each with its error fields set. The
 shaped for the version (`loader.shape`): fields absent from the version are dropped, the others
 not set are at their default.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -61,13 +62,16 @@ def _item(rule: Echo, version: int, item: Any, error: Error, message: str | None
         out[dst] = item if src is None else (item.get(src) if isinstance(item, dict) else None)
     for child in rule.children:
         if child.applies(version):
-            out[child.response] = [_item(child, version, x, error, message, with_message)
-                                   for x in (item.get(child.request) or [] if isinstance(item, dict) else [])]
+            out[child.response] = [
+                _item(child, version, x, error, message, with_message)
+                for x in (item.get(child.request) or [] if isinstance(item, dict) else [])
+            ]
     return out
 
 
-def build_error_response(response: str, shape_spec: ErrorShape, version: int, body: dict | None,
-                         error: Error, message: str | None) -> dict:
+def build_error_response(
+    response: str, shape_spec: ErrorShape, version: int, body: dict | None, error: Error, message: str | None
+) -> dict:
     """The error response of message `response` ("JoinGroupResponse") for `version`."""
     if shape_spec.map_error is not None:
         error = shape_spec.map_error(version, error)
@@ -77,8 +81,10 @@ def build_error_response(response: str, shape_spec: ErrorShape, version: int, bo
     out.update(shape_spec.fill)
     for rule in shape_spec.echo:
         if rule.applies(version):
-            out[rule.response] = [_item(rule, version, x, error, message, shape_spec.item_message)
-                                  for x in (body or {}).get(rule.request) or []]
+            out[rule.response] = [
+                _item(rule, version, x, error, message, shape_spec.item_message)
+                for x in (body or {}).get(rule.request) or []
+            ]
     if shape_spec.extra is not None:
         out.update(shape_spec.extra(version, body, error, message))
     return shape(response, version, out)
@@ -86,8 +92,9 @@ def build_error_response(response: str, shape_spec: ErrorShape, version: int, bo
 
 def error_builder(response: str, shape_spec: ErrorShape):
     """The `ApiSpec.error_response` of an API: (version, body, error, message) -> response body."""
+
     def build(version: int, body: dict | None, error: Error, message: str | None) -> dict:
         return build_error_response(response, shape_spec, version, body, error, message)
+
     build.__qualname__ = build.__name__ = f"error_response[{response}]"
     return build
-

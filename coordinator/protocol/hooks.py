@@ -4,6 +4,7 @@ Response hooks run on a response dict before it is shaped (`respond`): they are 
 Kafka's generated/handwritten response constructors. Error hooks belong to the error shapes of the
 API table (`ErrorShape.map_error/prepare/extra`): the logic of a request's `getErrorResponse`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from ..errors import Error, Errors
 from .loader import shape
 
 # ====================================================================== response hooks
+
 
 def join_group_protocol_name(version: int, data: dict) -> dict:
     """JoinGroupResponse(data, version): before v7 a null protocol name is sent as "", from v7 an
@@ -50,6 +52,7 @@ def respond(message: str, version: int, data: dict) -> dict:
 
 # ====================================================================== error hooks
 
+
 def producer_fenced_for(version: int, first_version_with_producer_fenced: int, error: Error) -> Error:
     """Kafka answers INVALID_PRODUCER_EPOCH to request versions older than PRODUCER_FENCED (KIP-588):
     InitProducerId < 4, AddPartitionsToTxn / AddOffsetsToTxn / EndTxn < 2, TxnOffsetCommit < 3."""
@@ -60,16 +63,21 @@ def producer_fenced_for(version: int, first_version_with_producer_fenced: int, e
 
 def producer_fenced_before(first_version: int) -> Callable[[int, Error], Error]:
     """The `map_error` hook of `producer_fenced_for`."""
+
     def map_error(version: int, error: Error) -> Error:
         return producer_fenced_for(version, first_version, error)
+
     map_error.__name__ = f"producer_fenced_before_v{first_version}"
     return map_error
 
 
 # The group coordinator service's own checks (coordinator inactive, empty group id, session
 # timeout) echo the member id; errors raised inside the coordinator runtime do not.
-_JOIN_ECHOES_MEMBER_ID = {Errors.INVALID_GROUP_ID.code, Errors.INVALID_SESSION_TIMEOUT.code,
-                          Errors.COORDINATOR_NOT_AVAILABLE.code}
+_JOIN_ECHOES_MEMBER_ID = {
+    Errors.INVALID_GROUP_ID.code,
+    Errors.INVALID_SESSION_TIMEOUT.code,
+    Errors.COORDINATOR_NOT_AVAILABLE.code,
+}
 
 
 def join_group_member_id(version: int, body: dict | None, error: Error, message: str | None) -> dict:

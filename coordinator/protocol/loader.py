@@ -11,6 +11,7 @@ in which they may be null, their defaults and tags. From it:
   the file's order (nested structs and arrays too), each absent field at its default, as Kafka's
   generated JSON converters print a response object.
 """
+
 from __future__ import annotations
 
 import json
@@ -131,8 +132,7 @@ def _field(spec: dict, commons: dict) -> FieldSpec:
     t = _type(spec["type"], spec, commons)
     nullable = parse_versions(spec.get("nullableVersions"))
     default = _default(t, spec["default"]) if "default" in spec else _NO_DEFAULT
-    return FieldSpec(_camel(spec["name"]), t, _versions(spec["versions"]), nullable,
-                     "taggedVersions" in spec, default)
+    return FieldSpec(_camel(spec["name"]), t, _versions(spec["versions"]), nullable, "taggedVersions" in spec, default)
 
 
 def _default(t: Any, value: Any) -> Any:
@@ -151,6 +151,7 @@ def _default(t: Any, value: Any) -> Any:
 
 
 # ====================================================================== request validators
+
 
 @cache
 def request_struct(name: str) -> Struct:
@@ -183,6 +184,7 @@ def _schema_type(t: Any) -> Any:
 
 # ====================================================================== response shaper
 
+
 def zero(t: Any) -> Any:
     """The value of a field whose file declares no default, as Kafka's generated classes set it."""
     if isinstance(t, ArrayOf):
@@ -212,8 +214,11 @@ def _plan(s: MessageStruct, version: int) -> _Plan:
         if not f.in_version(version):
             continue
         sub = _plan(f.type, version) if isinstance(f.type, MessageStruct) else None
-        item = _plan(f.type.item, version) if isinstance(f.type, ArrayOf) and isinstance(
-            f.type.item, MessageStruct) else None
+        item = (
+            _plan(f.type.item, version)
+            if isinstance(f.type, ArrayOf) and isinstance(f.type.item, MessageStruct)
+            else None
+        )
         if f.default is not _NO_DEFAULT:
             default = f.default
         elif isinstance(f.type, MessageStruct):

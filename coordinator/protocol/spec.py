@@ -1,4 +1,5 @@
 """`ApiSpec`: one API as the service answers it (built from the API table, coordinator/protocol/table.py)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -7,6 +7,7 @@ checked per item), whether it is internal (sent only by the service itself, on i
 and where its errors go (`ErrorShape`, Kafka's `getErrorResponse`). The fields of each version come
 from the message JSON files (messages/kafka/: Kafka 4.1.1's; messages/service/: the service's own).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,60 +48,201 @@ APIS: tuple[Api, ...] = (
     # ------------------------------------------------------------------ internal
     Api("UpdateMetadata", 6, 0, 0, "metadata", internal=True),
     # ------------------------------------------------------------------ classic groups, offsets
-    Api("OffsetCommit", 8, 2, 10, GROUPS, "groupId", errors=ErrorShape(echo=(
-        Echo("topics", "topics", copy={"name": "name", "topicId": "topicId"}, children=(
-            Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),)),))),
+    Api(
+        "OffsetCommit",
+        8,
+        2,
+        10,
+        GROUPS,
+        "groupId",
+        errors=ErrorShape(
+            echo=(
+                Echo(
+                    "topics",
+                    "topics",
+                    copy={"name": "name", "topicId": "topicId"},
+                    children=(Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),),
+                ),
+            )
+        ),
+    ),
     # v8+ names several groups: ownership is checked per group (NOT_COORDINATOR per group).
     # OffsetFetchResponse.groupError: before v2 a group error can only be reported on every partition.
-    Api("OffsetFetch", 9, 1, 10, GROUPS, errors=ErrorShape(echo=(
-        Echo("topics", "topics", copy={"name": "name"}, versions=(0, 1), children=(
-            Echo("partitionIndexes", "partitions", copy={"partitionIndex": None},
-                 fill={"committedOffset": -1, "metadata": ""}),)),
-        Echo("groups", "groups", copy={"groupId": "groupId"}, versions=(8, None)),))),
-    Api("FindCoordinator", 10, 0, 6, "find_coordinator", errors=ErrorShape(
-        fill={"nodeId": -1, "host": "", "port": -1}, extra=hooks.find_coordinator_message,
-        echo=(Echo("coordinatorKeys", "coordinators", copy={"key": None},
-                   fill={"nodeId": -1, "host": "", "port": -1}),))),
+    Api(
+        "OffsetFetch",
+        9,
+        1,
+        10,
+        GROUPS,
+        errors=ErrorShape(
+            echo=(
+                Echo(
+                    "topics",
+                    "topics",
+                    copy={"name": "name"},
+                    versions=(0, 1),
+                    children=(
+                        Echo(
+                            "partitionIndexes",
+                            "partitions",
+                            copy={"partitionIndex": None},
+                            fill={"committedOffset": -1, "metadata": ""},
+                        ),
+                    ),
+                ),
+                Echo("groups", "groups", copy={"groupId": "groupId"}, versions=(8, None)),
+            )
+        ),
+    ),
+    Api(
+        "FindCoordinator",
+        10,
+        0,
+        6,
+        "find_coordinator",
+        errors=ErrorShape(
+            fill={"nodeId": -1, "host": "", "port": -1},
+            extra=hooks.find_coordinator_message,
+            echo=(
+                Echo(
+                    "coordinatorKeys", "coordinators", copy={"key": None}, fill={"nodeId": -1, "host": "", "port": -1}
+                ),
+            ),
+        ),
+    ),
     Api("JoinGroup", 11, 0, 9, GROUPS, "groupId", errors=ErrorShape(extra=hooks.join_group_member_id)),
     Api("Heartbeat", 12, 0, 4, GROUPS, "groupId", errors=ErrorShape()),
     Api("LeaveGroup", 13, 0, 5, GROUPS, "groupId", errors=ErrorShape()),
-    Api("SyncGroup", 14, 0, 5, GROUPS, "groupId", errors=ErrorShape(fill={"protocolType": None,
-                                                                      "protocolName": None})),
-    Api("DescribeGroups", 15, 0, 6, GROUPS, errors=ErrorShape(
-        item_message=False, echo=(Echo("groups", "groups", copy={"groupId": None}),))),
+    Api("SyncGroup", 14, 0, 5, GROUPS, "groupId", errors=ErrorShape(fill={"protocolType": None, "protocolName": None})),
+    Api(
+        "DescribeGroups",
+        15,
+        0,
+        6,
+        GROUPS,
+        errors=ErrorShape(item_message=False, echo=(Echo("groups", "groups", copy={"groupId": None}),)),
+    ),
     Api("ListGroups", 16, 0, 5, GROUPS, errors=ErrorShape()),
     # ------------------------------------------------------------------ transactions
-    Api("InitProducerId", 22, 0, 5, TRANSACTIONS, errors=ErrorShape(
-        map_error=hooks.producer_fenced_before(4), fill={"producerId": -1, "producerEpoch": -1})),
-    Api("AddPartitionsToTxn", 24, 0, 5, TRANSACTIONS, errors=ErrorShape(
-        map_error=hooks.producer_fenced_before(2), prepare=hooks.add_partitions_topics, echo=(
-            Echo("v3AndBelowTopics", "resultsByTopicV3AndBelow", copy={"name": "name"}, versions=(0, 3), children=(
-                Echo("partitions", "resultsByPartition", copy={"partitionIndex": None}),)),))),
+    Api(
+        "InitProducerId",
+        22,
+        0,
+        5,
+        TRANSACTIONS,
+        errors=ErrorShape(map_error=hooks.producer_fenced_before(4), fill={"producerId": -1, "producerEpoch": -1}),
+    ),
+    Api(
+        "AddPartitionsToTxn",
+        24,
+        0,
+        5,
+        TRANSACTIONS,
+        errors=ErrorShape(
+            map_error=hooks.producer_fenced_before(2),
+            prepare=hooks.add_partitions_topics,
+            echo=(
+                Echo(
+                    "v3AndBelowTopics",
+                    "resultsByTopicV3AndBelow",
+                    copy={"name": "name"},
+                    versions=(0, 3),
+                    children=(Echo("partitions", "resultsByPartition", copy={"partitionIndex": None}),),
+                ),
+            ),
+        ),
+    ),
     Api("AddOffsetsToTxn", 25, 0, 4, TRANSACTIONS, errors=ErrorShape(map_error=hooks.producer_fenced_before(2))),
     Api("EndTxn", 26, 0, 5, TRANSACTIONS, errors=ErrorShape(map_error=hooks.producer_fenced_before(2))),
     # Handled by the group side (it writes the markers to its offsets); the transaction
     # coordinator only sends it.
-    Api("WriteTxnMarkers", 27, 1, 2, GROUPS, internal=True, errors=ErrorShape(echo=(
-        Echo("markers", "markers", copy={"producerId": "producerId"}, children=(
-            Echo("topics", "topics", copy={"name": "name"}, children=(
-                Echo("partitionIndexes", "partitions", copy={"partitionIndex": None}),)),)),))),
+    Api(
+        "WriteTxnMarkers",
+        27,
+        1,
+        2,
+        GROUPS,
+        internal=True,
+        errors=ErrorShape(
+            echo=(
+                Echo(
+                    "markers",
+                    "markers",
+                    copy={"producerId": "producerId"},
+                    children=(
+                        Echo(
+                            "topics",
+                            "topics",
+                            copy={"name": "name"},
+                            children=(Echo("partitionIndexes", "partitions", copy={"partitionIndex": None}),),
+                        ),
+                    ),
+                ),
+            )
+        ),
+    ),
     # Version 5 (KIP-890 part 2) asks the group coordinator to add the offsets partition to the
     # transaction itself; v0-4 have it verified (TxnVerification, coordinator/group/txn_offsets.py).
-    Api("TxnOffsetCommit", 28, 0, 5, GROUPS, "groupId", errors=ErrorShape(
-        map_error=hooks.producer_fenced_before(3), echo=(
-            Echo("topics", "topics", copy={"name": "name"}, children=(
-                Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),)),))),
+    Api(
+        "TxnOffsetCommit",
+        28,
+        0,
+        5,
+        GROUPS,
+        "groupId",
+        errors=ErrorShape(
+            map_error=hooks.producer_fenced_before(3),
+            echo=(
+                Echo(
+                    "topics",
+                    "topics",
+                    copy={"name": "name"},
+                    children=(Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),),
+                ),
+            ),
+        ),
+    ),
     # ------------------------------------------------------------------ group configs, admin
-    Api("DescribeConfigs", 32, 1, 4, GROUPS, errors=ErrorShape(echo=(
-        Echo("resources", "results", copy={"resourceType": "resourceType", "resourceName": "resourceName"}),))),
-    Api("DeleteGroups", 42, 0, 2, GROUPS, errors=ErrorShape(echo=(
-        Echo("groupsNames", "results", copy={"groupId": None}),))),
+    Api(
+        "DescribeConfigs",
+        32,
+        1,
+        4,
+        GROUPS,
+        errors=ErrorShape(
+            echo=(Echo("resources", "results", copy={"resourceType": "resourceType", "resourceName": "resourceName"}),)
+        ),
+    ),
+    Api(
+        "DeleteGroups",
+        42,
+        0,
+        2,
+        GROUPS,
+        errors=ErrorShape(echo=(Echo("groupsNames", "results", copy={"groupId": None}),)),
+    ),
     # Names several groups: ownership is checked per resource (NOT_COORDINATOR per resource).
-    Api("IncrementalAlterConfigs", 44, 0, 1, GROUPS, errors=ErrorShape(echo=(
-        Echo("resources", "responses", copy={"resourceType": "resourceType", "resourceName": "resourceName"}),))),
+    Api(
+        "IncrementalAlterConfigs",
+        44,
+        0,
+        1,
+        GROUPS,
+        errors=ErrorShape(
+            echo=(
+                Echo("resources", "responses", copy={"resourceType": "resourceType", "resourceName": "resourceName"}),
+            )
+        ),
+    ),
     Api("OffsetDelete", 47, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
-    Api("DescribeTransactions", 65, 0, 0, TRANSACTIONS, errors=ErrorShape(echo=(
-        Echo("transactionalIds", "transactionStates", copy={"transactionalId": None}),))),
+    Api(
+        "DescribeTransactions",
+        65,
+        0,
+        0,
+        TRANSACTIONS,
+        errors=ErrorShape(echo=(Echo("transactionalIds", "transactionStates", copy={"transactionalId": None}),)),
+    ),
     # Version 2 (KIP-1152): transactionalIdPattern, an RE2/J regular expression.
     Api("ListTransactions", 66, 0, 2, TRANSACTIONS, errors=ErrorShape()),
     # ------------------------------------------------------------------ KIP-848 consumer groups
@@ -111,18 +253,44 @@ APIS: tuple[Api, ...] = (
     Api("ShareGroupDescribe", 77, 1, 1, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # The share coordinator's state APIs: several share-partitions per request, each answered on its
     # own (ownership per partition).
-    *(Api(name, key, 0, 0, SHARE, errors=ErrorShape(echo=(
-        Echo("topics", "results", copy={"topicId": "topicId"}, children=(
-            Echo("partitions", "partitions", copy={"partition": "partition"}),)),)))
-      for name, key in (("InitializeShareGroupState", 83), ("ReadShareGroupState", 84),
-                        ("WriteShareGroupState", 85), ("DeleteShareGroupState", 86),
-                        ("ReadShareGroupStateSummary", 87))),
+    *(
+        Api(
+            name,
+            key,
+            0,
+            0,
+            SHARE,
+            errors=ErrorShape(
+                echo=(
+                    Echo(
+                        "topics",
+                        "results",
+                        copy={"topicId": "topicId"},
+                        children=(Echo("partitions", "partitions", copy={"partition": "partition"}),),
+                    ),
+                )
+            ),
+        )
+        for name, key in (
+            ("InitializeShareGroupState", 83),
+            ("ReadShareGroupState", 84),
+            ("WriteShareGroupState", 85),
+            ("DeleteShareGroupState", 86),
+            ("ReadShareGroupStateSummary", 87),
+        )
+    ),
     # ------------------------------------------------------------------ KIP-1071 streams groups
     Api("StreamsGroupHeartbeat", 88, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
     Api("StreamsGroupDescribe", 89, 0, 0, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # ------------------------------------------------------------------ share group offsets (admin)
-    Api("DescribeShareGroupOffsets", 90, 0, 0, SHARE, errors=ErrorShape(echo=(
-        Echo("groups", "groups", copy={"groupId": "groupId"}),))),
+    Api(
+        "DescribeShareGroupOffsets",
+        90,
+        0,
+        0,
+        SHARE,
+        errors=ErrorShape(echo=(Echo("groups", "groups", copy={"groupId": "groupId"}),)),
+    ),
     Api("AlterShareGroupOffsets", 91, 0, 0, SHARE, "groupId", errors=ErrorShape()),
     Api("DeleteShareGroupOffsets", 92, 0, 0, SHARE, "groupId", errors=ErrorShape()),
     # ------------------------------------------------------------------ internal, between partitions
@@ -141,8 +309,9 @@ def _request(api: Api) -> Struct:
     defaults = REQUEST_DEFAULTS.get(api.name)
     if not defaults:
         return struct
-    return Struct(*(dataclasses.replace(f, default=defaults[f.name]) if f.name in defaults else f
-                    for f in struct.fields))
+    return Struct(
+        *(dataclasses.replace(f, default=defaults[f.name]) if f.name in defaults else f for f in struct.fields)
+    )
 
 
 def _spec(api: Api) -> ApiSpec:
@@ -151,9 +320,17 @@ def _spec(api: Api) -> ApiSpec:
     kw = {}
     if api.errors is not None:
         kw["error_response"] = error_builder(api.name + "Response", api.errors)
-    return ApiSpec(name=api.name, api_key=api.key, min_version=api.min_version, max_version=api.max_version,
-                   request=_request(api), component=api.component, routing_field=api.routing_field,
-                   internal=api.internal, **kw)
+    return ApiSpec(
+        name=api.name,
+        api_key=api.key,
+        min_version=api.min_version,
+        max_version=api.max_version,
+        request=_request(api),
+        component=api.component,
+        routing_field=api.routing_field,
+        internal=api.internal,
+        **kw,
+    )
 
 
 API_TABLE: tuple[ApiSpec, ...] = tuple(_spec(api) for api in APIS)

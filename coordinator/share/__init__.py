@@ -8,4 +8,5 @@
 
 Importing this package registers the share coordinator component and its APIs.
 """
+
 from . import coordinator  # noqa: F401  (registers the "share" component)

@@ -14,6 +14,7 @@ the checkpointed state and not in the state log.
 `topics: null` asks for every initialized share-partition of the group (its
 ShareGroupStatePartitionMetadata record, as Kafka).
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -42,8 +43,13 @@ _delete_error = registered("DeleteShareGroupOffsets").error_response
 
 
 def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
-    return {"partitionIndex": index, "startOffset": start_offset, "leaderEpoch": leader_epoch, "errorCode": 0,
-            "errorMessage": None}
+    return {
+        "partitionIndex": index,
+        "startOffset": start_offset,
+        "leaderEpoch": leader_epoch,
+        "errorCode": 0,
+        "errorMessage": None,
+    }
 
 
 class ShareAdmin:
@@ -79,8 +85,9 @@ class ShareAdmin:
             for name, partitions in self._requested(group_id, g["topics"]):
                 tid = meta.topic_id(name)
                 if tid is None:
-                    entry["topics"].append({"topicName": name, "topicId": ZERO_UUID,
-                                            "partitions": [_partition(p) for p in partitions]})
+                    entry["topics"].append(
+                        {"topicName": name, "topicId": ZERO_UUID, "partitions": [_partition(p) for p in partitions]}
+                    )
                     continue
                 parts = []
                 for p in partitions:
@@ -104,16 +111,25 @@ class ShareAdmin:
         if topics is not None:
             return [(t["topicName"], list(t["partitions"])) for t in topics]
         from ..group.share.group import ShareGroup
+
         group = self.p.component("groups").groups.get(group_id)
         if not isinstance(group, ShareGroup):
             return []
         from ..group.share.manager import initialized_by_name
+
         by_topic = initialized_by_name(group)
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
     # ------------------------------------------------------------------ waiting for the answers
-    def _park(self, result: CoordinatorResult, reply: ReplyTo, response: dict, remote: dict, op: str = "summary",
-              state_epoch: int = 0) -> dict:
+    def _park(
+        self,
+        result: CoordinatorResult,
+        reply: ReplyTo,
+        response: dict,
+        remote: dict,
+        op: str = "summary",
+        state_epoch: int = 0,
+    ) -> dict:
         """Ask the owners (`remote`) and keep the request waiting in the admin state (what Kafka
         keeps in memory as the persister's pending futures; here checkpointed, never in the log).
         Returns the parked entry."""
@@ -124,16 +140,34 @@ class ShareAdmin:
         for _owner, ask in sorted(remote.items()):
             for group_id, topics in ask["groups"].items():
                 waiting += 1
-                query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
-                         "topics": [{"topicId": t, "partitions": [p if op != "initialize" else p[0] for p in ps]}
-                                    for t, ps in topics.items()], "op": op, "stateEpoch": state_epoch,
-                         "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else []}
-                result.send_request(ask["key"], "ShareStateSummaryQuery", 0, query,
-                                    correlation_id=qid % 2**31, client_id=f"share-admin-{self.p.partition_id}")
+                query = {
+                    "queryId": qid,
+                    "fromPartition": self.p.partition_id,
+                    "groupId": group_id,
+                    "topics": [
+                        {"topicId": t, "partitions": [p if op != "initialize" else p[0] for p in ps]}
+                        for t, ps in topics.items()
+                    ],
+                    "op": op,
+                    "stateEpoch": state_epoch,
+                    "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else [],
+                }
+                result.send_request(
+                    ask["key"],
+                    "ShareStateSummaryQuery",
+                    0,
+                    query,
+                    correlation_id=qid % 2**31,
+                    client_id=f"share-admin-{self.p.partition_id}",
+                )
         parked = {"reply": reply.to_json(), "response": response, "waiting": waiting}
         st.setdefault("pending", {})[str(qid)] = parked
-        result.schedule(record_key(T_ADMIN_TIMEOUT, qid), self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
-                        T_ADMIN_TIMEOUT, {"queryId": qid})
+        result.schedule(
+            record_key(T_ADMIN_TIMEOUT, qid),
+            self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
+            T_ADMIN_TIMEOUT,
+            {"queryId": qid},
+        )
         return parked
 
     def on_query(self, request: Request) -> CoordinatorResult:
@@ -146,23 +180,50 @@ class ShareAdmin:
         for t in b["topics"]:
             for p in t["partitions"]:
                 if b["op"] == "delete":
-                    out = self.comp._delete_one(staged, b["groupId"], t["topicId"], p,
-                                                f"{b['groupId']}:{t['topicId']}:{p}", {})
-                    summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
-                                      "errorCode": out["errorCode"]})
+                    out = self.comp._delete_one(
+                        staged, b["groupId"], t["topicId"], p, f"{b['groupId']}:{t['topicId']}:{p}", {}
+                    )
+                    summaries.append(
+                        {
+                            "topicId": t["topicId"],
+                            "partition": p,
+                            "startOffset": -1,
+                            "leaderEpoch": 0,
+                            "errorCode": out["errorCode"],
+                        }
+                    )
                     continue
                 if b["op"] == "initialize":
                     code = self._initialize(staged, b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
-                    summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": -1, "leaderEpoch": 0,
-                                      "errorCode": code})
+                    summaries.append(
+                        {
+                            "topicId": t["topicId"],
+                            "partition": p,
+                            "startOffset": -1,
+                            "leaderEpoch": 0,
+                            "errorCode": code,
+                        }
+                    )
                     continue
                 start, epoch = self._summary(b["groupId"], t["topicId"], p)
-                summaries.append({"topicId": t["topicId"], "partition": p, "startOffset": start, "leaderEpoch": epoch,
-                                  "errorCode": 0})
+                summaries.append(
+                    {
+                        "topicId": t["topicId"],
+                        "partition": p,
+                        "startOffset": start,
+                        "leaderEpoch": epoch,
+                        "errorCode": 0,
+                    }
+                )
         n = self.p.config["coordinator.partitions"]
-        result.send_request(key_for_partition(b["fromPartition"], n), "ShareStateSummaryAnswer", 0,
-                            {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
-                            correlation_id=b["queryId"] % 2**31, client_id=f"share-coordinator-{self.p.partition_id}")
+        result.send_request(
+            key_for_partition(b["fromPartition"], n),
+            "ShareStateSummaryAnswer",
+            0,
+            {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
+            correlation_id=b["queryId"] % 2**31,
+            client_id=f"share-coordinator-{self.p.partition_id}",
+        )
         return result
 
     def on_answer(self, request: Request) -> CoordinatorResult:
@@ -218,10 +279,17 @@ class ShareAdmin:
         return result
 
     # ------------------------------------------------------------------ AlterShareGroupOffsets
-    def _initialize(self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int,
-                    start: int) -> int:
-        out = self.comp._initialize_one(staged, group_id, tid, partition, f"{group_id}:{tid}:{partition}",
-                                        {"stateEpoch": state_epoch, "startOffset": start})
+    def _initialize(
+        self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int, start: int
+    ) -> int:
+        out = self.comp._initialize_one(
+            staged,
+            group_id,
+            tid,
+            partition,
+            f"{group_id}:{tid}:{partition}",
+            {"stateEpoch": state_epoch, "startOffset": start},
+        )
         return out["errorCode"]
 
     def alter(self, request: Request) -> CoordinatorResult:
@@ -278,8 +346,12 @@ class ShareAdmin:
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "groups": {}})
                 ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append((index, p["startOffset"]))
-        result.emit(group_id, "ShareGroupOffsetsAltered", groupId=group_id,
-                    partitions=sum(len(t["partitions"]) for t in response["responses"]))
+        result.emit(
+            group_id,
+            "ShareGroupOffsetsAltered",
+            groupId=group_id,
+            partitions=sum(len(t["partitions"]) for t in response["responses"]),
+        )
         if not remote:
             self._record_altered(result, group_id, response)
             result.response = response
@@ -291,8 +363,11 @@ class ShareAdmin:
     def _record_altered(self, result: CoordinatorResult, group_id: str, response: dict) -> None:
         """completeAlterShareGroupOffsets then handlePersisterInitializeResponse: the share-partitions
         initialized at their new offsets are recorded initialized (ShareGroupStatePartitionMetadata)."""
-        done = {t["topicId"]: [p["partitionIndex"] for p in t["partitions"] if p["errorCode"] == 0]
-                for t in response["responses"] if t["topicId"] != ZERO_UUID}
+        done = {
+            t["topicId"]: [p["partitionIndex"] for p in t["partitions"] if p["errorCode"] == 0]
+            for t in response["responses"]
+            if t["topicId"] != ZERO_UUID
+        }
         done = {t: ps for t, ps in done.items() if ps}
         if done:
             result.merge(self.p.component("groups").share.initialize_share_group_state(group_id, done))
@@ -326,7 +401,8 @@ class ShareAdmin:
         try:
             manager.share_group(group_id).validate_empty_group()
             to_delete, error_topics = manager.share_partitions_eligible_for_offset_deletion(
-                group_id, [t["topicName"] for t in body["topics"]])
+                group_id, [t["topicName"] for t in body["topics"]]
+            )
         except ApiError as e:
             result.response = _delete_error(0, body, e.error, e.message)
             return result
@@ -344,7 +420,10 @@ class ShareAdmin:
                     continue
                 # Until every owner answered (REQUEST_TIMED_OUT if one does not in time).
                 entry["_waiting"] = entry.get("_waiting", 0) + 1
-                entry["errorCode"], entry["errorMessage"] = Errors.REQUEST_TIMED_OUT.code, Errors.REQUEST_TIMED_OUT.message
+                entry["errorCode"], entry["errorMessage"] = (
+                    Errors.REQUEST_TIMED_OUT.code,
+                    Errors.REQUEST_TIMED_OUT.message,
+                )
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "groups": {}})
                 ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
@@ -362,13 +441,18 @@ class ShareAdmin:
     def _complete_delete_offsets(self, result: CoordinatorResult, group_id: str, response: dict) -> dict:
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
         result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted))
-        result.emit(group_id, "ShareGroupOffsetsDeleted", groupId=group_id,
-                    topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]])
+        result.emit(
+            group_id,
+            "ShareGroupOffsetsDeleted",
+            groupId=group_id,
+            topics=[t["topicName"] for t in response["responses"] if not t["errorCode"]],
+        )
         return _public(response)
 
     # ------------------------------------------------------------------ DeleteGroups of share groups
-    def delete_share_groups(self, result: CoordinatorResult, request: Request, results: list,
-                            groups: dict) -> dict | None:
+    def delete_share_groups(
+        self, result: CoordinatorResult, request: Request, results: list, groups: dict
+    ) -> dict | None:
         """GroupCoordinatorService.deleteGroups for share groups: the persister deletes the state
         of each group's share-partitions (here, or by their owners with `"op": "delete"`); a group
         whose deletion failed gets the error and is kept, the others are then deleted as usual
@@ -388,8 +472,9 @@ class ShareAdmin:
                     owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                     ask = remote.setdefault(owner, {"key": key, "groups": {}})
                     ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(index)
-        parked: dict[str, Any] = {"deleteGroups": {"version": request.api_version, "results": results, "errors": errors,
-                                   "waitingFor": {}}}
+        parked: dict[str, Any] = {
+            "deleteGroups": {"version": request.api_version, "results": results, "errors": errors, "waitingFor": {}}
+        }
         if not remote:
             return self._finish_delete_groups(result, parked, respond=False)
         waiting_for = parked["deleteGroups"]["waitingFor"]
@@ -411,6 +496,7 @@ class ShareAdmin:
         fail (validated again: a member may have joined meanwhile). An owner that did not answer
         is REQUEST_TIMED_OUT for its groups."""
         from ..group.classic.apis import delete_groups_response
+
         state = parked["deleteGroups"]
         groups = self.p.component("groups")
         for entry in state["results"]:
@@ -462,16 +548,30 @@ class ShareAdmin:
         for _owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
             st["nextQueryId"] = qid + 1
-            query = {"queryId": qid, "fromPartition": self.p.partition_id, "groupId": group_id,
-                     "topics": [{"topicId": t, "partitions": ps} for t, ps in ask["topics"].items()],
-                     "op": "initialize", "stateEpoch": group_epoch,
-                     "startOffsets": [-1 for ps in ask["topics"].values() for _ in ps]}
-            result.send_request(ask["key"], "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31,
-                                client_id=f"share-admin-{self.p.partition_id}")
+            query = {
+                "queryId": qid,
+                "fromPartition": self.p.partition_id,
+                "groupId": group_id,
+                "topics": [{"topicId": t, "partitions": ps} for t, ps in ask["topics"].items()],
+                "op": "initialize",
+                "stateEpoch": group_epoch,
+                "startOffsets": [-1 for ps in ask["topics"].values() for _ in ps],
+            }
+            result.send_request(
+                ask["key"],
+                "ShareStateSummaryQuery",
+                0,
+                query,
+                correlation_id=qid % 2**31,
+                client_id=f"share-admin-{self.p.partition_id}",
+            )
             st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"]}
-            result.schedule(record_key(T_ADMIN_TIMEOUT, qid),
-                            self.p.clock_ms + self.p.config["share.admin.timeout.ms"], T_ADMIN_TIMEOUT,
-                            {"queryId": qid})
+            result.schedule(
+                record_key(T_ADMIN_TIMEOUT, qid),
+                self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
+                T_ADMIN_TIMEOUT,
+                {"queryId": qid},
+            )
 
     def _group_init_answer(self, result: CoordinatorResult, qid: int, parked: dict, summaries: list) -> None:
         done: dict[str, list] = {}

@@ -10,6 +10,7 @@ A batch is `(first, last, count, state)` here, so that tuple order is PersisterS
 (first offset, last offset, delivery count, delivery state); the sorted set is Kafka's TreeSet.
 JSON uses Kafka's field names (`batch_to_json`).
 """
+
 from __future__ import annotations
 
 import bisect

@@ -23,6 +23,7 @@ initialized is INVALID_REQUEST, an older leader epoch FENCED_LEADER_EPOCH, an ol
 FENCED_STATE_EPOCH, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (checked once the
 coordinator has topic metadata, as elsewhere in this service).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -53,12 +54,15 @@ UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
 
 def _offset(value: dict, state_epoch: int | None = None) -> dict:
     """ShareGroupOffset from a ShareSnapshot value (or a ShareUpdate one with `state_epoch` 0)."""
-    return {"snapshotEpoch": int(value["snapshotEpoch"]),
-            "stateEpoch": int(value["stateEpoch"]) if state_epoch is None else state_epoch,
-            "leaderEpoch": int(value["leaderEpoch"]), "startOffset": int(value["startOffset"]),
-            "stateBatches": [batch_to_json(batch_from_json(b)) for b in value.get("stateBatches") or []],
-            "createTimestamp": int(value.get("createTimestamp", 0)),
-            "writeTimestamp": int(value.get("writeTimestamp", 0))}
+    return {
+        "snapshotEpoch": int(value["snapshotEpoch"]),
+        "stateEpoch": int(value["stateEpoch"]) if state_epoch is None else state_epoch,
+        "leaderEpoch": int(value["leaderEpoch"]),
+        "startOffset": int(value["startOffset"]),
+        "stateBatches": [batch_to_json(batch_from_json(b)) for b in value.get("stateBatches") or []],
+        "createTimestamp": int(value.get("createTimestamp", 0)),
+        "writeTimestamp": int(value.get("writeTimestamp", 0)),
+    }
 
 
 class ShareCoordinator(Component):
@@ -139,8 +143,9 @@ class ShareCoordinator(Component):
             return None
         name = meta.topic_name(tid)
         if name is None or not 0 <= partition < meta.topics.get(name, 0):
-            return partition_error(Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message,
-                                   partition, api)
+            return partition_error(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.UNKNOWN_TOPIC_OR_PARTITION.message, partition, api
+            )
         return None
 
     # ================================================================ WriteShareGroupState
@@ -155,11 +160,17 @@ class ShareCoordinator(Component):
         state = staged.get(key)
         if state is None:
             return partition_error(Errors.INVALID_REQUEST, WRITE_UNINITIALIZED, partition, api)
-        if data["leaderEpoch"] != -1 and state.get("leaderEpoch") is not None \
-                and state["leaderEpoch"] > data["leaderEpoch"]:
+        if (
+            data["leaderEpoch"] != -1
+            and state.get("leaderEpoch") is not None
+            and state["leaderEpoch"] > data["leaderEpoch"]
+        ):
             return partition_error(Errors.FENCED_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH.message, partition, api)
-        if data["stateEpoch"] != -1 and state.get("stateEpoch") is not None \
-                and state["stateEpoch"] > data["stateEpoch"]:
+        if (
+            data["stateEpoch"] != -1
+            and state.get("stateEpoch") is not None
+            and state["stateEpoch"] > data["stateEpoch"]
+        ):
             return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
         error = self._unknown_partition(tid, partition, api)
         if error:
@@ -168,8 +179,15 @@ class ShareCoordinator(Component):
         written_state = staged.get(key)
         assert written_state is not None  # just appended
         written = written_state["offset"]
-        staged.result.emit(key, "ShareStateWritten", groupId=group_id, topicId=tid, partition=partition,
-                           startOffset=written["startOffset"], stateBatches=len(written["stateBatches"]))
+        staged.result.emit(
+            key,
+            "ShareStateWritten",
+            groupId=group_id,
+            topicId=tid,
+            partition=partition,
+            startOffset=written["startOffset"],
+            stateBatches=len(written["stateBatches"]),
+        )
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     def _share_state_record(self, group_id: str, tid: str, partition: int, state: dict, data: dict):
@@ -181,15 +199,25 @@ class ShareCoordinator(Component):
         if state.get("updateCount", 0) >= self.updates_per_snapshot or data["stateEpoch"] > current["stateEpoch"]:
             start = current["startOffset"] if data["startOffset"] == -1 else data["startOffset"]
             merged = combine([batch_from_json(b) for b in current["stateBatches"]], batches, start)
-            value = {"type": R_SNAPSHOT, "snapshotEpoch": current["snapshotEpoch"] + 1,
-                     "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
-                     "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
-                     "startOffset": start, "createTimestamp": now, "writeTimestamp": now,
-                     "stateBatches": [batch_to_json(b) for b in merged]}
+            value = {
+                "type": R_SNAPSHOT,
+                "snapshotEpoch": current["snapshotEpoch"] + 1,
+                "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
+                "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
+                "startOffset": start,
+                "createTimestamp": now,
+                "writeTimestamp": now,
+                "stateBatches": [batch_to_json(b) for b in merged],
+            }
             return record_key(R_SNAPSHOT, group_id, tid, partition), value
         merged = combine([], batches, data["startOffset"])
-        value = {"type": R_UPDATE, "snapshotEpoch": current["snapshotEpoch"], "leaderEpoch": data["leaderEpoch"],
-                 "startOffset": data["startOffset"], "stateBatches": [batch_to_json(b) for b in merged]}
+        value = {
+            "type": R_UPDATE,
+            "snapshotEpoch": current["snapshotEpoch"],
+            "leaderEpoch": data["leaderEpoch"],
+            "startOffset": data["startOffset"],
+            "stateBatches": [batch_to_json(b) for b in merged],
+        }
         slot = 0 if "updateCount" not in state else state["updateCount"] + 1
         return record_key(R_UPDATE, group_id, tid, partition, slot), value
 
@@ -214,12 +242,29 @@ class ShareCoordinator(Component):
         if error:
             return error
         offset = state["offset"]
-        out = {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": offset["stateEpoch"],
-               "startOffset": offset["startOffset"], "stateBatches": [dict(b) for b in offset["stateBatches"]]}
+        out = {
+            "partition": partition,
+            "errorCode": 0,
+            "errorMessage": None,
+            "stateEpoch": offset["stateEpoch"],
+            "startOffset": offset["startOffset"],
+            "stateBatches": [dict(b) for b in offset["stateBatches"]],
+        }
         if leader_epoch != -1 and state.get("leaderEpoch") != leader_epoch:
-            staged.append(*self._share_state_record(group_id, tid, partition, state, {
-                "leaderEpoch": leader_epoch, "stateBatches": [], "startOffset": offset["startOffset"],
-                "stateEpoch": offset["stateEpoch"]}))
+            staged.append(
+                *self._share_state_record(
+                    group_id,
+                    tid,
+                    partition,
+                    state,
+                    {
+                        "leaderEpoch": leader_epoch,
+                        "stateBatches": [],
+                        "startOffset": offset["startOffset"],
+                        "stateEpoch": offset["stateEpoch"],
+                    },
+                )
+            )
         return out
 
     # ================================================================ ReadShareGroupStateSummary
@@ -233,36 +278,70 @@ class ShareCoordinator(Component):
             return error
         state = staged.get(key)
         if state is None:
-            return {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": DEFAULT_STATE_EPOCH,
-                    "leaderEpoch": DEFAULT_LEADER_EPOCH, "startOffset": UNINITIALIZED_START_OFFSET}
+            return {
+                "partition": partition,
+                "errorCode": 0,
+                "errorMessage": None,
+                "stateEpoch": DEFAULT_STATE_EPOCH,
+                "leaderEpoch": DEFAULT_LEADER_EPOCH,
+                "startOffset": UNINITIALIZED_START_OFFSET,
+            }
         offset = state["offset"]
-        return {"partition": partition, "errorCode": 0, "errorMessage": None, "stateEpoch": offset["stateEpoch"],
-                "leaderEpoch": offset["leaderEpoch"], "startOffset": offset["startOffset"]}
+        return {
+            "partition": partition,
+            "errorCode": 0,
+            "errorMessage": None,
+            "stateEpoch": offset["stateEpoch"],
+            "leaderEpoch": offset["leaderEpoch"],
+            "startOffset": offset["startOffset"],
+        }
 
     # ================================================================ InitializeShareGroupState
     def initialize_state(self, request: Request) -> CoordinatorResult:
         return self._each(request, "InitializeShareGroupState", self._initialize_one)
 
-    def _initialize_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def _initialize_one(
+        self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict
+    ) -> dict:
         """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
         api = "InitializeShareGroupState"
         error = self._common_error(tid, partition, api)
         if error:
             return error
         state = staged.get(key)
-        if data["stateEpoch"] != -1 and state is not None and state.get("stateEpoch") is not None \
-                and state["stateEpoch"] > data["stateEpoch"]:
+        if (
+            data["stateEpoch"] != -1
+            and state is not None
+            and state.get("stateEpoch") is not None
+            and state["stateEpoch"] > data["stateEpoch"]
+        ):
             return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
         error = self._unknown_partition(tid, partition, api)
         if error:
             return error
         now = self.p.clock_ms
-        staged.append(record_key(R_SNAPSHOT, group_id, tid, partition), {
-            "type": R_SNAPSHOT, "snapshotEpoch": 0 if state is None else state["offset"]["snapshotEpoch"] + 1,
-            "stateEpoch": data["stateEpoch"], "leaderEpoch": 0, "startOffset": data["startOffset"],
-            "createTimestamp": now, "writeTimestamp": now, "stateBatches": []})
-        staged.result.emit(key, "ShareStateInitialized", groupId=group_id, topicId=tid, partition=partition,
-                           stateEpoch=data["stateEpoch"], startOffset=data["startOffset"])
+        staged.append(
+            record_key(R_SNAPSHOT, group_id, tid, partition),
+            {
+                "type": R_SNAPSHOT,
+                "snapshotEpoch": 0 if state is None else state["offset"]["snapshotEpoch"] + 1,
+                "stateEpoch": data["stateEpoch"],
+                "leaderEpoch": 0,
+                "startOffset": data["startOffset"],
+                "createTimestamp": now,
+                "writeTimestamp": now,
+                "stateBatches": [],
+            },
+        )
+        staged.result.emit(
+            key,
+            "ShareStateInitialized",
+            groupId=group_id,
+            topicId=tid,
+            partition=partition,
+            stateEpoch=data["stateEpoch"],
+            startOffset=data["startOffset"],
+        )
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     # ================================================================ DeleteShareGroupState
@@ -379,13 +458,18 @@ def replayed(state: dict | None, record: StateRecord, updates_per_snapshot: int)
 def _merge(so_far: dict, update: dict) -> dict:
     """ShareCoordinatorShard.merge: an update applied to the state so far."""
     start = so_far["startOffset"] if update["startOffset"] == -1 else update["startOffset"]
-    batches = combine([batch_from_json(b) for b in so_far["stateBatches"]],
-                      [batch_from_json(b) for b in update.get("stateBatches") or []], start)
-    return {**so_far, "startOffset": start,
-            "leaderEpoch": so_far["leaderEpoch"] if update["leaderEpoch"] == -1 else update["leaderEpoch"],
-            "stateBatches": [batch_to_json(b) for b in batches]}
+    batches = combine(
+        [batch_from_json(b) for b in so_far["stateBatches"]],
+        [batch_from_json(b) for b in update.get("stateBatches") or []],
+        start,
+    )
+    return {
+        **so_far,
+        "startOffset": start,
+        "leaderEpoch": so_far["leaderEpoch"] if update["leaderEpoch"] == -1 else update["leaderEpoch"],
+        "stateBatches": [batch_to_json(b) for b in batches],
+    }
 
 
 def _plain(*args: Any) -> Any:
     return args[-1]
-

@@ -1,4 +1,5 @@
 """The share coordinator's key: `groupId:topicId:partition` (Kafka's SharePartitionKey)."""
+
 from __future__ import annotations
 
 

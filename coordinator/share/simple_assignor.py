@@ -18,6 +18,7 @@ Input: `members` {memberId: (subscribed topic names, current target {topic: part
 `topics` {name: partition count}, `homogeneous`; output {memberId: {topic: frozenset}} for every
 member (empty assignments included), as Kafka's GroupAssignment.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -56,8 +57,7 @@ def round_robin_assignment(member_ids: list[str], partitions: list, assignment: 
         assignment.setdefault(tp, []).append(member_ids[i % len(member_ids)])
 
 
-def round_robin_assignment_with_count(member_ids: list[str], partitions: list, assignment: dict,
-                                      desired: int) -> None:
+def round_robin_assignment_with_count(member_ids: list[str], partitions: list, assignment: dict, desired: int) -> None:
     """roundRobinAssignmentWithCount: like round robin, but a member already holding more than
     `desired` partitions leaves the rotation; assignment is {member: set(partitions)}."""
     members = list(dict.fromkeys(member_ids))
@@ -81,8 +81,13 @@ def round_robin_assignment_with_count(member_ids: list[str], partitions: list, a
 class SimpleAssignor:
     name = SIMPLE_ASSIGNOR_NAME
 
-    def assign(self, members: Mapping[str, tuple], topics: Mapping[str, int], homogeneous: bool,
-               is_assignable: Callable[[str, int], bool] | None = None) -> dict:
+    def assign(
+        self,
+        members: Mapping[str, tuple],
+        topics: Mapping[str, int],
+        homogeneous: bool,
+        is_assignable: Callable[[str, int], bool] | None = None,
+    ) -> dict:
         member_ids = sorted(members, key=order_key)
         if not member_ids:
             return {}
@@ -108,7 +113,8 @@ class SimpleAssignor:
             n = topics.get(topic)
             if n is None:
                 raise PartitionAssignorException(
-                    f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata.")
+                    f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
+                )
             out += [(topic, p) for p in range(n) if assignable(topic, p)]
         return out
 

@@ -9,6 +9,7 @@ its own (`results[].partitions[]`), NOT_COORDINATOR for a partition another coor
 owns, as ShareCoordinatorService answers per share-partition. The APIs (versions, request fields,
 error shapes) are in the API table, coordinator/protocol/table.py.
 """
+
 from __future__ import annotations
 
 from ..errors import Error
@@ -20,5 +21,9 @@ COMPONENT = "share"
 def partition_error(error: Error, message: str | None, partition: int, api: str) -> dict:
     """The partition result of `api` for an error (Kafka's toErrorResponseData: other fields at
     their defaults)."""
-    return shape(api + "Response", 0, {"partition": partition, "errorCode": error.code, "errorMessage": message},
-                 ("results", "partitions"))
+    return shape(
+        api + "Response",
+        0,
+        {"partition": partition, "errorCode": error.code, "errorMessage": message},
+        ("results", "partitions"),
+    )

@@ -11,10 +11,17 @@ WriteTxnMarkers and TxnOffsetCommit. Importing this package registers them.
     pid.py             ProducerIdManager: producer-id blocks
     apis.py            the API specs
 """
+
 from . import apis  # noqa: F401  (registers the API specs)
 from .coordinator import TransactionCoordinator
 from .markers import MARKER_HEADER, parse_marker
 from .metadata import IllegalStateError, TransactionMetadata, TransactionState
 
-__all__ = ["IllegalStateError", "MARKER_HEADER", "TransactionCoordinator", "TransactionMetadata",
-           "TransactionState", "parse_marker"]
+__all__ = [
+    "IllegalStateError",
+    "MARKER_HEADER",
+    "TransactionCoordinator",
+    "TransactionMetadata",
+    "TransactionState",
+    "parse_marker",
+]

@@ -31,6 +31,7 @@ ask on a partition's behalf or answer for the transaction coordinator):
   TxnVerificationResult (back to G, keyed by key_for_partition(G)): `verificationId`,
     `errorCode` (the partition's AddPartitionsToTxn error).
 """
+
 from __future__ import annotations
 
 from ..errors import Error
@@ -41,11 +42,15 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-def init_producer_id_response(version: int, error: Error, producer_id: int = NO_PRODUCER_ID,
-                              producer_epoch: int = NO_PRODUCER_EPOCH) -> dict:
+def init_producer_id_response(
+    version: int, error: Error, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH
+) -> dict:
     error = producer_fenced_for(version, 4, error)
-    return shape("InitProducerIdResponse", version, {"throttleTimeMs": 0, "errorCode": error.code,
-                                                     "producerId": producer_id, "producerEpoch": producer_epoch})
+    return shape(
+        "InitProducerIdResponse",
+        version,
+        {"throttleTimeMs": 0, "errorCode": error.code, "producerId": producer_id, "producerEpoch": producer_epoch},
+    )
 
 
 def topic_results(partitions: list, errors: dict) -> list:
@@ -57,19 +62,32 @@ def topic_results(partitions: list, errors: dict) -> list:
             by_topic[topic] = {"name": topic, "resultsByPartition": []}
             out.append(by_topic[topic])
         by_topic[topic]["resultsByPartition"].append(
-            {"partitionIndex": p, "partitionErrorCode": errors[(topic, p)].code})
+            {"partitionIndex": p, "partitionErrorCode": errors[(topic, p)].code}
+        )
     return out
 
 
-def end_txn_response(version: int, error: Error, producer_id: int = NO_PRODUCER_ID,
-                     producer_epoch: int = NO_PRODUCER_EPOCH) -> dict:
+def end_txn_response(
+    version: int, error: Error, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH
+) -> dict:
     # v5 (TV2): the producer id and epoch of the next transaction
-    return shape("EndTxnResponse", version, {
-        "throttleTimeMs": 0, "errorCode": producer_fenced_for(version, 2, error).code,
-        "producerId": producer_id, "producerEpoch": producer_epoch})
+    return shape(
+        "EndTxnResponse",
+        version,
+        {
+            "throttleTimeMs": 0,
+            "errorCode": producer_fenced_for(version, 2, error).code,
+            "producerId": producer_id,
+            "producerEpoch": producer_epoch,
+        },
+    )
 
 
 def describe_error_state(transactional_id: str, error: Error) -> dict:
     """A TransactionState entry with an error: the other fields keep their Java defaults."""
-    return shape("DescribeTransactionsResponse", 0, {"errorCode": error.code, "transactionalId": transactional_id},
-                 ("transactionStates",))
+    return shape(
+        "DescribeTransactionsResponse",
+        0,
+        {"errorCode": error.code, "transactionalId": transactional_id},
+        ("transactionStates",),
+    )

@@ -31,6 +31,7 @@ it directly, and only once nothing can fail with an ApiError, except where the r
   because the markers take a batch);
 - the cursor in the current producer-id block and the correlation id of requests sent.
 """
+
 from __future__ import annotations
 
 import re
@@ -76,8 +77,13 @@ class _EndResult:
 
     __slots__ = ("error", "producer_id", "producer_epoch", "after")
 
-    def __init__(self, error: Error, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
-                 after: TransactionMetadata | None = None):
+    def __init__(
+        self,
+        error: Error,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        after: TransactionMetadata | None = None,
+    ):
         self.error, self.producer_id, self.producer_epoch, self.after = error, producer_id, producer_epoch, after
 
 
@@ -138,8 +144,9 @@ class TransactionCoordinator(Component):
         result = CoordinatorResult()
         if tid is None:
             # An idempotent producer: a fresh producer id from this partition, epoch 0, no state.
-            result.response = apis.init_producer_id_response(version, Errors.NONE,
-                                                             self.pids.generate_producer_id(result), 0)
+            result.response = apis.init_producer_id_response(
+                version, Errors.NONE, self.pids.generate_producer_id(result), 0
+            )
             return result
         if tid == "":
             raise ApiError(Errors.INVALID_REQUEST)
@@ -153,15 +160,34 @@ class TransactionCoordinator(Component):
         md = self.state.get(tid)
         if md is None:
             # Not put in the map: the replay of its first record installs it.
-            md = TransactionMetadata(tid, self.pids.generate_producer_id(result), NO_PRODUCER_ID, NO_PRODUCER_ID,
-                                     NO_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, timeout_ms, S.EMPTY, set(), -1,
-                                     self._now, TV_0)
+            md = TransactionMetadata(
+                tid,
+                self.pids.generate_producer_id(result),
+                NO_PRODUCER_ID,
+                NO_PRODUCER_ID,
+                NO_PRODUCER_EPOCH,
+                NO_PRODUCER_EPOCH,
+                timeout_ms,
+                S.EMPTY,
+                set(),
+                -1,
+                self._now,
+                TV_0,
+            )
             transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now, kind)
             self.state.append_transaction_to_log(result, md, transit)
-            result.emit(tid, "ProducerInitialized", transactionalId=tid, producerId=transit.producer_id,
-                        producerEpoch=transit.producer_epoch, reason="new transactional id", clientKind=kind)
-            result.response = apis.init_producer_id_response(version, Errors.NONE, transit.producer_id,
-                                                             transit.producer_epoch)
+            result.emit(
+                tid,
+                "ProducerInitialized",
+                transactionalId=tid,
+                producerId=transit.producer_id,
+                producerEpoch=transit.producer_epoch,
+                reason="new transactional id",
+                clientKind=kind,
+            )
+            result.response = apis.init_producer_id_response(
+                version, Errors.NONE, transit.producer_id, transit.producer_epoch
+            )
             return result
 
         # prepareInitProducerIdTransit: everything below raises before it changes anything.
@@ -173,52 +199,78 @@ class TransactionCoordinator(Component):
             raise ApiError(Errors.CONCURRENT_TRANSACTIONS)
         if md.state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT, S.EMPTY):
             if md.is_producer_epoch_exhausted() and (expected is None or expected[1] == md.producer_epoch):
-                transit = md.prepare_producer_id_rotation(self.pids.generate_producer_id(result), timeout_ms,
-                                                          self._now, expected is not None, kind)
+                transit = md.prepare_producer_id_rotation(
+                    self.pids.generate_producer_id(result), timeout_ms, self._now, expected is not None, kind
+                )
                 reason = "producer id rotation (epoch exhausted)"
             else:
                 try:
-                    transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now,
-                                                                  kind)
+                    transit = md.prepare_increment_producer_epoch(timeout_ms, expected and expected[1], self._now, kind)
                 except IllegalStateError as e:
                     # Kafka 4.3 answers Errors.forException: an exhausted epoch with another expected
                     # epoch (e.g. the previous one) cannot be bumped.
                     raise ApiError(Errors.UNKNOWN_SERVER_ERROR, str(e)) from None
                 reason = "epoch bump" if transit.producer_epoch != md.producer_epoch else "retry"
             self.state.append_transaction_to_log(result, md, transit)
-            result.emit(tid, "ProducerInitialized", transactionalId=tid, producerId=transit.producer_id,
-                        producerEpoch=transit.producer_epoch, reason=reason, clientKind=kind)
-            result.response = apis.init_producer_id_response(version, Errors.NONE, transit.producer_id,
-                                                             transit.producer_epoch)
+            result.emit(
+                tid,
+                "ProducerInitialized",
+                transactionalId=tid,
+                producerId=transit.producer_id,
+                producerEpoch=transit.producer_epoch,
+                reason=reason,
+                clientKind=kind,
+            )
+            result.response = apis.init_producer_id_response(
+                version, Errors.NONE, transit.producer_id, transit.producer_epoch
+            )
             return result
         if md.state == S.ONGOING:
             # Fence the current producer (the bumped epoch is never returned), abort its
             # transaction and let the client retry, which bumps the epoch once more.
             fenced_epoch = md.producer_epoch
             after = self._fence_and_abort(result, md, "InitProducerId during an ongoing transaction")
-            result.emit(tid, "ProducerFenced", transactionalId=tid, producerId=after.producer_id,
-                        fencedEpoch=fenced_epoch, producerEpoch=after.producer_epoch,
-                        reason="InitProducerId while a transaction was ongoing")
+            result.emit(
+                tid,
+                "ProducerFenced",
+                transactionalId=tid,
+                producerId=after.producer_id,
+                fencedEpoch=fenced_epoch,
+                producerEpoch=after.producer_epoch,
+                reason="InitProducerId while a transaction was ongoing",
+            )
             result.response = apis.init_producer_id_response(version, Errors.CONCURRENT_TRANSACTIONS)
             return result
-        raise IllegalStateError(f"Found transactionalId {tid} with state {md.state!r}. "
-                                "This is illegal as we should never have transitioned to this state.")
+        raise IllegalStateError(
+            f"Found transactionalId {tid} with state {md.state!r}. "
+            "This is illegal as we should never have transitioned to this state."
+        )
 
     @staticmethod
     def _is_valid_expected_producer_id(md: TransactionMetadata, pid: int, epoch: int) -> bool:
         # Accept a just-created id (epoch -1), the current producer id (the epoch is checked when it
         # is bumped), or the previous one with an exhausted epoch (a retry across a rotation).
-        return (md.producer_epoch == NO_PRODUCER_EPOCH or pid == md.producer_id
-                or (pid == md.prev_producer_id and epoch >= SHORT_MAX - 1))
+        return (
+            md.producer_epoch == NO_PRODUCER_EPOCH
+            or pid == md.producer_id
+            or (pid == md.prev_producer_id and epoch >= SHORT_MAX - 1)
+        )
 
-    def _fence_and_abort(self, result: CoordinatorResult, md: TransactionMetadata,
-                         reason: str) -> TransactionMetadata:
+    def _fence_and_abort(self, result: CoordinatorResult, md: TransactionMetadata, reason: str) -> TransactionMetadata:
         """Fence the producer of an Ongoing transaction (an epoch bump never returned to anyone)
         and abort the transaction with the fenced epoch. Returns the metadata as `result` leaves it."""
         tid = md.transactional_id
         fence = md.prepare_fence_producer_epoch()
-        end = self._end_transaction(result, tid, fence.producer_id, fence.producer_epoch, False,
-                                    is_from_client=False, client_tv=self.server_transaction_version, reason=reason)
+        end = self._end_transaction(
+            result,
+            tid,
+            fence.producer_id,
+            fence.producer_epoch,
+            False,
+            is_from_client=False,
+            client_tv=self.server_transaction_version,
+            reason=reason,
+        )
         if end.error != Errors.NONE or end.after is None:
             raise IllegalStateError(f"aborting the transaction of {tid} ({reason}) failed: {end.error}")
         return end.after
@@ -229,22 +281,38 @@ class TransactionCoordinator(Component):
         result = CoordinatorResult()
         if version < 4:
             parts = apis.flatten_topics(body["v3AndBelowTopics"])
-            errors = self._add_or_verify(result, body["v3AndBelowTransactionalId"], body["v3AndBelowProducerId"],
-                                         body["v3AndBelowProducerEpoch"], parts, False, version)
+            errors = self._add_or_verify(
+                result,
+                body["v3AndBelowTransactionalId"],
+                body["v3AndBelowProducerId"],
+                body["v3AndBelowProducerEpoch"],
+                parts,
+                False,
+                version,
+            )
             result.response = {"throttleTimeMs": 0, "resultsByTopicV3AndBelow": apis.topic_results(parts, errors)}
             return result
         results = []
         for txn in body["transactions"]:
             parts = apis.flatten_topics(txn["topics"])
-            errors = self._add_or_verify(result, txn["transactionalId"], txn["producerId"], txn["producerEpoch"],
-                                         parts, txn["verifyOnly"], version)
-            results.append({"transactionalId": txn["transactionalId"],
-                            "topicResults": apis.topic_results(parts, errors)})
+            errors = self._add_or_verify(
+                result,
+                txn["transactionalId"],
+                txn["producerId"],
+                txn["producerEpoch"],
+                parts,
+                txn["verifyOnly"],
+                version,
+            )
+            results.append(
+                {"transactionalId": txn["transactionalId"], "topicResults": apis.topic_results(parts, errors)}
+            )
         result.response = {"throttleTimeMs": 0, "errorCode": 0, "resultsByTransaction": results}
         return result
 
-    def _add_or_verify(self, result: CoordinatorResult, tid: str, pid: int, epoch: int, parts: list,
-                       verify_only: bool, version: int) -> dict:
+    def _add_or_verify(
+        self, result: CoordinatorResult, tid: str, pid: int, epoch: int, parts: list, verify_only: bool, version: int
+    ) -> dict:
         """KafkaApis.handleAddPartitionsToTxnRequest for one transaction: per-partition errors."""
         # Partition checks before the coordinator: clients (v0-3) may not add internal topics (they
         # are left out of the authorized set); partitions that cannot exist are unknown. Any failed
@@ -279,11 +347,11 @@ class TransactionCoordinator(Component):
     def _is_service_topic(self, topic: str) -> bool:
         """The service's requests, responses, events and state-log topics (and the response topics
         a request may name in replyTo): a marker written into them would corrupt them."""
-        return topic in self.p.config["coordinator.internal.topics"] or \
-            self.p._reply_to_re.fullmatch(topic) is not None
+        return topic in self.p.config["coordinator.internal.topics"] or self.p._reply_to_re.fullmatch(topic) is not None
 
-    def _add_partitions(self, result: CoordinatorResult, tid: str, pid: int, epoch: int, parts,
-                        client_tv: int) -> Error:
+    def _add_partitions(
+        self, result: CoordinatorResult, tid: str, pid: int, epoch: int, parts, client_tv: int
+    ) -> Error:
         """handleAddPartitionsToTransaction (Kafka 4.3 order of checks)."""
         if not tid:
             return Errors.INVALID_REQUEST
@@ -306,13 +374,20 @@ class TransactionCoordinator(Component):
         started = md.state != S.ONGOING
         after = self.state.append_transaction_to_log(result, md, md.prepare_add_partitions(added, self._now, client_tv))
         if started:
-            result.emit(tid, "TransactionStarted", transactionalId=tid, producerId=after.producer_id,
-                        producerEpoch=after.producer_epoch, transactionTimeoutMs=after.txn_timeout_ms)
+            result.emit(
+                tid,
+                "TransactionStarted",
+                transactionalId=tid,
+                producerId=after.producer_id,
+                producerEpoch=after.producer_epoch,
+                transactionTimeoutMs=after.txn_timeout_ms,
+            )
         return Errors.NONE
 
     # ======================================================================== KIP-890 verification
-    def verify_offsets_partition(self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool,
-                                 result: CoordinatorResult | None = None) -> Error:
+    def verify_offsets_partition(
+        self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool, result: CoordinatorResult | None = None
+    ) -> Error:
         """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
         of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
         in the transaction, TRANSACTION_ABORTABLE if not) or added (TxnOffsetCommit v5).
@@ -338,22 +413,34 @@ class TransactionCoordinator(Component):
         n = self.p.config["coordinator.partitions"]
         if not 0 <= b["partitionIndex"] < n:
             # Only a coordinator partition asks, about itself: there is nobody to answer.
-            result.emit(b["transactionalId"], "TxnVerificationDropped", transactionalId=b["transactionalId"],
-                        partitionIndex=b["partitionIndex"], verificationId=b["verificationId"])
+            result.emit(
+                b["transactionalId"],
+                "TxnVerificationDropped",
+                transactionalId=b["transactionalId"],
+                partitionIndex=b["partitionIndex"],
+                verificationId=b["verificationId"],
+            )
             return result
         tp = (CONSUMER_OFFSETS, b["partitionIndex"])
-        error = self._add_or_verify(result, b["transactionalId"], b["producerId"], b["producerEpoch"], [tp],
-                                    b["verifyOnly"], 5)[tp]
-        result.send_request(key_for_partition(b["partitionIndex"], n), "TxnVerificationResult", 0,
-                            {"verificationId": b["verificationId"], "transactionalId": b["transactionalId"],
-                             "errorCode": error.code},
-                            self.markers.correlation_id(), self.markers.client_id)
+        error = self._add_or_verify(
+            result, b["transactionalId"], b["producerId"], b["producerEpoch"], [tp], b["verifyOnly"], 5
+        )[tp]
+        result.send_request(
+            key_for_partition(b["partitionIndex"], n),
+            "TxnVerificationResult",
+            0,
+            {"verificationId": b["verificationId"], "transactionalId": b["transactionalId"], "errorCode": error.code},
+            self.markers.correlation_id(),
+            self.markers.client_id,
+        )
         return result
 
     def _verify_partitions(self, tid: str, pid: int, epoch: int, parts: list) -> dict:
         """handleVerifyPartitionsInTransaction (KIP-890 part 1): nothing is written."""
+
         def all_(err):
             return {tp: err for tp in parts}
+
         if not tid:
             return all_(Errors.INVALID_REQUEST)
         if not self._owns(tid):
@@ -374,8 +461,14 @@ class TransactionCoordinator(Component):
         result = CoordinatorResult()
         # The group's __consumer_offsets partition joins the transaction, as a client (TV0) add.
         offsets_partition = coordinator_partition(body["groupId"], self.p.config["coordinator.partitions"])
-        error = self._add_partitions(result, body["transactionalId"], body["producerId"], body["producerEpoch"],
-                                     [(CONSUMER_OFFSETS, offsets_partition)], TV_0)
+        error = self._add_partitions(
+            result,
+            body["transactionalId"],
+            body["producerId"],
+            body["producerEpoch"],
+            [(CONSUMER_OFFSETS, offsets_partition)],
+            TV_0,
+        )
         result.response = {"throttleTimeMs": 0, "errorCode": apis.producer_fenced_for(version, 2, error).code}
         return result
 
@@ -384,13 +477,31 @@ class TransactionCoordinator(Component):
         body, version = request.body, request.api_version
         result = CoordinatorResult()
         client_tv = TV_2 if version > 4 else TV_0  # TransactionVersion.transactionVersionForEndTxn
-        end = self._end_transaction(result, body["transactionalId"], body["producerId"], body["producerEpoch"],
-                                    body["committed"], is_from_client=True, client_tv=client_tv, reason="EndTxn")
+        end = self._end_transaction(
+            result,
+            body["transactionalId"],
+            body["producerId"],
+            body["producerEpoch"],
+            body["committed"],
+            is_from_client=True,
+            client_tv=client_tv,
+            reason="EndTxn",
+        )
         result.response = apis.end_txn_response(version, end.error, end.producer_id, end.producer_epoch)
         return result
 
-    def _end_transaction(self, result: CoordinatorResult, tid: str, pid: int, epoch: int, commit: bool, *,
-                         is_from_client: bool, client_tv: int, reason: str) -> _EndResult:
+    def _end_transaction(
+        self,
+        result: CoordinatorResult,
+        tid: str,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        *,
+        is_from_client: bool,
+        client_tv: int,
+        reason: str,
+    ) -> _EndResult:
         if not tid:
             return _EndResult(Errors.INVALID_REQUEST)
         if not self._owns(tid):
@@ -402,8 +513,16 @@ class TransactionCoordinator(Component):
             return self._end_transaction_v2(result, md, pid, epoch, commit, is_from_client, client_tv, reason)
         return self._end_transaction_v1(result, md, pid, epoch, commit, is_from_client, reason)
 
-    def _end_transaction_v1(self, result: CoordinatorResult, md: TransactionMetadata, pid: int, epoch: int,
-                            commit: bool, is_from_client: bool, reason: str) -> _EndResult:
+    def _end_transaction_v1(
+        self,
+        result: CoordinatorResult,
+        md: TransactionMetadata,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        is_from_client: bool,
+        reason: str,
+    ) -> _EndResult:
         if md.producer_id != pid:
             return _EndResult(Errors.INVALID_PRODUCER_ID_MAPPING)
         # Clients must match the epoch exactly; the coordinator's own abort may carry a bumped one.
@@ -433,11 +552,22 @@ class TransactionCoordinator(Component):
             return _EndResult(Errors.INVALID_TXN_STATE if commit else Errors.CONCURRENT_TRANSACTIONS)
         if st == S.EMPTY:
             return _EndResult(Errors.INVALID_TXN_STATE)
-        raise IllegalStateError(f"Found transactionalId {md.transactional_id} with state {st!r}. "
-                                "This is illegal as we should never have transitioned to this state.")
+        raise IllegalStateError(
+            f"Found transactionalId {md.transactional_id} with state {st!r}. "
+            "This is illegal as we should never have transitioned to this state."
+        )
 
-    def _end_transaction_v2(self, result: CoordinatorResult, md: TransactionMetadata, pid: int, epoch: int,
-                            commit: bool, is_from_client: bool, client_tv: int, reason: str) -> _EndResult:
+    def _end_transaction_v2(
+        self,
+        result: CoordinatorResult,
+        md: TransactionMetadata,
+        pid: int,
+        epoch: int,
+        commit: bool,
+        is_from_client: bool,
+        client_tv: int,
+        reason: str,
+    ) -> _EndResult:
         """TV2 (KIP-890 part 2): every end bumps the epoch; a retry is recognised by epoch + 1.
 
                           Abort                 Commit
@@ -448,8 +578,9 @@ class TransactionCoordinator(Component):
         (PF PRODUCER_FENCED, ITS INVALID_TXN_STATE, EB epoch bump + PrepareAbort)"""
         pid_copy, epoch_copy = md.producer_id, md.producer_epoch
         is_fence = md.pending_state == S.PREPARE_EPOCH_FENCE
-        retry_on_overflow = (not is_fence and md.prev_producer_id == pid and epoch == SHORT_MAX - 1
-                             and md.producer_epoch == 0)
+        retry_on_overflow = (
+            not is_fence and md.prev_producer_id == pid and epoch == SHORT_MAX - 1 and md.producer_epoch == 0
+        )
         retry_on_bump = not is_fence and md.producer_epoch == epoch + 1
         st = md.state
         if is_fence:
@@ -489,11 +620,15 @@ class TransactionCoordinator(Component):
             return complete_with(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, False)
         if st == S.COMPLETE_COMMIT:
             if commit:
-                return _EndResult(Errors.NONE, pid_copy, epoch_copy) if is_retry else _EndResult(Errors.INVALID_TXN_STATE)
+                return (
+                    _EndResult(Errors.NONE, pid_copy, epoch_copy) if is_retry else _EndResult(Errors.INVALID_TXN_STATE)
+                )
             return _EndResult(Errors.INVALID_TXN_STATE) if is_retry else complete_with(S.PREPARE_ABORT, True)
         if st == S.COMPLETE_ABORT:
             if not commit:
-                return _EndResult(Errors.NONE, pid_copy, epoch_copy) if is_retry else complete_with(S.PREPARE_ABORT, True)
+                return (
+                    _EndResult(Errors.NONE, pid_copy, epoch_copy) if is_retry else complete_with(S.PREPARE_ABORT, True)
+                )
             return _EndResult(Errors.INVALID_TXN_STATE)
         if st == S.PREPARE_COMMIT:
             return _EndResult(Errors.CONCURRENT_TRANSACTIONS if commit else Errors.INVALID_TXN_STATE)
@@ -501,20 +636,30 @@ class TransactionCoordinator(Component):
             return _EndResult(Errors.INVALID_TXN_STATE if commit else Errors.CONCURRENT_TRANSACTIONS)
         if st == S.EMPTY:
             return _EndResult(Errors.INVALID_TXN_STATE) if commit else complete_with(S.PREPARE_ABORT, True)
-        raise IllegalStateError(f"Found transactionalId {md.transactional_id} with state {st!r}. "
-                                "This is illegal as we should never have transitioned to this state.")
+        raise IllegalStateError(
+            f"Found transactionalId {md.transactional_id} with state {st!r}. "
+            "This is illegal as we should never have transitioned to this state."
+        )
 
-    def _write_prepare(self, result: CoordinatorResult, md: TransactionMetadata, transit, commit: bool,
-                       reason: str) -> TransactionMetadata:
+    def _write_prepare(
+        self, result: CoordinatorResult, md: TransactionMetadata, transit, commit: bool, reason: str
+    ) -> TransactionMetadata:
         """The Prepare* record (the point of no return), then the markers and Complete*
         (marker_channel.py). Returns the metadata as `result` leaves it."""
         from_state = md.state.state_name
         after = self.state.append_transaction_to_log(result, md, transit)
         tid = md.transactional_id
-        result.emit(tid, "TransactionPrepared", transactionalId=tid, result="COMMIT" if commit else "ABORT",
-                    reason=reason, fromState=from_state, producerId=after.producer_id,
-                    producerEpoch=after.producer_epoch,
-                    partitions=[list(tp) for tp in sorted_partitions(after.topic_partitions)])
+        result.emit(
+            tid,
+            "TransactionPrepared",
+            transactionalId=tid,
+            result="COMMIT" if commit else "ABORT",
+            reason=reason,
+            fromState=from_state,
+            producerId=after.producer_id,
+            producerEpoch=after.producer_epoch,
+            partitions=[list(tp) for tp in sorted_partitions(after.topic_partitions)],
+        )
         return self.markers.add_txn_markers(result, after, commit)
 
     # ======================================================================== timers
@@ -532,11 +677,25 @@ class TransactionCoordinator(Component):
             return result
         fenced_epoch = md.producer_epoch
         after = self._fence_and_abort(result, md, "transaction timed out")
-        result.emit(tid, "TransactionAbortedByTimeout", transactionalId=tid, producerId=after.producer_id,
-                    fencedEpoch=fenced_epoch, producerEpoch=after.producer_epoch,
-                    transactionTimeoutMs=after.txn_timeout_ms, transactionStartTimeMs=after.txn_start_timestamp)
-        result.emit(tid, "ProducerFenced", transactionalId=tid, producerId=after.producer_id,
-                    fencedEpoch=fenced_epoch, producerEpoch=after.producer_epoch, reason="transaction timed out")
+        result.emit(
+            tid,
+            "TransactionAbortedByTimeout",
+            transactionalId=tid,
+            producerId=after.producer_id,
+            fencedEpoch=fenced_epoch,
+            producerEpoch=after.producer_epoch,
+            transactionTimeoutMs=after.txn_timeout_ms,
+            transactionStartTimeMs=after.txn_start_timestamp,
+        )
+        result.emit(
+            tid,
+            "ProducerFenced",
+            transactionalId=tid,
+            producerId=after.producer_id,
+            fencedEpoch=fenced_epoch,
+            producerEpoch=after.producer_epoch,
+            reason="transaction timed out",
+        )
         return result
 
     def on_transactional_id_expiration(self, timer: Timer) -> CoordinatorResult:
@@ -547,20 +706,34 @@ class TransactionCoordinator(Component):
         if md is None:
             return result
         expiration = self.p.config["transactional.id.expiration.ms"]
-        if (md.pending_state is not None or not md.state.expiration_allowed
-                or md.txn_last_update_timestamp > self._now - expiration):
+        if (
+            md.pending_state is not None
+            or not md.state.expiration_allowed
+            or md.txn_last_update_timestamp > self._now - expiration
+        ):
             self.state.sync_timers(result, md)
             return result
         self.state.append_tombstone(result, md)
-        result.emit(tid, "TransactionalIdExpired", transactionalId=tid, producerId=md.producer_id,
-                    producerEpoch=md.producer_epoch, lastState=md.state.state_name,
-                    lastUpdateTimeMs=md.txn_last_update_timestamp, expirationMs=expiration)
+        result.emit(
+            tid,
+            "TransactionalIdExpired",
+            transactionalId=tid,
+            producerId=md.producer_id,
+            producerEpoch=md.producer_epoch,
+            lastState=md.state.state_name,
+            lastUpdateTimeMs=md.txn_last_update_timestamp,
+            expirationMs=expiration,
+        )
         return result
 
     # ======================================================================== describe / list
     def describe_transactions(self, request: Request) -> CoordinatorResult:
-        return CoordinatorResult({"throttleTimeMs": 0, "transactionStates": [
-            self._describe(tid) for tid in request.body["transactionalIds"]]})
+        return CoordinatorResult(
+            {
+                "throttleTimeMs": 0,
+                "transactionStates": [self._describe(tid) for tid in request.body["transactionalIds"]],
+            }
+        )
 
     def _describe(self, tid: str) -> dict:
         if tid == "":
@@ -573,10 +746,16 @@ class TransactionCoordinator(Component):
         topics: OrderedDict = OrderedDict()
         for topic, p in sorted_partitions(md.topic_partitions):
             topics.setdefault(topic, []).append(p)
-        return {"errorCode": 0, "transactionalId": tid, "transactionState": md.state.state_name,
-                "transactionTimeoutMs": md.txn_timeout_ms, "transactionStartTimeMs": md.txn_start_timestamp,
-                "producerId": md.producer_id, "producerEpoch": md.producer_epoch,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        return {
+            "errorCode": 0,
+            "transactionalId": tid,
+            "transactionState": md.state.state_name,
+            "transactionTimeoutMs": md.txn_timeout_ms,
+            "transactionStartTimeMs": md.txn_start_timestamp,
+            "producerId": md.producer_id,
+            "producerEpoch": md.producer_epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        }
 
     def list_transactions(self, request: Request) -> CoordinatorResult:
         """The transactions of this coordinator partition, as a broker lists those it coordinates."""
@@ -600,8 +779,14 @@ class TransactionCoordinator(Component):
             try:
                 pattern = compile_regex(pattern_text)
             except RegexError:
-                return CoordinatorResult({"throttleTimeMs": 0, "errorCode": Errors.INVALID_REGULAR_EXPRESSION.code,
-                                          "unknownStateFilters": unknown, "transactionStates": []})
+                return CoordinatorResult(
+                    {
+                        "throttleTimeMs": 0,
+                        "errorCode": Errors.INVALID_REGULAR_EXPRESSION.code,
+                        "unknownStateFilters": unknown,
+                        "transactionStates": [],
+                    }
+                )
         now = self._now
         out = []
         txns = self.state.txns
@@ -617,15 +802,18 @@ class TransactionCoordinator(Component):
                 continue
             if pattern is not None and not pattern.fullmatch(tid):
                 continue
-            out.append({"transactionalId": tid, "producerId": md.producer_id,
-                        "transactionState": md.state.state_name})
-        return CoordinatorResult({"throttleTimeMs": 0, "errorCode": 0, "unknownStateFilters": unknown,
-                                  "transactionStates": out})
+            out.append({"transactionalId": tid, "producerId": md.producer_id, "transactionState": md.state.state_name})
+        return CoordinatorResult(
+            {"throttleTimeMs": 0, "errorCode": 0, "unknownStateFilters": unknown, "transactionStates": out}
+        )
 
     # ======================================================================== snapshot and replay
     def to_json(self) -> dict:
-        return {"transactions": self.state.to_json(), "producerIds": self.pids.to_json(),
-                "nextCorrelationId": self.markers.next_correlation_id}
+        return {
+            "transactions": self.state.to_json(),
+            "producerIds": self.pids.to_json(),
+            "nextCorrelationId": self.markers.next_correlation_id,
+        }
 
     def load_json(self, data: dict) -> None:
         self.state.load_json(data.get("transactions", {}))

@@ -26,6 +26,7 @@ ProducerIdBlock (one per coordinator partition):
     written when a partition carves a new block of producer ids (see pid.py); the role of the
     controller's ProducerIdsRecord.
 """
+
 from __future__ import annotations
 
 from itertools import groupby
@@ -54,8 +55,10 @@ def value_of(transit: TxnTransitMetadata) -> dict:
         raise ValueError(f"Transaction is not expected to have any partitions since its state is Empty: {transit}")
     partitions = None
     if transit.txn_state != TransactionState.EMPTY:
-        partitions = [{"topic": topic, "partitionIds": [p for _, p in group]}
-                      for topic, group in groupby(sorted_partitions(transit.topic_partitions), key=lambda tp: tp[0])]
+        partitions = [
+            {"topic": topic, "partitionIds": [p for _, p in group]}
+            for topic, group in groupby(sorted_partitions(transit.topic_partitions), key=lambda tp: tp[0])
+        ]
     return {
         "type": TRANSACTION_LOG,
         "producerId": transit.producer_id,
@@ -81,11 +84,20 @@ def metadata_of(transactional_id: str, value: dict) -> TransactionMetadata:
         for entry in value.get("transactionPartitions") or []:
             parts.update((entry["topic"], p) for p in entry["partitionIds"])
     return TransactionMetadata(
-        transactional_id, value["producerId"], value.get("previousProducerId", -1),
-        value.get("nextProducerId", -1), value["producerEpoch"], NO_PRODUCER_EPOCH,
-        value["transactionTimeoutMs"], state, parts, value["transactionStartTimestampMs"],
-        value["transactionLastUpdateTimestampMs"], value.get("clientTransactionVersion", 0),
-        client_kind=_client_kind(value.get("clientKind")))
+        transactional_id,
+        value["producerId"],
+        value.get("previousProducerId", -1),
+        value.get("nextProducerId", -1),
+        value["producerEpoch"],
+        NO_PRODUCER_EPOCH,
+        value["transactionTimeoutMs"],
+        state,
+        parts,
+        value["transactionStartTimestampMs"],
+        value["transactionLastUpdateTimestampMs"],
+        value.get("clientTransactionVersion", 0),
+        client_kind=_client_kind(value.get("clientKind")),
+    )
 
 
 def _client_kind(kind) -> str:

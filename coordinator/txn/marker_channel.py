@@ -12,6 +12,7 @@ send completes at once (Kafka: no markers to wait for). After a load, the marker
 transaction caught in Prepare* are sent again at the start of the next batch (RESEND_DEFERRED),
 and it completes in the batch after that.
 """
+
 from __future__ import annotations
 
 from ..result import CoordinatorResult
@@ -46,15 +47,17 @@ class TransactionMarkerChannelManager:
         return f"transaction-coordinator-{self.p.partition_id}"
 
     # ---------------------------------------------------------------- after Prepare*
-    def add_txn_markers(self, result: CoordinatorResult, md: TransactionMetadata, commit: bool
-                        ) -> TransactionMetadata:
+    def add_txn_markers(self, result: CoordinatorResult, md: TransactionMetadata, commit: bool) -> TransactionMetadata:
         """addTxnMarkersToSend for a transaction whose Prepare* record is in `result` (`md` as that
         record leaves it): the markers, then Complete* once they are durable, or at once if there
         was nothing to send. Returns the metadata as `result` leaves it."""
         tid = md.transactional_id
         if self.send_markers(result, md, commit):
-            result.defer(f"{COMPLETE_DEFERRED}:{tid}", COMPLETE_DEFERRED,
-                         {"transactionalId": tid, "producerId": md.producer_id, "producerEpoch": md.producer_epoch})
+            result.defer(
+                f"{COMPLETE_DEFERRED}:{tid}",
+                COMPLETE_DEFERRED,
+                {"transactionalId": tid, "producerId": md.producer_id, "producerEpoch": md.producer_epoch},
+            )
             return md
         # Complete* as the replay of the Prepare* record prepares it (same state, same clock).
         pending = md.copy()
@@ -73,38 +76,70 @@ class TransactionMarkerChannelManager:
             if not metadata.exists(topic, p):
                 # TransactionMarkerChannelManager drops the markers of deleted partitions. Writing one
                 # would fail the sink (and with it the query) or re-create the topic.
-                result.emit(tid, "TransactionMarkerDropped", transactionalId=tid, producerId=md.producer_id,
-                            producerEpoch=md.producer_epoch, result="COMMIT" if commit else "ABORT",
-                            topic=topic, partition=p, reason="the partition does not exist")
+                result.emit(
+                    tid,
+                    "TransactionMarkerDropped",
+                    transactionalId=tid,
+                    producerId=md.producer_id,
+                    producerEpoch=md.producer_epoch,
+                    result="COMMIT" if commit else "ABORT",
+                    topic=topic,
+                    partition=p,
+                    reason="the partition does not exist",
+                )
                 continue
-            result.write_data(marker_record(
-                topic, p, committed=commit, transactional_id=tid, producer_id=md.producer_id,
-                producer_epoch=md.producer_epoch, coordinator_partition=self.p.partition_id,
-                transaction_version=md.client_transaction_version, client_kind=md.client_kind))
+            result.write_data(
+                marker_record(
+                    topic,
+                    p,
+                    committed=commit,
+                    transactional_id=tid,
+                    producer_id=md.producer_id,
+                    producer_epoch=md.producer_epoch,
+                    coordinator_partition=self.p.partition_id,
+                    transaction_version=md.client_transaction_version,
+                    client_kind=md.client_kind,
+                )
+            )
             sent = True
         n = self.p.config["coordinator.partitions"]
         for topic, p in parts:
             if topic == CONSUMER_OFFSETS:
                 # __consumer_offsets partition p is owned by group coordinator partition p.
                 result.send_request(
-                    routing_key=key_for_partition(p, n), api_key="WriteTxnMarkers", api_version=2,
-                    body=write_txn_markers_body(committed=commit, producer_id=md.producer_id,
-                                                producer_epoch=md.producer_epoch, offsets_partitions=[p],
-                                                transaction_version=md.client_transaction_version),
-                    correlation_id=self.correlation_id(), client_id=self.client_id)
+                    routing_key=key_for_partition(p, n),
+                    api_key="WriteTxnMarkers",
+                    api_version=2,
+                    body=write_txn_markers_body(
+                        committed=commit,
+                        producer_id=md.producer_id,
+                        producer_epoch=md.producer_epoch,
+                        offsets_partitions=[p],
+                        transaction_version=md.client_transaction_version,
+                    ),
+                    correlation_id=self.correlation_id(),
+                    client_id=self.client_id,
+                )
                 sent = True
         return sent
 
-    def write_txn_completion(self, result: CoordinatorResult, md: TransactionMetadata,
-                             complete: TxnTransitMetadata) -> TransactionMetadata:
+    def write_txn_completion(
+        self, result: CoordinatorResult, md: TransactionMetadata, complete: TxnTransitMetadata
+    ) -> TransactionMetadata:
         """writeTxnCompletion: the prepared Complete* record (`md` has it pending). Returns the
         metadata as `result` leaves it."""
         tid = md.transactional_id
         partitions = len(md.topic_partitions)
         after = self.state.append_completion(result, md, complete)
-        result.emit(tid, "TransactionCompleted", transactionalId=tid,
-                    result="COMMIT" if complete.txn_state == S.COMPLETE_COMMIT else "ABORT",
-                    producerId=after.producer_id, producerEpoch=after.producer_epoch, partitions=partitions)
+        result.emit(
+            tid,
+            "TransactionCompleted",
+            transactionalId=tid,
+            result="COMMIT" if complete.txn_state == S.COMPLETE_COMMIT else "ABORT",
+            producerId=after.producer_id,
+            producerEpoch=after.producer_epoch,
+            partitions=partitions,
+        )
         return after
 
     # ---------------------------------------------------------------- deferred work (timer handlers)
@@ -132,15 +167,23 @@ class TransactionMarkerChannelManager:
         md, complete = prepared
         tid = md.transactional_id
         commit = md.state == S.PREPARE_COMMIT
-        result.emit(tid, "TransactionMarkersResent", transactionalId=tid, result="COMMIT" if commit else "ABORT",
-                    producerId=md.producer_id, producerEpoch=md.producer_epoch)
+        result.emit(
+            tid,
+            "TransactionMarkersResent",
+            transactionalId=tid,
+            result="COMMIT" if commit else "ABORT",
+            producerId=md.producer_id,
+            producerEpoch=md.producer_epoch,
+        )
         if self.send_markers(result, md, commit):
-            result.defer(f"{COMPLETE_DEFERRED}:{tid}", COMPLETE_DEFERRED,
-                         {"transactionalId": tid, "producerId": md.producer_id, "producerEpoch": md.producer_epoch})
+            result.defer(
+                f"{COMPLETE_DEFERRED}:{tid}",
+                COMPLETE_DEFERRED,
+                {"transactionalId": tid, "producerId": md.producer_id, "producerEpoch": md.producer_epoch},
+            )
         else:
             self.write_txn_completion(result, md, complete)
         return result
 
     def resend_after_load(self, result: CoordinatorResult, transactional_id: str) -> None:
-        result.defer(f"{RESEND_DEFERRED}:{transactional_id}", RESEND_DEFERRED,
-                     {"transactionalId": transactional_id})
+        result.defer(f"{RESEND_DEFERRED}:{transactional_id}", RESEND_DEFERRED, {"transactionalId": transactional_id})

@@ -31,6 +31,7 @@ decision, and a copy never follows data of a later transaction of the same produ
 transaction cannot start before the Complete record, which is written only after the markers are
 durable.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,17 +43,37 @@ CONSUMER_OFFSETS = "__consumer_offsets"
 COMMIT, ABORT = "COMMIT", "ABORT"
 
 
-def marker_record(topic: str, partition: int, *, committed: bool, transactional_id: str,
-                  producer_id: int, producer_epoch: int, coordinator_partition: int,
-                  transaction_version: int, client_kind: str = "json") -> DataRecord:
+def marker_record(
+    topic: str,
+    partition: int,
+    *,
+    committed: bool,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_partition: int,
+    transaction_version: int,
+    client_kind: str = "json",
+) -> DataRecord:
     kind = COMMIT if committed else ABORT
-    value = {"version": 0, "type": kind, "transactionalId": transactional_id, "producerId": producer_id,
-             "producerEpoch": producer_epoch, "coordinatorPartition": coordinator_partition,
-             "transactionVersion": transaction_version, "clientKind": client_kind}
+    value = {
+        "version": 0,
+        "type": kind,
+        "transactionalId": transactional_id,
+        "producerId": producer_id,
+        "producerEpoch": producer_epoch,
+        "coordinatorPartition": coordinator_partition,
+        "transactionVersion": transaction_version,
+        "clientKind": client_kind,
+    }
     key = json.dumps(["TxnMarker", kind, producer_id, producer_epoch], separators=(",", ":"))
-    return DataRecord(topic, partition, key,
-                      json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
-                      [(MARKER_HEADER, kind.encode("ascii"))])
+    return DataRecord(
+        topic,
+        partition,
+        key,
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
+        [(MARKER_HEADER, kind.encode("ascii"))],
+    )
 
 
 def parse_marker(headers, value: bytes | None) -> dict | None:
@@ -66,11 +87,20 @@ def parse_marker(headers, value: bytes | None) -> dict | None:
     return marker
 
 
-def write_txn_markers_body(*, committed: bool, producer_id: int, producer_epoch: int,
-                           offsets_partitions: list[int], transaction_version: int) -> dict:
+def write_txn_markers_body(
+    *, committed: bool, producer_id: int, producer_epoch: int, offsets_partitions: list[int], transaction_version: int
+) -> dict:
     """A WriteTxnMarkers v2 request body (camelCase, as Kafka's JSON converter prints it) for the
     `__consumer_offsets` partitions owned by one group coordinator partition."""
-    return {"markers": [{
-        "producerId": producer_id, "producerEpoch": producer_epoch, "transactionResult": committed,
-        "topics": [{"name": CONSUMER_OFFSETS, "partitionIndexes": sorted(offsets_partitions)}],
-        "coordinatorEpoch": 0, "transactionVersion": transaction_version}]}
+    return {
+        "markers": [
+            {
+                "producerId": producer_id,
+                "producerEpoch": producer_epoch,
+                "transactionResult": committed,
+                "topics": [{"name": CONSUMER_OFFSETS, "partitionIndexes": sorted(offsets_partitions)}],
+                "coordinatorEpoch": 0,
+                "transactionVersion": transaction_version,
+            }
+        ]
+    }

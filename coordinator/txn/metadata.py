@@ -13,6 +13,7 @@ An illegal transition is a bug and raises `IllegalStateError` (Kafka's IllegalSt
 handler never catches it, so the runtime answers UNKNOWN_SERVER_ERROR without applying anything.
 The only protocol error raised here is PRODUCER_FENCED from `prepare_increment_producer_epoch`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -103,7 +104,8 @@ class TransactionState(Enum):
             return _BY_ID[state_id]
         except KeyError:
             raise IllegalStateError(
-                f"Unknown transaction state id {state_id} from the transaction status message") from None
+                f"Unknown transaction state id {state_id} from the transaction status message"
+            ) from None
 
     def __repr__(self) -> str:
         return self.state_name
@@ -118,8 +120,7 @@ VALID_PREVIOUS_STATES: dict[TransactionState, frozenset] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
-                                S.COMPLETE_ABORT}),
+    S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
     S.COMPLETE_ABORT: frozenset({S.PREPARE_ABORT}),
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
@@ -153,9 +154,12 @@ class TxnTransitMetadata:
 
     def to_json(self) -> dict:
         return {
-            "producerId": self.producer_id, "prevProducerId": self.prev_producer_id,
-            "nextProducerId": self.next_producer_id, "producerEpoch": self.producer_epoch,
-            "lastProducerEpoch": self.last_producer_epoch, "txnTimeoutMs": self.txn_timeout_ms,
+            "producerId": self.producer_id,
+            "prevProducerId": self.prev_producer_id,
+            "nextProducerId": self.next_producer_id,
+            "producerEpoch": self.producer_epoch,
+            "lastProducerEpoch": self.last_producer_epoch,
+            "txnTimeoutMs": self.txn_timeout_ms,
             "txnState": self.txn_state.state_name,
             "topicPartitions": [list(tp) for tp in sorted_partitions(self.topic_partitions)],
             "txnStartTimestamp": self.txn_start_timestamp,
@@ -167,10 +171,19 @@ class TxnTransitMetadata:
     @staticmethod
     def from_json(d: dict) -> TxnTransitMetadata:
         return TxnTransitMetadata(
-            d["producerId"], d["prevProducerId"], d["nextProducerId"], d["producerEpoch"],
-            d["lastProducerEpoch"], d["txnTimeoutMs"], TransactionState.named(d["txnState"]),
-            frozenset((t, p) for t, p in d["topicPartitions"]), d["txnStartTimestamp"],
-            d["txnLastUpdateTimestamp"], d["clientTransactionVersion"], d.get("clientKind", JSON_CLIENT))
+            d["producerId"],
+            d["prevProducerId"],
+            d["nextProducerId"],
+            d["producerEpoch"],
+            d["lastProducerEpoch"],
+            d["txnTimeoutMs"],
+            TransactionState.named(d["txnState"]),
+            frozenset((t, p) for t, p in d["topicPartitions"]),
+            d["txnStartTimestamp"],
+            d["txnLastUpdateTimestamp"],
+            d["clientTransactionVersion"],
+            d.get("clientKind", JSON_CLIENT),
+        )
 
 
 @dataclass
@@ -226,36 +239,60 @@ class TransactionMetadata:
             raise IllegalStateError(
                 f"Transaction metadata's current state is {self.state!r}, and its pending state is "
                 f"{self.pending_state!r} while trying to remove partitions whose txn marker has been "
-                "sent, this is not expected")
+                "sent, this is not expected"
+            )
         self.topic_partitions.discard(tp)
 
     # ------------------------------------------------------------------ prepare
     def _data(self, state: TransactionState) -> _TransitionData:
-        return _TransitionData(state, self.producer_id, self.next_producer_id, self.producer_epoch,
-                               self.last_producer_epoch, self.txn_timeout_ms,
-                               frozenset(self.topic_partitions), self.txn_start_timestamp,
-                               self.txn_last_update_timestamp, self.client_transaction_version,
-                               self.client_kind)
+        return _TransitionData(
+            state,
+            self.producer_id,
+            self.next_producer_id,
+            self.producer_epoch,
+            self.last_producer_epoch,
+            self.txn_timeout_ms,
+            frozenset(self.topic_partitions),
+            self.txn_start_timestamp,
+            self.txn_last_update_timestamp,
+            self.client_transaction_version,
+            self.client_kind,
+        )
 
     def prepare_no_transit(self) -> TxnTransitMetadata:
-        return TxnTransitMetadata(self.producer_id, self.prev_producer_id, self.next_producer_id,
-                                  self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms,
-                                  self.state, frozenset(self.topic_partitions),
-                                  self.txn_start_timestamp, self.txn_last_update_timestamp,
-                                  self.client_transaction_version, self.client_kind)
+        return TxnTransitMetadata(
+            self.producer_id,
+            self.prev_producer_id,
+            self.next_producer_id,
+            self.producer_epoch,
+            self.last_producer_epoch,
+            self.txn_timeout_ms,
+            self.state,
+            frozenset(self.topic_partitions),
+            self.txn_start_timestamp,
+            self.txn_last_update_timestamp,
+            self.client_transaction_version,
+            self.client_kind,
+        )
 
     def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
         if self.producer_epoch == SHORT_MAX:
             raise IllegalStateError(
-                "Cannot fence producer with epoch equal to Short.MaxValue since this would overflow")
+                "Cannot fence producer with epoch equal to Short.MaxValue since this would overflow"
+            )
         # A fence whose write failed is not bumped again: that epoch was never returned to anyone.
         bumped = self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
         data = self._data(S.PREPARE_EPOCH_FENCE)
         data.producer_epoch = bumped
         return self._prepare_transition_to(data)
 
-    def prepare_increment_producer_epoch(self, new_txn_timeout_ms: int, expected_producer_epoch: int | None,
-                                         update_timestamp: int, client_kind: str | None = None) -> TxnTransitMetadata:
+    def prepare_increment_producer_epoch(
+        self,
+        new_txn_timeout_ms: int,
+        expected_producer_epoch: int | None,
+        update_timestamp: int,
+        client_kind: str | None = None,
+    ) -> TxnTransitMetadata:
         if self.is_producer_epoch_exhausted():
             raise IllegalStateError(f"Cannot allocate any more producer epochs for producerId {self.producer_id}")
         data = self._data(S.EMPTY)
@@ -273,10 +310,12 @@ class TransactionMetadata:
             data.producer_epoch = self.producer_epoch
             data.last_producer_epoch = self.last_producer_epoch
         else:
-            raise ApiError(Errors.PRODUCER_FENCED,
-                           f"Expected producer epoch {expected_producer_epoch} does not match current "
-                           f"producer epoch {self.producer_epoch} or previous producer epoch "
-                           f"{self.last_producer_epoch}")
+            raise ApiError(
+                Errors.PRODUCER_FENCED,
+                f"Expected producer epoch {expected_producer_epoch} does not match current "
+                f"producer epoch {self.producer_epoch} or previous producer epoch "
+                f"{self.last_producer_epoch}",
+            )
         data.txn_timeout_ms = new_txn_timeout_ms
         data.topic_partitions = frozenset()
         data.txn_start_timestamp = -1
@@ -285,9 +324,14 @@ class TransactionMetadata:
             data.client_kind = client_kind
         return self._prepare_transition_to(data)
 
-    def prepare_producer_id_rotation(self, new_producer_id: int, new_txn_timeout_ms: int,
-                                     update_timestamp: int, record_last_epoch: bool,
-                                     client_kind: str | None = None) -> TxnTransitMetadata:
+    def prepare_producer_id_rotation(
+        self,
+        new_producer_id: int,
+        new_txn_timeout_ms: int,
+        update_timestamp: int,
+        record_last_epoch: bool,
+        client_kind: str | None = None,
+    ) -> TxnTransitMetadata:
         if self._has_pending_transaction():
             raise IllegalStateError("Cannot rotate producer ids while a transaction is still pending")
         data = self._data(S.EMPTY)
@@ -302,8 +346,9 @@ class TransactionMetadata:
             data.client_kind = client_kind
         return self._prepare_transition_to(data)
 
-    def prepare_add_partitions(self, added: Iterable[TopicPartition], update_timestamp: int,
-                               client_transaction_version: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(
+        self, added: Iterable[TopicPartition], update_timestamp: int, client_transaction_version: int
+    ) -> TxnTransitMetadata:
         if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
             start = update_timestamp
         else:
@@ -315,9 +360,14 @@ class TransactionMetadata:
         data.client_transaction_version = client_transaction_version
         return self._prepare_transition_to(data)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, client_transaction_version: int,
-                                next_producer_id: int, update_timestamp: int,
-                                no_partition_added: bool) -> TxnTransitMetadata:
+    def prepare_abort_or_commit(
+        self,
+        new_state: TransactionState,
+        client_transaction_version: int,
+        next_producer_id: int,
+        update_timestamp: int,
+        no_partition_added: bool,
+    ) -> TxnTransitMetadata:
         data = self._data(new_state)
         if supports_epoch_bump(client_transaction_version):
             # TV2: every end of a transaction bumps the epoch (callers rule out overflow).
@@ -352,8 +402,10 @@ class TransactionMetadata:
 
     def _prepare_transition_to(self, data: _TransitionData) -> TxnTransitMetadata:
         if self.pending_state is not None:
-            raise IllegalStateError(f"Preparing transaction state transition to {data.state!r} while it "
-                                    f"already a pending state {self.pending_state!r}")
+            raise IllegalStateError(
+                f"Preparing transaction state transition to {data.state!r} while it "
+                f"already a pending state {self.pending_state!r}"
+            )
         if data.producer_id < 0:
             raise IllegalArgumentError(f"Illegal new producer id {data.producer_id}")
         # A new id is created at epoch -1 and may stay there until it is expired.
@@ -362,12 +414,22 @@ class TransactionMetadata:
         if self.state not in data.state.valid_previous_states():
             raise IllegalStateError(
                 f"Preparing transaction state transition to {data.state!r} failed since the target state "
-                f"{data.state!r} is not a valid previous state of the current state {self.state!r}")
+                f"{data.state!r} is not a valid previous state of the current state {self.state!r}"
+            )
         transit = TxnTransitMetadata(
-            data.producer_id, self.producer_id, data.next_producer_id, data.producer_epoch,
-            data.last_producer_epoch, data.txn_timeout_ms, data.state, frozenset(data.topic_partitions),
-            data.txn_start_timestamp, data.txn_last_update_timestamp, data.client_transaction_version,
-            data.client_kind)
+            data.producer_id,
+            self.producer_id,
+            data.next_producer_id,
+            data.producer_epoch,
+            data.last_producer_epoch,
+            data.txn_timeout_ms,
+            data.state,
+            frozenset(data.topic_partitions),
+            data.txn_start_timestamp,
+            data.txn_last_update_timestamp,
+            data.client_transaction_version,
+            data.client_kind,
+        )
         self.pending_state = data.state
         return transit
 
@@ -375,31 +437,46 @@ class TransactionMetadata:
     def complete_transition_to(self, transit: TxnTransitMetadata) -> None:
         to_state = self.pending_state
         if to_state is None:
-            raise IllegalStateError(f"TransactionalId {self.transactional_id} completing transaction state "
-                                    "transition while it does not have a pending state")
+            raise IllegalStateError(
+                f"TransactionalId {self.transactional_id} completing transaction state "
+                "transition while it does not have a pending state"
+            )
         if to_state != transit.txn_state:
             self._fail(transit)
         if to_state == S.EMPTY:  # from InitProducerId
-            if ((self.producer_epoch != transit.producer_epoch and not self._valid_producer_epoch_bump(transit))
-                    or transit.topic_partitions or transit.txn_start_timestamp != -1):
+            if (
+                (self.producer_epoch != transit.producer_epoch and not self._valid_producer_epoch_bump(transit))
+                or transit.topic_partitions
+                or transit.txn_start_timestamp != -1
+            ):
                 self._fail(transit)
         elif to_state == S.ONGOING:  # from AddPartitionsToTxn / AddOffsetsToTxn
-            if (not self._valid_producer_epoch(transit)
-                    or not transit.topic_partitions >= frozenset(self.topic_partitions)
-                    or self.txn_timeout_ms != transit.txn_timeout_ms):
+            if (
+                not self._valid_producer_epoch(transit)
+                or not transit.topic_partitions >= frozenset(self.topic_partitions)
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+            ):
                 self._fail(transit)
         elif to_state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):  # from EndTxn
-            allowed_empty_abort = (to_state == S.PREPARE_ABORT
-                                   and supports_epoch_bump(transit.client_transaction_version)
-                                   and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT))
+            allowed_empty_abort = (
+                to_state == S.PREPARE_ABORT
+                and supports_epoch_bump(transit.client_transaction_version)
+                and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+            )
             valid_timestamp = self.txn_start_timestamp == transit.txn_start_timestamp or allowed_empty_abort
-            if (not self._valid_producer_epoch(transit)
-                    or frozenset(self.topic_partitions) != transit.topic_partitions
-                    or self.txn_timeout_ms != transit.txn_timeout_ms or not valid_timestamp):
+            if (
+                not self._valid_producer_epoch(transit)
+                or frozenset(self.topic_partitions) != transit.topic_partitions
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+                or not valid_timestamp
+            ):
                 self._fail(transit)
         elif to_state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):  # after the markers
-            if (not self._valid_producer_epoch(transit) or self.txn_timeout_ms != transit.txn_timeout_ms
-                    or transit.txn_start_timestamp == -1):
+            if (
+                not self._valid_producer_epoch(transit)
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+                or transit.txn_start_timestamp == -1
+            ):
                 self._fail(transit)
         elif to_state == S.PREPARE_EPOCH_FENCE:
             # Never completed: the fence is followed at once by the transition to PrepareAbort.
@@ -407,7 +484,8 @@ class TransactionMetadata:
         elif to_state == S.DEAD:
             raise IllegalStateError(
                 f"TransactionalId {self.transactional_id} is trying to complete a transition to Dead. "
-                "An expiring transactional id is removed, never persisted as Dead.")
+                "An expiring transactional id is removed, never persisted as Dead."
+            )
         self.producer_id = transit.producer_id
         self.prev_producer_id = transit.prev_producer_id
         self.next_producer_id = transit.next_producer_id
@@ -426,26 +504,32 @@ class TransactionMetadata:
         tv2 = supports_epoch_bump(transit.client_transaction_version)
         if tv2 and transit.txn_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and transit.producer_epoch == 0:
             # Overflow: completing under the next producer id.
-            return (transit.last_producer_epoch == self.last_producer_epoch
-                    and transit.prev_producer_id == self.producer_id)
+            return (
+                transit.last_producer_epoch == self.last_producer_epoch and transit.prev_producer_id == self.producer_id
+            )
         if tv2 and transit.txn_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
             return transit.last_producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
         return transit.producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
 
     def _valid_producer_epoch_bump(self, transit: TxnTransitMetadata) -> bool:
-        return (transit.producer_epoch == self.producer_epoch + 1
-                or (transit.producer_epoch == 0 and transit.producer_id != self.producer_id))
+        return transit.producer_epoch == self.producer_epoch + 1 or (
+            transit.producer_epoch == 0 and transit.producer_id != self.producer_id
+        )
 
     def _fail(self, transit: TxnTransitMetadata):
-        raise IllegalStateError(f"TransactionalId {self.transactional_id} failed transition to state "
-                                f"{transit} due to unexpected metadata")
+        raise IllegalStateError(
+            f"TransactionalId {self.transactional_id} failed transition to state {transit} due to unexpected metadata"
+        )
 
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
         return {
-            "producerId": self.producer_id, "prevProducerId": self.prev_producer_id,
-            "nextProducerId": self.next_producer_id, "producerEpoch": self.producer_epoch,
-            "lastProducerEpoch": self.last_producer_epoch, "txnTimeoutMs": self.txn_timeout_ms,
+            "producerId": self.producer_id,
+            "prevProducerId": self.prev_producer_id,
+            "nextProducerId": self.next_producer_id,
+            "producerEpoch": self.producer_epoch,
+            "lastProducerEpoch": self.last_producer_epoch,
+            "txnTimeoutMs": self.txn_timeout_ms,
             "state": self.state.state_name,
             "topicPartitions": [list(tp) for tp in sorted_partitions(self.topic_partitions)],
             "txnStartTimestamp": self.txn_start_timestamp,
@@ -460,12 +544,22 @@ class TransactionMetadata:
     def from_json(transactional_id: str, d: dict) -> TransactionMetadata:
         pending = d.get("pendingState")
         return TransactionMetadata(
-            transactional_id, d["producerId"], d["prevProducerId"], d["nextProducerId"],
-            d["producerEpoch"], d["lastProducerEpoch"], d["txnTimeoutMs"],
-            TransactionState.named(d["state"]), {(t, p) for t, p in d["topicPartitions"]},
-            d["txnStartTimestamp"], d["txnLastUpdateTimestamp"], d["clientTransactionVersion"],
-            TransactionState.named(pending) if pending else None, d.get("hasFailedEpochFence", False),
-            d.get("clientKind", JSON_CLIENT))
+            transactional_id,
+            d["producerId"],
+            d["prevProducerId"],
+            d["nextProducerId"],
+            d["producerEpoch"],
+            d["lastProducerEpoch"],
+            d["txnTimeoutMs"],
+            TransactionState.named(d["state"]),
+            {(t, p) for t, p in d["topicPartitions"]},
+            d["txnStartTimestamp"],
+            d["txnLastUpdateTimestamp"],
+            d["clientTransactionVersion"],
+            TransactionState.named(pending) if pending else None,
+            d.get("hasFailedEpochFence", False),
+            d.get("clientKind", JSON_CLIENT),
+        )
 
     def copy(self) -> TransactionMetadata:
         # Not dataclasses.replace: handlers copy on every write (state_manager.completed).

@@ -21,6 +21,7 @@ current block): the handler that hands out an id moves it, and a load drops it (
 N (`coordinator.partitions`) must never change once ids were handed out, as Kafka's
 `transaction.state.log.num.partitions` must not.
 """
+
 from __future__ import annotations
 
 from ..result import CoordinatorResult
@@ -48,12 +49,24 @@ class ProducerIdManager:
         if self.next_id < 0 or self.next_id > self.last_id:
             k = self.next_block
             first, last = self.block_bounds(k)
-            result.record(log.block_key(self.p.partition_id), {
-                "type": log.PRODUCER_ID_BLOCK, "assignedPartition": self.p.partition_id,
-                "coordinatorPartitions": self.p.config["coordinator.partitions"], "blockIndex": k,
-                "firstProducerId": first, "lastProducerId": last})
-            result.emit(f"producer-ids-{self.p.partition_id}", "ProducerIdBlockAllocated",
-                        blockIndex=k, firstProducerId=first, lastProducerId=last)
+            result.record(
+                log.block_key(self.p.partition_id),
+                {
+                    "type": log.PRODUCER_ID_BLOCK,
+                    "assignedPartition": self.p.partition_id,
+                    "coordinatorPartitions": self.p.config["coordinator.partitions"],
+                    "blockIndex": k,
+                    "firstProducerId": first,
+                    "lastProducerId": last,
+                },
+            )
+            result.emit(
+                f"producer-ids-{self.p.partition_id}",
+                "ProducerIdBlockAllocated",
+                blockIndex=k,
+                firstProducerId=first,
+                lastProducerId=last,
+            )
             self.next_id, self.last_id = first, last
         pid = self.next_id
         self.next_id += 1

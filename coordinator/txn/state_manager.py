@@ -10,6 +10,7 @@ transition (`complete_transition_to`, Kafka's append callback) when the record i
 flight, or installs the record as a loading coordinator reads it (`TransactionLog.read`: no
 pending state, last epoch unknown). See coordinator/txn/coordinator.py for what is kept in memory.
 """
+
 from __future__ import annotations
 
 from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
@@ -62,8 +63,9 @@ class TransactionStateManager:
         return 0 < timeout_ms <= self.p.config["transaction.max.timeout.ms"]
 
     # ---------------------------------------------------------------- writes (into a result)
-    def append_transaction_to_log(self, result: CoordinatorResult, md: TransactionMetadata,
-                                  transit: TxnTransitMetadata) -> TransactionMetadata:
+    def append_transaction_to_log(
+        self, result: CoordinatorResult, md: TransactionMetadata, transit: TxnTransitMetadata
+    ) -> TransactionMetadata:
         """appendTransactionToLog: the transit's record goes into `result` (its replay completes
         the transition); the timers follow the new state. Returns the metadata as it will be."""
         tid = md.transactional_id
@@ -74,8 +76,9 @@ class TransactionStateManager:
         self.sync_timers(result, after)
         return after
 
-    def append_completion(self, result: CoordinatorResult, md: TransactionMetadata,
-                          complete: TxnTransitMetadata) -> TransactionMetadata:
+    def append_completion(
+        self, result: CoordinatorResult, md: TransactionMetadata, complete: TxnTransitMetadata
+    ) -> TransactionMetadata:
         """The Complete* record of a transaction whose markers are written (`md` has Complete*
         pending: live, or as it will be after its Prepare* record). Its replay completes the
         transition prepared in `pending_complete`. Returns the metadata as it will be."""
@@ -104,15 +107,20 @@ class TransactionStateManager:
         tid = md.transactional_id
         cfg = self.p.config
         if md.state == S.ONGOING and md.pending_state is None:
-            due = tick(md.txn_start_timestamp + md.txn_timeout_ms + 1,
-                       cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
-            result.schedule(f"{TIMEOUT_TIMER}:{tid}", due, TIMEOUT_TIMER,
-                            {"transactionalId": tid, "producerId": md.producer_id})
+            due = tick(
+                md.txn_start_timestamp + md.txn_timeout_ms + 1,
+                cfg["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+            )
+            result.schedule(
+                f"{TIMEOUT_TIMER}:{tid}", due, TIMEOUT_TIMER, {"transactionalId": tid, "producerId": md.producer_id}
+            )
         else:
             result.cancel(f"{TIMEOUT_TIMER}:{tid}")
         if md.state.expiration_allowed and md.pending_state is None:
-            due = tick(md.txn_last_update_timestamp + cfg["transactional.id.expiration.ms"],
-                       cfg["transaction.remove.expired.transaction.cleanup.interval.ms"])
+            due = tick(
+                md.txn_last_update_timestamp + cfg["transactional.id.expiration.ms"],
+                cfg["transaction.remove.expired.transaction.cleanup.interval.ms"],
+            )
             result.schedule(f"{EXPIRE_TIMER}:{tid}", due, EXPIRE_TIMER, {"transactionalId": tid})
         else:
             result.cancel(f"{EXPIRE_TIMER}:{tid}")
@@ -186,5 +194,6 @@ def txn_map(source: ChunkSource) -> LazyMap[str, TransactionMetadata]:
 
 
 def pending_complete_map(source: ChunkSource) -> LazyMap[str, TxnTransitMetadata]:
-    return LazyMap(source, "PendingComplete", lambda tid, d: TxnTransitMetadata.from_json(d),
-                   lambda transit: transit.to_json())
+    return LazyMap(
+        source, "PendingComplete", lambda tid, d: TxnTransitMetadata.from_json(d), lambda transit: transit.to_json()
+    )

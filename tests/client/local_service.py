@@ -8,6 +8,7 @@ out is the transport (Kafka topics) and Spark's micro-batches: the client's prot
 against the real coordinator in milliseconds instead of seconds. The end-to-end tests
 (`tests/integration/`) run the same clients through the real broker and job.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -24,8 +25,11 @@ from tests.core_driver import CoreDriver
 
 class LocalService:
     def __init__(self, config: CoordinatorConfig | None = None, tick_s: float = 0.01, **overrides: Any):
-        self.config = (config or CoordinatorConfig()).with_overrides(**overrides) if overrides else \
-            (config or CoordinatorConfig())
+        self.config = (
+            (config or CoordinatorConfig()).with_overrides(**overrides)
+            if overrides
+            else (config or CoordinatorConfig())
+        )
         self._lock = threading.RLock()
         self._drivers: dict[int, CoreDriver] = {}  # one per coordinator partition
         self._deadlines: dict[int, int | None] = {}
@@ -118,8 +122,13 @@ class LocalClient:
         cid = next(self._cids)
         if key is None:
             key = body.get("groupId") or body.get("transactionalId") or body.get("key")
-        envelope = {"apiKey": api_key, "apiVersion": api_version, "correlationId": cid,
-                    "clientId": self.client_id, "request": body}
+        envelope = {
+            "apiKey": api_key,
+            "apiVersion": api_version,
+            "correlationId": cid,
+            "clientId": self.client_id,
+            "request": body,
+        }
         self.service.submit(key, json.dumps(envelope).encode())
         return cid
 
@@ -133,8 +142,9 @@ class LocalClient:
                 self._cond.wait(left)
             return self._responses[correlation_id]
 
-    def request(self, api_key: str, api_version: int, body: dict, *, key: str | None = None,
-                timeout: float = 30.0) -> dict:
+    def request(
+        self, api_key: str, api_version: int, body: dict, *, key: str | None = None, timeout: float = 30.0
+    ) -> dict:
         return self.wait(self.send(api_key, api_version, body, key=key), timeout)["response"]
 
     def close(self) -> None:

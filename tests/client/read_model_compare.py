@@ -1,12 +1,15 @@
 """Compare the Redis read model with the coordinator's own Describe answers (unit and e2e tests)."""
+
 from __future__ import annotations
 
 from coordinator.group.classic.consumer_protocol import decode_assignment
 
 
 def _tps(entries, name_key="topic") -> list[dict]:
-    return sorted(({"topic": e[name_key], "partitions": sorted(e["partitions"])} for e in entries if e["partitions"]),
-                  key=lambda e: e["topic"])
+    return sorted(
+        ({"topic": e[name_key], "partitions": sorted(e["partitions"])} for e in entries if e["partitions"]),
+        key=lambda e: e["topic"],
+    )
 
 
 def _group_differences(model: dict | None, described: dict, expect: dict, member_fields, assignment_of) -> list[str]:
@@ -40,22 +43,41 @@ def classic_differences(model: dict | None, described: dict) -> list[str]:
     def assignment_of(d: dict):
         if described["protocolType"] != "consumer" or not d["memberAssignment"]:
             return None
-        return _tps([{"topic": t, "partitions": p}
-                     for t, p in decode_assignment(d["memberAssignment"]).as_dict().items()])
+        return _tps(
+            [{"topic": t, "partitions": p} for t, p in decode_assignment(d["memberAssignment"]).as_dict().items()]
+        )
 
-    return _group_differences(model, described, expect, (("groupInstanceId", "groupInstanceId"),
-                                                         ("clientId", "clientId"), ("clientHost", "clientHost")),
-                              assignment_of)
+    return _group_differences(
+        model,
+        described,
+        expect,
+        (("groupInstanceId", "groupInstanceId"), ("clientId", "clientId"), ("clientHost", "clientHost")),
+        assignment_of,
+    )
 
 
 def consumer_differences(model: dict | None, described: dict) -> list[str]:
     """A ConsumerGroupDescribe group (errorCode 0) against the model's group hash."""
-    expect = {"type": "consumer", "state": described["groupState"], "generation": described["groupEpoch"],
-              "assignmentEpoch": described["assignmentEpoch"], "protocol": described["assignorName"]}
-    return _group_differences(model, described, expect, (
-        ("groupInstanceId", "instanceId"), ("clientId", "clientId"), ("clientHost", "clientHost"),
-        ("memberEpoch", "memberEpoch"), ("subscribedTopicNames", "subscribedTopicNames")),
-        lambda d: _tps(d["assignment"]["topicPartitions"], "topicName"))
+    expect = {
+        "type": "consumer",
+        "state": described["groupState"],
+        "generation": described["groupEpoch"],
+        "assignmentEpoch": described["assignmentEpoch"],
+        "protocol": described["assignorName"],
+    }
+    return _group_differences(
+        model,
+        described,
+        expect,
+        (
+            ("groupInstanceId", "instanceId"),
+            ("clientId", "clientId"),
+            ("clientHost", "clientHost"),
+            ("memberEpoch", "memberEpoch"),
+            ("subscribedTopicNames", "subscribedTopicNames"),
+        ),
+        lambda d: _tps(d["assignment"]["topicPartitions"], "topicName"),
+    )
 
 
 def offsets_differences(model: dict, fetched_topics: list[dict]) -> list[str]:
@@ -64,8 +86,11 @@ def offsets_differences(model: dict, fetched_topics: list[dict]) -> list[str]:
     for t in fetched_topics:
         for p in t["partitions"]:
             if p["errorCode"] == 0 and p["committedOffset"] >= 0:
-                want[(t["name"], p["partitionIndex"])] = (p["committedOffset"], p["committedLeaderEpoch"],
-                                                          p["metadata"])
+                want[(t["name"], p["partitionIndex"])] = (
+                    p["committedOffset"],
+                    p["committedLeaderEpoch"],
+                    p["metadata"],
+                )
     got = {k: (v["committedOffset"], v["committedLeaderEpoch"], v["metadata"]) for k, v in model.items()}
     return [] if got == want else [f"offsets: model {got}, coordinator {want}"]
 
@@ -74,9 +99,13 @@ def txn_differences(model: dict | None, described: dict) -> list[str]:
     """A DescribeTransactions entry (errorCode 0) against the model's transaction hash."""
     if model is None:
         return [f"transaction {described['transactionalId']} missing from the read model"]
-    expect = {"state": described["transactionState"], "producerId": described["producerId"],
-              "producerEpoch": described["producerEpoch"], "timeoutMs": described["transactionTimeoutMs"],
-              "startTimestamp": described["transactionStartTimeMs"]}
+    expect = {
+        "state": described["transactionState"],
+        "producerId": described["producerId"],
+        "producerEpoch": described["producerEpoch"],
+        "timeoutMs": described["transactionTimeoutMs"],
+        "startTimestamp": described["transactionStartTimeMs"],
+    }
     diffs = [f"{k}: model {model[k]!r}, coordinator {v!r}" for k, v in expect.items() if model[k] != v]
     if _tps(model["partitions"]) != _tps(described["topics"]):
         diffs.append(f"partitions: model {model['partitions']}, coordinator {described['topics']}")

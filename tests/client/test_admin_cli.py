@@ -2,6 +2,7 @@
 whole commands against the real coordinator core served in-process (tests/client/local_service.py) with an
 in-memory stand-in for the broker's log offsets. The CLI against the real broker, job and Redis:
 tests/integration/test_admin_cli_e2e.py."""
+
 from __future__ import annotations
 
 import io
@@ -21,13 +22,18 @@ from .local_service import LocalService
 
 # ================================================================== pure: tables
 def test_offsets_table_is_kafkas_layout():
-    group = {"groupId": "orders-app", "members": [
-        {"memberId": "m-1", "clientId": "c1", "clientHost": "/10.0.0.1", "assignment": {"orders": [1, 0]}}]}
-    rows = fmt.offset_rows(group, {("orders", 0): 3, ("orders", 2): 7}, {("orders", 0): 10, ("orders", 1): 4,
-                                                                          ("orders", 2): 7})
-    assert rows == [["orders-app", "orders", 0, 3, 10, 7, "m-1", "/10.0.0.1", "c1"],
-                    ["orders-app", "orders", 1, None, 4, None, "m-1", "/10.0.0.1", "c1"],
-                    ["orders-app", "orders", 2, 7, 7, 0, "-", "-", "-"]]
+    group = {
+        "groupId": "orders-app",
+        "members": [{"memberId": "m-1", "clientId": "c1", "clientHost": "/10.0.0.1", "assignment": {"orders": [1, 0]}}],
+    }
+    rows = fmt.offset_rows(
+        group, {("orders", 0): 3, ("orders", 2): 7}, {("orders", 0): 10, ("orders", 1): 4, ("orders", 2): 7}
+    )
+    assert rows == [
+        ["orders-app", "orders", 0, 3, 10, 7, "m-1", "/10.0.0.1", "c1"],
+        ["orders-app", "orders", 1, None, 4, None, "m-1", "/10.0.0.1", "c1"],
+        ["orders-app", "orders", 2, 7, 7, 0, "-", "-", "-"],
+    ]
     text = fmt.offsets_table(rows)
     # "\n%-15s %-15s %-10s %-15s %-15s %-15s %-15s %-15s %s" per line, "-" for what is unknown
     assert text.split("\n") == [
@@ -40,23 +46,43 @@ def test_offsets_table_is_kafkas_layout():
 
 
 def test_offset_rows_put_members_with_more_partitions_first():
-    group = {"groupId": "g", "members": [
-        {"memberId": "small", "assignment": {"t": [2]}},
-        {"memberId": "big", "assignment": {"t": [1, 0]}},
-        {"memberId": "idle", "assignment": {}}]}
+    group = {
+        "groupId": "g",
+        "members": [
+            {"memberId": "small", "assignment": {"t": [2]}},
+            {"memberId": "big", "assignment": {"t": [1, 0]}},
+            {"memberId": "idle", "assignment": {}},
+        ],
+    }
     rows = fmt.offset_rows(group, {}, {})
     assert [(r[6], r[2]) for r in rows] == [("big", 0), ("big", 1), ("small", 2)]
 
 
 def test_members_table_verbose_and_instance_ids():
-    group = {"groupId": "g", "members": [
-        {"memberId": "m-1", "groupInstanceId": None, "clientId": "c", "clientHost": "/h",
-         "assignment": {"b": [1, 0], "a": [3]}},
-        {"memberId": "m-2", "groupInstanceId": "inst-2", "clientId": "c", "clientHost": "/h", "assignment": {}}]}
+    group = {
+        "groupId": "g",
+        "members": [
+            {
+                "memberId": "m-1",
+                "groupInstanceId": None,
+                "clientId": "c",
+                "clientHost": "/h",
+                "assignment": {"b": [1, 0], "a": [3]},
+            },
+            {"memberId": "m-2", "groupInstanceId": "inst-2", "clientId": "c", "clientHost": "/h", "assignment": {}},
+        ],
+    }
     lines = fmt.members_table(group, verbose=True).split("\n")
     assert lines[0] == ""
-    assert lines[1].split() == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
-                                "ASSIGNMENT"]
+    assert lines[1].split() == [
+        "GROUP",
+        "CONSUMER-ID",
+        "GROUP-INSTANCE-ID",
+        "HOST",
+        "CLIENT-ID",
+        "#PARTITIONS",
+        "ASSIGNMENT",
+    ]
     assert lines[2].startswith("g               m-1                               /h ")
     assert lines[2].endswith("3               a(3), b(0,1)")
     assert lines[3].split() == ["g", "m-2", "inst-2", "/h", "c", "0", "-"]
@@ -65,15 +91,21 @@ def test_members_table_verbose_and_instance_ids():
 
 
 def test_state_and_reset_and_list_tables():
-    state = fmt.state_table({"groupId": "g", "protocol": "range", "state": "Stable", "members": [{}, {}]},
-                            "127.0.0.1:9092  (12)")
+    state = fmt.state_table(
+        {"groupId": "g", "protocol": "range", "state": "Stable", "members": [{}, {}]}, "127.0.0.1:9092  (12)"
+    )
     assert state.split("\n") == [
         "",
         "GROUP                     COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE           #MEMBERS",
-        "g                         127.0.0.1:9092  (12)      range                Stable          2"]
+        "g                         127.0.0.1:9092  (12)      range                Stable          2",
+    ]
     reset = fmt.reset_table({"g": {("t", 1): 5, ("t", 0): 4}})
-    assert reset.split("\n") == ["", f"{'GROUP':<30} {'TOPIC':<30} {'PARTITION':<10} {'NEW-OFFSET':<15}",
-                                 f"{'g':<30} {'t':<30} {'0':<10} {'4':<15}", f"{'g':<30} {'t':<30} {'1':<10} {'5':<15}"]
+    assert reset.split("\n") == [
+        "",
+        f"{'GROUP':<30} {'TOPIC':<30} {'PARTITION':<10} {'NEW-OFFSET':<15}",
+        f"{'g':<30} {'t':<30} {'0':<10} {'4':<15}",
+        f"{'g':<30} {'t':<30} {'1':<10} {'5':<15}",
+    ]
     assert fmt.reset_table({}) == ""
     listed = fmt.list_table([{"groupId": "g", "type": "classic", "state": "Empty"}], True, True).split("\n")
     assert listed == [f"{'GROUP':<25} {'TYPE':<20} {'STATE':<20}", f"{'g':<25} {'classic':<20} {'Empty':<20}"]
@@ -81,13 +113,23 @@ def test_state_and_reset_and_list_tables():
 
 def test_pretty_table_pads_and_tabs_like_tools_utils():
     assert fmt.pretty_table(["A", "Bee"], [["long-value", 1], [None, 22]]).split("\n") == [
-        "A         \tBee\t", "long-value\t1  \t", "-         \t22 \t"]
+        "A         \tBee\t",
+        "long-value\t1  \t",
+        "-         \t22 \t",
+    ]
 
 
 def test_describe_txn_row_and_hanging_rows():
-    txn = {"transactionalId": "tx", "coordinatorPartition": 3, "producerId": 7, "producerEpoch": 2,
-           "state": "Ongoing", "timeoutMs": 600000, "startTimestamp": 1_000,
-           "partitions": [{"topic": "out", "partitions": [1, 0]}]}
+    txn = {
+        "transactionalId": "tx",
+        "coordinatorPartition": 3,
+        "producerId": 7,
+        "producerEpoch": 2,
+        "state": "Ongoing",
+        "timeoutMs": 600000,
+        "startTimestamp": 1_000,
+        "partitions": [{"topic": "out", "partitions": [1, 0]}],
+    }
     assert fmt.describe_txn_row(txn, 61_000) == [3, "tx", 7, 2, "Ongoing", 600000, 1000, 60000, "out-1,out-0"]
     empty = dict(txn, state="Empty", startTimestamp=-1, partitions=[])
     assert fmt.describe_txn_row(empty, 5)[6:] == ["None", "None", ""]
@@ -102,13 +144,16 @@ LATEST = {("t", 0): 10, ("t", 1): 5}
 TPS = [("t", 0), ("t", 1)]
 
 
-@pytest.mark.parametrize("spec, committed, expected", [
-    (fmt.ResetSpec("to-earliest"), {}, {("t", 0): 2, ("t", 1): 0}),
-    (fmt.ResetSpec("to-latest"), {}, {("t", 0): 10, ("t", 1): 5}),
-    (fmt.ResetSpec("to-current"), {("t", 0): 4}, {("t", 0): 4, ("t", 1): 5}),
-    (fmt.ResetSpec("to-offset", 3), {}, {("t", 0): 3, ("t", 1): 3}),
-    (fmt.ResetSpec("shift-by", -2), {("t", 0): 6, ("t", 1): 1}, {("t", 0): 4, ("t", 1): 0}),
-])
+@pytest.mark.parametrize(
+    "spec, committed, expected",
+    [
+        (fmt.ResetSpec("to-earliest"), {}, {("t", 0): 2, ("t", 1): 0}),
+        (fmt.ResetSpec("to-latest"), {}, {("t", 0): 10, ("t", 1): 5}),
+        (fmt.ResetSpec("to-current"), {("t", 0): 4}, {("t", 0): 4, ("t", 1): 5}),
+        (fmt.ResetSpec("to-offset", 3), {}, {("t", 0): 3, ("t", 1): 3}),
+        (fmt.ResetSpec("shift-by", -2), {("t", 0): 6, ("t", 1): 1}, {("t", 0): 4, ("t", 1): 0}),
+    ],
+)
 def test_plan_reset(spec, committed, expected):
     assert fmt.plan_reset(spec, TPS, committed, EARLIEST, LATEST)[0] == expected
 
@@ -126,8 +171,9 @@ def test_plan_reset_errors_and_datetime_fallback():
         fmt.plan_reset(fmt.ResetSpec("shift-by", 1), TPS, {("t", 0): 1}, EARLIEST, LATEST)
     with pytest.raises(fmt.ResetError, match="Error getting offsets of topic partition: u-0"):
         fmt.plan_reset(fmt.ResetSpec("to-latest"), [("u", 0)], {}, EARLIEST, LATEST)
-    plan, warnings = fmt.plan_reset(fmt.ResetSpec("to-datetime", 0), TPS, {}, EARLIEST, LATEST,
-                                    {("t", 0): 6, ("t", 1): None})
+    plan, warnings = fmt.plan_reset(
+        fmt.ResetSpec("to-datetime", 0), TPS, {}, EARLIEST, LATEST, {("t", 0): 6, ("t", 1): None}
+    )
     assert plan == {("t", 0): 6, ("t", 1): 5}
     assert warnings == ["Warn: Partition 1 from topic t is empty. Falling back to latest known offset."]
 
@@ -147,21 +193,28 @@ def test_parse_topic_partitions_and_datetime():
 
 
 # ================================================================== arguments
-@pytest.mark.parametrize("args, message", [
-    (["--describe"], "Option [describe] takes one of these options: --all-groups, --group"),
-    (["--describe", "--group", "g", "--members", "--offsets"], "takes at most one of these options"),
-    (["--reset-offsets", "--group", "g", "--topic", "t"], "requires one of the following scenarios"),
-    (["--reset-offsets", "--group", "g", "--topic", "t", "--to-latest", "--to-earliest"],
-     "requires one of the following scenarios"),
-    (["--reset-offsets", "--group", "g", "--to-latest"], "One of the reset scopes should be defined"),
-    (["--reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--execute", "--dry-run"],
-     "only accepts one of [execute] and [dry-run]"),
-    (["--delete"], "Option [delete] takes one of these options"),
-    (["--delete-offsets", "--group", "g"], "Option [delete-offsets] takes the following options"),
-    (["--list", "--group", "g"], "Option [group] can be used only with"),
-    (["--describe", "--group", "g", "--to-latest"], "need [reset-offsets]"),
-    (["--list", "--state", "Sleepy"], "Invalid state list 'Sleepy'. Valid states are: PreparingRebalance"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--describe"], "Option [describe] takes one of these options: --all-groups, --group"),
+        (["--describe", "--group", "g", "--members", "--offsets"], "takes at most one of these options"),
+        (["--reset-offsets", "--group", "g", "--topic", "t"], "requires one of the following scenarios"),
+        (
+            ["--reset-offsets", "--group", "g", "--topic", "t", "--to-latest", "--to-earliest"],
+            "requires one of the following scenarios",
+        ),
+        (["--reset-offsets", "--group", "g", "--to-latest"], "One of the reset scopes should be defined"),
+        (
+            ["--reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--execute", "--dry-run"],
+            "only accepts one of [execute] and [dry-run]",
+        ),
+        (["--delete"], "Option [delete] takes one of these options"),
+        (["--delete-offsets", "--group", "g"], "Option [delete-offsets] takes the following options"),
+        (["--list", "--group", "g"], "Option [group] can be used only with"),
+        (["--describe", "--group", "g", "--to-latest"], "need [reset-offsets]"),
+        (["--list", "--state", "Sleepy"], "Invalid state list 'Sleepy'. Valid states are: PreparingRebalance"),
+    ],
+)
 def test_bad_arguments_exit_2_with_kafkas_message(args, message):
     err = io.StringIO()
     argv = ["groups", "--bootstrap-server", "127.0.0.1:1", "--no-redis"] + args
@@ -173,8 +226,11 @@ def test_service_not_answering_is_a_message_not_a_traceback():
     from deploy.kafka_local import free_port
 
     err = io.StringIO()
-    rc = admin_cli.main(["groups", "--bootstrap-server", f"127.0.0.1:{free_port()}", "--no-redis", "--list",
-                         "--timeout", "1500"], io.StringIO(), err)
+    rc = admin_cli.main(
+        ["groups", "--bootstrap-server", f"127.0.0.1:{free_port()}", "--no-redis", "--list", "--timeout", "1500"],
+        io.StringIO(),
+        err,
+    )
     assert rc == 1
     assert err.getvalue().startswith("Error: No Kafka broker answers at 127.0.0.1:")
     assert "Traceback" not in err.getvalue()
@@ -185,6 +241,7 @@ def _offline_context(ns, out, err):
         @property
         def client(self):
             raise AssertionError("bad arguments must be refused before any request")
+
     return Offline(ns, out, err)
 
 
@@ -217,8 +274,9 @@ _ids = itertools.count()
 
 @pytest.fixture
 def service():
-    s = LocalService(**{"group.min.session.timeout.ms": 100, "group.initial.rebalance.delay.ms": 50,
-                        "coordinator.partitions": 5})
+    s = LocalService(
+        **{"group.min.session.timeout.ms": 100, "group.initial.rebalance.delay.ms": 50, "coordinator.partitions": 5}
+    )
     yield s
     s.close()
 
@@ -229,31 +287,49 @@ def cli(service):
         def context(ns, out, err):
             class Local(admin_cli.Context):
                 pass
+
             ctx = Local(ns, out, err)
             ctx.partitions = 5
             ctx._client = service.client(f"admin-{next(_ids)}")
             ctx._consumer = log or FakeLog(TOPICS, 10)
             return ctx
+
         out, err = io.StringIO(), io.StringIO()
         tool = args[0]
-        rc = admin_cli.main([tool, "--bootstrap-server", "127.0.0.1:9092", "--no-redis", "--timeout", "5000",
-                             *args[1:]], out, err, make_context=context)
+        rc = admin_cli.main(
+            [tool, "--bootstrap-server", "127.0.0.1:9092", "--no-redis", "--timeout", "5000", *args[1:]],
+            out,
+            err,
+            make_context=context,
+        )
         return rc, out.getvalue(), err.getvalue()
+
     return run
 
 
 def member(service, group_id: str) -> ClassicGroupMember:
-    m = ClassicGroupMember(None, group_id, list(TOPICS), client=service.client(f"m-{next(_ids)}"),
-                           partitions_for=TOPICS.get, session_timeout_ms=600, heartbeat_interval_ms=100,
-                           rebalance_timeout_ms=3000)
+    m = ClassicGroupMember(
+        None,
+        group_id,
+        list(TOPICS),
+        client=service.client(f"m-{next(_ids)}"),
+        partitions_for=TOPICS.get,
+        session_timeout_ms=600,
+        heartbeat_interval_ms=100,
+        rebalance_timeout_ms=3000,
+    )
     return m.start().wait_stable(timeout=15)
 
 
 def committed(service, group_id: str) -> dict:
-    resp = service.client(f"fetch-{next(_ids)}").request("OffsetFetch", 9, {
-        "groups": [{"groupId": group_id, "topics": None}], "requireStable": False}, key=group_id)
-    return {(t["name"], p["partitionIndex"]): p["committedOffset"] for t in resp["groups"][0]["topics"]
-            for p in t["partitions"]}
+    resp = service.client(f"fetch-{next(_ids)}").request(
+        "OffsetFetch", 9, {"groups": [{"groupId": group_id, "topics": None}], "requireStable": False}, key=group_id
+    )
+    return {
+        (t["name"], p["partitionIndex"]): p["committedOffset"]
+        for t in resp["groups"][0]["topics"]
+        for p in t["partitions"]
+    }
 
 
 def test_groups_describe_reset_delete_on_the_core(service, cli):
@@ -264,20 +340,46 @@ def test_groups_describe_reset_delete_on_the_core(service, cli):
     assert (rc, out) == (0, "app\n")
     rc, out, _ = cli("groups", "--describe", "--group", "app")
     lines = out.strip("\n").split("\n")
-    assert rc == 0 and lines[0].split()[:6] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
-    assert [line.split()[:7] for line in lines[1:]] == [["app", "orders", "0", "4", "10", "6", m.member_id],
-                                                         ["app", "orders", "1", "6", "10", "4", m.member_id]]
+    assert rc == 0 and lines[0].split()[:6] == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+    ]
+    assert [line.split()[:7] for line in lines[1:]] == [
+        ["app", "orders", "0", "4", "10", "6", m.member_id],
+        ["app", "orders", "1", "6", "10", "4", m.member_id],
+    ]
     rc, out, _ = cli("groups", "--describe", "--group", "app", "--state")
-    assert rc == 0 and out.strip("\n").split("\n")[1].split() == ["app", "127.0.0.1:9092", "(1)", "range", "Stable", "1"]
+    assert rc == 0 and out.strip("\n").split("\n")[1].split() == [
+        "app",
+        "127.0.0.1:9092",
+        "(1)",
+        "range",
+        "Stable",
+        "1",
+    ]
 
     # the tool refuses a reset of a group with members, and so does the coordinator
     rc, out, err = cli("groups", "--reset-offsets", "--group", "app", "--all-topics", "--to-earliest", "--execute")
-    assert rc == 1 and "Assignments can only be reset if the group 'app' is inactive, but the current state is " \
-                       "Stable." in err
+    assert (
+        rc == 1
+        and "Assignments can only be reset if the group 'app' is inactive, but the current state is Stable." in err
+    )
     admin = service.client("raw-admin")
-    resp = admin.request("OffsetCommit", 9, {"groupId": "app", "generationIdOrMemberEpoch": -1, "memberId": "",
-                                              "topics": [{"name": "orders", "partitions": [
-                                                  {"partitionIndex": 0, "committedOffset": 0}]}]}, key="app")
+    resp = admin.request(
+        "OffsetCommit",
+        9,
+        {
+            "groupId": "app",
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": 0}]}],
+        },
+        key="app",
+    )
     assert resp["topics"][0]["partitions"][0]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
     m.close()
@@ -285,8 +387,9 @@ def test_groups_describe_reset_delete_on_the_core(service, cli):
     assert rc == 0 and err.startswith("WARN: No action will be performed as the --execute option is missing.")
     assert out.split("\n")[2].split() == ["app", "orders", "1", "4"]
     assert committed(service, "app") == {("orders", 0): 4, ("orders", 1): 6}  # a dry run changes nothing
-    rc, out, err = cli("groups", "--reset-offsets", "--group", "app", "--topic", "orders:1", "--shift-by", "-2",
-                       "--execute")
+    rc, out, err = cli(
+        "groups", "--reset-offsets", "--group", "app", "--topic", "orders:1", "--shift-by", "-2", "--execute"
+    )
     assert rc == 0 and err == ""
     assert committed(service, "app") == {("orders", 0): 4, ("orders", 1): 4}
 
@@ -304,23 +407,47 @@ def test_groups_describe_reset_delete_on_the_core(service, cli):
 
 def test_reset_to_datetime_of_an_unknown_group_creates_its_offsets(service, cli):
     log = FakeLog(TOPICS, 10, times={5000: 3})
-    rc, out, err = cli("groups", "--reset-offsets", "--group", "fresh", "--topic", "orders",
-                       "--to-datetime", "1970-01-01T00:00:05.000Z", "--execute", log=log)
+    rc, out, err = cli(
+        "groups",
+        "--reset-offsets",
+        "--group",
+        "fresh",
+        "--topic",
+        "orders",
+        "--to-datetime",
+        "1970-01-01T00:00:05.000Z",
+        "--execute",
+        log=log,
+    )
     assert rc == 0
-    assert [line.split() for line in out.strip("\n").split("\n")[1:]] == [["fresh", "orders", "0", "3"],
-                                                                          ["fresh", "orders", "1", "3"]]
+    assert [line.split() for line in out.strip("\n").split("\n")[1:]] == [
+        ["fresh", "orders", "0", "3"],
+        ["fresh", "orders", "1", "3"],
+    ]
     rc, out, _ = cli("groups", "--describe", "--group", "fresh", "--offsets", log=log)
     assert rc == 0 and [line.split()[3:6] for line in out.strip("\n").split("\n")[1:]] == [["3", "10", "7"]] * 2
 
 
 def test_transactions_on_the_core(service, cli):
     c = service.client("txn-producer")
-    r = c.request("InitProducerId", 5, {"transactionalId": "tx", "transactionTimeoutMs": 600000,
-                                         "producerId": -1, "producerEpoch": -1}, key="tx")
+    r = c.request(
+        "InitProducerId",
+        5,
+        {"transactionalId": "tx", "transactionTimeoutMs": 600000, "producerId": -1, "producerEpoch": -1},
+        key="tx",
+    )
     pid, epoch = r["producerId"], r["producerEpoch"]
-    add = c.request("AddPartitionsToTxn", 3, {"v3AndBelowTransactionalId": "tx", "v3AndBelowProducerId": pid,
-                                              "v3AndBelowProducerEpoch": epoch,
-                                              "v3AndBelowTopics": [{"name": "orders", "partitions": [1]}]}, key="tx")
+    add = c.request(
+        "AddPartitionsToTxn",
+        3,
+        {
+            "v3AndBelowTransactionalId": "tx",
+            "v3AndBelowProducerId": pid,
+            "v3AndBelowProducerEpoch": epoch,
+            "v3AndBelowTopics": [{"name": "orders", "partitions": [1]}],
+        },
+        key="tx",
+    )
     assert add["resultsByTopicV3AndBelow"][0]["resultsByPartition"][0]["partitionErrorCode"] == 0
     time.sleep(0.01)  # the transaction's start time is in the past (its duration > 0 below)
 
@@ -342,4 +469,6 @@ def test_transactions_on_the_core(service, cli):
     rc, _, err = cli("transactions", "abort", "--transactional-id", "tx")
     assert rc == 1 and "has no open transaction to abort (state Empty)" in err
     rc, _, err = cli("transactions", "describe", "--transactional-id", "nope")
-    assert rc == 1 and "Failed to describe transaction state of transactional-id `nope`: TRANSACTIONAL_ID_NOT_FOUND" in err
+    assert (
+        rc == 1 and "Failed to describe transaction state of transactional-id `nope`: TRANSACTIONAL_ID_NOT_FOUND" in err
+    )

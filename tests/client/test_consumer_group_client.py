@@ -1,6 +1,7 @@
 """The client's ConsumerGroupMember against the coordinator core in-process (the same requests it sends
 through Kafka in the end-to-end test): join, incremental heartbeats, revoke-then-assign with an
 immediate acknowledgement, fencing and rejoin, lost responses, leaving."""
+
 from __future__ import annotations
 
 from client.consumer_group import ConsumerGroupMember, new_member_id
@@ -34,7 +35,9 @@ def test_join_heartbeat_reconcile_and_leave():
     c = ConsumerGroupTestClient(topics={"foo": 4})
     net = InProcess(c)
     revoked, assigned = [], []
-    m1 = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m1", on_revoke=revoked.append, on_assign=assigned.append)
+    m1 = ConsumerGroupMember(
+        net, c.group_id, ["foo"], member_id="m1", on_revoke=revoked.append, on_assign=assigned.append
+    )
     m2 = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m2")
     m1.heartbeat_once()
     assert names(c, m1.owned()) == {"foo": [0, 1, 2, 3]} and m1.member_epoch == 1

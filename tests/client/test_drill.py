@@ -1,4 +1,5 @@
 """The recovery drill's comparison and report logic (client/drill/), on the real core."""
+
 from __future__ import annotations
 
 import copy
@@ -20,11 +21,33 @@ CONFIG = CoordinatorConfig().with_overrides(**{"coordinator.partitions": 4})
 
 
 def commit(i: int, group: str, offset: int, t: int) -> InputRecord:
-    body = {"groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": offset,
-                                                          "committedLeaderEpoch": -1, "committedMetadata": f"m{offset}"}]}]}
-    env = {"apiKey": "OffsetCommit", "apiVersion": 9, "correlationId": i, "clientId": "c", "replyTo": None,
-           "request": body}
+    body = {
+        "groupId": group,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "committedOffset": offset,
+                        "committedLeaderEpoch": -1,
+                        "committedMetadata": f"m{offset}",
+                    }
+                ],
+            }
+        ],
+    }
+    env = {
+        "apiKey": "OffsetCommit",
+        "apiVersion": 9,
+        "correlationId": i,
+        "clientId": "c",
+        "replyTo": None,
+        "request": body,
+    }
     return InputRecord(group, json.dumps(env).encode(), t, 0, i)
 
 
@@ -41,7 +64,9 @@ def live_run(records: list[InputRecord], cut: int) -> dict[int, CoordinatorParti
         # The first batch ends before the later records were appended (as a real batch does).
         first, _ = run_batch(lambda p=p: CoordinatorPartition(p, CONFIG), recs[:cut], recs[cut - 1].time_ms + 1)
         snap = first.to_json()
-        second, _ = run_batch(lambda p=p, snap=snap: CoordinatorPartition(p, CONFIG, copy.deepcopy(snap)), recs[cut:], 2000)
+        second, _ = run_batch(
+            lambda p=p, snap=snap: CoordinatorPartition(p, CONFIG, copy.deepcopy(snap)), recs[cut:], 2000
+        )
         out[p] = second
     return out
 
@@ -50,8 +75,9 @@ def test_the_self_check_key_is_the_jobs():
     import run_stream
 
     assert SELF_CHECK_KEY == run_stream.SELF_CHECK_KEY
-    assert client_requests([InputRecord(SELF_CHECK_KEY, b"{}", 0), RECORDS[0],
-                            InputRecord("x", b"{}", 0, internal=True)]) == [RECORDS[0]]
+    assert client_requests(
+        [InputRecord(SELF_CHECK_KEY, b"{}", 0), RECORDS[0], InputRecord("x", b"{}", 0, internal=True)]
+    ) == [RECORDS[0]]
 
 
 def test_a_run_in_two_batches_equals_the_one_batch_reference():
@@ -66,13 +92,14 @@ def test_a_differing_offset_is_named_by_partition_and_entity():
     p = coordinator_partition("g2", 4)
     [line] = compare_partitions(live, expected, "the reference run")
     assert line.startswith(f"coordinator partition {p}: differs from the reference run: OffsetCommit g2 orders-0: ")
-    assert "checkpoint [21, null, \"m21\"" in line and "expected [18, null, \"m18\"" in line
+    assert 'checkpoint [21, null, "m21"' in line and 'expected [18, null, "m18"' in line
 
 
 def test_missing_partitions_and_entities():
     assert compare_partitions({1: {}}, {2: {}}, "ref") == [
         "coordinator partition 1: in the checkpoint, absent from ref",
-        "coordinator partition 2: absent from the checkpoint, present in ref"]
+        "coordinator partition 2: absent from the checkpoint, present in ref",
+    ]
     diff = first_difference({"groups": {"groups": {"a": {"generationId": 2}}}}, {"groups": {"groups": {}}})
     assert diff.startswith("GroupMetadata a: groups/groups/a: checkpoint {") and "expected <absent>" in diff
     assert first_difference({"x": [1]}, {"x": [1]}) is None
@@ -88,23 +115,37 @@ def test_the_durable_view_survives_a_state_log_replay_and_sees_a_change():
     rebuilt = CoordinatorPartition.from_records(p, out.records, CONFIG, now_ms=part.clock_ms)
     assert durable_view(rebuilt) == durable_view(part) and durable_view(part)["groups"]["offsets"]
     shorter = CoordinatorPartition.from_records(p, out.records[:-1], CONFIG, now_ms=part.clock_ms)
-    assert "OffsetCommit" in first_difference(durable_view(part), durable_view(shorter)) or \
-        "groups/offsets" in first_difference(durable_view(part), durable_view(shorter))
+    assert "OffsetCommit" in first_difference(
+        durable_view(part), durable_view(shorter)
+    ) or "groups/offsets" in first_difference(durable_view(part), durable_view(shorter))
 
 
 def test_covered_keeps_what_the_checkpoints_batches_read():
-    recs = [InputRecord("a", b"", 0, 0, 0), InputRecord("a", b"", 0, 0, 5), InputRecord("a", b"", 0, 1, 0),
-            InputRecord("b", b"", 0, 0, 0, internal=True), InputRecord("b", b"", 0, 0, 1, internal=True)]
+    recs = [
+        InputRecord("a", b"", 0, 0, 0),
+        InputRecord("a", b"", 0, 0, 5),
+        InputRecord("a", b"", 0, 1, 0),
+        InputRecord("b", b"", 0, 0, 0, internal=True),
+        InputRecord("b", b"", 0, 0, 1, internal=True),
+    ]
     kept = covered(recs, {"req": {0: 5, 1: 1}, "int": {0: 1}}, "req", "int")
     assert [(r.internal, r.partition, r.offset) for r in kept] == [(False, 0, 0), (False, 1, 0), (True, 0, 0)]
 
 
 def test_unfinished_transactions_are_listed():
-    states = {3: {"transactions": {"transactions": {
-        "done": {"state": "CompleteCommit", "pendingState": None, "topicPartitions": []},
-        "open": {"state": "Ongoing", "pendingState": None, "topicPartitions": [["t", 0]]}}}}}
+    states = {
+        3: {
+            "transactions": {
+                "transactions": {
+                    "done": {"state": "CompleteCommit", "pendingState": None, "topicPartitions": []},
+                    "open": {"state": "Ongoing", "pendingState": None, "topicPartitions": [["t", 0]]},
+                }
+            }
+        }
+    }
     assert unfinished_transactions(states) == [
-        "coordinator partition 3: TransactionLog open is Ongoing (pending None, partitions [['t', 0]])"]
+        "coordinator partition 3: TransactionLog open is Ongoing (pending None, partitions [['t', 0]])"
+    ]
 
 
 def test_the_report_says_pass_or_fail_with_recovery_times():

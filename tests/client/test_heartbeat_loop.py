@@ -2,6 +2,7 @@
 (acknowledge and rejoin at once, otherwise every heartbeatIntervalMs), error handling per member
 kind, and StreamsGroupMember against the coordinator core in-process (join, revoke-then-assign,
 lost responses, fencing, leaving)."""
+
 from __future__ import annotations
 
 import threading
@@ -19,9 +20,15 @@ HOUR_MS = 3_600_000
 
 def answer(epoch: int, assignment: list[dict] | None = None, code: int = 0) -> dict:
     """A ConsumerGroupHeartbeat response asking for the next heartbeat in an hour."""
-    return {"throttleTimeMs": 0, "errorCode": code, "errorMessage": None, "memberId": "m", "memberEpoch": epoch,
-            "heartbeatIntervalMs": HOUR_MS,
-            "assignment": None if assignment is None else {"topicPartitions": assignment}}
+    return {
+        "throttleTimeMs": 0,
+        "errorCode": code,
+        "errorMessage": None,
+        "memberId": "m",
+        "memberEpoch": epoch,
+        "heartbeatIntervalMs": HOUR_MS,
+        "assignment": None if assignment is None else {"topicPartitions": assignment},
+    }
 
 
 class Scripted:
@@ -67,7 +74,9 @@ def test_the_thread_acknowledges_a_new_assignment_at_once():
 
 def test_the_thread_rejoins_at_once_when_fenced():
     lost = []
-    net = Scripted([answer(1, [{"topicId": "t", "partitions": [0]}]), answer(0, code=Errors.FENCED_MEMBER_EPOCH.code), answer(3)])
+    net = Scripted(
+        [answer(1, [{"topicId": "t", "partitions": [0]}]), answer(0, code=Errors.FENCED_MEMBER_EPOCH.code), answer(3)]
+    )
     m = ConsumerGroupMember(net, "g", ["foo"], member_id="m", on_lost=lost.append).start()
     try:
         sent = net.wait_sent(3)
@@ -81,8 +90,14 @@ def test_retriable_and_fatal_errors_depend_on_the_member_kind():
     unreleased = answer(0, code=Errors.UNRELEASED_INSTANCE_ID.code)  # a consumer retries it
     consumer = ConsumerGroupMember(Scripted([unreleased]), "g", ["foo"], member_id="m", instance_id="i")
     consumer.heartbeat_once()
-    assert consumer.error["errorCode"] == Errors.UNRELEASED_INSTANCE_ID.code and consumer.fatal is None and not consumer._stop.is_set()
-    consumer = ConsumerGroupMember(Scripted([answer(0, code=Errors.COORDINATOR_LOAD_IN_PROGRESS.code)]), "g", ["foo"], member_id="m")
+    assert (
+        consumer.error["errorCode"] == Errors.UNRELEASED_INSTANCE_ID.code
+        and consumer.fatal is None
+        and not consumer._stop.is_set()
+    )
+    consumer = ConsumerGroupMember(
+        Scripted([answer(0, code=Errors.COORDINATOR_LOAD_IN_PROGRESS.code)]), "g", ["foo"], member_id="m"
+    )
     consumer.heartbeat_once()  # COORDINATOR_LOAD_IN_PROGRESS
     assert consumer.fatal is None
     streams = StreamsGroupMember(Scripted([{**unreleased, "status": None}]), "g", {"epoch": 0, "subtopologies": []})
@@ -103,8 +118,15 @@ def test_streams_member_joins_reconciles_and_leaves():
     c = StreamsTestClient(GROUP, topics={FOO: 4})
     net = InProcess(c)
     revoked, assigned = [], []
-    m1 = StreamsGroupMember(net, GROUP, TOPO, member_id="m1", create_internal_topics=False,
-                            on_revoke=revoked.append, on_assign=assigned.append)
+    m1 = StreamsGroupMember(
+        net,
+        GROUP,
+        TOPO,
+        member_id="m1",
+        create_internal_topics=False,
+        on_revoke=revoked.append,
+        on_assign=assigned.append,
+    )
     m2 = StreamsGroupMember(net, GROUP, TOPO, member_id="m2", create_internal_topics=False)
     m1.heartbeat_once()
     assert active(m1) == [0, 1, 2, 3] and m1.member_epoch == 1 and m1._ack_needed
@@ -147,7 +169,11 @@ def test_a_fenced_streams_member_loses_its_tasks_and_rejoins_as_a_new_member():
     m.heartbeat_once()
     c.sleep(60_000)  # the session expires
     m.heartbeat_once()
-    assert m.error["errorCode"] in (Errors.UNKNOWN_MEMBER_ID.code, Errors.FENCED_MEMBER_EPOCH.code) and m.fenced == 1 and m.member_epoch == 0
+    assert (
+        m.error["errorCode"] in (Errors.UNKNOWN_MEMBER_ID.code, Errors.FENCED_MEMBER_EPOCH.code)
+        and m.fenced == 1
+        and m.member_epoch == 0
+    )
     assert lost and m.owned() == {"active": {}, "standby": {}, "warmup": {}} and m.member_id != "m"
     m.heartbeat_once()
     assert m.member_epoch > 0 and active(m) == [0, 1] and set(c.group().members) == {m.member_id}

@@ -1,6 +1,7 @@
 """The read_committed rule of `client.read_committed` on one partition (no Kafka): markers close
 transactions, nothing is delivered past the last stable offset, fenced and stale input is ignored.
 Plus a property test against a straightforward model of Kafka's LSO semantics."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,8 +42,16 @@ class Log:
         return self._add(value, producer_headers(pid, epoch, f"tid-{pid}"))
 
     def marker(self, pid: int, epoch: int, commit: bool, tv: int = 2) -> list[bytes]:
-        m = marker_record("t", 0, committed=commit, transactional_id=f"tid-{pid}", producer_id=pid,
-                          producer_epoch=epoch, coordinator_partition=0, transaction_version=tv)
+        m = marker_record(
+            "t",
+            0,
+            committed=commit,
+            transactional_id=f"tid-{pid}",
+            producer_id=pid,
+            producer_epoch=epoch,
+            coordinator_partition=0,
+            transaction_version=tv,
+        )
         return self._add(m.value, m.headers)
 
 

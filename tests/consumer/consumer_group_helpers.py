@@ -1,6 +1,7 @@
 """Helpers for the KIP-848 consumer group tests: a thin client over CoreDriver that speaks
 ConsumerGroupHeartbeat / ConsumerGroupDescribe with topic names (converted to the topic ids the
 coordinator knows from UpdateMetadata), like GroupMetadataManagerTestContext's builders."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,7 +26,6 @@ from tests.core_driver import CoreDriver
 
 GROUP = "fooup"
 HB_V = 1
-
 
 
 def topic_id(name: str) -> str:
@@ -82,15 +82,33 @@ class ConsumerGroupTestClient:
         return self.d.partition.timers.schedule_view()
 
     # ---------------------------------------------------------------- requests
-    def heartbeat(self, member_id: str, member_epoch: int, *, version: int = HB_V, group_id: str | None = None,
-                  instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout: int = -1,
-                  topics: list[str] | None = None, regex: str | None = None, assignor: str | None = None,
-                  owned: dict[str, list[int]] | None = None, owned_ids: list[dict] | None = None,
-                  client_id: str | None = None) -> dict:
-        body: dict = {"groupId": group_id if group_id is not None else self.group_id, "memberId": member_id,
-                      "memberEpoch": member_epoch, "instanceId": instance_id, "rackId": rack_id,
-                      "rebalanceTimeoutMs": rebalance_timeout, "subscribedTopicNames": topics,
-                      "serverAssignor": assignor}
+    def heartbeat(
+        self,
+        member_id: str,
+        member_epoch: int,
+        *,
+        version: int = HB_V,
+        group_id: str | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout: int = -1,
+        topics: list[str] | None = None,
+        regex: str | None = None,
+        assignor: str | None = None,
+        owned: dict[str, list[int]] | None = None,
+        owned_ids: list[dict] | None = None,
+        client_id: str | None = None,
+    ) -> dict:
+        body: dict = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "memberId": member_id,
+            "memberEpoch": member_epoch,
+            "instanceId": instance_id,
+            "rackId": rack_id,
+            "rebalanceTimeoutMs": rebalance_timeout,
+            "subscribedTopicNames": topics,
+            "serverAssignor": assignor,
+        }
         if version >= 1:
             body["subscribedTopicRegex"] = regex
         if owned_ids is not None:
@@ -105,8 +123,11 @@ class ConsumerGroupTestClient:
         return self.heartbeat(member_id, 0, topics=topics, rebalance_timeout=rebalance_timeout, owned={}, **kw)
 
     def describe(self, *group_ids: str, version: int = 1, include_operations: bool = False) -> list[dict]:
-        resp = self.send("ConsumerGroupDescribe", version, {"groupIds": list(group_ids) or [self.group_id],
-                                                            "includeAuthorizedOperations": include_operations})
+        resp = self.send(
+            "ConsumerGroupDescribe",
+            version,
+            {"groupIds": list(group_ids) or [self.group_id], "includeAuthorizedOperations": include_operations},
+        )
         return resp["groups"]
 
     def assignment(self, resp: dict) -> dict | None:
@@ -119,9 +140,15 @@ class ConsumerGroupTestClient:
         """Append and replay records (Kafka's context.replay(record) in its tests)."""
         self.d.inject(records)
 
-    def inject_group(self, epoch: int, members: list[ConsumerGroupMember], targets: dict | None = None,
-                     assignment_epoch: int | None = None, metadata_hash: int | None = None,
-                     group_id: str | None = None) -> None:
+    def inject_group(
+        self,
+        epoch: int,
+        members: list[ConsumerGroupMember],
+        targets: dict | None = None,
+        assignment_epoch: int | None = None,
+        metadata_hash: int | None = None,
+        group_id: str | None = None,
+    ) -> None:
         """A group as Kafka's ConsumerGroupBuilder writes it: members, epoch, target, current."""
         gid = group_id or self.group_id
         records = [(record_key("ConsumerGroupMemberMetadata", gid, m.member_id), member_value(m)) for m in members]
@@ -132,8 +159,12 @@ class ConsumerGroupTestClient:
         targets = targets if targets is not None else {m.member_id: m.assigned_partitions for m in members}
         for mid, a in targets.items():
             records.append((record_key("ConsumerGroupTargetAssignmentMember", gid, mid), target_value(freeze(a))))
-        records.append((record_key("ConsumerGroupTargetAssignmentMetadata", gid),
-                        target_epoch_value(epoch if assignment_epoch is None else assignment_epoch)))
+        records.append(
+            (
+                record_key("ConsumerGroupTargetAssignmentMetadata", gid),
+                target_epoch_value(epoch if assignment_epoch is None else assignment_epoch),
+            )
+        )
         for m in members:
             records.append((record_key("ConsumerGroupCurrentMemberAssignment", gid, m.member_id), current_value(m)))
         self.inject(records)

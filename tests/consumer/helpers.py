@@ -1,4 +1,5 @@
 """Test helpers mirroring Kafka's AssignmentTestUtil."""
+
 from __future__ import annotations
 
 from coordinator.group.consumer.assignors import GroupSpec, MemberSubscriptionAndAssignment, SubscribedTopicDescriber

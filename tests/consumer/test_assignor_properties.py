@@ -7,6 +7,7 @@
 - stickiness (uniform, homogeneous): after one member joins, leaves, or partitions are added,
   members keep their partitions up to their new quota.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -43,8 +44,10 @@ def homogeneous_group(draw):
     subscribed = frozenset(draw(st.lists(st.sampled_from(sorted(topics)), min_size=1, unique=True)))
     ids = draw(st.lists(member_ids, min_size=1, max_size=12, unique=True))
     static = draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
-    members = {m: MemberSubscriptionAndAssignment(subscribed, {}, f"i-{m}" if s else None)
-               for m, s in zip(ids, static, strict=True)}
+    members = {
+        m: MemberSubscriptionAndAssignment(subscribed, {}, f"i-{m}" if s else None)
+        for m, s in zip(ids, static, strict=True)
+    }
     return members, topics
 
 
@@ -52,8 +55,10 @@ def homogeneous_group(draw):
 def heterogeneous_group(draw):
     topics = draw(topics_st())
     ids = draw(st.lists(member_ids, min_size=1, max_size=12, unique=True))
-    members = {m: MemberSubscriptionAndAssignment(
-        frozenset(draw(st.lists(st.sampled_from(sorted(topics)), unique=True))), {}) for m in ids}
+    members = {
+        m: MemberSubscriptionAndAssignment(frozenset(draw(st.lists(st.sampled_from(sorted(topics)), unique=True))), {})
+        for m in ids
+    }
     return members, topics
 
 
@@ -62,9 +67,10 @@ def run(assignor, members, topics, subscription_type):
 
 
 def with_assignment(members, assignment, subscribed=None):
-    return {m: MemberSubscriptionAndAssignment(subscribed or s.subscribed_topics,
-                                               assignment.get(m, {}), s.instance_id)
-            for m, s in members.items()}
+    return {
+        m: MemberSubscriptionAndAssignment(subscribed or s.subscribed_topics, assignment.get(m, {}), s.instance_id)
+        for m, s in members.items()
+    }
 
 
 def sizes(assignment):

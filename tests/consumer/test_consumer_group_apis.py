@@ -1,6 +1,7 @@
 """ConsumerGroupDescribe, the generic group APIs on consumer groups (ListGroups, DescribeGroups,
 DeleteGroups, OffsetCommit/Fetch/Delete with member epochs), classic APIs sent to a consumer group,
 conversions between empty classic and consumer groups, regex subscriptions, and replay."""
+
 from __future__ import annotations
 
 import pytest
@@ -43,17 +44,43 @@ def test_consumer_group_describe_no_errors():
     [g] = c.describe()
     foo = {"topicId": topic_id("foo"), "topicName": "foo"}
     assert g == {
-        "errorCode": 0, "errorMessage": None, "groupId": GROUP, "groupState": "Stable", "groupEpoch": 2,
-        "assignmentEpoch": 2, "assignorName": "range", "authorizedOperations": -2**31,
+        "errorCode": 0,
+        "errorMessage": None,
+        "groupId": GROUP,
+        "groupState": "Stable",
+        "groupEpoch": 2,
+        "assignmentEpoch": 2,
+        "assignorName": "range",
+        "authorizedOperations": -(2**31),
         "members": [
-            {"memberId": "m1", "instanceId": None, "rackId": None, "memberEpoch": 2, "clientId": "client",
-             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": "",
-             "assignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]},
-             "targetAssignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]}, "memberType": 1},
-            {"memberId": "m2", "instanceId": None, "rackId": None, "memberEpoch": 2, "clientId": "client",
-             "clientHost": "", "subscribedTopicNames": ["foo"], "subscribedTopicRegex": "",
-             "assignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]},
-             "targetAssignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]}, "memberType": 1}]}
+            {
+                "memberId": "m1",
+                "instanceId": None,
+                "rackId": None,
+                "memberEpoch": 2,
+                "clientId": "client",
+                "clientHost": "",
+                "subscribedTopicNames": ["foo"],
+                "subscribedTopicRegex": "",
+                "assignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]},
+                "targetAssignment": {"topicPartitions": [{**foo, "partitions": [0, 1, 2]}]},
+                "memberType": 1,
+            },
+            {
+                "memberId": "m2",
+                "instanceId": None,
+                "rackId": None,
+                "memberEpoch": 2,
+                "clientId": "client",
+                "clientHost": "",
+                "subscribedTopicNames": ["foo"],
+                "subscribedTopicRegex": "",
+                "assignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]},
+                "targetAssignment": {"topicPartitions": [{**foo, "partitions": [3, 4, 5]}]},
+                "memberType": 1,
+            },
+        ],
+    }
     [v0] = c.describe(version=0)
     assert all("memberType" not in m for m in v0["members"])
     [ops] = c.describe(include_operations=True)
@@ -72,10 +99,19 @@ def test_consumer_group_describe_errors():
         (unknown, Errors.GROUP_ID_NOT_FOUND.code, f"Group {unknown} not found."),
         (other_classic, Errors.GROUP_ID_NOT_FOUND.code, f"Group {other_classic} is not a consumer group."),
         (elsewhere, Errors.NOT_COORDINATOR.code, None),
-        ("", Errors.INVALID_GROUP_ID.code, None)]
-    assert groups[0] == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "errorMessage": f"Group {unknown} not found.",
-                         "groupId": unknown, "groupState": "", "groupEpoch": 0, "assignmentEpoch": 0,
-                         "assignorName": "", "members": [], "authorizedOperations": -2**31}
+        ("", Errors.INVALID_GROUP_ID.code, None),
+    ]
+    assert groups[0] == {
+        "errorCode": Errors.GROUP_ID_NOT_FOUND.code,
+        "errorMessage": f"Group {unknown} not found.",
+        "groupId": unknown,
+        "groupState": "",
+        "groupEpoch": 0,
+        "assignmentEpoch": 0,
+        "assignorName": "",
+        "members": [],
+        "authorizedOperations": -(2**31),
+    }
 
 
 def test_describe_shows_static_members_and_regex_and_target_of_each_member():
@@ -83,8 +119,12 @@ def test_describe_shows_static_members_and_regex_and_target_of_each_member():
     c.join("m1", None, regex="fo.*", instance_id="i1", rack_id="r1")
     [g] = c.describe()
     [m] = g["members"]
-    assert (m["instanceId"], m["rackId"], m["subscribedTopicNames"], m["subscribedTopicRegex"]) == \
-        ("i1", "r1", [], "fo.*")
+    assert (m["instanceId"], m["rackId"], m["subscribedTopicNames"], m["subscribedTopicRegex"]) == (
+        "i1",
+        "r1",
+        [],
+        "fo.*",
+    )
     # Leaving the regex for names (regex "") describes it as "", as Kafka's member does.
     c.heartbeat("m1", c.describe()[0]["members"][0]["memberEpoch"], topics=["foo"], regex="", instance_id="i1")
     [m] = c.describe()[0]["members"]
@@ -99,8 +139,9 @@ def test_list_groups_shows_both_types():
     cg = group_on_partition(c.d.partition_id, prefix="classic")
     classic.join("", group_id=cg)
     body = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": []})
-    assert sorted((g["groupId"], g["protocolType"], g["groupState"], g["groupType"]) for g in body["groups"]) == \
-        sorted([(GROUP, "consumer", "Stable", "consumer"), (cg, "", "Empty", "classic")])
+    assert sorted((g["groupId"], g["protocolType"], g["groupState"], g["groupType"]) for g in body["groups"]) == sorted(
+        [(GROUP, "consumer", "Stable", "consumer"), (cg, "", "Empty", "classic")]
+    )
     only = c.send("ListGroups", 5, {"statesFilter": ["stable"], "typesFilter": ["Consumer"]})
     assert [g["groupId"] for g in only["groups"]] == [GROUP]
     assert c.send("ListGroups", 5, {"statesFilter": ["reconciling"], "typesFilter": []})["groups"] == []
@@ -110,17 +151,29 @@ def test_describe_groups_answers_for_classic_groups_only():
     c = client()
     stable_two_members(c)
     [g] = c.send("DescribeGroups", 6, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"]
-    assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (Errors.GROUP_ID_NOT_FOUND.code,
-                                                                    f"Group {GROUP} is not a classic group.", "Dead")
+    assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a classic group.",
+        "Dead",
+    )
 
 
 def test_delete_groups_needs_an_empty_consumer_group():
     c = client()
     c.join("m1", ["foo"])
-    c.send("OffsetCommit", 9, {"groupId": GROUP, "generationIdOrMemberEpoch": 1, "memberId": "m1",
-                               "groupInstanceId": None,
-                               "topics": [{"name": "foo", "partitions": [
-                                   {"partitionIndex": 0, "committedOffset": 5, "committedMetadata": ""}]}]})
+    c.send(
+        "OffsetCommit",
+        9,
+        {
+            "groupId": GROUP,
+            "generationIdOrMemberEpoch": 1,
+            "memberId": "m1",
+            "groupInstanceId": None,
+            "topics": [
+                {"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": 5, "committedMetadata": ""}]}
+            ],
+        },
+    )
     [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
     assert r["errorCode"] == Errors.NON_EMPTY_GROUP.code
     c.heartbeat("m1", -1)
@@ -128,25 +181,41 @@ def test_delete_groups_needs_an_empty_consumer_group():
     mark = len(c.records())
     [r] = c.send("DeleteGroups", 2, {"groupsNames": [GROUP]})["results"]
     assert r["errorCode"] == 0 and c.group() is None
-    assert c.records(mark) == [(record_key("OffsetCommit", GROUP, "foo", 0), None),
-                               (record_key("ConsumerGroupTargetAssignmentMetadata", GROUP), None),
-                               (record_key("ConsumerGroupPartitionMetadata", GROUP), None),
-                               (record_key("ConsumerGroupMetadata", GROUP), None)]
+    assert c.records(mark) == [
+        (record_key("OffsetCommit", GROUP, "foo", 0), None),
+        (record_key("ConsumerGroupTargetAssignmentMetadata", GROUP), None),
+        (record_key("ConsumerGroupPartitionMetadata", GROUP), None),
+        (record_key("ConsumerGroupMetadata", GROUP), None),
+    ]
 
 
 # ====================================================================== offsets with member epochs
 def commit(c, member_id, epoch, version=9, offset=10):
-    body = {"groupId": GROUP, "generationIdOrMemberEpoch": epoch, "memberId": member_id,
-            "topics": [{"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": offset,
-                                                       "committedMetadata": ""}]}]}
+    body = {
+        "groupId": GROUP,
+        "generationIdOrMemberEpoch": epoch,
+        "memberId": member_id,
+        "topics": [
+            {"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": offset, "committedMetadata": ""}]}
+        ],
+    }
     if version >= 7:
         body["groupInstanceId"] = None
     return c.send("OffsetCommit", version, body)["topics"][0]["partitions"][0]["errorCode"]
 
 
 def fetch(c, member_id, epoch):
-    body = {"groups": [{"groupId": GROUP, "memberId": member_id, "memberEpoch": epoch,
-                        "topics": [{"name": "foo", "partitionIndexes": [0]}]}], "requireStable": False}
+    body = {
+        "groups": [
+            {
+                "groupId": GROUP,
+                "memberId": member_id,
+                "memberEpoch": epoch,
+                "topics": [{"name": "foo", "partitionIndexes": [0]}],
+            }
+        ],
+        "requireStable": False,
+    }
     return c.send("OffsetFetch", 9, body)["groups"][0]
 
 
@@ -176,6 +245,7 @@ def test_offset_commit_to_an_unknown_group_v9_and_txn_offset_commit_epochs():
     # TxnOffsetCommit maps STALE_MEMBER_EPOCH to ILLEGAL_GENERATION (validated by the groups component).
     groups = c.groups()
     from coordinator.errors import ApiError
+
     with pytest.raises(ApiError) as e:
         groups.validate_transactional_offset_commit(GROUP, "m1", None, 7, 4)
     assert e.value.error.name == "ILLEGAL_GENERATION"
@@ -186,22 +256,37 @@ def test_offset_delete_refuses_subscribed_topics():
     c = client()
     c.join("m1", ["foo"])
     commit(c, "m1", 1)
-    body = {"groupId": GROUP, "topics": [{"name": "foo", "partitions": [{"partitionIndex": 0}]},
-                                         {"name": "bar", "partitions": [{"partitionIndex": 0}]}]}
+    body = {
+        "groupId": GROUP,
+        "topics": [
+            {"name": "foo", "partitions": [{"partitionIndex": 0}]},
+            {"name": "bar", "partitions": [{"partitionIndex": 0}]},
+        ],
+    }
     resp = c.send("OffsetDelete", 0, body)
     assert [(t["name"], t["partitions"][0]["errorCode"]) for t in resp["topics"]] == [
-        ("foo", Errors.GROUP_SUBSCRIBED_TO_TOPIC.code), ("bar", 0)]
+        ("foo", Errors.GROUP_SUBSCRIBED_TO_TOPIC.code),
+        ("bar", 0),
+    ]
 
 
 def test_offsets_of_consumer_groups_expire_from_their_commit_time_except_subscribed_topics():
     c = client(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000)
     c.join("m1", ["foo"])
-    c.send("OffsetCommit", 9, {"groupId": GROUP, "generationIdOrMemberEpoch": 1, "memberId": "m1",
-                               "groupInstanceId": None, "topics": [
-                                   {"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": 1,
-                                                                   "committedMetadata": ""}]},
-                                   {"name": "bar", "partitions": [{"partitionIndex": 0, "committedOffset": 1,
-                                                                   "committedMetadata": ""}]}]})
+    c.send(
+        "OffsetCommit",
+        9,
+        {
+            "groupId": GROUP,
+            "generationIdOrMemberEpoch": 1,
+            "memberId": "m1",
+            "groupInstanceId": None,
+            "topics": [
+                {"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": 1, "committedMetadata": ""}]},
+                {"name": "bar", "partitions": [{"partitionIndex": 0, "committedOffset": 1, "committedMetadata": ""}]},
+            ],
+        },
+    )
     c.heartbeat("m1", 1)
     c.sleep(40_000)
     c.heartbeat("m1", 1)
@@ -225,9 +310,18 @@ def test_classic_apis_against_a_consumer_group():
     assert classic.sync("zz", 2, instance_id="i1")[1]["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     # LeaveGroup removes consumer-protocol members (the admin client's removeMembersFromConsumerGroup).
     epoch = c.group().group_epoch
-    resp = classic.leave({"memberId": "", "groupInstanceId": "i1"}, {"memberId": "m2"}, {"memberId": "zz"},
-                         {"memberId": "other", "groupInstanceId": "i1"})
-    assert [m["errorCode"] for m in resp["members"]] == [0, 0, Errors.UNKNOWN_MEMBER_ID.code, Errors.FENCED_INSTANCE_ID.code]
+    resp = classic.leave(
+        {"memberId": "", "groupInstanceId": "i1"},
+        {"memberId": "m2"},
+        {"memberId": "zz"},
+        {"memberId": "other", "groupInstanceId": "i1"},
+    )
+    assert [m["errorCode"] for m in resp["members"]] == [
+        0,
+        0,
+        Errors.UNKNOWN_MEMBER_ID.code,
+        Errors.FENCED_INSTANCE_ID.code,
+    ]
     assert c.group().members == {} and c.group().group_epoch == epoch + 1  # one bump for both
 
 
@@ -273,21 +367,27 @@ def test_an_empty_consumer_group_becomes_a_classic_group():
     _, resp = classic.join("")
     assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code and c.group().type == "classic"
     assert [k for k, _ in c.records(mark)] == [
-        record_key("ConsumerGroupTargetAssignmentMetadata", GROUP), record_key("ConsumerGroupPartitionMetadata", GROUP),
-        record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
+        record_key("ConsumerGroupTargetAssignmentMetadata", GROUP),
+        record_key("ConsumerGroupPartitionMetadata", GROUP),
+        record_key("ConsumerGroupMetadata", GROUP),
+        record_key("GroupMetadata", GROUP),
+    ]
 
 
 def test_upgrade_messages_follow_the_migration_policy():
     c = client(group_consumer_migration_policy="downgrade")
     from tests.group.group_helpers import join_and_rebalance
+
     join_and_rebalance(classic_view(c))
     assert c.join("m1", ["foo"])["errorMessage"] == (
-        f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade is disabled.")
+        f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade is disabled."
+    )
     c2 = client()
     join_and_rebalance(classic_view(c2), protos=[{"name": "p", "metadata": "AAE="}], protocol_type="other")
     assert c2.join("m1", ["foo"])["errorMessage"] == (
         f"Cannot upgrade classic group {GROUP} to consumer group because the group does not use the consumer "
-        "embedded protocol.")
+        "embedded protocol."
+    )
 
 
 # ====================================================================== regular expressions
@@ -300,9 +400,15 @@ def test_regex_subscription_is_resolved_after_the_heartbeat():
     resolved = c.group().resolved_regular_expressions["foo.*"]
     assert resolved.topics == frozenset({"foo", "food"})
     assert c.group().group_epoch == 2
-    assert (record_key("ConsumerGroupRegularExpression", GROUP, "foo.*"),
-            {"type": "ConsumerGroupRegularExpression", "topics": ["foo", "food"], "version": resolved.version,
-             "timestamp": resolved.timestamp}) in c.records()
+    assert (
+        record_key("ConsumerGroupRegularExpression", GROUP, "foo.*"),
+        {
+            "type": "ConsumerGroupRegularExpression",
+            "topics": ["foo", "food"],
+            "version": resolved.version,
+            "timestamp": resolved.timestamp,
+        },
+    ) in c.records()
     resp = c.heartbeat("m1", 1)
     assert resp["memberEpoch"] == 2 and c.assignment(resp) == {"foo": [0, 1, 2, 3, 4, 5], "food": [0, 1]}
     assert c.group().is_subscribed_to_topic("food") and not c.group().is_subscribed_to_topic("bar")
@@ -328,7 +434,10 @@ def test_invalid_regex():
     c = client()
     resp = c.join("m1", None, regex="[")
     assert resp["errorCode"] == Errors.INVALID_REGULAR_EXPRESSION.code
-    assert resp["errorMessage"] == "SubscribedTopicRegex `[` is not a valid regular expression: unterminated character set."
+    assert (
+        resp["errorMessage"]
+        == "SubscribedTopicRegex `[` is not a valid regular expression: unterminated character set."
+    )
 
 
 def test_regex_cannot_stall_the_coordinator():
@@ -388,20 +497,23 @@ def test_live_state_equals_the_state_rebuilt_from_the_log():
     # onLoaded: a session timer for every member.
     timers = rebuilt.timers.schedule_view()
     assert {k for k in timers if "consumer-session" in k} == {
-        record_key("consumer-session", GROUP, m) for m in c.group().members}
+        record_key("consumer-session", GROUP, m) for m in c.group().members
+    }
 
 
 @pytest.mark.parametrize("keep_tombstones", [True, False])
 def test_compacted_log_rebuilds_the_same_state(keep_tombstones):
     from coordinator import CoordinatorPartition
     from coordinator.messages import StateRecord
+
     c = client()
     busy_history(c)
     last: dict[str, int] = {}
     for i, (k, _) in enumerate(c.records()):
         last[k] = i
-    compacted = [StateRecord(k, v) for i, (k, v) in enumerate(c.records())
-                 if last[k] == i and (keep_tombstones or v is not None)]
+    compacted = [
+        StateRecord(k, v) for i, (k, v) in enumerate(c.records()) if last[k] == i and (keep_tombstones or v is not None)
+    ]
     rebuilt = CoordinatorPartition.from_records(c.d.partition_id, compacted, c.d.config, now_ms=c.now)
     assert comparable(rebuilt.component("groups")) == comparable(c.groups())
 
@@ -410,6 +522,7 @@ def test_replay_of_an_inconsistent_log_is_refused():
     from coordinator import CoordinatorPartition
     from coordinator.group.consumer.group_state import IllegalStateError
     from coordinator.messages import StateRecord
+
     c = client()
     c.join("m1", ["foo"])
     records = [StateRecord(k, v) for k, v in c.records()]
@@ -446,6 +559,7 @@ def test_offset_expiry_deletes_an_empty_consumer_group_without_offsets():
 def test_replay_replaces_a_simple_group_made_by_offsets_replayed_first():
     from coordinator import CoordinatorPartition
     from coordinator.messages import StateRecord
+
     c = client()
     c.join("m1", ["foo"])
     assert commit(c, "m1", 1) == 0

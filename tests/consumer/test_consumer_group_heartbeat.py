@@ -1,5 +1,6 @@
 """ConsumerGroupHeartbeat through the real coordinator (envelope, schema, run_batch, state encoded
 between requests), mirroring Kafka's GroupMetadataManagerConsumerGroupTest (kafka-rules.md §2b)."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,11 @@ from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient
 
 __all__ = ["mock_assignor"]  # the fixture
 
-STABLE, UNREVOKED, UNRELEASED = (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS,
-                                 MemberState.UNRELEASED_PARTITIONS)
+STABLE, UNREVOKED, UNRELEASED = (
+    MemberState.STABLE,
+    MemberState.UNREVOKED_PARTITIONS,
+    MemberState.UNRELEASED_PARTITIONS,
+)
 
 
 def client(**kw) -> ConsumerGroupTestClient:
@@ -21,10 +25,18 @@ def client(**kw) -> ConsumerGroupTestClient:
 
 
 def stable_member(member_id, epoch, assigned, topics=("foo", "bar"), **kw) -> ConsumerGroupMember:
-    return ConsumerGroupMember(member_id, member_epoch=epoch, previous_member_epoch=epoch - 1, state=STABLE,
-                               client_id="client", rebalance_timeout_ms=5000,
-                               subscribed_topic_names=frozenset(topics), server_assignor_name=kw.pop("assignor", "mock"),
-                               assigned_partitions=assigned, **kw)
+    return ConsumerGroupMember(
+        member_id,
+        member_epoch=epoch,
+        previous_member_epoch=epoch - 1,
+        state=STABLE,
+        client_id="client",
+        rebalance_timeout_ms=5000,
+        subscribed_topic_names=frozenset(topics),
+        server_assignor_name=kw.pop("assignor", "mock"),
+        assigned_partitions=assigned,
+        **kw,
+    )
 
 
 def keys(records):
@@ -36,25 +48,53 @@ def rk(kind, *ids):
 
 
 # ====================================================================== validation
-@pytest.mark.parametrize("body,message", [
-    ({"groupId": "", "memberId": "m", "memberEpoch": 1}, "GroupId can't be empty."),
-    ({"groupId": GROUP, "memberId": "", "memberEpoch": 0}, "MemberId can't be empty."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": 0, "topicPartitions": [],
-      "subscribedTopicNames": ["foo"]}, "RebalanceTimeoutMs must be provided in first request."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 5000,
-      "subscribedTopicNames": ["foo"]}, "TopicPartitions must be empty when (re-)joining."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 5000, "topicPartitions": []},
-     "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": 1, "instanceId": ""}, "InstanceId can't be empty."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": 1, "rackId": " "}, "RackId can't be empty."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": -2}, "InstanceId can't be null."),
-    ({"groupId": GROUP, "memberId": "m", "memberEpoch": -3}, "MemberEpoch is invalid."),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"groupId": "", "memberId": "m", "memberEpoch": 1}, "GroupId can't be empty."),
+        ({"groupId": GROUP, "memberId": "", "memberEpoch": 0}, "MemberId can't be empty."),
+        (
+            {
+                "groupId": GROUP,
+                "memberId": "m",
+                "memberEpoch": 0,
+                "topicPartitions": [],
+                "subscribedTopicNames": ["foo"],
+            },
+            "RebalanceTimeoutMs must be provided in first request.",
+        ),
+        (
+            {
+                "groupId": GROUP,
+                "memberId": "m",
+                "memberEpoch": 0,
+                "rebalanceTimeoutMs": 5000,
+                "subscribedTopicNames": ["foo"],
+            },
+            "TopicPartitions must be empty when (re-)joining.",
+        ),
+        (
+            {"groupId": GROUP, "memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 5000, "topicPartitions": []},
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        ),
+        ({"groupId": GROUP, "memberId": "m", "memberEpoch": 1, "instanceId": ""}, "InstanceId can't be empty."),
+        ({"groupId": GROUP, "memberId": "m", "memberEpoch": 1, "rackId": " "}, "RackId can't be empty."),
+        ({"groupId": GROUP, "memberId": "m", "memberEpoch": -2}, "InstanceId can't be null."),
+        ({"groupId": GROUP, "memberId": "m", "memberEpoch": -3}, "MemberEpoch is invalid."),
+    ],
+)
 def test_consumer_heartbeat_request_validation(body, message):
     c = client(group_id=body["groupId"])  # the partition the request is routed to
     resp = c.send("ConsumerGroupHeartbeat", 1, body)
-    assert resp == {"throttleTimeMs": 0, "errorCode": Errors.INVALID_REQUEST.code, "errorMessage": message, "memberId": None,
-                    "memberEpoch": 0, "heartbeatIntervalMs": 0, "assignment": None}
+    assert resp == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.INVALID_REQUEST.code,
+        "errorMessage": message,
+        "memberId": None,
+        "memberEpoch": 0,
+        "heartbeatIntervalMs": 0,
+        "assignment": None,
+    }
     assert c.records() == [] and c.group() is None
 
 
@@ -65,8 +105,10 @@ def test_unsupported_assignor_lists_the_configured_ones():
     # Kafka lists its HashMap's keys: "uniform" hashes to an earlier bucket than "range".
     assert resp["errorMessage"] == "ServerAssignor sticky is not supported. Supported assignors: uniform, range."
     c2 = client(group_consumer_assignors=["range"])
-    assert c2.join("m", ["foo"], assignor="uniform")["errorMessage"] == \
-        "ServerAssignor uniform is not supported. Supported assignors: range."
+    assert (
+        c2.join("m", ["foo"], assignor="uniform")["errorMessage"]
+        == "ServerAssignor uniform is not supported. Supported assignors: range."
+    )
 
 
 def test_owned_partitions_must_name_topics_by_id():
@@ -86,22 +128,29 @@ def test_member_id_generation():
     assert resp["assignment"] == {"topicPartitions": []}
     assert c.group().members[member_id].member_epoch == 1
     # Version 1 requires the client to bring its own id.
-    assert c.heartbeat("", 0, topics=["foo"], rebalance_timeout=5000, owned={})["errorMessage"] == \
-        "MemberId can't be empty."
+    assert (
+        c.heartbeat("", 0, topics=["foo"], rebalance_timeout=5000, owned={})["errorMessage"]
+        == "MemberId can't be empty."
+    )
 
 
 def test_unknown_group_id():
     c = client()
     resp = c.heartbeat("m", 100, topics=["foo"], rebalance_timeout=5000, owned={})
-    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Consumer group {GROUP} not found.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Consumer group {GROUP} not found.",
+    )
 
 
 def test_unknown_member_id_joins_consumer_group():
     c = client()
     c.join("m1", ["foo", "bar"])
     resp = c.heartbeat("other", 1, topics=["foo", "bar"], rebalance_timeout=5000, owned={})
-    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.UNKNOWN_MEMBER_ID.code,
-                                                         f"Member other is not a member of group {GROUP}.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (
+        Errors.UNKNOWN_MEMBER_ID.code,
+        f"Member other is not a member of group {GROUP}.",
+    )
 
 
 def test_consumer_group_member_epoch_validation(mock_assignor):
@@ -113,9 +162,13 @@ def test_consumer_group_member_epoch_validation(mock_assignor):
         assert resp["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     assert c.heartbeat("m", 200)["errorMessage"] == (
         "The consumer group member has a greater member epoch (200) than the one known by the group coordinator "
-        "(100). The member must abandon all its partitions and rejoin.")
+        "(100). The member must abandon all its partitions and rejoin."
+    )
     # The previous epoch without owned partitions: fenced.
-    assert c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
+    assert (
+        c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000)["errorCode"]
+        == Errors.FENCED_MEMBER_EPOCH.code
+    )
     # The previous epoch with a subset of its partitions: the response with epoch 100 was lost.
     resp = c.heartbeat("m", 99, topics=["foo", "bar"], rebalance_timeout=5000, owned={"foo": [1, 2]})
     assert resp["errorCode"] == 0 and resp["memberEpoch"] == 100
@@ -126,25 +179,45 @@ def test_member_joins_empty_consumer_group(mock_assignor):
     mock_assignor.prepare({"m": {"foo": {0, 1, 2, 3, 4, 5}, "bar": {0, 1, 2}}})
     assert c.group() is None
     resp = c.heartbeat("m", 0, assignor="mock", rebalance_timeout=5000, topics=["foo", "bar"], owned={})
-    assert resp == {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "memberId": "m", "memberEpoch": 1,
-                    "heartbeatIntervalMs": 5000, "assignment": {"topicPartitions": [
-                        {"topicId": topic_id("bar"), "partitions": [0, 1, 2]},
-                        {"topicId": topic_id("foo"), "partitions": [0, 1, 2, 3, 4, 5]}]}}
+    assert resp == {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "memberId": "m",
+        "memberEpoch": 1,
+        "heartbeatIntervalMs": 5000,
+        "assignment": {
+            "topicPartitions": [
+                {"topicId": topic_id("bar"), "partitions": [0, 1, 2]},
+                {"topicId": topic_id("foo"), "partitions": [0, 1, 2, 3, 4, 5]},
+            ]
+        },
+    }
     expected_member = stable_member("m", 1, {"foo": frozenset(range(6)), "bar": frozenset(range(3))}).replace(
-        previous_member_epoch=0)
+        previous_member_epoch=0
+    )
     assert c.member("m") == expected_member
-    assert keys(c.records()) == [rk("ConsumerGroupMemberMetadata", "m"), rk("ConsumerGroupMetadata"),
-                                 rk("ConsumerGroupTargetAssignmentMember", "m"),
-                                 rk("ConsumerGroupTargetAssignmentMetadata"),
-                                 rk("ConsumerGroupCurrentMemberAssignment", "m")]
+    assert keys(c.records()) == [
+        rk("ConsumerGroupMemberMetadata", "m"),
+        rk("ConsumerGroupMetadata"),
+        rk("ConsumerGroupTargetAssignmentMember", "m"),
+        rk("ConsumerGroupTargetAssignmentMetadata"),
+        rk("ConsumerGroupCurrentMemberAssignment", "m"),
+    ]
     records = dict(c.records())
     assert records[rk("ConsumerGroupMetadata")]["epoch"] == 1
     assert records[rk("ConsumerGroupTargetAssignmentMetadata")] == {
-        "type": "ConsumerGroupTargetAssignmentMetadata", "assignmentEpoch": 1}
+        "type": "ConsumerGroupTargetAssignmentMetadata",
+        "assignmentEpoch": 1,
+    }
     assert records[rk("ConsumerGroupCurrentMemberAssignment", "m")] == {
-        "type": "ConsumerGroupCurrentMemberAssignment", "memberEpoch": 1, "previousMemberEpoch": 0,
-        "state": "STABLE", "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
-        "partitionsPendingRevocation": {}}
+        "type": "ConsumerGroupCurrentMemberAssignment",
+        "memberEpoch": 1,
+        "previousMemberEpoch": 0,
+        "state": "STABLE",
+        "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
+        "partitionsPendingRevocation": {},
+    }
     assert str(c.group().state) == "Stable"
 
 
@@ -156,10 +229,13 @@ def test_updating_subscription_triggers_new_target_assignment(mock_assignor):
     resp = c.heartbeat("m", 10, topics=["foo", "bar"])
     assert resp["memberEpoch"] == 11
     assert c.assignment(resp) == {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]}
-    assert keys(c.records(mark)) == [rk("ConsumerGroupMemberMetadata", "m"), rk("ConsumerGroupMetadata"),
-                                     rk("ConsumerGroupTargetAssignmentMember", "m"),
-                                     rk("ConsumerGroupTargetAssignmentMetadata"),
-                                     rk("ConsumerGroupCurrentMemberAssignment", "m")]
+    assert keys(c.records(mark)) == [
+        rk("ConsumerGroupMemberMetadata", "m"),
+        rk("ConsumerGroupMetadata"),
+        rk("ConsumerGroupTargetAssignmentMember", "m"),
+        rk("ConsumerGroupTargetAssignmentMetadata"),
+        rk("ConsumerGroupCurrentMemberAssignment", "m"),
+    ]
 
 
 def test_new_joining_member_triggers_new_target_assignment_with_the_default_uniform_assignor():
@@ -179,7 +255,9 @@ def test_group_max_size_reached():
     c.join("m1", ["foo"])
     resp = c.join("m2", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        Errors.GROUP_MAX_SIZE_REACHED.code, "The consumer group has reached its maximum capacity of 1 members.")
+        Errors.GROUP_MAX_SIZE_REACHED.code,
+        "The consumer group has reached its maximum capacity of 1 members.",
+    )
     assert c.heartbeat("m1", 1)["errorCode"] == 0  # members already in the group are fine
 
 
@@ -192,8 +270,7 @@ def test_server_assignor_choice_follows_the_members():
     computed = c.events("TargetAssignmentComputed")
     assert [e["assignor"] for e in computed] == ["range", "range"]
     # range: m1 gets 0-2, m2 gets 3-5.
-    assert {m: assignment_of_target(c, m) for m in ("m1", "m2")} == {"m1": {"foo": [0, 1, 2]},
-                                                                    "m2": {"foo": [3, 4, 5]}}
+    assert {m: assignment_of_target(c, m) for m in ("m1", "m2")} == {"m1": {"foo": [0, 1, 2]}, "m2": {"foo": [3, 4, 5]}}
 
 
 def assignment_of_target(c, member_id):
@@ -205,11 +282,14 @@ def test_assignor_failure_is_unknown_server_error(mock_assignor):
 
     def fail(spec, describer):
         raise PartitionAssignorException("Assignment failed.")
+
     mock_assignor.assign = fail
     c = client(group_consumer_assignors=["mock"])
     resp = c.join("m", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        Errors.UNKNOWN_SERVER_ERROR.code, "Failed to compute a new target assignment for epoch 1: Assignment failed.")
+        Errors.UNKNOWN_SERVER_ERROR.code,
+        "Failed to compute a new target assignment for epoch 1: Assignment failed.",
+    )
     assert c.records() == [] and c.group() is None
 
 
@@ -221,13 +301,24 @@ def test_leaving_member_bumps_group_epoch(mock_assignor):
     c.inject_group(10, [m1, m2])
     mark = len(c.records())
     resp = c.heartbeat("m2", -1)
-    assert resp == {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "memberId": "m2",
-                    "memberEpoch": -1, "heartbeatIntervalMs": 0, "assignment": None}
-    assert c.records(mark) == [(rk("ConsumerGroupCurrentMemberAssignment", "m2"), None),
-                               (rk("ConsumerGroupTargetAssignmentMember", "m2"), None),
-                               (rk("ConsumerGroupMemberMetadata", "m2"), None),
-                               (rk("ConsumerGroupMetadata"), {"type": "ConsumerGroupMetadata", "epoch": 11,
-                                                             "metadataHash": c.group().metadata_hash})]
+    assert resp == {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "memberId": "m2",
+        "memberEpoch": -1,
+        "heartbeatIntervalMs": 0,
+        "assignment": None,
+    }
+    assert c.records(mark) == [
+        (rk("ConsumerGroupCurrentMemberAssignment", "m2"), None),
+        (rk("ConsumerGroupTargetAssignmentMember", "m2"), None),
+        (rk("ConsumerGroupMemberMetadata", "m2"), None),
+        (
+            rk("ConsumerGroupMetadata"),
+            {"type": "ConsumerGroupMetadata", "epoch": 11, "metadataHash": c.group().metadata_hash},
+        ),
+    ]
     assert set(c.group().members) == {"m1"} and str(c.group().state) == "Assigning"
     assert not any("m2" in k for k in c.timers())
 
@@ -240,9 +331,12 @@ def test_leaving_static_member_bumps_group_epoch(mock_assignor):
     mark = len(c.records())
     resp = c.heartbeat("m2", -1, instance_id="i2")
     assert (resp["memberId"], resp["memberEpoch"]) == ("m2", -1)
-    assert [k for k, _ in c.records(mark)] == [rk("ConsumerGroupCurrentMemberAssignment", "m2"),
-                                               rk("ConsumerGroupTargetAssignmentMember", "m2"),
-                                               rk("ConsumerGroupMemberMetadata", "m2"), rk("ConsumerGroupMetadata")]
+    assert [k for k, _ in c.records(mark)] == [
+        rk("ConsumerGroupCurrentMemberAssignment", "m2"),
+        rk("ConsumerGroupTargetAssignmentMember", "m2"),
+        rk("ConsumerGroupMemberMetadata", "m2"),
+        rk("ConsumerGroupMetadata"),
+    ]
     assert c.group().static_members == {}
 
 
@@ -293,17 +387,23 @@ def test_unreleased_instance_id(mock_assignor):
     resp = c.join("m2", ["foo"], instance_id="i1")
     assert (resp["errorCode"], resp["errorMessage"]) == (
         Errors.UNRELEASED_INSTANCE_ID.code,
-        "Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member.")
+        "Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member.",
+    )
 
 
 def test_unknown_static_member_and_fenced_instance_id(mock_assignor):
     c = client(group_consumer_assignors=["mock"])
     c.inject_group(10, [stable_member("m1", 10, {"foo": frozenset({0})}, instance_id="i1")])
     resp = c.heartbeat("m2", 10, instance_id="unknown")
-    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.UNKNOWN_MEMBER_ID.code, "Instance id unknown is unknown.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (
+        Errors.UNKNOWN_MEMBER_ID.code,
+        "Instance id unknown is unknown.",
+    )
     resp = c.heartbeat("m2", 10, instance_id="i1")
-    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.FENCED_INSTANCE_ID.code,
-                                                         "Static member m2 with instance id i1 was fenced by member m1.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (
+        Errors.FENCED_INSTANCE_ID.code,
+        "Static member m2 with instance id i1 was fenced by member m1.",
+    )
 
 
 def test_static_member_gets_back_assignment_upon_rejoin():
@@ -324,9 +424,13 @@ def test_static_member_gets_back_assignment_upon_rejoin():
     assert "m2" not in c.group().members and c.group().static_members["i2"] == "m3"
     assert c.group().group_epoch == epoch  # no rebalance: same subscription
     assert keys(c.records(mark))[:6] == [
-        rk("ConsumerGroupCurrentMemberAssignment", "m2"), rk("ConsumerGroupTargetAssignmentMember", "m2"),
-        rk("ConsumerGroupMemberMetadata", "m2"), rk("ConsumerGroupMemberMetadata", "m3"),
-        rk("ConsumerGroupTargetAssignmentMember", "m3"), rk("ConsumerGroupCurrentMemberAssignment", "m3")]
+        rk("ConsumerGroupCurrentMemberAssignment", "m2"),
+        rk("ConsumerGroupTargetAssignmentMember", "m2"),
+        rk("ConsumerGroupMemberMetadata", "m2"),
+        rk("ConsumerGroupMemberMetadata", "m3"),
+        rk("ConsumerGroupTargetAssignmentMember", "m3"),
+        rk("ConsumerGroupCurrentMemberAssignment", "m3"),
+    ]
     [replaced] = c.events("StaticMemberReplaced")
     assert (replaced["oldMemberId"], replaced["newMemberId"]) == ("m2", "m3")
 
@@ -338,13 +442,19 @@ def test_reconciliation_process(mock_assignor):
     a1 = {"foo": frozenset({0, 1, 2}), "bar": frozenset({0, 1})}
     a2 = {"foo": frozenset({3, 4, 5}), "bar": frozenset({2})}
     c.inject_group(10, [stable_member("m1", 10, a1), stable_member("m2", 10, a2)])
-    mock_assignor.prepare({"m1": {"foo": {0, 1}, "bar": {0}}, "m2": {"foo": {2, 3}, "bar": {2}},
-                           "m3": {"foo": {4, 5}, "bar": {1}}})
+    mock_assignor.prepare(
+        {"m1": {"foo": {0, 1}, "bar": {0}}, "m2": {"foo": {2, 3}, "bar": {2}}, "m3": {"foo": {4, 5}, "bar": {1}}}
+    )
 
     def state(member_id):
         m = c.member(member_id)
-        return (m.state, m.member_epoch, m.previous_member_epoch, assignment_of(m),
-                {t: sorted(p) for t, p in m.partitions_pending_revocation.items()})
+        return (
+            m.state,
+            m.member_epoch,
+            m.previous_member_epoch,
+            assignment_of(m),
+            {t: sorted(p) for t, p in m.partitions_pending_revocation.items()},
+        )
 
     # Member 3 joins: epoch 11, nothing free yet.
     r = c.join("m3", ["foo", "bar"], assignor="mock")
@@ -399,9 +509,14 @@ def test_reconciliation_process(mock_assignor):
 
 def unrevoked_group(c):
     """m1 STABLE at 10 must give foo-2 to m2 at epoch 11."""
-    c.inject_group(11, [stable_member("m1", 10, {"foo": frozenset({0, 1, 2})}),
-                        stable_member("m2", 10, {"foo": frozenset({3, 4, 5})})],
-                   targets={"m1": {"foo": {0, 1}}, "m2": {"foo": {2, 3, 4, 5}}})
+    c.inject_group(
+        11,
+        [
+            stable_member("m1", 10, {"foo": frozenset({0, 1, 2})}),
+            stable_member("m2", 10, {"foo": frozenset({3, 4, 5})}),
+        ],
+        targets={"m1": {"foo": {0, 1}}, "m2": {"foo": {2, 3, 4, 5}}},
+    )
 
 
 def test_member_can_rejoin_with_epoch_zero_in_stable_state(mock_assignor):
@@ -472,8 +587,12 @@ def test_session_timeout_lifecycle():
 def test_session_timeout_is_configurable_within_kafkas_bounds():
     with pytest.raises(ValueError, match="greater than or equal to group.consumer.min.session.timeout.ms"):
         client(group_consumer_session_timeout_ms=1000)
-    c = client(group_consumer_session_timeout_ms=6000, group_consumer_min_session_timeout_ms=6000,
-               group_consumer_heartbeat_interval_ms=2000, group_consumer_min_heartbeat_interval_ms=1000)
+    c = client(
+        group_consumer_session_timeout_ms=6000,
+        group_consumer_min_session_timeout_ms=6000,
+        group_consumer_heartbeat_interval_ms=2000,
+        group_consumer_min_heartbeat_interval_ms=1000,
+    )
     resp = c.join("m1", ["foo"])
     assert resp["heartbeatIntervalMs"] == 2000
     c.sleep(6000)

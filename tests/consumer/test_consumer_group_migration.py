@@ -1,6 +1,7 @@
 """Classic-protocol members in consumer groups and the online migration between the classic and
 consumer protocols (Kafka 4.x GroupMetadataManager classicGroup*ToConsumerGroup,
 convertToConsumerGroup, convertToClassicGroup). Test names follow GroupMetadataManagerTest."""
+
 from __future__ import annotations
 
 import base64
@@ -32,8 +33,7 @@ def classic_view(c: ConsumerGroupTestClient) -> GroupTestClient:
 
 def protos(topics=("foo",), owned: dict | None = None, version: int = 3, names=("range",)) -> list[dict]:
     """The Java consumer's JoinGroup protocols: a ConsumerProtocolSubscription (version 3 by default)."""
-    meta = encode_subscription(list(topics), version=version,
-                               owned_partitions=sorted((owned or {}).items()))
+    meta = encode_subscription(list(topics), version=version, owned_partitions=sorted((owned or {}).items()))
     return [{"name": n, "metadata": meta} for n in names]
 
 
@@ -93,20 +93,33 @@ def test_joining_consumer_group_with_new_dynamic_member():
     mark = len(c.records())
     resp = classic_join(c, first["memberId"])
     mid = first["memberId"]
-    assert resp == {"throttleTimeMs": 0, "errorCode": 0, "generationId": 2, "protocolType": "consumer",
-                    "protocolName": "range", "leader": "", "skipAssignment": False, "memberId": mid, "members": []}
+    assert resp == {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "generationId": 2,
+        "protocolType": "consumer",
+        "protocolName": "range",
+        "leader": "",
+        "skipAssignment": False,
+        "memberId": mid,
+        "members": [],
+    }
     member = c.member(mid)
     assert member.use_classic_protocol and member.classic_session_timeout_ms == SESSION
     assert member.supported_classic_protocols == [(p["name"], p["metadata"]) for p in protos()]
     assert member.member_epoch == 2 and member.rebalance_timeout_ms == REBALANCE
     assert [k for k, _ in c.records(mark)] == [
-        record_key("ConsumerGroupMemberMetadata", GROUP, mid), record_key("ConsumerGroupMetadata", GROUP),
+        record_key("ConsumerGroupMemberMetadata", GROUP, mid),
+        record_key("ConsumerGroupMetadata", GROUP),
         record_key("ConsumerGroupTargetAssignmentMember", GROUP, mid),
         record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
         record_key("ConsumerGroupTargetAssignmentMetadata", GROUP),
-        record_key("ConsumerGroupCurrentMemberAssignment", GROUP, mid)]
+        record_key("ConsumerGroupCurrentMemberAssignment", GROUP, mid),
+    ]
     assert c.records(mark)[0][1]["classicMemberMetadata"] == {
-        "sessionTimeoutMs": SESSION, "supportedProtocols": protos()}
+        "sessionTimeoutMs": SESSION,
+        "supportedProtocols": protos(),
+    }
     # Its session is its own session timeout; the sync timeout is its rebalance timeout.
     assert timer_deadline(c, "consumer-session", mid) == c.now + SESSION
     assert timer_deadline(c, "consumer-sync", mid) == c.now + REBALANCE
@@ -146,8 +159,13 @@ def test_joining_consumer_group_throws_exception_if_protocol_is_not_supported():
     assert (resp["errorCode"], resp["memberId"]) == (Errors.INCONSISTENT_GROUP_PROTOCOL.code, "")
     classic_join_new(c, protos=protos(names=("range",)))
     # A protocol every classic member supports is required.
-    assert classic_join(c, "", protos=protos(names=("roundrobin",)))["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
-    assert classic_join(c, "", protos=protos(names=("roundrobin", "range")))["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
+    assert (
+        classic_join(c, "", protos=protos(names=("roundrobin",)))["errorCode"]
+        == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    )
+    assert (
+        classic_join(c, "", protos=protos(names=("roundrobin", "range")))["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
+    )
 
 
 def test_joining_consumer_group_throws_exception_if_group_over_max_size():
@@ -206,8 +224,14 @@ def test_classic_group_sync_to_consumer_group_errors():
     assert sync(c, "unknown", gen)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     assert sync(c, "unknown", gen, instance_id="i1")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     assert sync(c, mid, gen, instance_id="i2")["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
-    assert sync(c, mid, gen, instance_id="i1", protocol_type="connect")["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
-    assert sync(c, mid, gen, instance_id="i1", protocol_name="roundrobin")["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    assert (
+        sync(c, mid, gen, instance_id="i1", protocol_type="connect")["errorCode"]
+        == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    )
+    assert (
+        sync(c, mid, gen, instance_id="i1", protocol_name="roundrobin")["errorCode"]
+        == Errors.INCONSISTENT_GROUP_PROTOCOL.code
+    )
     assert sync(c, mid, gen + 1, instance_id="i1")["errorCode"] == Errors.ILLEGAL_GENERATION.code
     assert sync(c, "m1", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code  # a consumer-protocol member
     ok = sync(c, mid, gen, instance_id="i1", protocol_type=None, protocol_name=None, version=3)
@@ -281,8 +305,7 @@ def test_consumer_group_member_using_classic_protocol_fenced_when_join_timeout()
     assert classic_view(c).heartbeat(mid, gen)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code  # the timer stays
     c.sleep(1)
     assert mid not in c.group().members
-    assert c.events("MemberFenced")[-1]["reason"] == ("the classic member failed to join within the rebalance "
-                                                      "timeout")
+    assert c.events("MemberFenced")[-1]["reason"] == ("the classic member failed to join within the rebalance timeout")
 
 
 def test_consumer_group_member_using_classic_protocol_fenced_when_sync_timeout():
@@ -325,8 +348,11 @@ def stable_classic_group(c, n: int = 1, user_data: bytes | None = None) -> list[
     for j in joins:
         if j is not leader:
             view.sync(j["memberId"], j["generationId"])
-    _, resp = view.sync(leader["memberId"], leader["generationId"],
-                        {mid: encode_assignment({"foo": parts[mid]}, user_data) for mid in ids})
+    _, resp = view.sync(
+        leader["memberId"],
+        leader["generationId"],
+        {mid: encode_assignment({"foo": parts[mid]}, user_data) for mid in ids},
+    )
     assert resp["errorCode"] == 0 and c.group().state == "Stable"
     return [{"memberId": mid, "generationId": leader["generationId"], "partitions": parts[mid]} for mid in ids]
 
@@ -341,22 +367,28 @@ def test_consumer_group_heartbeat_with_stable_classic_group():
     assert [k for k, _ in c.records(mark)] == [
         record_key("GroupMetadata", gid),
         # The converted group.
-        record_key("ConsumerGroupMemberMetadata", gid, oid), record_key("ConsumerGroupMetadata", gid),
+        record_key("ConsumerGroupMemberMetadata", gid, oid),
+        record_key("ConsumerGroupMetadata", gid),
         record_key("ConsumerGroupTargetAssignmentMember", gid, oid),
         record_key("ConsumerGroupTargetAssignmentMetadata", gid),
         record_key("ConsumerGroupCurrentMemberAssignment", gid, oid),
         # The joining member.
-        record_key("ConsumerGroupMemberMetadata", gid, "m2"), record_key("ConsumerGroupMetadata", gid),
+        record_key("ConsumerGroupMemberMetadata", gid, "m2"),
+        record_key("ConsumerGroupMetadata", gid),
         record_key("ConsumerGroupTargetAssignmentMember", gid, min(oid, "m2")),
         record_key("ConsumerGroupTargetAssignmentMember", gid, max(oid, "m2")),
         record_key("ConsumerGroupTargetAssignmentMetadata", gid),
-        record_key("ConsumerGroupCurrentMemberAssignment", gid, "m2")]
+        record_key("ConsumerGroupCurrentMemberAssignment", gid, "m2"),
+    ]
     assert c.records(mark)[0][1] is None
     # Kafka 4.1's fromClassicGroup computes the metadata hash of the converted group.
     assert c.records(mark)[2][1]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo"}) != 0
     converted = c.records(mark)[5][1]
     assert (converted["memberEpoch"], converted["state"], converted["assignedPartitions"]) == (
-        1, "STABLE", {"foo": [0, 1, 2, 3, 4, 5]})
+        1,
+        "STABLE",
+        {"foo": [0, 1, 2, 3, 4, 5]},
+    )
     member = c.member(oid)
     assert member.use_classic_protocol and member.classic_session_timeout_ms == SESSION
     assert timer_deadline(c, "consumer-session", oid) == c.now + SESSION
@@ -391,8 +423,9 @@ def test_consumer_group_heartbeat_with_preparing_rebalance_classic_group():
     c = client()
     old, _ = stable_classic_group(c, n=2)
     view = classic_view(c)
-    cid, parked = view.join(old["memberId"], protos=protos(("foo",)), session_timeout=SESSION,
-                            rebalance_timeout=REBALANCE)
+    cid, parked = view.join(
+        old["memberId"], protos=protos(("foo",)), session_timeout=SESSION, rebalance_timeout=REBALANCE
+    )
     assert parked is None and c.group().state == "PreparingRebalance"
     assert c.join("m2", ["foo"])["errorCode"] == 0
     assert c.d.response(cid)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
@@ -405,17 +438,21 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group_refused():
     c = client()
     view = classic_view(c)
     from tests.group.group_helpers import join_and_rebalance
+
     join_and_rebalance(view, protos=protos(("foo",)))  # its assignment bytes are not a ConsumerProtocolAssignment
     resp = c.join("m1", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
-        Errors.GROUP_ID_NOT_FOUND.code, f"Cannot upgrade classic group {GROUP} to consumer group because the embedded "
-                            "consumer protocol is malformed.")
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Cannot upgrade classic group {GROUP} to consumer group because the embedded consumer protocol is malformed.",
+    )
     assert c.group().type == "classic" and c.group().state == "Stable"
     c2 = client(group_consumer_max_size=1)
     stable_classic_group(c2, n=2)
     resp = c2.join("m1", ["foo"])
-    assert resp["errorMessage"] == (f"Cannot upgrade classic group {GROUP} to consumer group because the group "
-                                    "size exceeds the consumer group maximum size.")
+    assert resp["errorMessage"] == (
+        f"Cannot upgrade classic group {GROUP} to consumer group because the group "
+        "size exceeds the consumer group maximum size."
+    )
 
 
 @pytest.mark.parametrize("user_data,expect_upgrade", [(None, True), (b"", True), (b"\x00", False)])
@@ -430,9 +467,11 @@ def test_consumer_group_heartbeat_with_custom_assignor_classic_group(user_data, 
         assert resp["errorCode"] == 0 and c.group().type == "consumer"
     else:
         assert (resp["errorCode"], resp["errorMessage"]) == (
-            Errors.GROUP_ID_NOT_FOUND.code, f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported "
-                                "custom assignor is in use. Please refer to the documentation or switch to a default "
-                                "assignor before re-attempting the upgrade.")
+            Errors.GROUP_ID_NOT_FOUND.code,
+            f"Cannot upgrade classic group {GROUP} to consumer group because an unsupported "
+            "custom assignor is in use. Please refer to the documentation or switch to a default "
+            "assignor before re-attempting the upgrade.",
+        )
         assert c.group().type == "classic" and c.group().state == "Stable" and c.records(mark) == []
 
 
@@ -440,7 +479,8 @@ def test_upgrade_disabled_by_policy():
     c = client(group_consumer_migration_policy="disabled")
     stable_classic_group(c)
     assert c.join("m1", ["foo"])["errorMessage"] == (
-        f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade is disabled.")
+        f"Cannot upgrade classic group {GROUP} to consumer group because online upgrade is disabled."
+    )
     assert c.group().type == "classic"
 
 
@@ -480,7 +520,11 @@ def test_last_consumer_protocol_member_leaving_consumer_group():
     assert keys[9:] == [record_key("GroupMetadata", gid)]
     value = c.records(mark)[9][1]
     assert (value["protocolType"], value["protocol"], value["generation"], value["leader"]) == (
-        "consumer", "range", epoch, mid)
+        "consumer",
+        "range",
+        epoch,
+        mid,
+    )
     [m] = value["members"]
     assert (m["memberId"], m["sessionTimeout"], m["rebalanceTimeout"]) == (mid, SESSION, REBALANCE)
     assert m["assignment"] == encode_assignment(target_of_before)
@@ -508,8 +552,9 @@ def test_last_consumer_protocol_member_session_timeout_in_consumer_group():
     # Only the classic member heartbeats; the consumer-protocol member's session expires.
     for _ in range(20):
         c.sleep(SESSION // 2)
-        classic_view(c).heartbeat(mid, c.member(mid).member_epoch if c.group().type == "consumer"
-                                  else c.group().generation_id)
+        classic_view(c).heartbeat(
+            mid, c.member(mid).member_epoch if c.group().type == "consumer" else c.group().generation_id
+        )
         if c.group().type == "classic":
             break
     assert c.group().type == "classic" and list(c.group().members) == [mid]
@@ -564,9 +609,11 @@ def test_last_static_consumer_protocol_member_replaced_by_classic_protocol_membe
     assert set(group.members) == {mid, new_id}
     assert group.members[new_id].assignment == encode_assignment(old_target)
     keys = [k for k, _ in c.records(mark)]
-    assert keys[:3] == [record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
-                        record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
-                        record_key("ConsumerGroupMemberMetadata", GROUP, "m1")]
+    assert keys[:3] == [
+        record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
+        record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
+        record_key("ConsumerGroupMemberMetadata", GROUP, "m1"),
+    ]
     assert keys[-2:] == [record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
     # The replacing member syncs with the classic group and gets the replaced member's partitions.
     _, s = classic_view(c).sync(new_id, resp["generationId"], instance_id="i1")

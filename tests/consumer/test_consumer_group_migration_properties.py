@@ -7,6 +7,7 @@ Checked after every step: no partition is owned by two live members at once, wha
 coordinator has it holding, the group epoch never goes back. Once quiet: Stable, every partition
 owned exactly once. Finally the state rebuilt from the state log equals the live state.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings

@@ -10,6 +10,7 @@ expired): the group is Stable and every partition of the subscribed topics is ow
 live member, balanced within one partition (homogeneous subscriptions, uniform assignor). Finally,
 the state rebuilt from the state log equals the live state.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -44,9 +45,12 @@ class SimMember:
 class Sim:
     def __init__(self):
         self.c = ConsumerGroupTestClient(
-            topics={"foo": 4, "bar": 2}, group_consumer_session_timeout_ms=SESSION,
-            group_consumer_min_session_timeout_ms=SESSION, group_consumer_heartbeat_interval_ms=INTERVAL,
-            group_consumer_min_heartbeat_interval_ms=1000)
+            topics={"foo": 4, "bar": 2},
+            group_consumer_session_timeout_ms=SESSION,
+            group_consumer_min_session_timeout_ms=SESSION,
+            group_consumer_heartbeat_interval_ms=INTERVAL,
+            group_consumer_min_heartbeat_interval_ms=1000,
+        )
         self.partitions = {"foo": 4, "bar": 2}
         self.members: dict[str, SimMember] = {}
         self.next_id = 0
@@ -127,8 +131,9 @@ class Sim:
                 server = group.members[m.member_id]
                 for t, ps in m.owned.items():
                     ps = ps - m.revoking.get(t, set())
-                    held = server.assigned_partitions.get(t, frozenset()) | \
-                        server.partitions_pending_revocation.get(t, frozenset())
+                    held = server.assigned_partitions.get(t, frozenset()) | server.partitions_pending_revocation.get(
+                        t, frozenset()
+                    )
                     assert ps <= held, (m.member_id, t, ps, held)
         if group is not None:
             assert group.group_epoch >= self.group_epoch
@@ -140,8 +145,11 @@ class Sim:
             self.check()
             group = self.c.group()
             alive = [m for m in self.members.values() if m.alive]
-            if group is not None and str(group.state) in ("Stable", "Empty") and \
-                    set(group.members) == {m.member_id for m in alive}:
+            if (
+                group is not None
+                and str(group.state) in ("Stable", "Empty")
+                and set(group.members) == {m.member_id for m in alive}
+            ):
                 break
         group = self.c.group()
         alive = [m for m in self.members.values() if m.alive]

@@ -1,6 +1,7 @@
 """Assignments follow topic ids, as Kafka's (keyed by Uuid) do: a topic deleted and re-created under
 the same name is a different topic, so its old partitions are revoked and the new topic's are
 assigned anew (CurrentAssignmentBuilder: revoke first, then assign at the new epoch)."""
+
 from __future__ import annotations
 
 from coordinator.group.consumer.manager import unknown_topic_key
@@ -34,8 +35,10 @@ def test_recreated_topic_loses_its_assignment():
     mark = len(c.records())
     c.set_topics({"foo": 2}, ids={"foo": NEW_ID})  # deleted and re-created: same name, new id
     ghost = unknown_topic_key(OLD_ID)
-    assert [k for k, _ in c.records(mark)] == [record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
-                                               record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1")]
+    assert [k for k, _ in c.records(mark)] == [
+        record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
+        record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
+    ]
     assert c.records(mark)[0][1]["assignedPartitions"] == {ghost: [0, 1]}
     # The member still owns the old topic's partitions: it must revoke them first (no epoch bump,
     # an empty assignment, then none as it did not change), as long as it reports them.
@@ -44,7 +47,9 @@ def test_recreated_topic_loses_its_assignment():
         assert (resp["errorCode"], resp["memberEpoch"], wire(resp)) == (0, 1, expected)
     member = c.group().members["m1"]
     assert (str(member.state), dict(member.partitions_pending_revocation)) == (
-        "MemberState.UNREVOKED_PARTITIONS", {ghost: frozenset({0, 1})})
+        "MemberState.UNREVOKED_PARTITIONS",
+        {ghost: frozenset({0, 1})},
+    )
     assert c.group().group_epoch == 2 and dict(c.group().target_assignment["m1"]) == {"foo": frozenset({0, 1})}
     # Once revoked, the new topic's partitions come at the new epoch, under the new id.
     resp = c.heartbeat("m1", 1, owned_ids=[])

@@ -1,6 +1,7 @@
 """Kafka's ConsumerProtocol encodings and the client-side range assignor, checked against
 kafka-python's independent implementations (its schema-generated ConsumerProtocol classes and its
 RangePartitionAssignor) and against the examples of Kafka's and kafka-python's assignor tests."""
+
 from __future__ import annotations
 
 import base64
@@ -37,20 +38,32 @@ def test_subscription_bytes_equal_kafka_pythons(version):
     if version >= 3:
         fields["rack_id"] = "rack-a"
     theirs = bytes(ConsumerProtocolSubscription(version=version, **fields).encode(version=version))
-    ours = encode_subscription(fields["topics"], fields["user_data"], version,
-                               owned_partitions=fields.get("owned_partitions", []),
-                               generation_id=fields.get("generation_id", -1), rack_id=fields.get("rack_id"))
+    ours = encode_subscription(
+        fields["topics"],
+        fields["user_data"],
+        version,
+        owned_partitions=fields.get("owned_partitions", []),
+        generation_id=fields.get("generation_id", -1),
+        rack_id=fields.get("rack_id"),
+    )
     assert base64.b64decode(ours) == theirs
     decoded = decode_subscription(ours)
-    assert decoded == Subscription(fields["topics"], b"\x00ud", fields.get("owned_partitions", []),
-                                   fields.get("generation_id", -1), fields.get("rack_id"), version)
+    assert decoded == Subscription(
+        fields["topics"],
+        b"\x00ud",
+        fields.get("owned_partitions", []),
+        fields.get("generation_id", -1),
+        fields.get("rack_id"),
+        version,
+    )
     assert parse_subscription_topics(ours) == ["orders", "payments"]
 
 
 def test_assignment_bytes_equal_kafka_pythons_and_round_trip():
     ours = encode_assignment({"t2": [3], "t1": [0, 1]})
-    theirs = ConsumerProtocolAssignment(version=3, assigned_partitions=[("t1", [0, 1]), ("t2", [3])],
-                                        user_data=None).encode(version=3)
+    theirs = ConsumerProtocolAssignment(
+        version=3, assigned_partitions=[("t1", [0, 1]), ("t2", [3])], user_data=None
+    ).encode(version=3)
     assert base64.b64decode(ours) == bytes(theirs)
     assert decode_assignment(ours) == Assignment([("t1", [0, 1]), ("t2", [3])], None, 3)
     assert decode_assignment(ours).as_dict() == {"t1": [0, 1], "t2": [3]}
@@ -90,25 +103,42 @@ def test_java_range_assignor_examples():
     # testOnlyAssignsPartitionsFromSubscribedTopics
     assert assign([MemberSubscription("c", None, ("t",))], counts(t=3, other=3)) == {"c": {"t": [0, 1, 2]}}
     # testTwoConsumersOneTopicOnePartition: the second consumer gets nothing
-    assert assign([MemberSubscription("c1", None, ("t",)), MemberSubscription("c2", None, ("t",))],
-                  counts(t=1)) == {"c1": {"t": [0]}, "c2": {}}
+    assert assign([MemberSubscription("c1", None, ("t",)), MemberSubscription("c2", None, ("t",))], counts(t=1)) == {
+        "c1": {"t": [0]},
+        "c2": {},
+    }
     # testMultipleConsumersMixedTopics: t1 (3 partitions) to c1, c2, c3; t2 (2) to c2 only
-    members = [MemberSubscription("c1", None, ("t1",)), MemberSubscription("c2", None, ("t1", "t2")),
-               MemberSubscription("c3", None, ("t1",))]
-    assert assign(members, counts(t1=3, t2=2)) == {"c1": {"t1": [0]}, "c2": {"t1": [1], "t2": [0, 1]},
-                                                   "c3": {"t1": [2]}}
+    members = [
+        MemberSubscription("c1", None, ("t1",)),
+        MemberSubscription("c2", None, ("t1", "t2")),
+        MemberSubscription("c3", None, ("t1",)),
+    ]
+    assert assign(members, counts(t1=3, t2=2)) == {
+        "c1": {"t1": [0]},
+        "c2": {"t1": [1], "t2": [0, 1]},
+        "c3": {"t1": [2]},
+    }
 
 
 def test_static_members_first_by_instance_id_then_dynamic_by_member_id():
     # Java's MemberInfo order: static members by group instance id (whatever their member ids),
     # then dynamic members by member id; strings compare as Java's String.compareTo (UTF-16 units:
     # U+FF5E sorts after U+1F600, whose first surrogate is 0xD83D).
-    members = [MemberSubscription("a-dynamic", None, ("t",)), MemberSubscription("z-1", "instance-b", ("t",)),
-               MemberSubscription("y-2", "instance-a", ("t",)), MemberSubscription("\uff5e", None, ("t",)),
-               MemberSubscription("\U0001F600", None, ("t",))]
+    members = [
+        MemberSubscription("a-dynamic", None, ("t",)),
+        MemberSubscription("z-1", "instance-b", ("t",)),
+        MemberSubscription("y-2", "instance-a", ("t",)),
+        MemberSubscription("\uff5e", None, ("t",)),
+        MemberSubscription("\U0001f600", None, ("t",)),
+    ]
     got = assign(members, counts(t=7))
-    assert got == {"y-2": {"t": [0, 1]}, "z-1": {"t": [2, 3]}, "a-dynamic": {"t": [4]},
-                   "\U0001F600": {"t": [5]}, "\uff5e": {"t": [6]}}
+    assert got == {
+        "y-2": {"t": [0, 1]},
+        "z-1": {"t": [2, 3]},
+        "a-dynamic": {"t": [4]},
+        "\U0001f600": {"t": [5]},
+        "\uff5e": {"t": [6]},
+    }
 
 
 member_ids = st.text(alphabet="abcdefgh-0123", min_size=1, max_size=6)
@@ -128,9 +158,17 @@ def test_same_assignment_as_kafka_pythons_range_assignor(data):
     # kafka-python groups static/dynamic with itertools.groupby over the input order, so it is
     # only right when the static members come first in the input, as they do here.
     cluster = SimpleNamespace(partitions_for_topic=lambda t: set(range(topics[t])) if t in topics else None)
-    theirs = RangePartitionAssignor.assign(cluster, [
-        SimpleNamespace(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                        metadata=SimpleNamespace(topics=list(m.topics))) for m in members])
+    theirs = RangePartitionAssignor.assign(
+        cluster,
+        [
+            SimpleNamespace(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                metadata=SimpleNamespace(topics=list(m.topics)),
+            )
+            for m in members
+        ],
+    )
     as_dicts = {mid: {t: list(ps) for t, ps in a.assigned_partitions if ps} for mid, a in theirs.items()}
     assert ours == as_dicts
     # Every partition of every subscribed topic exactly once.

@@ -1,6 +1,7 @@
 """Assignments and reconciliation must not depend on Python's string hash seed: Spark runs the
 step in worker processes with different seeds, and a replayed batch must reproduce its outputs.
 (Iterating a set of topic names follows the seed; every result here must be order-independent.)"""
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,9 @@ def test_results_do_not_depend_on_the_hash_seed():
     outputs = set()
     for seed in ("0", "1", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root}
-        done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=root, env=env, check=True,
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT], cwd=root, env=env, check=True, capture_output=True, text=True
+        )
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert json.loads(outputs.pop())["group"]["groupEpoch"] == 25

@@ -1,5 +1,6 @@
 """ConsumerGroupMember and ConsumerGroup: JSON round trips, record-shaped updates, derived state,
 offset validation (Kafka's ConsumerGroupTest / ConsumerGroupMemberTest equivalents)."""
+
 from __future__ import annotations
 
 import json
@@ -19,11 +20,21 @@ FOO, BAR = "foo", "bar"
 
 def full_member():
     return ConsumerGroupMember(
-        "member-id", member_epoch=10, previous_member_epoch=9, state=MemberState.UNREVOKED_PARTITIONS,
-        instance_id="instance-id", rack_id="rack-id", rebalance_timeout_ms=5000, client_id="client-id",
-        client_host="hostname", subscribed_topic_names=frozenset({FOO, BAR}), subscribed_topic_regex="regex",
-        server_assignor_name="range", assigned_partitions=mk_assignment(tp(FOO, 1, 2, 3)),
-        partitions_pending_revocation=mk_assignment(tp(BAR, 4, 5, 6)))
+        "member-id",
+        member_epoch=10,
+        previous_member_epoch=9,
+        state=MemberState.UNREVOKED_PARTITIONS,
+        instance_id="instance-id",
+        rack_id="rack-id",
+        rebalance_timeout_ms=5000,
+        client_id="client-id",
+        client_host="hostname",
+        subscribed_topic_names=frozenset({FOO, BAR}),
+        subscribed_topic_regex="regex",
+        server_assignor_name="range",
+        assigned_partitions=mk_assignment(tp(FOO, 1, 2, 3)),
+        partitions_pending_revocation=mk_assignment(tp(BAR, 4, 5, 6)),
+    )
 
 
 def test_member_json_round_trip():
@@ -45,8 +56,11 @@ def test_member_state_from_unknown_value():
 def test_update_with_record_values():
     """Kafka's testUpdateWithConsumerGroupMemberMetadataValue / ...CurrentMemberAssignmentValue."""
     m = full_member()
-    fresh = ConsumerGroupMember("member-id").with_metadata_value(m.metadata_value()) \
+    fresh = (
+        ConsumerGroupMember("member-id")
+        .with_metadata_value(m.metadata_value())
         .with_assignment_value(m.assignment_value())
+    )
     assert fresh == m
 
 
@@ -60,7 +74,11 @@ def test_with_heartbeat_keeps_absent_fields():
     assert m.with_heartbeat() == m
     u = m.with_heartbeat(rack_id="r2", subscribed_topic_names=[FOO], rebalance_timeout_ms=6000)
     assert (u.rack_id, u.subscribed_topic_names, u.rebalance_timeout_ms, u.instance_id) == (
-        "r2", frozenset({FOO}), 6000, "instance-id")
+        "r2",
+        frozenset({FOO}),
+        6000,
+        "instance-id",
+    )
 
 
 def test_is_reconciled_to():
@@ -73,13 +91,25 @@ def _group():
     group = ConsumerGroup("g")
     group.group_epoch = 11
     group.target_assignment_epoch = 11
-    group.update_member(ConsumerGroupMember("m1", member_epoch=11, instance_id="i1",
-                                            subscribed_topic_names=frozenset({FOO}),
-                                            assigned_partitions=mk_assignment(tp(FOO, 0, 1))))
-    group.update_member(ConsumerGroupMember("m2", member_epoch=10, state=MemberState.UNREVOKED_PARTITIONS,
-                                            subscribed_topic_names=frozenset({FOO}),
-                                            assigned_partitions=mk_assignment(tp(FOO, 2)),
-                                            partitions_pending_revocation=mk_assignment(tp(FOO, 3))))
+    group.update_member(
+        ConsumerGroupMember(
+            "m1",
+            member_epoch=11,
+            instance_id="i1",
+            subscribed_topic_names=frozenset({FOO}),
+            assigned_partitions=mk_assignment(tp(FOO, 0, 1)),
+        )
+    )
+    group.update_member(
+        ConsumerGroupMember(
+            "m2",
+            member_epoch=10,
+            state=MemberState.UNREVOKED_PARTITIONS,
+            subscribed_topic_names=frozenset({FOO}),
+            assigned_partitions=mk_assignment(tp(FOO, 2)),
+            partitions_pending_revocation=mk_assignment(tp(FOO, 3)),
+        )
+    )
     group.update_target_assignment("m1", mk_assignment(tp(FOO, 0, 1, 3)))
     group.update_target_assignment("m2", mk_assignment(tp(FOO, 2)))
     group.resolved_regular_expressions["f.*"] = ResolvedRegularExpression(frozenset({FOO}), 3, 99)
@@ -98,8 +128,9 @@ def test_group_derived_state():
     assert group.target_assignment_of("new", "unknown-instance") == {}
     assert group.inverted_target_assignment() == {FOO: {0: "m1", 1: "m1", 3: "m1", 2: "m2"}}
     # m2 revokes foo-3: STABLE at 11; the group is stable.
-    group.update_member(group.members["m2"].update_member_epoch(
-        11, state=MemberState.STABLE, partitions_pending_revocation={}))
+    group.update_member(
+        group.members["m2"].update_member_epoch(11, state=MemberState.STABLE, partitions_pending_revocation={})
+    )
     assert group.current_partition_epoch(FOO, 3) == -1
     assert group.state == ConsumerGroupState.STABLE
     group.remove_member("m1")
@@ -145,7 +176,9 @@ def test_validate_offset_commit():
     with pytest.raises(ApiError) as e:
         group.validate_offset_commit("member-id", None, 11, False, 9)
     assert (e.value.error, e.value.message) == (
-        Errors.STALE_MEMBER_EPOCH, "The received member epoch 11 does not match the expected member epoch 10.")
+        Errors.STALE_MEMBER_EPOCH,
+        "The received member epoch 11 does not match the expected member epoch 10.",
+    )
     with pytest.raises(ApiError) as e:
         group.validate_offset_commit("member-id", None, 10, False, 8)
     assert e.value.error == Errors.UNSUPPORTED_VERSION
@@ -154,9 +187,11 @@ def test_validate_offset_commit():
     group.validate_offset_commit("", None, -1, True, 3)
     group.validate_offset_commit("member-id", None, 10, True, 3)
     # A classic-protocol member gets ILLEGAL_GENERATION.
-    group.update_member(ConsumerGroupMember("classic", member_epoch=10,
-                                            classic_member_metadata={"sessionTimeoutMs": 5000,
-                                                                     "supportedProtocols": []}))
+    group.update_member(
+        ConsumerGroupMember(
+            "classic", member_epoch=10, classic_member_metadata={"sessionTimeoutMs": 5000, "supportedProtocols": []}
+        )
+    )
     with pytest.raises(ApiError) as e:
         group.validate_offset_commit("classic", None, 9, False, 8)
     assert e.value.error == Errors.ILLEGAL_GENERATION

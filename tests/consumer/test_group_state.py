@@ -1,5 +1,6 @@
 """Group state derivation, partition epochs, subscription type and assignor preference
 (Kafka's ConsumerGroupTest equivalents)."""
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,19 @@ from .helpers import mk_topic_assignment as tp
 FOO, BAR = "foo", "bar"
 
 
-def member(member_id, epoch=10, state=MemberState.STABLE, assigned=None, pending=None, names=(),
-           regex="", assignor=None):
-    return ConsumerGroupMember(member_id, member_epoch=epoch, state=state, assigned_partitions=assigned or {},
-                               partitions_pending_revocation=pending or {},
-                               subscribed_topic_names=frozenset(names), subscribed_topic_regex=regex,
-                               server_assignor_name=assignor)
+def member(
+    member_id, epoch=10, state=MemberState.STABLE, assigned=None, pending=None, names=(), regex="", assignor=None
+):
+    return ConsumerGroupMember(
+        member_id,
+        member_epoch=epoch,
+        state=state,
+        assigned_partitions=assigned or {},
+        partitions_pending_revocation=pending or {},
+        subscribed_topic_names=frozenset(names),
+        subscribed_topic_regex=regex,
+        server_assignor_name=assignor,
+    )
 
 
 def test_consumer_group_states():
@@ -63,8 +71,9 @@ def test_update_partition_epochs():
 def test_adding_an_owned_partition_fails():
     """Kafka's testUpdatingMemberUpdatesPartitionEpochWhenPartitionIsAssigned..."""
     epochs = PartitionEpochs.from_members([member("m1", 10, assigned=mk_assignment(tp(FOO, 1)))])
-    with pytest.raises(IllegalStateError, match="Cannot set the epoch of foo-1 to 11 because the "
-                                                "partition is still owned at epoch 10"):
+    with pytest.raises(
+        IllegalStateError, match="Cannot set the epoch of foo-1 to 11 because the partition is still owned at epoch 10"
+    ):
         epochs.add(mk_assignment(tp(FOO, 1, 2)), 11)
     assert epochs(FOO, 2) == -1  # nothing applied
 
@@ -80,9 +89,12 @@ def test_removing_with_a_wrong_epoch_fails():
 
 
 def test_partition_epochs_json_round_trip():
-    epochs = PartitionEpochs.from_members([
-        member("m1", 10, assigned=mk_assignment(tp(FOO, 1, 2))),
-        member("m2", 12, assigned=mk_assignment(tp(BAR, 0)), pending=mk_assignment(tp(FOO, 3)))])
+    epochs = PartitionEpochs.from_members(
+        [
+            member("m1", 10, assigned=mk_assignment(tp(FOO, 1, 2))),
+            member("m2", 12, assigned=mk_assignment(tp(BAR, 0)), pending=mk_assignment(tp(FOO, 3))),
+        ]
+    )
     data = json.loads(json.dumps(epochs.to_json()))
     assert data == {"bar": {"0": 12}, "foo": {"1": 10, "2": 10, "3": 12}}
     assert PartitionEpochs.from_json(data) == epochs
@@ -98,8 +110,10 @@ def test_subscription_type_without_regex():
 
 
 def test_subscription_type_with_regex():
-    resolved = {"foo*": ResolvedRegularExpression(frozenset({FOO, "foox"}), 1, 0),
-                "b.*": ResolvedRegularExpression(frozenset({BAR}), 1, 0)}
+    resolved = {
+        "foo*": ResolvedRegularExpression(frozenset({FOO, "foox"}), 1, 0),
+        "b.*": ResolvedRegularExpression(frozenset({BAR}), 1, 0),
+    }
     a, b = member("a", regex="foo*"), member("b", regex="foo*")
     assert subscription_type([a, b], resolved) == SubscriptionType.HOMOGENEOUS
     # Unresolved yet: still homogeneous (no topics).
@@ -114,8 +128,9 @@ def test_subscription_type_with_regex():
 
 def test_subscribed_topic_counts():
     resolved = {"foo*": ResolvedRegularExpression(frozenset({FOO}), 1, 0)}
-    counts = subscribed_topic_counts([member("a", names=[FOO, BAR], regex="foo*"),
-                                      member("b", names=[FOO], regex="foo*")], resolved)
+    counts = subscribed_topic_counts(
+        [member("a", names=[FOO, BAR], regex="foo*"), member("b", names=[FOO], regex="foo*")], resolved
+    )
     assert counts == {FOO: SubscriptionCount(2, 1), BAR: SubscriptionCount(1, 0)}
 
 

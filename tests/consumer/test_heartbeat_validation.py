@@ -1,5 +1,6 @@
 """Kafka's testConsumerHeartbeatRequestValidation and the epoch / static member checks of
 GroupMetadataManager (testConsumerGroupMemberEpochValidation, ...)."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,43 +36,69 @@ def test_consumer_heartbeat_request_validation():
     assert fails({"memberId": MEMBER_ID, "groupId": "   "}) == (invalid, "GroupId can't be empty.")
     # RebalanceTimeoutMs must be present in the first request (epoch == 0).
     assert fails({"memberId": MEMBER_ID, "groupId": "foo", "memberEpoch": 0}) == (
-        invalid, "RebalanceTimeoutMs must be provided in first request.")
+        invalid,
+        "RebalanceTimeoutMs must be provided in first request.",
+    )
     # TopicPartitions must be present and empty in the first request.
     assert fails({"memberId": MEMBER_ID, "groupId": "foo", "memberEpoch": 0, "rebalanceTimeoutMs": 5000}) == (
-        invalid, "TopicPartitions must be empty when (re-)joining.")
+        invalid,
+        "TopicPartitions must be empty when (re-)joining.",
+    )
     # SubscribedTopicNames or SubscribedTopicRegex must be present in the first request.
-    assert fails({"memberId": MEMBER_ID, "groupId": "foo", "memberEpoch": 0, "rebalanceTimeoutMs": 5000,
-                  "topicPartitions": []}) == (
-        invalid, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    assert fails(
+        {"memberId": MEMBER_ID, "groupId": "foo", "memberEpoch": 0, "rebalanceTimeoutMs": 5000, "topicPartitions": []}
+    ) == (invalid, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
     # InstanceId and RackId must be non-empty if provided.
     assert fails({"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": 1, "instanceId": ""}) == (
-        invalid, "InstanceId can't be empty.")
+        invalid,
+        "InstanceId can't be empty.",
+    )
     assert fails({"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": 1, "rackId": ""}) == (
-        invalid, "RackId can't be empty.")
+        invalid,
+        "RackId can't be empty.",
+    )
     # ServerAssignor must exist if provided.
     assert fails({"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": 1, "serverAssignor": "bar"}) == (
-        Errors.UNSUPPORTED_ASSIGNOR, "ServerAssignor bar is not supported. Supported assignors: range.")
+        Errors.UNSUPPORTED_ASSIGNOR,
+        "ServerAssignor bar is not supported. Supported assignors: range.",
+    )
     # A static member leaving temporarily needs its instance id.
-    assert fails({"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": -2, "rebalanceTimeoutMs": 5000,
-                  "subscribedTopicNames": ["foo", "bar"], "topicPartitions": []}) == (
-        invalid, "InstanceId can't be null.")
+    assert fails(
+        {
+            "groupId": "foo",
+            "memberId": MEMBER_ID,
+            "memberEpoch": -2,
+            "rebalanceTimeoutMs": 5000,
+            "subscribedTopicNames": ["foo", "bar"],
+            "topicPartitions": [],
+        }
+    ) == (invalid, "InstanceId can't be null.")
 
 
 def test_member_epoch_below_minus_two_is_invalid():
     assert fails({"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": -3}) == (
-        Errors.INVALID_REQUEST, "MemberEpoch is invalid.")
+        Errors.INVALID_REQUEST,
+        "MemberEpoch is invalid.",
+    )
 
 
 def test_unsupported_assignor_lists_assignors_in_kafka_hashmap_order():
     request = {"groupId": "foo", "memberId": MEMBER_ID, "memberEpoch": 1, "serverAssignor": "sticky"}
     assert fails(request, assignors=("uniform", "range"))[1] == (
-        "ServerAssignor sticky is not supported. Supported assignors: uniform, range.")
+        "ServerAssignor sticky is not supported. Supported assignors: uniform, range."
+    )
     assert fails(request, assignors=("range", "uniform"))[1].endswith("uniform, range.")
 
 
 def test_version_zero_may_omit_the_member_id_when_joining():
-    ok = {"groupId": "foo", "memberId": "", "memberEpoch": 0, "rebalanceTimeoutMs": 5000,
-          "topicPartitions": [], "subscribedTopicNames": ["foo"]}
+    ok = {
+        "groupId": "foo",
+        "memberId": "",
+        "memberEpoch": 0,
+        "rebalanceTimeoutMs": 5000,
+        "topicPartitions": [],
+        "subscribedTopicNames": ["foo"],
+    }
     throw_if_request_is_invalid(ok, 0, ["uniform"])
     assert fails(ok, version=1)[1] == "MemberId can't be empty."
     assert fails({**ok, "memberEpoch": 3}, version=0)[1] == "MemberId can't be empty."
@@ -79,24 +106,43 @@ def test_version_zero_may_omit_the_member_id_when_joining():
 
 
 def test_valid_requests():
-    throw_if_request_is_invalid({"groupId": "g", "memberId": MEMBER_ID, "memberEpoch": 0,
-                                 "rebalanceTimeoutMs": 5000, "topicPartitions": [],
-                                 "subscribedTopicRegex": ""}, 1, ["uniform", "range"])
-    throw_if_request_is_invalid({"groupId": "g", "memberId": MEMBER_ID, "memberEpoch": 7,
-                                 "serverAssignor": "range"}, 1, ["uniform", "range"])
-    throw_if_request_is_invalid({"groupId": "g", "memberId": MEMBER_ID, "memberEpoch": -2,
-                                 "instanceId": "i"}, 1, ["uniform"])
+    throw_if_request_is_invalid(
+        {
+            "groupId": "g",
+            "memberId": MEMBER_ID,
+            "memberEpoch": 0,
+            "rebalanceTimeoutMs": 5000,
+            "topicPartitions": [],
+            "subscribedTopicRegex": "",
+        },
+        1,
+        ["uniform", "range"],
+    )
+    throw_if_request_is_invalid(
+        {"groupId": "g", "memberId": MEMBER_ID, "memberEpoch": 7, "serverAssignor": "range"}, 1, ["uniform", "range"]
+    )
+    throw_if_request_is_invalid(
+        {"groupId": "g", "memberId": MEMBER_ID, "memberEpoch": -2, "instanceId": "i"}, 1, ["uniform"]
+    )
 
 
 def test_consumer_group_member_epoch_validation():
-    member = ConsumerGroupMember(MEMBER_ID, member_epoch=100, previous_member_epoch=99,
-                                 state=MemberState.STABLE, assigned_partitions={"foo": [1, 2, 3]})
+    member = ConsumerGroupMember(
+        MEMBER_ID,
+        member_epoch=100,
+        previous_member_epoch=99,
+        state=MemberState.STABLE,
+        assigned_partitions={"foo": [1, 2, 3]},
+    )
     for epoch, owned in ((200, None), (50, None), (99, None), (99, {"foo": [1, 4]}), (99, {"bar": [1]})):
         with pytest.raises(ApiError) as e:
             throw_if_member_epoch_is_invalid(member, epoch, owned)
         assert e.value.error == Errors.FENCED_MEMBER_EPOCH
-    with pytest.raises(ApiError, match=r"greater member epoch \(200\) than the one known by the "
-                                       r"group coordinator \(100\)"):
+    with pytest.raises(
+        ApiError,
+        match=r"greater member epoch \(200\) than the one known by the "
+        r"group coordinator \(100\)",
+    ):
         throw_if_member_epoch_is_invalid(member, 200, None)
     # Previous epoch with owned partitions a subset of the assignment: accepted.
     throw_if_member_epoch_is_invalid(member, 99, {"foo": [1, 2]})
@@ -116,13 +162,16 @@ def test_static_member_checks():
     with pytest.raises(ApiError) as e:
         throw_if_instance_id_is_unreleased(holder, "g", "new", "i")
     assert e.value.error == Errors.UNRELEASED_INSTANCE_ID
-    assert e.value.message == ("Static member new with instance id i cannot join the group because "
-                               "the instance id is owned by old member.")
+    assert e.value.message == (
+        "Static member new with instance id i cannot join the group because the instance id is owned by old member."
+    )
     throw_if_instance_id_is_unreleased(holder.replace(member_epoch=-2), "g", "new", "i")
     with pytest.raises(ApiError) as e:
         throw_if_instance_id_is_fenced(holder, "g", "other", "i")
     assert (e.value.error, e.value.message) == (
-        Errors.FENCED_INSTANCE_ID, "Static member other with instance id i was fenced by member old.")
+        Errors.FENCED_INSTANCE_ID,
+        "Static member other with instance id i was fenced by member old.",
+    )
     throw_if_instance_id_is_fenced(holder, "g", "old", "i")
     with pytest.raises(ApiError) as e:
         throw_if_static_member_is_unknown(None, "i")

@@ -2,6 +2,7 @@
 
 Validity and balance only; no timing assertions (see bench/assignors.py for timings: each case
 here takes a few tens of milliseconds)."""
+
 from __future__ import annotations
 
 import random
@@ -101,14 +102,14 @@ def test_target_assignment_and_reconciliation_of_a_1000_member_group():
     group = ConsumerGroup("big")
     group.group_epoch = 1
     members = {m: ConsumerGroupMember(m, subscribed_topic_names=ALL) for m in MEMBERS}
-    result = (TargetAssignmentBuilder("big", 1, "uniform").with_members(members)
-              .with_topic_metadata(TOPICS).build())
+    result = TargetAssignmentBuilder("big", 1, "uniform").with_members(members).with_topic_metadata(TOPICS).build()
     assert len(result.changed) == 1000 and len(result.records()) == 1001
     group.target_assignment_epoch = 1
     for m, a in result.target_assignment.items():
         group.update_target_assignment(m, a)
     for m, member in members.items():
-        group.update_member(reconcile(member, 1, group.target_assignment[m],
-                                      group.current_partition_epoch, {}, topics=TOPICS))
+        group.update_member(
+            reconcile(member, 1, group.target_assignment[m], group.current_partition_epoch, {}, topics=TOPICS)
+        )
     assert group.state == ConsumerGroupState.STABLE
     assert len(group.partition_epochs) == 10_000

@@ -9,6 +9,7 @@ are what Kafka writes in the ConsumerGroupCurrentMemberAssignment records). Whet
 carries the assignment follows Kafka 4.x: on a full request (epoch 0, or rebalance timeout,
 subscription and owned partitions all set) or when the assignment changed.
 """
+
 from __future__ import annotations
 
 from coordinator.group.consumer.group_state import ConsumerGroupState
@@ -24,8 +25,11 @@ __all__ = ["mock_assignor"]  # the fixture
 GROUP = "fooup"
 FOO, BAR = "foo", "bar"
 M1, M2, M3 = "member-1", "member-2", "member-3"
-STABLE, UNREVOKED, UNRELEASED = (MemberState.STABLE, MemberState.UNREVOKED_PARTITIONS,
-                                 MemberState.UNRELEASED_PARTITIONS)
+STABLE, UNREVOKED, UNRELEASED = (
+    MemberState.STABLE,
+    MemberState.UNREVOKED_PARTITIONS,
+    MemberState.UNRELEASED_PARTITIONS,
+)
 
 
 def client(topics: dict) -> ConsumerGroupTestClient:
@@ -33,18 +37,30 @@ def client(topics: dict) -> ConsumerGroupTestClient:
 
 
 def stable_member(member_id, assigned, epoch=10, state=STABLE, pending=None, topics=(FOO, BAR)):
-    return ConsumerGroupMember(member_id, member_epoch=epoch, previous_member_epoch=epoch - 1,
-                               state=state, client_id="client", client_host="localhost/127.0.0.1",
-                               rebalance_timeout_ms=5000, subscribed_topic_names=frozenset(topics),
-                               server_assignor_name="mock", assigned_partitions=assigned,
-                               partitions_pending_revocation=pending or {})
+    return ConsumerGroupMember(
+        member_id,
+        member_epoch=epoch,
+        previous_member_epoch=epoch - 1,
+        state=state,
+        client_id="client",
+        client_host="localhost/127.0.0.1",
+        rebalance_timeout_ms=5000,
+        subscribed_topic_names=frozenset(topics),
+        server_assignor_name="mock",
+        assigned_partitions=assigned,
+        partitions_pending_revocation=pending or {},
+    )
 
 
 def current(member_id, state, epoch, previous, assigned=None, pending=None):
     """The current-assignment part Kafka records for the member."""
-    return {"memberEpoch": epoch, "previousMemberEpoch": previous, "state": state.name,
-            "assignedPartitions": {t: sorted(p) for t, p in sorted((assigned or {}).items())},
-            "partitionsPendingRevocation": {t: sorted(p) for t, p in sorted((pending or {}).items())}}
+    return {
+        "memberEpoch": epoch,
+        "previousMemberEpoch": previous,
+        "state": state.name,
+        "assignedPartitions": {t: sorted(p) for t, p in sorted((assigned or {}).items())},
+        "partitionsPendingRevocation": {t: sorted(p) for t, p in sorted((pending or {}).items())},
+    }
 
 
 def response(c: ConsumerGroupTestClient, r: dict):
@@ -64,11 +80,13 @@ def test_reconciliation_process(mock_assignor):
     a1 = mk_assignment(tp(FOO, 0, 1, 2), tp(BAR, 0, 1))
     a2 = mk_assignment(tp(FOO, 3, 4, 5), tp(BAR, 2))
     c.inject_group(10, [stable_member(M1, a1), stable_member(M2, a2)])
-    mock_assignor.prepare({
-        M1: mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)),
-        M2: mk_assignment(tp(FOO, 2, 3), tp(BAR, 2)),
-        M3: mk_assignment(tp(FOO, 4, 5), tp(BAR, 1)),
-    })
+    mock_assignor.prepare(
+        {
+            M1: mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)),
+            M2: mk_assignment(tp(FOO, 2, 3), tp(BAR, 2)),
+            M3: mk_assignment(tp(FOO, 4, 5), tp(BAR, 1)),
+        }
+    )
 
     def state_of(member_id):
         return c.member(member_id).assignment_value()
@@ -87,15 +105,17 @@ def test_reconciliation_process(mock_assignor):
     # its new assignment without them.
     r = c.heartbeat(M1, 10)
     assert response(c, r) == (10, mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)))
-    assert state_of(M1) == current(M1, UNREVOKED, 10, 10, mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)),
-                                   mk_assignment(tp(FOO, 2), tp(BAR, 1)))
+    assert state_of(M1) == current(
+        M1, UNREVOKED, 10, 10, mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)), mk_assignment(tp(FOO, 2), tp(BAR, 1))
+    )
     assert c.group().state == ConsumerGroupState.RECONCILING
 
     # Member 2 likewise: foo-4 and foo-5 to revoke.
     r = c.heartbeat(M2, 10)
     assert response(c, r) == (10, mk_assignment(tp(FOO, 3), tp(BAR, 2)))
-    assert state_of(M2) == current(M2, UNREVOKED, 10, 10, mk_assignment(tp(FOO, 3), tp(BAR, 2)),
-                                   mk_assignment(tp(FOO, 4, 5)))
+    assert state_of(M2) == current(
+        M2, UNREVOKED, 10, 10, mk_assignment(tp(FOO, 3), tp(BAR, 2)), mk_assignment(tp(FOO, 4, 5))
+    )
 
     # Member 3 heartbeats: still waiting; no assignment in the response. Its previous epoch moves
     # to 11 (Kafka writes a record for that).
@@ -176,29 +196,35 @@ def test_revocation_before_assignment_holds_at_every_step():
 
 def _rejoin_case(mock_assignor, state, group_epoch, assigned, pending, target):
     c = client({FOO: 3})
-    c.inject_group(group_epoch, [stable_member("m", assigned, epoch=100, state=state, pending=pending,
-                                               topics=(FOO,))],
-                   targets={"m": target})
+    c.inject_group(
+        group_epoch,
+        [stable_member("m", assigned, epoch=100, state=state, pending=pending, topics=(FOO,))],
+        targets={"m": target},
+    )
     r = c.join("m", [FOO], assignor="mock")
     assert c.group().group_epoch == group_epoch and mock_assignor.calls == 0  # no bump
     return response(c, r)
 
 
 def test_member_can_rejoin_with_epoch_zero_in_stable_state(mock_assignor):
-    r = _rejoin_case(mock_assignor, STABLE, 100, mk_assignment(tp(FOO, 0, 1, 2)), {},
-                     mk_assignment(tp(FOO, 0, 1, 2)))
+    r = _rejoin_case(mock_assignor, STABLE, 100, mk_assignment(tp(FOO, 0, 1, 2)), {}, mk_assignment(tp(FOO, 0, 1, 2)))
     assert r == (100, mk_assignment(tp(FOO, 0, 1, 2)))
 
 
 def test_member_can_rejoin_with_epoch_zero_in_unrevoked_partitions_state(mock_assignor):
     # The group moved to epoch 101 with target [0, 1]; the member still had 2 to revoke. It
     # rejoins owning nothing, so it has revoked: epoch 101, [0, 1].
-    r = _rejoin_case(mock_assignor, UNREVOKED, 101, mk_assignment(tp(FOO, 0, 1)), mk_assignment(tp(FOO, 2)),
-                     mk_assignment(tp(FOO, 0, 1)))
+    r = _rejoin_case(
+        mock_assignor,
+        UNREVOKED,
+        101,
+        mk_assignment(tp(FOO, 0, 1)),
+        mk_assignment(tp(FOO, 2)),
+        mk_assignment(tp(FOO, 0, 1)),
+    )
     assert r == (101, mk_assignment(tp(FOO, 0, 1)))
 
 
 def test_member_can_rejoin_with_epoch_zero_in_unreleased_partitions_state(mock_assignor):
-    r = _rejoin_case(mock_assignor, UNRELEASED, 100, mk_assignment(tp(FOO, 0)), {},
-                     mk_assignment(tp(FOO, 0, 1, 2)))
+    r = _rejoin_case(mock_assignor, UNRELEASED, 100, mk_assignment(tp(FOO, 0)), {}, mk_assignment(tp(FOO, 0, 1, 2)))
     assert r == (100, mk_assignment(tp(FOO, 0, 1, 2)))

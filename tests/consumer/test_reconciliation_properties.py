@@ -14,6 +14,7 @@ every step:
 and at the end, once every client acknowledges, the group converges: STABLE, each member's
 assignment equal to its target, every subscribed partition owned exactly once.
 """
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -56,10 +57,22 @@ heartbeat = st.tuples(st.just("hb"), st.integers(0, 5), st.booleans(), st.boolea
 ops = st.builds(
     lambda first, rest: first + rest,
     st.lists(join, min_size=1, max_size=4),
-    st.lists(st.one_of(
-        join, st.tuples(st.just("leave"), st.integers(0, 5)),
-        st.tuples(st.just("grow"), st.sampled_from(TOPICS), st.integers(1, 3)),
-        heartbeat, heartbeat, heartbeat, heartbeat, heartbeat, heartbeat), min_size=15, max_size=80))
+    st.lists(
+        st.one_of(
+            join,
+            st.tuples(st.just("leave"), st.integers(0, 5)),
+            st.tuples(st.just("grow"), st.sampled_from(TOPICS), st.integers(1, 3)),
+            heartbeat,
+            heartbeat,
+            heartbeat,
+            heartbeat,
+            heartbeat,
+            heartbeat,
+        ),
+        min_size=15,
+        max_size=80,
+    ),
+)
 
 
 def as_lists(assignment) -> dict:
@@ -141,9 +154,21 @@ def test_revoke_before_assign_and_convergence(steps, assignor):
 
 
 def test_scenario_with_every_kind_of_step():
-    steps = [("join", 0, ["a", "b"]), ("join", 1, ["a", "b"]), ("hb", 0, True, False),
-             ("hb", 1, False, True), ("join", 2, ["b", "c"]), ("grow", "a", 2), ("hb", 0, False, True),
-             ("hb", 1, True, True), ("hb", 2, True, False), ("leave", 0), ("hb", 1, True, True),
-             ("hb", 2, False, False), ("join", 3, ["a"]), ("hb", 3, True, True)]
+    steps = [
+        ("join", 0, ["a", "b"]),
+        ("join", 1, ["a", "b"]),
+        ("hb", 0, True, False),
+        ("hb", 1, False, True),
+        ("join", 2, ["b", "c"]),
+        ("grow", "a", 2),
+        ("hb", 0, False, True),
+        ("hb", 1, True, True),
+        ("hb", 2, True, False),
+        ("leave", 0),
+        ("hb", 1, True, True),
+        ("hb", 2, False, False),
+        ("join", 3, ["a"]),
+        ("hb", 3, True, True),
+    ]
     for assignor in ("uniform", "range"):
         run_scenario(steps, assignor)

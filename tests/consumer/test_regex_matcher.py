@@ -1,6 +1,7 @@
 """The linear-time matcher of subscription regexes and ListTransactions patterns
 (coordinator/group/consumer/regex.py): the same answers as Python's backtracking `re.fullmatch` on the
 syntax both accept, with its step cache (the lazy DFA) warm or cold."""
+
 from __future__ import annotations
 
 import random
@@ -10,8 +11,21 @@ import pytest
 
 from coordinator.group.consumer.regex import DFA_CACHE_MAX, compile_regex
 
-PATTERNS = [r"a*b", r"(ab|a)*", r"\bab\b.*", r"a.b$", r"^a|b", r"[a-c]+\Bb", r"(a|b)*a(a|b){3}",
-            r"x?\w+\b", r"a{2,4}b?", r"(?i)A[B_]*", r"[^ ]+ [^ ]*", r"\d*\s?x", r""]
+PATTERNS = [
+    r"a*b",
+    r"(ab|a)*",
+    r"\bab\b.*",
+    r"a.b$",
+    r"^a|b",
+    r"[a-c]+\Bb",
+    r"(a|b)*a(a|b){3}",
+    r"x?\w+\b",
+    r"a{2,4}b?",
+    r"(?i)A[B_]*",
+    r"[^ ]+ [^ ]*",
+    r"\d*\s?x",
+    r"",
+]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)

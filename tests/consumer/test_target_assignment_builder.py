@@ -6,6 +6,7 @@ partitions that do not exist from current assignments (with topic names instead 
 re-created with fewer partitions could leave stale ones), so the topics here get 7 partitions.
 Records are compared in order: they come sorted by member id.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -46,8 +47,11 @@ class Context:
 
     def add_group_member(self, member_id, subscriptions, target, instance_id=None, regex=""):
         self.members[member_id] = ConsumerGroupMember(
-            member_id, subscribed_topic_names=frozenset(subscriptions), subscribed_topic_regex=regex,
-            instance_id=instance_id)
+            member_id,
+            subscribed_topic_names=frozenset(subscriptions),
+            subscribed_topic_regex=regex,
+            instance_id=instance_id,
+        )
         if instance_id is not None:
             self.static[instance_id] = member_id
         self.target[member_id] = target
@@ -72,11 +76,15 @@ class Context:
         self.assignor.prepared[member_id] = assignment
 
     def build(self):
-        builder = (TargetAssignmentBuilder(self.group_id, self.group_epoch, self.assignor)
-                   .with_members(self.members).with_static_members(self.static)
-                   .with_topic_metadata(self.topics).with_subscription_type(HOMOGENEOUS)
-                   .with_target_assignment(self.target)
-                   .with_resolved_regular_expressions(self.resolved))
+        builder = (
+            TargetAssignmentBuilder(self.group_id, self.group_epoch, self.assignor)
+            .with_members(self.members)
+            .with_static_members(self.static)
+            .with_topic_metadata(self.topics)
+            .with_subscription_type(HOMOGENEOUS)
+            .with_target_assignment(self.target)
+            .with_resolved_regular_expressions(self.resolved)
+        )
         for member_id, member in self.updated.items():
             if member is None:
                 builder.remove_member(member_id)
@@ -101,8 +109,11 @@ class Context:
             if member.subscribed_topic_regex and member.subscribed_topic_regex in self.resolved:
                 subscribed |= self.resolved[member.subscribed_topic_regex].topics
             expected[member_id] = MemberSubscriptionAndAssignment(
-                frozenset(t for t in subscribed if t in self.topics), freeze(current),
-                member.instance_id, member.rack_id)
+                frozenset(t for t in subscribed if t in self.topics),
+                freeze(current),
+                member.instance_id,
+                member.rack_id,
+            )
         assert spec.members == expected
         assert spec.subscription_type == HOMOGENEOUS
         assert spec.inverted_assignment == invert({m: s.assignment for m, s in expected.items()})
@@ -111,12 +122,15 @@ class Context:
 
 
 def record(member_id, assignment):
-    return {"type": "ConsumerGroupTargetAssignmentMember", "groupId": "my-group",
-            "memberId": member_id, "topicPartitions": {t: sorted(p) for t, p in sorted(assignment.items())}}
+    return {
+        "type": "ConsumerGroupTargetAssignmentMember",
+        "groupId": "my-group",
+        "memberId": member_id,
+        "topicPartitions": {t: sorted(p) for t, p in sorted(assignment.items())},
+    }
 
 
-EPOCH_RECORD = {"type": "ConsumerGroupTargetAssignmentMetadata", "groupId": "my-group",
-                "assignmentEpoch": 20}
+EPOCH_RECORD = {"type": "ConsumerGroupTargetAssignmentMetadata", "groupId": "my-group", "assignmentEpoch": 20}
 
 
 def test_empty():
@@ -137,7 +151,8 @@ def test_assignment_has_not_changed():
     assert result.records() == [EPOCH_RECORD]
     assert result.target_assignment == {
         "member-1": mk_assignment(tp(FOO, 1, 2, 3), tp(BAR, 1, 2, 3)),
-        "member-2": mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6))}
+        "member-2": mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6)),
+    }
 
 
 def test_assignment_swapped():
@@ -152,10 +167,12 @@ def test_assignment_swapped():
     assert result.records() == [
         record("member-1", mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6))),
         record("member-2", mk_assignment(tp(FOO, 1, 2, 3), tp(BAR, 1, 2, 3))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
     assert result.target_assignment == {
         "member-2": mk_assignment(tp(FOO, 1, 2, 3), tp(BAR, 1, 2, 3)),
-        "member-1": mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6))}
+        "member-1": mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6)),
+    }
 
 
 def test_new_member():
@@ -173,7 +190,8 @@ def test_new_member():
         record("member-1", mk_assignment(tp(FOO, 1, 2), tp(BAR, 1, 2))),
         record("member-2", mk_assignment(tp(FOO, 3, 4), tp(BAR, 3, 4))),
         record("member-3", mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
     assert set(result.changed) == {"member-1", "member-2", "member-3"}
 
 
@@ -193,7 +211,8 @@ def test_update_member():
         record("member-1", mk_assignment(tp(FOO, 1, 2), tp(BAR, 1, 2))),
         record("member-2", mk_assignment(tp(FOO, 3, 4), tp(BAR, 3, 4))),
         record("member-3", mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
 
 
 def test_partial_assignment_update():
@@ -211,7 +230,8 @@ def test_partial_assignment_update():
     assert result.records() == [
         record("member-2", mk_assignment(tp(FOO, 3, 4, 5), tp(BAR, 3, 4, 5))),
         record("member-3", mk_assignment(tp(FOO, 6), tp(BAR, 6))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
     assert result.target_assignment["member-1"] == mk_assignment(tp(FOO, 1, 2), tp(BAR, 1, 2))
 
 
@@ -229,7 +249,8 @@ def test_delete_member():
     assert result.records() == [
         record("member-1", mk_assignment(tp(FOO, 1, 2, 3), tp(BAR, 1, 2, 3))),
         record("member-2", mk_assignment(tp(FOO, 4, 5, 6), tp(BAR, 4, 5, 6))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
     assert set(result.target_assignment) == {"member-1", "member-2"}
 
 
@@ -247,12 +268,12 @@ def test_replace_static_member():
     c.prepare_member_assignment("member-2", mk_assignment(tp(FOO, 3, 4), tp(BAR, 3, 4)))
     c.prepare_member_assignment("member-3-a", mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6)))
     result = c.build()
-    assert result.records() == [record("member-3-a", mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6))),
-                                EPOCH_RECORD]
+    assert result.records() == [record("member-3-a", mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6))), EPOCH_RECORD]
     assert result.target_assignment == {
         "member-1": mk_assignment(tp(FOO, 1, 2), tp(BAR, 1, 2)),
         "member-2": mk_assignment(tp(FOO, 3, 4), tp(BAR, 3, 4)),
-        "member-3-a": mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6))}
+        "member-3-a": mk_assignment(tp(FOO, 5, 6), tp(BAR, 5, 6)),
+    }
 
 
 def test_regular_expressions():
@@ -271,21 +292,21 @@ def test_regular_expressions():
         record("member-1", mk_assignment(tp(FOO, 1, 2), tp(BAR, 1, 2, 3))),
         record("member-2", mk_assignment(tp(FOO, 3, 4), tp(BAR, 4, 5, 6))),
         record("member-3", mk_assignment(tp(FOO, 5, 6))),
-        EPOCH_RECORD]
+        EPOCH_RECORD,
+    ]
 
 
 # ----------------------------------------------------------------- with the real assignors
 
+
 def _group(n, topics=(FOO,)):
-    return {f"m{i}": ConsumerGroupMember(f"m{i}", subscribed_topic_names=frozenset(topics))
-            for i in range(n)}
+    return {f"m{i}": ConsumerGroupMember(f"m{i}", subscribed_topic_names=frozenset(topics)) for i in range(n)}
 
 
 def test_real_uniform_assignor_subscription_type_is_derived_kafka_style():
     members = _group(2)
     members["m1"] = members["m1"].replace(subscribed_topic_names=frozenset({FOO, "zar"}))
-    result = (TargetAssignmentBuilder("g", 1, "uniform").with_members(members)
-              .with_topic_metadata({FOO: 4}).build())
+    result = TargetAssignmentBuilder("g", 1, "uniform").with_members(members).with_topic_metadata({FOO: 4}).build()
     # "zar" does not exist, so both members effectively subscribe to foo only; but Kafka derives
     # the subscription type from the names, so the group is heterogeneous and the heterogeneous
     # builder deals partitions to the least loaded member in turn ([0, 1], [2, 3] if homogeneous).
@@ -296,8 +317,13 @@ def test_real_uniform_assignor_subscription_type_is_derived_kafka_style():
 def test_stale_partitions_of_a_shrunk_topic_are_dropped_from_current_assignments():
     members = _group(2)
     target = {"m0": {FOO: [0, 1, 7]}, "m1": {FOO: [2, 3]}}  # foo now has 4 partitions
-    result = (TargetAssignmentBuilder("g", 2, "uniform").with_members(members)
-              .with_target_assignment(target).with_topic_metadata({FOO: 4}).build())
+    result = (
+        TargetAssignmentBuilder("g", 2, "uniform")
+        .with_members(members)
+        .with_target_assignment(target)
+        .with_topic_metadata({FOO: 4})
+        .build()
+    )
     assert result.target_assignment_json() == {"m0": {FOO: [0, 1]}, "m1": {FOO: [2, 3]}}
     assert list(result.changed) == ["m0"]
 

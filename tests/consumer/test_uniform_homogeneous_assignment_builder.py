@@ -7,6 +7,7 @@ assignments apply unchanged. The two tests whose outcome depends instead on the 
 of a member's current assignment (`mkOrderedAssignment`: topic1 then topic2) use names sorting
 that way.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -61,8 +62,7 @@ def test_one_member_subscribed_to_nonexistent_topic():
 def test_first_assignment_two_members_two_topics_no_member_racks():
     members = {A: member([TOPIC1, TOPIC3]), B: member([TOPIC1, TOPIC3])}
     computed = run(assignor, members, {TOPIC1: 3, TOPIC3: 2}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(TOPIC3, 0, 1)),
-                       B: mk_assignment(tp(TOPIC1, 0, 1, 2))}, computed)
+    assert_assignment({A: mk_assignment(tp(TOPIC3, 0, 1)), B: mk_assignment(tp(TOPIC1, 0, 1, 2))}, computed)
     check_validity_and_balance(members, computed)
 
 
@@ -70,8 +70,7 @@ def test_first_assignment_num_members_greater_than_total_num_partitions():
     members = {A: member([TOPIC3]), B: member([TOPIC3]), C: member([TOPIC3])}
     computed = run(assignor, members, {TOPIC3: 2}, HOMOGENEOUS)
     # Topic 3 has 2 partitions but three members subscribed to it - one of them gets nothing.
-    assert_assignment({A: {}, B: mk_assignment(tp(TOPIC3, 0)), C: mk_assignment(tp(TOPIC3, 1))},
-                      computed)
+    assert_assignment({A: {}, B: mk_assignment(tp(TOPIC3, 0)), C: mk_assignment(tp(TOPIC3, 1))}, computed)
     check_validity_and_balance(members, computed)
 
 
@@ -89,8 +88,7 @@ def test_reassignment_for_two_members_two_topics_given_unbalanced_prev_assignmen
         B: member([t1, t2], mk_assignment(tp(t1, 2), tp(t2, 2))),
     }
     computed = run(assignor, members, {t1: 3, t2: 3}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(t1, 0, 1), tp(t2, 0)),
-                       B: mk_assignment(tp(t1, 2), tp(t2, 1, 2))}, computed)
+    assert_assignment({A: mk_assignment(tp(t1, 0, 1), tp(t2, 0)), B: mk_assignment(tp(t1, 2), tp(t2, 1, 2))}, computed)
     check_validity_and_balance(members, computed)
 
 
@@ -101,8 +99,13 @@ def test_reassignment_when_partitions_are_added_for_two_members_two_topics():
         B: member([TOPIC1, TOPIC2], mk_assignment(tp(TOPIC1, 1), tp(TOPIC2, 1, 2))),
     }
     computed = run(assignor, members, {TOPIC1: 6, TOPIC2: 5}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(TOPIC1, 0, 2), tp(TOPIC2, 0, 3, 4)),
-                       B: mk_assignment(tp(TOPIC1, 1, 3, 4, 5), tp(TOPIC2, 1, 2))}, computed)
+    assert_assignment(
+        {
+            A: mk_assignment(tp(TOPIC1, 0, 2), tp(TOPIC2, 0, 3, 4)),
+            B: mk_assignment(tp(TOPIC1, 1, 3, 4, 5), tp(TOPIC2, 1, 2)),
+        },
+        computed,
+    )
     check_validity_and_balance(members, computed)
 
 
@@ -114,9 +117,10 @@ def test_reassignment_when_one_member_added_after_initial_assignment_with_two_me
         C: member([t1, t2]),  # a new member triggers a re-assignment
     }
     computed = run(assignor, members, {t1: 3, t2: 3}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(t1, 0, 2)),
-                       B: mk_assignment(tp(t1, 1), tp(t2, 1)),
-                       C: mk_assignment(tp(t2, 0, 2))}, computed)
+    assert_assignment(
+        {A: mk_assignment(tp(t1, 0, 2)), B: mk_assignment(tp(t1, 1), tp(t2, 1)), C: mk_assignment(tp(t2, 0, 2))},
+        computed,
+    )
     check_validity_and_balance(members, computed)
 
 
@@ -126,8 +130,9 @@ def test_reassignment_when_one_member_removed_after_initial_assignment_with_thre
         B: member([TOPIC1, TOPIC2], mk_assignment(tp(TOPIC1, 1), tp(TOPIC2, 1))),
     }
     computed = run(assignor, members, {TOPIC1: 3, TOPIC2: 3}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(TOPIC1, 0), tp(TOPIC2, 0, 2)),
-                       B: mk_assignment(tp(TOPIC1, 1, 2), tp(TOPIC2, 1))}, computed)
+    assert_assignment(
+        {A: mk_assignment(tp(TOPIC1, 0), tp(TOPIC2, 0, 2)), B: mk_assignment(tp(TOPIC1, 1, 2), tp(TOPIC2, 1))}, computed
+    )
     check_validity_and_balance(members, computed)
 
 
@@ -144,23 +149,24 @@ def test_reassignment_when_one_subscription_removed_after_initial_assignment_wit
 
 # ----------------------------------------------------------------- beyond Kafka's test class
 
+
 def test_balanced_assignment_never_moves_whatever_member_holds_the_extra_partition():
     """KAFKA-18688: before 4.1 the extra partitions had to go to the first members in iteration
     order, so a balanced assignment could still move. Now any member may keep its extra one."""
-    members = {A: member([TOPIC1], mk_assignment(tp(TOPIC1, 0, 1))),
-               B: member([TOPIC1], mk_assignment(tp(TOPIC1, 2, 3))),
-               C: member([TOPIC1], mk_assignment(tp(TOPIC1, 4, 5, 6)))}
+    members = {
+        A: member([TOPIC1], mk_assignment(tp(TOPIC1, 0, 1))),
+        B: member([TOPIC1], mk_assignment(tp(TOPIC1, 2, 3))),
+        C: member([TOPIC1], mk_assignment(tp(TOPIC1, 4, 5, 6))),
+    }
     computed = run(assignor, members, {TOPIC1: 7}, HOMOGENEOUS)
     for m in members:
         assert computed[m] is members[m].assignment
 
 
 def test_partitions_of_unsubscribed_topics_are_dropped_and_freed_partitions_reassigned():
-    members = {A: member([TOPIC1], mk_assignment(tp(TOPIC1, 0, 1, 2, 3), tp(TOPIC2, 0))),
-               B: member([TOPIC1])}
+    members = {A: member([TOPIC1], mk_assignment(tp(TOPIC1, 0, 1, 2, 3), tp(TOPIC2, 0))), B: member([TOPIC1])}
     computed = run(assignor, members, {TOPIC1: 4, TOPIC2: 1}, HOMOGENEOUS)
-    assert_assignment({A: mk_assignment(tp(TOPIC1, 0, 1)), B: mk_assignment(tp(TOPIC1, 2, 3))},
-                      computed)
+    assert_assignment({A: mk_assignment(tp(TOPIC1, 0, 1)), B: mk_assignment(tp(TOPIC1, 2, 3))}, computed)
 
 
 def test_no_members():

@@ -1,5 +1,6 @@
 """The gateway's translation between Kafka's binary messages (kio) and the service's JSON bodies,
 for every bridged API and every version the gateway offers, both ways."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -62,7 +63,11 @@ def _scalar(kafka_type: str, name: str, i: int):
     return {
         "string": f"{name}-{i}",
         "bool": True,
-        "int8": 1, "int16": 2 + i, "uint16": 9000 + i, "int32": 1000 + i, "int64": 2**40 + i,
+        "int8": 1,
+        "int16": 2 + i,
+        "uint16": 9000 + i,
+        "int32": 1000 + i,
+        "int64": 2**40 + i,
         "bytes": bytes([0, 1, 255, i % 256]),
         "records": b"",
         "uuid": uuid.UUID(int=(i + 1) << 64 | 7),
@@ -94,8 +99,9 @@ def _names(struct: Struct, body: dict, version: int, path: str = "") -> list[str
 def test_a_request_decodes_to_the_json_the_service_validates_and_back(spec, version):
     cls = request_class(spec.api_key, version)
     entity = sample(cls)
-    header = cls.__header_schema__(request_api_key=spec.api_key, request_api_version=version,
-                                   correlation_id=42, client_id="client-1")
+    header = cls.__header_schema__(
+        request_api_key=spec.api_key, request_api_version=version, correlation_id=42, client_id="client-1"
+    )
     _, decoded = decode_request(encode_request(header, entity), spec.api_key, version)
     assert decoded == entity
     body = to_json(decoded)
@@ -122,8 +128,9 @@ def test_the_services_error_shape_maps_onto_kios_fields(spec, version):
     """The service's own response JSON (its error shape for the API) uses names kio knows, and
     its values come back unchanged after a trip through the binary form."""
     request = to_json(sample(request_class(spec.api_key, version)))
-    answer = spec.error_response(version, spec.request.validate(request, version),
-                                 Errors.COORDINATOR_NOT_AVAILABLE, "no coordinator")
+    answer = spec.error_response(
+        version, spec.request.validate(request, version), Errors.COORDINATOR_NOT_AVAILABLE, "no coordinator"
+    )
     cls = response_class(spec.api_key, version)
     _, decoded = decode_response(encode_response(1, from_json(cls, answer)), spec.api_key, version)
     again = to_json(decoded)
@@ -146,10 +153,21 @@ def _assert_contained(service: dict, kio: dict, path: str) -> None:
 
 def test_special_values_use_kafkas_json_forms():
     from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbeatResponse
-    body = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "memberId": "m",
-            "memberEpoch": 3, "heartbeatIntervalMs": 5000,
-            "assignment": {"topicPartitions": [{"topicId": ZERO_UUID, "partitions": [0, 2]},
-                                               {"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [1]}]}}
+
+    body = {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "memberId": "m",
+        "memberEpoch": 3,
+        "heartbeatIntervalMs": 5000,
+        "assignment": {
+            "topicPartitions": [
+                {"topicId": ZERO_UUID, "partitions": [0, 2]},
+                {"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [1]},
+            ]
+        },
+    }
     entity = from_json(ConsumerGroupHeartbeatResponse, body)
     assert entity.heartbeat_interval == datetime.timedelta(seconds=5)
     assert entity.assignment.topic_partitions[0].topic_id is None  # kio's zero Uuid
@@ -157,6 +175,7 @@ def test_special_values_use_kafkas_json_forms():
     assert to_json(entity) == body
     # An error code newer than kio's table still travels.
     from kio.schema.heartbeat.v4.response import HeartbeatResponse
+
     frame = encode_response(3, from_json(HeartbeatResponse, {"errorCode": 133}))
     assert frame[-3:-1] == (133).to_bytes(2, "big")
 
@@ -164,8 +183,10 @@ def test_special_values_use_kafkas_json_forms():
 @pytest.mark.skipif(not KAFKA_MESSAGES.is_dir(), reason="Kafka's message schemas are not unpacked here")
 @pytest.mark.parametrize("spec,version", CASES)
 def test_json_names_are_kafkas_schema_names(spec, version):
-    for kind, cls in (("Request", request_class(spec.api_key, version)),
-                      ("Response", response_class(spec.api_key, version))):
+    for kind, cls in (
+        ("Request", request_class(spec.api_key, version)),
+        ("Response", response_class(spec.api_key, version)),
+    ):
         text = (KAFKA_MESSAGES / f"{spec.name}{kind}.json").read_text()
         schema = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
         _compare(cls, schema["fields"], schema.get("commonStructs", []), version, f"{spec.name}{kind}")

@@ -2,6 +2,7 @@
 answers in request order whatever order the service answers in, a malformed frame closes only its
 own connection, reading stops while a connection's in-flight queue is full, and a service that does
 not answer in time gets the client a retriable error."""
+
 from __future__ import annotations
 
 import asyncio
@@ -34,17 +35,20 @@ class StandInBridge:
 
     async def call(self, api, version, body, *, key, client_id, client_host, timeout_s, wait_ready=True):
         future = asyncio.get_running_loop().create_future()
-        self.calls.append(({"api": api, "key": key, "clientId": client_id, "clientHost": client_host,
-                            "body": body}, future))
+        self.calls.append(
+            ({"api": api, "key": key, "clientId": client_id, "clientHost": client_host, "body": body}, future)
+        )
         self.changed.set()
         return await future
 
 
 def heartbeat(cid: int, group: str = "g") -> bytes:
-    header = HeartbeatRequest.__header_schema__(request_api_key=12, request_api_version=4,
-                                                correlation_id=cid, client_id="c1")
-    return encode_request(header, HeartbeatRequest(group_id=group, generation_id=1, member_id="m",
-                                                   group_instance_id=None))
+    header = HeartbeatRequest.__header_schema__(
+        request_api_key=12, request_api_version=4, correlation_id=cid, client_id="c1"
+    )
+    return encode_request(
+        header, HeartbeatRequest(group_id=group, generation_id=1, member_id="m", group_instance_id=None)
+    )
 
 
 def frame(payload: bytes) -> bytes:
@@ -74,7 +78,9 @@ def run():
                 await asyncio.wait_for(test(gw, bridge, port), 30)
             finally:
                 await gw.close()
+
         asyncio.run(main())
+
     return runner
 
 
@@ -94,16 +100,19 @@ def test_answers_go_out_in_request_order_whatever_order_the_service_answers_in(r
         assert [h.correlation_id for h, _ in answers] == [0, 1, 2, 3, 4]
         assert [int(b.error_code) for _, b in answers] == [0, 0, 27, 0, 0]
         writer.close()
+
     run(test)
 
 
 def test_a_malformed_frame_closes_only_its_connection(run):
     async def test(gw, bridge, port):
         good_r, good_w = await asyncio.open_connection("127.0.0.1", port)
-        for bad in (frame(b"\0\x0c"),  # shorter than any request header
-                    (2**30).to_bytes(4, "big"),  # over max_frame_bytes
-                    frame(heartbeat(1)[:-3]),  # a Heartbeat cut short
-                    frame(heartbeat(1) + b"junk")):  # bytes after the body
+        for bad in (
+            frame(b"\0\x0c"),  # shorter than any request header
+            (2**30).to_bytes(4, "big"),  # over max_frame_bytes
+            frame(heartbeat(1)[:-3]),  # a Heartbeat cut short
+            frame(heartbeat(1) + b"junk"),
+        ):  # bytes after the body
             r, w = await asyncio.open_connection("127.0.0.1", port)
             w.write(bad)
             await w.drain()
@@ -111,14 +120,21 @@ def test_a_malformed_frame_closes_only_its_connection(run):
             w.close()
         assert bridge.calls == []
         # The gateway lives on: the other connection is served.
-        good_w.write(frame(encode_request(
-            FindCoordinatorRequest.__header_schema__(request_api_key=10, request_api_version=4,
-                                                     correlation_id=9, client_id="c2"),
-            FindCoordinatorRequest(key_type=0, coordinator_keys=("g",)))))
+        good_w.write(
+            frame(
+                encode_request(
+                    FindCoordinatorRequest.__header_schema__(
+                        request_api_key=10, request_api_version=4, correlation_id=9, client_id="c2"
+                    ),
+                    FindCoordinatorRequest(key_type=0, coordinator_keys=("g",)),
+                )
+            )
+        )
         header, body = await read_response(good_r, 10, 4)
         assert header.correlation_id == 9
         assert [(c.key, c.node_id, c.port) for c in body.coordinators] == [("g", 1, port)]
         good_w.close()
+
     run(test, max_frame_bytes=1 << 20)
 
 
@@ -142,6 +158,7 @@ def test_reading_stops_while_the_in_flight_queue_is_full(run):
         answers = [await read_response(reader) for _ in range(12)]
         assert [h.correlation_id for h, _ in answers] == list(range(12))
         writer.close()
+
     run(test, max_in_flight=3)
 
 
@@ -156,6 +173,7 @@ def test_a_service_that_does_not_answer_in_time_gets_a_retriable_error(run):
         assert header.correlation_id == 5
         assert int(body.error_code) == Errors.COORDINATOR_NOT_AVAILABLE.code
         writer.close()
+
     run(test)
 
 
@@ -169,21 +187,40 @@ def test_a_request_about_groups_of_several_coordinators_is_split_and_merged_in_r
 
     async def test(gw, bridge, port):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        header = DescribeGroupsRequest.__header_schema__(request_api_key=15, request_api_version=5,
-                                                         correlation_id=3, client_id="admin")
-        writer.write(frame(encode_request(header, DescribeGroupsRequest(
-            groups=tuple(groups), include_authorized_operations=False))))
+        header = DescribeGroupsRequest.__header_schema__(
+            request_api_key=15, request_api_version=5, correlation_id=3, client_id="admin"
+        )
+        writer.write(
+            frame(
+                encode_request(header, DescribeGroupsRequest(groups=tuple(groups), include_authorized_operations=False))
+            )
+        )
         await writer.drain()
         await until(lambda: len(bridge.calls) == 3)
         for call, future in reversed(bridge.calls):
             asked = call["body"]["groups"]
             assert {coordinator_partition(g, 50) for g in asked} == {coordinator_partition(call["key"], 50)}
-            future.set_result({"throttleTimeMs": 0, "groups": [
-                {"errorCode": 0, "groupId": g, "groupState": "Empty", "protocolType": "", "protocolData": "",
-                 "members": [], "authorizedOperations": -2147483648} for g in asked]})
+            future.set_result(
+                {
+                    "throttleTimeMs": 0,
+                    "groups": [
+                        {
+                            "errorCode": 0,
+                            "groupId": g,
+                            "groupState": "Empty",
+                            "protocolType": "",
+                            "protocolData": "",
+                            "members": [],
+                            "authorizedOperations": -2147483648,
+                        }
+                        for g in asked
+                    ],
+                }
+            )
         _, body = await read_response(reader, 15, 5)
         assert [g.group_id for g in body.groups] == groups
         writer.close()
+
     run(test)
 
 
@@ -192,17 +229,26 @@ def test_list_groups_asks_every_coordinator_partition(run):
 
     async def test(gw, bridge, port):
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        header = ListGroupsRequest.__header_schema__(request_api_key=16, request_api_version=5,
-                                                     correlation_id=4, client_id="admin")
+        header = ListGroupsRequest.__header_schema__(
+            request_api_key=16, request_api_version=5, correlation_id=4, client_id="admin"
+        )
         writer.write(frame(encode_request(header, ListGroupsRequest(states_filter=(), types_filter=()))))
         await writer.drain()
         await until(lambda: len(bridge.calls) == 3)
         for i, (_, future) in enumerate(bridge.calls):
-            future.set_result({"throttleTimeMs": 0, "errorCode": 0, "groups": [
-                {"groupId": f"g{i}", "protocolType": "consumer", "groupState": "Stable", "groupType": "classic"}]})
+            future.set_result(
+                {
+                    "throttleTimeMs": 0,
+                    "errorCode": 0,
+                    "groups": [
+                        {"groupId": f"g{i}", "protocolType": "consumer", "groupState": "Stable", "groupType": "classic"}
+                    ],
+                }
+            )
         _, body = await read_response(reader, 16, 5)
         assert sorted(g.group_id for g in body.groups) == ["g0", "g1", "g2"]
         writer.close()
+
     run(test, coordinator_partitions=3)
 
 
@@ -220,21 +266,24 @@ class TwoBrokerCluster:
         return self
 
     def brokers(self, id_field="nodeId"):
-        return [{id_field: n + 1, "host": "127.0.0.1", "port": p, "rack": None}
-                for n, p in enumerate(self.ports)]
+        return [{id_field: n + 1, "host": "127.0.0.1", "port": p, "rack": None} for n, p in enumerate(self.ports)]
 
     async def _serve(self, reader, writer):
         from gateway.codec import decode_request, from_json, response_class
         from gateway.frames import read_frame, request_header
+
         try:
             while (f := await read_frame(reader, 1 << 20)) is not None:
                 api_key, version, cid, _, _ = request_header(f)
                 decode_request(f, api_key, version)
-                body = {18: {"errorCode": 0, "apiKeys": [{"apiKey": k, "minVersion": lo, "maxVersion": hi}
-                                                        for k, lo, hi in self.API_KEYS]},
-                        3: {"brokers": self.brokers(), "clusterId": "c", "controllerId": 1, "topics": []},
-                        60: {"errorCode": 0, "brokers": self.brokers("brokerId"), "clusterId": "c",
-                             "controllerId": 1}}[api_key]
+                body = {
+                    18: {
+                        "errorCode": 0,
+                        "apiKeys": [{"apiKey": k, "minVersion": lo, "maxVersion": hi} for k, lo, hi in self.API_KEYS],
+                    },
+                    3: {"brokers": self.brokers(), "clusterId": "c", "controllerId": 1, "topics": []},
+                    60: {"errorCode": 0, "brokers": self.brokers("brokerId"), "clusterId": "c", "controllerId": 1},
+                }[api_key]
                 out = encode_response(cid, from_json(response_class(api_key, version), body))
                 writer.write(len(out).to_bytes(4, "big") + out)
                 await writer.drain()
@@ -251,23 +300,32 @@ class TwoBrokerCluster:
 
 def _request(api_key, version, cid, body):
     from gateway.codec import from_json, request_class
+
     cls = request_class(api_key, version)
-    header = cls.__header_schema__(request_api_key=api_key, request_api_version=version, correlation_id=cid,
-                                   client_id="c1")
+    header = cls.__header_schema__(
+        request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id="c1"
+    )
     return frame(encode_request(header, from_json(cls, body)))
 
 
 def test_broker_addresses_are_rewritten_to_one_gateway_port_per_broker_and_api_versions_narrowed():
     async def main():
         cluster = await TwoBrokerCluster().start()
-        gw = Gateway(GatewayConfig(bootstrap_servers=f"127.0.0.1:{cluster.ports[0]}", base_port=0),
-                     bridge=StandInBridge())
+        gw = Gateway(
+            GatewayConfig(bootstrap_servers=f"127.0.0.1:{cluster.ports[0]}", base_port=0), bridge=StandInBridge()
+        )
         try:
             port = await gw.ensure_listener(1, "127.0.0.1", cluster.ports[0])
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(_request(18, 3, 1, {"clientSoftwareName": "t", "clientSoftwareVersion": "1"}))
-            writer.write(_request(3, 12, 2, {"topics": None, "allowAutoTopicCreation": False,
-                                             "includeTopicAuthorizedOperations": False}))
+            writer.write(
+                _request(
+                    3,
+                    12,
+                    2,
+                    {"topics": None, "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False},
+                )
+            )
             writer.write(_request(60, 1, 3, {"includeClusterAuthorizedOperations": False, "endpointType": 1}))
             await writer.drain()
             _, versions = await read_response(reader, 18, 3)
@@ -276,13 +334,21 @@ def test_broker_addresses_are_rewritten_to_one_gateway_port_per_broker_and_api_v
             _, metadata = await read_response(reader, 3, 12)
             assert set(gw.ports) == {1, 2} and gw.ports[1] == port and gw.ports[2] != port
             assert [(int(b.node_id), b.host, int(b.port)) for b in metadata.brokers] == [
-                (1, "127.0.0.1", port), (2, "127.0.0.1", gw.ports[2])]
+                (1, "127.0.0.1", port),
+                (2, "127.0.0.1", gw.ports[2]),
+            ]
             _, cluster_info = await read_response(reader, 60, 1)
             assert [(int(b.broker_id), int(b.port)) for b in cluster_info.brokers] == [(1, port), (2, gw.ports[2])]
             # The second broker's gateway port leads to the second broker.
             r2, w2 = await asyncio.open_connection("127.0.0.1", gw.ports[2])
-            w2.write(_request(3, 12, 9, {"topics": None, "allowAutoTopicCreation": False,
-                                         "includeTopicAuthorizedOperations": False}))
+            w2.write(
+                _request(
+                    3,
+                    12,
+                    9,
+                    {"topics": None, "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False},
+                )
+            )
             header, _ = await read_response(r2, 3, 12)
             assert header.correlation_id == 9 and gw.brokers[2] == ("127.0.0.1", cluster.ports[1])
             writer.close()
@@ -291,6 +357,7 @@ def test_broker_addresses_are_rewritten_to_one_gateway_port_per_broker_and_api_v
             await gw.close()
             cluster.close()
             assert cluster.error is None
+
     asyncio.run(main())
 
 
@@ -310,4 +377,5 @@ def test_a_taken_port_moves_a_brokers_listener_to_the_next_free_one():
                 w.close()
             finally:
                 await gw.close()
+
     asyncio.run(main())

@@ -1,5 +1,6 @@
 """Helpers for the group coordinator tests: a thin client over CoreDriver that speaks the group
 APIs with Kafka-like defaults (GroupMetadataManagerTestContext's builders)."""
+
 from __future__ import annotations
 
 import base64
@@ -76,13 +77,28 @@ class GroupTestClient:
         return self.d.partition.timers.to_json()
 
     # ---------------------------------------------------------------- requests
-    def join(self, member_id: str = "", *, instance_id: str | None = None, version: int = JOIN_V,
-             session_timeout: int = 10000, rebalance_timeout: int = 5000, protocol_type: str = "consumer",
-             protos: list[dict] | None = None, group_id: str | None = None, client_id: str | None = None,
-             reason: str | None = None) -> tuple[int, dict | None]:
-        body = {"groupId": group_id if group_id is not None else self.group_id, "sessionTimeoutMs": session_timeout,
-                "rebalanceTimeoutMs": rebalance_timeout, "memberId": member_id,
-                "protocolType": protocol_type, "protocols": protos if protos is not None else protocols("range")}
+    def join(
+        self,
+        member_id: str = "",
+        *,
+        instance_id: str | None = None,
+        version: int = JOIN_V,
+        session_timeout: int = 10000,
+        rebalance_timeout: int = 5000,
+        protocol_type: str = "consumer",
+        protos: list[dict] | None = None,
+        group_id: str | None = None,
+        client_id: str | None = None,
+        reason: str | None = None,
+    ) -> tuple[int, dict | None]:
+        body = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "sessionTimeoutMs": session_timeout,
+            "rebalanceTimeoutMs": rebalance_timeout,
+            "memberId": member_id,
+            "protocolType": protocol_type,
+            "protocols": protos if protos is not None else protocols("range"),
+        }
         if version >= 5:
             body["groupInstanceId"] = instance_id
         if version >= 8:
@@ -95,12 +111,24 @@ class GroupTestClient:
         assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code, first
         return self.join(first["memberId"], **kw)
 
-    def sync(self, member_id: str, generation: int, assignments: dict[str, str] | None = None, *,
-             instance_id: str | None = None, version: int = 5, protocol_type: str | None = None,
-             protocol_name: str | None = None, group_id: str | None = None) -> tuple[int, dict | None]:
-        body = {"groupId": group_id if group_id is not None else self.group_id, "generationId": generation,
-                "memberId": member_id,
-                "assignments": [{"memberId": m, "assignment": a} for m, a in (assignments or {}).items()]}
+    def sync(
+        self,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, str] | None = None,
+        *,
+        instance_id: str | None = None,
+        version: int = 5,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        group_id: str | None = None,
+    ) -> tuple[int, dict | None]:
+        body = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "generationId": generation,
+            "memberId": member_id,
+            "assignments": [{"memberId": m, "assignment": a} for m, a in (assignments or {}).items()],
+        }
         if version >= 3:
             body["groupInstanceId"] = instance_id
         if version >= 5:
@@ -108,10 +136,20 @@ class GroupTestClient:
             body["protocolName"] = protocol_name
         return self.send("SyncGroup", version, body)
 
-    def heartbeat(self, member_id: str, generation: int, *, instance_id: str | None = None, version: int = 4,
-                  group_id: str | None = None) -> dict:
-        body = {"groupId": group_id if group_id is not None else self.group_id, "generationId": generation,
-                "memberId": member_id}
+    def heartbeat(
+        self,
+        member_id: str,
+        generation: int,
+        *,
+        instance_id: str | None = None,
+        version: int = 4,
+        group_id: str | None = None,
+    ) -> dict:
+        body = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "generationId": generation,
+            "memberId": member_id,
+        }
         if version >= 3:
             body["groupInstanceId"] = instance_id
         return self.send("Heartbeat", version, body)[1]
@@ -124,25 +162,44 @@ class GroupTestClient:
             body["memberId"] = member_id
         return self.send("LeaveGroup", version, body)[1]
 
-    def commit(self, offsets: dict[tuple[str, int], int] | list, *, member_id: str = "", generation: int = -1,
-               instance_id: str | None = None, version: int = 9, metadata: str | None = None,
-               retention: int | None = None, group_id: str | None = None) -> dict:
+    def commit(
+        self,
+        offsets: dict[tuple[str, int], int] | list,
+        *,
+        member_id: str = "",
+        generation: int = -1,
+        instance_id: str | None = None,
+        version: int = 9,
+        metadata: str | None = None,
+        retention: int | None = None,
+        group_id: str | None = None,
+    ) -> dict:
         topics: dict[str, list] = {}
         items = offsets.items() if isinstance(offsets, dict) else offsets
         for (topic, partition), offset in items:
-            topics.setdefault(topic, []).append({"partitionIndex": partition, "committedOffset": offset,
-                                                 "committedMetadata": metadata})
-        body = {"groupId": group_id if group_id is not None else self.group_id,
-                "generationIdOrMemberEpoch": generation, "memberId": member_id,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+            topics.setdefault(topic, []).append(
+                {"partitionIndex": partition, "committedOffset": offset, "committedMetadata": metadata}
+            )
+        body = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "generationIdOrMemberEpoch": generation,
+            "memberId": member_id,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }
         if version >= 7:
             body["groupInstanceId"] = instance_id
         if retention is not None:
             body["retentionTimeMs"] = retention
         return self.send("OffsetCommit", version, body)[1]
 
-    def fetch(self, topics: dict[str, list[int]] | None, *, version: int = 9, require_stable: bool = False,
-              group_id: str | None = None) -> dict:
+    def fetch(
+        self,
+        topics: dict[str, list[int]] | None,
+        *,
+        version: int = 9,
+        require_stable: bool = False,
+        group_id: str | None = None,
+    ) -> dict:
         gid = group_id if group_id is not None else self.group_id
         req_topics = None if topics is None else [{"name": t, "partitionIndexes": ps} for t, ps in topics.items()]
         if version >= 8:
@@ -161,8 +218,8 @@ class GroupTestClient:
 def group_on_partition(partition: int, prefix: str = "g", other: bool = False) -> str:
     """A group id that the given coordinator partition owns (or, with other=True, does not)."""
     from coordinator.routing import coordinator_partition
-    return next(g for g in (f"{prefix}{i}" for i in range(10000))
-                if (coordinator_partition(g) == partition) != other)
+
+    return next(g for g in (f"{prefix}{i}" for i in range(10000)) if (coordinator_partition(g) == partition) != other)
 
 
 def error_of(resp: dict) -> int:
@@ -174,6 +231,7 @@ def dump(obj) -> str:
 
 
 # ---------------------------------------------------------------- scenarios (TestContext helpers)
+
 
 def join_and_complete(c: GroupTestClient, *, instance_id: str | None = None, version: int = JOIN_V, **kw) -> dict:
     """joinClassicGroupAndCompleteJoin: one member joins an empty group and the initial delay
@@ -197,8 +255,13 @@ def join_and_rebalance(c: GroupTestClient, **kw) -> dict:
     return resp
 
 
-def static_members_join_and_rebalance(c: GroupTestClient, leader_instance: str, follower_instance: str,
-                                      rebalance_timeout: int = 10000, session_timeout: int = 10000) -> dict:
+def static_members_join_and_rebalance(
+    c: GroupTestClient,
+    leader_instance: str,
+    follower_instance: str,
+    rebalance_timeout: int = 10000,
+    session_timeout: int = 10000,
+) -> dict:
     """staticMembersJoinAndRebalance: two static members, generation 1, Stable, with assignments."""
     protos = protocols("range", "roundrobin")
     kw = dict(session_timeout=session_timeout, rebalance_timeout=rebalance_timeout, protos=protos)
@@ -213,10 +276,18 @@ def static_members_join_and_rebalance(c: GroupTestClient, leader_instance: str, 
     gen = leader["generationId"]
     leader_assignment, follower_assignment = b64(1), b64(2)
     fscid, _ = c.sync(follower["memberId"], gen, instance_id=follower_instance)
-    _, ls = c.sync(leader["memberId"], gen, {leader["memberId"]: leader_assignment,
-                                              follower["memberId"]: follower_assignment},
-                   instance_id=leader_instance)
+    _, ls = c.sync(
+        leader["memberId"],
+        gen,
+        {leader["memberId"]: leader_assignment, follower["memberId"]: follower_assignment},
+        instance_id=leader_instance,
+    )
     assert ls["errorCode"] == 0 and c.response(fscid)["errorCode"] == 0
-    return {"leaderId": leader["memberId"], "followerId": follower["memberId"], "generationId": gen,
-            "leaderAssignment": leader_assignment, "followerAssignment": follower_assignment,
-            "protocols": protos}
+    return {
+        "leaderId": leader["memberId"],
+        "followerId": follower["memberId"],
+        "generationId": gen,
+        "leaderAssignment": leader_assignment,
+        "followerAssignment": follower_assignment,
+        "protocols": protos,
+    }

@@ -1,6 +1,7 @@
 """The envelope's optional `clientHost` (set by the gateway to the Kafka client's socket address,
 "/<ip>" as Kafka prints it) becomes the member's clientHost in DescribeGroups and
 ConsumerGroupDescribe; without it the member's clientHost is "" as before; a bad one is rejected."""
+
 from __future__ import annotations
 
 import json
@@ -13,17 +14,34 @@ from tests.group.group_helpers import protocols
 
 
 def _join(d: CoreDriver, client_host: str | None) -> str:
-    body = {"groupId": "g", "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 10000, "memberId": "",
-            "groupInstanceId": None, "protocolType": "consumer", "protocols": protocols("range"),
-            "reason": None}
+    body = {
+        "groupId": "g",
+        "sessionTimeoutMs": 10000,
+        "rebalanceTimeoutMs": 10000,
+        "memberId": "",
+        "groupInstanceId": None,
+        "protocolType": "consumer",
+        "protocols": protocols("range"),
+        "reason": None,
+    }
     first = d.send("JoinGroup", 9, body, client_host=client_host)
     assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert d.send("JoinGroup", 9, {**body, "memberId": first["memberId"]}, client_host=client_host) is None
     d.advance(4000)  # the initial rebalance delay
     member_id = first["memberId"]
-    sync = d.send("SyncGroup", 5, {"groupId": "g", "generationId": 1, "memberId": member_id,
-                                   "groupInstanceId": None, "protocolType": "consumer", "protocolName": "range",
-                                   "assignments": [{"memberId": member_id, "assignment": ""}]})
+    sync = d.send(
+        "SyncGroup",
+        5,
+        {
+            "groupId": "g",
+            "generationId": 1,
+            "memberId": member_id,
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "protocolName": "range",
+            "assignments": [{"memberId": member_id, "assignment": ""}],
+        },
+    )
     assert sync["errorCode"] == 0
     return member_id
 
@@ -42,9 +60,18 @@ def test_a_classic_members_client_host_is_what_the_envelope_says(client_host, sh
 
 def test_a_consumer_members_client_host_follows_its_heartbeats():
     d = CoreDriver(group_id="cg")
-    body = {"groupId": "cg", "memberId": "m-1", "memberEpoch": 0, "instanceId": None, "rackId": None,
-            "rebalanceTimeoutMs": 30000, "subscribedTopicNames": ["orders"], "subscribedTopicRegex": None,
-            "serverAssignor": None, "topicPartitions": []}
+    body = {
+        "groupId": "cg",
+        "memberId": "m-1",
+        "memberEpoch": 0,
+        "instanceId": None,
+        "rackId": None,
+        "rebalanceTimeoutMs": 30000,
+        "subscribedTopicNames": ["orders"],
+        "subscribedTopicRegex": None,
+        "serverAssignor": None,
+        "topicPartitions": [],
+    }
     assert d.send("ConsumerGroupHeartbeat", 1, body, client_host="/10.0.0.8")["errorCode"] == 0
 
     def shown() -> str:
@@ -54,26 +81,41 @@ def test_a_consumer_members_client_host_follows_its_heartbeats():
 
     assert shown() == "/10.0.0.8"
     # Kafka records the address of every heartbeat (a client that reconnected from elsewhere).
-    d.send("ConsumerGroupHeartbeat", 1, {**body, "memberEpoch": 1, "subscribedTopicNames": None},
-           client_host="/10.0.0.9")
+    d.send(
+        "ConsumerGroupHeartbeat", 1, {**body, "memberEpoch": 1, "subscribedTopicNames": None}, client_host="/10.0.0.9"
+    )
     assert shown() == "/10.0.0.9"
 
 
 @pytest.mark.parametrize("client_host", [7, ["x"], "/" + "1" * 300])
 def test_a_client_host_that_is_not_a_short_string_is_rejected(client_host):
     d = CoreDriver(group_id="g")
-    r = d.send("Heartbeat", 4, {"groupId": "g", "generationId": 1, "memberId": "m", "groupInstanceId": None},
-               client_host=client_host)
+    r = d.send(
+        "Heartbeat",
+        4,
+        {"groupId": "g", "generationId": 1, "memberId": "m", "groupInstanceId": None},
+        client_host=client_host,
+    )
     assert r["errorCode"] == Errors.INVALID_REQUEST.code
     assert "clientHost" in r["errorMessage"]
 
 
 def test_a_streams_members_client_host_follows_its_heartbeats():
     from tests.streams.helpers import subtopology, topology
+
     d = CoreDriver(group_id="sg")
-    body = {"groupId": "sg", "memberId": "m-1", "memberEpoch": 0, "endpointInformationEpoch": 0,
-            "rebalanceTimeoutMs": 30000, "processId": "p-1", "activeTasks": [], "standbyTasks": [],
-            "warmupTasks": [], "topology": topology(0, subtopology("0", source=["in"]))}
+    body = {
+        "groupId": "sg",
+        "memberId": "m-1",
+        "memberEpoch": 0,
+        "endpointInformationEpoch": 0,
+        "rebalanceTimeoutMs": 30000,
+        "processId": "p-1",
+        "activeTasks": [],
+        "standbyTasks": [],
+        "warmupTasks": [],
+        "topology": topology(0, subtopology("0", source=["in"])),
+    }
     first = d.send("StreamsGroupHeartbeat", 0, body, client_host="/10.0.0.8")
     assert first["errorCode"] == 0, first
 
@@ -83,15 +125,18 @@ def test_a_streams_members_client_host_follows_its_heartbeats():
         return member["clientHost"]
 
     assert shown() == "/10.0.0.8"
-    d.send("StreamsGroupHeartbeat", 0, {"groupId": "sg", "memberId": "m-1", "memberEpoch": first["memberEpoch"],
-                                        "endpointInformationEpoch": 0}, client_host="/10.0.0.9")
+    d.send(
+        "StreamsGroupHeartbeat",
+        0,
+        {"groupId": "sg", "memberId": "m-1", "memberEpoch": first["memberEpoch"], "endpointInformationEpoch": 0},
+        client_host="/10.0.0.9",
+    )
     assert shown() == "/10.0.0.9"
 
 
 def test_a_share_members_client_host_follows_its_heartbeats():
     d = CoreDriver(group_id="shg")
-    body = {"groupId": "shg", "memberId": "m-1", "memberEpoch": 0, "rackId": None,
-            "subscribedTopicNames": ["orders"]}
+    body = {"groupId": "shg", "memberId": "m-1", "memberEpoch": 0, "rackId": None, "subscribedTopicNames": ["orders"]}
     first = d.send("ShareGroupHeartbeat", 1, body, client_host="/10.0.0.8")
     assert first["errorCode"] == 0, first
 
@@ -101,6 +146,10 @@ def test_a_share_members_client_host_follows_its_heartbeats():
         return member["clientHost"]
 
     assert shown() == "/10.0.0.8"
-    d.send("ShareGroupHeartbeat", 1, {**body, "memberEpoch": first["memberEpoch"], "subscribedTopicNames": None},
-           client_host="/10.0.0.9")
+    d.send(
+        "ShareGroupHeartbeat",
+        1,
+        {**body, "memberEpoch": first["memberEpoch"], "subscribedTopicNames": None},
+        client_host="/10.0.0.9",
+    )
     assert shown() == "/10.0.0.9"

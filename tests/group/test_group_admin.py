@@ -1,4 +1,5 @@
 """DescribeGroups, ListGroups, DeleteGroups, and classic APIs meeting groups of other types."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,12 +50,25 @@ def test_describe_stable_group_includes_member_metadata():
     leader = join_and_complete(c, instance_id="instance")
     c.sync(leader["memberId"], 1, {leader["memberId"]: b64(4)})
     [g] = describe(c, [c.group_id])
-    assert g == {"errorCode": 0, "errorMessage": None, "groupId": c.group_id, "groupState": STABLE,
-                 "protocolType": "consumer", "protocolData": "range",
-                 "members": [{"memberId": leader["memberId"], "groupInstanceId": "instance", "clientId": "client",
-                              "clientHost": "", "memberMetadata": protocols("range")[0]["metadata"],
-                              "memberAssignment": b64(4)}],
-                 "authorizedOperations": -2147483648}
+    assert g == {
+        "errorCode": 0,
+        "errorMessage": None,
+        "groupId": c.group_id,
+        "groupState": STABLE,
+        "protocolType": "consumer",
+        "protocolData": "range",
+        "members": [
+            {
+                "memberId": leader["memberId"],
+                "groupInstanceId": "instance",
+                "clientId": "client",
+                "clientHost": "",
+                "memberMetadata": protocols("range")[0]["metadata"],
+                "memberAssignment": b64(4),
+            }
+        ],
+        "authorizedOperations": -2147483648,
+    }
 
 
 def test_describe_rebalancing_group_has_no_member_metadata():
@@ -69,9 +83,16 @@ def test_describe_unknown_and_foreign_groups():
     c = client()
     mine, theirs = group_on_partition(c.d.partition_id), group_on_partition(c.d.partition_id, other=True)
     v6 = describe(c, [mine, theirs])
-    assert v6[0] == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "errorMessage": f"Group {mine} not found.", "groupId": mine,
-                     "groupState": DEAD, "protocolType": "", "protocolData": "", "members": [],
-                     "authorizedOperations": -2147483648}
+    assert v6[0] == {
+        "errorCode": Errors.GROUP_ID_NOT_FOUND.code,
+        "errorMessage": f"Group {mine} not found.",
+        "groupId": mine,
+        "groupState": DEAD,
+        "protocolType": "",
+        "protocolData": "",
+        "members": [],
+        "authorizedOperations": -2147483648,
+    }
     assert v6[1]["errorCode"] == Errors.NOT_COORDINATOR.code and v6[1]["groupId"] == theirs
     # Before v6 an unknown group is described as Dead without error.
     [v5] = describe(c, [mine], version=5)
@@ -98,7 +119,8 @@ def test_list_groups_with_filters():
     assert resp["errorCode"] == Errors.NONE.code
     assert resp["groups"] == [
         {"groupId": c.group_id, "protocolType": "consumer", "groupState": STABLE, "groupType": "classic"},
-        {"groupId": empty, "protocolType": "", "groupState": EMPTY, "groupType": "classic"}]
+        {"groupId": empty, "protocolType": "", "groupState": EMPTY, "groupType": "classic"},
+    ]
     assert [g["groupId"] for g in list_groups(c, states=[" stable "])["groups"]] == [c.group_id]
     assert [g["groupId"] for g in list_groups(c, states=["EMPTY"])["groups"]] == [empty]
     assert list_groups(c, states=["Dead"])["groups"] == []
@@ -125,14 +147,20 @@ def test_delete_groups():
     c.commit({("t", 0): 1, ("t", 1): 2}, group_id=simple)
     mark = len(c.records())
     resp = delete_groups(c, [c.group_id, simple, theirs, unknown, simple])
-    assert resp == {"throttleTimeMs": 0, "results": [
-        {"groupId": c.group_id, "errorCode": Errors.NON_EMPTY_GROUP.code},
-        {"groupId": simple, "errorCode": Errors.NONE.code},
-        {"groupId": theirs, "errorCode": Errors.NOT_COORDINATOR.code},
-        {"groupId": unknown, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}
-    assert c.records(mark) == [(record_key("OffsetCommit", simple, "t", 0), None),
-                               (record_key("OffsetCommit", simple, "t", 1), None),
-                               (record_key("GroupMetadata", simple), None)]
+    assert resp == {
+        "throttleTimeMs": 0,
+        "results": [
+            {"groupId": c.group_id, "errorCode": Errors.NON_EMPTY_GROUP.code},
+            {"groupId": simple, "errorCode": Errors.NONE.code},
+            {"groupId": theirs, "errorCode": Errors.NOT_COORDINATOR.code},
+            {"groupId": unknown, "errorCode": Errors.GROUP_ID_NOT_FOUND.code},
+        ],
+    }
+    assert c.records(mark) == [
+        (record_key("OffsetCommit", simple, "t", 0), None),
+        (record_key("OffsetCommit", simple, "t", 1), None),
+        (record_key("GroupMetadata", simple), None),
+    ]
     assert c.group(simple) is None and c.committed("t", 0, group_id=simple) == -1
     assert c.events("GroupDeleted")[0]["offsetsDeleted"] == 2
 
@@ -153,18 +181,22 @@ def test_delete_groups_deletes_pending_transactional_offsets_too():
 
     def add(comp):
         comp.append_transactional_offset(3, c.group_id, "t", 1, 10)
+
     c.mutate(add)
     mark = len(c.records())
     assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == Errors.NONE.code
-    assert [k for k, _ in c.records(mark)] == [record_key("OffsetCommit", c.group_id, "t", 0),
-                                               record_key("OffsetCommit", c.group_id, "t", 1),
-                                               record_key("GroupMetadata", c.group_id)]
+    assert [k for k, _ in c.records(mark)] == [
+        record_key("OffsetCommit", c.group_id, "t", 0),
+        record_key("OffsetCommit", c.group_id, "t", 1),
+        record_key("GroupMetadata", c.group_id),
+    ]
     assert not c.groups().has_pending_transactional_offsets(c.group_id)
 
 
 # ====================================================================== other group types
 class FakeGroup(Group):
     """Stands in for a KIP-848 consumer group (or another type) in these tests."""
+
     type = "consumer"
 
     def __init__(self, group_id: str, members: int = 0):
@@ -230,11 +262,18 @@ def test_classic_apis_against_a_non_empty_consumer_group(fake_types):
     assert c.heartbeat("m", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     assert c.leave({"memberId": "m"})["members"][0]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     [g] = describe(c, [c.group_id])
-    assert g["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code and g["errorMessage"] == f"Group {c.group_id} is not a classic group."
+    assert (
+        g["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
+        and g["errorMessage"] == f"Group {c.group_id} is not a classic group."
+    )
     # Generic APIs go through the Group interface.
-    assert c.commit({("t", 0): 1}, member_id="m", generation=3)["topics"][0]["partitions"][0]["errorCode"] == Errors.STALE_MEMBER_EPOCH.code
-    assert list_groups(c)["groups"] == [{"groupId": c.group_id, "protocolType": "", "groupState": "Stable",
-                                         "groupType": "consumer"}]
+    assert (
+        c.commit({("t", 0): 1}, member_id="m", generation=3)["topics"][0]["partitions"][0]["errorCode"]
+        == Errors.STALE_MEMBER_EPOCH.code
+    )
+    assert list_groups(c)["groups"] == [
+        {"groupId": c.group_id, "protocolType": "", "groupState": "Stable", "groupType": "consumer"}
+    ]
     assert delete_groups(c, [c.group_id])["results"][0]["errorCode"] == Errors.NON_EMPTY_GROUP.code
 
 
@@ -246,10 +285,21 @@ def test_join_group_converts_an_empty_consumer_group(fake_types):
     _, resp = c.join("")
     assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().type == "classic"
-    assert c.records()[:2] == [(record_key("ConsumerGroupMetadata", c.group_id), None),
-                               (record_key("GroupMetadata", c.group_id), {
-                                   "type": "GroupMetadata", "protocolType": "", "generation": 0, "protocol": None,
-                                   "leader": None, "currentStateTimestamp": c.now, "members": []})]
+    assert c.records()[:2] == [
+        (record_key("ConsumerGroupMetadata", c.group_id), None),
+        (
+            record_key("GroupMetadata", c.group_id),
+            {
+                "type": "GroupMetadata",
+                "protocolType": "",
+                "generation": 0,
+                "protocol": None,
+                "leader": None,
+                "currentStateTimestamp": c.now,
+                "members": [],
+            },
+        ),
+    ]
 
 
 @pytest.mark.parametrize("members", [1, 0])
@@ -273,12 +323,15 @@ def test_join_group_to_a_share_group_is_inconsistent(fake_types):
 
 
 # ====================================================================== rejected requests
-@pytest.mark.parametrize("api,version,body", [
-    ("OffsetCommit", 9, {"groupId": "group-id", "topics": []}),  # memberId is mandatory
-    ("JoinGroup", 9, {"groupId": "group-id"}),
-    ("DeleteGroups", 2, {}),
-    ("OffsetFetch", 1, {"groupId": "group-id"}),
-])
+@pytest.mark.parametrize(
+    "api,version,body",
+    [
+        ("OffsetCommit", 9, {"groupId": "group-id", "topics": []}),  # memberId is mandatory
+        ("JoinGroup", 9, {"groupId": "group-id"}),
+        ("DeleteGroups", 2, {}),
+        ("OffsetFetch", 1, {"groupId": "group-id"}),
+    ],
+)
 def test_rejected_requests_carry_the_reason(api, version, body):
     c = client()
     _, resp = c.send(api, version, body)
@@ -287,9 +340,18 @@ def test_rejected_requests_carry_the_reason(api, version, body):
 
 def test_unsupported_versions_are_rejected():
     c = client()
-    for api, version in [("JoinGroup", 10), ("OffsetCommit", 1), ("OffsetFetch", 0), ("OffsetDelete", 1),
-                         ("DescribeGroups", 7), ("ListGroups", 6), ("DeleteGroups", 3), ("LeaveGroup", 6),
-                         ("SyncGroup", 6), ("Heartbeat", 5)]:
+    for api, version in [
+        ("JoinGroup", 10),
+        ("OffsetCommit", 1),
+        ("OffsetFetch", 0),
+        ("OffsetDelete", 1),
+        ("DescribeGroups", 7),
+        ("ListGroups", 6),
+        ("DeleteGroups", 3),
+        ("LeaveGroup", 6),
+        ("SyncGroup", 6),
+        ("Heartbeat", 5),
+    ]:
         _, resp = c.send(api, version, {"groupId": "group-id"})
         assert resp["errorCode"] == Errors.UNSUPPORTED_VERSION.code, (api, version, resp)
 
@@ -303,9 +365,20 @@ def test_the_coordinator_is_built_explicitly_with_bound_handlers():
     from coordinator.group.shard import GroupCoordinator
 
     comp = CoordinatorPartition(0).component("groups")
-    managers = {id(m) for m in (comp, comp.classic, comp.offset_manager, comp.consumer,
-                                comp.consumer.classic_members, comp.share, comp.streams, comp.configs,
-                                comp.txn_offsets)}
+    managers = {
+        id(m)
+        for m in (
+            comp,
+            comp.classic,
+            comp.offset_manager,
+            comp.consumer,
+            comp.consumer.classic_members,
+            comp.share,
+            comp.streams,
+            comp.configs,
+            comp.txn_offsets,
+        )
+    }
     for table in (comp.handlers, comp.timer_handlers, comp.replayers):
         assert table and all(id(getattr(fn, "__self__", None)) in managers for fn in table.values())
     assert all(lookup(api).component == "groups" for api in comp.handlers)

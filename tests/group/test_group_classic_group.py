@@ -1,4 +1,5 @@
 """ClassicGroup on its own (Kafka's ClassicGroupTest), plus the small Java-compatibility helpers."""
+
 from __future__ import annotations
 
 import itertools
@@ -22,17 +23,30 @@ from coordinator.group.javautil import java_hashmap_order, java_utf16_length
 from coordinator.messages import ReplyTo
 
 
-def member(member_id: str, *protos: str, instance_id: str | None = None, rebalance: int = 10000,
-           metadata: str = "") -> ClassicGroupMember:
-    return ClassicGroupMember(member_id, instance_id, "client", "host", rebalance, 5000, "consumer",
-                              [(p, metadata) for p in (protos or ("range",))])
+def member(
+    member_id: str, *protos: str, instance_id: str | None = None, rebalance: int = 10000, metadata: str = ""
+) -> ClassicGroupMember:
+    return ClassicGroupMember(
+        member_id,
+        instance_id,
+        "client",
+        "host",
+        rebalance,
+        5000,
+        "consumer",
+        [(p, metadata) for p in (protos or ("range",))],
+    )
 
 
 def group_in(state: str) -> ClassicGroup:
     g = ClassicGroup("g")
-    path = {EMPTY: [], PREPARING_REBALANCE: [PREPARING_REBALANCE],
-            COMPLETING_REBALANCE: [PREPARING_REBALANCE, COMPLETING_REBALANCE],
-            STABLE: [PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE], DEAD: [DEAD]}[state]
+    path = {
+        EMPTY: [],
+        PREPARING_REBALANCE: [PREPARING_REBALANCE],
+        COMPLETING_REBALANCE: [PREPARING_REBALANCE, COMPLETING_REBALANCE],
+        STABLE: [PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE],
+        DEAD: [DEAD],
+    }[state]
     for s in path:
         g.transition_to(s, 1)
     return g
@@ -203,10 +217,20 @@ def test_unparsable_metadata_leaves_subscriptions_unknown():
 def test_java_hashmap_order_matches_java():
     # Vectors printed by a HashMap<String, Integer> on OpenJDK 17.
     assert java_hashmap_order(["roundrobin", "range"]) == ["range", "roundrobin"]
-    assert java_hashmap_order(["range", "roundrobin", "sticky", "cooperative-sticky"]) == \
-        ["sticky", "range", "roundrobin", "cooperative-sticky"]
-    assert java_hashmap_order(["uniform", "range", "foo", "bar", "baz", "qux"]) == \
-        ["uniform", "bar", "qux", "foo", "range", "baz"]
+    assert java_hashmap_order(["range", "roundrobin", "sticky", "cooperative-sticky"]) == [
+        "sticky",
+        "range",
+        "roundrobin",
+        "cooperative-sticky",
+    ]
+    assert java_hashmap_order(["uniform", "range", "foo", "bar", "baz", "qux"]) == [
+        "uniform",
+        "bar",
+        "qux",
+        "foo",
+        "range",
+        "baz",
+    ]
 
 
 def test_java_utf16_length():

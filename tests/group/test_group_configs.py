@@ -2,6 +2,7 @@
 GroupConfig state-log record, and their use by ConsumerGroupHeartbeat (Kafka's GroupConfigTest,
 GroupConfigManagerTest, ConfigHelper's group entries and GroupMetadataManagerTest
 .testConsumerGroupDynamicConfigs)."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,9 +19,18 @@ GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CFG = CoordinatorConfig()
 # GroupConfig.CONFIG of Kafka 4.1.1, in its definition order.
-ALL_CONFIGS = [SESSION, HEARTBEAT, "share.session.timeout.ms", "share.heartbeat.interval.ms",
-               "share.record.lock.duration.ms", "share.auto.offset.reset", "share.isolation.level",
-               "streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas"]
+ALL_CONFIGS = [
+    SESSION,
+    HEARTBEAT,
+    "share.session.timeout.ms",
+    "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms",
+    "share.auto.offset.reset",
+    "share.isolation.level",
+    "streams.session.timeout.ms",
+    "streams.heartbeat.interval.ms",
+    "streams.num.standby.replicas",
+]
 
 
 def set_op(name, value):
@@ -33,14 +43,33 @@ def delete_op(name):
 
 class Client(ConsumerGroupTestClient):
     def alter(self, *ops, group_id=None, resource_type=GROUP, validate_only=False, version=1) -> dict:
-        resp = self.send("IncrementalAlterConfigs", version, {
-            "resources": [{"resourceType": resource_type, "resourceName": self.group_id if group_id is None else group_id,
-                           "configs": list(ops)}], "validateOnly": validate_only})
+        resp = self.send(
+            "IncrementalAlterConfigs",
+            version,
+            {
+                "resources": [
+                    {
+                        "resourceType": resource_type,
+                        "resourceName": self.group_id if group_id is None else group_id,
+                        "configs": list(ops),
+                    }
+                ],
+                "validateOnly": validate_only,
+            },
+        )
         return resp["responses"][0]
 
     def describe_configs(self, *names, group_id=None, version=4, synonyms=False, documentation=False) -> dict:
-        body = {"resources": [{"resourceType": GROUP, "resourceName": self.group_id if group_id is None else group_id,
-                               "configurationKeys": list(names) or None}], "includeSynonyms": synonyms}
+        body = {
+            "resources": [
+                {
+                    "resourceType": GROUP,
+                    "resourceName": self.group_id if group_id is None else group_id,
+                    "configurationKeys": list(names) or None,
+                }
+            ],
+            "includeSynonyms": synonyms,
+        }
         if version >= 3:
             body["includeDocumentation"] = documentation
         return self.send("DescribeConfigs", version, body)["results"][0]
@@ -57,8 +86,9 @@ def message(overrides: dict) -> str:
 
 
 # ====================================================================== GroupConfigTest
-@pytest.mark.parametrize("name", [n for n in ALL_CONFIGS if n not in ("share.auto.offset.reset",
-                                                                       "share.isolation.level")])
+@pytest.mark.parametrize(
+    "name", [n for n in ALL_CONFIGS if n not in ("share.auto.offset.reset", "share.isolation.level")]
+)
 @pytest.mark.parametrize("value", ["not_a_number", "-0.1", "1.2", "", "2147483648", "1_000", "0x10"])
 def test_from_props_invalid(name, value):
     assert message({name: value}) == f"Invalid value {value} for configuration {name}: Not a number of type INT"
@@ -67,7 +97,8 @@ def test_from_props_invalid(name, value):
 def test_at_least_bounds_and_java_parsing():
     assert message({SESSION: "0"}) == f"Invalid value 0 for configuration {SESSION}: Value must be at least 1"
     assert message({"share.record.lock.duration.ms": "999"}) == (
-        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000")
+        "Invalid value 999 for configuration share.record.lock.duration.ms: Value must be at least 1000"
+    )
     # Integer.parseInt after String.trim: a sign and surrounding blanks are accepted.
     assert validate({SESSION: " +50000\t"}, CFG)[SESSION] == 50000
 
@@ -78,50 +109,94 @@ def test_invalid_props():
         (SESSION, "70000"): f"{SESSION} must be less than or equal to group.consumer.max.session.timeout.ms",
         (HEARTBEAT, "1"): f"{HEARTBEAT} must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
         (HEARTBEAT, "70000"): f"{HEARTBEAT} must be less than or equal to group.consumer.max.heartbeat.interval.ms",
-        ("share.session.timeout.ms", "1"):
-            "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms",
-        ("share.session.timeout.ms", "70000"):
-            "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
-        ("share.heartbeat.interval.ms", "1"):
-            "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms",
-        ("share.heartbeat.interval.ms", "70000"):
-            "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
-        ("share.record.lock.duration.ms", "10000"):
-            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
-        ("share.record.lock.duration.ms", "70000"):
-            "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
-        ("streams.session.timeout.ms", "1"):
-            "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms",
-        ("streams.session.timeout.ms", "70000"):
-            "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms",
-        ("streams.heartbeat.interval.ms", "1000"):
-            "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms",
-        ("streams.heartbeat.interval.ms", "70000"):
-            "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms",
-        ("streams.num.standby.replicas", "3"):
-            "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
-        ("streams.num.standby.replicas", "-1"):
-            "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0",
+        (
+            "share.session.timeout.ms",
+            "1",
+        ): "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms",
+        (
+            "share.session.timeout.ms",
+            "70000",
+        ): "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
+        (
+            "share.heartbeat.interval.ms",
+            "1",
+        ): "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms",
+        (
+            "share.heartbeat.interval.ms",
+            "70000",
+        ): "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
+        (
+            "share.record.lock.duration.ms",
+            "10000",
+        ): "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
+        (
+            "share.record.lock.duration.ms",
+            "70000",
+        ): "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
+        (
+            "streams.session.timeout.ms",
+            "1",
+        ): "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms",
+        (
+            "streams.session.timeout.ms",
+            "70000",
+        ): "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms",
+        (
+            "streams.heartbeat.interval.ms",
+            "1000",
+        ): "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms",
+        (
+            "streams.heartbeat.interval.ms",
+            "70000",
+        ): "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms",
+        (
+            "streams.num.standby.replicas",
+            "3",
+        ): "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+        (
+            "streams.num.standby.replicas",
+            "-1",
+        ): "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0",
         ("share.isolation.level", "read_commit"): "Invalid value read_commit for configuration "
-            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        "share.isolation.level: String must be one of: read_committed, read_uncommitted",
         ("share.isolation.level", "READ_COMMITTED"): "Invalid value READ_COMMITTED for configuration "
-            "share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        "share.isolation.level: String must be one of: read_committed, read_uncommitted",
     }
     for (name, value), expected in cases.items():
         assert message({name: value}) == expected
-    for value in ("hello", "by_duration", "by_duration:-PT10S", "by_duration:invalid", "none", "LATEST",
-                  "by_duration:PT", "by_duration:P", "by_duration:PT-1S", "by_duration:P106751991167301D"):
+    for value in (
+        "hello",
+        "by_duration",
+        "by_duration:-PT10S",
+        "by_duration:invalid",
+        "none",
+        "LATEST",
+        "by_duration:PT",
+        "by_duration:P",
+        "by_duration:PT-1S",
+        "by_duration:P106751991167301D",
+    ):
         assert message({"share.auto.offset.reset": value}) == (
             f"Invalid value {value} for configuration share.auto.offset.reset: Invalid value `{value}` for "
             f"configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the "
-            f"format 'by_duration:<PnDTnHnMn.nS>'.")
+            f"format 'by_duration:<PnDTnHnMn.nS>'."
+        )
 
 
 def test_valid_share_auto_offset_reset_and_isolation_level_values():
     """GroupConfigTest.testValidShareAutoOffsetResetValues / testValidShareIsolationLevelValues (the
     by_duration part is java.time.Duration.parse: case-insensitive letters, signs, a fraction)."""
-    for value in ("latest", "earliest", "by_duration:PT10S", "by_duration:P1DT2H3M4.5S", "by_duration:pt0s",
-                  "by_duration:-PT-10S", "by_duration:PT1,5S", "by_duration:P0D", " latest "):
+    for value in (
+        "latest",
+        "earliest",
+        "by_duration:PT10S",
+        "by_duration:P1DT2H3M4.5S",
+        "by_duration:pt0s",
+        "by_duration:-PT-10S",
+        "by_duration:PT1,5S",
+        "by_duration:P0D",
+        " latest ",
+    ):
         assert validate({"share.auto.offset.reset": value}, CFG)["share.auto.offset.reset"] == value.strip()
     for value in ("read_committed", "read_uncommitted"):
         assert validate({"share.isolation.level": value}, CFG)["share.isolation.level"] == value
@@ -131,12 +206,18 @@ def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
     """GroupConfigManager.validate combines extractConsumerGroupConfigMap with the new configs: the
     share.* and streams.* configs a request leaves out take GroupConfig's own defaults there, so
     the coordinator's group.share.session.timeout.ms does not count, its bounds do."""
-    cfg = CoordinatorConfig({"group.share.min.session.timeout.ms": 50000, "group.share.session.timeout.ms": 55000,
-                             "group.share.max.session.timeout.ms": 60000})
+    cfg = CoordinatorConfig(
+        {
+            "group.share.min.session.timeout.ms": 50000,
+            "group.share.session.timeout.ms": 55000,
+            "group.share.max.session.timeout.ms": 60000,
+        }
+    )
     with pytest.raises(ApiError) as e:
         validate({SESSION: "50000"}, cfg)
-    assert e.value.message == ("share.session.timeout.ms must be greater than or equal to "
-                               "group.share.min.session.timeout.ms")
+    assert e.value.message == (
+        "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"
+    )
     # A group's GroupConfig (what it uses and DescribeConfigs shows) starts from extractGroupConfigMap:
     # the coordinator's consumer.* and share.* values, GroupConfig's defaults for streams.*.
     cfg = CoordinatorConfig({"group.streams.session.timeout.ms": 50000, "group.share.session.timeout.ms": 50000})
@@ -145,8 +226,9 @@ def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
 
 
 def test_session_must_be_greater_than_heartbeat():
-    cfg = CFG.with_overrides(**{"group_consumer_min_session_timeout_ms": 1000,
-                                "group_consumer_min_heartbeat_interval_ms": 1000})
+    cfg = CFG.with_overrides(
+        **{"group_consumer_min_session_timeout_ms": 1000, "group_consumer_min_heartbeat_interval_ms": 1000}
+    )
     with pytest.raises(ApiError) as e:
         validate({SESSION: "5000", HEARTBEAT: "5000"}, cfg)
     assert e.value.message == f"{SESSION} must be greater than {HEARTBEAT}"
@@ -155,11 +237,18 @@ def test_session_must_be_greater_than_heartbeat():
 
 def test_from_props_with_default_value():
     values = parse({SESSION: "50000"}, CFG)
-    assert values == {SESSION: 50000, HEARTBEAT: 5000, "share.session.timeout.ms": 45000,
-                      "share.heartbeat.interval.ms": 5000, "share.record.lock.duration.ms": 30000,
-                      "share.auto.offset.reset": "latest", "share.isolation.level": "read_uncommitted",
-                      "streams.session.timeout.ms": 45000, "streams.heartbeat.interval.ms": 5000,
-                      "streams.num.standby.replicas": 0}
+    assert values == {
+        SESSION: 50000,
+        HEARTBEAT: 5000,
+        "share.session.timeout.ms": 45000,
+        "share.heartbeat.interval.ms": 5000,
+        "share.record.lock.duration.ms": 30000,
+        "share.auto.offset.reset": "latest",
+        "share.isolation.level": "read_uncommitted",
+        "streams.session.timeout.ms": 45000,
+        "streams.heartbeat.interval.ms": 5000,
+        "streams.num.standby.replicas": 0,
+    }
 
 
 def test_invalid_config_name():
@@ -172,13 +261,16 @@ def test_set_then_delete_writes_the_record_and_its_tombstone():
     assert c.values()[SESSION] == ("45000", 5)
     r = c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "6000"))
     assert r == {"errorCode": 0, "errorMessage": None, "resourceType": GROUP, "resourceName": c.group_id}
-    assert c.records() == [(f'["GroupConfig","{c.group_id}"]',
-                            {"type": "GroupConfig", "configs": {SESSION: "50000", HEARTBEAT: "6000"}})]
+    assert c.records() == [
+        (f'["GroupConfig","{c.group_id}"]', {"type": "GroupConfig", "configs": {SESSION: "50000", HEARTBEAT: "6000"}})
+    ]
     assert c.values()[SESSION] == ("50000", 8) and c.values()[HEARTBEAT] == ("6000", 8)
     assert c.events("GroupConfigChanged")[-1]["configs"] == {SESSION: "50000", HEARTBEAT: "6000"}
 
     assert c.alter(delete_op(SESSION))["errorCode"] == 0
-    assert c.records(1) == [(f'["GroupConfig","{c.group_id}"]', {"type": "GroupConfig", "configs": {HEARTBEAT: "6000"}})]
+    assert c.records(1) == [
+        (f'["GroupConfig","{c.group_id}"]', {"type": "GroupConfig", "configs": {HEARTBEAT: "6000"}})
+    ]
     assert c.values()[SESSION] == ("45000", 5)
     assert c.alter(delete_op(HEARTBEAT), delete_op("share.session.timeout.ms"))["errorCode"] == 0
     assert c.records(2) == [(f'["GroupConfig","{c.group_id}"]', None)]
@@ -193,7 +285,9 @@ def test_validate_only_writes_nothing():
     assert c.alter(set_op(SESSION, "50000"), validate_only=True)["errorCode"] == 0
     r = c.alter(set_op(SESSION, "1"), validate_only=True)
     assert (r["errorCode"], r["errorMessage"]) == (
-        Errors.INVALID_CONFIG.code, f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms")
+        Errors.INVALID_CONFIG.code,
+        f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
+    )
     assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
 
 
@@ -202,16 +296,36 @@ def test_invalid_alterations_change_nothing():
     c.alter(set_op(SESSION, "50000"))
     cases = [
         ((set_op("foo", "1"),), Errors.INVALID_CONFIG.code, "Unknown group config name: foo"),
-        ((set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")), Errors.INVALID_CONFIG.code,
-         f"Invalid value x for configuration {HEARTBEAT}: Not a number of type INT"),
-        (({"name": SESSION, "configOperation": 2, "value": "1"},), Errors.INVALID_CONFIG.code,
-         f"Can't APPEND to key {SESSION} because its type is not LIST."),
-        (({"name": SESSION, "configOperation": 3, "value": "1"},), Errors.INVALID_CONFIG.code,
-         f"Can't SUBTRACT to key {SESSION} because its type is not LIST."),
-        (({"name": SESSION, "configOperation": 7, "value": "1"},), Errors.INVALID_REQUEST.code, "Unknown operation type 7"),
-        ((set_op(SESSION, "55000"), delete_op(SESSION)), Errors.INVALID_REQUEST.code, "Error due to duplicate config keys"),
-        ((set_op(SESSION, None), set_op(HEARTBEAT, None)), Errors.INVALID_REQUEST.code,
-         f"Null value not supported for : {SESSION}, {HEARTBEAT}"),
+        (
+            (set_op(SESSION, "55000"), set_op(HEARTBEAT, "x")),
+            Errors.INVALID_CONFIG.code,
+            f"Invalid value x for configuration {HEARTBEAT}: Not a number of type INT",
+        ),
+        (
+            ({"name": SESSION, "configOperation": 2, "value": "1"},),
+            Errors.INVALID_CONFIG.code,
+            f"Can't APPEND to key {SESSION} because its type is not LIST.",
+        ),
+        (
+            ({"name": SESSION, "configOperation": 3, "value": "1"},),
+            Errors.INVALID_CONFIG.code,
+            f"Can't SUBTRACT to key {SESSION} because its type is not LIST.",
+        ),
+        (
+            ({"name": SESSION, "configOperation": 7, "value": "1"},),
+            Errors.INVALID_REQUEST.code,
+            "Unknown operation type 7",
+        ),
+        (
+            (set_op(SESSION, "55000"), delete_op(SESSION)),
+            Errors.INVALID_REQUEST.code,
+            "Error due to duplicate config keys",
+        ),
+        (
+            (set_op(SESSION, None), set_op(HEARTBEAT, None)),
+            Errors.INVALID_REQUEST.code,
+            f"Null value not supported for : {SESSION}, {HEARTBEAT}",
+        ),
     ]
     for ops, code, text in cases:
         r = c.alter(*ops)
@@ -230,27 +344,55 @@ def test_resources_answered_one_by_one():
     ]
     r = c.send("IncrementalAlterConfigs", 0, {"resources": resources, "validateOnly": False})
     assert [(x["resourceName"], x["errorCode"]) for x in r["responses"]] == [
-        (c.group_id, 0), (elsewhere, Errors.NOT_COORDINATOR.code), ("orders", Errors.INVALID_REQUEST.code), ("", Errors.INVALID_REQUEST.code)]
+        (c.group_id, 0),
+        (elsewhere, Errors.NOT_COORDINATOR.code),
+        ("orders", Errors.INVALID_REQUEST.code),
+        ("", Errors.INVALID_REQUEST.code),
+    ]
     assert "only GROUP (32)" in r["responses"][2]["errorMessage"]
     assert r["responses"][3]["errorMessage"] == "Default group resources are not allowed."
     assert len(c.records()) == 1
 
-    d = c.send("DescribeConfigs", 4, {"resources": [
-        {"resourceType": GROUP, "resourceName": elsewhere, "configurationKeys": None},
-        {"resourceType": GROUP, "resourceName": "", "configurationKeys": None},
-        {"resourceType": 4, "resourceName": "1", "configurationKeys": None}],
-        "includeSynonyms": False, "includeDocumentation": False})
+    d = c.send(
+        "DescribeConfigs",
+        4,
+        {
+            "resources": [
+                {"resourceType": GROUP, "resourceName": elsewhere, "configurationKeys": None},
+                {"resourceType": GROUP, "resourceName": "", "configurationKeys": None},
+                {"resourceType": 4, "resourceName": "1", "configurationKeys": None},
+            ],
+            "includeSynonyms": False,
+            "includeDocumentation": False,
+        },
+    )
     assert [(x["errorCode"], x["configs"]) for x in d["results"]] == [
-        (Errors.NOT_COORDINATOR.code, []), (Errors.INVALID_REQUEST.code, []), (Errors.INVALID_REQUEST.code, [])]
+        (Errors.NOT_COORDINATOR.code, []),
+        (Errors.INVALID_REQUEST.code, []),
+        (Errors.INVALID_REQUEST.code, []),
+    ]
     assert d["results"][1]["errorMessage"] == "Group name must not be empty"
 
 
 def test_a_malformed_request_is_answered_per_resource():
     c = Client()
-    r = c.send("IncrementalAlterConfigs", 1, {"resources": [
-        {"resourceType": GROUP, "resourceName": c.group_id, "configs": [{"name": SESSION, "configOperation": 300}]}],
-        "validateOnly": False})
-    assert (r["responses"], r["errorCode"]) == ([], Errors.INVALID_REQUEST.code) and "configOperation" in r["errorMessage"]
+    r = c.send(
+        "IncrementalAlterConfigs",
+        1,
+        {
+            "resources": [
+                {
+                    "resourceType": GROUP,
+                    "resourceName": c.group_id,
+                    "configs": [{"name": SESSION, "configOperation": 300}],
+                }
+            ],
+            "validateOnly": False,
+        },
+    )
+    assert (r["responses"], r["errorCode"]) == ([], Errors.INVALID_REQUEST.code) and "configOperation" in r[
+        "errorMessage"
+    ]
     assert c.records() == []
 
 
@@ -263,11 +405,18 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
     by_name = {e["name"]: e for e in result["configs"]}
     assert list(by_name) == ALL_CONFIGS
     assert by_name[HEARTBEAT] == {
-        "name": HEARTBEAT, "value": "6000", "readOnly": False, "configSource": 8, "isSensitive": False,
-        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}], "configType": 3,
-        "documentation": "The heartbeat interval given to the members of a consumer group."}
+        "name": HEARTBEAT,
+        "value": "6000",
+        "readOnly": False,
+        "configSource": 8,
+        "isSensitive": False,
+        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}],
+        "configType": 3,
+        "documentation": "The heartbeat interval given to the members of a consumer group.",
+    }
     assert by_name[SESSION]["configSource"] == 5 and by_name[SESSION]["synonyms"] == [
-        {"name": SESSION, "value": "45000", "source": 5}]
+        {"name": SESSION, "value": "45000", "source": 5}
+    ]
     # Requested keys only (unknown ones are left out); no synonyms / documentation unless asked;
     # v1-2 have no configType / documentation.
     only = c.describe_configs(SESSION, "nope")["configs"]
@@ -286,23 +435,45 @@ def test_describe_share_and_streams_configs():
     streams.* configs; the accessors the share and streams group types read."""
     c = Client(**{"group_streams_session_timeout_ms": 50000, "group_share_heartbeat_interval_ms": 6000})
     accessors = c.d.component("groups").configs  # the partition is reloaded after each batch
-    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
-            accessors.streams_session_timeout_ms(c.group_id), accessors.share_heartbeat_interval_ms(c.group_id),
-            accessors.streams_num_standby_replicas(c.group_id)) == ("latest", "read_uncommitted", 50000, 6000, 0)
+    assert (
+        accessors.share_auto_offset_reset(c.group_id),
+        accessors.share_isolation_level(c.group_id),
+        accessors.streams_session_timeout_ms(c.group_id),
+        accessors.share_heartbeat_interval_ms(c.group_id),
+        accessors.streams_num_standby_replicas(c.group_id),
+    ) == ("latest", "read_uncommitted", 50000, 6000, 0)
     assert c.values()["streams.session.timeout.ms"] == ("45000", 5)  # GroupConfig's default, as Kafka shows
-    assert c.alter(set_op("share.auto.offset.reset", " by_duration:PT1H "), set_op("streams.num.standby.replicas", "2"),
-                   set_op("share.isolation.level", "read_committed"))["errorCode"] == 0
+    assert (
+        c.alter(
+            set_op("share.auto.offset.reset", " by_duration:PT1H "),
+            set_op("streams.num.standby.replicas", "2"),
+            set_op("share.isolation.level", "read_committed"),
+        )["errorCode"]
+        == 0
+    )
     entries = {e["name"]: e for e in c.describe_configs(synonyms=True)["configs"]}
     assert entries["share.auto.offset.reset"] == {
-        "name": "share.auto.offset.reset", "value": "by_duration:PT1H", "readOnly": False, "configSource": 8,
-        "isSensitive": False, "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H",
-                                            "source": 8}], "configType": 2, "documentation": None}
-    assert (entries["streams.num.standby.replicas"]["value"], entries["streams.num.standby.replicas"]["configType"]) \
-        == ("2", 3)
+        "name": "share.auto.offset.reset",
+        "value": "by_duration:PT1H",
+        "readOnly": False,
+        "configSource": 8,
+        "isSensitive": False,
+        "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H", "source": 8}],
+        "configType": 2,
+        "documentation": None,
+    }
+    assert (
+        entries["streams.num.standby.replicas"]["value"],
+        entries["streams.num.standby.replicas"]["configType"],
+    ) == ("2", 3)
     accessors = c.d.component("groups").configs
-    assert (accessors.share_auto_offset_reset(c.group_id), accessors.share_isolation_level(c.group_id),
-            accessors.streams_num_standby_replicas(c.group_id), accessors.streams_session_timeout_ms(c.group_id),
-            accessors.share_heartbeat_interval_ms(c.group_id)) == ("by_duration:PT1H", "read_committed", 2, 45000, 6000)
+    assert (
+        accessors.share_auto_offset_reset(c.group_id),
+        accessors.share_isolation_level(c.group_id),
+        accessors.streams_num_standby_replicas(c.group_id),
+        accessors.streams_session_timeout_ms(c.group_id),
+        accessors.share_heartbeat_interval_ms(c.group_id),
+    ) == ("by_duration:PT1H", "read_committed", 2, 45000, 6000)
 
 
 # ====================================================================== the heartbeat uses them
@@ -388,6 +559,7 @@ def test_classic_members_keep_their_own_session_timeout():
         sync,
         timer_deadline,
     )
+
     c = Client(topics={"foo": 6, "bar": 3})
     assert c.alter(set_op(SESSION, "55000"))["errorCode"] == 0
     consumer_group_with_one_member(c)
@@ -401,11 +573,16 @@ def test_classic_members_keep_their_own_session_timeout():
 
 
 def test_share_settings_are_checked_at_start_up():
-    with pytest.raises(ValueError, match="group.share.heartbeat.interval.ms must be less than or equal to "
-                                         "group.share.max.heartbeat.interval.ms"):
+    with pytest.raises(
+        ValueError,
+        match="group.share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
+    ):
         CoordinatorConfig({"group.share.heartbeat.interval.ms": 20000})
-    with pytest.raises(ValueError, match="group.share.record.lock.duration.ms must be greater than or equal to "
-                                         "group.share.min.record.lock.duration.ms"):
+    with pytest.raises(
+        ValueError,
+        match="group.share.record.lock.duration.ms must be greater than or equal to "
+        "group.share.min.record.lock.duration.ms",
+    ):
         CoordinatorConfig({"group.share.record.lock.duration.ms": 10000})
     # The coordinator's values are the group configs' defaults, and bound them.
     cfg = CoordinatorConfig({"group.share.max.session.timeout.ms": 90000, "group.share.session.timeout.ms": 80000})
@@ -419,7 +596,11 @@ def test_checks_follow_kafkas_order():
     c = Client()
     elsewhere = key_for_partition((c.d.partition_id + 1) % 50)
     assert c.alter(set_op(SESSION, "1"), set_op(SESSION, "2"), group_id="")["errorMessage"] == (
-        "Error due to duplicate config keys")
-    assert c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"] == Errors.INVALID_CONFIG.code
+        "Error due to duplicate config keys"
+    )
+    assert (
+        c.alter({"name": SESSION, "configOperation": 2, "value": "1"}, group_id="")["errorCode"]
+        == Errors.INVALID_CONFIG.code
+    )
     assert c.alter(set_op(SESSION, "1"), group_id="")["errorMessage"] == "Default group resources are not allowed."
     assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == Errors.NOT_COORDINATOR.code

@@ -3,6 +3,7 @@
 Version notes: JoinGroup v3 adds dynamic members at once (Kafka's `requiredKnownMemberId=false`),
 v4+ answers MEMBER_ID_REQUIRED first; v9 lets a replaced static leader skip the assignment.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -58,9 +59,20 @@ def test_generate_records_on_new_classic_group():
     _, resp = c.join("")
     assert resp["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert c.group().state == EMPTY and c.group().num_pending_join_members() == 1
-    assert c.records() == [('["GroupMetadata","group-id"]', {
-        "type": "GroupMetadata", "protocolType": "", "generation": 0, "protocol": None, "leader": None,
-        "currentStateTimestamp": c.now, "members": []})]
+    assert c.records() == [
+        (
+            '["GroupMetadata","group-id"]',
+            {
+                "type": "GroupMetadata",
+                "protocolType": "",
+                "generation": 0,
+                "protocol": None,
+                "leader": None,
+                "currentStateTimestamp": c.now,
+                "members": [],
+            },
+        )
+    ]
 
 
 def test_join_group_should_receive_error_if_group_over_max_size():
@@ -151,6 +163,7 @@ def test_dynamic_members_can_rejoin_group_with_max_size_while_rebalancing():
 
 def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size():
     from coordinator.group.classic.group import ClassicGroup, ClassicGroupMember
+
     c = client(group_max_size=10, group_initial_rebalance_delay_ms=50)
     member_ids = [f"client-id-{i}" for i in range(12)]
 
@@ -158,9 +171,20 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
         g = ClassicGroup(c.group_id, now_ms=c.now)
         comp.groups[c.group_id] = g
         for m in member_ids:
-            g.add(ClassicGroupMember(m, None, "client-id", "client-host", 10000, 5000, "consumer",
-                                     [("range", protocols("range")[0]["metadata"])]))
+            g.add(
+                ClassicGroupMember(
+                    m,
+                    None,
+                    "client-id",
+                    "client-host",
+                    10000,
+                    5000,
+                    "consumer",
+                    [("range", protocols("range")[0]["metadata"])],
+                )
+            )
         comp.classic.prepare_rebalance(g, "test")
+
     c.mutate(setup)
     cids = [c.join(m, version=DYN, rebalance_timeout=10000)[0] for m in member_ids]
     g = c.group()
@@ -274,8 +298,15 @@ def test_join_group_response_fields_by_version():
     cid, _ = c2.join("", version=DYN)
     c2.sleep(3000)
     resp = c2.response(cid)
-    assert list(resp) == ["throttleTimeMs", "errorCode", "generationId", "protocolName", "leader", "memberId",
-                          "members"]
+    assert list(resp) == [
+        "throttleTimeMs",
+        "errorCode",
+        "generationId",
+        "protocolName",
+        "leader",
+        "memberId",
+        "members",
+    ]
     assert list(resp["members"][0]) == ["memberId", "metadata"]
     # Before v7 an absent protocol name is "", from v7 null.
     _, err = c2.join("unknown", version=6)
@@ -356,9 +387,20 @@ def test_heartbeat_expiration_should_remove_member():
     c.sleep(300000)  # the new member join timeout
     assert c.response(cid)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.response(cid)["memberId"] == ""
     assert c.group().num_members() == 0 and c.group().state == EMPTY and c.group().generation_id == 1
-    assert c.records(mark) == [('["GroupMetadata","group-id"]', {
-        "type": "GroupMetadata", "protocolType": "consumer", "generation": 1, "protocol": None, "leader": None,
-        "currentStateTimestamp": c.now, "members": []})]
+    assert c.records(mark) == [
+        (
+            '["GroupMetadata","group-id"]',
+            {
+                "type": "GroupMetadata",
+                "protocolType": "consumer",
+                "generation": 1,
+                "protocol": None,
+                "leader": None,
+                "currentStateTimestamp": c.now,
+                "members": [],
+            },
+        )
+    ]
     assert c.events("MemberSessionExpired")[0]["memberId"] == member_id
 
 
@@ -479,6 +521,7 @@ def test_join_group_existing_member_in_empty_state():
         g = comp.groups[c.group_id]
         g.transition_to(PREPARING_REBALANCE, c.now)
         g.transition_to(EMPTY, c.now)
+
     c.mutate(empty)
     _, again = c.join(resp["memberId"])
     assert again["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and again["generationId"] == -1
@@ -578,8 +621,7 @@ def setup_group_with_pending_member(c: GroupTestClient) -> dict:
     follower_cid, _ = c.join(follower["memberId"], version=DYN, **kw)
     assert c.response(leader_cid) is None and c.response(follower_cid) is None
     assert c.group().state == PREPARING_REBALANCE
-    return {"leaderId": leader["memberId"], "followerId": follower["memberId"],
-            "pendingMemberId": pending["memberId"]}
+    return {"leaderId": leader["memberId"], "followerId": follower["memberId"], "pendingMemberId": pending["memberId"]}
 
 
 # ====================================================================== static members
@@ -603,17 +645,36 @@ def test_replace_static_member_in_stable_state_no_error(version):
     c.mutate(lambda comp: comp.groups[c.group_id].transition_to(STABLE, c.now))  # simulate the sync
     mark = len(c.records())
     new_protos = protocols("range", "roundrobin")
-    _, resp = c.join("", instance_id="group-instance-id", protos=new_protos, rebalance_timeout=7000,
-                     session_timeout=4500, version=version)
+    _, resp = c.join(
+        "",
+        instance_id="group-instance-id",
+        protos=new_protos,
+        rebalance_timeout=7000,
+        session_timeout=4500,
+        version=version,
+    )
     g = c.group()
     new_id = g.static_member_id("group-instance-id")
     assert [r[1]["generation"] for r in c.records(mark)] == [1]
     assert c.records(mark)[0][1]["members"][0]["memberId"] == new_id
-    expected = {"throttleTimeMs": 0, "errorCode": 0, "generationId": 1, "protocolType": "consumer",
-                "protocolName": "range", "leader": old_id, "memberId": new_id, "members": []}
+    expected = {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "generationId": 1,
+        "protocolType": "consumer",
+        "protocolName": "range",
+        "leader": old_id,
+        "memberId": new_id,
+        "members": [],
+    }
     if version >= 9:
-        expected.update(leader=new_id, skipAssignment=True, members=[
-            {"memberId": new_id, "groupInstanceId": "group-instance-id", "metadata": new_protos[0]["metadata"]}])
+        expected.update(
+            leader=new_id,
+            skipAssignment=True,
+            members=[
+                {"memberId": new_id, "groupInstanceId": "group-instance-id", "metadata": new_protos[0]["metadata"]}
+            ],
+        )
     assert resp == expected
     m = g.member(new_id)
     assert (m.rebalance_timeout_ms, m.session_timeout_ms) == (7000, 4500)
@@ -650,9 +711,17 @@ def test_static_member_fence_duplicate_rejoined_follower():
     assert resp is None
     c.join("", instance_id="follower-instance-id")  # a duplicate takes the instance id
     old = c.response(old_cid)
-    assert old == {"throttleTimeMs": 0, "errorCode": Errors.FENCED_INSTANCE_ID.code, "generationId": -1, "protocolType": None,
-                   "protocolName": None, "leader": "", "skipAssignment": False, "memberId": r["followerId"],
-                   "members": []}
+    assert old == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.FENCED_INSTANCE_ID.code,
+        "generationId": -1,
+        "protocolType": None,
+        "protocolName": None,
+        "leader": "",
+        "skipAssignment": False,
+        "memberId": r["followerId"],
+        "members": [],
+    }
     assert c.group().state == PREPARING_REBALANCE
 
 
@@ -666,7 +735,11 @@ def test_static_member_fence_duplicate_syncing_follower_after_member_id_changed(
     leader = c.response(leader_cid)
     assert leader["errorCode"] == Errors.NONE.code and leader["generationId"] == 2 and leader["leader"] == r["leaderId"]
     assert {m["groupInstanceId"] for m in leader["members"]} == {"leader-instance-id", "follower-instance-id"}
-    assert follower["errorCode"] == Errors.NONE.code and follower["members"] == [] and follower["memberId"] == r["followerId"]
+    assert (
+        follower["errorCode"] == Errors.NONE.code
+        and follower["members"] == []
+        and follower["memberId"] == r["followerId"]
+    )
 
     old_sync_cid, resp = c.sync(r["followerId"], 2, instance_id="follower-instance-id")
     assert resp is None
@@ -694,9 +767,17 @@ def test_static_member_fence_duplicate_rejoining_follower_after_member_id_change
     assert leader["generationId"] == 2 and leader["leader"] == r["leaderId"]
     assert {m["groupInstanceId"] for m in leader["members"]} == {"leader-instance-id", "follower-instance-id"}
     assert dup["leader"] == r["leaderId"] and dup["members"] == [] and dup["generationId"] == 2
-    assert old == {"throttleTimeMs": 0, "errorCode": Errors.FENCED_INSTANCE_ID.code, "generationId": -1, "protocolType": None,
-                   "protocolName": None, "leader": "", "skipAssignment": False, "memberId": r["followerId"],
-                   "members": []}
+    assert old == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.FENCED_INSTANCE_ID.code,
+        "generationId": -1,
+        "protocolType": None,
+        "protocolName": None,
+        "leader": "",
+        "skipAssignment": False,
+        "memberId": r["followerId"],
+        "members": [],
+    }
 
 
 def test_static_member_rejoin_with_known_member_id():
@@ -722,7 +803,8 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id(version):
     assert resp["leader"] == (new_id if version >= 9 else r["leaderId"])
     assert resp.get("skipAssignment", False) is (version >= 9)
     assert {m["groupInstanceId"] for m in resp["members"]} == (
-        {"leader-instance-id", "follower-instance-id"} if version >= 9 else set())
+        {"leader-instance-id", "follower-instance-id"} if version >= 9 else set()
+    )
     _, old_join = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"], version=version)
     assert old_join["errorCode"] == Errors.FENCED_INSTANCE_ID.code
     _, old_sync = c.sync(r["leaderId"], 1, instance_id="leader-instance-id")
@@ -733,8 +815,9 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id(version):
 
 def test_static_member_rejoin_with_leader_id_and_known_member_id():
     c = client()
-    r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id",
-                                          rebalance_timeout=10000, session_timeout=10000)
+    r = static_members_join_and_rebalance(
+        c, "leader-instance-id", "follower-instance-id", rebalance_timeout=10000, session_timeout=10000
+    )
     cid, _ = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"], rebalance_timeout=10000)
     c.sleep(10000)  # the follower's session lapses: the leader completes the join alone
     resp = c.response(cid)
@@ -759,6 +842,7 @@ def test_static_member_rejoin_with_leader_id_and_unexpected_empty_group():
         g = comp.groups[c.group_id]
         g.transition_to(PREPARING_REBALANCE, c.now)
         g.transition_to(EMPTY, c.now)
+
     c.mutate(empty)
     _, resp = c.join(r["leaderId"], instance_id="leader-instance-id", protos=r["protocols"])
     assert resp["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
@@ -766,26 +850,42 @@ def test_static_member_rejoin_with_leader_id_and_unexpected_empty_group():
 
 def test_static_member_rejoin_with_follower_id_and_change_of_protocol():
     c = client()
-    r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id",
-                                          rebalance_timeout=10000, session_timeout=15000)
-    cid, resp = c.join(r["followerId"], instance_id="follower-instance-id", protos=protocols("roundrobin"),
-                       rebalance_timeout=10000, session_timeout=15000)
+    r = static_members_join_and_rebalance(
+        c, "leader-instance-id", "follower-instance-id", rebalance_timeout=10000, session_timeout=15000
+    )
+    cid, resp = c.join(
+        r["followerId"],
+        instance_id="follower-instance-id",
+        protos=protocols("roundrobin"),
+        rebalance_timeout=10000,
+        session_timeout=15000,
+    )
     assert resp is None
     c.sleep(10000)  # the old leader did not rejoin: re-election
     resp = c.response(cid)
     g = c.group()
-    assert resp["errorCode"] == Errors.NONE.code and g.has_static_member("leader-instance-id") and g.is_leader(r["followerId"])
+    assert (
+        resp["errorCode"] == Errors.NONE.code
+        and g.has_static_member("leader-instance-id")
+        and g.is_leader(r["followerId"])
+    )
     assert resp["generationId"] == 2 and resp["protocolName"] == "roundrobin" and resp["leader"] == r["followerId"]
     assert {m["groupInstanceId"] for m in resp["members"]} == {"leader-instance-id", "follower-instance-id"}
 
 
 def test_static_member_rejoin_with_unknown_member_id_and_change_of_protocol_with_selected_protocol_changed():
     c = client()
-    r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id",
-                                          rebalance_timeout=10000, session_timeout=15000)
+    r = static_members_join_and_rebalance(
+        c, "leader-instance-id", "follower-instance-id", rebalance_timeout=10000, session_timeout=15000
+    )
     assert c.group().select_protocol() != "roundrobin"
-    cid, resp = c.join("", instance_id="follower-instance-id", protos=protocols("roundrobin"),
-                       rebalance_timeout=10000, session_timeout=15000)
+    cid, resp = c.join(
+        "",
+        instance_id="follower-instance-id",
+        protos=protocols("roundrobin"),
+        rebalance_timeout=10000,
+        session_timeout=15000,
+    )
     assert resp is None and c.group().select_protocol() == "roundrobin"
     c.sleep(10000)
     resp = c.response(cid)
@@ -820,8 +920,7 @@ def test_static_member_rejoin_with_known_leader_id_to_trigger_rebalance_and_foll
     leader = c.response(leader_cid)
     assert c.group().state == COMPLETING_REBALANCE and c.group().generation_id == 2
     assert leader["leader"] == r["leaderId"] and len(leader["members"]) == 2 and follower["members"] == []
-    cid, resp = c.join(r["followerId"], instance_id="follower-instance-id",
-                       **dict(kw, protos=protocols("range")))
+    cid, resp = c.join(r["followerId"], instance_id="follower-instance-id", **dict(kw, protos=protocols("range")))
     assert resp is None and c.group().state == PREPARING_REBALANCE
     c.sleep(5000)  # the leader's session lapses; the follower awaits join and stays
     resp = c.response(cid)
@@ -850,8 +949,9 @@ def test_static_member_rejoin_as_follower_with_known_member_id_and_no_protocol_c
     assert resp["errorCode"] == Errors.NONE.code and resp["generationId"] == 1 and resp["memberId"] == r["followerId"]
 
 
-@pytest.mark.parametrize("instance,member", [("leader-instance-id", "followerId"),
-                                             ("follower-instance-id", "leaderId")])
+@pytest.mark.parametrize(
+    "instance,member", [("leader-instance-id", "followerId"), ("follower-instance-id", "leaderId")]
+)
 def test_static_member_rejoin_with_mismatched_instance_id(instance, member):
     # testStaticMemberRejoinAsFollowerWithMismatchedInstanceId / ...AsLeaderWithMismatchedInstanceId
     c = client()
@@ -868,7 +968,9 @@ def test_get_different_static_member_id_after_each_rejoin():
         mark = len(c.records())
         _, resp = c.join("", instance_id="leader-instance-id", protos=r["protocols"])
         assert len(c.records(mark)) == 1
-        assert resp["errorCode"] == Errors.NONE.code and resp["memberId"] == c.group().static_member_id("leader-instance-id")
+        assert resp["errorCode"] == Errors.NONE.code and resp["memberId"] == c.group().static_member_id(
+            "leader-instance-id"
+        )
         assert resp["memberId"] != last
         last = resp["memberId"]
 
@@ -888,6 +990,7 @@ def test_static_member_rejoin_with_illegal_state_as_unknown_member():
         g = comp.groups[c.group_id]
         g.transition_to(PREPARING_REBALANCE, c.now)
         g.transition_to(EMPTY, c.now)
+
     c.mutate(empty)
     _, resp = c.join("", instance_id="follower-instance-id", protos=protocols("range", "roundrobin"))
     assert resp["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code  # IllegalStateException in Kafka
@@ -898,8 +1001,9 @@ def test_static_member_rejoin_with_illegal_state_as_unknown_member():
 def test_static_member_fail_to_rejoin_before_rebalance_timeout(who_rejoins):
     # testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout / ...LeaderFailToRejoin...
     c = client()
-    r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id",
-                                          rebalance_timeout=10000, session_timeout=15000)
+    r = static_members_join_and_rebalance(
+        c, "leader-instance-id", "follower-instance-id", rebalance_timeout=10000, session_timeout=15000
+    )
     new_cid, resp = c.join("", instance_id="new-member-instance-id", protos=r["protocols"])
     assert resp is None and c.group().state == PREPARING_REBALANCE
     instance = "leader-instance-id" if who_rejoins == "leader" else "follower-instance-id"
@@ -912,7 +1016,10 @@ def test_static_member_fail_to_rejoin_before_rebalance_timeout(who_rejoins):
     follower_resp = new if leader_resp is old else old
     assert leader_resp["generationId"] == 2
     assert {m["groupInstanceId"] for m in leader_resp["members"]} == {
-        "leader-instance-id", "follower-instance-id", "new-member-instance-id"}
+        "leader-instance-id",
+        "follower-instance-id",
+        "new-member-instance-id",
+    }
     assert follower_resp["members"] == [] and follower_resp["leader"] == leader_resp["memberId"]
     if who_rejoins == "leader":
         assert leader_resp is old

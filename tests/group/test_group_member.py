@@ -2,6 +2,7 @@
 in-process on the wall clock (tests/client/local_service.py): the protocol logic of the client, in
 seconds. The same client runs through the real broker and Spark job in
 tests/integration/test_classic_groups_e2e.py."""
+
 from __future__ import annotations
 
 import itertools
@@ -37,8 +38,9 @@ def members(service):
         kw.setdefault("session_timeout_ms", SESSION)
         kw.setdefault("heartbeat_interval_ms", 100)
         kw.setdefault("rebalance_timeout_ms", 3000)
-        m = ClassicGroupMember(None, group_id, list(topics), group_instance_id=instance_id, client=client,
-                        partitions_for=TOPICS.get, **kw)
+        m = ClassicGroupMember(
+            None, group_id, list(topics), group_instance_id=instance_id, client=client, partitions_for=TOPICS.get, **kw
+        )
         made.append(m)
         return m.start()
 
@@ -167,8 +169,11 @@ def test_removed_static_member_rejoins_after_unknown_member_id(service, members)
     old_id = a.member_id
     # The admin removes static member "a" by instance id (LeaveGroup with memberId "").
     admin = service.client("admin")
-    r = admin.request("LeaveGroup", 5, {"groupId": "gu", "members": [
-        {"memberId": "", "groupInstanceId": "a", "reason": "admin removal"}]})
+    r = admin.request(
+        "LeaveGroup",
+        5,
+        {"groupId": "gu", "members": [{"memberId": "", "groupInstanceId": "a", "reason": "admin removal"}]},
+    )
     assert r["members"][0]["errorCode"] == 0
     # a's heartbeat gets UNKNOWN_MEMBER_ID: it forgets its id and joins again as a new member;
     # b's gets REBALANCE_IN_PROGRESS and rejoins. Whether a's join makes it into generation 2
@@ -201,7 +206,9 @@ def test_admin_lists_every_partition_and_describes_groups(service, members):
     assert described["adm-1"]["members"][0]["memberId"] == ms[0].member_id
     assert described["no-such-group"]["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
     from coordinator.group.classic.consumer_protocol import decode_assignment
+
     assert decode_assignment(described["adm-2"]["members"][0]["memberAssignment"]).as_dict() == ms[1].assignment
     p = listed["adm-1"]["coordinatorPartition"]
-    assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == \
-        sorted(g for g, e in listed.items() if e["coordinatorPartition"] == p)
+    assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == sorted(
+        g for g, e in listed.items() if e["coordinatorPartition"] == p
+    )

@@ -1,5 +1,6 @@
 """OffsetCommit, OffsetFetch, OffsetDelete, offset expiry and the transactional-offset store:
 Kafka's OffsetMetadataManagerTest scenarios, through the real runtime."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,13 +29,14 @@ def partition_errors(resp: dict) -> list[int]:
 
 def with_member_group(c: GroupTestClient, instance_id: str | None = None, state: str = EMPTY):
     """An Empty classic group holding one member "member" (as Kafka's tests build with group.add)."""
+
     def setup(comp):
         g = ClassicGroup(c.group_id, now_ms=c.now)
         comp.groups[c.group_id] = g
-        g.add(ClassicGroupMember("member", instance_id, "client", "host", 5000, 5000, "consumer",
-                                 [("range", "")]))
+        g.add(ClassicGroupMember("member", instance_id, "client", "host", 5000, 5000, "consumer", [("range", "")]))
         if state == DEAD:
             g.transition_to(DEAD, c.now)
+
     c.mutate(setup)
 
 
@@ -56,16 +58,23 @@ def test_offset_commit_creates_a_simple_group():
     g = c.group()
     assert g.state == EMPTY and g.protocol_type is None and g.generation_id == 0
     assert [k for k, _ in c.records()] == ['["OffsetCommit","group-id","bar",0]', '["OffsetCommit","group-id","bar",1]']
-    assert c.records()[0][1] == {"type": "OffsetCommit", "offset": 100, "leaderEpoch": -1, "metadata": "",
-                                 "commitTimestamp": c.now, "expireTimestamp": -1}
+    assert c.records()[0][1] == {
+        "type": "OffsetCommit",
+        "offset": 100,
+        "leaderEpoch": -1,
+        "metadata": "",
+        "commitTimestamp": c.now,
+        "expireTimestamp": -1,
+    }
     assert c.committed("bar", 1) == 200
     assert c.events("GroupCreated")[0]["reason"] == "simple group created by OffsetCommit"
 
 
 def test_offset_commit_of_no_partitions_does_not_reach_the_coordinator():
     c = client()
-    _, resp = c.send("OffsetCommit", 9, {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "",
-                                         "topics": []})
+    _, resp = c.send(
+        "OffsetCommit", 9, {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "topics": []}
+    )
     assert resp == {"throttleTimeMs": 0, "topics": []} and c.group() is None
 
 
@@ -86,13 +95,17 @@ def test_generic_group_offset_commit_with_dead_group():
 def test_generic_group_offset_commit_with_unknown_member_id():
     c = client()
     with_member_group(c)
-    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member2", generation=10)) == [Errors.UNKNOWN_MEMBER_ID.code]
+    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member2", generation=10)) == [
+        Errors.UNKNOWN_MEMBER_ID.code
+    ]
 
 
 def test_generic_group_offset_commit_with_illegal_generation():
     c = client()
     with_member_group(c)
-    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member", generation=10)) == [Errors.ILLEGAL_GENERATION.code]
+    assert partition_errors(c.commit({("bar", 0): 100}, member_id="member", generation=10)) == [
+        Errors.ILLEGAL_GENERATION.code
+    ]
 
 
 def test_generic_group_offset_commit_with_unknown_instance_id():
@@ -138,20 +151,36 @@ def test_generic_group_offset_commit_in_stable_state_maintains_the_session():
     leader = join_and_rebalance(c, session_timeout=5000)
     for _ in range(3):
         c.sleep(4000)
-        assert partition_errors(c.commit({("bar", 0): 1}, member_id=leader["memberId"], generation=1)) == [Errors.NONE.code]
+        assert partition_errors(c.commit({("bar", 0): 1}, member_id=leader["memberId"], generation=1)) == [
+            Errors.NONE.code
+        ]
     assert c.group().num_members() == 1 and c.group().state == STABLE
 
 
 def test_offset_commit_with_too_large_metadata():
     c = client(offset_metadata_max_bytes=5)
-    body = {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "topics": [
-        {"name": "bar", "partitions": [
-            {"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "toolong"},
-            {"partitionIndex": 1, "committedOffset": 2, "committedMetadata": "small"},
-            # Kafka counts UTF-16 units: five emoji are ten.
-            {"partitionIndex": 2, "committedOffset": 3, "committedMetadata": "😀😀😀"}]}]}
+    body = {
+        "groupId": c.group_id,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "topics": [
+            {
+                "name": "bar",
+                "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "toolong"},
+                    {"partitionIndex": 1, "committedOffset": 2, "committedMetadata": "small"},
+                    # Kafka counts UTF-16 units: five emoji are ten.
+                    {"partitionIndex": 2, "committedOffset": 3, "committedMetadata": "😀😀😀"},
+                ],
+            }
+        ],
+    }
     _, resp = c.send("OffsetCommit", 8, body)
-    assert partition_errors(resp) == [Errors.OFFSET_METADATA_TOO_LARGE.code, Errors.NONE.code, Errors.OFFSET_METADATA_TOO_LARGE.code]
+    assert partition_errors(resp) == [
+        Errors.OFFSET_METADATA_TOO_LARGE.code,
+        Errors.NONE.code,
+        Errors.OFFSET_METADATA_TOO_LARGE.code,
+    ]
     assert c.committed("bar", 1) == 2 and c.committed("bar", 0) == -1
 
 
@@ -161,8 +190,13 @@ def test_fetch_offsets_of_unknown_partitions_and_groups():
     c.commit({("bar", 0): 100})
     resp = c.fetch({"bar": [0, 1], "baz": [0]})
     parts = {(t["name"], p["partitionIndex"]): p for t in resp["groups"][0]["topics"] for p in t["partitions"]}
-    assert parts[("bar", 0)] == {"partitionIndex": 0, "committedOffset": 100, "committedLeaderEpoch": -1,
-                                 "metadata": "", "errorCode": 0}
+    assert parts[("bar", 0)] == {
+        "partitionIndex": 0,
+        "committedOffset": 100,
+        "committedLeaderEpoch": -1,
+        "metadata": "",
+        "errorCode": 0,
+    }
     assert parts[("bar", 1)]["committedOffset"] == -1 and parts[("baz", 0)]["committedOffset"] == -1
     unknown = c.fetch({"bar": [0]}, group_id=group_on_partition(c.d.partition_id))
     assert unknown["groups"][0]["errorCode"] == Errors.NONE.code
@@ -173,24 +207,50 @@ def test_fetch_offsets_response_versions():
     c = client()
     c.commit({("bar", 0): 100}, metadata="m")
     v1 = c.fetch({"bar": [0]}, version=1)
-    assert v1 == {"topics": [{"name": "bar", "partitions": [
-        {"partitionIndex": 0, "committedOffset": 100, "metadata": "m", "errorCode": 0}]}]}
+    assert v1 == {
+        "topics": [
+            {
+                "name": "bar",
+                "partitions": [{"partitionIndex": 0, "committedOffset": 100, "metadata": "m", "errorCode": 0}],
+            }
+        ]
+    }
     v5 = c.fetch({"bar": [0]}, version=5)
-    assert v5 == {"throttleTimeMs": 0, "topics": [{"name": "bar", "partitions": [
-        {"partitionIndex": 0, "committedOffset": 100, "committedLeaderEpoch": -1, "metadata": "m",
-         "errorCode": 0}]}], "errorCode": 0}
+    assert v5 == {
+        "throttleTimeMs": 0,
+        "topics": [
+            {
+                "name": "bar",
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "committedOffset": 100,
+                        "committedLeaderEpoch": -1,
+                        "metadata": "m",
+                        "errorCode": 0,
+                    }
+                ],
+            }
+        ],
+        "errorCode": 0,
+    }
 
 
 def test_fetch_all_offsets():
     c = client()
     c.commit({("bar", 0): 100, ("bar", 1): 101, ("baz", 3): 7})
     resp = c.fetch(None)
-    got = {(t["name"], p["partitionIndex"]): p["committedOffset"]
-           for t in resp["groups"][0]["topics"] for p in t["partitions"]}
+    got = {
+        (t["name"], p["partitionIndex"]): p["committedOffset"]
+        for t in resp["groups"][0]["topics"]
+        for p in t["partitions"]
+    }
     assert got == {("bar", 0): 100, ("bar", 1): 101, ("baz", 3): 7}
     v2 = c.fetch(None, version=2)
-    assert [(t["name"], [p["committedOffset"] for p in t["partitions"]]) for t in v2["topics"]] == \
-        [("bar", [100, 101]), ("baz", [7])]
+    assert [(t["name"], [p["committedOffset"] for p in t["partitions"]]) for t in v2["topics"]] == [
+        ("bar", [100, 101]),
+        ("baz", [7]),
+    ]
     empty = c.fetch(None, group_id=group_on_partition(c.d.partition_id))
     assert empty["groups"][0] == {"groupId": empty["groups"][0]["groupId"], "topics": [], "errorCode": Errors.NONE.code}
 
@@ -198,18 +258,39 @@ def test_fetch_all_offsets():
 def test_fetch_offsets_for_groups_of_other_partitions():
     c = client()
     other = group_on_partition(c.d.partition_id, other=True)
-    _, resp = c.send("OffsetFetch", 8, {"groups": [
-        {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0]}]},
-        {"groupId": c.group_id, "topics": [{"name": "t", "partitionIndexes": [0]}]}], "requireStable": False})
+    _, resp = c.send(
+        "OffsetFetch",
+        8,
+        {
+            "groups": [
+                {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0]}]},
+                {"groupId": c.group_id, "topics": [{"name": "t", "partitionIndexes": [0]}]},
+            ],
+            "requireStable": False,
+        },
+    )
     assert resp["groups"][0] == {"groupId": other, "topics": [], "errorCode": Errors.NOT_COORDINATOR.code}
     assert resp["groups"][1]["errorCode"] == Errors.NONE.code
     # Single-group versions: the top-level error (v2+) or every partition's (v1).
     _, v3 = c.send("OffsetFetch", 3, {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0]}]})
     assert v3 == {"throttleTimeMs": 0, "topics": [], "errorCode": Errors.NOT_COORDINATOR.code}
     _, v1 = c.send("OffsetFetch", 1, {"groupId": other, "topics": [{"name": "t", "partitionIndexes": [0, 1]}]})
-    assert v1 == {"topics": [{"name": "t", "partitions": [
-        {"partitionIndex": i, "committedOffset": -1, "metadata": "", "errorCode": Errors.NOT_COORDINATOR.code}
-        for i in (0, 1)]}]}
+    assert v1 == {
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {
+                        "partitionIndex": i,
+                        "committedOffset": -1,
+                        "metadata": "",
+                        "errorCode": Errors.NOT_COORDINATOR.code,
+                    }
+                    for i in (0, 1)
+                ],
+            }
+        ]
+    }
 
 
 def test_fetch_offsets_of_dead_group_are_unknown():
@@ -225,6 +306,7 @@ def add_pending(c: GroupTestClient, producer_id: int, topic: str, partition: int
     def add(comp):
         comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4)
         comp.append_transactional_offset(producer_id, c.group_id, topic, partition, offset)
+
     c.mutate(add)
 
 
@@ -238,15 +320,22 @@ def test_fetch_with_require_stable_reports_pending_transactional_offsets():
     add_pending(c, 7, "bar", 0, 150)
     resp = c.fetch({"bar": [0, 1]}, require_stable=True)
     parts = resp["groups"][0]["topics"][0]["partitions"]
-    assert parts[0] == {"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
-                        "errorCode": Errors.UNSTABLE_OFFSET_COMMIT.code}
+    assert parts[0] == {
+        "partitionIndex": 0,
+        "committedOffset": -1,
+        "committedLeaderEpoch": -1,
+        "metadata": "",
+        "errorCode": Errors.UNSTABLE_OFFSET_COMMIT.code,
+    }
     assert parts[1]["committedOffset"] == 200 and parts[1]["errorCode"] == Errors.NONE.code
     # Without requireStable the last committed offset is returned.
     assert c.committed("bar", 0) == 100
     all_parts = c.fetch(None, require_stable=True)["groups"][0]["topics"][0]["partitions"]
     assert [p["errorCode"] for p in all_parts] == [Errors.UNSTABLE_OFFSET_COMMIT.code, Errors.NONE.code]
     complete(c, 7, committed=True)
-    assert c.fetch({"bar": [0]}, require_stable=True)["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 150
+    assert (
+        c.fetch({"bar": [0]}, require_stable=True)["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 150
+    )
 
 
 def test_aborted_transaction_drops_its_offsets():
@@ -283,19 +372,29 @@ def test_transactional_offset_commit_validation():
         comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4)
         comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 1, 4)
         assert comp.is_offset_metadata_invalid("x" * 4097) and not comp.is_offset_metadata_invalid(None)
+
     c.mutate(check)
 
 
 # ====================================================================== OffsetDelete
 def delete_offsets(c: GroupTestClient, topics: dict[str, list[int]], group_id: str | None = None) -> dict:
-    return c.send("OffsetDelete", 0, {
-        "groupId": c.group_id if group_id is None else group_id,
-        "topics": [{"name": t, "partitions": [{"partitionIndex": p} for p in ps]} for t, ps in topics.items()]})[1]
+    return c.send(
+        "OffsetDelete",
+        0,
+        {
+            "groupId": c.group_id if group_id is None else group_id,
+            "topics": [{"name": t, "partitions": [{"partitionIndex": p} for p in ps]} for t, ps in topics.items()],
+        },
+    )[1]
 
 
 def test_offset_delete_unknown_group():
     c = client()
-    assert delete_offsets(c, {"foo": [0]}) == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "throttleTimeMs": 0, "topics": []}
+    assert delete_offsets(c, {"foo": [0]}) == {
+        "errorCode": Errors.GROUP_ID_NOT_FOUND.code,
+        "throttleTimeMs": 0,
+        "topics": [],
+    }
 
 
 def test_offset_delete_with_empty_group_id():
@@ -309,10 +408,20 @@ def test_generic_group_offset_delete_with_errors():
     c.commit({("foo", 0): 1, ("bar", 0): 2}, member_id=leader["memberId"], generation=1)
     mark = len(c.records())
     resp = delete_offsets(c, {"foo": [0], "bar": [0, 1]})
-    assert resp == {"errorCode": Errors.NONE.code, "throttleTimeMs": 0, "topics": [
-        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
+    assert resp == {
+        "errorCode": Errors.NONE.code,
+        "throttleTimeMs": 0,
+        "topics": [
+            {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_SUBSCRIBED_TO_TOPIC.code}]},
+            {
+                "name": "bar",
+                "partitions": [
+                    {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                    {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+                ],
+            },
+        ],
+    }
     # Only the partition that had an offset gets a tombstone.
     assert c.records(mark) == [('["OffsetCommit","group-id","bar",0]', None)]
     assert c.committed("bar", 0) == -1 and c.committed("foo", 0) == 1
@@ -330,8 +439,10 @@ def test_offset_delete_from_empty_group_and_pending_offsets():
     add_pending(c, 9, "bar", 1, 5)
     resp = delete_offsets(c, {"bar": [0, 1, 2]})
     assert resp["errorCode"] == Errors.NONE.code
-    assert [k for k, v in c.records()[-2:]] == ['["OffsetCommit","group-id","bar",0]',
-                                                '["OffsetCommit","group-id","bar",1]']
+    assert [k for k, v in c.records()[-2:]] == [
+        '["OffsetCommit","group-id","bar",0]',
+        '["OffsetCommit","group-id","bar",1]',
+    ]
     assert not c.groups().has_pending_transactional_offsets(c.group_id)
 
 
@@ -436,26 +547,58 @@ def test_expiration_timer_runs_every_check_interval_while_groups_exist():
 
 def with_topics(c: GroupTestClient, **partitions: int) -> None:
     from coordinator.envelope import BROADCAST_KEY
-    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "numPartitions": n}
-                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+
+    c.d.send(
+        "UpdateMetadata",
+        0,
+        {"topicStates": [{"topicName": t, "numPartitions": n} for t, n in partitions.items()]},
+        key=BROADCAST_KEY,
+    )
 
 
 def test_handle_offset_commit_request_topics_and_partitions_validation():
     c = client()
     with_topics(c, foo=2, bar=2)
-    resp = c.commit({("foo", 0): 10, ("foo", 1): 20, ("foo", 2): 30, ("bar", 0): 40, ("bar", 1): 50,
-                     ("zar", 0): 60, ("zar", 1): 70}, member_id="member")
+    resp = c.commit(
+        {
+            ("foo", 0): 10,
+            ("foo", 1): 20,
+            ("foo", 2): 30,
+            ("bar", 0): 40,
+            ("bar", 1): 50,
+            ("zar", 0): 60,
+            ("zar", 1): 70,
+        },
+        member_id="member",
+    )
     # Partitions failing the validation come first (foo-2), then topics failing it (zar before bar).
     assert resp["topics"] == [
-        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                       {"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
-        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]
+        {
+            "name": "foo",
+            "partitions": [
+                {"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+            ],
+        },
+        {
+            "name": "zar",
+            "partitions": [
+                {"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+            ],
+        },
+        {
+            "name": "bar",
+            "partitions": [
+                {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+            ],
+        },
+    ]
     assert sorted(k for k, _ in c.records()) == sorted(
-        f'["OffsetCommit","group-id","{t}",{p}]' for t, p in [("foo", 0), ("foo", 1), ("bar", 0), ("bar", 1)])
+        f'["OffsetCommit","group-id","{t}",{p}]' for t, p in [("foo", 0), ("foo", 1), ("bar", 0), ("bar", 1)]
+    )
     fetched = c.fetch({"zar": [0, 1], "foo": [2], "bar": [1]})["groups"][0]["topics"]
     assert [[p["committedOffset"] for p in t["partitions"]] for t in fetched] == [[-1, -1], [-1], [50]]
 
@@ -478,7 +621,8 @@ def test_offset_commit_coordinator_error_goes_to_the_known_topics_only():
     resp = c.commit({("zar", 0): 1, ("foo", 0): 1}, member_id="member", generation=10, version=9)
     assert resp["topics"] == [
         {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
-        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}]
+        {"name": "foo", "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]},
+    ]
     assert c.group() is None and c.records() == []
 
 
@@ -495,18 +639,46 @@ def test_offset_delete_topics_and_partitions_validation():
     with_topics(c, foo=2, bar=2)
     c.commit({("foo", 0): 1, ("foo", 1): 1, ("bar", 0): 1, ("bar", 1): 1})
     since = len(c.records())
-    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
-        {"name": "foo", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}, {"partitionIndex": 2}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
-        {"name": "zar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]}]})
-    assert resp == {"errorCode": Errors.NONE.code, "throttleTimeMs": 0, "topics": [
-        {"name": "foo", "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                       {"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
-        {"name": "zar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                       {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
+    _, resp = c.send(
+        "OffsetDelete",
+        0,
+        {
+            "groupId": c.group_id,
+            "topics": [
+                {"name": "foo", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}, {"partitionIndex": 2}]},
+                {"name": "bar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
+                {"name": "zar", "partitions": [{"partitionIndex": 0}, {"partitionIndex": 1}]},
+            ],
+        },
+    )
+    assert resp == {
+        "errorCode": Errors.NONE.code,
+        "throttleTimeMs": 0,
+        "topics": [
+            {
+                "name": "foo",
+                "partitions": [
+                    {"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                    {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                    {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+                ],
+            },
+            {
+                "name": "zar",
+                "partitions": [
+                    {"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                    {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                ],
+            },
+            {
+                "name": "bar",
+                "partitions": [
+                    {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                    {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+                ],
+            },
+        ],
+    }
     assert len(c.records(since)) == 4 and all(v is None for _, v in c.records(since))
 
 
@@ -516,8 +688,11 @@ def test_offset_delete_with_invalid_partition(partition):
     with_topics(c, topic=1)
     c.commit({("topic", 0): 1})
     since = len(c.records())
-    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
-        {"name": "topic", "partitions": [{"partitionIndex": partition}]}]})
+    _, resp = c.send(
+        "OffsetDelete",
+        0,
+        {"groupId": c.group_id, "topics": [{"name": "topic", "partitions": [{"partitionIndex": partition}]}]},
+    )
     assert resp["errorCode"] == Errors.NONE.code and partition_errors(resp) == [Errors.UNKNOWN_TOPIC_OR_PARTITION.code]
     assert c.records(since) == []
 
@@ -526,8 +701,11 @@ def test_offset_delete_with_invalid_group_with_top_level_error():
     # The group is checked even when no topic is left; its error replaces the whole answer.
     c = client()
     with_topics(c, topic=1)
-    _, resp = c.send("OffsetDelete", 0, {"groupId": c.group_id, "topics": [
-        {"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]})
+    _, resp = c.send(
+        "OffsetDelete",
+        0,
+        {"groupId": c.group_id, "topics": [{"name": "topic-unknown", "partitions": [{"partitionIndex": 0}]}]},
+    )
     assert resp == {"errorCode": Errors.GROUP_ID_NOT_FOUND.code, "throttleTimeMs": 0, "topics": []}
 
 
@@ -537,17 +715,33 @@ def test_offset_delete_with_invalid_group_with_top_level_error():
 def with_topic_ids(c: GroupTestClient, **partitions: int) -> dict[str, str]:
     from coordinator.envelope import BROADCAST_KEY
     from tests.consumer.consumer_group_helpers import topic_id
+
     ids = {t: topic_id(t) for t in partitions}
-    c.d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": t, "topicId": ids[t], "numPartitions": n}
-                                                   for t, n in partitions.items()]}, key=BROADCAST_KEY)
+    c.d.send(
+        "UpdateMetadata",
+        0,
+        {"topicStates": [{"topicName": t, "topicId": ids[t], "numPartitions": n} for t, n in partitions.items()]},
+        key=BROADCAST_KEY,
+    )
     return ids
 
 
 def commit_v10(c: GroupTestClient, topics: list[tuple[str, list[tuple[int, int]]]], **body) -> dict:
-    req = {"groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-           "topics": [{"topicId": tid, "partitions": [{"partitionIndex": p, "committedOffset": o,
-                                                       "committedMetadata": None} for p, o in parts]}
-                      for tid, parts in topics]}
+    req = {
+        "groupId": c.group_id,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "topicId": tid,
+                "partitions": [
+                    {"partitionIndex": p, "committedOffset": o, "committedMetadata": None} for p, o in parts
+                ],
+            }
+            for tid, parts in topics
+        ],
+    }
     req.update(body)
     return c.send("OffsetCommit", 10, req)[1]
 
@@ -558,16 +752,36 @@ def test_handle_offset_commit_request_topics_and_partitions_validation_with_topi
     c = client()
     ids = with_topic_ids(c, foo=2, bar=2)
     zar = "ZarZarZarZarZarZarZarQ"
-    resp = commit_v10(c, [(ids["foo"], [(0, 10), (1, 20), (2, 30)]), (ids["bar"], [(0, 40), (1, 50)]),
-                          (zar, [(0, 60), (1, 70)])])
-    assert resp == {"throttleTimeMs": 0, "topics": [
-        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                               {"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                               {"partitionIndex": 1, "errorCode": Errors.NONE.code}]},
-        {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_ID.code},
-                                        {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_ID.code}]},
-        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": Errors.NONE.code},
-                                               {"partitionIndex": 1, "errorCode": Errors.NONE.code}]}]}
+    resp = commit_v10(
+        c, [(ids["foo"], [(0, 10), (1, 20), (2, 30)]), (ids["bar"], [(0, 40), (1, 50)]), (zar, [(0, 60), (1, 70)])]
+    )
+    assert resp == {
+        "throttleTimeMs": 0,
+        "topics": [
+            {
+                "topicId": ids["foo"],
+                "partitions": [
+                    {"partitionIndex": 2, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code},
+                    {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                    {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+                ],
+            },
+            {
+                "topicId": zar,
+                "partitions": [
+                    {"partitionIndex": 0, "errorCode": Errors.UNKNOWN_TOPIC_ID.code},
+                    {"partitionIndex": 1, "errorCode": Errors.UNKNOWN_TOPIC_ID.code},
+                ],
+            },
+            {
+                "topicId": ids["bar"],
+                "partitions": [
+                    {"partitionIndex": 0, "errorCode": Errors.NONE.code},
+                    {"partitionIndex": 1, "errorCode": Errors.NONE.code},
+                ],
+            },
+        ],
+    }
     # Stored under the names: a by-name fetch (v9) sees them.
     assert c.committed("foo", 1) == 20 and c.committed("bar", 0) == 40
     # Only unknown ids: nothing reaches the coordinator.
@@ -580,8 +794,9 @@ def test_offset_commit_v10_coordinator_error_is_answered_by_id():
     c = client()
     ids = with_topic_ids(c, foo=1)
     resp = commit_v10(c, [(ids["foo"], [(0, 1)])], generationIdOrMemberEpoch=3, memberId="m")
-    assert resp["topics"] == [{"topicId": ids["foo"], "partitions": [{"partitionIndex": 0,
-                                                                      "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}]
+    assert resp["topics"] == [
+        {"topicId": ids["foo"], "partitions": [{"partitionIndex": 0, "errorCode": Errors.GROUP_ID_NOT_FOUND.code}]}
+    ]
 
 
 def test_offset_commit_v10_before_any_metadata_knows_no_topic_id():
@@ -595,23 +810,82 @@ def test_fetch_offsets_v10_with_topic_ids():
     ids = with_topic_ids(c, foo=2, bar=1)
     c.commit({("foo", 0): 5, ("bar", 0): 7})
     zar = "ZarZarZarZarZarZarZarQ"
-    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
-        "topics": [{"topicId": zar, "partitionIndexes": [0]},
-                   {"topicId": ids["foo"], "partitionIndexes": [0, 1]}]}], "requireStable": False})
+    _, resp = c.send(
+        "OffsetFetch",
+        10,
+        {
+            "groups": [
+                {
+                    "groupId": c.group_id,
+                    "memberId": None,
+                    "memberEpoch": -1,
+                    "topics": [
+                        {"topicId": zar, "partitionIndexes": [0]},
+                        {"topicId": ids["foo"], "partitionIndexes": [0, 1]},
+                    ],
+                }
+            ],
+            "requireStable": False,
+        },
+    )
     [g] = resp["groups"]
-    assert g == {"groupId": c.group_id, "errorCode": Errors.NONE.code, "topics": [
-        {"topicId": zar, "partitions": [{"partitionIndex": 0, "committedOffset": -1, "committedLeaderEpoch": -1,
-                                         "metadata": "", "errorCode": Errors.UNKNOWN_TOPIC_ID.code}]},
-        {"topicId": ids["foo"], "partitions": [
-            {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "metadata": "", "errorCode": Errors.NONE.code},
-            {"partitionIndex": 1, "committedOffset": -1, "committedLeaderEpoch": -1, "metadata": "",
-             "errorCode": Errors.NONE.code}]}]}
+    assert g == {
+        "groupId": c.group_id,
+        "errorCode": Errors.NONE.code,
+        "topics": [
+            {
+                "topicId": zar,
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "committedOffset": -1,
+                        "committedLeaderEpoch": -1,
+                        "metadata": "",
+                        "errorCode": Errors.UNKNOWN_TOPIC_ID.code,
+                    }
+                ],
+            },
+            {
+                "topicId": ids["foo"],
+                "partitions": [
+                    {
+                        "partitionIndex": 0,
+                        "committedOffset": 5,
+                        "committedLeaderEpoch": -1,
+                        "metadata": "",
+                        "errorCode": Errors.NONE.code,
+                    },
+                    {
+                        "partitionIndex": 1,
+                        "committedOffset": -1,
+                        "committedLeaderEpoch": -1,
+                        "metadata": "",
+                        "errorCode": Errors.NONE.code,
+                    },
+                ],
+            },
+        ],
+    }
     # All offsets: named by id; a topic the metadata no longer has is left out.
-    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
-                                                     "topics": None}], "requireStable": False})
-    assert [(t["topicId"], [p["committedOffset"] for p in t["partitions"]]) for t in resp["groups"][0]["topics"]] == \
-        [(ids["foo"], [5]), (ids["bar"], [7])]
+    _, resp = c.send(
+        "OffsetFetch",
+        10,
+        {
+            "groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1, "topics": None}],
+            "requireStable": False,
+        },
+    )
+    assert [(t["topicId"], [p["committedOffset"] for p in t["partitions"]]) for t in resp["groups"][0]["topics"]] == [
+        (ids["foo"], [5]),
+        (ids["bar"], [7]),
+    ]
     with_topic_ids(c, foo=2)  # bar deleted
-    _, resp = c.send("OffsetFetch", 10, {"groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1,
-                                                     "topics": None}], "requireStable": False})
+    _, resp = c.send(
+        "OffsetFetch",
+        10,
+        {
+            "groups": [{"groupId": c.group_id, "memberId": None, "memberEpoch": -1, "topics": None}],
+            "requireStable": False,
+        },
+    )
     assert [t["topicId"] for t in resp["groups"][0]["topics"]] == [ids["foo"]]

@@ -11,6 +11,7 @@ Checked after every step:
   a PreparingRebalance group always has a join timer, a CompletingRebalance one a sync timer);
 and at the end, after enough time, every parked request has been answered.
 """
+
 from __future__ import annotations
 
 import base64
@@ -76,8 +77,14 @@ class Model:
             return
         if m.instance_id is not None:
             version = max(version, 5)
-        cid, resp = self.c.join(m.member_id, instance_id=m.instance_id, version=version, session_timeout=6000,
-                                rebalance_timeout=4000, client_id=m.client_id)
+        cid, resp = self.c.join(
+            m.member_id,
+            instance_id=m.instance_id,
+            version=version,
+            session_timeout=6000,
+            rebalance_timeout=4000,
+            client_id=m.client_id,
+        )
         if resp is None:
             m.parked_join = cid
         else:
@@ -101,8 +108,10 @@ class Model:
             return
         assignments = {}
         if m.leader:
-            assignments = {mid: encode_assignment([p for p in range(PARTITIONS) if p % len(m.members) == i])
-                           for i, mid in enumerate(m.members)}
+            assignments = {
+                mid: encode_assignment([p for p in range(PARTITIONS) if p % len(m.members) == i])
+                for i, mid in enumerate(m.members)
+            }
         cid, resp = self.c.sync(m.member_id, m.generation, assignments, instance_id=m.instance_id)
         if resp is None:
             m.parked_sync = (cid, m.generation, m.member_id)
@@ -117,7 +126,8 @@ class Model:
         for key, value in self.c.records():
             if key == record_key("GroupMetadata", self.c.group_id) and value and value["members"]:
                 out.setdefault(value["generation"], {}).update(
-                    {mm["memberId"]: decode_assignment(mm["assignment"]) for mm in value["members"]})
+                    {mm["memberId"]: decode_assignment(mm["assignment"]) for mm in value["members"]}
+                )
         return out
 
     def on_sync(self, m: Member, generation: int, member_id: str, resp: dict) -> None:
@@ -152,8 +162,12 @@ class Model:
 
     def commit(self, m: Member, partition: int) -> None:
         before = self.c.group()
-        resp = self.c.commit({("t", partition): 100 + partition}, member_id=m.member_id, generation=m.generation,
-                             instance_id=m.instance_id)
+        resp = self.c.commit(
+            {("t", partition): 100 + partition},
+            member_id=m.member_id,
+            generation=m.generation,
+            instance_id=m.instance_id,
+        )
         code = resp["topics"][0]["partitions"][0]["errorCode"]
         if code == Errors.NONE.code:
             g = self.c.group()
@@ -184,7 +198,7 @@ class Model:
     def check(self) -> None:
         self.collect()
         assert self.join_generations == sorted(self.join_generations), "generations went backwards"
-        for e in self.c.d.events[self.seen_events:]:
+        for e in self.c.d.events[self.seen_events :]:
             if e["event"] == "GroupStateChanged":
                 assert (e["fromState"], e["toState"]) in LEGAL, e
                 if e["toState"] in (COMPLETING_REBALANCE, EMPTY) and e["fromState"] == PREPARING_REBALANCE:
@@ -259,8 +273,9 @@ def test_random_member_interleavings_keep_kafkas_invariants(ops):
     for _ in range(4):
         model.c.sleep(7000)
         model.check()
-    assert all(m.parked_join is None and m.parked_sync is None for m in model.members), \
+    assert all(m.parked_join is None and m.parked_sync is None for m in model.members), (
         "a parked request was never answered"
+    )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -281,6 +296,5 @@ def test_replaying_a_batch_gives_identical_outputs(ops):
                 model.commit(model.members[op[1]], op[2])
             else:
                 getattr(model, name)(model.members[op[1]])
-        runs.append((model.c.d.responses, model.c.d.records, model.c.d.events,
-                     model.c.d.partition.to_json()))
+        runs.append((model.c.d.responses, model.c.d.records, model.c.d.events, model.c.d.partition.to_json()))
     assert runs[0] == runs[1]

@@ -1,5 +1,6 @@
 """Coordinator load: rebuilding the groups and offsets of a partition from its state-log records
 (GroupMetadataManager.replay / OffsetMetadataManager.replay / onLoaded)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,26 +23,71 @@ SUBSCRIPTION = encode_subscription(["foo"])
 
 
 def metadata_record(group_id: str, members: int, rebalance_timeout: int = 9000, ts: int = 1000) -> StateRecord:
-    return StateRecord(record_key("GroupMetadata", group_id), {
-        "type": "GroupMetadata", "protocolType": "consumer", "generation": 1, "protocol": "range",
-        "leader": "member-0", "currentStateTimestamp": ts,
-        "members": [{"memberId": f"member-{i}", "groupInstanceId": f"group-instance-id-{i}", "clientId": f"client-{i}",
-                     "clientHost": f"host-{i}", "rebalanceTimeout": rebalance_timeout, "sessionTimeout": 4000,
-                     "subscription": SUBSCRIPTION, "assignment": b64(2)} for i in range(members)]})
+    return StateRecord(
+        record_key("GroupMetadata", group_id),
+        {
+            "type": "GroupMetadata",
+            "protocolType": "consumer",
+            "generation": 1,
+            "protocol": "range",
+            "leader": "member-0",
+            "currentStateTimestamp": ts,
+            "members": [
+                {
+                    "memberId": f"member-{i}",
+                    "groupInstanceId": f"group-instance-id-{i}",
+                    "clientId": f"client-{i}",
+                    "clientHost": f"host-{i}",
+                    "rebalanceTimeout": rebalance_timeout,
+                    "sessionTimeout": 4000,
+                    "subscription": SUBSCRIPTION,
+                    "assignment": b64(2),
+                }
+                for i in range(members)
+            ],
+        },
+    )
 
 
 @pytest.mark.parametrize("use_default_rebalance_timeout", [True, False])
 def test_replay_group_metadata_records(use_default_rebalance_timeout):
-    part = CoordinatorPartition.from_records(0, [metadata_record("group-id", 2, -1 if use_default_rebalance_timeout
-                                                                 else 9000)], now_ms=5000)
+    part = CoordinatorPartition.from_records(
+        0, [metadata_record("group-id", 2, -1 if use_default_rebalance_timeout else 9000)], now_ms=5000
+    )
     g: ClassicGroup = part.component("groups").groups["group-id"]
-    assert (g.state, g.generation_id, g.protocol_type, g.protocol_name, g.leader_id, g.state_timestamp) == \
-        (STABLE, 1, "consumer", "range", "member-0", 1000)
-    assert [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-             m.session_timeout_ms, m.protocols, m.assignment) for m in g.members.values()] == [
-        (f"member-{i}", f"group-instance-id-{i}", f"client-{i}", f"host-{i}",
-         4000 if use_default_rebalance_timeout else 9000, 4000, [("range", SUBSCRIPTION)], b64(2))
-        for i in range(2)]
+    assert (g.state, g.generation_id, g.protocol_type, g.protocol_name, g.leader_id, g.state_timestamp) == (
+        STABLE,
+        1,
+        "consumer",
+        "range",
+        "member-0",
+        1000,
+    )
+    assert [
+        (
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+            m.protocols,
+            m.assignment,
+        )
+        for m in g.members.values()
+    ] == [
+        (
+            f"member-{i}",
+            f"group-instance-id-{i}",
+            f"client-{i}",
+            f"host-{i}",
+            4000 if use_default_rebalance_timeout else 9000,
+            4000,
+            [("range", SUBSCRIPTION)],
+            b64(2),
+        )
+        for i in range(2)
+    ]
     assert g.subscribed_topics == ["foo"]
 
 
@@ -54,24 +100,53 @@ def test_on_loaded_schedules_classic_group_member_heartbeats():
 
 def test_on_loaded_exceed_group_max_size_triggers_rebalance():
     from coordinator import CoordinatorConfig
-    part = CoordinatorPartition.from_records(0, [metadata_record("group-id", 2)],
-                                             config=CoordinatorConfig({"group.max.size": 1}), now_ms=5000)
+
+    part = CoordinatorPartition.from_records(
+        0, [metadata_record("group-id", 2)], config=CoordinatorConfig({"group.max.size": 1}), now_ms=5000
+    )
     g = part.component("groups").groups["group-id"]
     assert g.state == PREPARING_REBALANCE and g.num_members() == 2
 
 
 def test_replay_of_tombstones_and_simple_groups():
     records = [
-        StateRecord(record_key("OffsetCommit", "simple", "t", 0), {"type": "OffsetCommit", "offset": 5,
-                    "leaderEpoch": 3, "metadata": "m", "commitTimestamp": 10, "expireTimestamp": -1}),
+        StateRecord(
+            record_key("OffsetCommit", "simple", "t", 0),
+            {
+                "type": "OffsetCommit",
+                "offset": 5,
+                "leaderEpoch": 3,
+                "metadata": "m",
+                "commitTimestamp": 10,
+                "expireTimestamp": -1,
+            },
+        ),
         metadata_record("gone", 1),
         StateRecord(record_key("GroupMetadata", "gone"), None),
-        StateRecord(record_key("OffsetCommit", "simple", "t", 1), {"type": "OffsetCommit", "offset": 6,
-                    "leaderEpoch": -1, "metadata": "", "commitTimestamp": 10, "expireTimestamp": -1}),
+        StateRecord(
+            record_key("OffsetCommit", "simple", "t", 1),
+            {
+                "type": "OffsetCommit",
+                "offset": 6,
+                "leaderEpoch": -1,
+                "metadata": "",
+                "commitTimestamp": 10,
+                "expireTimestamp": -1,
+            },
+        ),
         StateRecord(record_key("OffsetCommit", "simple", "t", 1), None),
-        StateRecord(record_key("OffsetCommit", "txn", "t", 0), {"type": "OffsetCommit", "offset": 9,
-                    "leaderEpoch": -1, "metadata": "", "commitTimestamp": 10, "expireTimestamp": -1,
-                    "producerId": 42}),
+        StateRecord(
+            record_key("OffsetCommit", "txn", "t", 0),
+            {
+                "type": "OffsetCommit",
+                "offset": 9,
+                "leaderEpoch": -1,
+                "metadata": "",
+                "commitTimestamp": 10,
+                "expireTimestamp": -1,
+                "producerId": 42,
+            },
+        ),
     ]
     comp = CoordinatorPartition.from_records(0, records, now_ms=100).component("groups")
     assert set(comp.groups) == {"simple", "txn"}
@@ -97,18 +172,39 @@ def normalized(comp) -> dict:
     for gid, g in comp.groups.items():
         state = STABLE if g.members else EMPTY
         groups[gid] = {
-            "state": state, "generation": g.generation_id, "protocolType": g.protocol_type or None,
-            "protocol": g.protocol_name, "leader": g.leader_id,
+            "state": state,
+            "generation": g.generation_id,
+            "protocolType": g.protocol_type or None,
+            "protocol": g.protocol_name,
+            "leader": g.leader_id,
             "stateTimestamp": g.state_timestamp if state == EMPTY and g.protocol_type else None,
-            "members": [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                         m.session_timeout_ms, m.metadata(g.protocol_name), m.assignment)
-                        for m in g.members.values()],
+            "members": [
+                (
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(g.protocol_name),
+                    m.assignment,
+                )
+                for m in g.members.values()
+            ],
         }
-    offsets = {(gid, t, p): (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms,
-                             o.expire_timestamp_ms)
-               for gid, ts in comp.offsets.committed.items() for t, ps in ts.items() for p, o in ps.items()}
-    pending = {(pid, gid, t, p): o.committed_offset for pid, gs in comp.offsets.pending.items()
-               for gid, ts in gs.items() for t, ps in ts.items() for p, o in ps.items()}
+    offsets = {
+        (gid, t, p): (o.committed_offset, o.leader_epoch, o.metadata, o.commit_timestamp_ms, o.expire_timestamp_ms)
+        for gid, ts in comp.offsets.committed.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
+    pending = {
+        (pid, gid, t, p): o.committed_offset
+        for pid, gs in comp.offsets.pending.items()
+        for gid, ts in gs.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
     return {"groups": groups, "offsets": offsets, "pending": pending}
 
 
@@ -124,8 +220,9 @@ def scenario() -> GroupTestClient:
     """Groups in every persistent shape: Stable dynamic and static groups with offsets, a static
     member replaced without a rebalance, an Empty consumer group, a simple group, a deleted group,
     expired and deleted offsets, and an open transaction's offsets."""
-    c = GroupTestClient(group_min_session_timeout_ms=1, offsets_retention_minutes=1,
-                        offsets_retention_check_interval_ms=1000)
+    c = GroupTestClient(
+        group_min_session_timeout_ms=1, offsets_retention_minutes=1, offsets_retention_check_interval_ms=1000
+    )
     pid = c.d.partition_id
     leader = join_and_rebalance(c, session_timeout=600000, rebalance_timeout=5000, protos=protocols("range", "rr"))
     c.commit({("foo", 0): 10, ("foo", 1): 11}, member_id=leader["memberId"], generation=1, metadata="meta")

@@ -5,6 +5,7 @@ test's sleep; this runtime runs it at its deadline, as Kafka's real timer aims t
 test sleeps past a deadline and then depends on the late time, the scenario here sleeps to the
 deadline instead (see each test).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,7 @@ def kill(c: GroupTestClient) -> None:
 
 def join_with_n_members(c: GroupTestClient, n: int, rebalance_timeout: int, session_timeout: int) -> list[dict]:
     """joinWithNMembers: n dynamic members join an empty group; the join completes."""
-    cids = [c.join_dynamic(rebalance_timeout=rebalance_timeout, session_timeout=session_timeout)[0]
-            for _ in range(n)]
+    cids = [c.join_dynamic(rebalance_timeout=rebalance_timeout, session_timeout=session_timeout)[0] for _ in range(n)]
     c.sleep(max(rebalance_timeout, 3000))
     responses = [c.response(cid) for cid in cids]
     assert all(r["errorCode"] == Errors.NONE.code for r in responses)
@@ -55,12 +55,33 @@ def verify_heartbeat(c: GroupTestClient, resp: dict, error: int) -> None:
 
 
 # ====================================================================== SyncGroup
-@pytest.mark.parametrize("protocol_type,protocol_name,error,expected_type,expected_name", [
-    ("protocolType", None, Errors.INCONSISTENT_GROUP_PROTOCOL.code, None, None),  # testSyncGroupReturnsAnErrorWhenProtocolTypeIsInconsistent
-    (None, "protocolName", Errors.INCONSISTENT_GROUP_PROTOCOL.code, None, None),  # ...WhenProtocolNameIsInconsistent
-    (None, None, Errors.NONE.code, "consumer", "range"),  # testSyncGroupSucceedWhenProtocolTypeAndNameAreNotProvided
-    ("consumer", "range", Errors.NONE.code, "consumer", "range"),  # ...WhenProtocolTypeAndNameAreConsistent
-])
+@pytest.mark.parametrize(
+    "protocol_type,protocol_name,error,expected_type,expected_name",
+    [
+        (
+            "protocolType",
+            None,
+            Errors.INCONSISTENT_GROUP_PROTOCOL.code,
+            None,
+            None,
+        ),  # testSyncGroupReturnsAnErrorWhenProtocolTypeIsInconsistent
+        (
+            None,
+            "protocolName",
+            Errors.INCONSISTENT_GROUP_PROTOCOL.code,
+            None,
+            None,
+        ),  # ...WhenProtocolNameIsInconsistent
+        (
+            None,
+            None,
+            Errors.NONE.code,
+            "consumer",
+            "range",
+        ),  # testSyncGroupSucceedWhenProtocolTypeAndNameAreNotProvided
+        ("consumer", "range", Errors.NONE.code, "consumer", "range"),  # ...WhenProtocolTypeAndNameAreConsistent
+    ],
+)
 def test_sync_group_protocol_type_and_name(protocol_type, protocol_name, error, expected_type, expected_name):
     c = client()
     protos = protocols("range", "roundrobin")
@@ -70,8 +91,9 @@ def test_sync_group_protocol_type_and_name(protocol_type, protocol_name, error, 
     leader, follower = c.response(leader_cid), c.response(follower_cid)
     assert leader["errorCode"] == Errors.NONE.code and follower["errorCode"] == Errors.NONE.code
     gen = leader["generationId"]
-    _, sync = c.sync(leader["memberId"], gen, {leader["memberId"]: ""}, protocol_type=protocol_type,
-                     protocol_name=protocol_name)
+    _, sync = c.sync(
+        leader["memberId"], gen, {leader["memberId"]: ""}, protocol_type=protocol_type, protocol_name=protocol_name
+    )
     assert (sync["errorCode"], sync["protocolType"], sync["protocolName"]) == (error, expected_type, expected_name)
     _, sync = c.sync(follower["memberId"], gen, protocol_type=protocol_type, protocol_name=protocol_name)
     assert (sync["errorCode"], sync["protocolType"], sync["protocolName"]) == (error, expected_type, expected_name)
@@ -86,8 +108,13 @@ def test_sync_group_from_unknown_group():
 def test_sync_group_with_empty_group_id():
     c = GroupTestClient(group_id="")
     _, sync = c.sync("member-id", 1, group_id="")
-    assert sync == {"throttleTimeMs": 0, "errorCode": Errors.INVALID_GROUP_ID.code, "protocolType": None,
-                    "protocolName": None, "assignment": ""}
+    assert sync == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.INVALID_GROUP_ID.code,
+        "protocolType": None,
+        "protocolName": None,
+        "assignment": "",
+    }
 
 
 def test_sync_group_from_unknown_member():
@@ -131,14 +158,38 @@ def test_sync_group_as_leader_writes_the_assignment_and_stabilizes():
     member_id = leader["memberId"]
     mark = len(c.records())
     _, sync = c.sync(member_id, 1, {member_id: b64(1, 2), "not-a-member": b64(9)})
-    assert sync == {"throttleTimeMs": 0, "errorCode": Errors.NONE.code, "protocolType": "consumer", "protocolName": "range",
-                    "assignment": b64(1, 2)}
-    assert c.records(mark) == [('["GroupMetadata","group-id"]', {
-        "type": "GroupMetadata", "protocolType": "consumer", "generation": 1, "protocol": "range",
-        "leader": member_id, "currentStateTimestamp": c.now,
-        "members": [{"memberId": member_id, "groupInstanceId": "leader-instance-id", "clientId": "client",
-                     "clientHost": "", "rebalanceTimeout": 5000, "sessionTimeout": 10000,
-                     "subscription": protocols("range")[0]["metadata"], "assignment": b64(1, 2)}]})]
+    assert sync == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.NONE.code,
+        "protocolType": "consumer",
+        "protocolName": "range",
+        "assignment": b64(1, 2),
+    }
+    assert c.records(mark) == [
+        (
+            '["GroupMetadata","group-id"]',
+            {
+                "type": "GroupMetadata",
+                "protocolType": "consumer",
+                "generation": 1,
+                "protocol": "range",
+                "leader": member_id,
+                "currentStateTimestamp": c.now,
+                "members": [
+                    {
+                        "memberId": member_id,
+                        "groupInstanceId": "leader-instance-id",
+                        "clientId": "client",
+                        "clientHost": "",
+                        "rebalanceTimeout": 5000,
+                        "sessionTimeout": 10000,
+                        "subscription": protocols("range")[0]["metadata"],
+                        "assignment": b64(1, 2),
+                    }
+                ],
+            },
+        )
+    ]
     assert c.group().state == STABLE and c.events("RebalanceCompleted")
 
 
@@ -214,8 +265,12 @@ def test_sync_group_leader_after_follower():
     assert sync["errorCode"] == Errors.NONE.code and sync["assignment"] == b64(0)
     record = c.records(mark)
     assert len(record) == 1 and {m["memberId"]: m["assignment"] for m in record[0][1]["members"]} == {
-        leader["memberId"]: b64(0), follower["memberId"]: b64(1)}
-    assert c.response(follower_cid)["errorCode"] == Errors.NONE.code and c.response(follower_cid)["assignment"] == b64(1)
+        leader["memberId"]: b64(0),
+        follower["memberId"]: b64(1),
+    }
+    assert c.response(follower_cid)["errorCode"] == Errors.NONE.code and c.response(follower_cid)["assignment"] == b64(
+        1
+    )
     assert c.group().state == STABLE
 
 
@@ -313,8 +368,10 @@ def test_heartbeat_empty_group():
     c.join("")
 
     def add(comp):
-        comp.groups[c.group_id].add(ClassicGroupMember("member-id", None, "client-id", "client-host", 10000, 5000,
-                                                       "consumer", [("range", "")]))
+        comp.groups[c.group_id].add(
+            ClassicGroupMember("member-id", None, "client-id", "client-host", 10000, 5000, "consumer", [("range", "")])
+        )
+
     c.mutate(add)
     assert c.heartbeat("member-id", 0)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
@@ -357,7 +414,10 @@ def test_static_member_heartbeat_leader_with_invalid_member_id():
     c = client()
     r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     assert c.heartbeat(r["leaderId"], r["generationId"])["errorCode"] == Errors.NONE.code
-    assert c.heartbeat("invalid-member-id", r["generationId"], instance_id="leader-instance-id")["errorCode"] == Errors.FENCED_INSTANCE_ID.code
+    assert (
+        c.heartbeat("invalid-member-id", r["generationId"], instance_id="leader-instance-id")["errorCode"]
+        == Errors.FENCED_INSTANCE_ID.code
+    )
 
 
 def test_classic_group_member_session_timeout():
@@ -430,7 +490,11 @@ def test_rebalance_completes_before_member_joins():
     assert codes == [Errors.NONE.code, Errors.NONE.code, Errors.REBALANCE_IN_PROGRESS.code]
     assert c.group().num_members() == 1 and c.group().state == PREPARING_REBALANCE
     _, again = c.join(other_id, version=DYN, rebalance_timeout=10000, session_timeout=2500)
-    assert again["errorCode"] == Errors.NONE.code and again["generationId"] == 3 and c.group().state == COMPLETING_REBALANCE
+    assert (
+        again["errorCode"] == Errors.NONE.code
+        and again["generationId"] == 3
+        and c.group().state == COMPLETING_REBALANCE
+    )
     _, sync = c.sync(other_id, 3)
     assert sync["errorCode"] == Errors.NONE.code and c.group().state == STABLE
     for _ in range(20):
@@ -470,8 +534,9 @@ def test_heartbeat_during_rebalance_causes_rebalance_in_progress():
 
 def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     c = client()
-    r = static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id",
-                                          rebalance_timeout=5000, session_timeout=10000)
+    r = static_members_join_and_rebalance(
+        c, "leader-instance-id", "follower-instance-id", rebalance_timeout=5000, session_timeout=10000
+    )
     new_cid, _ = c.join("", version=DYN, protos=r["protocols"], session_timeout=10000, rebalance_timeout=5000)
     c.sleep(5000)
     new = c.response(new_cid)
@@ -480,8 +545,9 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
     g = c.group()
     assert set(g.members) == {r["leaderId"], r["followerId"], new["memberId"]}
     leave = c.leave({"memberId": r["followerId"], "groupInstanceId": "follower-instance-id"})
-    assert leave["members"] == [{"memberId": r["followerId"], "groupInstanceId": "follower-instance-id",
-                                 "errorCode": Errors.NONE.code}]
+    assert leave["members"] == [
+        {"memberId": r["followerId"], "groupInstanceId": "follower-instance-id", "errorCode": Errors.NONE.code}
+    ]
     assert c.group().state == PREPARING_REBALANCE
     c.sleep(5000)
     # A documented Kafka limitation: only the static leader is left and the group is stuck.
@@ -493,17 +559,26 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member():
 # ====================================================================== LeaveGroup
 def test_leave_group_with_empty_group_id():
     c = GroupTestClient(group_id="")
-    assert c.leave({"memberId": "m"}, group_id="") == {"throttleTimeMs": 0, "errorCode": Errors.INVALID_GROUP_ID.code,
-                                                        "members": []}
+    assert c.leave({"memberId": "m"}, group_id="") == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.INVALID_GROUP_ID.code,
+        "members": [],
+    }
 
 
 def test_leave_group_unknown_group():
     c = client()
     resp = c.leave({"memberId": "member-id"})
-    assert resp == {"throttleTimeMs": 0, "errorCode": Errors.NONE.code,
-                    "members": [{"memberId": "member-id", "groupInstanceId": None, "errorCode": Errors.UNKNOWN_MEMBER_ID.code}]}
+    assert resp == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.NONE.code,
+        "members": [{"memberId": "member-id", "groupInstanceId": None, "errorCode": Errors.UNKNOWN_MEMBER_ID.code}],
+    }
     # Before v3 the member's error is the top-level error.
-    assert c.leave(version=2, member_id="member-id") == {"throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_MEMBER_ID.code}
+    assert c.leave(version=2, member_id="member-id") == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.UNKNOWN_MEMBER_ID.code,
+    }
     assert c.leave(version=0, member_id="member-id") == {"errorCode": Errors.UNKNOWN_MEMBER_ID.code}
 
 
@@ -511,8 +586,10 @@ def test_static_members_leave_unknown_group():
     c = client()
     static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     c2 = client(group_id="invalid-group-id")
-    resp = c2.leave({"memberId": "", "groupInstanceId": "leader-instance-id"},
-                    {"memberId": "", "groupInstanceId": "follower-instance-id"})
+    resp = c2.leave(
+        {"memberId": "", "groupInstanceId": "leader-instance-id"},
+        {"memberId": "", "groupInstanceId": "follower-instance-id"},
+    )
     assert [m["errorCode"] for m in resp["members"]] == [Errors.UNKNOWN_MEMBER_ID.code, Errors.UNKNOWN_MEMBER_ID.code]
 
 
@@ -521,8 +598,9 @@ def test_leave_group_unknown_member_id_existing_group():
     join_and_complete(c)
     mark = len(c.records())
     resp = c.leave({"memberId": "unknown-member-id"})
-    assert resp["members"] == [{"memberId": "unknown-member-id", "groupInstanceId": None,
-                                "errorCode": Errors.UNKNOWN_MEMBER_ID.code}]
+    assert resp["members"] == [
+        {"memberId": "unknown-member-id", "groupInstanceId": None, "errorCode": Errors.UNKNOWN_MEMBER_ID.code}
+    ]
     assert c.records(mark) == []
 
 
@@ -530,8 +608,11 @@ def test_leave_dead_group():
     c = client()
     c.join("")
     kill(c)
-    assert c.leave({"memberId": "member-id"}) == {"throttleTimeMs": 0, "errorCode": Errors.COORDINATOR_NOT_AVAILABLE.code,
-                                                  "members": []}
+    assert c.leave({"memberId": "member-id"}) == {
+        "throttleTimeMs": 0,
+        "errorCode": Errors.COORDINATOR_NOT_AVAILABLE.code,
+        "members": [],
+    }
 
 
 def test_valid_leave_group():
@@ -557,8 +638,13 @@ def test_leave_group_with_fenced_instance_id():
     join_and_complete(c, instance_id="group-instance-id")
     mark = len(c.records())
     resp = c.leave({"memberId": "other-member-id", "groupInstanceId": "group-instance-id"})
-    assert resp["members"] == [{"memberId": "other-member-id", "groupInstanceId": "group-instance-id",
-                                "errorCode": Errors.FENCED_INSTANCE_ID.code}]
+    assert resp["members"] == [
+        {
+            "memberId": "other-member-id",
+            "groupInstanceId": "group-instance-id",
+            "errorCode": Errors.FENCED_INSTANCE_ID.code,
+        }
+    ]
     assert c.records(mark) == []
 
 
@@ -574,37 +660,52 @@ def test_leave_group_static_member_with_unknown_member_id():
 def test_static_members_valid_batch_leave_group():
     c = client()
     static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
-    resp = c.leave({"memberId": "", "groupInstanceId": "leader-instance-id"},
-                   {"memberId": "", "groupInstanceId": "follower-instance-id"})
-    assert resp["members"] == [{"memberId": "", "groupInstanceId": "leader-instance-id", "errorCode": Errors.NONE.code},
-                               {"memberId": "", "groupInstanceId": "follower-instance-id", "errorCode": Errors.NONE.code}]
+    resp = c.leave(
+        {"memberId": "", "groupInstanceId": "leader-instance-id"},
+        {"memberId": "", "groupInstanceId": "follower-instance-id"},
+    )
+    assert resp["members"] == [
+        {"memberId": "", "groupInstanceId": "leader-instance-id", "errorCode": Errors.NONE.code},
+        {"memberId": "", "groupInstanceId": "follower-instance-id", "errorCode": Errors.NONE.code},
+    ]
     assert c.group().state == EMPTY and c.group().generation_id == 2
 
 
 def test_static_members_fenced_instance_batch_leave_group():
     c = client()
     static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
-    resp = c.leave({"memberId": "", "groupInstanceId": "leader-instance-id"},
-                   {"memberId": "invalid-member-id", "groupInstanceId": "follower-instance-id"})
+    resp = c.leave(
+        {"memberId": "", "groupInstanceId": "leader-instance-id"},
+        {"memberId": "invalid-member-id", "groupInstanceId": "follower-instance-id"},
+    )
     assert resp["members"] == [
         {"memberId": "", "groupInstanceId": "leader-instance-id", "errorCode": Errors.NONE.code},
-        {"memberId": "invalid-member-id", "groupInstanceId": "follower-instance-id", "errorCode": Errors.FENCED_INSTANCE_ID.code}]
+        {
+            "memberId": "invalid-member-id",
+            "groupInstanceId": "follower-instance-id",
+            "errorCode": Errors.FENCED_INSTANCE_ID.code,
+        },
+    ]
 
 
 def test_static_members_unknown_instance_batch_leave_group():
     c = client()
     static_members_join_and_rebalance(c, "leader-instance-id", "follower-instance-id")
     mark = len(c.records())
-    resp = c.leave({"memberId": "", "groupInstanceId": "unknown-instance-id"},
-                   {"memberId": "", "groupInstanceId": "follower-instance-id"})
+    resp = c.leave(
+        {"memberId": "", "groupInstanceId": "unknown-instance-id"},
+        {"memberId": "", "groupInstanceId": "follower-instance-id"},
+    )
     assert resp["members"] == [
         {"memberId": "", "groupInstanceId": "unknown-instance-id", "errorCode": Errors.UNKNOWN_MEMBER_ID.code},
-        {"memberId": "", "groupInstanceId": "follower-instance-id", "errorCode": Errors.NONE.code}]
+        {"memberId": "", "groupInstanceId": "follower-instance-id", "errorCode": Errors.NONE.code},
+    ]
     assert c.records(mark) == []  # the group rebalances (no record until the join completes)
 
 
 def setup_group_with_pending_member(c: GroupTestClient) -> dict:
     from tests.group.test_group_join import setup_group_with_pending_member as setup
+
     return setup(c)
 
 
@@ -613,7 +714,9 @@ def test_pending_members_leave_group():
     s = setup_group_with_pending_member(c)
     mark = len(c.records())
     resp = c.leave({"memberId": s["pendingMemberId"]})
-    assert resp["members"] == [{"memberId": s["pendingMemberId"], "groupInstanceId": None, "errorCode": Errors.NONE.code}]
+    assert resp["members"] == [
+        {"memberId": s["pendingMemberId"], "groupInstanceId": None, "errorCode": Errors.NONE.code}
+    ]
     g = c.group()
     # The pending member was all the join waited for.
     assert g.state == COMPLETING_REBALANCE and g.num_members() == 2 and g.num_pending_join_members() == 0
@@ -626,7 +729,8 @@ def test_pending_member_batch_leave_group():
     resp = c.leave({"memberId": "", "groupInstanceId": "unknown-instance-id"}, {"memberId": s["pendingMemberId"]})
     assert resp["members"] == [
         {"memberId": "", "groupInstanceId": "unknown-instance-id", "errorCode": Errors.UNKNOWN_MEMBER_ID.code},
-        {"memberId": s["pendingMemberId"], "groupInstanceId": None, "errorCode": Errors.NONE.code}]
+        {"memberId": s["pendingMemberId"], "groupInstanceId": None, "errorCode": Errors.NONE.code},
+    ]
 
 
 @pytest.mark.parametrize("with_unknown", [False, True])
@@ -635,8 +739,14 @@ def test_joined_member_pending_member_batch_leave_group(with_unknown):
     s = setup_group_with_pending_member(c)
     ids = [s["leaderId"], s["followerId"], s["pendingMemberId"]] + (["unknown-member-id"] if with_unknown else [])
     resp = c.leave(*[{"memberId": m} for m in ids])
-    assert resp["members"] == [{"memberId": m, "groupInstanceId": None,
-                                "errorCode": Errors.UNKNOWN_MEMBER_ID.code if m == "unknown-member-id" else Errors.NONE.code} for m in ids]
+    assert resp["members"] == [
+        {
+            "memberId": m,
+            "groupInstanceId": None,
+            "errorCode": Errors.UNKNOWN_MEMBER_ID.code if m == "unknown-member-id" else Errors.NONE.code,
+        }
+        for m in ids
+    ]
     assert c.group().state == EMPTY
 
 
@@ -648,4 +758,6 @@ def test_leave_answers_the_parked_join_of_a_leaving_member():
     other_cid, resp = c.join("", version=DYN)
     assert resp is None
     c.leave({"memberId": c.group().leader_id}, {"memberId": list(c.group().members)[-1]})
-    assert c.response(other_cid)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.response(other_cid)["memberId"] == ""
+    assert (
+        c.response(other_cid)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code and c.response(other_cid)["memberId"] == ""
+    )

@@ -1,4 +1,5 @@
 """Fixtures that start the real parts: one Kafka broker per test run, one job per test module."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,7 @@ def job_factory(kafka, tmp_path_factory, request):
     module = request.module.__name__.rsplit(".", 1)[-1].replace("_", "-")
 
     def make(name: str = "main", start: bool = True, **kw) -> StreamJob:
-        job = StreamJob(kafka.bootstrap, tmp_path_factory.mktemp(f"{module}-{name}"),
-                        f"{module}-{name}", **kw)
+        job = StreamJob(kafka.bootstrap, tmp_path_factory.mktemp(f"{module}-{name}"), f"{module}-{name}", **kw)
         jobs.append(job)
         return job.start() if start else job
 

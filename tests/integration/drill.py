@@ -1,4 +1,5 @@
 """Recovery drill helpers for the tests: the product's (client/drill/), re-exported."""
+
 from __future__ import annotations
 
 from client.drill.load import Load

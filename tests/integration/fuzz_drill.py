@@ -1,6 +1,7 @@
 """The service fuzz drill: hostile records mixed with well-formed ones, sent to a running job, then
 the properties checked. Shared by tests/integration/test_fuzz_service.py (CI size) and
 bench/fuzz_service.py (larger, any seed)."""
+
 from __future__ import annotations
 
 import time
@@ -26,11 +27,31 @@ def ensure_known_topic(job, name: str, partitions: int, timeout_s: float = 120) 
     deadline = time.monotonic() + timeout_s
     try:
         while True:
-            answer = probe.request("OffsetCommit", 9, {
-                "groupId": "fuzz-probe", "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-                "topics": [{"name": name, "partitions": [{"partitionIndex": partitions - 1, "committedOffset": 0,
-                                                          "committedLeaderEpoch": -1, "committedMetadata": None}]}]},
-                key="fuzz-probe", timeout=timeout_s)
+            answer = probe.request(
+                "OffsetCommit",
+                9,
+                {
+                    "groupId": "fuzz-probe",
+                    "generationIdOrMemberEpoch": -1,
+                    "memberId": "",
+                    "groupInstanceId": None,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {
+                                    "partitionIndex": partitions - 1,
+                                    "committedOffset": 0,
+                                    "committedLeaderEpoch": -1,
+                                    "committedMetadata": None,
+                                }
+                            ],
+                        }
+                    ],
+                },
+                key="fuzz-probe",
+                timeout=timeout_s,
+            )
             if answer["topics"][0]["partitions"][0]["errorCode"] == 0:
                 return
             assert time.monotonic() < deadline, f"the coordinators never learnt of topic {name}: {answer}"
@@ -58,27 +79,44 @@ def run_fuzz(job, *, seed: int, hostile: int, good: int, timeout_s: float = 300)
             if i % 25 == 0:  # forged records on the internal channel too
                 forged_key, forged_value = gen.hostile()
                 forged_key = b"" if forged_key is None and forged_value is None else forged_key
-                producer.send(job.topics["internal"], key=forged_key, value=forged_value,
-                              headers=[(MAC_HEADER, b"f" * 64)] if i % 50 == 0 else [])
+                producer.send(
+                    job.topics["internal"],
+                    key=forged_key,
+                    value=forged_value,
+                    headers=[(MAC_HEADER, b"f" * 64)] if i % 50 == 0 else [],
+                )
         producer.flush()
         for cid, expected in corpus.expected.items():
-            check_answer(expected, client.wait(cid, timeout=max(5.0, timeout_s - (time.monotonic() - started)))["response"])
+            check_answer(
+                expected, client.wait(cid, timeout=max(5.0, timeout_s - (time.monotonic() - started)))["response"]
+            )
         answered_s = time.monotonic() - started
         # Every commit that was answered is durable: the last offset of each (group, partition).
         got = {}
         for group in sorted({g for g, _ in corpus.commits}):  # one request per group: its coordinator
-            fetched = client.request("OffsetFetch", 8, {"groups": [{"groupId": group, "topics": None}],
-                                                        "requireStable": False}, key=group, timeout=120)
-            got.update({(group, p["partitionIndex"]): p["committedOffset"]
-                        for t in fetched["groups"][0]["topics"] for p in t["partitions"]})
+            fetched = client.request(
+                "OffsetFetch",
+                8,
+                {"groups": [{"groupId": group, "topics": None}], "requireStable": False},
+                key=group,
+                timeout=120,
+            )
+            got.update(
+                {
+                    (group, p["partitionIndex"]): p["committedOffset"]
+                    for t in fetched["groups"][0]["topics"]
+                    for p in t["partitions"]
+                }
+            )
         assert got == corpus.commits, (got, corpus.commits)
     finally:
         producer.close()
         client.close()
     assert job.proc.poll() is None, job.tail()
     job.wait_caught_up()
-    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters",
-                                       "metrics")}
+    allowed = {
+        job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters", "metrics")
+    }
     grown = audit.grown_topics()
     assert grown <= allowed, grown - allowed
     assert service_records_only(job)

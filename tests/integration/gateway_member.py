@@ -7,6 +7,7 @@ LIB is kafka-python or confluent-kafka. It prints, flushed, one line per event:
   C <p> <offset>  a commit that succeeded (the next offset to read)
 Records are printed before the commit that covers them (at-least-once).
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,10 +31,16 @@ def kafka_python(bootstrap: str, topic: str, group: str) -> None:
         def on_partitions_assigned(self, assigned):
             out("A " + ",".join(str(tp.partition) for tp in sorted(assigned)))
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
-                             heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=300000,
-                             client_id=f"gw-member-{group}")
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        max_poll_interval_ms=300000,
+        client_id=f"gw-member-{group}",
+    )
     consumer.subscribe([topic], listener=Listener())
     while True:
         batches = consumer.poll(timeout_ms=200)
@@ -58,11 +65,20 @@ def confluent(bootstrap: str, topic: str, group: str) -> None:
     def on_assign(consumer, partitions):
         out("A " + ",".join(str(p.partition) for p in sorted(partitions, key=lambda p: p.partition)))
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": SESSION_MS,
-                         "heartbeat.interval.ms": HEARTBEAT_MS, "group.protocol": "classic",
-                         "partition.assignment.strategy": "range", "client.id": f"gw-member-{group}",
-                         "broker.address.family": "v4"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "group.protocol": "classic",
+            "partition.assignment.strategy": "range",
+            "client.id": f"gw-member-{group}",
+            "broker.address.family": "v4",
+        }
+    )
     consumer.subscribe([topic], on_assign=on_assign)
     while True:
         records = consumer.consume(num_messages=100, timeout=0.2)
@@ -74,8 +90,7 @@ def confluent(bootstrap: str, topic: str, group: str) -> None:
             last[r.partition()] = r.offset() + 1
         if last:
             try:
-                consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()],
-                                asynchronous=False)
+                consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()], asynchronous=False)
             except KafkaException as e:
                 out(f"E {e}")
                 continue

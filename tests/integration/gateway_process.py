@@ -1,4 +1,5 @@
 """The gateway (`python -m gateway`) as a process, for tests and benchmarks."""
+
 from __future__ import annotations
 
 import os
@@ -17,16 +18,20 @@ class Gateway:
     """`python -m gateway` in a process of its own, for the topics of a job's config file, on a free port.
     Ready once the service answered it (GATEWAY-READY)."""
 
-    def __init__(self, job_config: Path, workdir: Path, client_id: str = "e2e-gateway",
-                 ready_timeout: float = 180):
+    def __init__(self, job_config: Path, workdir: Path, client_id: str = "e2e-gateway", ready_timeout: float = 180):
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "gateway.toml"
-        config.write_text(job_config.read_text() + "\n" + _to_toml(
-            {"gateway": {"base_port": free_port(), "client_id": client_id}}))
+        config.write_text(
+            job_config.read_text() + "\n" + _to_toml({"gateway": {"base_port": free_port(), "client_id": client_id}})
+        )
         self.log_file = workdir / "gateway.log"
-        self.proc = subprocess.Popen([sys.executable, "-m", "gateway", "--config", str(config)], cwd=ROOT,
-                                     env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=open(self.log_file, "ab"),
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "--config", str(config)],
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            stdout=open(self.log_file, "ab"),
+            stderr=subprocess.STDOUT,
+        )
         try:
             self.bootstrap = self._wait_line("GATEWAY-LISTENING", 60).split("bootstrap.servers=")[1].strip()
             self._wait_line("GATEWAY-READY", ready_timeout)

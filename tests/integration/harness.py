@@ -3,6 +3,7 @@
 One broker serves the whole test run. Each test module starts its own job with its own topics and
 checkpoint, so that drills can kill and restart it without disturbing other tests.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,20 @@ def create_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
 class StreamJob:
     """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
 
-    def __init__(self, bootstrap: str, workdir: Path, prefix: str, *, stream: dict | None = None,
-                 coordinator: dict | None = None, spark: dict | None = None, redis: dict | None = None,
-                 metrics: dict | None = None, dashboard: dict | None = None, txn: dict | None = None):
+    def __init__(
+        self,
+        bootstrap: str,
+        workdir: Path,
+        prefix: str,
+        *,
+        stream: dict | None = None,
+        coordinator: dict | None = None,
+        spark: dict | None = None,
+        redis: dict | None = None,
+        metrics: dict | None = None,
+        dashboard: dict | None = None,
+        txn: dict | None = None,
+    ):
         self.bootstrap = bootstrap
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -38,9 +50,10 @@ class StreamJob:
         self.log_file = self.workdir / "job.log"
         overrides = {
             "kafka": {"bootstrap_servers": bootstrap},
-            "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}"
-                       for name in ("requests", "responses", "events", "state_log", "internal",
-                                    "dead_letters", "metrics")},
+            "topics": {
+                name: f"{prefix}-coordinator-{name.replace('_', '-')}"
+                for name in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
+            },
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},
@@ -75,9 +88,14 @@ class StreamJob:
         # Only this start's output counts: an earlier start may have been refused (no line) or its
         # supervisor may have restarted the query (more lines).
         mark = self.log_file.stat().st_size
-        self.proc = subprocess.Popen([sys.executable, str(ROOT / "run_stream.py"), "--config",
-                                      str(self.config_file)], cwd=ROOT, env=env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / "run_stream.py"), "--config", str(self.config_file)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._reaped = False
         self.starts += 1
         return mark
@@ -164,8 +182,13 @@ class StreamJob:
             return ""
 
     def client(self, client_id: str | None = None, **kw) -> CoordinatorClient:
-        return CoordinatorClient(self.bootstrap, client_id, requests_topic=self.topics["requests"],
-                                 responses_topic=self.topics["responses"], **kw)
+        return CoordinatorClient(
+            self.bootstrap,
+            client_id,
+            requests_topic=self.topics["requests"],
+            responses_topic=self.topics["responses"],
+            **kw,
+        )
 
 
 def _to_toml(d: dict, prefix: str = "") -> str:

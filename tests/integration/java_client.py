@@ -5,6 +5,7 @@
 jars) and returns the classpath. `JavaMember` runs one consumer group member and collects the lines
 it prints (see the Java file for their format); `run_java` runs a mode to its end.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ def compile_java_client(out_dir: str | os.PathLike) -> str:
     jars = str(KAFKA_JARS / "*")
     if not any(KAFKA_JARS.glob("kafka-clients-*.jar")):
         raise RuntimeError(f"kafka-clients missing in {KAFKA_JARS}: run deploy/setup.sh")
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", jars, str(SOURCE)], check=True,
-                   capture_output=True)
+    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", jars, str(SOURCE)], check=True, capture_output=True)
     return f"{out}{os.pathsep}{jars}"
 
 
@@ -40,10 +40,17 @@ class JavaMember:
         self.times: list[float] = []  # time.monotonic() when each line was read
         self.started = time.monotonic()
         self.cond = threading.Condition()
-        stderr = open(Path(log_dir) / f"java-{'-'.join(args[:1] + args[-1:])}-{time.monotonic_ns()}.log", "wb") \
-            if log_dir else subprocess.DEVNULL
-        self.proc = subprocess.Popen(["java", *JVM_OPTS, "-cp", classpath, "GatewayClient", *args],
-                                     stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
+        stderr = (
+            open(Path(log_dir) / f"java-{'-'.join(args[:1] + args[-1:])}-{time.monotonic_ns()}.log", "wb")
+            if log_dir
+            else subprocess.DEVNULL
+        )
+        self.proc = subprocess.Popen(
+            ["java", *JVM_OPTS, "-cp", classpath, "GatewayClient", *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+        )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
@@ -92,8 +99,9 @@ class JavaMember:
 
 def run_java(classpath: str, *args: str, timeout: float = 180) -> list[str]:
     """Run a mode to its end; its stdout lines (raises with its stderr if it fails)."""
-    p = subprocess.run(["java", *JVM_OPTS, "-cp", classpath, "GatewayClient", *args], capture_output=True,
-                       timeout=timeout)
+    p = subprocess.run(
+        ["java", *JVM_OPTS, "-cp", classpath, "GatewayClient", *args], capture_output=True, timeout=timeout
+    )
     if p.returncode != 0:
         raise RuntimeError(f"GatewayClient {' '.join(args)} exited {p.returncode}: {p.stderr.decode()[-3000:]}")
     return p.stdout.decode().splitlines()

@@ -7,6 +7,7 @@ refused on a Stable group; dry runs, then --execute on the empty group, and a co
 from the reset offsets; delete-offsets; delete. Transactions: list, describe, find-hanging (a
 transaction left open with a long timeout) and abort, after which a read_committed reader does not
 see its records. And a service that does not answer."""
+
 from __future__ import annotations
 
 import os
@@ -49,9 +50,11 @@ def job(kafka, redis, job_factory):
             producer.send(ORDERS, f"order-{p}-{i}".encode(), partition=p, timestamp_ms=BASE_TS + i * 1000)
     producer.flush()
     producer.close()
-    return job_factory(stream={"metadata_refresh_ms": 1000},
-                       coordinator={"coordinator.partitions": PARTITIONS},
-                       redis={"enabled": True, "url": redis.url, "prefix": "adm"})
+    return job_factory(
+        stream={"metadata_refresh_ms": 1000},
+        coordinator={"coordinator.partitions": PARTITIONS},
+        redis={"enabled": True, "url": redis.url, "prefix": "adm"},
+    )
 
 
 def cli(job, *args: str, redis: str | None = None, timeout_ms: int = 30000) -> subprocess.CompletedProcess:
@@ -65,8 +68,14 @@ def cli(job, *args: str, redis: str | None = None, timeout_ms: int = 30000) -> s
         common += ["--redis", redis]
     argv = [tool, *common, *rest]  # as kafka-transactions.sh, the options come before the command
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "client.admin_cli", *argv], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "client.admin_cli", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def until(run, check, timeout: float = 60.0) -> subprocess.CompletedProcess:
@@ -78,8 +87,10 @@ def until(run, check, timeout: float = 60.0) -> subprocess.CompletedProcess:
         if check(result):
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"no expected output in {timeout}s; last: rc={result.returncode}\n"
-                                 f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}")
+            raise AssertionError(
+                f"no expected output in {timeout}s; last: rc={result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
         time.sleep(0.5)
 
 
@@ -94,9 +105,15 @@ def members(job):
     made = []
 
     def classic(group_id: str) -> ClassicGroupMember:
-        m = ClassicGroupMember(job.bootstrap, group_id, [ORDERS], requests_topic=job.topics["requests"],
-                               responses_topic=job.topics["responses"], session_timeout_ms=30000,
-                               heartbeat_interval_ms=1000)
+        m = ClassicGroupMember(
+            job.bootstrap,
+            group_id,
+            [ORDERS],
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            session_timeout_ms=30000,
+            heartbeat_interval_ms=1000,
+        )
         made.append(m)
         return m.start().wait_stable(timeout=120)
 
@@ -126,9 +143,12 @@ def app(members):
 
 
 def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, app, consumer_group_member):
-    listed = until(lambda: cli(job, "groups", "--list", "--state", "--type"),
-                   lambda r: ["adm-848", "consumer", "Stable"] in rows(r.stdout)
-                   and [GROUP, "classic", "Stable"] in rows(r.stdout))
+    listed = until(
+        lambda: cli(job, "groups", "--list", "--state", "--type"),
+        lambda r: (
+            ["adm-848", "consumer", "Stable"] in rows(r.stdout) and [GROUP, "classic", "Stable"] in rows(r.stdout)
+        ),
+    )
     assert listed.returncode == 0 and listed.stderr == ""
     plain = cli(job, "groups", "--list", "--state", "stable", redis="off")
     assert plain.returncode == 0 and plain.stdout.split("\n")[0].split() == ["GROUP", "STATE"]
@@ -136,11 +156,22 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
 
     member = app.member_id
     expected = [[GROUP, ORDERS, "0", "4", "10", "6", member], [GROUP, ORDERS, "1", "6", "10", "4", member]]
-    described = until(lambda: cli(job, "groups", "--describe", "--group", GROUP),
-                      lambda r: [x[:7] for x in rows(r.stdout)] == expected)
+    described = until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP),
+        lambda r: [x[:7] for x in rows(r.stdout)] == expected,
+    )
     header = described.stdout.strip("\n").split("\n")[0].split()
-    assert header == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                      "HOST", "CLIENT-ID"]
+    assert header == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "CURRENT-OFFSET",
+        "LOG-END-OFFSET",
+        "LAG",
+        "CONSUMER-ID",
+        "HOST",
+        "CLIENT-ID",
+    ]
     from_coordinators = cli(job, "groups", "--describe", "--group", GROUP, "--offsets", redis="off")
     assert from_coordinators.returncode == 0 and from_coordinators.stderr == ""
     assert from_coordinators.stdout == described.stdout
@@ -153,18 +184,30 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
     assert fallback.stdout == described.stdout
 
     for source in (None, "off"):
-        verbose = until(lambda source=source: cli(job, "groups", "--describe", "--group", GROUP, "--members",
-                                                  "--verbose", redis=source), lambda r: len(rows(r.stdout)) == 1)
-        assert verbose.stdout.strip("\n").split("\n")[0].split() == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID",
-                                                                     "#PARTITIONS", "ASSIGNMENT"]
+        verbose = until(
+            lambda source=source: cli(
+                job, "groups", "--describe", "--group", GROUP, "--members", "--verbose", redis=source
+            ),
+            lambda r: len(rows(r.stdout)) == 1,
+        )
+        assert verbose.stdout.strip("\n").split("\n")[0].split() == [
+            "GROUP",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+            "#PARTITIONS",
+            "ASSIGNMENT",
+        ]
         [row] = rows(verbose.stdout)
         assert row[0:2] == [GROUP, member] and row[-2:] == ["2", f"{ORDERS}(0,1)"]
         state = cli(job, "groups", "--describe", "--group", GROUP, "--state", redis=source)
-        assert rows(state.stdout) == [[GROUP, job.bootstrap, f"({coordinator_partition(GROUP, PARTITIONS)})",
-                                       "range", "Stable", "1"]]
-        kip848 = until(lambda source=source: cli(job, "groups", "--describe", "--group", GROUP_848, "--members",
-                                                redis=source),
-                       lambda r: len(rows(r.stdout)) == 1)
+        assert rows(state.stdout) == [
+            [GROUP, job.bootstrap, f"({coordinator_partition(GROUP, PARTITIONS)})", "range", "Stable", "1"]
+        ]
+        kip848 = until(
+            lambda source=source: cli(job, "groups", "--describe", "--group", GROUP_848, "--members", redis=source),
+            lambda r: len(rows(r.stdout)) == 1,
+        )
         assert rows(kip848.stdout)[0][0:2] == [GROUP_848, consumer_group_member.member_id]
         assert rows(kip848.stdout)[0][-1] == "2"
 
@@ -175,16 +218,20 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
 def test_reset_refused_on_a_stable_group(job, app):
     refused = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--all-topics", "--to-earliest", "--execute")
     assert refused.returncode == 1
-    assert (f"Assignments can only be reset if the group '{GROUP}' is inactive, but the current state is Stable."
-            in refused.stderr)
+    assert (
+        f"Assignments can only be reset if the group '{GROUP}' is inactive, but the current state is Stable."
+        in refused.stderr
+    )
     assert "Traceback" not in refused.stderr
     assert app.committed([(ORDERS, 0), (ORDERS, 1)]) == {(ORDERS, 0): 4, (ORDERS, 1): 6}
 
 
 def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
     app.close()
-    until(lambda: cli(job, "groups", "--describe", "--group", GROUP, "--state", redis="off"),
-          lambda r: r.returncode == 0 and rows(r.stdout) and rows(r.stdout)[0][-2] == "Empty")
+    until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP, "--state", redis="off"),
+        lambda r: r.returncode == 0 and rows(r.stdout) and rows(r.stdout)[0][-2] == "Empty",
+    )
 
     dry = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--topic", ORDERS, "--to-offset", "3")
     assert dry.returncode == 0
@@ -192,8 +239,9 @@ def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
     assert dry.stdout.split("\n")[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
     assert rows(dry.stdout) == [[GROUP, ORDERS, "0", "3"], [GROUP, ORDERS, "1", "3"]]
     when = datetime.fromtimestamp((BASE_TS + 5000) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    by_time = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--topic", f"{ORDERS}:1", "--to-datetime",
-                  when, "--dry-run")
+    by_time = cli(
+        job, "groups", "--reset-offsets", "--group", GROUP, "--topic", f"{ORDERS}:1", "--to-datetime", when, "--dry-run"
+    )
     assert by_time.returncode == 0 and by_time.stderr == ""
     assert rows(by_time.stdout) == [[GROUP, ORDERS, "1", "5"]]
     shifted = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--all-topics", "--shift-by", "-5", "--dry-run")
@@ -204,12 +252,15 @@ def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
     unchanged = cli(job, "groups", "--describe", "--group", GROUP, redis="off")
     assert [r[3] for r in rows(unchanged.stdout)] == ["4", "6"]  # dry runs commit nothing
 
-    executed = cli(job, "groups", "--reset-offsets", "--group", GROUP, "--topic", ORDERS, "--to-offset", "3",
-                   "--execute")
+    executed = cli(
+        job, "groups", "--reset-offsets", "--group", GROUP, "--topic", ORDERS, "--to-offset", "3", "--execute"
+    )
     assert executed.returncode == 0 and executed.stderr == ""
     assert rows(executed.stdout) == [[GROUP, ORDERS, "0", "3"], [GROUP, ORDERS, "1", "3"]]
-    until(lambda: cli(job, "groups", "--describe", "--group", GROUP),
-          lambda r: [x[3:6] for x in rows(r.stdout)] == [["3", "10", "7"], ["3", "10", "7"]])
+    until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP),
+        lambda r: [x[3:6] for x in rows(r.stdout)] == [["3", "10", "7"], ["3", "10", "7"]],
+    )
 
     # A consumer of the group starts from the reset offsets (it fetches them from the coordinator).
     consumer = members(GROUP)
@@ -218,14 +269,18 @@ def test_reset_offsets_then_a_consumer_starts_from_them(job, app, members):
 
 
 def test_delete_offsets_and_delete(job):
-    until(lambda: cli(job, "groups", "--describe", "--group", GROUP, "--state", redis="off"),
-          lambda r: r.returncode == 0 and rows(r.stdout) and rows(r.stdout)[0][-2] == "Empty")
+    until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP, "--state", redis="off"),
+        lambda r: r.returncode == 0 and rows(r.stdout) and rows(r.stdout)[0][-2] == "Empty",
+    )
     deleted = cli(job, "groups", "--delete-offsets", "--group", GROUP, "--topic", f"{ORDERS}:0")
     assert deleted.returncode == 0, deleted.stderr
     assert deleted.stdout.startswith(f"Request succeed for deleting offsets with topic {ORDERS}:0 group {GROUP}")
     assert rows(deleted.stdout.split("\n", 1)[1]) == [[ORDERS, "0", "Successful"]]
-    left = until(lambda: cli(job, "groups", "--describe", "--group", GROUP),
-                 lambda r: [x[1:4] for x in rows(r.stdout)] == [[ORDERS, "1", "3"]])
+    left = until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP),
+        lambda r: [x[1:4] for x in rows(r.stdout)] == [[ORDERS, "1", "3"]],
+    )
     assert left.returncode == 0
 
     subscribed = cli(job, "groups", "--delete-offsets", "--group", GROUP_848, "--topic", ORDERS)
@@ -234,9 +289,14 @@ def test_delete_offsets_and_delete(job):
     assert [ORDERS, "0", "Error:", ":Deleting", "offsets"] == rows(subscribed.stdout)[0][:5]
 
     gone = cli(job, "groups", "--delete", "--group", GROUP)
-    assert gone.returncode == 0 and gone.stdout.strip() == f"Deletion of requested consumer groups ('{GROUP}') was successful."
-    until(lambda: cli(job, "groups", "--describe", "--group", GROUP),
-          lambda r: r.returncode == 1 and f"Error: Consumer group '{GROUP}' does not exist." in r.stderr)
+    assert (
+        gone.returncode == 0
+        and gone.stdout.strip() == f"Deletion of requested consumer groups ('{GROUP}') was successful."
+    )
+    until(
+        lambda: cli(job, "groups", "--describe", "--group", GROUP),
+        lambda r: r.returncode == 1 and f"Error: Consumer group '{GROUP}' does not exist." in r.stderr,
+    )
     again = cli(job, "groups", "--delete", "--group", GROUP, redis="off")
     assert again.returncode == 1
     assert f"* Group '{GROUP}' could not be deleted due to: GROUP_ID_NOT_FOUND" in again.stdout
@@ -250,8 +310,9 @@ def table(out: str) -> list[list[str]]:
 
 
 def producer(job, tid: str, **kw) -> TransactionalProducer:
-    return TransactionalProducer(job.bootstrap, tid, requests_topic=job.topics["requests"],
-                                 responses_topic=job.topics["responses"], **kw)
+    return TransactionalProducer(
+        job.bootstrap, tid, requests_topic=job.topics["requests"], responses_topic=job.topics["responses"], **kw
+    )
 
 
 def test_transactions_list_describe_find_hanging_and_abort(job):
@@ -264,22 +325,39 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
     coordinator = str(coordinator_partition(HANGING_TID, PARTITIONS))
     pid = str(hanging.producer_id)
 
-    listed = until(lambda: cli(job, "transactions", "list"),
-                   lambda r: [HANGING_TID, coordinator, pid, "Ongoing"] in table(r.stdout))
+    listed = until(
+        lambda: cli(job, "transactions", "list"),
+        lambda r: [HANGING_TID, coordinator, pid, "Ongoing"] in table(r.stdout),
+    )
     assert table(listed.stdout)[0] == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
     for source in (None, "off"):
-        described = until(lambda source=source: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID,
-                                      redis=source), lambda r: r.returncode == 0 and table(r.stdout)[1][4] == "Ongoing")
+        described = until(
+            lambda source=source: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID, redis=source),
+            lambda r: r.returncode == 0 and table(r.stdout)[1][4] == "Ongoing",
+        )
         head, row = table(described.stdout)
         assert head[0] == "CoordinatorId" and head[-1] == "TopicPartitions"
         assert row[:6] == [coordinator, HANGING_TID, pid, str(hanging.producer_epoch), "Ongoing", "900000"]
         assert row[8] == f"{TXN_TOPIC}-0"
 
-        found = until(lambda source=source: cli(job, "transactions", "find-hanging", "--max-transaction-timeout", "0.02",
-                                  redis=source), lambda r: len(table(r.stdout)) == 2)
+        found = until(
+            lambda source=source: cli(
+                job, "transactions", "find-hanging", "--max-transaction-timeout", "0.02", redis=source
+            ),
+            lambda r: len(table(r.stdout)) == 2,
+        )
         head, row = table(found.stdout)
-        assert head == ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
-                        "LastTimestamp", "Duration(min)", "TransactionalId"]
+        assert head == [
+            "Topic",
+            "Partition",
+            "ProducerId",
+            "ProducerEpoch",
+            "CoordinatorEpoch",
+            "StartOffset",
+            "LastTimestamp",
+            "Duration(min)",
+            "TransactionalId",
+        ]
         assert row[:4] == [TXN_TOPIC, "0", pid, str(hanging.producer_epoch)] and row[-1] == HANGING_TID
         default = cli(job, "transactions", "find-hanging", redis=source)  # 15 minutes: not hanging yet
         assert default.returncode == 0 and len(table(default.stdout)) == 1
@@ -290,8 +368,10 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
     after = cli(job, "transactions", "describe", "--transactional-id", HANGING_TID, redis="off")
     head, row = table(after.stdout)
     assert row[4] == "Empty" and int(row[3]) > hanging.producer_epoch and row[8] == ""
-    until(lambda: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID),
-          lambda r: r.returncode == 0 and table(r.stdout)[1][4] == "Empty")
+    until(
+        lambda: cli(job, "transactions", "describe", "--transactional-id", HANGING_TID),
+        lambda r: r.returncode == 0 and table(r.stdout)[1][4] == "Empty",
+    )
     none_left = cli(job, "transactions", "find-hanging", "--max-transaction-timeout", "0", redis="off")
     assert HANGING_TID not in none_left.stdout
     again = cli(job, "transactions", "abort", "--transactional-id", HANGING_TID)
@@ -317,8 +397,10 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
 
     unknown = cli(job, "transactions", "describe", "--transactional-id", "adm-nobody")
     assert unknown.returncode == 1
-    assert "Failed to describe transaction state of transactional-id `adm-nobody`: TRANSACTIONAL_ID_NOT_FOUND" \
+    assert (
+        "Failed to describe transaction state of transactional-id `adm-nobody`: TRANSACTIONAL_ID_NOT_FOUND"
         in unknown.stderr
+    )
 
 
 def test_a_service_that_does_not_answer(job, tmp_path):
@@ -329,12 +411,33 @@ def test_a_service_that_does_not_answer(job, tmp_path):
     finally:
         admin.close()
     config = tmp_path / "nobody.toml"
-    config.write_text(job.config_file.read_text().replace(job.topics["requests"], "adm-nobody-requests")
-                      .replace(job.topics["responses"], "adm-nobody-responses"))
+    config.write_text(
+        job.config_file.read_text()
+        .replace(job.topics["requests"], "adm-nobody-requests")
+        .replace(job.topics["responses"], "adm-nobody-responses")
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    result = subprocess.run([sys.executable, "-m", "client.admin_cli", "groups", "--bootstrap-server", job.bootstrap,
-                             "--config", str(config), "--no-redis", "--timeout", "3000", "--list"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "client.admin_cli",
+            "groups",
+            "--bootstrap-server",
+            job.bootstrap,
+            "--config",
+            str(config),
+            "--no-redis",
+            "--timeout",
+            "3000",
+            "--list",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     assert result.stderr.startswith("Error: the coordinator service did not answer: ")
     assert "Traceback" not in result.stderr

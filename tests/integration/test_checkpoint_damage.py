@@ -3,6 +3,7 @@ deleted, and the job is started again. The checkpoint guard rolls the damaged ne
 (logged as REPAIRED) and the offsets committed before the damage are all fetched back; damage it
 cannot roll back stops the job with a message saying what is damaged and what to do, and leaves
 the checkpoint as it was."""
+
 from __future__ import annotations
 
 import re
@@ -51,11 +52,33 @@ def commit_round(client, tag: int) -> None:
     sent = {}
     for g, group in enumerate(GROUPS):
         offset = 100 * tag + g
-        sent[client.send("OffsetCommit", 9, {
-            "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": TOPIC, "partitions": [{"partitionIndex": 0, "committedOffset": offset,
-                                                      "committedLeaderEpoch": -1, "committedMetadata": None}]}]},
-            key=group, flush=False)] = (group, offset)
+        sent[
+            client.send(
+                "OffsetCommit",
+                9,
+                {
+                    "groupId": group,
+                    "generationIdOrMemberEpoch": -1,
+                    "memberId": "",
+                    "groupInstanceId": None,
+                    "topics": [
+                        {
+                            "name": TOPIC,
+                            "partitions": [
+                                {
+                                    "partitionIndex": 0,
+                                    "committedOffset": offset,
+                                    "committedLeaderEpoch": -1,
+                                    "committedMetadata": None,
+                                }
+                            ],
+                        }
+                    ],
+                },
+                key=group,
+                flush=False,
+            )
+        ] = (group, offset)
     client.flush()
     for cid, (group, offset) in sent.items():
         assert client.wait(cid, timeout=WAIT)["response"]["topics"][0]["partitions"][0]["errorCode"] == 0
@@ -63,17 +86,31 @@ def commit_round(client, tag: int) -> None:
 
 
 def fetch_all(client) -> dict[str, int]:
-    sent = {client.send("OffsetFetch", 8, {"groups": [{"groupId": group, "topics": [
-        {"name": TOPIC, "partitionIndexes": [0]}]}], "requireStable": False}, key=group, flush=False): group
-        for group in GROUPS}
+    sent = {
+        client.send(
+            "OffsetFetch",
+            8,
+            {
+                "groups": [{"groupId": group, "topics": [{"name": TOPIC, "partitionIndexes": [0]}]}],
+                "requireStable": False,
+            },
+            key=group,
+            flush=False,
+        ): group
+        for group in GROUPS
+    }
     client.flush()
-    return {group: client.wait(cid, timeout=WAIT)["response"]["groups"][0]["topics"][0]["partitions"][0]
-            ["committedOffset"] for cid, group in sent.items()}
+    return {
+        group: client.wait(cid, timeout=WAIT)["response"]["groups"][0]["topics"][0]["partitions"][0]["committedOffset"]
+        for cid, group in sent.items()
+    }
 
 
 def newest(directory: Path, suffix: str = "") -> Path:
-    files = [p for p in directory.iterdir() if p.name.endswith(suffix) and p.name[:len(p.name) - len(suffix)].isdigit()]
-    return max(files, key=lambda p: int(p.name[:len(p.name) - len(suffix)]))
+    files = [
+        p for p in directory.iterdir() if p.name.endswith(suffix) and p.name[: len(p.name) - len(suffix)].isdigit()
+    ]
+    return max(files, key=lambda p: int(p.name[: len(p.name) - len(suffix)]))
 
 
 def truncate(path: Path) -> None:
@@ -107,8 +144,12 @@ def kill_with_newest_batch_committed(job) -> int:
     assert planned == committed + 1, f"offsets up to {planned}, commits up to {committed}"
     lost = [ckpt / "offsets" / str(planned), ckpt / "offsets" / f".{planned}.crc"]
     for partition in store_partitions(ckpt):  # versions after committed + 1 are batch N+1's
-        lost += [f for f in partition.iterdir() if re.fullmatch(r"\.?(\d+)\.(changelog|zip)(\.crc)?", f.name)
-                 and int(re.search(r"\d+", f.name).group()) > committed + 1]
+        lost += [
+            f
+            for f in partition.iterdir()
+            if re.fullmatch(r"\.?(\d+)\.(changelog|zip)(\.crc)?", f.name)
+            and int(re.search(r"\d+", f.name).group()) > committed + 1
+        ]
     aside = job.workdir / f"unplanned-batch-{planned}"
     for f in lost:
         if f.exists():
@@ -142,8 +183,10 @@ DAMAGE = {
 # which batch Spark runs next and how.
 REPORTED = {
     "truncated newest commit": lambda n: [f"commits/{n} ", f"batch {n} is re-run exactly"],
-    "deleted newest offsets": lambda n: [f"offsets/.{n}.crc is the checksum of a deleted file",
-                                         f"batch {n} is planned again from the end offsets of batch {n - 1}"],
+    "deleted newest offsets": lambda n: [
+        f"offsets/.{n}.crc is the checksum of a deleted file",
+        f"batch {n} is planned again from the end offsets of batch {n - 1}",
+    ],
     "truncated newest offsets": lambda n: [f"offsets/{n} ", f"batch {n} is planned again from the end offsets"],
     "truncated newest committed state version": lambda n: [f"/{n + 1}.", f"batch {n} is re-run exactly"],
 }
@@ -160,7 +203,7 @@ def test_damaged_newest_file_is_rolled_back_and_nothing_committed_is_lost(job, c
     assert fetch_all(client) == COMMITTED
     log = job.log_file.read_text(errors="replace")[mark:]
     assert "REPAIRED" in log and "DAMAGED" in log, log[-3000:]
-    report = log[log.index("DAMAGED"):log.index("REPAIRED")]
+    report = log[log.index("DAMAGED") : log.index("REPAIRED")]
     for expected in REPORTED[damage](batch):
         assert expected in report, report
     assert "restarting the query" not in log  # repaired before the start, not by failing

@@ -11,6 +11,7 @@ real Kafka broker and the real Spark job.
 - every rebalance and expiry has its event with a reason, and rebuilding each coordinator
   partition from the real state-log topic gives the job's state (read from the checkpoint).
 """
+
 from __future__ import annotations
 
 import json
@@ -79,8 +80,14 @@ def members(job):
         kw.setdefault("session_timeout_ms", SESSION_MS)
         kw.setdefault("heartbeat_interval_ms", HEARTBEAT_MS)
         kw.setdefault("rebalance_timeout_ms", 60000)
-        m = ClassicGroupMember(job.bootstrap, group_id, list(TOPICS), requests_topic=job.topics["requests"],
-                        responses_topic=job.topics["responses"], **kw)
+        m = ClassicGroupMember(
+            job.bootstrap,
+            group_id,
+            list(TOPICS),
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            **kw,
+        )
         made.append(m)
         return m.start() if start else m
 
@@ -132,6 +139,7 @@ def converge(ms: list[ClassicGroupMember], min_generation: int, timeout: float =
 def group_events(job, group_id: str, until=None, timeout: float = 30) -> list[dict]:
     """The group's events (until `until(events)` holds, or timeout), without the copies a
     replayed micro-batch writes again."""
+
     def parse(recs) -> list[dict]:
         out = {}
         for r in recs:
@@ -139,8 +147,12 @@ def group_events(job, group_id: str, until=None, timeout: float = 30) -> list[di
                 out.setdefault(r.value, json.loads(r.value))
         return list(out.values())
 
-    recs = read_records(job.bootstrap, job.topics["events"], timeout_s=timeout,
-                        until=None if until is None else (lambda recs: until(parse(recs))))
+    recs = read_records(
+        job.bootstrap,
+        job.topics["events"],
+        timeout_s=timeout,
+        until=None if until is None else (lambda recs: until(parse(recs))),
+    )
     return parse(recs)
 
 
@@ -149,6 +161,7 @@ def named(evs: list[dict], name: str) -> list[dict]:
 
 
 # ====================================================================== scenarios
+
 
 def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_their_offsets(job, members):
     group = "e2e-classic-three"
@@ -159,8 +172,10 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     assert len(leader.last_join_response["members"]) == 3  # the leader got every subscription
     assert [m.joins_sent for m in ms] == [2, 2, 2]  # MEMBER_ID_REQUIRED, then the join with the id
     latencies = sorted(m.join_sync_ms[0] for m in ms)
-    print(f"\njoin->sync, 3 members joining together (initial delay 3000 ms): "
-          f"{', '.join(f'{x:.0f}' for x in latencies)} ms")
+    print(
+        f"\njoin->sync, 3 members joining together (initial delay 3000 ms): "
+        f"{', '.join(f'{x:.0f}' for x in latencies)} ms"
+    )
 
     evs = group_events(job, group, until=lambda es: named(es, "RebalanceCompleted"))
     first = named(evs, "RebalanceStarted")[0]
@@ -183,7 +198,9 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     took = time.monotonic() - killed_at
     assert took >= SESSION_MS / 1000 - HEARTBEAT_MS / 1000 - 0.5, took
 
-    evs = group_events(job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted")))
+    evs = group_events(
+        job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted"))
+    )
     expired = named(evs, "MemberSessionExpired")
     assert [(e["memberId"], e["pending"]) for e in expired] == [(victim.member_id, False)]
     second = named(evs, "RebalanceStarted")[1]
@@ -199,11 +216,30 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     # The killed member's generation is gone: a commit in its name is refused.
     client = job.client(f"ghost-{group}")
     try:
-        r = client.request("OffsetCommit", 9, {
-            "groupId": group, "generationIdOrMemberEpoch": 1, "memberId": victim.member_id,
-            "groupInstanceId": None, "topics": [{"name": "e2e-orders", "partitions": [
-                {"partitionIndex": 0, "committedOffset": 1, "committedLeaderEpoch": -1,
-                 "committedMetadata": None}]}]}, timeout=WAIT)
+        r = client.request(
+            "OffsetCommit",
+            9,
+            {
+                "groupId": group,
+                "generationIdOrMemberEpoch": 1,
+                "memberId": victim.member_id,
+                "groupInstanceId": None,
+                "topics": [
+                    {
+                        "name": "e2e-orders",
+                        "partitions": [
+                            {
+                                "partitionIndex": 0,
+                                "committedOffset": 1,
+                                "committedLeaderEpoch": -1,
+                                "committedMetadata": None,
+                            }
+                        ],
+                    }
+                ],
+            },
+            timeout=WAIT,
+        )
         assert r["topics"][0]["partitions"][0]["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
     finally:
         client.close()
@@ -244,9 +280,10 @@ def test_a_static_member_restarts_without_a_rebalance(job, members):
     assert all(m.state == STABLE and m.generation.generation_id == 1 for m in (new_leader, replacement))
     evs = group_events(job, group, until=lambda es: len(named(es, "StaticMemberReplaced")) >= 2)
     assert len(named(evs, "RebalanceStarted")) == 1  # the initial one only
-    assert [(e["groupInstanceId"], e["oldMemberId"], e["newMemberId"]) for e in named(evs, "StaticMemberReplaced")] \
-        == [(old_leader.group_instance_id, old_leader.member_id, new_leader.member_id),
-            (follower.group_instance_id, follower.member_id, replacement.member_id)]
+    assert [(e["groupInstanceId"], e["oldMemberId"], e["newMemberId"]) for e in named(evs, "StaticMemberReplaced")] == [
+        (old_leader.group_instance_id, old_leader.member_id, new_leader.member_id),
+        (follower.group_instance_id, follower.member_id, replacement.member_id),
+    ]
 
 
 def test_sigkill_while_join_responses_are_parked_then_the_rebalance_completes(job, members):
@@ -277,7 +314,9 @@ def test_sigkill_while_join_responses_are_parked_then_the_rebalance_completes(jo
     assert converge([a, b, c], 2) == 2
     # a and c got the answers to the JoinGroups they sent before the kill: no retry was needed.
     assert (a.joins_sent, c.joins_sent) == joins
-    evs = group_events(job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted")))
+    evs = group_events(
+        job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted"))
+    )
     assert len(named(evs, "RebalanceStarted")) == 2  # no extra rebalance across the kill
     assert not named(evs, "MemberSessionExpired") and not named(evs, "MembersRemoved")
 
@@ -295,14 +334,18 @@ def test_admin_lists_the_groups_of_every_coordinator_partition_and_describes_the
             assert listed[gid]["groupType"] == "classic"
             assert listed[gid]["coordinatorPartition"] == coordinator_partition(gid, job.cfg.coordinator_partitions)
         p = listed["e2e-classic-single"]["coordinatorPartition"]
-        assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == \
-            sorted(g for g, e in listed.items() if e["coordinatorPartition"] == p)
+        assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == sorted(
+            g for g, e in listed.items() if e["coordinatorPartition"] == p
+        )
         described = admin.describe_groups(["e2e-classic-single"])["e2e-classic-single"]
         assert (described["groupState"], described["protocolData"]) == ("Stable", "range")
         [m] = described["members"]
         assert m["memberId"] == single.member_id and m["clientId"] == single.client_id
-        assert decode_assignment(m["memberAssignment"]).as_dict() == single.assignment == \
-            {t: list(range(n)) for t, n in TOPICS.items()}
+        assert (
+            decode_assignment(m["memberAssignment"]).as_dict()
+            == single.assignment
+            == {t: list(range(n)) for t, n in TOPICS.items()}
+        )
     finally:
         client.close()
 
@@ -331,5 +374,8 @@ def test_every_rebalance_has_an_event_and_the_state_log_rebuilds_the_jobs_state(
         live_groups = live.component("groups")
         assert all(g.state in ("Stable", "Empty") for g in live_groups.groups.values())
         assert normalized(rebuilt.component("groups")) == normalized(live_groups)
-    assert {g for p in partitions for g in normalized(CoordinatorPartition(p, config, states[p])
-                                                        .component("groups"))["groups"]} >= set(groups)
+    assert {
+        g
+        for p in partitions
+        for g in normalized(CoordinatorPartition(p, config, states[p]).component("groups"))["groups"]
+    } >= set(groups)

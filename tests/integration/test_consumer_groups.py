@@ -2,6 +2,7 @@
 real Spark job. Members join, one leaves, one is killed, the topic gains partitions, and the job
 itself is SIGKILLed while a rebalance is in flight; after each step every member converges to the
 assignment the coordinator describes, and at no moment do two members own the same partition."""
+
 from __future__ import annotations
 
 import threading
@@ -22,11 +23,15 @@ SESSION_MS = 8000
 
 @pytest.fixture(scope="module")
 def job(job_factory):
-    return job_factory(coordinator={"group.consumer.session.timeout.ms": SESSION_MS,
-                                    "group.consumer.min.session.timeout.ms": SESSION_MS,
-                                    "group.consumer.heartbeat.interval.ms": 1000,
-                                    "group.consumer.min.heartbeat.interval.ms": 500},
-                       stream={"metadata_refresh_ms": 1000})
+    return job_factory(
+        coordinator={
+            "group.consumer.session.timeout.ms": SESSION_MS,
+            "group.consumer.min.session.timeout.ms": SESSION_MS,
+            "group.consumer.heartbeat.interval.ms": 1000,
+            "group.consumer.min.heartbeat.interval.ms": 500,
+        },
+        stream={"metadata_refresh_ms": 1000},
+    )
 
 
 class Ownership:
@@ -40,8 +45,11 @@ class Ownership:
         self.events = 0
 
     def callbacks(self, name: str) -> dict:
-        return {"on_assign": lambda a: self._assign(name, a), "on_revoke": lambda a: self._release(name, a),
-                "on_lost": lambda a: self._release(name, a)}
+        return {
+            "on_assign": lambda a: self._assign(name, a),
+            "on_revoke": lambda a: self._release(name, a),
+            "on_lost": lambda a: self._release(name, a),
+        }
 
     def _assign(self, name, assignment):
         with self.lock:
@@ -66,12 +74,14 @@ class Ownership:
 
 
 def describe(cc, group: str) -> dict:
-    return cc.request("ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False},
-                      key=group, timeout=60)["groups"][0]
+    return cc.request(
+        "ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False}, key=group, timeout=60
+    )["groups"][0]
 
 
-def wait_converged(cc, names: TopicNames, members: dict[str, ConsumerGroupMember], partitions: int,
-                   timeout: float = 120) -> float:
+def wait_converged(
+    cc, names: TopicNames, members: dict[str, ConsumerGroupMember], partitions: int, timeout: float = 120
+) -> float:
     """Until the group is Stable with exactly these members, each owning (client side) what the
     coordinator assigned it, together every partition once, balanced within one."""
     start = time.monotonic()
@@ -83,15 +93,22 @@ def wait_converged(cc, names: TopicNames, members: dict[str, ConsumerGroupMember
         if flat == list(range(partitions)) and max(sizes) - min(sizes) <= 1:
             g = describe(cc, GROUP)
             last = g
-            server = {m["memberId"]: {tp["topicName"]: sorted(tp["partitions"])
-                                      for tp in m["assignment"]["topicPartitions"]} for m in g["members"]}
+            server = {
+                m["memberId"]: {tp["topicName"]: sorted(tp["partitions"]) for tp in m["assignment"]["topicPartitions"]}
+                for m in g["members"]
+            }
             ids = {m.member_id: n for n, m in members.items()}
-            if g["groupState"] == "Stable" and set(server) == set(ids) and \
-                    all(server[mid] == {t: p for t, p in owned[n].items() if p} for mid, n in ids.items()):
+            if (
+                g["groupState"] == "Stable"
+                and set(server) == set(ids)
+                and all(server[mid] == {t: p for t, p in owned[n].items() if p} for mid, n in ids.items())
+            ):
                 return time.monotonic() - start
         time.sleep(0.2)
-    raise AssertionError(f"no convergence in {timeout}s: owned={ {n: names.by_name(m.owned()) for n, m in members.items()} } "
-                         f"group={last} errors={ {n: m.error for n, m in members.items()} }")
+    raise AssertionError(
+        f"no convergence in {timeout}s: owned={ {n: names.by_name(m.owned()) for n, m in members.items()} } "
+        f"group={last} errors={ {n: m.error for n, m in members.items()} }"
+    )
 
 
 def test_members_converge_through_joins_leaves_kills_growth_and_a_job_kill(job):

@@ -7,6 +7,7 @@ shows all of it, Chromium renders the overview and the classic group's page (`--
 the page's script ran) and takes screenshots, kept under artifacts/dashboard-e2e/. Last, with the
 job stopped, an exporter on its status file and a Redis nobody listens on: the page says both.
 """
+
 from __future__ import annotations
 
 import html
@@ -47,14 +48,17 @@ ARTIFACTS = ROOT / "artifacts" / "dashboard-e2e"
 @pytest.fixture(scope="module")
 def job(job_factory, kafka, redis):
     create_data_topics(kafka.bootstrap, {TOPIC: PARTITIONS, TX_TOPIC: 1})
-    job = job_factory(coordinator={"coordinator.partitions": PARTITIONS,
-                                   "group.consumer.heartbeat.interval.ms": 1000,
-                                   "group.consumer.min.heartbeat.interval.ms": 500},
-                      stream={"metadata_refresh_ms": 1000},
-                      redis={"enabled": True, "url": redis.url, "prefix": "dash",
-                             "trigger_interval": "200 milliseconds"},
-                      metrics={"port": free_port(), "host": "127.0.0.1"},
-                      dashboard={"hanging_transaction_ms": HANGING_MS, "sample_interval_ms": 1000})
+    job = job_factory(
+        coordinator={
+            "coordinator.partitions": PARTITIONS,
+            "group.consumer.heartbeat.interval.ms": 1000,
+            "group.consumer.min.heartbeat.interval.ms": 500,
+        },
+        stream={"metadata_refresh_ms": 1000},
+        redis={"enabled": True, "url": redis.url, "prefix": "dash", "trigger_interval": "200 milliseconds"},
+        metrics={"port": free_port(), "host": "127.0.0.1"},
+        dashboard={"hanging_transaction_ms": HANGING_MS, "sample_interval_ms": 1000},
+    )
     job.url = f"http://127.0.0.1:{job.cfg.metrics['port']}"
     return job
 
@@ -81,9 +85,20 @@ def until(what: str, check, timeout: float = WAIT, every: float = 1.0):
 def chromium(tmp_path, *args: str) -> str:
     exe = shutil.which("chromium")
     assert exe, "Debian's chromium is not installed: run deploy/setup.sh"
-    out = subprocess.run([exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                          f"--user-data-dir={tmp_path / 'chromium-profile'}", "--virtual-time-budget=5000", *args],
-                         capture_output=True, timeout=180)
+    out = subprocess.run(
+        [
+            exe,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            "--virtual-time-budget=5000",
+            *args,
+        ],
+        capture_output=True,
+        timeout=180,
+    )
     assert out.returncode == 0, out.stderr.decode()[-2000:]
     return out.stdout.decode()
 
@@ -110,8 +125,13 @@ def row(dom: str, attr: str, value: str) -> str:
 
 
 def consumer_described(client) -> dict:
-    return client.request("ConsumerGroupDescribe", 1, {"groupIds": [CONSUMER], "includeAuthorizedOperations": False},
-                          key=CONSUMER, timeout=60)["groups"][0]
+    return client.request(
+        "ConsumerGroupDescribe",
+        1,
+        {"groupIds": [CONSUMER], "includeAuthorizedOperations": False},
+        key=CONSUMER,
+        timeout=60,
+    )["groups"][0]
 
 
 def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp_path):
@@ -124,8 +144,13 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
     client = job.client("dash-e2e-admin")
     made: list = [client]
     try:
-        kw = dict(requests_topic=job.topics["requests"], responses_topic=job.topics["responses"],
-                  session_timeout_ms=30000, heartbeat_interval_ms=2000, rebalance_timeout_ms=60000)
+        kw = dict(
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            session_timeout_ms=30000,
+            heartbeat_interval_ms=2000,
+            rebalance_timeout_ms=60000,
+        )
         classic = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw)
         made.append(classic)
         classic.start().wait_stable(1, timeout=WAIT)
@@ -136,11 +161,22 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
         member.start()
         until("the consumer group is Stable", lambda: consumer_described(client)["groupState"] == "Stable")
         m = consumer_described(client)["members"][0]
-        resp = client.request("OffsetCommit", 9, {
-            "groupId": CONSUMER, "generationIdOrMemberEpoch": m["memberEpoch"], "memberId": m["memberId"],
-            "groupInstanceId": None, "topics": [{"name": t, "partitions": [
-                {"partitionIndex": p, "committedOffset": o, "committedMetadata": None}]}
-                for (t, p), o in CONSUMER_COMMITS.items()]}, key=CONSUMER, timeout=60)
+        resp = client.request(
+            "OffsetCommit",
+            9,
+            {
+                "groupId": CONSUMER,
+                "generationIdOrMemberEpoch": m["memberEpoch"],
+                "memberId": m["memberId"],
+                "groupInstanceId": None,
+                "topics": [
+                    {"name": t, "partitions": [{"partitionIndex": p, "committedOffset": o, "committedMetadata": None}]}
+                    for (t, p), o in CONSUMER_COMMITS.items()
+                ],
+            },
+            key=CONSUMER,
+            timeout=60,
+        )
         assert resp["topics"][0]["partitions"][0]["errorCode"] == 0, resp
 
         tx_kw = dict(requests_topic=job.topics["requests"], responses_topic=job.topics["responses"])
@@ -162,12 +198,19 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
             d = get_json(job.url + "/api/overview")
             groups = {g["groupId"]: g for g in d["groups"]}
             txns = {t["transactionalId"]: t for t in d["transactions"] or []}
-            ok = (groups.get(CLASSIC, {}).get("totalLag") == 12 and groups.get(CONSUMER, {}).get("totalLag") == 6
-                  and groups[CLASSIC]["state"] == "Stable" and groups[CONSUMER]["state"] == "Stable"
-                  and txns.get(TX_OPEN, {}).get("hanging") and TX_DONE not in txns
-                  and {e["groupId"] for e in d["rebalances"]["recent"]} >= {CLASSIC, CONSUMER}
-                  and d["history"]["batchDurationMs"] and d["stream"]["status"]["up"])
+            ok = (
+                groups.get(CLASSIC, {}).get("totalLag") == 12
+                and groups.get(CONSUMER, {}).get("totalLag") == 6
+                and groups[CLASSIC]["state"] == "Stable"
+                and groups[CONSUMER]["state"] == "Stable"
+                and txns.get(TX_OPEN, {}).get("hanging")
+                and TX_DONE not in txns
+                and {e["groupId"] for e in d["rebalances"]["recent"]} >= {CLASSIC, CONSUMER}
+                and d["history"]["batchDurationMs"]
+                and d["stream"]["status"]["up"]
+            )
             return d if ok else None
+
         data = until("the overview shows both groups, their lag, the rebalances and the hanging transaction", ready)
         assert data["problems"] == []
 
@@ -197,8 +240,13 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
     finally:
         for x in made:
             try:
-                (x.abandon if isinstance(x, ClassicGroupMember) else x.kill if isinstance(x, ConsumerGroupMember)
-                 else x.close)()
+                (
+                    x.abandon
+                    if isinstance(x, ClassicGroupMember)
+                    else x.kill
+                    if isinstance(x, ConsumerGroupMember)
+                    else x.close
+                )()
             except Exception:  # noqa: BLE001 - best effort: the job is stopped with the module
                 pass
 
@@ -208,14 +256,21 @@ def test_the_page_says_when_redis_and_the_stream_are_down(job, tmp_path):
     file, once the job has stopped, and a Redis nobody listens on."""
     job.stop()
     dead = f"redis://127.0.0.1:{free_port()}/0"
-    exporter = MetricsExporter(job.bootstrap, job.topics["metrics"], 0, "127.0.0.1",
-                               status_file=status_path(job.cfg.checkpoint),
-                               dashboard={"events_topic": job.topics["events"], "redis_url": dead}).start()
+    exporter = MetricsExporter(
+        job.bootstrap,
+        job.topics["metrics"],
+        0,
+        "127.0.0.1",
+        status_file=status_path(job.cfg.checkpoint),
+        dashboard={"events_topic": job.topics["events"], "redis_url": dead},
+    ).start()
     try:
         dom = rendered(tmp_path, f"http://127.0.0.1:{exporter.port}/")
         banners = [html.unescape(b) for b in re.findall(r'<div class="banner error">(.*?)</div>', dom, re.S)]
         assert any(b.startswith(f"Redis at {dead} is not reachable: ") for b in banners), banners
-        assert any(re.fullmatch(r"The stream is down: the job \(pid \d+\) is not running\.", b) for b in banners), banners
+        assert any(re.fullmatch(r"The stream is down: the job \(pid \d+\) is not running\.", b) for b in banners), (
+            banners
+        )
         assert "Groups are read from the Redis read model, which is not available." in dom
         assert "Traceback" not in dom
         screenshot(tmp_path, f"http://127.0.0.1:{exporter.port}/", "redis-and-stream-down.png")

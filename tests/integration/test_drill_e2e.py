@@ -1,6 +1,7 @@
 """`coordinator-drill` against the real broker and job: three SIGKILLs under the mixed load pass,
 and a checkpoint whose state was altered in one coordinator partition fails, naming the partition
 and the first differing entity."""
+
 from __future__ import annotations
 
 import copy
@@ -23,9 +24,27 @@ def drilled(job_factory, tmp_path_factory):
     """One drill run (it starts, kills and stops the job itself); its exit code and JSON report."""
     job = job_factory("drill", start=False, coordinator={"coordinator.partitions": PARTITIONS})
     report_file = tmp_path_factory.mktemp("drill-report") / "report.json"
-    code = drill_main(["run", "--config", str(job.config_file), "--kill", "local", "--kills", "3", "--seed", "11",
-                       "--rate", "8", "--prefix", "e2e", "--report-json", str(report_file),
-                       "--job-log", str(job.log_file)])
+    code = drill_main(
+        [
+            "run",
+            "--config",
+            str(job.config_file),
+            "--kill",
+            "local",
+            "--kills",
+            "3",
+            "--seed",
+            "11",
+            "--rate",
+            "8",
+            "--prefix",
+            "e2e",
+            "--report-json",
+            str(report_file),
+            "--job-log",
+            str(job.log_file),
+        ]
+    )
     return job, code, json.loads(report_file.read_text()) if report_file.exists() else None
 
 
@@ -37,9 +56,14 @@ def test_a_drill_with_three_kills_passes(drilled, capsys):
     assert report["seed"] == 11 and [k["kill"] for k in report["kills"]] == [1, 2, 3]
     assert all(k["recoverySeconds"] > 0 for k in report["kills"])
     names = {c["name"] for c in report["checks"]}
-    assert {"every request answered", "checkpoint equals an uninterrupted run", "every transaction in a final state",
-            "state-log replay equals the checkpoint", "every acknowledged offset commit fetchable with its value",
-            "committed transactions' records read exactly once (markers written)"} <= names
+    assert {
+        "every request answered",
+        "checkpoint equals an uninterrupted run",
+        "every transaction in a final state",
+        "state-log replay equals the checkpoint",
+        "every acknowledged offset commit fetchable with its value",
+        "committed transactions' records read exactly once (markers written)",
+    } <= names
     assert report["info"]["requests"] > 50
 
 

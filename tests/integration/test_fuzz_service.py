@@ -1,5 +1,6 @@
 """The fuzz drill at CI size (fixed seeds): hostile records of every kind mixed with well-formed
 requests, through the real broker and job. `bench/fuzz_service.py` runs it larger."""
+
 from __future__ import annotations
 
 import pytest

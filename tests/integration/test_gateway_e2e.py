@@ -6,6 +6,7 @@ confluent-kafka) bootstraps to the gateway, consumes a topic and commits; one me
 produced is consumed, and a record is consumed twice only if it was not yet committed when its
 first consumer died or lost it (at-least-once).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,8 +50,12 @@ class Member:
         self.out = workdir / f"{group}-{n}.out"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.integration.gateway_member", lib, bootstrap, topic, group],
-            cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1"), stdout=open(self.out, "wb"),
-            stderr=open(workdir / f"{group}-{n}.err", "wb"), start_new_session=True)
+            cwd=ROOT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"),
+            stdout=open(self.out, "wb"),
+            stderr=open(workdir / f"{group}-{n}.err", "wb"),
+            start_new_session=True,
+        )
 
     def lines(self) -> list[list[str]]:
         text = self.out.read_text(errors="replace")
@@ -91,8 +96,10 @@ def _wait(condition, what: str, members, gateway, timeout: float = WAIT) -> None
         if condition():
             return
         time.sleep(0.5)
-    details = "\n".join(f"member {i}: assignment {m.assignment()}, {len(m.consumed())} records, "
-                        f"alive={m.proc.poll() is None}" for i, m in enumerate(members))
+    details = "\n".join(
+        f"member {i}: assignment {m.assignment()}, {len(m.consumed())} records, alive={m.proc.poll() is None}"
+        for i, m in enumerate(members)
+    )
     raise AssertionError(f"{what} within {timeout}s\n{details}\ngateway log:\n{gateway.tail()}")
 
 
@@ -103,21 +110,29 @@ def run_takeover(lib: str, gateway, topic: str, group: str, workdir: Path) -> No
     _produce(gateway.bootstrap, topic, first)  # through the gateway: Metadata and Produce pass through
     members = [Member(lib, gateway.bootstrap, topic, group, workdir, n) for n in range(3)]
     try:
+
         def consumed_values():
             return {v for m in members for _, _, v in m.consumed()}
 
         def balanced(live):
             assignments = [m.assignment() for m in live]
-            return (all(a for a in assignments) and sum(len(a) for a in assignments) == PARTITIONS
-                    and set().union(*assignments) == set(range(PARTITIONS)))
+            return (
+                all(a for a in assignments)
+                and sum(len(a) for a in assignments) == PARTITIONS
+                and set().union(*assignments) == set(range(PARTITIONS))
+            )
 
         _wait(lambda: balanced(members), "three members share the partitions", members, gateway)
         _wait(lambda: set(first) <= consumed_values(), "the first records consumed", members, gateway)
         victim, survivors = members[0], members[1:]
         victim.kill()  # no LeaveGroup: the others take over after its session times out
         _produce(gateway.bootstrap, topic, second)
-        _wait(lambda: balanced(survivors) and set(first + second) <= consumed_values(),
-              "the survivors take over and consume every record", members, gateway)
+        _wait(
+            lambda: balanced(survivors) and set(first + second) <= consumed_values(),
+            "the survivors take over and consume every record",
+            members,
+            gateway,
+        )
         _check_admin_view(gateway, group, survivors)
     finally:
         for m in members:
@@ -161,8 +176,8 @@ def _check_at_least_once(members) -> None:
     for (p, o), who in duplicates.items():
         for earlier in set(who[:-1]):
             assert commits.get((earlier, p), 0) <= o, (
-                f"record {p}/{o} consumed again although member {earlier} had committed "
-                f"offset {commits[(earlier, p)]}")
+                f"record {p}/{o} consumed again although member {earlier} had committed offset {commits[(earlier, p)]}"
+            )
     print(f"\n{sum(len(m.consumed()) for m in members)} records consumed, {len(duplicates)} twice")
 
 

@@ -20,6 +20,7 @@ JSON clients are JSON marker records, for client/read_committed.py.
   transaction and aborts another; Java's and kafka-python's read_committed consumers see exactly
   the committed records.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,13 +47,22 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
 GROUP_PARTITIONS = 6
-TOPICS = {"raw-txn-out": 2, "json-txn-out": 2, "java-classic-in": GROUP_PARTITIONS, "java-consumer-in": GROUP_PARTITIONS,
-          "java-txn-out": 2}
+TOPICS = {
+    "raw-txn-out": 2,
+    "json-txn-out": 2,
+    "java-classic-in": GROUP_PARTITIONS,
+    "java-consumer-in": GROUP_PARTITIONS,
+    "java-txn-out": 2,
+}
 WAIT = 180  # seconds: a takeover waits out a member's session on a shared, loaded machine
 # Short sessions so that a killed member is noticed soon (Kafka's consumer-protocol minimum is 45 s).
-GROUP_CONFIG = {"group.initial.rebalance.delay.ms": 0,
-                "group.consumer.session.timeout.ms": 10000, "group.consumer.min.session.timeout.ms": 6000,
-                "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 1000}
+GROUP_CONFIG = {
+    "group.initial.rebalance.delay.ms": 0,
+    "group.consumer.session.timeout.ms": 10000,
+    "group.consumer.min.session.timeout.ms": 6000,
+    "group.consumer.heartbeat.interval.ms": 1000,
+    "group.consumer.min.heartbeat.interval.ms": 1000,
+}
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +72,10 @@ def job(kafka, job_factory):
         admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
     finally:
         admin.close()
-    return job_factory(stream={"metadata_refresh_ms": 1000},  # [txn] markers: the default, "auto"
-                       coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG})
+    return job_factory(
+        stream={"metadata_refresh_ms": 1000},  # [txn] markers: the default, "auto"
+        coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +106,11 @@ class RawTransactionalProducer:
     def __init__(self, bootstrap: str, client, tid: str):
         self.admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         self.client, self.tid = client, tid
-        r = self.call("InitProducerId", 4, {"transactionalId": tid, "transactionTimeoutMs": 60000,
-                                            "producerId": -1, "producerEpoch": -1})
+        r = self.call(
+            "InitProducerId",
+            4,
+            {"transactionalId": tid, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
+        )
         self.pid, self.epoch = r["producerId"], r["producerEpoch"]
         self.seq: dict[tuple[str, int], int] = {}
 
@@ -103,49 +118,88 @@ class RawTransactionalProducer:
         deadline = time.monotonic() + 60
         while True:
             cid = self.client.next_correlation_id()
-            envelope = {"apiKey": api, "apiVersion": version, "correlationId": cid,
-                        "clientId": self.client.client_id, "kafkaClient": True, "request": body}
+            envelope = {
+                "apiKey": api,
+                "apiVersion": version,
+                "correlationId": cid,
+                "clientId": self.client.client_id,
+                "kafkaClient": True,
+                "request": body,
+            }
             if self.client.reply_to:
                 envelope["replyTo"] = self.client.reply_to
             self.client.send_raw(json.dumps(envelope).encode(), key=self.tid)
             r = self.client.wait(cid, 30, startup=True)["response"]
             code = error(r)
-            if code in (Errors.CONCURRENT_TRANSACTIONS.code, Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
-                        Errors.UNKNOWN_TOPIC_OR_PARTITION.code) and time.monotonic() < deadline:
+            if (
+                code
+                in (
+                    Errors.CONCURRENT_TRANSACTIONS.code,
+                    Errors.COORDINATOR_LOAD_IN_PROGRESS.code,
+                    Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                )
+                and time.monotonic() < deadline
+            ):
                 time.sleep(0.05)
                 continue
             assert code == 0, f"{api}: {Errors.for_code(code).name}"
             return r
 
     def add(self, topic: str, partition: int) -> None:
-        self.call("AddPartitionsToTxn", 3, {
-            "v3AndBelowTransactionalId": self.tid, "v3AndBelowProducerId": self.pid,
-            "v3AndBelowProducerEpoch": self.epoch,
-            "v3AndBelowTopics": [{"name": topic, "partitions": [partition]}]},
-            error=lambda r: max([p["partitionErrorCode"] for t in r["resultsByTopicV3AndBelow"]
-                                 for p in t["resultsByPartition"]], default=0))
+        self.call(
+            "AddPartitionsToTxn",
+            3,
+            {
+                "v3AndBelowTransactionalId": self.tid,
+                "v3AndBelowProducerId": self.pid,
+                "v3AndBelowProducerEpoch": self.epoch,
+                "v3AndBelowTopics": [{"name": topic, "partitions": [partition]}],
+            },
+            error=lambda r: max(
+                [p["partitionErrorCode"] for t in r["resultsByTopicV3AndBelow"] for p in t["resultsByPartition"]],
+                default=0,
+            ),
+        )
 
     def produce(self, topic: str, partition: int, values: list[bytes]) -> None:
         seq = self.seq.get((topic, partition), 0)
-        b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True, producer_id=self.pid,
-                                      producer_epoch=self.epoch, base_sequence=seq, batch_size=1 << 20)
+        b = DefaultRecordBatchBuilder(
+            magic=2,
+            compression_type=0,
+            is_transactional=True,
+            producer_id=self.pid,
+            producer_epoch=self.epoch,
+            base_sequence=seq,
+            batch_size=1 << 20,
+        )
         for i, v in enumerate(values):
             b.append(i, timestamp=int(time.time() * 1000), key=None, value=v, headers=[])
         self.seq[(topic, partition)] = seq + len(values)
         Data = ProduceRequest.TopicProduceData
-        request = ProduceRequest(version=11, transactional_id=self.tid, acks=-1, timeout_ms=10000, topic_data=[
-            Data(name=topic, partition_data=[Data.PartitionProduceData(index=partition, records=bytes(b.build()))])])
+        request = ProduceRequest(
+            version=11,
+            transactional_id=self.tid,
+            acks=-1,
+            timeout_ms=10000,
+            topic_data=[
+                Data(name=topic, partition_data=[Data.PartitionProduceData(index=partition, records=bytes(b.build()))])
+            ],
+        )
         manager = self.admin._manager
 
         async def send():
             return await manager.send(request, node_id=1)
+
         response = manager.run(send)
         codes = [p.error_code for t in response.responses for p in t.partition_responses]
         assert codes == [0], f"produce: {response}"
 
     def end(self, commit: bool) -> None:
-        self.call("EndTxn", 4, {"transactionalId": self.tid, "producerId": self.pid,
-                                "producerEpoch": self.epoch, "committed": commit})
+        self.call(
+            "EndTxn",
+            4,
+            {"transactionalId": self.tid, "producerId": self.pid, "producerEpoch": self.epoch, "committed": commit},
+        )
 
     def close(self) -> None:
         self.admin.close()
@@ -195,8 +249,18 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
     # A replayed batch sends its markers again: the broker takes the copy and readers are unaffected.
     writer = BrokerMarkerWriter(kafka.bootstrap)
     try:
-        copy = writer.write([{"topic": tp.topic, "partition": tp.partition, "producerId": producer.pid,
-                              "producerEpoch": producer.epoch, "commit": True, "transactionalId": "raw-txn-1"}])
+        copy = writer.write(
+            [
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "producerId": producer.pid,
+                    "producerEpoch": producer.epoch,
+                    "commit": True,
+                    "transactionalId": "raw-txn-1",
+                }
+            ]
+        )
     finally:
         writer.close()
     assert [r["outcome"] for r in copy] == ["written"]
@@ -204,20 +268,32 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
     # The data is all there; the aborted records are what read_committed leaves out (the control
     # records themselves are never handed to an application).
     assert read_partition(kafka.bootstrap, tp, "read_uncommitted") == [b"c1", b"c2", b"a1", b"a2", b"c3"]
+
     # The service says which markers the broker acknowledged.
     def marker_events(records):
-        return [e for e in (json.loads(r.value) for r in records if r.value is not None)
-                if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == "raw-txn-1"]
-    written = marker_events(read_records(kafka.bootstrap, job.topics["events"], timeout_s=60,
-                                         until=lambda records: len(marker_events(records)) >= 3))
+        return [
+            e
+            for e in (json.loads(r.value) for r in records if r.value is not None)
+            if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == "raw-txn-1"
+        ]
+
+    written = marker_events(
+        read_records(
+            kafka.bootstrap, job.topics["events"], timeout_s=60, until=lambda records: len(marker_events(records)) >= 3
+        )
+    )
     assert [(e["result"], e["outcome"], e["partition"]) for e in written[:3]] == [
-        ("COMMIT", "written", 1), ("ABORT", "written", 1), ("COMMIT", "written", 1)]
+        ("COMMIT", "written", 1),
+        ("ABORT", "written", 1),
+        ("COMMIT", "written", 1),
+    ]
 
 
 def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kafka):
     """The default mode serves the project's JSON clients too: JSON markers for their producers."""
-    with TransactionalProducer(kafka.bootstrap, "json-txn-1", requests_topic=job.topics["requests"],
-                               responses_topic=job.topics["responses"]) as producer:
+    with TransactionalProducer(
+        kafka.bootstrap, "json-txn-1", requests_topic=job.topics["requests"], responses_topic=job.topics["responses"]
+    ) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         for i in range(4):
@@ -240,11 +316,18 @@ def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kaf
         reader.close()
     assert sorted(values) == sorted(f"json-c{i}".encode() for i in range(5))
     # The markers are JSON records (the broker wrote no control record for them).
-    markers = [parse_marker([(k, v) for k, v in r.headers], r.value)
-               for r in read_records(kafka.bootstrap, "json-txn-out", timeout_s=60,
-                                     until=lambda rs: sum(1 for r in rs if r.headers) >= 4)]
-    assert sorted((m["type"], m["clientKind"]) for m in markers if m) == \
-        [("ABORT", "json"), ("COMMIT", "json"), ("COMMIT", "json"), ("COMMIT", "json")]
+    markers = [
+        parse_marker([(k, v) for k, v in r.headers], r.value)
+        for r in read_records(
+            kafka.bootstrap, "json-txn-out", timeout_s=60, until=lambda rs: sum(1 for r in rs if r.headers) >= 4
+        )
+    ]
+    assert sorted((m["type"], m["clientKind"]) for m in markers if m) == [
+        ("ABORT", "json"),
+        ("COMMIT", "json"),
+        ("COMMIT", "json"),
+        ("COMMIT", "json"),
+    ]
 
 
 # ------------------------------------------------------------------------------ Java consumer group
@@ -311,8 +394,9 @@ def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, 
     group = f"java-{protocol}-group"
     first = [f"{protocol}-{i}" for i in range(300)]
     produce_values(bootstrap, topic, first)
-    members = [JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, f"m{i}", log_dir=logs)
-               for i in range(3)]
+    members = [
+        JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, f"m{i}", log_dir=logs) for i in range(3)
+    ]
     try:
         lines = lambda: {m.args[-1]: m.snapshot() for m in members}  # noqa: E731
         details = lambda: f"\nassignments {[assignments(m.snapshot()) for m in members]}\n{gateway.tail(15)}"  # noqa: E731
@@ -329,6 +413,7 @@ def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, 
         def all_consumed():
             values = {v for m in members for (_, _, _, v) in consumed(m.snapshot())}
             return values >= set(first + second)
+
         wait_until(all_consumed, WAIT, "every record consumed", details)
         by_member = lines()
         assert at_least_once_violations(by_member) == []
@@ -337,8 +422,10 @@ def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, 
         survivor_records = {(p, o) for m in survivors for (_, p, o, _) in consumed(m.snapshot())}
         assert victim_parts and all(any(p == vp for p, _ in survivor_records) for vp in victim_parts)
         deliveries = Counter((p, o) for m in members for (_, p, o, _) in consumed(m.snapshot()))
-        print(f"\n{protocol}: {len(deliveries)} records, {sum(deliveries.values()) - len(deliveries)} "
-              f"delivered twice (at-least-once after the kill), victim owned {sorted(victim_parts)}")
+        print(
+            f"\n{protocol}: {len(deliveries)} records, {sum(deliveries.values()) - len(deliveries)} "
+            f"delivered twice (at-least-once after the kill), victim owned {sorted(victim_parts)}"
+        )
     finally:
         for m in members:
             m.stop()
@@ -359,8 +446,9 @@ def test_java_transactions_commit_and_abort_for_read_committed(job, gateway, jav
     # Java's read_committed consumer, through the gateway.
     out = run_java(java, "read-committed", gateway.bootstrap, "java-txn-out")
     assert out[-1] == "END 7"
-    assert sorted(line.split(" ", 4)[4] for line in out if line.startswith("RECORD ")) == \
-        sorted(f"committed-{i}" for i in range(7))
+    assert sorted(line.split(" ", 4)[4] for line in out if line.startswith("RECORD ")) == sorted(
+        f"committed-{i}" for i in range(7)
+    )
     # kafka-python's, straight from the broker: the markers are real control records.
     values = []
     for p in range(TOPICS["java-txn-out"]):

@@ -12,6 +12,7 @@ real broker and the real Spark job (Kafka 4.x: classic-protocol members inside c
   the classic member; the two converge to disjoint assignments; when the classic member vanishes its
   session expires and the KIP-848 member takes every partition.
 """
+
 from __future__ import annotations
 
 import threading
@@ -36,9 +37,10 @@ WAIT = 120  # seconds; the machine is shared
 @pytest.fixture(scope="module")
 def job(job_factory, kafka):
     create_data_topics(kafka.bootstrap, {TOPIC: PARTITIONS})
-    return job_factory(coordinator={"group.consumer.heartbeat.interval.ms": 1000,
-                                    "group.consumer.min.heartbeat.interval.ms": 500},
-                       stream={"metadata_refresh_ms": 1000})
+    return job_factory(
+        coordinator={"group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 500},
+        stream={"metadata_refresh_ms": 1000},
+    )
 
 
 class Ownership:
@@ -79,21 +81,31 @@ class Clients:
     def classic(self, group: str, name: str) -> ClassicGroupMember:
         own = self.ownership
         m = ClassicGroupMember(
-            self.job.bootstrap, group, [TOPIC], requests_topic=self.job.topics["requests"],
-            responses_topic=self.job.topics["responses"], session_timeout_ms=10000, heartbeat_interval_ms=1000,
+            self.job.bootstrap,
+            group,
+            [TOPIC],
+            requests_topic=self.job.topics["requests"],
+            responses_topic=self.job.topics["responses"],
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
             rebalance_timeout_ms=60000,
             on_assignment=lambda _m, a: own.assign(name, a.get(TOPIC, [])),
-            on_revoked=lambda _m, a: own.release(name, a.get(TOPIC, [])))
+            on_revoked=lambda _m, a: own.release(name, a.get(TOPIC, [])),
+        )
         self.made.append(m)
         return m.start()
 
     def consumer(self, group: str, name: str) -> ConsumerGroupMember:
         own, tid = self.ownership, self.topic_id
         m = ConsumerGroupMember(
-            self.cc, group, [TOPIC], response_timeout_s=4,
+            self.cc,
+            group,
+            [TOPIC],
+            response_timeout_s=4,
             on_assign=lambda a: own.assign(name, a.get(tid, ())),
             on_revoke=lambda a: own.release(name, a.get(tid, ())),
-            on_lost=lambda a: own.release(name, a.get(tid, ())))
+            on_lost=lambda a: own.release(name, a.get(tid, ())),
+        )
         self.made.append(m)
         return m.start()
 
@@ -108,8 +120,13 @@ class Clients:
         return next((g["groupType"] for g in resp["groups"] if g["groupId"] == group), None)
 
     def describe(self, group: str) -> dict:
-        return self.cc.request("ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False},
-                               key=group, timeout=60)["groups"][0]
+        return self.cc.request(
+            "ConsumerGroupDescribe",
+            1,
+            {"groupIds": [group], "includeAuthorizedOperations": False},
+            key=group,
+            timeout=60,
+        )["groups"][0]
 
     def close(self) -> None:
         for m in self.made:
@@ -140,10 +157,14 @@ def wait_split(c: Clients, group: str, members: dict, expected_type: str, timeou
             return owned
         time.sleep(0.3)
     errors = {n: (m.fatal, m.error, m.fenced) for n, m in members.items() if isinstance(m, ConsumerGroupMember)}
-    history = [{k: v for k, v in e.items() if k not in ("coordinatorPartition", "groupId")}
-               for e in read_events(c.job.bootstrap, c.job.topics["events"]) if e.get("groupId") == group]
-    raise AssertionError(f"no convergence in {timeout}s: owned={owned} type={c.group_type(group)} "
-                         f"errors={errors} events={history}")
+    history = [
+        {k: v for k, v in e.items() if k not in ("coordinatorPartition", "groupId")}
+        for e in read_events(c.job.bootstrap, c.job.topics["events"])
+        if e.get("groupId") == group
+    ]
+    raise AssertionError(
+        f"no convergence in {timeout}s: owned={owned} type={c.group_type(group)} errors={errors} events={history}"
+    )
 
 
 def test_classic_member_joins_a_consumer_group_then_the_group_downgrades(clients):
@@ -161,10 +182,22 @@ def test_classic_member_joins_a_consumer_group_then_the_group_downgrades(clients
     assert types == {kip848.member_id: 1, classic.member_id: 0}
     assert clients.ownership.violations == []
     # A new classic member is first asked to rejoin with the id the coordinator gives it.
-    probe = clients.cc.request("JoinGroup", 9, {
-        "groupId": group, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 60000, "memberId": "",
-        "groupInstanceId": None, "protocolType": "consumer", "reason": None,
-        "protocols": [{"name": "range", "metadata": encode_subscription([TOPIC], version=3)}]}, key=group, timeout=60)
+    probe = clients.cc.request(
+        "JoinGroup",
+        9,
+        {
+            "groupId": group,
+            "sessionTimeoutMs": 10000,
+            "rebalanceTimeoutMs": 60000,
+            "memberId": "",
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "reason": None,
+            "protocols": [{"name": "range", "metadata": encode_subscription([TOPIC], version=3)}],
+        },
+        key=group,
+        timeout=60,
+    )
     assert probe["errorCode"] == Errors.MEMBER_ID_REQUIRED.code and probe["memberId"]
 
     # Downgrade: the last consumer-protocol member leaves.

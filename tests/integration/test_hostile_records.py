@@ -2,6 +2,7 @@
 the query, or cross the trust boundary. Each is answered or reported; the query keeps running; no
 client record reaches the service's own topics, Kafka's internal ones or the coordinators' metadata.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,9 +28,12 @@ def job(job_factory):
     j = job_factory(start=False)
     admin = KafkaAdminClient(bootstrap_servers=j.bootstrap)
     try:  # reply topics a client may use (they match the pattern and exist), one of them small
-        admin.create_topics([NewTopic(j.topics["responses"] + ".team-a", 1, 1),
-                             NewTopic(j.topics["responses"] + ".small", 1, 1,
-                                      topic_configs={"max.message.bytes": "3000"})])
+        admin.create_topics(
+            [
+                NewTopic(j.topics["responses"] + ".team-a", 1, 1),
+                NewTopic(j.topics["responses"] + ".small", 1, 1, topic_configs={"max.message.bytes": "3000"}),
+            ]
+        )
     finally:
         admin.close()
     return j.start()
@@ -49,8 +53,9 @@ def audit(job):
 
 
 def envelope(cid: int, api: str, version: int, body: dict, client_id: str = "hostile", **extra) -> bytes:
-    return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id,
-                       "request": body, **extra}).encode()
+    return json.dumps(
+        {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id, "request": body, **extra}
+    ).encode()
 
 
 def send(job, producer, key: bytes | None, value: bytes | None, topic: str | None = None, headers=None) -> None:
@@ -73,11 +78,13 @@ def answers(job, cids: set[int], timeout_s: float = 90) -> dict[int, tuple[str, 
                 if isinstance(env, dict) and env.get("correlationId") in cids:
                     found[env["correlationId"]] = (topic, env)
             return cids <= set(found)
+
         return until
 
     for topic in (job.topics["responses"], job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"):
-        read_records(job.bootstrap, topic, timeout_s=timeout_s if topic == job.topics["responses"] else 5,
-                     until=collect(topic))
+        read_records(
+            job.bootstrap, topic, timeout_s=timeout_s if topic == job.topics["responses"] else 5, until=collect(topic)
+        )
     return found
 
 
@@ -99,20 +106,24 @@ def test_a_record_key_that_is_not_utf8(job, producer, audit):
 
 
 def test_damaged_json_with_a_lone_surrogate_client_id(job, producer, audit):
-    send(job, producer, b"g", b'{"correlationId": 1002, "clientId": "\\ud800", "apiKey": "FindCoordinator", '
-                              b'"request": {')
+    send(
+        job, producer, b"g", b'{"correlationId": 1002, "clientId": "\\ud800", "apiKey": "FindCoordinator", "request": {'
+    )
     [(topic, env)] = answers(job, {1002}).values()
     assert env["clientId"] == "" and env["response"]["errorCode"] == INVALID_REQUEST
     assert_alive(job)
 
 
-@pytest.mark.parametrize("cid, reply_to, reason", [
-    (1003, "bad topic!", "matching"),
-    (1004, "__consumer_offsets", "matching"),
-    (1005, "no-such-topic", "matching"),
-    (1006, "{responses}.nowhere", "does not exist"),
-    (1007, "{state_log}", "matching"),
-])
+@pytest.mark.parametrize(
+    "cid, reply_to, reason",
+    [
+        (1003, "bad topic!", "matching"),
+        (1004, "__consumer_offsets", "matching"),
+        (1005, "no-such-topic", "matching"),
+        (1006, "{responses}.nowhere", "does not exist"),
+        (1007, "{state_log}", "matching"),
+    ],
+)
 def test_reply_to_of_an_unknown_api_is_checked(job, producer, audit, cid, reply_to, reason):
     reply_to = reply_to.format(**job.topics)
     send(job, producer, b"g", envelope(cid, "NoSuchApi", 0, {}, replyTo=reply_to))
@@ -140,17 +151,31 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
     empty = {"topicStates": []}
     send(job, producer, BROADCAST_KEY.encode(), envelope(1010, "UpdateMetadata", 0, empty))
     for cid, headers in ((1011, []), (1012, [(MAC_HEADER, b"0" * 64)])):
-        send(job, producer, BROADCAST_KEY.encode(), envelope(cid, "UpdateMetadata", 0, empty),
-             topic=job.topics["internal"], headers=headers)
+        send(
+            job,
+            producer,
+            BROADCAST_KEY.encode(),
+            envelope(cid, "UpdateMetadata", 0, empty),
+            topic=job.topics["internal"],
+            headers=headers,
+        )
     [(_, env)] = answers(job, {1010}).values()
     assert env["response"]["errorCode"] == INVALID_REQUEST
-    found = events(job.bootstrap, job.topics["events"], timeout_s=90,
-                   until=lambda recs: sum(b"ForgedInternalRecord" in (r.value or b"") for r in recs) >= 2)
+    found = events(
+        job.bootstrap,
+        job.topics["events"],
+        timeout_s=90,
+        until=lambda recs: sum(b"ForgedInternalRecord" in (r.value or b"") for r in recs) >= 2,
+    )
     assert sum(e["event"] == "ForgedInternalRecord" for e in found) == 2
     # Had any of them been applied, the coordinators would believe no topic exists, and this
     # reply topic would be refused.
-    send(job, producer, b"g", envelope(1013, "FindCoordinator", 3, {"key": "g", "keyType": 0},
-                                       replyTo=job.topics["responses"] + ".team-a"))
+    send(
+        job,
+        producer,
+        b"g",
+        envelope(1013, "FindCoordinator", 3, {"key": "g", "keyType": 0}, replyTo=job.topics["responses"] + ".team-a"),
+    )
     [(topic, env)] = answers(job, {1013}).values()
     assert topic == job.topics["responses"] + ".team-a" and env["response"]["errorCode"] == 0
 
@@ -158,9 +183,18 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
 def test_an_answer_larger_than_the_reply_topic_takes(job, producer, audit):
     """The sink would fail on it (RecordTooLargeException), and again on every replay."""
     small = job.topics["responses"] + ".small"
-    send(job, producer, b"g", envelope(1014, "FindCoordinator", 4,
-                                       {"keyType": 0, "coordinatorKeys": [f"key-{i}" * 10 for i in range(100)]},
-                                       replyTo=small))
+    send(
+        job,
+        producer,
+        b"g",
+        envelope(
+            1014,
+            "FindCoordinator",
+            4,
+            {"keyType": 0, "coordinatorKeys": [f"key-{i}" * 10 for i in range(100)]},
+            replyTo=small,
+        ),
+    )
     [(topic, env)] = answers(job, {1014}).values()
     assert topic == small and env["response"]["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
     assert "larger than" in env["response"]["errorMessage"]
@@ -170,10 +204,25 @@ def test_an_answer_larger_than_the_reply_topic_takes(job, producer, audit):
 def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audit):
     groups = [g for g in (f"dup-proto-{i}" for i in range(50_000)) if coordinator_partition(g) == 7][:150]
     for i, g in enumerate(groups):
-        producer.send(job.topics["requests"], key=g.encode(), value=envelope(2000 + i, "JoinGroup", 9, {
-            "groupId": g, "sessionTimeoutMs": 10_000, "rebalanceTimeoutMs": 5_000, "memberId": "",
-            "groupInstanceId": None, "protocolType": "consumer", "reason": None,
-            "protocols": [{"name": "range", "metadata": ""}, {"name": "range", "metadata": ""}]}))
+        producer.send(
+            job.topics["requests"],
+            key=g.encode(),
+            value=envelope(
+                2000 + i,
+                "JoinGroup",
+                9,
+                {
+                    "groupId": g,
+                    "sessionTimeoutMs": 10_000,
+                    "rebalanceTimeoutMs": 5_000,
+                    "memberId": "",
+                    "groupInstanceId": None,
+                    "protocolType": "consumer",
+                    "reason": None,
+                    "protocols": [{"name": "range", "metadata": ""}, {"name": "range", "metadata": ""}],
+                },
+            ),
+        )
     producer.flush()
     got = answers(job, set(range(2000, 2150)))
     assert {env["response"]["errorCode"] for _, env in got.values()} == {Errors.INCONSISTENT_GROUP_PROTOCOL.code}
@@ -183,8 +232,9 @@ def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audi
 def test_nothing_was_written_outside_the_services_answer_topics(job, audit):
     """Last in the module: the audit of every topic against what it held at the start."""
     job.wait_caught_up()
-    allowed = {job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters",
-                                       "metrics")}
+    allowed = {
+        job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters", "metrics")
+    }
     allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"}
     assert audit.grown_topics() <= allowed, audit.grown_topics() - allowed
     assert service_records_only(job)

@@ -1,5 +1,6 @@
 """The recovery drill: SIGKILL the job while requests flow, restart on the same checkpoint; every
 request is answered and the coordinator state equals that of an uninterrupted run."""
+
 from __future__ import annotations
 
 import time
@@ -32,11 +33,30 @@ def make_request(i: int):
         return "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [group, f"tx-{i}"]}, group
     if i % 3 == 1:
         return "FindCoordinator", 3, {"key": group, "keyType": 1}, group
-    return "OffsetCommit", 9, {
-        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "orders", "partitions": [
-            {"partitionIndex": i % 4, "committedOffset": i, "committedLeaderEpoch": -1,
-             "committedMetadata": f"commit-{i}"}]}]}, group
+    return (
+        "OffsetCommit",
+        9,
+        {
+            "groupId": group,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "orders",
+                    "partitions": [
+                        {
+                            "partitionIndex": i % 4,
+                            "committedOffset": i,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": f"commit-{i}",
+                        }
+                    ],
+                }
+            ],
+        },
+        group,
+    )
 
 
 def last_commits(sent: dict) -> dict:
@@ -90,8 +110,15 @@ def test_sigkill_mid_flow_loses_nothing(job_factory):
     # Every commit sent before, during and after the kills is the committed offset it should be.
     expected_commits = last_commits(sent)
     for (group, partition), offset in expected_commits.items():
-        fetched = client.request("OffsetFetch", 8, {"groups": [{"groupId": group, "topics": [
-            {"name": "orders", "partitionIndexes": [partition]}]}], "requireStable": False}, key=group)
+        fetched = client.request(
+            "OffsetFetch",
+            8,
+            {
+                "groups": [{"groupId": group, "topics": [{"name": "orders", "partitionIndexes": [partition]}]}],
+                "requireStable": False,
+            },
+            key=group,
+        )
         part = fetched["groups"][0]["topics"][0]["partitions"][0]
         assert (part["committedOffset"], part["metadata"]) == (offset, f"commit-{offset}")
     client.close()

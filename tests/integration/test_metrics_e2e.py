@@ -8,6 +8,7 @@ totals as the job's (the newest record of every coordinator partition counts, wh
 written twice): `python -m streaming.metrics_exporter`, as an operator runs it. Last, the job is
 SIGKILLed and restarted: its endpoint serves the same totals (nothing counted twice).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -35,14 +36,18 @@ P = "kafka_coordinator_"
 @pytest.fixture(scope="module")
 def job(job_factory, kafka):
     create_data_topics(kafka.bootstrap, {TOPIC: 4})
-    job = job_factory(metrics={"port": free_port(), "host": "127.0.0.1"},
-                      coordinator={"group.consumer.session.timeout.ms": 8000,
-                                   "group.consumer.min.session.timeout.ms": 8000,
-                                   "group.consumer.heartbeat.interval.ms": 1000,
-                                   "group.consumer.min.heartbeat.interval.ms": 500,
-                                   # an Empty group without offsets is deleted at the next check
-                                   "offsets.retention.check.interval.ms": 2000},
-                      stream={"metadata_refresh_ms": 1000})
+    job = job_factory(
+        metrics={"port": free_port(), "host": "127.0.0.1"},
+        coordinator={
+            "group.consumer.session.timeout.ms": 8000,
+            "group.consumer.min.session.timeout.ms": 8000,
+            "group.consumer.heartbeat.interval.ms": 1000,
+            "group.consumer.min.heartbeat.interval.ms": 500,
+            # an Empty group without offsets is deleted at the next check
+            "offsets.retention.check.interval.ms": 2000,
+        },
+        stream={"metadata_refresh_ms": 1000},
+    )
     job.metrics_url = f"http://127.0.0.1:{job.cfg.metrics['port']}/metrics"
     return job
 
@@ -53,8 +58,11 @@ def scrape_text(url: str) -> str:
 
 
 def parse(text: str) -> dict:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
 
 
 def scrape(job) -> dict:
@@ -82,8 +90,11 @@ def wait_until(job, what: str, predicate, timeout: float = WAIT) -> dict:
 
 
 def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
-    m = wait_until(job, "the job's first batches", lambda m: value(m, "stream_up") == 1
-                   and value(m, "requests_total", api="FindCoordinator") >= 1)
+    m = wait_until(
+        job,
+        "the job's first batches",
+        lambda m: value(m, "stream_up") == 1 and value(m, "requests_total", api="FindCoordinator") >= 1,
+    )
     assert value(m, "stream_batches_total") >= 1 and value(m, "partitions_reporting") >= 1
     assert value(m, "state_bytes", partition=str(next(iter(_partitions(m))))) > 0
     text = scrape_text(job.metrics_url)
@@ -91,20 +102,33 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
 
     # ---- a classic group forms
     group = "metrics-e2e-classic"
-    kw = dict(requests_topic=job.topics["requests"], responses_topic=job.topics["responses"],
-              session_timeout_ms=10000, heartbeat_interval_ms=1000, rebalance_timeout_ms=30000)
+    kw = dict(
+        requests_topic=job.topics["requests"],
+        responses_topic=job.topics["responses"],
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=1000,
+        rebalance_timeout_ms=30000,
+    )
     a = ClassicGroupMember(job.bootstrap, group, [TOPIC], **kw).start()
     b = ClassicGroupMember(job.bootstrap, group, [TOPIC], **kw)
     try:
         a.wait_stable(1, timeout=WAIT)
-        m = wait_until(job, "a Stable classic group", lambda m: value(m, "classic_group_count", state="Stable") == 1
-                       and value(m, "group_rebalance_completed_total", protocol="classic") == 1
-                       and value(m, "requests_total", api="Heartbeat") >= 1)
+        m = wait_until(
+            job,
+            "a Stable classic group",
+            lambda m: (
+                value(m, "classic_group_count", state="Stable") == 1
+                and value(m, "group_rebalance_completed_total", protocol="classic") == 1
+                and value(m, "requests_total", api="Heartbeat") >= 1
+            ),
+        )
         # (A JoinGroup without a member id creates the group, as in Kafka; the expiry check, every
         # 2 s here, may delete it again, Empty, before the member's second JoinGroup.)
         assert value(m, "group_count", protocol="classic") == 1
-        assert value(m, "group_created_total", protocol="classic") - value(
-            m, "group_deleted_total", protocol="classic") == 1
+        assert (
+            value(m, "group_created_total", protocol="classic") - value(m, "group_deleted_total", protocol="classic")
+            == 1
+        )
         assert value(m, "group_member_joined_total", protocol="classic") == 1
         # The initial rebalance waits group.initial.rebalance.delay.ms (3 s) of logical time.
         assert value(m, "group_rebalance_duration_ms_count", protocol="classic") == 1
@@ -114,53 +138,100 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
         # ---- a second member: a rebalance
         b.start()
         b.wait_stable(2, timeout=WAIT)
-        m = wait_until(job, "the second rebalance", lambda m: value(
-            m, "group_rebalance_completed_total", protocol="classic") >= 2)
+        m = wait_until(
+            job, "the second rebalance", lambda m: value(m, "group_rebalance_completed_total", protocol="classic") >= 2
+        )
         assert value(m, "group_rebalance_started_total", protocol="classic") >= 2
         assert value(m, "group_member_joined_total", protocol="classic") == 2
 
         # ---- the second member dies: its session expires, the group rebalances without it
         b.abandon()
-        m = wait_until(job, "the member's session expiry", lambda m: value(
-            m, "group_member_left_total", protocol="classic", reason="expired") >= 1
-            and value(m, "group_rebalance_completed_total", protocol="classic") >= 3)
+        m = wait_until(
+            job,
+            "the member's session expiry",
+            lambda m: (
+                value(m, "group_member_left_total", protocol="classic", reason="expired") >= 1
+                and value(m, "group_rebalance_completed_total", protocol="classic") >= 3
+            ),
+        )
         assert value(m, "classic_group_count", state="Stable") == 1
         deleted = value(m, "group_deleted_total", protocol="classic")
     finally:
         b.abandon()
         a.close(leave=True)
     # ---- the last member leaves: the group is Empty, then (no offsets) expired and deleted
-    m = wait_until(job, "the classic group leaving and expiring", lambda m: value(
-        m, "group_member_left_total", protocol="classic", reason="left") >= 1
-        and value(m, "group_deleted_total", protocol="classic") == deleted + 1)
+    m = wait_until(
+        job,
+        "the classic group leaving and expiring",
+        lambda m: (
+            value(m, "group_member_left_total", protocol="classic", reason="left") >= 1
+            and value(m, "group_deleted_total", protocol="classic") == deleted + 1
+        ),
+    )
     assert value(m, "group_count", protocol="classic") == 0
-    assert sum(value(m, "classic_group_count", state=s) for s in
-               ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")) == 0
+    assert (
+        sum(
+            value(m, "classic_group_count", state=s)
+            for s in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+        )
+        == 0
+    )
 
     # ---- a KIP-848 group forms; its member dies; the group expires
     cc = job.client("metrics-e2e-cg")
     member = ConsumerGroupMember(cc, "metrics-e2e-consumer", [TOPIC], response_timeout_s=4).start()
     try:
-        m = wait_until(job, "a Stable consumer group", lambda m: value(
-            m, "consumer_group_count", state="Stable") == 1 and value(
-            m, "group_rebalance_completed_total", protocol="consumer") >= 1)
+        m = wait_until(
+            job,
+            "a Stable consumer group",
+            lambda m: (
+                value(m, "consumer_group_count", state="Stable") == 1
+                and value(m, "group_rebalance_completed_total", protocol="consumer") >= 1
+            ),
+        )
         assert value(m, "group_created_total", protocol="consumer") == 1
         assert value(m, "group_rebalance_started_total", protocol="consumer") >= 1
         assert value(m, "group_assignment_changes_total", protocol="consumer") >= 1
         assert value(m, "requests_total", api="ConsumerGroupHeartbeat") >= 1
         assert value(m, "assignment_compute_seconds_count") >= 1  # wall clock, from the step
         member.kill()
-        m = wait_until(job, "the consumer member's session expiry and the group's expiry", lambda m: value(
-            m, "group_member_left_total", protocol="consumer", reason="expired") == 1
-            and value(m, "group_deleted_total", protocol="consumer") == 1)
+        m = wait_until(
+            job,
+            "the consumer member's session expiry and the group's expiry",
+            lambda m: (
+                value(m, "group_member_left_total", protocol="consumer", reason="expired") == 1
+                and value(m, "group_deleted_total", protocol="consumer") == 1
+            ),
+        )
         assert value(m, "group_count", protocol="consumer") == 0
 
         # ---- offsets committed by a simple group
-        resp = cc.request("OffsetCommit", 9, {
-            "groupId": "metrics-e2e-simple", "generationIdOrMemberEpoch": -1, "memberId": "",
-            "groupInstanceId": None, "topics": [{"name": TOPIC, "partitions": [
-                {"partitionIndex": p, "committedOffset": 10 + p, "committedLeaderEpoch": -1,
-                 "committedMetadata": ""} for p in range(3)]}]}, key="metrics-e2e-simple", timeout=WAIT)
+        resp = cc.request(
+            "OffsetCommit",
+            9,
+            {
+                "groupId": "metrics-e2e-simple",
+                "generationIdOrMemberEpoch": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [
+                    {
+                        "name": TOPIC,
+                        "partitions": [
+                            {
+                                "partitionIndex": p,
+                                "committedOffset": 10 + p,
+                                "committedLeaderEpoch": -1,
+                                "committedMetadata": "",
+                            }
+                            for p in range(3)
+                        ],
+                    }
+                ],
+            },
+            key="metrics-e2e-simple",
+            timeout=WAIT,
+        )
         assert all(p["errorCode"] == 0 for t in resp["topics"] for p in t["partitions"])
         m = wait_until(job, "the offset commits", lambda m: value(m, "group_offset_commit_total") == 3)
     finally:
@@ -169,9 +240,22 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
 
     # ---- the standalone exporter, started afresh on the metrics topic, rebuilds the same totals
     port = free_port()
-    own = subprocess.Popen([sys.executable, "-m", "streaming.metrics_exporter", "--config", str(job.config_file),
-                            "--port", str(port), "--host", "127.0.0.1"], cwd=ROOT,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    own = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streaming.metrics_exporter",
+            "--config",
+            str(job.config_file),
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/metrics"
         deadline = time.monotonic() + WAIT
@@ -183,8 +267,9 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
                 assert own.poll() is None, "the standalone exporter exited"
             if mine and theirs == mine and value(mine, "group_offset_commit_total") == 3:
                 break
-            assert time.monotonic() < deadline, {k: (theirs.get(k), mine.get(k))
-                                                 for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k)}
+            assert time.monotonic() < deadline, {
+                k: (theirs.get(k), mine.get(k)) for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k)
+            }
             time.sleep(0.5)
         # It finds the job's status file (same machine): the stream's health too.
         assert value(parse(scrape_text(url)), "stream_up") == 1
@@ -200,8 +285,13 @@ def _partitions(m: dict) -> list[int]:
 def _deterministic(m: dict) -> dict:
     """The series computed from the metrics records alone (not the stream's health or wall clock),
     without the ones the job's own self-check requests keep moving."""
-    return {k: v for k, v in m.items() if not k[0].startswith((P + "stream_", P + "assignment_compute"))
-            and "FindCoordinator" not in str(k[1]) and k[0] not in (P + "state_bytes",)}
+    return {
+        k: v
+        for k, v in m.items()
+        if not k[0].startswith((P + "stream_", P + "assignment_compute"))
+        and "FindCoordinator" not in str(k[1])
+        and k[0] not in (P + "state_bytes",)
+    }
 
 
 def test_a_killed_and_restarted_job_counts_nothing_twice(job):
@@ -209,14 +299,21 @@ def test_a_killed_and_restarted_job_counts_nothing_twice(job):
     record again. Once the restarted job is up, every series the metrics records carry is what it
     was (but for the requests of the restart itself: its self-check and the topic metadata it
     publishes at start)."""
+
     def settled(m: dict) -> dict:
-        return {k: v for k, v in _deterministic(m).items()
-                if "UpdateMetadata" not in str(k[1]) and k[0] != P + "partitions_reporting"}
+        return {
+            k: v
+            for k, v in _deterministic(m).items()
+            if "UpdateMetadata" not in str(k[1]) and k[0] != P + "partitions_reporting"
+        }
 
     before = settled(wait_until(job, "the job up", lambda m: value(m, "stream_up") == 1))
     assert value(before, "group_offset_commit_total") >= 3
     job.kill()
     job.start()
-    after = wait_until(job, "the restarted job up", lambda m: value(m, "stream_up") == 1
-                       and value(m, "requests_total", api="FindCoordinator") >= 2)
+    after = wait_until(
+        job,
+        "the restarted job up",
+        lambda m: value(m, "stream_up") == 1 and value(m, "requests_total", api="FindCoordinator") >= 2,
+    )
     assert settled(after) == before

@@ -9,6 +9,7 @@
 - The query fails (its Python workers are killed): the supervisor restarts it on the same
   checkpoint and what was committed before is still there.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,11 +41,30 @@ def make_request(i: int, group: str | None = None):
     group = group or GROUPS[i % len(GROUPS)]
     if i % 2:
         return "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [group]}, group
-    return "OffsetCommit", 9, {
-        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "orders", "partitions": [
-            {"partitionIndex": 0, "committedOffset": i, "committedLeaderEpoch": -1,
-             "committedMetadata": None}]}]}, group
+    return (
+        "OffsetCommit",
+        9,
+        {
+            "groupId": group,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "orders",
+                    "partitions": [
+                        {
+                            "partitionIndex": 0,
+                            "committedOffset": i,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": None,
+                        }
+                    ],
+                }
+            ],
+        },
+        group,
+    )
 
 
 def wait_until(condition, timeout: float, what: str) -> None:
@@ -110,8 +130,11 @@ def test_broker_unavailable_for_30_seconds(kafka, job_factory):
         kafka.start()  # the broker is shared with the other modules: always back
     up_at, up_wall = time.monotonic(), time.time()
     start_s = up_at - starting_at
-    wait_until(lambda: newest_commit_mtime(job.cfg.checkpoint) > up_wall, WAIT,
-               "no micro-batch committed after the broker came back")
+    wait_until(
+        lambda: newest_commit_mtime(job.cfg.checkpoint) > up_wall,
+        WAIT,
+        "no micro-batch committed after the broker came back",
+    )
     first_commit_s = time.monotonic() - up_at
     after = job.client("outage-after")
     after.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["after"]}, timeout=WAIT)
@@ -137,8 +160,16 @@ def test_broker_unavailable_for_30_seconds(kafka, job_factory):
         else:
             assert r["coordinators"][0]["errorCode"] == 0, r
     for group, offset in last_commit.items():
-        fetched = after.request("OffsetFetch", 8, {"groups": [{"groupId": group, "topics": [
-            {"name": "orders", "partitionIndexes": [0]}]}], "requireStable": False}, key=group, timeout=WAIT)
+        fetched = after.request(
+            "OffsetFetch",
+            8,
+            {
+                "groups": [{"groupId": group, "topics": [{"name": "orders", "partitionIndexes": [0]}]}],
+                "requireStable": False,
+            },
+            key=group,
+            timeout=WAIT,
+        )
         assert fetched["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == offset, (group, fetched)
 
     # The metadata publisher survived the outage: a topic created now is published.
@@ -148,17 +179,22 @@ def test_broker_unavailable_for_30_seconds(kafka, job_factory):
         admin.create_topics([NewTopic("outage-created-after", 1, 1)])
     finally:
         admin.close()
-    wait_until(lambda: job.log_file.read_text(errors="replace").count("published topic metadata") > published,
-               60, "the metadata publisher did not publish after the outage")
+    wait_until(
+        lambda: job.log_file.read_text(errors="replace").count("published topic metadata") > published,
+        60,
+        "the metadata publisher did not publish after the outage",
+    )
     before.close()
     after.close()
 
     assert job.proc.poll() is None, "the job exited"
     restarts = job.log_file.read_text(errors="replace")[log_mark:].count("restarting the query")
-    print(f"\nbroker unavailable {up_at - down_at:.0f} s (stopping it took {stop_s:.0f} s, starting it "
-          f"{start_s:.0f} s); {in_flight} requests unanswered when it went away; the job restarted its "
-          f"query {restarts} time(s); after the broker was back: first micro-batch committed in "
-          f"{first_commit_s:.1f} s, a new client's first request answered {new_request_s:.1f} s after")
+    print(
+        f"\nbroker unavailable {up_at - down_at:.0f} s (stopping it took {stop_s:.0f} s, starting it "
+        f"{start_s:.0f} s); {in_flight} requests unanswered when it went away; the job restarted its "
+        f"query {restarts} time(s); after the broker was back: first micro-batch committed in "
+        f"{first_commit_s:.1f} s, a new client's first request answered {new_request_s:.1f} s after"
+    )
 
 
 def python_workers(job) -> list[int]:
@@ -189,8 +225,9 @@ def test_a_failed_query_is_restarted_by_the_supervisor(job_factory):
     import os
     import signal
 
-    job = job_factory("worker-crash", coordinator={"coordinator.partitions": 10},
-                      stream={"restart_backoff_initial_ms": 500})
+    job = job_factory(
+        "worker-crash", coordinator={"coordinator.partitions": 10}, stream={"restart_backoff_initial_ms": 500}
+    )
     client = job.client("crash-client")
     client.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["warm-up"]}, timeout=WAIT)
     _, _, body, group = make_request(0, group="crash-group")
@@ -208,8 +245,16 @@ def test_a_failed_query_is_restarted_by_the_supervisor(job_factory):
     _, _, body, group = make_request(2, group="crash-group")
     client.request("OffsetCommit", 9, body, key=group, timeout=WAIT)
     answered_s = time.monotonic() - failed_at
-    fetched = client.request("OffsetFetch", 8, {"groups": [{"groupId": "crash-group", "topics": [
-        {"name": "orders", "partitionIndexes": [0]}]}], "requireStable": False}, key="crash-group", timeout=WAIT)
+    fetched = client.request(
+        "OffsetFetch",
+        8,
+        {
+            "groups": [{"groupId": "crash-group", "topics": [{"name": "orders", "partitionIndexes": [0]}]}],
+            "requireStable": False,
+        },
+        key="crash-group",
+        timeout=WAIT,
+    )
     assert fetched["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 2
     client.close()
     assert job.proc.poll() is None

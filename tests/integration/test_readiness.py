@@ -1,6 +1,7 @@
 """A new user's first minute: the README's worked example, run the moment the service is launched,
 gets its answer; the job says when it is ready, on a quiet console; `streaming.status` reports it
 up with its batches and lag, and down once stopped."""
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,13 @@ def run_example(code: str, job) -> str:
     class Client(CoordinatorClient):
         def __init__(self, bootstrap_servers, *args, **kw):
             assert bootstrap_servers == "127.0.0.1:9092"
-            super().__init__(job.bootstrap, *args, requests_topic=job.topics["requests"],
-                             responses_topic=job.topics["responses"], **kw)
+            super().__init__(
+                job.bootstrap,
+                *args,
+                requests_topic=job.topics["requests"],
+                responses_topic=job.topics["responses"],
+                **kw,
+            )
 
     code = code.replace("from client import CoordinatorClient\n", "")
     out = io.StringIO()
@@ -46,8 +52,13 @@ def run_example(code: str, job) -> str:
 
 
 def status(job, *extra: str) -> tuple[int, dict]:
-    proc = subprocess.run([sys.executable, "-m", "streaming.status", "--config", str(job.config_file), "--json",
-                           *extra], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "streaming.status", "--config", str(job.config_file), "--json", *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc.returncode, json.loads(proc.stdout)
 
 

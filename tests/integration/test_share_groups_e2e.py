@@ -5,6 +5,7 @@ session expires and the others take over, its records are redelivered once their
 the topic grows a partition (the group's metadata changes: new epoch, new assignment), and every
 record ends acknowledged: the share coordinator's state (ReadShareGroupState) and
 DescribeShareGroupOffsets show every start offset at the end of its partition."""
+
 from __future__ import annotations
 
 import threading
@@ -26,11 +27,15 @@ LOCK_MS = 10000
 
 @pytest.fixture(scope="module")
 def job(job_factory):
-    return job_factory(coordinator={"group.share.session.timeout.ms": SESSION_MS,
-                                    "group.share.min.session.timeout.ms": SESSION_MS,
-                                    "group.share.heartbeat.interval.ms": 1000,
-                                    "group.share.min.heartbeat.interval.ms": 500},
-                       stream={"metadata_refresh_ms": 1000})
+    return job_factory(
+        coordinator={
+            "group.share.session.timeout.ms": SESSION_MS,
+            "group.share.min.session.timeout.ms": SESSION_MS,
+            "group.share.heartbeat.interval.ms": 1000,
+            "group.share.min.heartbeat.interval.ms": 500,
+        },
+        stream={"metadata_refresh_ms": 1000},
+    )
 
 
 def wait_until(what: str, check, timeout: float = 120, every: float = 0.5):
@@ -45,16 +50,18 @@ def wait_until(what: str, check, timeout: float = 120, every: float = 0.5):
 
 
 def describe(cc) -> dict:
-    resp = cc.request("ShareGroupDescribe", 1, {"groupIds": [GROUP], "includeAuthorizedOperations": False},
-                      key=GROUP, timeout=30)
+    resp = cc.request(
+        "ShareGroupDescribe", 1, {"groupIds": [GROUP], "includeAuthorizedOperations": False}, key=GROUP, timeout=30
+    )
     assert "groups" in resp, resp
     [g] = resp["groups"]
     return g
 
 
 def assignment_of(g: dict) -> dict[str, set[int]]:
-    return {m["memberId"]: {p for tp in m["assignment"]["topicPartitions"] for p in tp["partitions"]}
-            for m in g["members"]}
+    return {
+        m["memberId"]: {p for tp in m["assignment"]["topicPartitions"] for p in tp["partitions"]} for m in g["members"]
+    }
 
 
 class Worker:
@@ -95,10 +102,19 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
         producer.send(TOPIC, value=value, partition=p)
     producer.flush()
     cc = job.client("share-e2e-client")
-    consumers = {n: ShareConsumer(job.client(f"share-e2e-{n}"), GROUP, [TOPIC], bootstrap_servers=job.bootstrap,
-                                  auto_offset_reset="earliest", max_records=15, record_lock_duration_ms=LOCK_MS,
-                                  response_timeout_s=10)
-                 for n in ("a", "b", "c")}
+    consumers = {
+        n: ShareConsumer(
+            job.client(f"share-e2e-{n}"),
+            GROUP,
+            [TOPIC],
+            bootstrap_servers=job.bootstrap,
+            auto_offset_reset="earliest",
+            max_records=15,
+            record_lock_duration_ms=LOCK_MS,
+            response_timeout_s=10,
+        )
+        for n in ("a", "b", "c")
+    }
     workers: dict[str, Worker] = {}
     try:
         # 1. Three members join; both partitions are assigned, one of them to two members at least.
@@ -106,9 +122,19 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             c.start()
         # The share-partitions are initialized one by one (their owners answer in later batches), and
         # only initialized ones are assigned: wait until both are.
-        g = wait_until("three members with assignments covering both partitions", lambda: (lambda g: g if g[
-            "errorCode"] == 0 and len(g["members"]) == 3 and all(assignment_of(g).values())
-            and set().union(*assignment_of(g).values()) == {0, 1} else None)(describe(cc)))
+        g = wait_until(
+            "three members with assignments covering both partitions",
+            lambda: (
+                lambda g: (
+                    g
+                    if g["errorCode"] == 0
+                    and len(g["members"]) == 3
+                    and all(assignment_of(g).values())
+                    and set().union(*assignment_of(g).values()) == {0, 1}
+                    else None
+                )
+            )(describe(cc)),
+        )
         owners = assignment_of(g)
         assert set().union(*owners.values()) == {0, 1}
         assert sum(len(p) for p in owners.values()) > 2  # a partition is shared
@@ -124,10 +150,19 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
         consumers["c"].kill()
         for n in ("a", "b"):
             workers[n] = Worker(consumers[n])
-        g = wait_until("c's session to expire and a and b to take over both partitions", lambda: (
-            lambda g: g if len(g["members"]) == 2 and set().union(*assignment_of(g).values()) == {0, 1}
-            and all(m["memberEpoch"] == g["groupEpoch"] for m in g["members"]) else None)(describe(cc)),
-            timeout=SESSION_MS / 1000 + 90)
+        g = wait_until(
+            "c's session to expire and a and b to take over both partitions",
+            lambda: (
+                lambda g: (
+                    g
+                    if len(g["members"]) == 2
+                    and set().union(*assignment_of(g).values()) == {0, 1}
+                    and all(m["memberEpoch"] == g["groupEpoch"] for m in g["members"])
+                    else None
+                )
+            )(describe(cc)),
+            timeout=SESSION_MS / 1000 + 90,
+        )
         assert g["groupEpoch"] > epoch_before
         assert consumers["c"].member_id not in assignment_of(g)
 
@@ -141,16 +176,21 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             producer.send(TOPIC, value=value, partition=p)
         producer.flush()
         produced |= more
-        g = wait_until("the new partition to be assigned", lambda: (lambda g: g if set().union(
-            *assignment_of(g).values()) == {0, 1, 2} else None)(describe(cc)), timeout=120)
+        g = wait_until(
+            "the new partition to be assigned",
+            lambda: (lambda g: g if set().union(*assignment_of(g).values()) == {0, 1, 2} else None)(describe(cc)),
+            timeout=120,
+        )
 
         # 4. Every record acknowledged: c's records redelivered after their lock, then accepted.
         def all_acked():
             acked = {(p, v) for w in (workers["a"], workers["b"]) for p, _, v in w.acked}
             return acked >= produced
+
         wait_until("every record acknowledged", all_acked, timeout=240, every=1)
-        redelivered = [r for w in (workers["a"], workers["b"]) for r in w.delivered
-                       if (r.partition, r.offset) in held_by_c]
+        redelivered = [
+            r for w in (workers["a"], workers["b"]) for r in w.delivered if (r.partition, r.offset) in held_by_c
+        ]
         assert redelivered and all(r.delivery_count >= 2 for r in redelivered)
         assert not any(w.errors for w in workers.values()), [w.errors for w in workers.values()]
 
@@ -159,21 +199,40 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
         tid = consumers["a"].names.topic_id(TOPIC)
 
         def offsets_at_end():
-            resp = cc.request("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": GROUP, "topics": [
-                {"topicName": TOPIC, "partitions": [0, 1, 2]}]}]}, key=GROUP, timeout=30)
+            resp = cc.request(
+                "DescribeShareGroupOffsets",
+                0,
+                {"groups": [{"groupId": GROUP, "topics": [{"topicName": TOPIC, "partitions": [0, 1, 2]}]}]},
+                key=GROUP,
+                timeout=30,
+            )
             starts = {p["partitionIndex"]: p["startOffset"] for p in resp["groups"][0]["topics"][0]["partitions"]}
             return starts if starts == ends else None
+
         wait_until("start offsets at the end of each partition", offsets_at_end, timeout=120, every=1)
         for w in workers.values():
             w.halt()  # no more claims: the leader epochs stay put for the reads below
         for p, end in ends.items():
             # Each consumer's claim raised the share-partition's leader epoch: read with the latest.
-            summary = cc.request("ReadShareGroupStateSummary", 0, {"groupId": GROUP, "topics": [
-                {"topicId": tid, "partitions": [{"partition": p, "leaderEpoch": 0}]}]},
-                key=f"{GROUP}:{tid}:{p}", timeout=30)["results"][0]["partitions"][0]
-            read = cc.request("ReadShareGroupState", 0, {"groupId": GROUP, "topics": [
-                {"topicId": tid, "partitions": [{"partition": p, "leaderEpoch": summary["leaderEpoch"]}]}]},
-                key=f"{GROUP}:{tid}:{p}", timeout=30)["results"][0]["partitions"][0]
+            summary = cc.request(
+                "ReadShareGroupStateSummary",
+                0,
+                {"groupId": GROUP, "topics": [{"topicId": tid, "partitions": [{"partition": p, "leaderEpoch": 0}]}]},
+                key=f"{GROUP}:{tid}:{p}",
+                timeout=30,
+            )["results"][0]["partitions"][0]
+            read = cc.request(
+                "ReadShareGroupState",
+                0,
+                {
+                    "groupId": GROUP,
+                    "topics": [
+                        {"topicId": tid, "partitions": [{"partition": p, "leaderEpoch": summary["leaderEpoch"]}]}
+                    ],
+                },
+                key=f"{GROUP}:{tid}:{p}",
+                timeout=30,
+            )["results"][0]["partitions"][0]
             assert (read["errorCode"], read["startOffset"]) == (0, end)
             assert all(b["deliveryState"] in (2, 4) for b in read["stateBatches"])
     finally:

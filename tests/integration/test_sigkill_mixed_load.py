@@ -6,6 +6,7 @@ restart (wherever in a micro-batch that lands). Afterwards every request is answ
 and every committed transaction is there (its records exactly once), the transaction is complete
 at the producer's last epoch, and the group coordinator state equals that of an uninterrupted
 run over the same requests."""
+
 from __future__ import annotations
 
 import threading
@@ -32,11 +33,30 @@ SIMPLE_GROUPS = [f"sigkill-simple-{g}" for g in range(4)]
 
 def simple_commit(i: int):
     group = SIMPLE_GROUPS[i % len(SIMPLE_GROUPS)]
-    return "OffsetCommit", 9, {
-        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "sigkill-in", "partitions": [
-            {"partitionIndex": 0, "committedOffset": i, "committedLeaderEpoch": -1,
-             "committedMetadata": None}]}]}, group
+    return (
+        "OffsetCommit",
+        9,
+        {
+            "groupId": group,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "sigkill-in",
+                    "partitions": [
+                        {
+                            "partitionIndex": 0,
+                            "committedOffset": i,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": None,
+                        }
+                    ],
+                }
+            ],
+        },
+        group,
+    )
 
 
 class Transactions(threading.Thread):
@@ -44,8 +64,13 @@ class Transactions(threading.Thread):
 
     def __init__(self, job):
         super().__init__(daemon=True)
-        self.producer = TransactionalProducer(job.bootstrap, TID, requests_topic=job.topics["requests"],
-                                              responses_topic=job.topics["responses"], max_block_ms=WAIT * 1000)
+        self.producer = TransactionalProducer(
+            job.bootstrap,
+            TID,
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            max_block_ms=WAIT * 1000,
+        )
         self.committed: list[int] = []
         self.error: BaseException | None = None
         self._halt = threading.Event()
@@ -108,8 +133,10 @@ def differences(actual, expected, path: str = "") -> list[str]:
         out = []
         for k in sorted(set(actual) | set(expected), key=str):
             if k not in actual or k not in expected:
-                out.append(f"{path}/{k}: only in {'actual' if k in actual else 'expected'}: "
-                           f"{actual.get(k, expected.get(k))!r}"[:400])
+                out.append(
+                    f"{path}/{k}: only in {'actual' if k in actual else 'expected'}: "
+                    f"{actual.get(k, expected.get(k))!r}"[:400]
+                )
             else:
                 out += differences(actual[k], expected[k], f"{path}/{k}")
         return out
@@ -133,9 +160,19 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         admin.close()
     job = job_factory("sigkill", coordinator={"coordinator.partitions": 10})
     client = job.client("sigkill-client")
-    members = [ClassicGroupMember(job.bootstrap, CLASSIC_GROUP, ["sigkill-in"], requests_topic=job.topics["requests"],
-                                  responses_topic=job.topics["responses"], session_timeout_ms=30000,
-                                  heartbeat_interval_ms=1000, rebalance_timeout_ms=60000) for _ in range(2)]
+    members = [
+        ClassicGroupMember(
+            job.bootstrap,
+            CLASSIC_GROUP,
+            ["sigkill-in"],
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            session_timeout_ms=30000,
+            heartbeat_interval_ms=1000,
+            rebalance_timeout_ms=60000,
+        )
+        for _ in range(2)
+    ]
     load = Load(client, simple_commit, rate_per_s=5)
     txns = Transactions(job)
     for m in members:
@@ -150,22 +187,33 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         for kill in range(KILLS):
             # Each part of the load has made progress since the last restart, then SIGKILL.
             txn_mark, load_mark, commit_mark = len(txns.committed), len(client.responses()), dict(commits.last)
-            def status(kill=kill, txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark):
-                return (f"no progress before kill {kill + 1}: transactions {txn_mark} -> {len(txns.committed)} "
-                        f"(error {txns.error!r}), answers {load_mark} -> {len(client.responses())} (error "
-                        f"{load.error!r}), group commits {commit_mark} -> {commits.last} (error {commits.error!r}), "
-                        f"members {[(m.state, m.generation.generation_id, m.assignment) for m in members]}")
 
-            wait_until(lambda txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark:
-                       len(txns.committed) > txn_mark and len(client.responses()) > load_mark + 5
-                       and commits.last != commit_mark and all(m.assignment for m in members)
-                       or any(p.error for p in (txns, load, commits)), status)
+            def status(kill=kill, txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark):
+                return (
+                    f"no progress before kill {kill + 1}: transactions {txn_mark} -> {len(txns.committed)} "
+                    f"(error {txns.error!r}), answers {load_mark} -> {len(client.responses())} (error "
+                    f"{load.error!r}), group commits {commit_mark} -> {commits.last} (error {commits.error!r}), "
+                    f"members {[(m.state, m.generation.generation_id, m.assignment) for m in members]}"
+                )
+
+            wait_until(
+                lambda txn_mark=txn_mark, load_mark=load_mark, commit_mark=commit_mark: (
+                    len(txns.committed) > txn_mark
+                    and len(client.responses()) > load_mark + 5
+                    and commits.last != commit_mark
+                    and all(m.assignment for m in members)
+                    or any(p.error for p in (txns, load, commits))
+                ),
+                status,
+            )
             assert not any(p.error for p in (txns, load, commits)), status()
             job.kill()
             job.start()
         txn_mark = len(txns.committed)
-        wait_until(lambda: len(txns.committed) > txn_mark + 1 or txns.error,
-                   lambda: f"no transaction after the last restart (error {txns.error!r})")
+        wait_until(
+            lambda: len(txns.committed) > txn_mark + 1 or txns.error,
+            lambda: f"no transaction after the last restart (error {txns.error!r})",
+        )
         for m in members:
             m.wait_stable(timeout=WAIT)
     finally:
@@ -187,15 +235,24 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
         last[group] = max(last.get(group, -1), body["topics"][0]["partitions"][0]["committedOffset"])
 
     def fetch(group: str, partitions: list[int]) -> dict[int, int]:
-        r = client.request("OffsetFetch", 9, {"groups": [{"groupId": group, "topics": [
-            {"name": "sigkill-in", "partitionIndexes": partitions}]}], "requireStable": True}, key=group, timeout=WAIT)
+        r = client.request(
+            "OffsetFetch",
+            9,
+            {
+                "groups": [{"groupId": group, "topics": [{"name": "sigkill-in", "partitionIndexes": partitions}]}],
+                "requireStable": True,
+            },
+            key=group,
+            timeout=WAIT,
+        )
         return {p["partitionIndex"]: p["committedOffset"] for p in r["groups"][0]["topics"][0]["partitions"]}
 
     for group, offset in last.items():
         assert fetch(group, [0]) == {0: offset}
     # The classic group's last answered commits and the last transaction's offset are committed.
-    assert commits.last and fetch(CLASSIC_GROUP, sorted(p for _, p in commits.last)) == \
-        {p: o for (_, p), o in commits.last.items()}
+    assert commits.last and fetch(CLASSIC_GROUP, sorted(p for _, p in commits.last)) == {
+        p: o for (_, p), o in commits.last.items()
+    }
     assert fetch(TXN_GROUP, [1]) == {1: txns.committed[-1]}
     # A read_committed reader sees every committed transaction's records exactly once.
     reader = ReadCommittedConsumer(job.bootstrap, ["sigkill-txn-out"])
@@ -227,5 +284,7 @@ def test_repeated_sigkills_under_group_and_transaction_load(kafka, job_factory):
     assert actual == expected, "\n".join(differences(actual, expected))
     assert (txn["state"], txn["topicPartitions"], txn["pendingState"]) == ("CompleteCommit", [], None)
     assert (txn["producerId"], txn["producerEpoch"]) == (txns.producer.producer_id, txns.producer.producer_epoch)
-    print(f"\n{KILLS} SIGKILLs: {len(client_requests(records))} requests, {len(txns.committed)} transactions "
-          f"committed, {len(commits.last)} group partitions committed; group state equals the uninterrupted run")
+    print(
+        f"\n{KILLS} SIGKILLs: {len(client_requests(records))} requests, {len(txns.committed)} transactions "
+        f"committed, {len(commits.last)} group partitions committed; group state equals the uninterrupted run"
+    )

@@ -1,5 +1,6 @@
 """The Spark SQL routing expression equals Kafka's (the Python reference) on random keys, including
 astral characters, empty and maximal-length keys (bench/routing_keys.py measures its cost)."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,12 @@ def spark():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[1]").appName("routing-test")
-               .config("spark.ui.enabled", "false").getOrCreate())
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("routing-test")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

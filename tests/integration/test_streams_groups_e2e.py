@@ -6,6 +6,7 @@ in use ("Topology updates are not supported yet."); once the old application has
 is deleted, the new topology (epoch 1, two subtopologies joined by a repartition topic) takes
 effect. After each step the members converge to the assignment the coordinator describes, and no
 active task is ever owned by two members at once."""
+
 from __future__ import annotations
 
 import threading
@@ -33,23 +34,38 @@ RESPONSE_TIMEOUT_S = 10
 
 def subtopology(sid, source=(), changelog=(), sink=(), rsource=()):
     info = lambda n: {"name": n, "partitions": 0, "replicationFactor": 0, "topicConfigs": []}  # noqa: E731
-    return {"subtopologyId": sid, "sourceTopics": list(source), "sourceTopicRegex": [],
-            "stateChangelogTopics": [info(t) for t in changelog], "repartitionSinkTopics": list(sink),
-            "repartitionSourceTopics": [info(t) for t in rsource], "copartitionGroups": []}
+    return {
+        "subtopologyId": sid,
+        "sourceTopics": list(source),
+        "sourceTopicRegex": [],
+        "stateChangelogTopics": [info(t) for t in changelog],
+        "repartitionSinkTopics": list(sink),
+        "repartitionSourceTopics": [info(t) for t in rsource],
+        "copartitionGroups": [],
+    }
 
 
 TOPOLOGY_0 = {"epoch": 0, "subtopologies": [subtopology("0", source=[INPUT], changelog=[CHANGELOG])]}
-TOPOLOGY_1 = {"epoch": 1, "subtopologies": [subtopology("0", source=[INPUT], sink=[REPARTITION]),
-                                            subtopology("1", rsource=[REPARTITION], changelog=[CHANGELOG])]}
+TOPOLOGY_1 = {
+    "epoch": 1,
+    "subtopologies": [
+        subtopology("0", source=[INPUT], sink=[REPARTITION]),
+        subtopology("1", rsource=[REPARTITION], changelog=[CHANGELOG]),
+    ],
+}
 
 
 @pytest.fixture(scope="module")
 def job(job_factory):
-    return job_factory(coordinator={"group.streams.session.timeout.ms": SESSION_MS,
-                                    "group.streams.min.session.timeout.ms": SESSION_MS,
-                                    "group.streams.heartbeat.interval.ms": 1000,
-                                    "group.streams.min.heartbeat.interval.ms": 500},
-                       stream={"metadata_refresh_ms": 1000})
+    return job_factory(
+        coordinator={
+            "group.streams.session.timeout.ms": SESSION_MS,
+            "group.streams.min.session.timeout.ms": SESSION_MS,
+            "group.streams.heartbeat.interval.ms": 1000,
+            "group.streams.min.heartbeat.interval.ms": 500,
+        },
+        stream={"metadata_refresh_ms": 1000},
+    )
 
 
 class Ownership:
@@ -62,8 +78,11 @@ class Ownership:
         self.violations: list[str] = []
 
     def callbacks(self, name: str) -> dict:
-        return {"on_assign": lambda t: self._assign(name, t), "on_revoke": lambda t: self._release(name, t),
-                "on_lost": lambda t: self._release(name, t)}
+        return {
+            "on_assign": lambda t: self._assign(name, t),
+            "on_revoke": lambda t: self._release(name, t),
+            "on_lost": lambda t: self._release(name, t),
+        }
 
     def _assign(self, name, tasks):
         with self.lock:
@@ -83,8 +102,9 @@ class Ownership:
 
 
 def describe(cc) -> dict:
-    return cc.request("StreamsGroupDescribe", 0, {"groupIds": [GROUP], "includeAuthorizedOperations": False},
-                      key=GROUP, timeout=60)["groups"][0]
+    return cc.request(
+        "StreamsGroupDescribe", 0, {"groupIds": [GROUP], "includeAuthorizedOperations": False}, key=GROUP, timeout=60
+    )["groups"][0]
 
 
 def wait_converged(cc, members: dict[str, StreamsGroupMember], expected: dict[str, int], timeout: float = 120) -> float:
@@ -100,15 +120,22 @@ def wait_converged(cc, members: dict[str, StreamsGroupMember], expected: dict[st
         sizes = [sum(len(p) for p in o.values()) for o in owned.values()]
         if flat == want and max(sizes) - min(sizes) <= 1:
             g = last = describe(cc)
-            server = {m["memberId"]: {t["subtopologyId"]: set(t["partitions"])
-                                      for t in m["assignment"]["activeTasks"]} for m in g["members"]}
+            server = {
+                m["memberId"]: {t["subtopologyId"]: set(t["partitions"]) for t in m["assignment"]["activeTasks"]}
+                for m in g["members"]
+            }
             ids = {m.member_id: n for n, m in members.items()}
-            if g["groupState"] == "Stable" and set(server) == set(ids) and \
-                    all(server[mid] == owned[n] for mid, n in ids.items()):
+            if (
+                g["groupState"] == "Stable"
+                and set(server) == set(ids)
+                and all(server[mid] == owned[n] for mid, n in ids.items())
+            ):
                 return time.monotonic() - start
         time.sleep(0.2)
-    raise AssertionError(f"no convergence in {timeout}s: owned={ {n: m.owned() for n, m in members.items()} } "
-                         f"group={last} errors={ {n: (m.error, m.status) for n, m in members.items()} }")
+    raise AssertionError(
+        f"no convergence in {timeout}s: owned={ {n: m.owned() for n, m in members.items()} } "
+        f"group={last} errors={ {n: (m.error, m.status) for n, m in members.items()} }"
+    )
 
 
 def wait_for(condition, timeout: float = 60, what: str = "condition"):
@@ -130,8 +157,14 @@ def test_streams_group_joins_member_loss_and_topology_change(job):
     timings: dict[str, float] = {}
 
     def join(name: str, topology: dict) -> StreamsGroupMember:
-        m = StreamsGroupMember(cc, GROUP, topology, process_id=f"process-{name}",
-                               response_timeout_s=RESPONSE_TIMEOUT_S, **ownership.callbacks(name))
+        m = StreamsGroupMember(
+            cc,
+            GROUP,
+            topology,
+            process_id=f"process-{name}",
+            response_timeout_s=RESPONSE_TIMEOUT_S,
+            **ownership.callbacks(name),
+        )
         live[name] = m
         return m.start()
 
@@ -144,10 +177,12 @@ def test_streams_group_joins_member_loss_and_topology_change(job):
         # (generous: the job's first batches are slow on a loaded machine)
         timings["3 members join (changelog created)"] = wait_converged(cc, live, {"0": 6}, timeout=300)
         assert CHANGELOG in admin.list_topics()
-        timings["(of which: until the first heartbeat was answered)"] = min(
-            m.first_answer_at for m in live.values()) - started
-        timings["(of which: until a member created the changelog)"] = min(
-            t for m in live.values() for _, t in m.topics_created) - started
+        timings["(of which: until the first heartbeat was answered)"] = (
+            min(m.first_answer_at for m in live.values()) - started
+        )
+        timings["(of which: until a member created the changelog)"] = (
+            min(t for m in live.values() for _, t in m.topics_created) - started
+        )
         assert sum(len(m.topics_created) for m in live.values()) >= 1
         assert all(name == CHANGELOG for m in live.values() for name, _ in m.topics_created)
 

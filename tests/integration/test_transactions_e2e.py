@@ -2,6 +2,7 @@
 loop (3 commits, 1 abort) read back by a read_committed reader with its offsets in the group, a
 fenced zombie, a transaction aborted by its timeout, and a SIGKILL between Prepare and Complete.
 Prints the begin -> commit -> visible latency of the loop's transactions."""
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,13 @@ def job(kafka, job_factory):
     assert coordinator_partition(ETL_TID, PARTITIONS) != coordinator_partition(ETL_GROUP, PARTITIONS)
     # The metadata publisher runs before the query starts: the topics above are known from the
     # first micro-batch on.
-    return job_factory(stream={"metadata_refresh_ms": 1000}, coordinator={
-        "coordinator.partitions": PARTITIONS,
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000})
+    return job_factory(
+        stream={"metadata_refresh_ms": 1000},
+        coordinator={
+            "coordinator.partitions": PARTITIONS,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +54,9 @@ def client(job):
 
 
 def producer(job, tid: str, **kw) -> TransactionalProducer:
-    return TransactionalProducer(job.bootstrap, tid, requests_topic=job.topics["requests"],
-                                 responses_topic=job.topics["responses"], **kw)
+    return TransactionalProducer(
+        job.bootstrap, tid, requests_topic=job.topics["requests"], responses_topic=job.topics["responses"], **kw
+    )
 
 
 class Collector(threading.Thread):
@@ -96,8 +102,16 @@ def committed_offsets(client, group: str, topic: str, partitions: list[int], tim
     (UNSTABLE_OFFSET_COMMIT), as Kafka's consumer does."""
     deadline = time.monotonic() + timeout
     while True:
-        r = client.request("OffsetFetch", 9, {"groups": [{"groupId": group, "topics": [
-            {"name": topic, "partitionIndexes": partitions}]}], "requireStable": True}, key=group, timeout=60)
+        r = client.request(
+            "OffsetFetch",
+            9,
+            {
+                "groups": [{"groupId": group, "topics": [{"name": topic, "partitionIndexes": partitions}]}],
+                "requireStable": True,
+            },
+            key=group,
+            timeout=60,
+        )
         parts = r["groups"][0]["topics"][0]["partitions"]
         if all(p["errorCode"] == 0 for p in parts):
             return {p["partitionIndex"]: p["committedOffset"] for p in parts}
@@ -152,9 +166,17 @@ def test_consume_transform_produce_loop(job, client):
                 p.commit_transaction()
                 committed = time.monotonic()
                 visible = out.wait_for(values)
-                LATENCIES.append({"txn": n, "records": len(values), "sendS": sent - begin,
-                                  "sendOffsetsS": offsets_done - sent, "commitS": committed - offsets_done,
-                                  "beginToVisibleS": visible - begin, "commitReturnToVisibleS": visible - committed})
+                LATENCIES.append(
+                    {
+                        "txn": n,
+                        "records": len(values),
+                        "sendS": sent - begin,
+                        "sendOffsetsS": offsets_done - sent,
+                        "commitS": committed - offsets_done,
+                        "beginToVisibleS": visible - begin,
+                        "commitReturnToVisibleS": visible - committed,
+                    }
+                )
                 expected |= values
             else:
                 p.abort_transaction()
@@ -181,11 +203,13 @@ def test_consume_transform_produce_loop(job, client):
         source.close()
         out.stop()
     for row in LATENCIES:
-        print(f"\nbegin->commit->visible, txn {row['txn']} ({row['records']} records): "
-              f"begin->visible {row['beginToVisibleS'] * 1000:.0f} ms = sends {row['sendS'] * 1000:.0f} ms + "
-              f"send_offsets_to_transaction {row['sendOffsetsS'] * 1000:.0f} ms + commit_transaction "
-              f"{row['commitS'] * 1000:.0f} ms; visible {row['commitReturnToVisibleS'] * 1000:.0f} ms after "
-              f"commit_transaction returned")
+        print(
+            f"\nbegin->commit->visible, txn {row['txn']} ({row['records']} records): "
+            f"begin->visible {row['beginToVisibleS'] * 1000:.0f} ms = sends {row['sendS'] * 1000:.0f} ms + "
+            f"send_offsets_to_transaction {row['sendOffsetsS'] * 1000:.0f} ms + commit_transaction "
+            f"{row['commitS'] * 1000:.0f} ms; visible {row['commitReturnToVisibleS'] * 1000:.0f} ms after "
+            f"commit_transaction returned"
+        )
     print(f"median begin->visible {statistics.median(r['beginToVisibleS'] for r in LATENCIES) * 1000:.0f} ms")
 
 
@@ -217,9 +241,14 @@ def test_a_zombie_producer_is_fenced(job):
         time.sleep(0.5)
         assert out.values() == [b"fresh-1"]
         assert out.reader.partition_state("zombie-out", 0).fenced == 1
-        fenced = events(job.bootstrap, job.topics["events"], timeout_s=30,
-                        until=lambda recs: any(b"ProducerFenced" in (r.value or b"") and b"zombie-tid" in (r.value or b"")
-                                               for r in recs))
+        fenced = events(
+            job.bootstrap,
+            job.topics["events"],
+            timeout_s=30,
+            until=lambda recs: any(
+                b"ProducerFenced" in (r.value or b"") and b"zombie-tid" in (r.value or b"") for r in recs
+            ),
+        )
         assert any(e["event"] == "ProducerFenced" and e["transactionalId"] == "zombie-tid" for e in fenced)
     finally:
         zombie.close()
@@ -242,8 +271,12 @@ def test_a_transaction_left_open_is_aborted_when_it_times_out(job):
         plain.flush()
         time.sleep(0.5)
         assert out.values() == []
-        found = events(job.bootstrap, job.topics["events"], timeout_s=60,
-                       until=lambda recs: any(b"TransactionAbortedByTimeout" in (r.value or b"") for r in recs))
+        found = events(
+            job.bootstrap,
+            job.topics["events"],
+            timeout_s=60,
+            until=lambda recs: any(b"TransactionAbortedByTimeout" in (r.value or b"") for r in recs),
+        )
         aborted = [e for e in found if e["event"] == "TransactionAbortedByTimeout"]
         assert aborted and aborted[0]["transactionalId"] == "timeout-tid" and aborted[0]["transactionTimeoutMs"] == 2000
         out.wait_for({b"plain-1"}, timeout=30)
@@ -262,9 +295,11 @@ def txn_statuses(job, tid: str, timeout_s: float = 20) -> list[int]:
     """transactionStatus of every state-log record of `tid`, in log order."""
     cp = coordinator_partition(tid, PARTITIONS)
     key = json.dumps(["TransactionLog", tid], separators=(",", ":"))
-    return [v["transactionStatus"] for k, v in state_log(job.bootstrap, job.topics["state_log"], cp,
-                                                           timeout_s=timeout_s)
-            if k == key and v is not None]
+    return [
+        v["transactionStatus"]
+        for k, v in state_log(job.bootstrap, job.topics["state_log"], cp, timeout_s=timeout_s)
+        if k == key and v is not None
+    ]
 
 
 def test_sigkill_between_prepare_and_complete(job, client):
@@ -292,10 +327,15 @@ def test_sigkill_between_prepare_and_complete(job, client):
     finally:
         p.close()
     statuses = txn_statuses(job, tid)
-    landed = {1: "before PrepareCommit was durable (the batch replays)", 2: "between PrepareCommit and "
-              "CompleteCommit", 4: "after CompleteCommit"}.get(statuses[-1] if statuses else None, "elsewhere")
-    print(f"\nstate log of {tid} when killed: {statuses} (1 = Ongoing, 2 = PrepareCommit, "
-          f"4 = CompleteCommit): the kill landed {landed}")
+    landed = {
+        1: "before PrepareCommit was durable (the batch replays)",
+        2: "between PrepareCommit and CompleteCommit",
+        4: "after CompleteCommit",
+    }.get(statuses[-1] if statuses else None, "elsewhere")
+    print(
+        f"\nstate log of {tid} when killed: {statuses} (1 = Ongoing, 2 = PrepareCommit, "
+        f"4 = CompleteCommit): the kill landed {landed}"
+    )
     assert statuses and 3 not in statuses and 5 not in statuses  # never an abort, wherever it landed
 
     job.start()
@@ -314,8 +354,10 @@ def test_sigkill_between_prepare_and_complete(job, client):
     for partition in (0, 1):
         mine = [m for m in markers.get(partition, []) if m["producerId"] == pid]
         assert mine and {m["type"] for m in mine} == {"COMMIT"}, markers
-        print(f"kill-out-{partition}: {len(mine)} COMMIT marker(s) of producer {pid} (copies come from a "
-              f"replayed micro-batch)")
+        print(
+            f"kill-out-{partition}: {len(mine)} COMMIT marker(s) of producer {pid} (copies come from a "
+            f"replayed micro-batch)"
+        )
     reader = ReadCommittedConsumer(job.bootstrap, ["kill-out"])
     try:
         got: list[bytes] = []

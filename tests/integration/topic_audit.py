@@ -1,4 +1,5 @@
 """Checks that no client record reached a topic it must not reach."""
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ A hostile record is bytes of any kind in key and value, JSON of every shape, a v
 one field replaced by a hostile value, the reserved broadcast key, every form of replyTo, an
 internal API, a truncated or oversized value.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,19 +17,70 @@ from coordinator import coordinator_partition
 from coordinator.envelope import BROADCAST_KEY
 
 HOSTILE_STRINGS = [
-    "", " ", "\x00", "\ud800", "a\udfffb", "\u202e\u2066", "😀" * 50, "\n\r\t", "..", ".", "x" * 300,
-    "k" * 40_000, "__consumer_offsets", "__transaction_state", "bad topic!", "../../etc", "%s%n",
-    "\\u0000", '"}', "null", "\uffff", "é" * 17_000,
+    "",
+    " ",
+    "\x00",
+    "\ud800",
+    "a\udfffb",
+    "\u202e\u2066",
+    "😀" * 50,
+    "\n\r\t",
+    "..",
+    ".",
+    "x" * 300,
+    "k" * 40_000,
+    "__consumer_offsets",
+    "__transaction_state",
+    "bad topic!",
+    "../../etc",
+    "%s%n",
+    "\\u0000",
+    '"}',
+    "null",
+    "\uffff",
+    "é" * 17_000,
 ]
-API_NAMES = ["FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
-             "OffsetFetch", "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups",
-             "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "InitProducerId", "AddPartitionsToTxn",
-             "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeTransactions", "ListTransactions",
-             "WriteTxnMarkers", "UpdateMetadata", "TxnVerification", "TxnVerificationResult", "NoSuchApi",
-             "StreamsGroupHeartbeat", "StreamsGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
-             "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState", "DeleteShareGroupState",
-             "ReadShareGroupStateSummary", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
-             "DeleteShareGroupOffsets", "ShareStateSummaryQuery", "ShareStateSummaryAnswer"]
+API_NAMES = [
+    "FindCoordinator",
+    "JoinGroup",
+    "SyncGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "OffsetCommit",
+    "OffsetFetch",
+    "OffsetDelete",
+    "DescribeGroups",
+    "ListGroups",
+    "DeleteGroups",
+    "ConsumerGroupHeartbeat",
+    "ConsumerGroupDescribe",
+    "InitProducerId",
+    "AddPartitionsToTxn",
+    "AddOffsetsToTxn",
+    "EndTxn",
+    "TxnOffsetCommit",
+    "DescribeTransactions",
+    "ListTransactions",
+    "WriteTxnMarkers",
+    "UpdateMetadata",
+    "TxnVerification",
+    "TxnVerificationResult",
+    "NoSuchApi",
+    "StreamsGroupHeartbeat",
+    "StreamsGroupDescribe",
+    "ShareGroupHeartbeat",
+    "ShareGroupDescribe",
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "WriteShareGroupState",
+    "DeleteShareGroupState",
+    "ReadShareGroupStateSummary",
+    "DescribeShareGroupOffsets",
+    "AlterShareGroupOffsets",
+    "DeleteShareGroupOffsets",
+    "ShareStateSummaryQuery",
+    "ShareStateSummaryAnswer",
+]
 
 
 @dataclass
@@ -41,8 +93,9 @@ class Corpus:
 
 
 class HostileRecords:
-    def __init__(self, seed: int, topics: dict[str, str] | None = None, partitions: int = 50,
-                 max_value_bytes: int = 20_000):
+    def __init__(
+        self, seed: int, topics: dict[str, str] | None = None, partitions: int = 50, max_value_bytes: int = 20_000
+    ):
         self.rng = random.Random(seed)
         self.seed = seed
         self.topics = {k: v for k, v in (topics or {}).items() if isinstance(v, str)}  # names only
@@ -58,9 +111,19 @@ class HostileRecords:
         if r < 0.5:
             return self.rng.choice(list(self.topics.values()) or ["coordinator-state-log"])
         n = self.rng.randint(0, 40)
-        return "".join(chr(self.rng.choice([self.rng.randint(0, 0x7F), self.rng.randint(0x80, 0xD7FF),
-                                            self.rng.randint(0xD800, 0xDFFF), self.rng.randint(0xE000, 0x10FFFF)]))
-                       for _ in range(n))
+        return "".join(
+            chr(
+                self.rng.choice(
+                    [
+                        self.rng.randint(0, 0x7F),
+                        self.rng.randint(0x80, 0xD7FF),
+                        self.rng.randint(0xD800, 0xDFFF),
+                        self.rng.randint(0xE000, 0x10FFFF),
+                    ]
+                )
+            )
+            for _ in range(n)
+        )
 
     def json_value(self, depth: int = 0):
         kinds = ["int", "bigint", "float", "str", "bool", "null", "list", "dict"]
@@ -79,9 +142,12 @@ class HostileRecords:
             return None
         if kind == "list":
             return [self.json_value(depth + 1) for _ in range(self.rng.randint(0, 6))]
-        return {self.rng.choice(["groupId", "memberId", "topics", "key", "keyType", "protocols", "name",
-                                 "partitions", self.string()]): self.json_value(depth + 1)
-                for _ in range(self.rng.randint(0, 6))}
+        return {
+            self.rng.choice(
+                ["groupId", "memberId", "topics", "key", "keyType", "protocols", "name", "partitions", self.string()]
+            ): self.json_value(depth + 1)
+            for _ in range(self.rng.randint(0, 6))
+        }
 
     def reply_to(self):
         forms = [None, None, "bad topic!", "__consumer_offsets", "", "x" * 300, 17, [], {"a": 1}, "\ud800"]
@@ -113,10 +179,17 @@ class HostileRecords:
         if kind == 2:  # nothing at all
             return key, self.rng.choice([None, b"", b"{}", b"[]", b"null", b"1e999999", b'{"a":' * 5000])
         if kind == 3:  # too large
-            return key, b'{"correlationId": 7, "pad": "' + b"p" * self.rng.randint(self.max_value_bytes, 2 * self.max_value_bytes) + b'"}'
-        envelope = {"apiKey": self.rng.choice(API_NAMES), "apiVersion": self.rng.randint(-1, 12),
-                    "correlationId": self.cid(), "clientId": self.string(), "replyTo": self.reply_to(),
-                    "request": self.json_value()}
+            return key, b'{"correlationId": 7, "pad": "' + b"p" * self.rng.randint(
+                self.max_value_bytes, 2 * self.max_value_bytes
+            ) + b'"}'
+        envelope = {
+            "apiKey": self.rng.choice(API_NAMES),
+            "apiVersion": self.rng.randint(-1, 12),
+            "correlationId": self.cid(),
+            "clientId": self.string(),
+            "replyTo": self.reply_to(),
+            "request": self.json_value(),
+        }
         if kind == 4:  # one envelope field hostile
             envelope[self.rng.choice(list(envelope))] = self.json_value()
         raw = json.dumps(envelope, ensure_ascii=self.rng.random() < 0.5).encode("utf-8", "surrogatepass")
@@ -139,16 +212,32 @@ class HostileRecords:
         partition, offset = self.rng.randrange(4), cid
         corpus.commits[(group, partition)] = offset
         corpus.expected[cid] = ("OffsetCommit", 0)
-        body = {"groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-                "topics": [{"name": "fuzz-topic", "partitions": [
-                    {"partitionIndex": partition, "committedOffset": offset, "committedLeaderEpoch": -1,
-                     "committedMetadata": f"m{offset}"}]}]}
+        body = {
+            "groupId": group,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "fuzz-topic",
+                    "partitions": [
+                        {
+                            "partitionIndex": partition,
+                            "committedOffset": offset,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": f"m{offset}",
+                        }
+                    ],
+                }
+            ],
+        }
         return group.encode(), self.envelope(cid, "OffsetCommit", 9, body, corpus)
 
     @staticmethod
     def envelope(cid: int, api: str, version: int, body: dict, corpus: Corpus) -> bytes:
-        return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid,
-                           "clientId": corpus.client_id, "request": body}).encode()
+        return json.dumps(
+            {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": corpus.client_id, "request": body}
+        ).encode()
 
     def corpus(self, hostile: int, good: int, client_id: str = "fuzz-client") -> Corpus:
         corpus = Corpus(client_id=client_id)

@@ -1,6 +1,7 @@
 """The test driver itself: state seeded with `inject` goes through the runtime's replay (so a
 partition rebuilt from the log equals the live one), `failover` continues from the log, and
 `call` keeps what a direct call emits."""
+
 from __future__ import annotations
 
 from coordinator.errors import Errors
@@ -14,9 +15,17 @@ S = TransactionState
 
 
 def stable(member_id: str, partitions: set[int]) -> ConsumerGroupMember:
-    return ConsumerGroupMember(member_id, member_epoch=5, previous_member_epoch=4, state=MemberState.STABLE,
-                               client_id="client", rebalance_timeout_ms=5000, subscribed_topic_names=frozenset({"foo"}),
-                               server_assignor_name="uniform", assigned_partitions={"foo": frozenset(partitions)})
+    return ConsumerGroupMember(
+        member_id,
+        member_epoch=5,
+        previous_member_epoch=4,
+        state=MemberState.STABLE,
+        client_id="client",
+        rebalance_timeout_ms=5000,
+        subscribed_topic_names=frozenset({"foo"}),
+        server_assignor_name="uniform",
+        assigned_partitions={"foo": frozenset(partitions)},
+    )
 
 
 def test_injected_records_are_replayed_and_kept_in_the_log():

@@ -1,4 +1,5 @@
 """The core runtime: request ordering, timers between requests, crash isolation, state encoding."""
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,11 @@ class Probe:
         raise ZeroDivisionError("bug")
 
     def expire(self, timer):
-        return (CoordinatorResult()
-                .record(record_key("ProbeLog", len(self.log)), {"entry": ["expired", timer.payload["id"], self.p.clock_ms]})
-                .emit(str(timer.payload["id"]), "ProbeExpired", id=timer.payload["id"]))
+        return (
+            CoordinatorResult()
+            .record(record_key("ProbeLog", len(self.log)), {"entry": ["expired", timer.payload["id"], self.p.clock_ms]})
+            .emit(str(timer.payload["id"]), "ProbeExpired", id=timer.payload["id"])
+        )
 
     def crash_timer(self, timer):
         self.log.append(["crash-timer", timer.payload["id"]])
@@ -70,9 +73,21 @@ class Probe:
 @pytest.fixture
 def probe(monkeypatch):
     monkeypatch.setattr(CoordinatorPartition, "extra_components", (Probe,))
-    register(ApiSpec("Touch", 9000, 0, 0, Struct(
-        F("id", "int32"), F("timerMs", "int32", default=0), F("fail", "bool", default=False),
-        F("crashTimer", "bool", default=False)), component="probe"))
+    register(
+        ApiSpec(
+            "Touch",
+            9000,
+            0,
+            0,
+            Struct(
+                F("id", "int32"),
+                F("timerMs", "int32", default=0),
+                F("fail", "bool", default=False),
+                F("crashTimer", "bool", default=False),
+            ),
+            component="probe",
+        )
+    )
     register(ApiSpec("Boom", 9001, 0, 0, Struct(F("id", "int32")), component="probe"))
     yield
     unregister("Touch")
@@ -80,8 +95,9 @@ def probe(monkeypatch):
 
 
 def env(api, cid, body, version=0):
-    return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid,
-                       "clientId": "c", "request": body}).encode()
+    return json.dumps(
+        {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": "c", "request": body}
+    ).encode()
 
 
 def loader(blob, pid=0, config=None):
@@ -93,10 +109,12 @@ def fresh_blob(pid=0):
 
 
 def test_requests_apply_in_append_time_then_offset_order(probe):
-    recs = [InputRecord(None, env("Touch", 1, {"id": 1}), 300, partition=1, offset=5),
-            InputRecord(None, env("Touch", 2, {"id": 2}), 100, partition=0, offset=9),
-            InputRecord(None, env("Touch", 3, {"id": 3}), 100, partition=0, offset=7),
-            InputRecord(None, env("Touch", 4, {"id": 4}), 200, partition=1, offset=4)]
+    recs = [
+        InputRecord(None, env("Touch", 1, {"id": 1}), 300, partition=1, offset=5),
+        InputRecord(None, env("Touch", 2, {"id": 2}), 100, partition=0, offset=9),
+        InputRecord(None, env("Touch", 3, {"id": 3}), 100, partition=0, offset=7),
+        InputRecord(None, env("Touch", 4, {"id": 4}), 200, partition=1, offset=4),
+    ]
     part, out = run_batch(loader(fresh_blob()), recs, 1000)
     assert [e[1] for e in part.component("probe").log] == [3, 2, 4, 1]
     assert [r.body["at"] for r in out.responses] == [100, 100, 200, 300]
@@ -104,16 +122,17 @@ def test_requests_apply_in_append_time_then_offset_order(probe):
 
 def test_append_times_never_reorder_one_request_partition():
     # A broker clock step back must not reorder records of one request-topic partition.
-    recs = [InputRecord(None, b"a", 500, 0, 1), InputRecord(None, b"b", 400, 0, 2),
-            InputRecord(None, b"c", 450, 1, 1)]
+    recs = [InputRecord(None, b"a", 500, 0, 1), InputRecord(None, b"b", 400, 0, 2), InputRecord(None, b"c", 450, 1, 1)]
     ordered = [(t, r.value) for t, r in order_records(recs)]
     assert ordered == [(450, b"c"), (500, b"a"), (500, b"b")]
 
 
 def test_timer_between_requests_fires_between_them(probe):
-    recs = [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 50}), 100, 0, 0),
-            InputRecord(None, env("Touch", 2, {"id": 2}), 200, 0, 1),
-            InputRecord(None, env("Touch", 3, {"id": 3, "timerMs": 10_000}), 210, 0, 2)]
+    recs = [
+        InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 50}), 100, 0, 0),
+        InputRecord(None, env("Touch", 2, {"id": 2}), 200, 0, 1),
+        InputRecord(None, env("Touch", 3, {"id": 3, "timerMs": 10_000}), 210, 0, 2),
+    ]
     part, out = run_batch(loader(fresh_blob()), recs, 1000)
     log = part.component("probe").log
     assert log == [["touch", 1, 100], ["expired", 1, 150], ["touch", 2, 200], ["touch", 3, 210]]
@@ -139,22 +158,25 @@ def test_request_appended_before_deadline_but_read_late_is_applied_first(probe):
     # after one that already ran past the deadline. The grace keeps that batch from firing it.
     cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000})
     blob = state.encode(CoordinatorPartition(0, cfg).to_json())
-    part, _ = run_batch(loader(blob, config=cfg),
-                        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100)
+    part, _ = run_batch(
+        loader(blob, config=cfg), [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100
+    )
     assert part.next_deadline() == 1600  # deadline 600 + grace: when Spark must call again
     part, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 1550)
     assert out.events == []  # batch ran at 1550 > 600, but 1550 - grace < 600
     # The late-read request (appended at 550, re-arming the timer to 1050) comes first.
-    part, out = run_batch(loader(state.encode(part.to_json()), config=cfg),
-                          [InputRecord(None, env("Touch", 2, {"id": 1, "timerMs": 500}), 550)], 1560)
+    part, out = run_batch(
+        loader(state.encode(part.to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 2, {"id": 1, "timerMs": 500}), 550)],
+        1560,
+    )
     assert out.events == [] and part.timers.get("t-1").deadline_ms == 1050
     part, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 2051)
     assert [e.body["event"] for e in out.events] == ["ProbeExpired"]
 
 
 def test_without_grace_timers_fire_at_exact_deadlines(probe):
-    part, _ = run_batch(loader(fresh_blob()),
-                        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100)
+    part, _ = run_batch(loader(fresh_blob()), [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100)
     part, out = run_batch(loader(state.encode(part.to_json())), [], 600)
     assert out.events[0].body["timeMs"] == 600
 
@@ -169,9 +191,11 @@ def test_api_error_answers_and_leaves_no_outputs(probe):
 
 
 def test_handler_crash_is_isolated_and_state_is_not_corrupted(probe):
-    recs = [InputRecord(None, env("Touch", 1, {"id": 1}), 10, 0, 0),
-            InputRecord(None, env("Boom", 2, {"id": 2}), 20, 0, 1),
-            InputRecord(None, env("Touch", 3, {"id": 3}), 30, 0, 2)]
+    recs = [
+        InputRecord(None, env("Touch", 1, {"id": 1}), 10, 0, 0),
+        InputRecord(None, env("Boom", 2, {"id": 2}), 20, 0, 1),
+        InputRecord(None, env("Touch", 3, {"id": 3}), 30, 0, 2),
+    ]
     part, out = run_batch(loader(fresh_blob()), recs, 100)
     assert part.component("probe").log == [["touch", 1, 10], ["touch", 3, 30]]  # no half change
     codes = {r.reply.correlation_id: r.body["errorCode"] for r in out.responses}
@@ -185,8 +209,10 @@ def test_handler_crash_is_isolated_and_state_is_not_corrupted(probe):
 
 
 def test_crashing_timer_is_dropped_not_retried_forever(probe):
-    recs = [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 5, "crashTimer": True}), 10, 0, 0),
-            InputRecord(None, env("Touch", 2, {"id": 2}), 50, 0, 1)]
+    recs = [
+        InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 5, "crashTimer": True}), 10, 0, 0),
+        InputRecord(None, env("Touch", 2, {"id": 2}), 50, 0, 1),
+    ]
     part, out = run_batch(loader(fresh_blob()), recs, 100)
     assert part.component("probe").log == [["touch", 1, 10], ["touch", 2, 50]]
     assert part.next_deadline() is None
@@ -210,7 +236,9 @@ def test_bad_input_gets_kafka_errors_and_never_touches_state(probe):
         InputRecord("k", json.dumps({"correlationId": "x", "apiKey": "Touch"}).encode(), 1, 0, 9),
         InputRecord("k", b"[" * 100000 + b"]" * 100000, 1, 0, 10),
         InputRecord("k", None, 1, 0, 11),
-        InputRecord("k", b'{"correlationId": 15, "apiKey": "Touch", "apiVersion": 0, "request": {"id": NaN}}', 1, 0, 12),
+        InputRecord(
+            "k", b'{"correlationId": 15, "apiKey": "Touch", "apiVersion": 0, "request": {"id": NaN}}', 1, 0, 12
+        ),
         InputRecord("k", env("Touch", 16, {"id": 1}).replace(b'"c"', b'"\\ud800"'), 1, 0, 13),
     ]
     part, out = run_batch(loader(blob), recs, 5)
@@ -236,8 +264,11 @@ def test_reply_to_must_match_the_allowed_pattern(probe):
     raw = json.loads(env("Touch", 1, {"id": 1}))
     raw["replyTo"] = "__consumer_offsets"
     ok = dict(raw, correlationId=2, replyTo="coordinator-responses.team-a")
-    part, out = run_batch(loader(fresh_blob()), [InputRecord(None, json.dumps(raw).encode(), 1, 0, 0),
-                                                 InputRecord(None, json.dumps(ok).encode(), 1, 0, 1)], 5)
+    part, out = run_batch(
+        loader(fresh_blob()),
+        [InputRecord(None, json.dumps(raw).encode(), 1, 0, 0), InputRecord(None, json.dumps(ok).encode(), 1, 0, 1)],
+        5,
+    )
     by_cid = {r.reply.correlation_id: r for r in out.responses}
     assert by_cid[1].body["errorCode"] == Errors.INVALID_REQUEST.code and by_cid[1].reply.reply_to is None
     assert by_cid[2].body["errorCode"] == 0 and by_cid[2].reply.reply_to == "coordinator-responses.team-a"
@@ -258,8 +289,10 @@ def test_state_formats_round_trip_and_old_format_still_decodes(probe):
 
 def test_format_1_payload_written_by_the_first_release_decodes():
     # Bytes exactly as the first release wrote them (format 1, plain JSON, schema 1).
-    legacy = (b'{"schema":1,"partition":7,"clock":123,"timers":{"x":[500,"probe-expire",{"id":1}]},'
-              b'"components":{"find_coordinator":{}}}')
+    legacy = (
+        b'{"schema":1,"partition":7,"clock":123,"timers":{"x":[500,"probe-expire",{"id":1}]},'
+        b'"components":{"find_coordinator":{}}}'
+    )
     snap = state.decode(1, legacy)
     part = CoordinatorPartition(7, CoordinatorConfig(), snap)
     assert part.clock_ms == 123 and part.timers.next_deadline() == 500
@@ -275,8 +308,9 @@ def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
             self.timer_handlers = {"deferred-done": self.done}
 
         def touch2(self, request):
-            return CoordinatorResult(response={"errorCode": 0}).defer("d-1", "deferred-done",
-                                                                      {"id": request.body["id"]})
+            return CoordinatorResult(response={"errorCode": 0}).defer(
+                "d-1", "deferred-done", {"id": request.body["id"]}
+            )
 
         def done(self, timer):
             return CoordinatorResult().emit("d", "DeferredRan", id=timer.payload["id"])

@@ -1,5 +1,6 @@
 """Versions Kafka 4.1.1 still serves that the service once refused (KIP-896 kept them): JoinGroup
 v0-1 and FindCoordinator v0 (KafkaApisTest.testHandleJoinGroupRequest / testOldFindCoordinator*)."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,14 @@ def test_handle_join_group_request(version):
     """KafkaApisTest.testHandleJoinGroupRequest: v0 has no rebalance timeout, the session timeout is
     used; the response has the fields of its version (throttleTimeMs from v2)."""
     c = GroupTestClient()
-    body = {"groupId": c.group_id, "sessionTimeoutMs": 20000, "rebalanceTimeoutMs": 10000, "memberId": "",
-            "protocolType": "consumer", "protocols": protocols("range")}
+    body = {
+        "groupId": c.group_id,
+        "sessionTimeoutMs": 20000,
+        "rebalanceTimeoutMs": 10000,
+        "memberId": "",
+        "protocolType": "consumer",
+        "protocols": protocols("range"),
+    }
     if version == 0:
         del body["rebalanceTimeoutMs"]
     cid, resp = c.send("JoinGroup", version, body)
@@ -38,8 +45,12 @@ def test_old_find_coordinator():
     c = GroupTestClient()
     cid, raw = c.d.envelope("FindCoordinator", 0, {"key": "some-group"})
     c.d.send_raw(raw, key="some-group")
-    assert c.d.response(cid) == {"errorCode": 0, "nodeId": coordinator_partition("some-group", 50),
-                                 "host": "127.0.0.1", "port": 9092}
+    assert c.d.response(cid) == {
+        "errorCode": 0,
+        "nodeId": coordinator_partition("some-group", 50),
+        "host": "127.0.0.1",
+        "port": 9092,
+    }
     cid, raw = c.d.envelope("FindCoordinator", 1, {"key": "some-group", "keyType": 0})
     c.d.send_raw(raw, key="some-group")
     assert c.d.response(cid)["errorMessage"] == "NONE"

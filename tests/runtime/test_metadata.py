@@ -1,4 +1,5 @@
 """Topic metadata reaches the core as an UpdateMetadata broadcast and is kept per partition."""
+
 from coordinator.result import CoordinatorResult
 from tests.core_driver import CoreDriver
 

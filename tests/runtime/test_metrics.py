@@ -1,6 +1,7 @@
 """The coordinators' metrics (coordinator/metrics.py): counters and gauges move with what the
 groups and transactions do, a replayed batch emits the identical record, and a state without
 metrics loads and is counted once."""
+
 from __future__ import annotations
 
 import json
@@ -162,10 +163,17 @@ def test_a_consumer_member_fenced_by_its_session_timeout():
 
 
 def test_a_member_fenced_in_the_batch_that_deletes_its_group_is_counted_for_its_group_type():
-    c = ConsumerGroupTestClient(topics={"foo": 2}, **{
-        "offsets.retention.check.interval.ms": 2000, "coordinator.timer.grace.ms": 1000,
-        "group.consumer.session.timeout.ms": 8000, "group.consumer.min.session.timeout.ms": 8000,
-        "group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 500})
+    c = ConsumerGroupTestClient(
+        topics={"foo": 2},
+        **{
+            "offsets.retention.check.interval.ms": 2000,
+            "coordinator.timer.grace.ms": 1000,
+            "group.consumer.session.timeout.ms": 8000,
+            "group.consumer.min.session.timeout.ms": 8000,
+            "group.consumer.heartbeat.interval.ms": 1000,
+            "group.consumer.min.heartbeat.interval.ms": 500,
+        },
+    )
     d = c.d
     assert c.join("m1", ["foo"])["errorCode"] == 0
     for _ in range(12):  # the session expires, and the expiry check deletes the Empty group at once
@@ -181,25 +189,58 @@ def test_a_member_fenced_in_the_batch_that_deletes_its_group_is_counted_for_its_
 def test_conversions_between_classic_and_consumer_groups_move_the_gauges():
     c = ConsumerGroupTestClient(topics={"foo": 2})
     d = c.d
-    _, raw = d.envelope("OffsetCommit", 9, {
-        "groupId": c.group_id, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "foo", "partitions": [{"partitionIndex": 0, "committedOffset": 1,
-                                                   "committedLeaderEpoch": -1, "committedMetadata": ""}]}]})
+    _, raw = d.envelope(
+        "OffsetCommit",
+        9,
+        {
+            "groupId": c.group_id,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "foo",
+                    "partitions": [
+                        {"partitionIndex": 0, "committedOffset": 1, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
     d.send_raw(raw, key=c.group_id)  # a simple (classic) group with an offset
-    assert live_gauges(d) == {series("group_count", protocol="classic"): 1,
-                              series("classic_group_count", state="Empty"): 1}
+    assert live_gauges(d) == {
+        series("group_count", protocol="classic"): 1,
+        series("classic_group_count", state="Empty"): 1,
+    }
     assert c.join("m1", ["foo"])["errorCode"] == 0 and c.group().type == "consumer"  # upgraded
-    assert live_gauges(d) == scanned_gauges(d) == {series("group_count", protocol="consumer"): 1,
-                                                   series("consumer_group_count", state="Stable"): 1}
+    assert (
+        live_gauges(d)
+        == scanned_gauges(d)
+        == {series("group_count", protocol="consumer"): 1, series("consumer_group_count", state="Stable"): 1}
+    )
     assert counter(d, "group_deleted_total", protocol="classic") == 1
     assert c.heartbeat("m1", -1)["errorCode"] == 0
-    _, raw = d.envelope("JoinGroup", 9, {"groupId": c.group_id, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 5000,
-                                         "memberId": "", "protocolType": "consumer", "protocols": protocols("range"),
-                                         "groupInstanceId": None, "reason": None})
+    _, raw = d.envelope(
+        "JoinGroup",
+        9,
+        {
+            "groupId": c.group_id,
+            "sessionTimeoutMs": 10000,
+            "rebalanceTimeoutMs": 5000,
+            "memberId": "",
+            "protocolType": "consumer",
+            "protocols": protocols("range"),
+            "groupInstanceId": None,
+            "reason": None,
+        },
+    )
     d.send_raw(raw, key=c.group_id)  # the empty consumer group is converted back to a classic one
     assert c.group().type == "classic"
-    assert live_gauges(d) == scanned_gauges(d) == {series("group_count", protocol="classic"): 1,
-                                                   series("classic_group_count", state="Empty"): 1}
+    assert (
+        live_gauges(d)
+        == scanned_gauges(d)
+        == {series("group_count", protocol="classic"): 1, series("classic_group_count", state="Empty"): 1}
+    )
 
 
 # ====================================================================== transactions
@@ -244,14 +285,47 @@ def test_a_replayed_batch_emits_the_identical_metrics_record():
     join = join_and_rebalance(c)
     d = c.d
     blob = d.stored()
-    recs = _records(d, [("Heartbeat", 4, {"groupId": c.group_id, "generationId": join["generationId"],
-                                          "memberId": join["memberId"], "groupInstanceId": None}, c.group_id),
-                        ("OffsetCommit", 9, {"groupId": c.group_id, "generationIdOrMemberEpoch": join["generationId"],
-                                             "memberId": join["memberId"], "groupInstanceId": None,
-                                             "topics": [{"name": "t", "partitions": [
-                                                 {"partitionIndex": 0, "committedOffset": 3,
-                                                  "committedLeaderEpoch": -1, "committedMetadata": ""}]}]},
-                         c.group_id)], d.now)
+    recs = _records(
+        d,
+        [
+            (
+                "Heartbeat",
+                4,
+                {
+                    "groupId": c.group_id,
+                    "generationId": join["generationId"],
+                    "memberId": join["memberId"],
+                    "groupInstanceId": None,
+                },
+                c.group_id,
+            ),
+            (
+                "OffsetCommit",
+                9,
+                {
+                    "groupId": c.group_id,
+                    "generationIdOrMemberEpoch": join["generationId"],
+                    "memberId": join["memberId"],
+                    "groupInstanceId": None,
+                    "topics": [
+                        {
+                            "name": "t",
+                            "partitions": [
+                                {
+                                    "partitionIndex": 0,
+                                    "committedOffset": 3,
+                                    "committedLeaderEpoch": -1,
+                                    "committedMetadata": "",
+                                }
+                            ],
+                        }
+                    ],
+                },
+                c.group_id,
+            ),
+        ],
+        d.now,
+    )
     batch_time = d.now + 700  # the requests waited 700 ms for their batch
     runs = []
     for _ in range(2):
@@ -290,8 +364,10 @@ def test_a_state_without_metrics_loads_and_is_counted_once():
     part, out = run_batch(lambda: CoordinatorPartition(d.partition_id, d.config, chunks=old), recs, d.now)
     assert out.metrics["seq"] == 1
     assert {k: v for k, v in out.metrics["gauges"].items() if v} == before
-    assert out.metrics["counters"] == {series("requests_total", api="ListGroups"): 1,
-                                       series("request_queue_time_ms_sum", api="ListGroups"): 0}
+    assert out.metrics["counters"] == {
+        series("requests_total", api="ListGroups"): 1,
+        series("request_queue_time_ms_sum", api="ListGroups"): 0,
+    }
     # A whole-snapshot state (formats 1 and 2) without metrics loads too.
     snap = d.partition.to_json()
     del snap["components"]["metrics"]

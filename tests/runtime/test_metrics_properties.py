@@ -2,6 +2,7 @@
 transactions): after every step the gauges the metrics keep from events equal a count of every
 group and transaction, and the counters never go down (but for a partition rebuilt from its state
 log, whose metrics start again)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -44,9 +45,14 @@ def test_classic_group_histories(ops):
         model.c.sleep(7000)
         seen = check(model.c.d, seen)
     # Every rebalance started has ended once nothing is parked any more, or is still going.
-    started = sum(v for k, v in seen.items() if k.startswith("group_rebalance_started_total{protocol=\"classic\""))
-    ended = sum(v for k, v in seen.items() if k.startswith(("group_rebalance_completed_total{protocol=\"classic\"",
-                                                           "group_rebalance_failed_total{protocol=\"classic\"")))
+    started = sum(v for k, v in seen.items() if k.startswith('group_rebalance_started_total{protocol="classic"'))
+    ended = sum(
+        v
+        for k, v in seen.items()
+        if k.startswith(
+            ('group_rebalance_completed_total{protocol="classic"', 'group_rebalance_failed_total{protocol="classic"')
+        )
+    )
     in_progress = len(list(model.c.d.partition.component("metrics").rebalances))
     assert started == ended + in_progress
 

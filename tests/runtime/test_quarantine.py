@@ -1,4 +1,5 @@
 """The supervisor's handler for sink failures on missing output topics (run_stream.py)."""
+
 from __future__ import annotations
 
 import logging
@@ -8,8 +9,10 @@ import pytest
 import run_stream
 from streaming.config import StreamConfig
 
-FAILURE = ("org.apache.spark.SparkException: Job aborted.\nCaused by: org.apache.kafka.common.errors."
-           "TimeoutException: Topic {topic} not present in metadata after 60000 ms.")
+FAILURE = (
+    "org.apache.spark.SparkException: Job aborted.\nCaused by: org.apache.kafka.common.errors."
+    "TimeoutException: Topic {topic} not present in metadata after 60000 ms."
+)
 
 
 @pytest.fixture

@@ -1,10 +1,18 @@
 """Coordinator routing must equal Kafka's: Utils.abs(javaStringHashCode(key)) % partitions."""
+
 import pytest
 
 from coordinator.routing import coordinator_partition, java_string_hashcode, kafka_abs, key_for_partition
 
-VECTORS = [("test-group", 12), ("my-group", 12), ("groupId", 18), ("tx-1", 20),
-           ("orders-consumer", 40), ("支付组", 39), ("😀-group", 43)]
+VECTORS = [
+    ("test-group", 12),
+    ("my-group", 12),
+    ("groupId", 18),
+    ("tx-1", 20),
+    ("orders-consumer", 40),
+    ("支付组", 39),
+    ("😀-group", 43),
+]
 
 
 @pytest.mark.parametrize("key,partition", VECTORS)
@@ -22,8 +30,8 @@ def test_java_string_hashcode_known_values():
 
 
 def test_utils_abs_maps_min_value_to_zero():
-    assert java_string_hashcode("polygenelubricants") == -2**31
-    assert kafka_abs(-2**31) == 0 and kafka_abs(-5) == 5
+    assert java_string_hashcode("polygenelubricants") == -(2**31)
+    assert kafka_abs(-(2**31)) == 0 and kafka_abs(-5) == 5
     assert coordinator_partition("polygenelubricants", 50) == 0
 
 

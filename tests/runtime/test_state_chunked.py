@@ -1,4 +1,5 @@
 """State format 3: per-entity chunks read lazily, written back by what a batch touched."""
+
 from __future__ import annotations
 
 import json
@@ -36,34 +37,65 @@ TXNS = owned("txn", 10)
 
 
 def envelope(api: str, version: int, body: dict, cid: int) -> bytes:
-    return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": "t",
-                       "request": body}).encode()
+    return json.dumps(
+        {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": "t", "request": body}
+    ).encode()
 
 
 def commit(group: str, offset: int) -> tuple[str, str, int, dict]:
-    return (group, "OffsetCommit", 9, {
-        "groupId": group, "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "orders", "partitions": [
-            {"partitionIndex": p, "committedOffset": offset + p, "committedLeaderEpoch": -1,
-             "committedMetadata": ""} for p in range(3)]}]})
+    return (
+        group,
+        "OffsetCommit",
+        9,
+        {
+            "groupId": group,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {
+                    "name": "orders",
+                    "partitions": [
+                        {
+                            "partitionIndex": p,
+                            "committedOffset": offset + p,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": "",
+                        }
+                        for p in range(3)
+                    ],
+                }
+            ],
+        },
+    )
 
 
 def init_pid(tid: str) -> tuple[str, str, int, dict]:
-    return (tid, "InitProducerId", 4, {"transactionalId": tid, "transactionTimeoutMs": 60000,
-                                       "producerId": -1, "producerEpoch": -1})
+    return (
+        tid,
+        "InitProducerId",
+        4,
+        {"transactionalId": tid, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
+    )
 
 
 def records(requests, t: int, first_offset: int = 0) -> list[InputRecord]:
     """Internal APIs (UpdateMetadata) as the service's own channel delivers them."""
-    return [InputRecord(key, envelope(api, v, body, first_offset + i), t, 0, first_offset + i,
-                        internal=lookup(api).internal)
-            for i, (key, api, v, body) in enumerate(requests)]
+    return [
+        InputRecord(
+            key, envelope(api, v, body, first_offset + i), t, 0, first_offset + i, internal=lookup(api).internal
+        )
+        for i, (key, api, v, body) in enumerate(requests)
+    ]
 
 
 def populated() -> tuple[int, bytes]:
     """A format-3 state with GROUPS (3 offsets each) and TXNS."""
-    part, _ = run_batch(lambda: CoordinatorPartition(PARTITION, CONFIG),
-                        records([commit(g, 100) for g in GROUPS] + [init_pid(t) for t in TXNS], 1_000), 2_000)
+    part, _ = run_batch(
+        lambda: CoordinatorPartition(PARTITION, CONFIG),
+        records([commit(g, 100) for g in GROUPS] + [init_pid(t) for t in TXNS], 1_000),
+        2_000,
+    )
     return state.encode_partition(part)
 
 
@@ -102,14 +134,15 @@ def test_untouched_chunks_are_copied_as_bytes_and_the_result_matches_a_full_deco
     # The untouched groups' stored bytes are the same bytes.
     key = chunk_key("OffsetCommit", GROUPS[8]).encode()
     assert old.text(key) == fresh.text(key)
-    assert old.payload[old.data_start:old.data_start + old.used] == \
-        fresh.payload[fresh.data_start:fresh.data_start + old.used]
+    assert (
+        old.payload[old.data_start : old.data_start + old.used]
+        == fresh.payload[fresh.data_start : fresh.data_start + old.used]
+    )
 
 
 def test_a_read_only_request_leaves_the_entity_chunks_unchanged():
     blob = populated()
-    fetch = (GROUPS[5], "OffsetFetch", 8, {"groups": [{"groupId": GROUPS[5], "topics": None}],
-                                           "requireStable": False})
+    fetch = (GROUPS[5], "OffsetFetch", 8, {"groups": [{"groupId": GROUPS[5], "topics": None}], "requireStable": False})
     part, out, new = step(blob, [fetch], 3_000)
     assert out.responses[0].body["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 100
     old, fresh = chunked.ChunkReader(blob[1]), chunked.ChunkReader(new[1])
@@ -274,8 +307,9 @@ def test_paged_timers_match_a_model_and_survive_encoding():
         # Round trip through format 3, then keep going on the lazily loaded timers.
         part = StoredState(*state.encode_partition(part)).load(PARTITION, CONFIG)
         assert part.timers.next_deadline() == min(d for d, _ in model.values())
-        assert part.timers.schedule_view() == {k: (d, "groups-expiration", {"k": k}) for k, (d, _) in
-                                               sorted(model.items())}
+        assert part.timers.schedule_view() == {
+            k: (d, "groups-expiration", {"k": k}) for k, (d, _) in sorted(model.items())
+        }
     fired = []
     while (t := part.timers.pop_due(30_000)) is not None:
         fired.append(t.key)
@@ -299,8 +333,11 @@ def test_firing_one_timer_decodes_one_page_and_one_timer():
 def test_topic_metadata_is_read_only_by_batches_that_use_it():
     topics = {"topicStates": [{"topicName": f"topic-{i}", "numPartitions": 4} for i in range(50)]}
     stored = StoredState(*populated())
-    part, _ = run_batch(lambda: stored.load(PARTITION, CONFIG),
-                        records([("__coordinator_broadcast__", "UpdateMetadata", 0, topics)], 3_000), 3_001)
+    part, _ = run_batch(
+        lambda: stored.load(PARTITION, CONFIG),
+        records([("__coordinator_broadcast__", "UpdateMetadata", 0, topics)], 3_000),
+        3_001,
+    )
     blob = state.encode_partition(part)
     meta_key = chunk_key("Component", "metadata")
     assert state.decode(*blob)["components"]["metadata"]["available"]
@@ -310,9 +347,17 @@ def test_topic_metadata_is_read_only_by_batches_that_use_it():
     assert meta_key not in part.dirty_chunks()
     # AddPartitionsToTxn checks the partitions exist: it reads the metadata, without rewriting it.
     pid = state.decode(*blob)["components"]["transactions"]["transactions"][TXNS[0]]["producerId"]
-    add = (TXNS[0], "AddPartitionsToTxn", 3, {
-        "v3AndBelowTransactionalId": TXNS[0], "v3AndBelowProducerId": pid, "v3AndBelowProducerEpoch": 0,
-        "v3AndBelowTopics": [{"name": "topic-7", "partitions": [3, 4]}]})
+    add = (
+        TXNS[0],
+        "AddPartitionsToTxn",
+        3,
+        {
+            "v3AndBelowTransactionalId": TXNS[0],
+            "v3AndBelowProducerId": pid,
+            "v3AndBelowProducerEpoch": 0,
+            "v3AndBelowTopics": [{"name": "topic-7", "partitions": [3, 4]}],
+        },
+    )
     part, out, new = step(blob, [add], 4_000)
     results = out.responses[0].body["resultsByTopicV3AndBelow"][0]["resultsByPartition"]
     assert [r["partitionErrorCode"] for r in results] == [55, 3]  # OPERATION_NOT_ATTEMPTED, UNKNOWN_TOPIC
@@ -339,15 +384,22 @@ def test_a_checkpoint_resumes_from_the_state_so_far_without_copying_the_payload(
     resumed = CoordinatorPartition(PARTITION, CONFIG, chunks=cp)
     assert resumed.component("groups").offsets.get(GROUPS[0], "orders", 0).committed_offset == 700
     assert len(resumed.component("groups").groups) == len(GROUPS)
-    second, _ = run_batch(lambda: CoordinatorPartition(PARTITION, CONFIG, chunks=resumed.checkpoint()),
-                          records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50), 3_003)
+    second, _ = run_batch(
+        lambda: CoordinatorPartition(PARTITION, CONFIG, chunks=resumed.checkpoint()),
+        records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50),
+        3_003,
+    )
     # Encoding the resumed partition equals running both batches in one.
-    both, _ = run_batch(lambda: stored.load(PARTITION, CONFIG),
-                        records([commit(GROUPS[0], 700)], 3_000) +
-                        records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50), 3_003)
+    both, _ = run_batch(
+        lambda: stored.load(PARTITION, CONFIG),
+        records([commit(GROUPS[0], 700)], 3_000)
+        + records([commit(GROUPS[1], 800), init_pid("new-" + TXNS[0])], 3_002, 50),
+        3_003,
+    )
     # (Except the metrics, which count the batches.)
-    assert _without_metrics(state.decode(*state.encode_partition(second))) == \
-        _without_metrics(state.decode(*state.encode_partition(both)))
+    assert _without_metrics(state.decode(*state.encode_partition(second))) == _without_metrics(
+        state.decode(*state.encode_partition(both))
+    )
 
 
 def _without_metrics(snapshot: dict) -> dict:

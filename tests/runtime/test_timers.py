@@ -1,5 +1,6 @@
 """Timer ties: equal deadlines fire in schedule order (Kafka's timing wheel expires one tick's
 tasks in insertion order), and that order survives the snapshot."""
+
 from coordinator.timers import Timers
 
 

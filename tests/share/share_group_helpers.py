@@ -1,5 +1,6 @@
 """Helpers for the KIP-932 share group tests: ShareGroupHeartbeat / ShareGroupDescribe over the
 consumer-group test client (same driver, same UpdateMetadata topic ids)."""
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,23 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
         super().__init__(*args, **kw)
         self.owners: dict[str, CoreDriver] = {}  # share-state key -> the partition that owns it
 
-    def share_heartbeat(self, member_id: str, member_epoch: int, *, topics: list[str] | None = None,
-                        rack_id: str | None = None, group_id: str | None = None,
-                        client_id: str | None = None) -> dict:
-        body = {"groupId": group_id if group_id is not None else self.group_id, "memberId": member_id,
-                "memberEpoch": member_epoch, "rackId": rack_id, "subscribedTopicNames": topics}
+    def share_heartbeat(
+        self,
+        member_id: str,
+        member_epoch: int,
+        *,
+        topics: list[str] | None = None,
+        rack_id: str | None = None,
+        group_id: str | None = None,
+        client_id: str | None = None,
+    ) -> dict:
+        body = {
+            "groupId": group_id if group_id is not None else self.group_id,
+            "memberId": member_id,
+            "memberEpoch": member_epoch,
+            "rackId": rack_id,
+            "subscribedTopicNames": topics,
+        }
         return self.send("ShareGroupHeartbeat", 1, body, client_id=client_id)
 
     def on_manager(self, fn) -> None:
@@ -61,15 +74,22 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
         return self.share_heartbeat(member_id, first["memberEpoch"], topics=topics, client_id=kw.get("client_id"))
 
     def share_describe(self, *group_ids: str, include_operations: bool = False) -> list[dict]:
-        return self.send("ShareGroupDescribe", 1, {"groupIds": list(group_ids),
-                                                   "includeAuthorizedOperations": include_operations})["groups"]
+        return self.send(
+            "ShareGroupDescribe", 1, {"groupIds": list(group_ids), "includeAuthorizedOperations": include_operations}
+        )["groups"]
 
     def share_manager(self):
         return self.d.component("groups").share
 
-    def inject_share_group(self, epoch: int, members: list[ShareGroupMember], targets: dict | None = None,
-                           assignment_epoch: int | None = None, metadata_hash: int | None = None,
-                           group_id: str | None = None) -> None:
+    def inject_share_group(
+        self,
+        epoch: int,
+        members: list[ShareGroupMember],
+        targets: dict | None = None,
+        assignment_epoch: int | None = None,
+        metadata_hash: int | None = None,
+        group_id: str | None = None,
+    ) -> None:
         """A share group as Kafka's ShareGroupBuilder writes it."""
         gid = group_id or self.group_id
         records = [(record_key("ShareGroupMemberMetadata", gid, m.member_id), member_value(m)) for m in members]
@@ -80,14 +100,24 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
         targets = targets if targets is not None else {m.member_id: m.assigned_partitions for m in members}
         for mid, a in targets.items():
             records.append((record_key("ShareGroupTargetAssignmentMember", gid, mid), target_value(a)))
-        records.append((record_key("ShareGroupTargetAssignmentMetadata", gid),
-                        target_epoch_value(epoch if assignment_epoch is None else assignment_epoch)))
+        records.append(
+            (
+                record_key("ShareGroupTargetAssignmentMetadata", gid),
+                target_epoch_value(epoch if assignment_epoch is None else assignment_epoch),
+            )
+        )
         for m in members:
             records.append((record_key("ShareGroupCurrentMemberAssignment", gid, m.member_id), current_value(m)))
         self.inject(records)
 
 
 def share_member(member_id: str, epoch: int, assigned: dict, topics=("foo", "bar")) -> ShareGroupMember:
-    return ShareGroupMember(member_id, member_epoch=epoch, previous_member_epoch=epoch - 1, client_id="client",
-                            client_host="localhost/127.0.0.1", subscribed_topic_names=frozenset(topics),
-                            assigned_partitions={t: frozenset(p) for t, p in assigned.items()})
+    return ShareGroupMember(
+        member_id,
+        member_epoch=epoch,
+        previous_member_epoch=epoch - 1,
+        client_id="client",
+        client_host="localhost/127.0.0.1",
+        subscribed_topic_names=frozenset(topics),
+        assigned_partitions={t: frozenset(p) for t, p in assigned.items()},
+    )

@@ -1,6 +1,7 @@
 """The share coordinator's state APIs through the real coordinator (envelope, schema, run_batch,
 chunked state between requests), ported from Kafka's ShareCoordinatorShardTest (one test here per
 test there, named after it) and the routing of ShareCoordinatorService / KafkaApis.findCoordinator."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,9 @@ class Shard:
         overrides.setdefault("coordinator_partitions", 1)
         self.d = CoreDriver(KEY, **overrides)
         if topics is not False:
-            states = [{"topicName": t, "topicId": topic_id(t), "numPartitions": n}
-                      for t, n in (topics or {TOPIC: 3}).items()]
+            states = [
+                {"topicName": t, "topicId": topic_id(t), "numPartitions": n} for t, n in (topics or {TOPIC: 3}).items()
+            ]
             self.d.send("UpdateMetadata", 0, {"topicStates": states}, key=BROADCAST_KEY)
 
     def call(self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID) -> dict:
@@ -46,8 +48,14 @@ class Shard:
         return self.one("InitializeShareGroupState", stateEpoch=state_epoch, startOffset=start_offset, **kw)
 
     def write(self, *, state_epoch=0, leader_epoch=0, start_offset=0, batches=(), **kw) -> dict:
-        return self.one("WriteShareGroupState", stateEpoch=state_epoch, leaderEpoch=leader_epoch,
-                        startOffset=start_offset, stateBatches=[batch(*b) for b in batches], **kw)
+        return self.one(
+            "WriteShareGroupState",
+            stateEpoch=state_epoch,
+            leaderEpoch=leader_epoch,
+            startOffset=start_offset,
+            stateBatches=[batch(*b) for b in batches],
+            **kw,
+        )
 
     def read(self, leader_epoch=0, **kw) -> dict:
         return self.one("ReadShareGroupState", leaderEpoch=leader_epoch, **kw)
@@ -86,7 +94,9 @@ def test_write_fails_on_uninitialized_partition(shard):
     """testWriteFailsOnUninitializedPartition."""
     p = shard.write(batches=[(0, 10, 0, 1)])
     assert (p["errorCode"], p["errorMessage"]) == (
-        Errors.INVALID_REQUEST.code, "Write operation on uninitialized share partition not allowed.")
+        Errors.INVALID_REQUEST.code,
+        "Write operation on uninitialized share partition not allowed.",
+    )
     assert not [k for k in keys(shard.records()) if k.startswith('["Share')]
 
 
@@ -97,8 +107,13 @@ def test_write_state_success(shard):
     assert shard.write(batches=[(0, 10, 0, 1)]) == {"partition": 0, "errorCode": 0, "errorMessage": None}
     [(key, value)] = shard.records(start)
     assert key == record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 0)
-    assert value == {"type": "ShareUpdate", "snapshotEpoch": 0, "leaderEpoch": 0, "startOffset": 0,
-                     "stateBatches": [batch(0, 10, 0, 1)]}
+    assert value == {
+        "type": "ShareUpdate",
+        "snapshotEpoch": 0,
+        "leaderEpoch": 0,
+        "startOffset": 0,
+        "stateBatches": [batch(0, 10, 0, 1)],
+    }
     state = shard.state()
     assert state["leaderEpoch"] == 0
     assert state["offset"]["stateBatches"] == [batch(0, 10, 0, 1)]
@@ -134,7 +149,10 @@ def test_subsequent_write_state_snapshot_epoch_updates_successfully():
 def test_write_state_invalid_request_data(shard):
     """testWriteStateInvalidRequestData: a negative partition, a null (zero) topic id."""
     p = shard.write(partition=-1, batches=[(0, 10, 0, 1)])
-    assert (p["errorCode"], p["errorMessage"]) == (Errors.INVALID_REQUEST.code, "The partition id cannot be a negative number.")
+    assert (p["errorCode"], p["errorMessage"]) == (
+        Errors.INVALID_REQUEST.code,
+        "The partition id cannot be a negative number.",
+    )
 
 
 def test_write_state_fenced_leader_epoch_error(shard):
@@ -142,8 +160,10 @@ def test_write_state_fenced_leader_epoch_error(shard):
     shard.initialize()
     assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == Errors.NONE.code
     p = shard.write(leader_epoch=3, batches=[(11, 12, 0, 1)])
-    assert (p["errorCode"], p["errorMessage"]) == (Errors.FENCED_LEADER_EPOCH.code, "The leader epoch in the request is older "
-                                                                         "than the epoch on the broker.")
+    assert (p["errorCode"], p["errorMessage"]) == (
+        Errors.FENCED_LEADER_EPOCH.code,
+        "The leader epoch in the request is older than the epoch on the broker.",
+    )
     assert shard.state()["leaderEpoch"] == 5
 
 
@@ -167,26 +187,46 @@ def test_write_unknown_topic_or_partition():
 def test_read_fails_on_uninitialized_partition(shard):
     """testReadFailsOnUninitializedPartition."""
     p = shard.read()
-    assert (p["errorCode"], p["errorMessage"]) == (Errors.INVALID_REQUEST.code,
-                                                   "Read operation on uninitialized share partition not allowed.")
+    assert (p["errorCode"], p["errorMessage"]) == (
+        Errors.INVALID_REQUEST.code,
+        "Read operation on uninitialized share partition not allowed.",
+    )
 
 
 def test_read_state_success(shard):
     """testReadStateSuccess."""
     shard.initialize()
     shard.write(batches=[(0, 10, 0, 1)])
-    assert shard.read() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 0,
-                            "startOffset": 0, "stateBatches": [batch(0, 10, 0, 1)]}
+    assert shard.read() == {
+        "partition": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "stateEpoch": 0,
+        "startOffset": 0,
+        "stateBatches": [batch(0, 10, 0, 1)],
+    }
 
 
 def test_read_state_summary_success(shard):
     """testReadStateSummarySuccess, and a share-partition without state (PartitionFactory's defaults)."""
-    assert shard.summary() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 0,
-                               "leaderEpoch": 0, "startOffset": -1}
+    assert shard.summary() == {
+        "partition": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "stateEpoch": 0,
+        "leaderEpoch": 0,
+        "startOffset": -1,
+    }
     shard.initialize(state_epoch=2, start_offset=5)
     shard.write(state_epoch=2, leader_epoch=3, start_offset=7, batches=[(7, 10, 0, 1)])
-    assert shard.summary() == {"partition": 0, "errorCode": 0, "errorMessage": None, "stateEpoch": 2,
-                               "leaderEpoch": 3, "startOffset": 7}
+    assert shard.summary() == {
+        "partition": 0,
+        "errorCode": 0,
+        "errorMessage": None,
+        "stateEpoch": 2,
+        "leaderEpoch": 3,
+        "startOffset": 7,
+    }
 
 
 def test_read_state_invalid_request_data(shard):
@@ -245,7 +285,8 @@ def test_delete_state_success(shard):
     assert shard.records(start) == [
         (record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 0), None),
         (record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 1), None),
-        (record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION), None)]
+        (record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION), None),
+    ]
     assert shard.state() is None
     assert shard.read()["errorCode"] == Errors.INVALID_REQUEST.code
 
@@ -271,9 +312,16 @@ def test_initialize_state_success(shard):
     assert shard.initialize(state_epoch=0, start_offset=10) == {"partition": 0, "errorCode": 0, "errorMessage": None}
     [(key, value)] = shard.records(start)
     assert key == record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION)
-    assert value == {"type": "ShareSnapshot", "snapshotEpoch": 0, "stateEpoch": 0, "leaderEpoch": 0,
-                     "startOffset": 10, "createTimestamp": shard.d.now, "writeTimestamp": shard.d.now,
-                     "stateBatches": []}
+    assert value == {
+        "type": "ShareSnapshot",
+        "snapshotEpoch": 0,
+        "stateEpoch": 0,
+        "leaderEpoch": 0,
+        "startOffset": 10,
+        "createTimestamp": shard.d.now,
+        "writeTimestamp": shard.d.now,
+        "stateBatches": [],
+    }
     # Initializing again is a fresh start, with the next snapshot epoch.
     shard.write(batches=[(10, 20, 0, 1)])
     shard.initialize(state_epoch=1, start_offset=30)
@@ -335,23 +383,33 @@ def test_not_coordinator_for_another_partitions_share_partition():
     shard = Shard(coordinator_partitions=50)
     other = next(p for p in range(1, 200) if not shard.d.partition.owns(share_partition_key(GROUP_ID, TOPIC_ID, p)))
     shard.initialize()
-    body = {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": [
-        {"partition": 0, "leaderEpoch": 0}, {"partition": other, "leaderEpoch": 0}]}]}
+    body = {
+        "groupId": GROUP_ID,
+        "topics": [
+            {
+                "topicId": TOPIC_ID,
+                "partitions": [{"partition": 0, "leaderEpoch": 0}, {"partition": other, "leaderEpoch": 0}],
+            }
+        ],
+    }
     resp = shard.d.send("ReadShareGroupState", 0, body, key=KEY)
     assert [p["errorCode"] for p in resp["results"][0]["partitions"]] == [0, Errors.NOT_COORDINATOR.code]
 
 
 def test_empty_requests_are_answered_empty(shard):
     """ShareCoordinatorService: no topics, a topic without partitions, or an empty group id."""
-    for body in ({"groupId": GROUP_ID, "topics": []},
-                 {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": []}]},
-                 {"groupId": "", "topics": [{"topicId": TOPIC_ID, "partitions": [{"partition": 0, "leaderEpoch": 0}]}]}):
+    for body in (
+        {"groupId": GROUP_ID, "topics": []},
+        {"groupId": GROUP_ID, "topics": [{"topicId": TOPIC_ID, "partitions": []}]},
+        {"groupId": "", "topics": [{"topicId": TOPIC_ID, "partitions": [{"partition": 0, "leaderEpoch": 0}]}]},
+    ):
         assert shard.d.send("ReadShareGroupState", 0, body, key=KEY) == {"results": []}
 
 
 def test_find_coordinator_share_key_type():
     """KafkaApis.getCoordinator for keyType 2 (SHARE): v6+, key `groupId:topicId:partition`."""
     from coordinator.routing import coordinator_partition
+
     d = CoreDriver(KEY)
     resp = d.send("FindCoordinator", 6, {"keyType": 2, "coordinatorKeys": [KEY, "bad-key"]}, key=KEY)
     good, bad = resp["coordinators"]

@@ -4,6 +4,7 @@ Kafka's GroupMetadataManagerTest (testShareGroup*, ...OnShareGroup, share sessio
 ShareGroupTest. A partition is assigned once its share-partition is initialized (Kafka's
 InitializeShareGroupState round trip, tests/share/test_share_group_initialize.py): `share_join` joins,
 delivers the initialization queries and heartbeats again."""
+
 from __future__ import annotations
 
 from coordinator.errors import Errors
@@ -87,29 +88,55 @@ def test_share_group_unknown_member_id_joins():
 def test_share_group_member_joins_empty_group_with_assignments():
     """testShareGroupMemberJoinsEmptyGroupWithAssignments: the records and their order."""
     c = client()
-    c.inject([(rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
-              (rk("ShareGroupStatePartitionMetadata"), {
-                  "type": "ShareGroupStatePartitionMetadata", "initializingTopics": [], "deletingTopics": [],
-                  "initializedTopics": [{"topicId": topic_id("foo"), "topicName": "foo", "partitions": list(range(6))},
-                                        {"topicId": topic_id("bar"), "topicName": "bar", "partitions": [0, 1, 2]}]})])
+    c.inject(
+        [
+            (rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
+            (
+                rk("ShareGroupStatePartitionMetadata"),
+                {
+                    "type": "ShareGroupStatePartitionMetadata",
+                    "initializingTopics": [],
+                    "deletingTopics": [],
+                    "initializedTopics": [
+                        {"topicId": topic_id("foo"), "topicName": "foo", "partitions": list(range(6))},
+                        {"topicId": topic_id("bar"), "topicName": "bar", "partitions": [0, 1, 2]},
+                    ],
+                },
+            ),
+        ]
+    )
     start = len(c.d.records)
     resp = c.share_heartbeat(M1, 0, topics=["foo", "bar"], client_id="client")
     assert resp["memberEpoch"] == 1
     assert assigned(c, resp) == {"foo": [0, 1, 2, 3, 4, 5], "bar": [0, 1, 2]}
     records = c.records(start)
-    assert keys(records) == [rk("ShareGroupMemberMetadata", M1), rk("ShareGroupMetadata"),
-                             rk("ShareGroupTargetAssignmentMember", M1), rk("ShareGroupTargetAssignmentMetadata"),
-                             rk("ShareGroupCurrentMemberAssignment", M1)]
+    assert keys(records) == [
+        rk("ShareGroupMemberMetadata", M1),
+        rk("ShareGroupMetadata"),
+        rk("ShareGroupTargetAssignmentMember", M1),
+        rk("ShareGroupTargetAssignmentMetadata"),
+        rk("ShareGroupCurrentMemberAssignment", M1),
+    ]
     assert c.d.internal_requests == []  # every partition initialized already
     values = dict(records)
     assert values[rk("ShareGroupMemberMetadata", M1)] == {
-        "type": "ShareGroupMemberMetadata", "rackId": None, "clientId": "client", "clientHost": "",
-        "subscribedTopicNames": ["bar", "foo"]}
+        "type": "ShareGroupMemberMetadata",
+        "rackId": None,
+        "clientId": "client",
+        "clientHost": "",
+        "subscribedTopicNames": ["bar", "foo"],
+    }
     assert values[rk("ShareGroupMetadata")]["epoch"] == 1
-    assert values[rk("ShareGroupMetadata")]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo", "bar"})
+    assert values[rk("ShareGroupMetadata")]["metadataHash"] == c.consumer_manager().compute_metadata_hash(
+        {"foo", "bar"}
+    )
     assert values[rk("ShareGroupCurrentMemberAssignment", M1)] == {
-        "type": "ShareGroupCurrentMemberAssignment", "memberEpoch": 1, "previousMemberEpoch": 0, "state": "STABLE",
-        "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]}}
+        "type": "ShareGroupCurrentMemberAssignment",
+        "memberEpoch": 1,
+        "previousMemberEpoch": 0,
+        "state": "STABLE",
+        "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
+    }
 
 
 def test_share_group_partitions_are_shared_and_rebalanced_on_joins():
@@ -150,14 +177,23 @@ def test_share_group_fenced_member_epoch():
 def test_share_group_leaving_member_bumps_group_epoch():
     """testShareGroupLeavingMemberBumpsGroupEpoch: tombstones, then the epoch with the new hash."""
     c = client(topics={"foo": 6, "bar": 3, "zar": 1})
-    c.inject_share_group(10, [share_member(M1, 10, {"foo": [0, 1, 2], "bar": [0, 1]}),
-                              share_member(M2, 10, {"foo": [3, 4, 5], "bar": [2]}, topics=("foo", "bar", "zar"))])
+    c.inject_share_group(
+        10,
+        [
+            share_member(M1, 10, {"foo": [0, 1, 2], "bar": [0, 1]}),
+            share_member(M2, 10, {"foo": [3, 4, 5], "bar": [2]}, topics=("foo", "bar", "zar")),
+        ],
+    )
     start = len(c.d.records)
     resp = c.share_heartbeat(M2, -1, topics=["foo", "bar"])
     assert (resp["errorCode"], resp["memberId"], resp["memberEpoch"]) == (0, M2, -1)
     records = c.records(start)
-    assert keys(records) == [rk("ShareGroupCurrentMemberAssignment", M2), rk("ShareGroupTargetAssignmentMember", M2),
-                             rk("ShareGroupMemberMetadata", M2), rk("ShareGroupMetadata")]
+    assert keys(records) == [
+        rk("ShareGroupCurrentMemberAssignment", M2),
+        rk("ShareGroupTargetAssignmentMember", M2),
+        rk("ShareGroupMemberMetadata", M2),
+        rk("ShareGroupMetadata"),
+    ]
     assert [v for _, v in records[:3]] == [None, None, None]
     assert records[3][1]["epoch"] == 11
     assert records[3][1]["metadataHash"] == c.consumer_manager().compute_metadata_hash({"foo", "bar"})
@@ -180,7 +216,8 @@ def test_share_group_delete_tombstones():
     assert group.tombstone_record_keys() == [
         record_key("ShareGroupTargetAssignmentMetadata", "share-group-id"),
         record_key("ShareGroupStatePartitionMetadata", "share-group-id"),
-        record_key("ShareGroupMetadata", "share-group-id")]
+        record_key("ShareGroupMetadata", "share-group-id"),
+    ]
 
 
 def test_share_group_states():
@@ -188,15 +225,34 @@ def test_share_group_states():
     c = client()
     c.inject([(rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 10, "metadataHash": 0})])
     assert c.group().state_as_string() == "Empty"
-    c.inject([(rk("ShareGroupMemberMetadata", M1), {"type": "ShareGroupMemberMetadata", "rackId": None,
-                                                    "clientId": "", "clientHost": "",
-                                                    "subscribedTopicNames": ["foo"]}),
-              (rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 11, "metadataHash": 0})])
+    c.inject(
+        [
+            (
+                rk("ShareGroupMemberMetadata", M1),
+                {
+                    "type": "ShareGroupMemberMetadata",
+                    "rackId": None,
+                    "clientId": "",
+                    "clientHost": "",
+                    "subscribedTopicNames": ["foo"],
+                },
+            ),
+            (rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 11, "metadataHash": 0}),
+        ]
+    )
     assert c.group().state_as_string() == "Stable"
-    c.inject([(rk("ShareGroupTargetAssignmentMember", M1), {"type": "ShareGroupTargetAssignmentMember",
-                                                            "topicPartitions": {"foo": [1, 2, 3]}}),
-              (rk("ShareGroupTargetAssignmentMetadata"), {"type": "ShareGroupTargetAssignmentMetadata",
-                                                         "assignmentEpoch": 11})])
+    c.inject(
+        [
+            (
+                rk("ShareGroupTargetAssignmentMember", M1),
+                {"type": "ShareGroupTargetAssignmentMember", "topicPartitions": {"foo": [1, 2, 3]}},
+            ),
+            (
+                rk("ShareGroupTargetAssignmentMetadata"),
+                {"type": "ShareGroupTargetAssignmentMetadata", "assignmentEpoch": 11},
+            ),
+        ]
+    )
     assert c.group().state_as_string() == "Stable"
 
 
@@ -211,8 +267,12 @@ def test_session_timeout_expiration_for_share_member():
     start = len(c.d.records)
     c.sleep(45000 + 1)
     records = c.records(start)
-    assert keys(records) == [rk("ShareGroupCurrentMemberAssignment", M1), rk("ShareGroupTargetAssignmentMember", M1),
-                             rk("ShareGroupMemberMetadata", M1), rk("ShareGroupMetadata")]
+    assert keys(records) == [
+        rk("ShareGroupCurrentMemberAssignment", M1),
+        rk("ShareGroupTargetAssignmentMember", M1),
+        rk("ShareGroupMemberMetadata", M1),
+        rk("ShareGroupMetadata"),
+    ]
     assert records[3][1] == {"type": "ShareGroupMetadata", "epoch": 2, "metadataHash": 0}
     assert timer not in c.timers()
     assert [e["memberId"] for e in c.events("MemberFenced")] == [M1]
@@ -235,8 +295,17 @@ def test_on_loaded_session_timeout_expiration_for_share_member():
 def test_share_group_dynamic_configs():
     """testShareGroupDynamicConfigs: share.session.timeout.ms / share.heartbeat.interval.ms of the group."""
     c = client()
-    c.inject([(record_key("GroupConfig", GROUP), {"type": "GroupConfig", "configs": {
-        "share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "6000"}})])
+    c.inject(
+        [
+            (
+                record_key("GroupConfig", GROUP),
+                {
+                    "type": "GroupConfig",
+                    "configs": {"share.session.timeout.ms": "50000", "share.heartbeat.interval.ms": "6000"},
+                },
+            )
+        ]
+    )
     resp = c.share_heartbeat(M1, 0, topics=["foo"])
     assert resp["heartbeatIntervalMs"] == 6000
     assert c.timers()[record_key("share-session", GROUP, M1)][0] == c.now + 50000
@@ -255,18 +324,40 @@ def test_share_group_describe_request():
 def test_share_group_describe_no_errors():
     """testShareGroupDescribeNoErrors (member assignment: see the deviation above)."""
     c = ShareGroupTestClient(group_id="group-id-2", topics={"foo": 1})
-    c.inject([(record_key("ShareGroupMetadata", "group-id-2"),
-               {"type": "ShareGroupMetadata", "epoch": 15, "metadataHash": 0})])
+    c.inject(
+        [
+            (
+                record_key("ShareGroupMetadata", "group-id-2"),
+                {"type": "ShareGroupMetadata", "epoch": 15, "metadataHash": 0},
+            )
+        ]
+    )
     resp = c.share_join(M1, topics=["foo"], client_id="client")
     assert resp["memberEpoch"] == 17
     [g] = c.share_describe("group-id-2", include_operations=False)
-    assert g == {"errorCode": 0, "errorMessage": None, "groupId": "group-id-2", "groupState": "Stable",
-                 "groupEpoch": 17, "assignmentEpoch": 17, "assignorName": "simple",
-                 "members": [{"memberId": M1, "rackId": None, "memberEpoch": 17, "clientId": "client",
-                              "clientHost": "", "subscribedTopicNames": ["foo"],
-                              "assignment": {"topicPartitions": [
-                                  {"topicId": topic_id("foo"), "topicName": "foo", "partitions": [0]}]}}],
-                 "authorizedOperations": -2147483648}
+    assert g == {
+        "errorCode": 0,
+        "errorMessage": None,
+        "groupId": "group-id-2",
+        "groupState": "Stable",
+        "groupEpoch": 17,
+        "assignmentEpoch": 17,
+        "assignorName": "simple",
+        "members": [
+            {
+                "memberId": M1,
+                "rackId": None,
+                "memberEpoch": 17,
+                "clientId": "client",
+                "clientHost": "",
+                "subscribedTopicNames": ["foo"],
+                "assignment": {
+                    "topicPartitions": [{"topicId": topic_id("foo"), "topicName": "foo", "partitions": [0]}]
+                },
+            }
+        ],
+        "authorizedOperations": -2147483648,
+    }
 
 
 def test_share_group_describe_invalid_and_not_coordinator():
@@ -294,15 +385,38 @@ def test_classic_group_join_sync_leave_on_share_group():
     """testClassicGroupJoinOnShareGroup / testClassicGroupSyncOnShareGroup / testClassicGroupLeaveOnShareGroup."""
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
-    join = c.send("JoinGroup", 9, {"groupId": GROUP, "sessionTimeoutMs": 45000, "rebalanceTimeoutMs": 5000,
-                                   "memberId": "", "groupInstanceId": None, "protocolType": "consumer",
-                                   "protocols": [{"name": "range", "metadata": ""}], "reason": None})
+    join = c.send(
+        "JoinGroup",
+        9,
+        {
+            "groupId": GROUP,
+            "sessionTimeoutMs": 45000,
+            "rebalanceTimeoutMs": 5000,
+            "memberId": "",
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "protocols": [{"name": "range", "metadata": ""}],
+            "reason": None,
+        },
+    )
     assert join["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
-    sync = c.send("SyncGroup", 5, {"groupId": GROUP, "generationId": 1, "memberId": M1, "groupInstanceId": None,
-                                   "protocolType": None, "protocolName": None, "assignments": []})
+    sync = c.send(
+        "SyncGroup",
+        5,
+        {
+            "groupId": GROUP,
+            "generationId": 1,
+            "memberId": M1,
+            "groupInstanceId": None,
+            "protocolType": None,
+            "protocolName": None,
+            "assignments": [],
+        },
+    )
     assert sync["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
-    leave = c.send("LeaveGroup", 5, {"groupId": GROUP, "members": [{"memberId": M1, "groupInstanceId": None,
-                                                                    "reason": None}]})
+    leave = c.send(
+        "LeaveGroup", 5, {"groupId": GROUP, "members": [{"memberId": M1, "groupInstanceId": None, "reason": None}]}
+    )
     # Kafka's UnknownMemberIdException("Group ... not found."), answered by the service per member.
     assert leave["errorCode"] == 0 and [m["errorCode"] for m in leave["members"]] == [Errors.UNKNOWN_MEMBER_ID.code]
     assert set(c.group().members) == {M1}
@@ -313,7 +427,10 @@ def test_consumer_group_describe_on_share_group():
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
     [g] = c.describe(GROUP)
-    assert (g["errorCode"], g["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a consumer group.")
+    assert (g["errorCode"], g["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a consumer group.",
+    )
 
 
 def test_share_group_heartbeat_on_consumer_group():
@@ -321,7 +438,10 @@ def test_share_group_heartbeat_on_consumer_group():
     c = client()
     _consumer_group(c)
     resp = c.share_heartbeat(M1, 0, topics=["foo"])
-    assert (resp["errorCode"], resp["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a share group.")
+    assert (resp["errorCode"], resp["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a share group.",
+    )
 
 
 def test_share_group_describe_on_consumer_group():
@@ -329,7 +449,10 @@ def test_share_group_describe_on_consumer_group():
     c = client()
     _consumer_group(c)
     [g] = c.share_describe(GROUP)
-    assert (g["errorCode"], g["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a share group.")
+    assert (g["errorCode"], g["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a share group.",
+    )
 
 
 def test_offset_apis_on_share_group():
@@ -337,11 +460,25 @@ def test_offset_apis_on_share_group():
     committed offsets; OffsetFetch treats it as an unknown group."""
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
-    commit = c.send("OffsetCommit", 9, {"groupId": GROUP, "generationIdOrMemberEpoch": -1, "memberId": "",
-                                        "groupInstanceId": None, "retentionTimeMs": -1,
-                                        "topics": [{"name": "foo", "partitions": [
-                                            {"partitionIndex": 0, "committedOffset": 5,
-                                             "committedLeaderEpoch": -1, "committedMetadata": ""}]}]})
+    commit = c.send(
+        "OffsetCommit",
+        9,
+        {
+            "groupId": GROUP,
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "retentionTimeMs": -1,
+            "topics": [
+                {
+                    "name": "foo",
+                    "partitions": [
+                        {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                    ],
+                }
+            ],
+        },
+    )
     assert commit["topics"][0]["partitions"][0]["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
 
 
@@ -351,8 +488,7 @@ def test_list_groups_with_share_type_filter():
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
     resp = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["Share"]})
-    assert resp["groups"] == [{"groupId": GROUP, "protocolType": "share", "groupState": "Stable",
-                               "groupType": "share"}]
+    assert resp["groups"] == [{"groupId": GROUP, "protocolType": "share", "groupState": "Stable", "groupType": "share"}]
     assert c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["consumer"]})["groups"] == []
     assert c.send("ListGroups", 5, {"statesFilter": ["stable"], "typesFilter": []})["groups"][0]["groupId"] == GROUP
 
@@ -363,7 +499,10 @@ def test_describe_groups_on_share_group():
     c.share_heartbeat(M1, 0, topics=["foo"])
     [g] = c.send("DescribeGroups", 6, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"]
     assert (g["errorCode"], g["errorMessage"], g["groupState"]) == (
-        Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a classic group.", "Dead")
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a classic group.",
+        "Dead",
+    )
 
 
 def test_delete_groups_share_group():
@@ -385,9 +524,12 @@ def test_delete_groups_share_group():
     c.initialize_share_partitions()  # delivers the delete queries and the answers
     [r] = c.d.response(cid)["results"]
     assert r == {"groupId": GROUP, "errorCode": 0}
-    assert keys(c.records(start)) == [rk("ShareGroupStatePartitionMetadata"),
-                                      rk("ShareGroupTargetAssignmentMetadata"),
-                                      rk("ShareGroupStatePartitionMetadata"), rk("ShareGroupMetadata")]
+    assert keys(c.records(start)) == [
+        rk("ShareGroupStatePartitionMetadata"),
+        rk("ShareGroupTargetAssignmentMetadata"),
+        rk("ShareGroupStatePartitionMetadata"),
+        rk("ShareGroupMetadata"),
+    ]
     assert all(k not in c.owners[k].component("share").states for k in owned)
     assert c.group() is None
     assert c.rebuilt().component("groups").groups.get(GROUP) is None
@@ -415,17 +557,22 @@ def test_delete_groups_share_group_persister_error_keeps_the_group():
     c.initialize_share_partitions(fail=True)
     c.sleep(c.d.config["share.admin.timeout.ms"] + 1)
     results = c.d.response(cid)["results"]
-    assert {r["groupId"]: r["errorCode"] for r in results} == {GROUP: Errors.REQUEST_TIMED_OUT.code,
-                                                               unknown: Errors.GROUP_ID_NOT_FOUND.code}
+    assert {r["groupId"]: r["errorCode"] for r in results} == {
+        GROUP: Errors.REQUEST_TIMED_OUT.code,
+        unknown: Errors.GROUP_ID_NOT_FOUND.code,
+    }
     group = c.group()
     assert group is not None and group.state_partition_metadata["deleting"] == {topic_id("foo"): "foo"}
     assert group.state_partition_metadata["initialized"] == {}
     assert c.send("DeleteGroups", 2, {"groupsNames": [GROUP]}) is None
     cid = c.d.last_cid
-    deleted = [(e["request"]["groupId"], sorted(p for t in e["request"]["topics"] for p in t["partitions"]))
-               for _, e in c.d.internal_requests]
+    deleted = [
+        (e["request"]["groupId"], sorted(p for t in e["request"]["topics"] for p in t["partitions"]))
+        for _, e in c.d.internal_requests
+    ]
     assert sorted(p for _, ps in deleted for p in ps) == [
-        p for p in range(6) if not c.d.partition.owns(f"{GROUP}:{topic_id('foo')}:{p}")]
+        p for p in range(6) if not c.d.partition.owns(f"{GROUP}:{topic_id('foo')}:{p}")
+    ]
     c.initialize_share_partitions()
     assert c.d.response(cid)["results"] == [{"groupId": GROUP, "errorCode": 0}]
     assert c.group() is None
@@ -471,10 +618,19 @@ def test_importing_the_core_registers_the_share_apis():
     interpreter: the tests above import the share modules themselves)."""
     import subprocess
     import sys
-    names = ["ShareGroupHeartbeat", "ShareGroupDescribe", "InitializeShareGroupState", "ReadShareGroupState",
-             "WriteShareGroupState", "DeleteShareGroupState", "ReadShareGroupStateSummary",
-             "DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"]
-    code = ("import coordinator; from coordinator.api import lookup; "
-            f"print([n for n in {names!r} if lookup(n) is None])")
+
+    names = [
+        "ShareGroupHeartbeat",
+        "ShareGroupDescribe",
+        "InitializeShareGroupState",
+        "ReadShareGroupState",
+        "WriteShareGroupState",
+        "DeleteShareGroupState",
+        "ReadShareGroupStateSummary",
+        "DescribeShareGroupOffsets",
+        "AlterShareGroupOffsets",
+        "DeleteShareGroupOffsets",
+    ]
+    code = f"import coordinator; from coordinator.api import lookup; print([n for n in {names!r} if lookup(n) is None])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -6,6 +6,7 @@ them once they are initialized. Ported from GroupMetadataManagerTest
 testShareGroupInitializeEmptyMap, testSubscribedTopicsChangeMap, testUninitializeTopics,
 testShareGroupInitializingClearsCommonDeleting) and GroupCoordinatorServiceTest
 (testPersisterInitialize*), through the real core (one partition and across partitions)."""
+
 from __future__ import annotations
 
 from coordinator.records import record_key
@@ -20,13 +21,21 @@ SPM = record_key("ShareGroupStatePartitionMetadata", GROUP)
 
 def spm_value(initializing=(), initialized=(), deleting=()) -> dict:
     """newShareGroupStatePartitionMetadataRecord: [(name, [partitions])] and deleting [name]."""
+
     def infos(entries):
-        return sorted(({"topicId": topic_id(n), "topicName": n, "partitions": sorted(ps)} for n, ps in entries),
-                      key=lambda i: i["topicId"])
-    return {"type": "ShareGroupStatePartitionMetadata", "initializingTopics": infos(initializing),
-            "initializedTopics": infos(initialized),
-            "deletingTopics": sorted(({"topicId": topic_id(n), "topicName": n} for n in deleting),
-                                     key=lambda i: i["topicId"])}
+        return sorted(
+            ({"topicId": topic_id(n), "topicName": n, "partitions": sorted(ps)} for n, ps in entries),
+            key=lambda i: i["topicId"],
+        )
+
+    return {
+        "type": "ShareGroupStatePartitionMetadata",
+        "initializingTopics": infos(initializing),
+        "initializedTopics": infos(initialized),
+        "deletingTopics": sorted(
+            ({"topicId": topic_id(n), "topicName": n} for n in deleting), key=lambda i: i["topicId"]
+        ),
+    }
 
 
 def spm_records(c: ShareGroupTestClient, start: int) -> list[dict]:
@@ -47,8 +56,12 @@ def queries(c: ShareGroupTestClient) -> dict:
 
 
 def with_group(c: ShareGroupTestClient, **spm) -> None:
-    c.inject([(record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
-              (SPM, spm_value(**spm))])
+    c.inject(
+        [
+            (record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
+            (SPM, spm_value(**spm)),
+        ]
+    )
 
 
 def test_share_group_heartbeat_initialize_on_partition_update():
@@ -112,7 +125,8 @@ def test_subscribed_topics_change_map():
     c = ShareGroupTestClient(topics={"foo": 1}, **{"offsets_commit_timeout_ms": 10})
     assert c.share_manager().subscribed_topics_change_map(GROUP, set()) == {}
     assert {t: v["partitions"] for t, v in c.share_manager().subscribed_topics_change_map(GROUP, {"foo"}).items()} == {
-        topic_id("foo"): [0]}
+        topic_id("foo"): [0]
+    }
     c.set_topics({"foo": 1, "t1": 2, "t2": 2, "t3": 3})
     with_group(c, initializing=[("t1", [0, 1])], initialized=[("t2", [0, 1, 2])])
 
@@ -120,6 +134,7 @@ def test_subscribed_topics_change_map():
         m = c.share_manager()
         m.p.clock_ms = c.now
         return {t: v["partitions"] for t, v in m.subscribed_topics_change_map(GROUP, {"t1", "t2", "t3"}).items()}
+
     assert change() == {T3: [0, 1, 2]}
     c.sleep(2 * 10 + 1)
     assert change() == {T1: [0, 1], T3: [0, 1, 2]}
@@ -174,11 +189,16 @@ def test_error_answer_uninitializes_the_answered_partitions():
     pending = set(queries(c)[T1])
     from coordinator.metadata import BROADCAST_KEY
     from tests.core_driver import CoreDriver
+
     owners = {}
     for key, _ in c.d.internal_requests:
         owners[key] = CoreDriver(key)
-        owners[key].send("UpdateMetadata", 0, {"topicStates": [{"topicName": "t1", "topicId": T1,
-                                                                "numPartitions": 1}]}, key=BROADCAST_KEY)
+        owners[key].send(
+            "UpdateMetadata",
+            0,
+            {"topicStates": [{"topicName": "t1", "topicId": T1, "numPartitions": 1}]},
+            key=BROADCAST_KEY,
+        )
     c.owners = owners
     c.initialize_share_partitions()
     info = c.group().state_partition_metadata
@@ -203,7 +223,8 @@ def test_initialization_across_partitions_and_share_state():
     # The record survives a rebuild from the state log.
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert {t: v["partitions"] for t, v in rebuilt.state_partition_metadata["initialized"].items()} == {
-        T1: [0, 1, 2, 3]}
+        T1: [0, 1, 2, 3]
+    }
 
 
 def test_share_group_delete_request_records():
@@ -219,8 +240,9 @@ def test_share_group_delete_request_records():
     assert spm_records(c, start) == [spm_value(deleting=["t1", "t2", "t3"])]
     # Nothing to delete without the record.
     c2 = ShareGroupTestClient(topics={"t1": 2})
-    c2.inject([(record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0,
-                                                          "metadataHash": 0})])
+    c2.inject(
+        [(record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0})]
+    )
     none = []
     c2.on_manager(lambda m: none.append(m.share_group_build_partition_delete_request(m.share_group(GROUP))))
     assert none == [None]

@@ -3,6 +3,7 @@ owns and asks the other coordinator partitions over the internal channel (coordi
 Follows GroupCoordinatorService.describeShareGroupOffsets / describeShareGroupAllOffsets and
 GroupCoordinatorServiceTest.testDescribeShareGroupOffsets* (unknown topic: -1 with the zero id; a
 failed or missing read: -1)."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,12 @@ N = 50
 
 
 def metadata(d: CoreDriver, partitions: int = 8) -> None:
-    d.send("UpdateMetadata", 0, {"topicStates": [{"topicName": TOPIC, "topicId": TID, "numPartitions": partitions}]},
-           key=BROADCAST_KEY)
+    d.send(
+        "UpdateMetadata",
+        0,
+        {"topicStates": [{"topicName": TOPIC, "topicId": TID, "numPartitions": partitions}]},
+        key=BROADCAST_KEY,
+    )
 
 
 def describe(d: CoreDriver, topics=None, group=GROUP) -> dict | None:
@@ -31,11 +36,37 @@ def describe(d: CoreDriver, topics=None, group=GROUP) -> dict | None:
 
 def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int = 1) -> None:
     key = share_partition_key(GROUP, TID, partition)
-    d.send("InitializeShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
-        {"partition": partition, "stateEpoch": 0, "startOffset": 0}]}]}, key=key)
-    r = d.send("WriteShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
-        {"partition": partition, "stateEpoch": 0, "leaderEpoch": leader_epoch, "startOffset": start,
-         "stateBatches": []}]}]}, key=key)
+    d.send(
+        "InitializeShareGroupState",
+        0,
+        {
+            "groupId": GROUP,
+            "topics": [{"topicId": TID, "partitions": [{"partition": partition, "stateEpoch": 0, "startOffset": 0}]}],
+        },
+        key=key,
+    )
+    r = d.send(
+        "WriteShareGroupState",
+        0,
+        {
+            "groupId": GROUP,
+            "topics": [
+                {
+                    "topicId": TID,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "stateEpoch": 0,
+                            "leaderEpoch": leader_epoch,
+                            "startOffset": start,
+                            "stateBatches": [],
+                        }
+                    ],
+                }
+            ],
+        },
+        key=key,
+    )
     assert r["results"][0]["partitions"][0]["errorCode"] == 0
 
 
@@ -48,11 +79,22 @@ def test_describe_share_group_offsets_on_one_partition():
     [g] = resp["groups"]
     assert g["errorCode"] == 0
     assert g["topics"] == [
-        {"topicName": TOPIC, "topicId": TID, "partitions": [
-            {"partitionIndex": 0, "startOffset": 5, "leaderEpoch": 1, "errorCode": 0, "errorMessage": None},
-            {"partitionIndex": 1, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None}]},
-        {"topicName": "missing", "topicId": ZERO_UUID, "partitions": [
-            {"partitionIndex": 0, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None}]}]
+        {
+            "topicName": TOPIC,
+            "topicId": TID,
+            "partitions": [
+                {"partitionIndex": 0, "startOffset": 5, "leaderEpoch": 1, "errorCode": 0, "errorMessage": None},
+                {"partitionIndex": 1, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None},
+            ],
+        },
+        {
+            "topicName": "missing",
+            "topicId": ZERO_UUID,
+            "partitions": [
+                {"partitionIndex": 0, "startOffset": -1, "leaderEpoch": 0, "errorCode": 0, "errorMessage": None}
+            ],
+        },
+    ]
 
 
 def test_describe_share_group_offsets_not_coordinator_and_no_metadata():
@@ -60,7 +102,10 @@ def test_describe_share_group_offsets_not_coordinator_and_no_metadata():
     other = next(f"g{i}" for i in range(1000) if not d.partition.owns(f"g{i}"))
     resp = d.send("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": other, "topics": []}]}, key=GROUP)
     assert resp["groups"][0]["errorCode"] == Errors.NOT_COORDINATOR.code
-    assert describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"][0]["errorCode"] == Errors.COORDINATOR_NOT_AVAILABLE.code  # no metadata yet
+    assert (
+        describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"][0]["errorCode"]
+        == Errors.COORDINATOR_NOT_AVAILABLE.code
+    )  # no metadata yet
 
 
 def _remote_partition() -> int:
@@ -89,7 +134,8 @@ def test_describe_share_group_offsets_across_partitions():
     grp.send_raw(json.dumps(answer).encode(), key=back_key)
     [g] = grp.response(cid)["groups"]
     assert g["topics"][0]["partitions"] == [
-        {"partitionIndex": remote, "startOffset": 42, "leaderEpoch": 3, "errorCode": 0, "errorMessage": None}]
+        {"partitionIndex": remote, "startOffset": 42, "leaderEpoch": 3, "errorCode": 0, "errorMessage": None}
+    ]
 
 
 def test_describe_share_group_offsets_timeout_answers_uninitialized():
@@ -110,20 +156,55 @@ def test_describe_share_group_all_offsets_uses_the_initialized_partitions():
     the heartbeat initialized both at start offset -1 with the group epoch as state epoch."""
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d, partitions=2)
-    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
-                                      "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    d.send(
+        "ShareGroupHeartbeat",
+        1,
+        {
+            "groupId": GROUP,
+            "memberId": "m1-aaaaaaaaaaaaaaaaaaaa",
+            "memberEpoch": 0,
+            "rackId": None,
+            "subscribedTopicNames": [TOPIC],
+        },
+        key=GROUP,
+    )
     key = share_partition_key(GROUP, TID, 1)
-    r = d.send("WriteShareGroupState", 0, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [
-        {"partition": 1, "stateEpoch": 1, "leaderEpoch": 1, "startOffset": 9, "stateBatches": []}]}]}, key=key)
+    r = d.send(
+        "WriteShareGroupState",
+        0,
+        {
+            "groupId": GROUP,
+            "topics": [
+                {
+                    "topicId": TID,
+                    "partitions": [
+                        {"partition": 1, "stateEpoch": 1, "leaderEpoch": 1, "startOffset": 9, "stateBatches": []}
+                    ],
+                }
+            ],
+        },
+        key=key,
+    )
     assert r["results"][0]["partitions"][0]["errorCode"] == 0
     [g] = describe(d, None)["groups"]
     assert [(p["partitionIndex"], p["startOffset"]) for p in g["topics"][0]["partitions"]] == [(0, -1), (1, 9)]
 
 
 def _alter(d: CoreDriver, offsets: dict, topic: str = TOPIC) -> dict | None:
-    return d.send("AlterShareGroupOffsets", 0, {"groupId": GROUP, "topics": [
-        {"topicName": topic, "partitions": [{"partitionIndex": p, "startOffset": o} for p, o in offsets.items()]}]},
-        key=GROUP)
+    return d.send(
+        "AlterShareGroupOffsets",
+        0,
+        {
+            "groupId": GROUP,
+            "topics": [
+                {
+                    "topicName": topic,
+                    "partitions": [{"partitionIndex": p, "startOffset": o} for p, o in offsets.items()],
+                }
+            ],
+        },
+        key=GROUP,
+    )
 
 
 def test_alter_share_group_offsets_requires_an_empty_share_group():
@@ -132,8 +213,18 @@ def test_alter_share_group_offsets_requires_an_empty_share_group():
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d)
     assert _alter(d, {0: 3})["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
-    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
-                                      "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    d.send(
+        "ShareGroupHeartbeat",
+        1,
+        {
+            "groupId": GROUP,
+            "memberId": "m1-aaaaaaaaaaaaaaaaaaaa",
+            "memberEpoch": 0,
+            "rackId": None,
+            "subscribedTopicNames": [TOPIC],
+        },
+        key=GROUP,
+    )
     assert _alter(d, {0: 3})["errorCode"] == Errors.NON_EMPTY_GROUP.code
 
 
@@ -143,10 +234,18 @@ def test_alter_share_group_offsets_initializes_the_share_partitions():
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d, partitions=2)
     m = "m1-aaaaaaaaaaaaaaaaaaaa"
-    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
-                                      "subscribedTopicNames": [TOPIC]}, key=GROUP)
-    d.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
-                                      "subscribedTopicNames": None}, key=GROUP)
+    d.send(
+        "ShareGroupHeartbeat",
+        1,
+        {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [TOPIC]},
+        key=GROUP,
+    )
+    d.send(
+        "ShareGroupHeartbeat",
+        1,
+        {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None},
+        key=GROUP,
+    )
     resp = _alter(d, {0: 7, 5: 1})
     assert resp["errorCode"] == 0
     assert [(p["partitionIndex"], p["errorCode"]) for p in resp["responses"][0]["partitions"]] == [(0, 0), (5, 3)]
@@ -162,10 +261,30 @@ def test_alter_share_group_offsets_across_partitions():
     owner = CoreDriver(share_partition_key(GROUP, TID, remote))
     for d in (grp, owner):
         metadata(d, partitions=100)
-    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": 0,
-                                        "rackId": None, "subscribedTopicNames": [TOPIC]}, key=GROUP)
-    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "m1-aaaaaaaaaaaaaaaaaaaa", "memberEpoch": -1,
-                                        "rackId": None, "subscribedTopicNames": None}, key=GROUP)
+    grp.send(
+        "ShareGroupHeartbeat",
+        1,
+        {
+            "groupId": GROUP,
+            "memberId": "m1-aaaaaaaaaaaaaaaaaaaa",
+            "memberEpoch": 0,
+            "rackId": None,
+            "subscribedTopicNames": [TOPIC],
+        },
+        key=GROUP,
+    )
+    grp.send(
+        "ShareGroupHeartbeat",
+        1,
+        {
+            "groupId": GROUP,
+            "memberId": "m1-aaaaaaaaaaaaaaaaaaaa",
+            "memberEpoch": -1,
+            "rackId": None,
+            "subscribedTopicNames": None,
+        },
+        key=GROUP,
+    )
     grp.internal_requests.clear()  # the heartbeat's own initialization queries (not answered here)
     assert _alter(grp, {remote: 11}) is None  # parked
     cid = grp.last_cid
@@ -183,8 +302,9 @@ def test_alter_share_group_offsets_across_partitions():
 
 
 def _delete(d: CoreDriver, topics: list[str]) -> dict | None:
-    return d.send("DeleteShareGroupOffsets", 0, {"groupId": GROUP, "topics": [{"topicName": t} for t in topics]},
-                  key=GROUP)
+    return d.send(
+        "DeleteShareGroupOffsets", 0, {"groupId": GROUP, "topics": [{"topicName": t} for t in topics]}, key=GROUP
+    )
 
 
 def deliver(grp: CoreDriver, owners: dict[int, CoreDriver]) -> int:
@@ -216,16 +336,32 @@ def test_delete_share_group_offsets():
     grp = CoreDriver(GROUP)
     remote = _remote_partition()
     owners = {grp.partition_id: grp}
-    grp.send("UpdateMetadata", 0, {"topicStates": [
-        {"topicName": TOPIC, "topicId": TID, "numPartitions": 100},
-        {"topicName": "other", "topicId": topic_id("other"), "numPartitions": 1}]}, key=BROADCAST_KEY)
+    grp.send(
+        "UpdateMetadata",
+        0,
+        {
+            "topicStates": [
+                {"topicName": TOPIC, "topicId": TID, "numPartitions": 100},
+                {"topicName": "other", "topicId": topic_id("other"), "numPartitions": 1},
+            ]
+        },
+        key=BROADCAST_KEY,
+    )
     m = "m1-aaaaaaaaaaaaaaaaaaaa"
-    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None,
-                                        "subscribedTopicNames": [TOPIC]}, key=GROUP)
+    grp.send(
+        "ShareGroupHeartbeat",
+        1,
+        {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [TOPIC]},
+        key=GROUP,
+    )
     assert deliver(grp, owners) > 0  # the share-partitions are initialized
     assert _delete(grp, [TOPIC])["errorCode"] == Errors.NON_EMPTY_GROUP.code
-    grp.send("ShareGroupHeartbeat", 1, {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None,
-                                        "subscribedTopicNames": None}, key=GROUP)
+    grp.send(
+        "ShareGroupHeartbeat",
+        1,
+        {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None},
+        key=GROUP,
+    )
     owner = owners[coordinator_partition(share_partition_key(GROUP, TID, remote), N)]
     assert share_partition_key(GROUP, TID, remote) in owner.component("share").states
     assert _delete(grp, [TOPIC, "missing", "other"]) is None  # waits for the other owners
@@ -236,12 +372,15 @@ def test_delete_share_group_offsets():
     resp = grp.response(cid)
     assert resp["errorCode"] == 0
     assert [(t["topicName"], t["errorCode"], t["errorMessage"]) for t in resp["responses"]] == [
-        (TOPIC, 0, None), ("missing", 3, "This server does not host this topic-partition."),
-        ("other", 3, "There is no offset information to delete.")]
+        (TOPIC, 0, None),
+        ("missing", 3, "This server does not host this topic-partition."),
+        ("other", 3, "There is no offset information to delete."),
+    ]
     assert all(not k.startswith("_") for t in resp["responses"] for k in t)
     assert share_partition_key(GROUP, TID, remote) not in owner.component("share").states
     assert grp.component("groups").groups[GROUP].state_partition_metadata["deleting"] == {}
     # Nothing initialized any more: the topic has no offset information to delete.
     r = _delete(grp, [TOPIC])
     assert [(t["errorCode"], t["errorMessage"]) for t in r["responses"]] == [
-        (3, "There is no offset information to delete.")]
+        (3, "There is no offset information to delete.")
+    ]

@@ -4,6 +4,7 @@ the state log, every member is at the group's epoch or moving to it, and once ev
 heartbeated and their share-partitions are initialized, every partition of the subscribed topics is
 assigned to at least one member. The group's initialization queries are answered at random steps
 (or time out and are retried)."""
+
 from __future__ import annotations
 
 import random

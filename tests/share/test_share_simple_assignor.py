@@ -1,6 +1,7 @@
 """The share groups' simple assignor, ported from Kafka's SimpleAssignorTest (topic ids become the
 topic names topic1..topic4; members iterate in Java string order, which is Kafka's HashMap order for
 these one-letter ids)."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,9 @@ A, B, C = "A", "B", "C"
 
 def assign(members: dict, topics: dict, homogeneous: bool, current: dict | None = None) -> dict:
     current = current or {}
-    specs = {m: (frozenset(subs), {t: frozenset(p) for t, p in current.get(m, {}).items()})
-             for m, subs in members.items()}
+    specs = {
+        m: (frozenset(subs), {t: frozenset(p) for t, p in current.get(m, {}).items()}) for m, subs in members.items()
+    }
     out = SimpleAssignor().assign(specs, topics, homogeneous)
     return {m: {t: sorted(p) for t, p in a.items()} for m, a in out.items()}
 
@@ -71,7 +73,10 @@ def test_member_hash_assignment():  # testMemberHashAssignment (incl. a negative
     out: dict = {}
     member_hash_assignment(members, [p1, p2, p3], out)
     assert {tp: sorted(ms) for tp, ms in out.items()} == {
-        p1: ["member3"], p2: ["member1", "member4"], p3: ["AaAaAaAa", "member2"]}
+        p1: ["member3"],
+        p2: ["member1", "member4"],
+        p3: ["AaAaAaAa", "member2"],
+    }
 
 
 def test_round_robin_assignment():  # testRoundRobinAssignment
@@ -109,8 +114,9 @@ def test_assign_with_current_assignment_heterogeneous():  # testAssignWithCurren
     first = assign({A: [T1, T2], B: [T3], C: [T2, T3]}, {T1: 3, T2: 3, T3: 2}, False)
     every_partition_assigned(first, 8)
     assert first == {A: {T1: [0, 1, 2], T2: [0, 2]}, B: {T3: [0, 1]}, C: {T2: [1, 2]}}
-    second = assign({A: [T1, T2, T3], B: [T3, T4]}, {T1: 3, T2: 3, T3: 2, T4: 1}, False,
-                    current={A: first[A], B: first[B]})
+    second = assign(
+        {A: [T1, T2, T3], B: [T3, T4]}, {T1: 3, T2: 3, T3: 2, T4: 1}, False, current={A: first[A], B: first[B]}
+    )
     every_partition_assigned(second, 9)
     assert second == {A: {T1: [0, 1, 2], T2: [0, 1, 2]}, B: {T3: [0, 1], T4: [0]}}
 

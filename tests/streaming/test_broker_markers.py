@@ -1,5 +1,6 @@
 """[txn] markers ("auto", "json", "broker"): which markers the state function hands to the broker,
 which the sink writes as JSON records, and the config."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,24 +14,40 @@ from streaming.txn_markers import _group, markers_of
 
 
 def _marker(topic, partition, commit, pid=1000, epoch=3, kind="json"):
-    return marker_record(topic, partition, committed=commit, transactional_id="t", producer_id=pid,
-                         producer_epoch=epoch, coordinator_partition=0, transaction_version=0,
-                         client_kind=kind)
+    return marker_record(
+        topic,
+        partition,
+        committed=commit,
+        transactional_id="t",
+        producer_id=pid,
+        producer_epoch=epoch,
+        coordinator_partition=0,
+        transaction_version=0,
+        client_kind=kind,
+    )
 
 
 def test_markers_of_reads_the_decisions_and_skips_other_data():
-    data = [_marker("a", 0, True), _marker("a", 1, True), _marker("b", 0, False, pid=2000),
-            DataRecord("c", 0, "k", b"{}", [])]
+    data = [
+        _marker("a", 0, True),
+        _marker("a", 1, True),
+        _marker("b", 0, False, pid=2000),
+        DataRecord("c", 0, "k", b"{}", []),
+    ]
     ms = markers_of(data)
     assert [(m["topic"], m["partition"], m["producerId"], m["producerEpoch"], m["commit"]) for m in ms] == [
-        ("a", 0, 1000, 3, True), ("a", 1, 1000, 3, True), ("b", 0, 2000, 3, False)]
+        ("a", 0, 1000, 3, True),
+        ("a", 1, 1000, 3, True),
+        ("b", 0, 2000, 3, False),
+    ]
     # One WritableTxnMarker per producer, epoch and result, its partitions grouped by topic.
     assert _group(ms) == {(1000, 3, True): {"a": [0, 1]}, (2000, 3, False): {"b": [0]}}
 
 
 def _settings(mode):
-    return StepSettings(coordinator={}, responses_topic="r", events_topic="e", state_log_topic="s",
-                        requests_topic="q", txn_markers=mode)
+    return StepSettings(
+        coordinator={}, responses_topic="r", events_topic="e", state_log_topic="s", requests_topic="q", txn_markers=mode
+    )
 
 
 def test_broker_mode_writes_no_json_marker_records():
@@ -53,21 +70,35 @@ class RecordingWriter:
 
 def _mixed_batch():
     out = Outputs()
-    out.data += [_marker("json-out", 0, True, pid=1), _marker("kafka-out", 0, True, pid=2, kind="kafka"),
-                 _marker("kafka-out", 1, True, pid=2, kind="kafka"), _marker("json-out", 1, False, pid=3)]
+    out.data += [
+        _marker("json-out", 0, True, pid=1),
+        _marker("kafka-out", 0, True, pid=2, kind="kafka"),
+        _marker("kafka-out", 1, True, pid=2, kind="kafka"),
+        _marker("json-out", 1, False, pid=3),
+    ]
     return out
 
 
-@pytest.mark.parametrize("mode, to_sink, to_broker", [
-    ("auto", [("json-out", 0), ("json-out", 1)], [("kafka-out", 0), ("kafka-out", 1)]),
-    ("json", [("json-out", 0), ("kafka-out", 0), ("kafka-out", 1), ("json-out", 1)], []),
-    ("broker", [], [("json-out", 0), ("kafka-out", 0), ("kafka-out", 1), ("json-out", 1)]),
-])
+@pytest.mark.parametrize(
+    "mode, to_sink, to_broker",
+    [
+        ("auto", [("json-out", 0), ("json-out", 1)], [("kafka-out", 0), ("kafka-out", 1)]),
+        ("json", [("json-out", 0), ("kafka-out", 0), ("kafka-out", 1), ("json-out", 1)], []),
+        ("broker", [], [("json-out", 0), ("kafka-out", 0), ("kafka-out", 1), ("json-out", 1)]),
+    ],
+)
 def test_markers_are_routed_by_the_kind_of_client_in_auto_mode(monkeypatch, mode, to_sink, to_broker):
     writer = RecordingWriter()
     monkeypatch.setitem(txn_markers._writers, "broker:9092", writer)
-    s = StepSettings(coordinator={}, responses_topic="r", events_topic="e", state_log_topic="s",
-                     requests_topic="q", txn_markers=mode, bootstrap="broker:9092")
+    s = StepSettings(
+        coordinator={},
+        responses_topic="r",
+        events_topic="e",
+        state_log_topic="s",
+        requests_topic="q",
+        txn_markers=mode,
+        bootstrap="broker:9092",
+    )
     out = _mixed_batch()
     rows = output_rows(out, 0, s)
     assert [(r[0], r[3]) for r in rows] == to_sink

@@ -1,6 +1,7 @@
 """The checkpoint guard on checkpoints laid out as Spark 4.0 writes them (offset and commit logs,
 RocksDB changelogs and snapshots, Hadoop .crc files). tests/integration/test_faults.py damages real
 checkpoints of the running job."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,7 @@ def write(path: Path, data: bytes) -> None:
     """A file and its Hadoop checksum file, as Spark's local file system writes them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
-    sums = b"".join(struct.pack(">I", zlib.crc32(data[i:i + 512])) for i in range(0, len(data), 512))
+    sums = b"".join(struct.pack(">I", zlib.crc32(data[i : i + 512])) for i in range(0, len(data), 512))
     path.with_name(f".{path.name}.crc").write_bytes(b"crc\x00" + struct.pack(">i", 512) + sums)
 
 
@@ -135,8 +136,12 @@ def test_temporary_files_of_either_checkpoint_manager_are_not_damage(tmp_path):
     """Spark names a temporary `.<name>.<uuid>[.TID<task>].tmp` (the task id when a task writes it:
     state changelogs and snapshots); the FileSystem-based manager also writes its `.crc`."""
     root = make_checkpoint(tmp_path / "c")
-    for name in ("offsets/.12.5d0c.tmp", "commits/.11.77aa.tmp", "state/0/0/.13.changelog.9e3f.TID41.tmp",
-                 "state/0/1/.12.zip.0b1c.TID42.tmp"):
+    for name in (
+        "offsets/.12.5d0c.tmp",
+        "commits/.11.77aa.tmp",
+        "state/0/0/.13.changelog.9e3f.TID41.tmp",
+        "state/0/1/.12.zip.0b1c.TID42.tmp",
+    ):
         write(root / name, b"partial")
     assert diagnose(root).healthy
 

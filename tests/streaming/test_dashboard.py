@@ -1,5 +1,6 @@
 """The dashboard's data builders (pure functions over read-model dicts and metric samples) and its
 HTTP routes, without a broker: a Redis nobody listens on, a metrics store filled by hand."""
+
 from __future__ import annotations
 
 import json
@@ -29,17 +30,45 @@ T = "orders"
 
 
 def classic_group(**kw) -> dict:
-    return {"groupId": "billing", "type": "classic", "state": "Stable", "protocol": "range", "generation": 3,
-            "assignmentEpoch": None, "coordinatorPartition": 7,
-            "members": [{"memberId": "m1", "groupInstanceId": None, "clientId": "c1", "clientHost": "/10.0.0.1",
-                         "assignment": [{"topic": T, "partitions": [0, 1]}]},
-                        {"memberId": "m2", "groupInstanceId": "i2", "clientId": "c2", "clientHost": "/10.0.0.2",
-                         "assignment": [{"topic": T, "partitions": [2]}]}], **kw}
+    return {
+        "groupId": "billing",
+        "type": "classic",
+        "state": "Stable",
+        "protocol": "range",
+        "generation": 3,
+        "assignmentEpoch": None,
+        "coordinatorPartition": 7,
+        "members": [
+            {
+                "memberId": "m1",
+                "groupInstanceId": None,
+                "clientId": "c1",
+                "clientHost": "/10.0.0.1",
+                "assignment": [{"topic": T, "partitions": [0, 1]}],
+            },
+            {
+                "memberId": "m2",
+                "groupInstanceId": "i2",
+                "clientId": "c2",
+                "clientHost": "/10.0.0.2",
+                "assignment": [{"topic": T, "partitions": [2]}],
+            },
+        ],
+        **kw,
+    }
 
 
 def txn(tid: str, state: str, start: int, **kw) -> dict:
-    return {"transactionalId": tid, "state": state, "producerId": 5, "producerEpoch": 1, "timeoutMs": 60000,
-            "startTimestamp": start, "partitions": [{"topic": T, "partitions": [0, 2]}], **kw}
+    return {
+        "transactionalId": tid,
+        "state": state,
+        "producerId": 5,
+        "producerEpoch": 1,
+        "timeoutMs": 60000,
+        "startTimestamp": start,
+        "partitions": [{"topic": T, "partitions": [0, 2]}],
+        **kw,
+    }
 
 
 def test_lag_is_end_less_committed_and_unknown_where_the_broker_has_no_end():
@@ -50,41 +79,103 @@ def test_lag_is_end_less_committed_and_unknown_where_the_broker_has_no_end():
 
 
 def test_overview_lists_groups_with_members_generation_and_total_lag():
-    d = overview(groups=[classic_group()], offsets={"billing": {(T, 0): 3, (T, 1): 5, ("gone", 0): 1}},
-                 ends={(T, 0): 10, (T, 1): 10}, txns=[], now_ms=NOW, hanging_ms=1000, rebalances=[],
-                 history={}, stream={}, problems=[], window_ms=600000)
-    assert d["groups"] == [{"groupId": "billing", "type": "classic", "state": "Stable", "protocol": "range",
-                            "members": 2, "generation": 3, "assignmentEpoch": None, "coordinatorPartition": 7,
-                            "totalLag": 12, "partitions": 3}]
+    d = overview(
+        groups=[classic_group()],
+        offsets={"billing": {(T, 0): 3, (T, 1): 5, ("gone", 0): 1}},
+        ends={(T, 0): 10, (T, 1): 10},
+        txns=[],
+        now_ms=NOW,
+        hanging_ms=1000,
+        rebalances=[],
+        history={},
+        stream={},
+        problems=[],
+        window_ms=600000,
+    )
+    assert d["groups"] == [
+        {
+            "groupId": "billing",
+            "type": "classic",
+            "state": "Stable",
+            "protocol": "range",
+            "members": 2,
+            "generation": 3,
+            "assignmentEpoch": None,
+            "coordinatorPartition": 7,
+            "totalLag": 12,
+            "partitions": 3,
+        }
+    ]
     assert d["readModel"] and d["transactions"] == []
 
 
 def test_without_the_read_model_groups_and_transactions_are_none_and_the_problem_is_said():
-    d = overview(groups=None, offsets={}, ends={}, txns=None, now_ms=NOW, hanging_ms=1000, rebalances=[],
-                 history={}, stream={}, problems=["Redis at redis://x is not reachable: refused"], window_ms=600000)
+    d = overview(
+        groups=None,
+        offsets={},
+        ends={},
+        txns=None,
+        now_ms=NOW,
+        hanging_ms=1000,
+        rebalances=[],
+        history={},
+        stream={},
+        problems=["Redis at redis://x is not reachable: refused"],
+        window_ms=600000,
+    )
     assert d["readModel"] is False and d["groups"] == [] and d["transactions"] is None
     assert d["problems"] == ["Redis at redis://x is not reachable: refused"]
 
 
 def test_transactions_in_flight_are_open_ones_oldest_first_hanging_past_the_threshold():
-    txns = [txn("young", "Ongoing", NOW - 500), txn("old", "Ongoing", NOW - 20000),
-            txn("preparing", "PrepareCommit", NOW - 3000), txn("done", "CompleteCommit", NOW - 90000),
-            txn("idle", "Empty", -1), txn("fresh", "Ongoing", -1)]
+    txns = [
+        txn("young", "Ongoing", NOW - 500),
+        txn("old", "Ongoing", NOW - 20000),
+        txn("preparing", "PrepareCommit", NOW - 3000),
+        txn("done", "CompleteCommit", NOW - 90000),
+        txn("idle", "Empty", -1),
+        txn("fresh", "Ongoing", -1),
+    ]
     out = transactions_in_flight(txns, NOW, hanging_ms=2000)
     assert [(t["transactionalId"], t["ageMs"], t["hanging"]) for t in out] == [
-        ("old", 20000, True), ("preparing", 3000, True), ("young", 500, False), ("fresh", None, False)]
+        ("old", 20000, True),
+        ("preparing", 3000, True),
+        ("young", 500, False),
+        ("fresh", None, False),
+    ]
     assert out[0]["partitions"] == [f"{T}-0", f"{T}-2"]
     # exactly at the threshold is not yet hanging (find-hanging: "longer than")
     assert not transactions_in_flight([txn("edge", "Ongoing", NOW - 2000)], NOW, 2000)[0]["hanging"]
 
 
 def test_rebalance_events_are_kept_with_their_reasons_and_bucketed_by_type():
-    classic = rebalance_event({"event": "RebalanceStarted", "timeMs": NOW - 1000, "groupId": "g",
-                               "reason": "Adding new member m1", "generationId": 2, "coordinatorPartition": 1})
-    consumer = rebalance_event({"event": "GroupEpochBumped", "timeMs": NOW - 45000, "groupId": "k",
-                                "reason": "member m joined", "groupEpoch": 4})
-    assert classic == {"timeMs": NOW - 1000, "groupId": "g", "type": "classic", "event": "RebalanceStarted",
-                       "reason": "Adding new member m1", "generation": 2}
+    classic = rebalance_event(
+        {
+            "event": "RebalanceStarted",
+            "timeMs": NOW - 1000,
+            "groupId": "g",
+            "reason": "Adding new member m1",
+            "generationId": 2,
+            "coordinatorPartition": 1,
+        }
+    )
+    consumer = rebalance_event(
+        {
+            "event": "GroupEpochBumped",
+            "timeMs": NOW - 45000,
+            "groupId": "k",
+            "reason": "member m joined",
+            "groupEpoch": 4,
+        }
+    )
+    assert classic == {
+        "timeMs": NOW - 1000,
+        "groupId": "g",
+        "type": "classic",
+        "event": "RebalanceStarted",
+        "reason": "Adding new member m1",
+        "generation": 2,
+    }
     assert consumer["type"] == "consumer" and consumer["generation"] == 4
     assert rebalance_event({"event": "MemberJoined", "groupId": "g", "timeMs": NOW}) is None
     assert rebalance_event({"event": "RebalanceCompleted", "groupId": "g", "timeMs": NOW}) is None
@@ -94,39 +185,60 @@ def test_rebalance_events_are_kept_with_their_reasons_and_bucketed_by_type():
 
 
 def test_group_page_shows_members_with_assignments_and_partition_owners():
-    rebalances = [rebalance_event({"event": "RebalanceStarted", "timeMs": NOW, "groupId": g, "reason": "r"})
-                  for g in ("billing", "other")]
-    d = group_page(group=classic_group(), group_id="billing", offsets={(T, 0): 3, (T, 2): 10, (T, 3): 1},
-                   ends={(T, 0): 10, (T, 2): 10, (T, 3): 4}, now_ms=NOW, rebalances=rebalances,
-                   lag_history=[], problems=[])
+    rebalances = [
+        rebalance_event({"event": "RebalanceStarted", "timeMs": NOW, "groupId": g, "reason": "r"})
+        for g in ("billing", "other")
+    ]
+    d = group_page(
+        group=classic_group(),
+        group_id="billing",
+        offsets={(T, 0): 3, (T, 2): 10, (T, 3): 1},
+        ends={(T, 0): 10, (T, 2): 10, (T, 3): 4},
+        now_ms=NOW,
+        rebalances=rebalances,
+        lag_history=[],
+        problems=[],
+    )
     assert [(m["memberId"], m["assignment"], m["lag"]) for m in d["members"]] == [
-        ("m1", {T: [0, 1]}, 7), ("m2", {T: [2]}, 0)]
-    assert [(r["partition"], r["lag"], r["memberId"]) for r in d["partitions"]] == [(0, 7, "m1"), (2, 0, "m2"),
-                                                                                     (3, 3, None)]
+        ("m1", {T: [0, 1]}, 7),
+        ("m2", {T: [2]}, 0),
+    ]
+    assert [(r["partition"], r["lag"], r["memberId"]) for r in d["partitions"]] == [
+        (0, 7, "m1"),
+        (2, 0, "m2"),
+        (3, 3, None),
+    ]
     assert d["group"]["totalLag"] == 10 and [e["groupId"] for e in d["rebalances"]] == ["billing"]
-    missing = group_page(group=None, group_id="nope", offsets={}, ends={}, now_ms=NOW, rebalances=[],
-                         lag_history=[], problems=[])
+    missing = group_page(
+        group=None, group_id="nope", offsets={}, ends={}, now_ms=NOW, rebalances=[], lag_history=[], problems=[]
+    )
     assert missing["found"] is False and missing["members"] == []
 
 
 def test_kip848_assignments_as_dicts_are_read_too():
     g = classic_group(type="consumer", members=[{"memberId": "x", "memberEpoch": 5, "assignment": {T: [1, 0]}}])
-    d = group_page(group=g, group_id="billing", offsets={}, ends={}, now_ms=NOW, rebalances=[], lag_history=[],
-                   problems=[])
+    d = group_page(
+        group=g, group_id="billing", offsets={}, ends={}, now_ms=NOW, rebalances=[], lag_history=[], problems=[]
+    )
     assert d["members"][0]["assignment"] == {T: [0, 1]} and d["members"][0]["memberEpoch"] == 5
 
 
 def test_stream_problems_say_plainly_what_is_down():
     assert stream_problems({"up": True, "reason": "answering requests"}, 2, "m") == []
     assert stream_problems({"up": False, "reason": "the job (pid 4) is not running"}, 2, "m") == [
-        "The stream is down: the job (pid 4) is not running."]
+        "The stream is down: the job (pid 4) is not running."
+    ]
     assert stream_problems(None, 0, "coordinator-metrics")[0].startswith("No metrics records in coordinator-metrics")
     assert stream_problems(None, 3, "m") == []  # no status file here (another machine): nothing claimed
 
 
 def test_requests_applied_sums_every_api_and_history_keeps_a_window():
-    assert requests_applied({'requests_total{api="Heartbeat"}': 5, 'requests_total{api="JoinGroup"}': 2,
-                             "txn_started_total": 9}) == 7
+    assert (
+        requests_applied(
+            {'requests_total{api="Heartbeat"}': 5, 'requests_total{api="JoinGroup"}': 2, "txn_started_total": 9}
+        )
+        == 7
+    )
     h = History(keep_s=10)
     for t in (0, 4000, 9000, 15000):
         h.add("x", t, t // 1000)
@@ -143,13 +255,26 @@ def test_the_page_embeds_its_first_data_safely():
 def test_the_exporter_serves_metrics_the_page_and_json_and_says_redis_is_down():
     dead = f"redis://127.0.0.1:{free_port()}/0"
     # No broker behind the bootstrap either: the page still answers, with the problems said.
-    e = MetricsExporter(f"127.0.0.1:{free_port()}", "m", 0, "127.0.0.1",
-                        dashboard={"events_topic": "ev", "redis_url": dead, "sample_interval_ms": 60000})
+    e = MetricsExporter(
+        f"127.0.0.1:{free_port()}",
+        "m",
+        0,
+        "127.0.0.1",
+        dashboard={"events_topic": "ev", "redis_url": dead, "sample_interval_ms": 60000},
+    )
     e.start()
     try:
         base = f"http://127.0.0.1:{e.port}"
-        e.store.apply({"coordinatorPartition": 0, "seq": 1, "counters": {'requests_total{api="Heartbeat"}': 4},
-                       "gauges": {}, "histograms": {}, "stateBytes": 123})
+        e.store.apply(
+            {
+                "coordinatorPartition": 0,
+                "seq": 1,
+                "counters": {'requests_total{api="Heartbeat"}': 4},
+                "gauges": {},
+                "histograms": {},
+                "stateBytes": 123,
+            }
+        )
         with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
             assert b'kafka_coordinator_requests_total{api="Heartbeat"} 4.0' in r.read()
         with urllib.request.urlopen(base + "/api/overview", timeout=10) as r:

@@ -1,5 +1,6 @@
 """The exporter's arithmetic and text (streaming/metrics_exporter.py): the newest record of each
 partition counts, a replayed record changes nothing, and the text is Prometheus'."""
+
 from __future__ import annotations
 
 from prometheus_client import generate_latest
@@ -13,13 +14,25 @@ def record(cp: int, seq: int, commits: int, stable: int, durations: list[int] = 
     buckets = [0] * (len(BUCKETS_MS) + 1)
     for d in durations:
         buckets[next((i for i, b in enumerate(BUCKETS_MS) if d <= b), len(BUCKETS_MS))] += 1
-    r = {"coordinatorPartition": cp, "seq": seq, "batchTimeMs": 1000 * seq, "stateBytes": 100 * cp + seq,
-         "counters": {series("group_offset_commit_total"): commits,
-                      series("requests_total", api="Heartbeat"): seq,
-                      series("request_queue_time_ms_sum", api="Heartbeat"): 10 * seq},
-         "gauges": {series("classic_group_count", state="Stable"): stable},
-         "histograms": {series("group_rebalance_duration_ms", protocol="classic"):
-                        {"buckets": buckets, "sum": sum(durations), "count": len(durations)}}}
+    r = {
+        "coordinatorPartition": cp,
+        "seq": seq,
+        "batchTimeMs": 1000 * seq,
+        "stateBytes": 100 * cp + seq,
+        "counters": {
+            series("group_offset_commit_total"): commits,
+            series("requests_total", api="Heartbeat"): seq,
+            series("request_queue_time_ms_sum", api="Heartbeat"): 10 * seq,
+        },
+        "gauges": {series("classic_group_count", state="Stable"): stable},
+        "histograms": {
+            series("group_rebalance_duration_ms", protocol="classic"): {
+                "buckets": buckets,
+                "sum": sum(durations),
+                "count": len(durations),
+            }
+        },
+    }
     if wall_ns:
         r["wallClock"] = {"assignment": {"count": 1, "totalNs": wall_ns}}
     return r
@@ -27,8 +40,11 @@ def record(cp: int, seq: int, commits: int, stable: int, durations: list[int] = 
 
 def scrape(exporter: MetricsExporter) -> dict:
     text = generate_latest(exporter.registry).decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
 
 
 def test_the_newest_record_of_each_partition_is_summed_and_a_replay_counts_once():
@@ -60,9 +76,13 @@ def test_the_newest_record_of_each_partition_is_summed_and_a_replay_counts_once(
 
 def test_stream_health_from_the_status_document(tmp_path):
     ex = MetricsExporter("unused:9092", "coordinator-metrics", 0, status_file=tmp_path / "none.json")
-    doc = {"state": "ready", "batches": [
-        {"batchId": 4, "numInputRows": 3, "durationMs": {"triggerExecution": 250}, "offsetsBehindLatest": 0},
-        {"batchId": 5, "numInputRows": 7, "durationMs": {"triggerExecution": 310}, "offsetsBehindLatest": 2}]}
+    doc = {
+        "state": "ready",
+        "batches": [
+            {"batchId": 4, "numInputRows": 3, "durationMs": {"triggerExecution": 250}, "offsetsBehindLatest": 0},
+            {"batchId": 5, "numInputRows": 7, "durationMs": {"triggerExecution": 310}, "offsetsBehindLatest": 2},
+        ],
+    }
     ex.health.observe(doc)
     ex.health.observe(doc)  # the same batches again are not counted twice
     ex.health.request_lag = 9

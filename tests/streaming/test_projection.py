@@ -2,6 +2,7 @@
 against a real redis-server: state-log records from real coordinator partitions (CoreDriver) are
 folded into Redis and the read model must say what the coordinator's own Describe answers say,
 whatever the batching, after a replayed batch, and after a flush and a rebuild."""
+
 from __future__ import annotations
 
 import json
@@ -41,7 +42,7 @@ class StateLog:
 
     def take(self, d) -> list[StateRecord]:
         """The records `d` (a CoreDriver) wrote since the last take, appended to its partition."""
-        new = d.records[self.taken.get(id(d), 0):]
+        new = d.records[self.taken.get(id(d), 0) :]
         self.taken[id(d)] = len(d.records)
         out = []
         for key, value in new:
@@ -91,16 +92,16 @@ def classic_scenario(log: StateLog, projector: RedisProjector) -> GroupTestClien
     _, s = c.sync(leader, first["generationId"], {leader: encode_assignment({"orders": [0, 1]})})
     assert s["errorCode"] == 0
     projector.on_batch(log.take(c.d))
-    c.commit({("orders", 0): 5, ("orders", 1): 7}, member_id=leader, generation=first["generationId"],
-             metadata="m")
+    c.commit({("orders", 0): 5, ("orders", 1): 7}, member_id=leader, generation=first["generationId"], metadata="m")
     c.commit({("orders", 0): 9}, member_id=leader, generation=first["generationId"])
     projector.on_batch(log.take(c.d))
     return c
 
 
 def assert_classic_matches(c: GroupTestClient, rm: ReadModel):
-    [described] = c.send("DescribeGroups", 5, {"groups": [c.group_id], "includeAuthorizedOperations": False}
-                         )[1]["groups"]
+    [described] = c.send("DescribeGroups", 5, {"groups": [c.group_id], "includeAuthorizedOperations": False})[1][
+        "groups"
+    ]
     assert described["groupState"] == "Stable"
     assert classic_differences(rm.group(c.group_id), described) == []
     fetched = c.fetch(None)["groups"][0]["topics"]
@@ -144,8 +145,11 @@ def test_simple_group_exists_through_its_offsets(setup):
     projector.on_batch(log.take(c.d))
     g = rm.group("rm-simple")
     assert (g["type"], g["state"], g["protocolType"], g["members"]) == ("classic", "Empty", "", [])
-    c.send("OffsetDelete", 0, {"groupId": "rm-simple", "topics": [{"name": "orders",
-                                                                  "partitions": [{"partitionIndex": 0}]}]})
+    c.send(
+        "OffsetDelete",
+        0,
+        {"groupId": "rm-simple", "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0}]}]},
+    )
     projector.on_batch(log.take(c.d))
     assert rm.offsets("rm-simple") == {} and rm.group("rm-simple") is None
 
@@ -174,8 +178,10 @@ def test_consumer_group_matches_describe_while_reconciling_and_stable(setup):
     assert consumer_differences(rm.group(c.group_id), d) == []
     g = rm.group(c.group_id)
     assert (g["generation"], g["assignmentEpoch"], g["protocol"], g["protocolType"]) == (2, 2, "range", "consumer")
-    assert [m["targetAssignment"] for m in g["members"]] == [[{"topic": "foo", "partitions": [0, 1, 2]}],
-                                                             [{"topic": "foo", "partitions": [3, 4, 5]}]]
+    assert [m["targetAssignment"] for m in g["members"]] == [
+        [{"topic": "foo", "partitions": [0, 1, 2]}],
+        [{"topic": "foo", "partitions": [3, 4, 5]}],
+    ]
     # A member leaves: its records are tombstoned and it leaves the model.
     c.heartbeat("m2", -1)
     projector.on_batch(log.take(c.d))
@@ -199,8 +205,10 @@ def test_transactions_match_describe_transactions(setup):
 
     assert described()["transactionState"] == "Ongoing"
     assert txn_differences(rm.transaction("rm-tx"), described()) == []
-    assert rm.transaction("rm-tx")["partitions"] == [{"topic": "orders", "partitions": [0, 3]},
-                                                     {"topic": "payments", "partitions": [1]}]
+    assert rm.transaction("rm-tx")["partitions"] == [
+        {"topic": "orders", "partitions": [0, 3]},
+        {"topic": "payments", "partitions": [1]},
+    ]
     assert rm.transaction("rm-tx")["startTimestamp"] > 0
     assert p.end(True)["errorCode"] == 0
     d.advance(1000)  # the markers are out: the transaction completes
@@ -225,8 +233,10 @@ def test_batching_and_replays_do_not_change_the_result(setup, redis_server):
     half = len(log.records) // 2
     for batch in (log.records[:half], log.records[:half], log.records, log.records[half:]):
         at_once.on_batch(batch)  # overlapping and repeated batches, as a replay delivers them
-    assert {k2.replace(rm.prefix + "x:", rm.prefix + ":", 1): v
-            for k2, v in dump(ReadModel(redis_server.url, rm.prefix + "x")).items()} == stepwise
+    assert {
+        k2.replace(rm.prefix + "x:", rm.prefix + ":", 1): v
+        for k2, v in dump(ReadModel(redis_server.url, rm.prefix + "x")).items()
+    } == stepwise
     assert c.group_id in {g["groupId"] for g in rm.groups()} and rm.group(k.group_id)["type"] == "consumer"
     for key in rm.redis.scan_iter(match=rm.prefix + "x:*"):
         rm.redis.unlink(key)
@@ -272,9 +282,21 @@ def test_a_record_of_an_unexpected_shape_is_left_out_not_fatal():
     proj.apply(StateRecord.of(1, 0, '["OffsetCommit","g","t","not-a-partition"]', '{"offset": 1}'))
     proj.apply(StateRecord.of(1, 1, '["OffsetCommit","g","t",0]', '{"offset": 4, "commitTimestamp": 9}'))
     assert proj.positions == {1: 2}
-    assert ("HSET", "p:offsets:g", "t:0", json.dumps({"committedOffset": 4, "committedLeaderEpoch": -1,
-                                                        "metadata": "", "commitTimestamp": 9, "stateLogOffset": 1},
-                                                       separators=(",", ":"))) in proj.writes(0)
+    assert (
+        "HSET",
+        "p:offsets:g",
+        "t:0",
+        json.dumps(
+            {
+                "committedOffset": 4,
+                "committedLeaderEpoch": -1,
+                "metadata": "",
+                "commitTimestamp": 9,
+                "stateLogOffset": 1,
+            },
+            separators=(",", ":"),
+        ),
+    ) in proj.writes(0)
 
 
 def test_groups_migrated_online_between_the_protocols_match_describe(setup):
@@ -287,8 +309,9 @@ def test_groups_migrated_online_between_the_protocols_match_describe(setup):
     c = client()
     stable_classic_group(c)
     projector.on_batch(log.take(c.d))
-    [described] = classic_view(c).send("DescribeGroups", 5, {"groups": [c.group_id],
-                                                             "includeAuthorizedOperations": False})[1]["groups"]
+    [described] = classic_view(c).send(
+        "DescribeGroups", 5, {"groups": [c.group_id], "includeAuthorizedOperations": False}
+    )[1]["groups"]
     assert classic_differences(rm.group(c.group_id), described) == []
     c.join("m2", ["foo"], assignor="range")  # the upgrade
     projector.on_batch(log.take(c.d))
@@ -302,17 +325,22 @@ def test_groups_migrated_online_between_the_protocols_match_describe(setup):
     assert consumer_differences(rm.group(c2.group_id), d) == []
     c2.heartbeat("m1", -1)  # the downgrade: the classic member is left, in a rebalance
     view = classic_view(c2)
-    cid, joined = view.join(mid, protos=[{"name": "range", "metadata": c2.group().members[mid].metadata("range")}],
-                            session_timeout=c2.group().members[mid].session_timeout_ms,
-                            rebalance_timeout=c2.group().members[mid].rebalance_timeout_ms)
+    cid, joined = view.join(
+        mid,
+        protos=[{"name": "range", "metadata": c2.group().members[mid].metadata("range")}],
+        session_timeout=c2.group().members[mid].session_timeout_ms,
+        rebalance_timeout=c2.group().members[mid].rebalance_timeout_ms,
+    )
     joined = joined or c2.d.response(cid)
     _, s = view.sync(mid, joined["generationId"], {mid: encode_assignment({"foo": list(range(6))})})
     assert s["errorCode"] == 0
     projector.on_batch(log.take(c2.d))
-    [described] = view.send("DescribeGroups", 5, {"groups": [c2.group_id],
-                                                  "includeAuthorizedOperations": False})[1]["groups"]
+    [described] = view.send("DescribeGroups", 5, {"groups": [c2.group_id], "includeAuthorizedOperations": False})[1][
+        "groups"
+    ]
     assert described["groupState"] == "Stable"
     model = rm.group(c2.group_id)
     assert model["type"] == "classic" and classic_differences(model, described) == []
-    assert rm.redis.exists(f"{rm.prefix}:aux:group:{c2.group_id}") and "member:m1" not in \
-        rm.redis.hkeys(f"{rm.prefix}:aux:group:{c2.group_id}")
+    assert rm.redis.exists(f"{rm.prefix}:aux:group:{c2.group_id}") and "member:m1" not in rm.redis.hkeys(
+        f"{rm.prefix}:aux:group:{c2.group_id}"
+    )

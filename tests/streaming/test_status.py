@@ -1,4 +1,5 @@
 """The job's status file and the verdict `python -m streaming.status` prints from it."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,28 @@ from streaming.status import RECENT_BATCHES, StatusReporter, compact_progress, r
 
 
 def progress(batch_id: int, ms: int = 300, at: str = "2026-11-25T06:00:00.000Z") -> dict:
-    return {"batchId": batch_id, "timestamp": at, "numInputRows": 3,
-            "durationMs": {"triggerExecution": ms, "addBatch": ms - 50, "latestOffset": 10},
-            "stateOperators": [{"numRowsTotal": 50, "allUpdatesTimeMs": 120, "allRemovalsTimeMs": 40,
-                                "commitTimeMs": 3, "memoryUsedBytes": 1000, "customMetrics": {}}],
-            "sources": [{"endOffset": '{"requests":{"0":7}}',
-                         "metrics": {"maxOffsetsBehindLatest": "4", "avgOffsetsBehindLatest": "2.0"}}]}
+    return {
+        "batchId": batch_id,
+        "timestamp": at,
+        "numInputRows": 3,
+        "durationMs": {"triggerExecution": ms, "addBatch": ms - 50, "latestOffset": 10},
+        "stateOperators": [
+            {
+                "numRowsTotal": 50,
+                "allUpdatesTimeMs": 120,
+                "allRemovalsTimeMs": 40,
+                "commitTimeMs": 3,
+                "memoryUsedBytes": 1000,
+                "customMetrics": {},
+            }
+        ],
+        "sources": [
+            {
+                "endOffset": '{"requests":{"0":7}}',
+                "metrics": {"maxOffsetsBehindLatest": "4", "avgOffsetsBehindLatest": "2.0"},
+            }
+        ],
+    }
 
 
 class FakeQuery:
@@ -50,8 +67,14 @@ def test_reporter_keeps_the_recent_batches_and_stays_ready_across_a_restart(tmp_
 
 def test_summary_is_up_only_for_a_live_fresh_ready_job(tmp_path):
     now = 1_800_000_000.0
-    doc = {"state": "ready", "pid": os.getpid(), "updatedAt": now - 1, "startedAt": now - 20,
-           "readyAt": now - 8, "batches": [compact_progress(progress(7, 280, "2057-01-15T08:00:00.000Z"))]}
+    doc = {
+        "state": "ready",
+        "pid": os.getpid(),
+        "updatedAt": now - 1,
+        "startedAt": now - 20,
+        "readyAt": now - 8,
+        "batches": [compact_progress(progress(7, 280, "2057-01-15T08:00:00.000Z"))],
+    }
     s = summarize(doc, now)
     assert s["up"] and s["lastBatchId"] == 7 and s["lastBatchMs"] == 280 and s["readyAfterS"] == 12.0
     assert not summarize(None, now)["up"]
@@ -64,8 +87,12 @@ def test_summary_is_up_only_for_a_live_fresh_ready_job(tmp_path):
 def test_status_command_says_down_without_a_status_file(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[kafka]\nbootstrap_servers = "127.0.0.1:1"\n[stream]\ncheckpoint = "{tmp_path / "cp"}"\n')
-    proc = subprocess.run([sys.executable, "-m", "streaming.status", "--config", str(cfg), "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "streaming.status", "--config", str(cfg), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     out = json.loads(proc.stdout)
     assert proc.returncode == 1 and not out["up"] and "no status file" in out["reason"]
     assert out["requestLag"] is None  # no broker to ask

@@ -1,5 +1,6 @@
 """The Spark state function, called as applyInPandasWithState calls it (pandas frames in, pandas
 frames out, a GroupState-like object), without Spark: rows, topics, partitions, timeout, replay."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,13 @@ from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY
 from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
 
-SETTINGS = StepSettings(coordinator=CoordinatorConfig().to_json(), responses_topic="resp",
-                        events_topic="ev", state_log_topic="log", requests_topic="req")
+SETTINGS = StepSettings(
+    coordinator=CoordinatorConfig().to_json(),
+    responses_topic="resp",
+    events_topic="ev",
+    state_log_topic="log",
+    requests_topic="req",
+)
 
 
 class GroupStateStandIn:
@@ -46,8 +52,9 @@ def frame(*rows):
 
 
 def env(api, version, cid, body, client="c1"):
-    return json.dumps({"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client,
-                       "request": body}).encode()
+    return json.dumps(
+        {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client, "request": body}
+    ).encode()
 
 
 def run(step, cp, frames, gstate):
@@ -58,11 +65,31 @@ def run(step, cp, frames, gstate):
 def test_responses_events_and_state_log_rows():
     step = make_step(SETTINGS)
     g = GroupStateStandIn()
-    commit = {"groupId": "my-group", "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-              "topics": [{"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 5,
-                                                       "committedLeaderEpoch": -1, "committedMetadata": ""}]}]}
-    out = run(step, 12, [frame(("my-group", env("OffsetCommit", 9, 1, commit), 100, 9_000, 0, 0),
-                               ("my-group", b"{broken", 7, 9_001, 0, 1))], g)
+    commit = {
+        "groupId": "my-group",
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                ],
+            }
+        ],
+    }
+    out = run(
+        step,
+        12,
+        [
+            frame(
+                ("my-group", env("OffsetCommit", 9, 1, commit), 100, 9_000, 0, 0),
+                ("my-group", b"{broken", 7, 9_001, 0, 1),
+            )
+        ],
+        g,
+    )
     by_topic = {t: rows for t, rows in out.groupby("topic")}
     resp = by_topic["resp"].iloc[0]
     assert resp["key"] == "c1" and pd.isna(resp["partition"])
@@ -75,11 +102,20 @@ def test_responses_events_and_state_log_rows():
 def test_timeout_call_fires_due_timers_and_replays_identically():
     step = make_step(SETTINGS)
     g = GroupStateStandIn(now=10_000)
-    join = {"groupId": "my-group", "sessionTimeoutMs": 6000, "rebalanceTimeoutMs": 6000, "memberId": "",
-            "groupInstanceId": None, "protocolType": "consumer",
-            "protocols": [{"name": "range", "metadata": ""}], "reason": None}
+    join = {
+        "groupId": "my-group",
+        "sessionTimeoutMs": 6000,
+        "rebalanceTimeoutMs": 6000,
+        "memberId": "",
+        "groupInstanceId": None,
+        "protocolType": "consumer",
+        "protocols": [{"name": "range", "metadata": ""}],
+        "reason": None,
+    }
     out = run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, join), 100, 9_000, 0, 0))], g)
-    assert json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
+    assert (
+        json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
+    )
     after_join = g.value
     # Spark's timeout call: one empty frame, at a batch time past the pending member's session.
     replays = [run(step, 12, [frame()], GroupStateStandIn(after_join, now=16_000)) for _ in range(2)]
@@ -95,8 +131,17 @@ def test_records_too_large_for_the_sink_never_reach_it():
     g = GroupStateStandIn()
     keys = [f"k{i}" for i in range(20)]
     hostile_key = "x" * 5000
-    out = run(step, 0, [frame(("g", env("FindCoordinator", 4, 1, {"keyType": 0, "coordinatorKeys": keys}), 100, 1, 0, 0),
-                              (hostile_key, b"not json", 8, 2, 0, 1))], g)
+    out = run(
+        step,
+        0,
+        [
+            frame(
+                ("g", env("FindCoordinator", 4, 1, {"keyType": 0, "coordinatorKeys": keys}), 100, 1, 0, 0),
+                (hostile_key, b"not json", 8, 2, 0, 1),
+            )
+        ],
+        g,
+    )
     sizes = [len(v or b"") + len(k.encode()) for k, v in zip(out["key"], out["value"], strict=True)]
     assert max(sizes) <= 1500
     resp = json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]
@@ -107,15 +152,27 @@ def test_records_too_large_for_the_sink_never_reach_it():
 
 
 # ====================================================================== the trust boundary
-TRUSTED = StepSettings(**{**SETTINGS.__dict__, "internal_topic": "int", "dead_letters_topic": "dlq",
-                          "internal_key": b"k" * 32})
+TRUSTED = StepSettings(
+    **{**SETTINGS.__dict__, "internal_topic": "int", "dead_letters_topic": "dlq", "internal_key": b"k" * 32}
+)
 
 
 def channel_frame(*rows):
     """Rows with the flags the query computes: (key, value, ts, partition, offset, internal, verified)."""
-    return pd.DataFrame([(k, v, len(v or b""), ts, p, o, True, i, ok) for k, v, ts, p, o, i, ok in rows],
-                        columns=["key", "value", "value_size", "ts_ms", "src_partition", "src_offset",
-                                 "key_valid", "internal", "verified"])
+    return pd.DataFrame(
+        [(k, v, len(v or b""), ts, p, o, True, i, ok) for k, v, ts, p, o, i, ok in rows],
+        columns=[
+            "key",
+            "value",
+            "value_size",
+            "ts_ms",
+            "src_partition",
+            "src_offset",
+            "key_valid",
+            "internal",
+            "verified",
+        ],
+    )
 
 
 def test_forged_internal_records_never_reach_the_core_and_are_reported():
@@ -147,8 +204,11 @@ def test_hostile_strings_never_reach_a_sink_column_unencodable():
     from streaming.step import output_rows
 
     bad = "a\ud800b"
-    out = Outputs(responses=[Response(ReplyTo("X", 0, 1, bad), {"errorCode": 0})],
-                  events=[Event(bad, {"event": "E", "x": bad})], records=[StateRecord(bad, {"v": bad})])
+    out = Outputs(
+        responses=[Response(ReplyTo("X", 0, 1, bad), {"errorCode": 0})],
+        events=[Event(bad, {"event": "E", "x": bad})],
+        records=[StateRecord(bad, {"v": bad})],
+    )
     rows = output_rows(out, 0, TRUSTED)
     for _topic, key, value, _, _ in rows:
         key.encode("utf-8")  # what Arrow needs
@@ -160,15 +220,22 @@ def test_answers_never_go_to_the_services_own_topics_and_quarantined_topics_beco
     from streaming.step import output_rows
 
     quarantined = StepSettings(**{**TRUSTED.__dict__, "quarantined_topics": ("resp.gone", "orders")})
-    out = Outputs(responses=[Response(ReplyTo("X", 0, 1, "c", "log"), {"errorCode": 0}),
-                             Response(ReplyTo("X", 0, 2, "c", "resp.gone"), {"errorCode": 0}),
-                             Response(ReplyTo("X", 0, 3, "c", "resp.team-a"), {"errorCode": 0})],
-                  data=[DataRecord("orders", 0, None, b"marker")])
+    out = Outputs(
+        responses=[
+            Response(ReplyTo("X", 0, 1, "c", "log"), {"errorCode": 0}),
+            Response(ReplyTo("X", 0, 2, "c", "resp.gone"), {"errorCode": 0}),
+            Response(ReplyTo("X", 0, 3, "c", "resp.team-a"), {"errorCode": 0}),
+        ],
+        data=[DataRecord("orders", 0, None, b"marker")],
+    )
     rows = output_rows(out, 0, quarantined)
     assert [(r[0], json.loads(r[2]).get("correlationId")) for r in rows if r[0] != "dlq"] == [("resp.team-a", 3)]
     letters = [json.loads(r[2]) for r in rows if r[0] == "dlq"]
-    assert [(d["what"], d.get("correlationId")) for d in letters] == \
-        [("response", 1), ("response", 2), ("transaction marker", None)]
+    assert [(d["what"], d.get("correlationId")) for d in letters] == [
+        ("response", 1),
+        ("response", 2),
+        ("transaction marker", None),
+    ]
 
 
 def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypatch):
@@ -186,8 +253,12 @@ def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypat
     monkeypatch.setattr(batch, "parse_request", parse)
     monkeypatch.setattr(batch, "_answer_crashed", lambda *a: (_ for _ in ()).throw(SystemError("also broken")))
     step = make_step(TRUSTED)
-    frames = [channel_frame(("g", env("FindCoordinator", 3, 1, {"key": "g", "keyType": 0}), 1, 0, 0, False, False),
-                            ("g", b'{"poison": 1}', 2, 0, 1, False, False))]
+    frames = [
+        channel_frame(
+            ("g", env("FindCoordinator", 3, 1, {"key": "g", "keyType": 0}), 1, 0, 0, False, False),
+            ("g", b'{"poison": 1}', 2, 0, 1, False, False),
+        )
+    ]
     outs = [run(step, 0, frames, GroupStateStandIn()) for _ in range(2)]
     assert outs[0].equals(outs[1])
     assert json.loads(outs[0][outs[0].topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == 0
@@ -200,11 +271,14 @@ def test_an_answer_larger_than_its_reply_topic_takes_is_replaced_by_an_error():
     from streaming.step import output_rows
 
     big = {"errorCode": 0, "coordinators": [{"key": "k" * 100, "nodeId": i} for i in range(100)]}
-    out = Outputs(responses=[Response(ReplyTo("FindCoordinator", 4, 1, "c", "resp.small"), big),
-                             Response(ReplyTo("FindCoordinator", 4, 2, "c", None), big)])
+    out = Outputs(
+        responses=[
+            Response(ReplyTo("FindCoordinator", 4, 1, "c", "resp.small"), big),
+            Response(ReplyTo("FindCoordinator", 4, 2, "c", None), big),
+        ]
+    )
     rows = output_rows(out, 0, TRUSTED, {"resp.small": 4096})
-    by_cid = {json.loads(r[2])["correlationId"]: (r[0], json.loads(r[2])["response"]) for r in rows
-              if r[0] != "ev"}
+    by_cid = {json.loads(r[2])["correlationId"]: (r[0], json.loads(r[2])["response"]) for r in rows if r[0] != "ev"}
     assert by_cid[1][0] == "resp.small" and by_cid[1][1]["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
     assert "larger than 3584 bytes" in by_cid[1][1]["errorMessage"]
     assert by_cid[2][1]["errorCode"] == 0  # the service's own topic takes max_record_bytes
@@ -213,9 +287,20 @@ def test_an_answer_larger_than_its_reply_topic_takes_is_replaced_by_an_error():
 
 def test_a_metrics_row_per_batch_that_did_something_identical_when_replayed():
     step = make_step(SETTINGS)
-    commit = {"groupId": "my-group", "generationIdOrMemberEpoch": -1, "memberId": "", "groupInstanceId": None,
-              "topics": [{"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 5,
-                                                       "committedLeaderEpoch": -1, "committedMetadata": ""}]}]}
+    commit = {
+        "groupId": "my-group",
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "t",
+                "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 5, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                ],
+            }
+        ],
+    }
     frames = [frame(("my-group", env("OffsetCommit", 9, 1, commit), 100, 9_000, 0, 0))]
     rows = []
     for _ in range(2):  # the same batch on the same state, as a replay after a crash runs it
@@ -226,7 +311,7 @@ def test_a_metrics_row_per_batch_that_did_something_identical_when_replayed():
     first, again = (json.loads(r.iloc[0]["value"]) for r in rows)
     assert rows[0].iloc[0]["key"] == "12" and pd.isna(rows[0].iloc[0]["partition"])
     assert first["coordinatorPartition"] == 12 and first["seq"] == 1 and first["batchTimeMs"] == 10_000
-    assert first["counters"]['group_offset_commit_total'] == 1
+    assert first["counters"]["group_offset_commit_total"] == 1
     assert first["stateBytes"] == len(g.value[1])
     assert first == again
     # A batch with nothing to do (a timeout with no timer due) writes no metrics row.

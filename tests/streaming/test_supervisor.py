@@ -1,5 +1,6 @@
 """The supervisor's restart policy, with stand-in queries (the real query is exercised by
 tests/integration/test_faults.py)."""
+
 from __future__ import annotations
 
 import threading
@@ -41,16 +42,25 @@ def test_backoff_doubles_up_to_the_maximum():
 
 
 def test_policy_from_config():
-    policy = RestartPolicy.from_config({"restart_backoff_initial_ms": 500, "restart_backoff_max_ms": 8000,
-                                        "restart_healthy_after_ms": 10000, "restart_max_attempts": 3})
+    policy = RestartPolicy.from_config(
+        {
+            "restart_backoff_initial_ms": 500,
+            "restart_backoff_max_ms": 8000,
+            "restart_healthy_after_ms": 10000,
+            "restart_max_attempts": 3,
+        }
+    )
     assert policy == RestartPolicy(0.5, 8.0, 10.0, 3)
 
 
 def test_a_failed_query_is_started_again_until_it_runs_then_stops_cleanly():
     stopping = threading.Event()
     running = RunningQuery()
-    built = [FailedQuery("org.apache.kafka.common.errors.TimeoutException: Topic t not present in "
-                         "metadata after 60000 ms."), FailedQuery("boom"), running]
+    built = [
+        FailedQuery("org.apache.kafka.common.errors.TimeoutException: Topic t not present in metadata after 60000 ms."),
+        FailedQuery("boom"),
+        running,
+    ]
 
     def start_query():
         query = built.pop(0)
@@ -86,8 +96,12 @@ def test_a_permanent_failure_is_not_retried():
         raise AssertionError("restarted")
 
     assert Supervisor(start_query, FAST, stopping=threading.Event(), poll_s=0.001).run() == 1
-    assert Supervisor(lambda: (_ for _ in ()).throw(PermanentFailure("checkpoint damaged")), FAST,
-                      stopping=threading.Event()).run() == 1
+    assert (
+        Supervisor(
+            lambda: (_ for _ in ()).throw(PermanentFailure("checkpoint damaged")), FAST, stopping=threading.Event()
+        ).run()
+        == 1
+    )
 
 
 def test_failure_handlers_decide_first_and_can_change_the_next_query():
@@ -109,15 +123,24 @@ def test_failure_handlers_decide_first_and_can_change_the_next_query():
             return RunningQuery()
         return FailedQuery("org.apache.kafka.common.errors.InvalidTopicException: bad.topic")
 
-    sup = Supervisor(start_query, RestartPolicy(initial_backoff_s=3600, max_attempts=5), stopping=stopping,
-                     failure_handlers=[broken_handler, quarantine_bad_topic], poll_s=0.001)
+    sup = Supervisor(
+        start_query,
+        RestartPolicy(initial_backoff_s=3600, max_attempts=5),
+        stopping=stopping,
+        failure_handlers=[broken_handler, quarantine_bad_topic],
+        poll_s=0.001,
+    )
     assert sup.run() == 0  # immediately: no 3600 s backoff
     assert sup.failures[0][1] == "sink topic quarantined: bad.topic"
 
 
 def test_a_handler_can_give_up():
-    sup = Supervisor(lambda: FailedQuery("fatal thing"), FAST, stopping=threading.Event(),
-                     failure_handlers=[lambda text: Decision.give_up("operator must act")])
+    sup = Supervisor(
+        lambda: FailedQuery("fatal thing"),
+        FAST,
+        stopping=threading.Event(),
+        failure_handlers=[lambda text: Decision.give_up("operator must act")],
+    )
     assert sup.run() == 1 and sup.restarts == 0
 
 
@@ -143,10 +166,14 @@ def test_failure_text_keeps_the_jvm_cause_chain_and_the_log_summary_shows_it():
     from streaming.supervisor import failure_text, summary
 
     class Captured(Exception):  # the shape of pyspark's CapturedException
-        _stackTrace = ("org.apache.spark.SparkException: Job aborted\n\tat a.b(C.scala:1)\n"
-                       "Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic\n\tat x")
+        _stackTrace = (
+            "org.apache.spark.SparkException: Job aborted\n\tat a.b(C.scala:1)\n"
+            "Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic\n\tat x"
+        )
 
     text = failure_text(Captured("[STREAM_FAILED] Query terminated with exception"))
     assert "InvalidTopicException" in text
-    assert summary(text) == ("[STREAM_FAILED] Query terminated with exception\n"
-                             "  Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic")
+    assert summary(text) == (
+        "[STREAM_FAILED] Query terminated with exception\n"
+        "  Caused by: org.apache.kafka.common.errors.InvalidTopicException: bad topic"
+    )

@@ -1,5 +1,6 @@
 """The Python worker daemon drops the archives Spark puts on the workers' import path that only
 make every task re-read them (streaming/worker_daemon.py), and keeps those a module needs."""
+
 from __future__ import annotations
 
 import sys

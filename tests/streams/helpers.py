@@ -1,5 +1,6 @@
 """A thin StreamsGroupHeartbeat / StreamsGroupDescribe client over CoreDriver (like
 GroupMetadataManagerTestContext's streams helpers)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,9 +16,15 @@ def topic_info(name: str, partitions: int = 0) -> dict:
 
 
 def subtopology(sid: str, source=(), changelog=(), sink=(), rsource=(), copartition=()) -> dict:
-    return {"subtopologyId": sid, "sourceTopics": list(source), "sourceTopicRegex": [],
-            "stateChangelogTopics": [topic_info(t) for t in changelog], "repartitionSinkTopics": list(sink),
-            "repartitionSourceTopics": [topic_info(t) for t in rsource], "copartitionGroups": list(copartition)}
+    return {
+        "subtopologyId": sid,
+        "sourceTopics": list(source),
+        "sourceTopicRegex": [],
+        "stateChangelogTopics": [topic_info(t) for t in changelog],
+        "repartitionSinkTopics": list(sink),
+        "repartitionSourceTopics": [topic_info(t) for t in rsource],
+        "copartitionGroups": list(copartition),
+    }
 
 
 def topology(epoch: int = 0, *subs: dict) -> dict:
@@ -29,11 +36,27 @@ def tasks(**by_subtopology) -> list[dict]:
 
 
 class StreamsTestClient(ConsumerGroupTestClient):
-    def heartbeat(self, member_id: str, epoch: int, *, topology: dict | None = None, active=None, standby=None,
-                  warmup=None, process_id: str | None = None, rebalance_timeout_ms: int | None = None,
-                  group_id: str | None = None, **fields: Any) -> dict:
-        body = {"groupId": group_id or self.group_id, "memberId": member_id, "memberEpoch": epoch,
-                "endpointInformationEpoch": fields.pop("endpointInformationEpoch", 0), **fields}
+    def heartbeat(
+        self,
+        member_id: str,
+        epoch: int,
+        *,
+        topology: dict | None = None,
+        active=None,
+        standby=None,
+        warmup=None,
+        process_id: str | None = None,
+        rebalance_timeout_ms: int | None = None,
+        group_id: str | None = None,
+        **fields: Any,
+    ) -> dict:
+        body = {
+            "groupId": group_id or self.group_id,
+            "memberId": member_id,
+            "memberEpoch": epoch,
+            "endpointInformationEpoch": fields.pop("endpointInformationEpoch", 0),
+            **fields,
+        }
         if epoch == 0:
             body.setdefault("rebalanceTimeoutMs", 300000 if rebalance_timeout_ms is None else rebalance_timeout_ms)
             body["processId"] = process_id or f"process-{member_id}"
@@ -54,12 +77,20 @@ class StreamsTestClient(ConsumerGroupTestClient):
     def ack(self, member_id: str, response: dict) -> dict:
         """Heartbeat owning exactly the tasks of `response` at its epoch (a member that revoked what
         it was told to)."""
-        return self.heartbeat(member_id, response["memberEpoch"], active=response["activeTasks"] or [],
-                              standby=response["standbyTasks"] or [], warmup=response["warmupTasks"] or [])
+        return self.heartbeat(
+            member_id,
+            response["memberEpoch"],
+            active=response["activeTasks"] or [],
+            standby=response["standbyTasks"] or [],
+            warmup=response["warmupTasks"] or [],
+        )
 
     def describe(self, *group_ids: str) -> dict:
-        return self.send("StreamsGroupDescribe", 0, {"groupIds": list(group_ids) or [self.group_id],
-                                                     "includeAuthorizedOperations": False})
+        return self.send(
+            "StreamsGroupDescribe",
+            0,
+            {"groupIds": list(group_ids) or [self.group_id], "includeAuthorizedOperations": False},
+        )
 
     def described(self, group_id: str | None = None) -> dict:
         return self.describe(group_id or self.group_id)["groups"][0]

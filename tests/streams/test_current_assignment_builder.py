@@ -1,6 +1,7 @@
 """Ports of Kafka 4.1's streams CurrentAssignmentBuilderTest (kafka-group-coordinator-tests,
 streams/CurrentAssignmentBuilderTest.java), parametrised over the task role as Kafka's are
 (@EnumSource(TaskRole.class))."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,13 +23,26 @@ def tt(role: str, a=(), b=()) -> TasksTuple:
 
 
 def member(state, epoch, assigned, pending=EMPTY, previous=None) -> StreamsGroupMember:
-    return StreamsGroupMember("member", member_epoch=epoch, previous_member_epoch=epoch if previous is None else previous,
-                              state=state, process_id=PROCESS_ID, assigned_tasks=assigned,
-                              tasks_pending_revocation=pending)
+    return StreamsGroupMember(
+        "member",
+        member_epoch=epoch,
+        previous_member_epoch=epoch if previous is None else previous,
+        state=state,
+        process_id=PROCESS_ID,
+        assigned_tasks=assigned,
+        tasks_pending_revocation=pending,
+    )
 
 
-def build(m, target_epoch, target, active_owner=lambda s, p: None, standby=lambda s, p: set(),
-          warmup=lambda s, p: set(), owned=None):
+def build(
+    m,
+    target_epoch,
+    target,
+    active_owner=lambda s, p: None,
+    standby=lambda s, p: set(),
+    warmup=lambda s, p: set(),
+    owned=None,
+):
     return reconcile(m, target_epoch, target, active_owner, standby, warmup, owned)
 
 
@@ -113,15 +127,25 @@ def test_testUnreleasedTasksToStableWithNewTasks(role):
 @pytest.mark.parametrize("role", ROLES)
 def test_testUnreleasedTasksToUnreleasedTasks(role):
     m = member(MemberState.UNRELEASED_TASKS, 11, tt(role, (2, 3), (5, 6)))
-    r = build(m, 11, tt(role, (2, 3, 4), (5, 6, 7)), active_owner=lambda s, p: PROCESS_ID,
-              standby=lambda s, p: {PROCESS_ID}, warmup=lambda s, p: {PROCESS_ID})
+    r = build(
+        m,
+        11,
+        tt(role, (2, 3, 4), (5, 6, 7)),
+        active_owner=lambda s, p: PROCESS_ID,
+        standby=lambda s, p: {PROCESS_ID},
+        warmup=lambda s, p: {PROCESS_ID},
+    )
     assert r == m
 
 
 def test_testUnreleasedTasksToUnreleasedTasksAnyActiveOwner():
     m = member(MemberState.UNRELEASED_TASKS, 11, tt("active", (2, 3), (5, 6)))
-    r = build(m, 11, tt("active", (2, 3, 4), (5, 6, 7)),
-              active_owner=lambda s, p: "anyOtherProcess" if (s, p) == (S1, 4) else None)
+    r = build(
+        m,
+        11,
+        tt("active", (2, 3, 4), (5, 6, 7)),
+        active_owner=lambda s, p: "anyOtherProcess" if (s, p) == (S1, 4) else None,
+    )
     assert r == member(MemberState.UNRELEASED_TASKS, 11, tt("active", (2, 3), (5, 6, 7)))
 
 

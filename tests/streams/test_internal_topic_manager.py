@@ -1,6 +1,7 @@
 """Ports of Kafka 4.1's InternalTopicManagerTest (streams/topics/InternalTopicManagerTest.java), plus
 cases of RepartitionTopicsTest, CopartitionedTopicsEnforcerTest and ChangelogTopicsTest through the
 same entry point (configure_topics = InternalTopicManager.configureTopics)."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,25 +23,48 @@ CONFIG_KEY, CONFIG_VALUE = "cleanup.policy", "compact"
 
 
 def info(name, partitions=0, rf=0, configs=None):
-    return {"name": name, "partitions": partitions, "replicationFactor": rf,
-            "topicConfigs": [{"key": k, "value": v} for k, v in (configs or {}).items()]}
+    return {
+        "name": name,
+        "partitions": partitions,
+        "replicationFactor": rf,
+        "topicConfigs": [{"key": k, "value": v} for k, v in (configs or {}).items()],
+    }
 
 
 def sub(sid, source=(), sink=(), rsource=(), changelog=(), copartition=()):
-    return {"subtopologyId": sid, "sourceTopics": list(source), "sourceTopicRegex": [],
-            "repartitionSinkTopics": list(sink), "repartitionSourceTopics": list(rsource),
-            "stateChangelogTopics": list(changelog), "copartitionGroups": list(copartition)}
+    return {
+        "subtopologyId": sid,
+        "sourceTopics": list(source),
+        "sourceTopicRegex": [],
+        "repartitionSinkTopics": list(sink),
+        "repartitionSourceTopics": list(rsource),
+        "stateChangelogTopics": list(changelog),
+        "copartitionGroups": list(copartition),
+    }
 
 
 def make_test_topology():
     """InternalTopicManagerTest.makeTestTopology."""
-    return topology_record_value({"epoch": 3, "subtopologies": [
-        sub(SUBTOPOLOGY_1, source=[SOURCE_TOPIC_1], sink=[REPARTITION_TOPIC],
-            changelog=[info(STATE_CHANGELOG_TOPIC_1, configs={CONFIG_KEY: CONFIG_VALUE})]),
-        sub(SUBTOPOLOGY_2, source=[SOURCE_TOPIC_2], rsource=[info(REPARTITION_TOPIC, rf=3)],
-            changelog=[info(STATE_CHANGELOG_TOPIC_2)],
-            copartition=[{"sourceTopics": [0], "sourceTopicRegex": [], "repartitionSourceTopics": [0]}]),
-    ]})
+    return topology_record_value(
+        {
+            "epoch": 3,
+            "subtopologies": [
+                sub(
+                    SUBTOPOLOGY_1,
+                    source=[SOURCE_TOPIC_1],
+                    sink=[REPARTITION_TOPIC],
+                    changelog=[info(STATE_CHANGELOG_TOPIC_1, configs={CONFIG_KEY: CONFIG_VALUE})],
+                ),
+                sub(
+                    SUBTOPOLOGY_2,
+                    source=[SOURCE_TOPIC_2],
+                    rsource=[info(REPARTITION_TOPIC, rf=3)],
+                    changelog=[info(STATE_CHANGELOG_TOPIC_2)],
+                    copartition=[{"sourceTopics": [0], "sourceTopicRegex": [], "repartitionSourceTopics": [0]}],
+                ),
+            ],
+        }
+    )
 
 
 def test_testConfigureTopicsSetsConfigurationExceptionWhenSourceTopicIsMissing():
@@ -55,22 +79,43 @@ def test_testConfigureTopics():
     t = configure_topics(make_test_topology(), 0, {SOURCE_TOPIC_1: 2, SOURCE_TOPIC_2: 2, STATE_CHANGELOG_TOPIC_2: 2})
     assert t.internal_topics_to_create == {
         REPARTITION_TOPIC: {"name": REPARTITION_TOPIC, "numPartitions": 2, "replicationFactor": 3, "configs": []},
-        STATE_CHANGELOG_TOPIC_1: {"name": STATE_CHANGELOG_TOPIC_1, "numPartitions": 2, "replicationFactor": -1,
-                                  "configs": [{"name": CONFIG_KEY, "value": CONFIG_VALUE}]},
+        STATE_CHANGELOG_TOPIC_1: {
+            "name": STATE_CHANGELOG_TOPIC_1,
+            "numPartitions": 2,
+            "replicationFactor": -1,
+            "configs": [{"name": CONFIG_KEY, "value": CONFIG_VALUE}],
+        },
     }
     assert t.status == MISSING_INTERNAL_TOPICS
     s1, s2 = t.subtopologies[SUBTOPOLOGY_1], t.subtopologies[SUBTOPOLOGY_2]
-    assert (s1.number_of_tasks, set(s1.source_topics), dict(s1.repartition_source_topics),
-            set(s1.repartition_sink_topics), dict(s1.state_changelog_topics)) == \
-        (2, {SOURCE_TOPIC_1}, {}, {REPARTITION_TOPIC}, {STATE_CHANGELOG_TOPIC_1: 2})
-    assert (s2.number_of_tasks, set(s2.source_topics), dict(s2.repartition_source_topics),
-            set(s2.repartition_sink_topics), dict(s2.state_changelog_topics)) == \
-        (2, {SOURCE_TOPIC_2}, {REPARTITION_TOPIC: 2}, set(), {STATE_CHANGELOG_TOPIC_2: 2})
+    assert (
+        s1.number_of_tasks,
+        set(s1.source_topics),
+        dict(s1.repartition_source_topics),
+        set(s1.repartition_sink_topics),
+        dict(s1.state_changelog_topics),
+    ) == (2, {SOURCE_TOPIC_1}, {}, {REPARTITION_TOPIC}, {STATE_CHANGELOG_TOPIC_1: 2})
+    assert (
+        s2.number_of_tasks,
+        set(s2.source_topics),
+        dict(s2.repartition_source_topics),
+        set(s2.repartition_sink_topics),
+        dict(s2.state_changelog_topics),
+    ) == (2, {SOURCE_TOPIC_2}, {REPARTITION_TOPIC: 2}, set(), {STATE_CHANGELOG_TOPIC_2: 2})
 
 
 def test_ready_once_every_internal_topic_exists():
-    t = configure_topics(make_test_topology(), 7, {SOURCE_TOPIC_1: 2, SOURCE_TOPIC_2: 2, STATE_CHANGELOG_TOPIC_2: 2,
-                                                   STATE_CHANGELOG_TOPIC_1: 2, REPARTITION_TOPIC: 2})
+    t = configure_topics(
+        make_test_topology(),
+        7,
+        {
+            SOURCE_TOPIC_1: 2,
+            SOURCE_TOPIC_2: 2,
+            STATE_CHANGELOG_TOPIC_2: 2,
+            STATE_CHANGELOG_TOPIC_1: 2,
+            REPARTITION_TOPIC: 2,
+        },
+    )
     assert t.is_ready() and t.status is None and not t.internal_topics_to_create and t.metadata_hash == 7
 
 
@@ -78,16 +123,26 @@ def test_existing_internal_topic_with_other_partition_count_is_incorrectly_parti
     """InternalTopicManager.missingInternalTopics."""
     t = configure_topics(make_test_topology(), 0, {SOURCE_TOPIC_1: 2, SOURCE_TOPIC_2: 2, STATE_CHANGELOG_TOPIC_2: 5})
     assert t.status == INCORRECTLY_PARTITIONED_TOPICS
-    assert t.status_detail == (f"Existing topic {STATE_CHANGELOG_TOPIC_2} has different number of partitions: "
-                               "expected 2, found 5")
+    assert t.status_detail == (
+        f"Existing topic {STATE_CHANGELOG_TOPIC_2} has different number of partitions: expected 2, found 5"
+    )
 
 
 def test_copartitioned_source_topics_with_different_partition_counts():
     """CopartitionedTopicsEnforcerTest.shouldThrowTopicConfigurationExceptionIfNoPartitionsFoundForCoPartitionedTopic
     (the enforcer's getSamePartitions message)."""
-    topo = topology_record_value({"epoch": 1, "subtopologies": [
-        sub("0", source=["a", "b"], copartition=[{"sourceTopics": [0, 1], "sourceTopicRegex": [],
-                                                 "repartitionSourceTopics": []}])]})
+    topo = topology_record_value(
+        {
+            "epoch": 1,
+            "subtopologies": [
+                sub(
+                    "0",
+                    source=["a", "b"],
+                    copartition=[{"sourceTopics": [0, 1], "sourceTopicRegex": [], "repartitionSourceTopics": []}],
+                )
+            ],
+        }
+    )
     t = configure_topics(topo, 0, {"a": 2, "b": 3})
     assert t.status == INCORRECTLY_PARTITIONED_TOPICS
     assert t.status_detail == "Following topics do not have the same number of partitions: [{a=2, b=3}]"
@@ -104,9 +159,15 @@ def test_repartition_partitions_follow_the_writing_subtopology_and_changelogs_th
     """RepartitionTopicsTest.shouldSetupRepartitionTopics / ChangelogTopicsTest.shouldOnlyContainStatefulChangelogTopics:
     an undefined repartition topic takes the partition count of the subtopology writing it; a
     changelog topic gets its subtopology's number of tasks."""
-    topo = topology_record_value({"epoch": 1, "subtopologies": [
-        sub("0", source=["in"], sink=["app-rep"]),
-        sub("1", rsource=[info("app-rep")], changelog=[info("app-store-changelog")])]})
+    topo = topology_record_value(
+        {
+            "epoch": 1,
+            "subtopologies": [
+                sub("0", source=["in"], sink=["app-rep"]),
+                sub("1", rsource=[info("app-rep")], changelog=[info("app-store-changelog")]),
+            ],
+        }
+    )
     t = configure_topics(topo, 0, {"in": 6})
     assert t.internal_topics_to_create["app-rep"]["numPartitions"] == 6
     assert t.internal_topics_to_create["app-store-changelog"]["numPartitions"] == 6

@@ -2,6 +2,7 @@
 streams/assignor/StickyTaskAssignorTest.java): same member specs, same topologies, same assertions.
 `spec(process, active, standby)` is createAssignmentMemberSpec; `topo(n, stateful, subtopologies)`
 is TopologyDescriberImpl."""
+
 from __future__ import annotations
 
 from coordinator.group.streams.assignor import MemberSpec, StickyTaskAssignor, SubtopologySpec
@@ -10,8 +11,11 @@ S = "test-subtopology"
 
 
 def spec(process: str, active: dict | None = None, standby: dict | None = None) -> MemberSpec:
-    return MemberSpec(process, {k: frozenset(v) for k, v in (active or {}).items()},
-                      {k: frozenset(v) for k, v in (standby or {}).items()})
+    return MemberSpec(
+        process,
+        {k: frozenset(v) for k, v in (active or {}).items()},
+        {k: frozenset(v) for k, v in (standby or {}).items()},
+    )
 
 
 def topo(n: int, stateful: bool = False, subs=(S,)) -> dict:
@@ -75,8 +79,10 @@ def test_shouldNotMigrateActiveTaskToOtherProcess():
 
 
 def test_shouldMigrateActiveTasksToNewProcessWithoutChangingAllAssignments():
-    r = assign({"member1": spec("process1", {S: {0, 2}}), "member2": spec("process2", {S: {1}}),
-                "member3": spec("process3")}, topo(3))
+    r = assign(
+        {"member1": spec("process1", {S: {0, 2}}), "member2": spec("process2", {S: {1}}), "member3": spec("process3")},
+        topo(3),
+    )
     assert r["member1"].active[S] & {0, 2}
     assert 1 in r["member2"].active[S]
     assert r["member3"].active[S] & {0, 2}
@@ -98,33 +104,71 @@ def test_shouldAssignTasksEvenlyWithUnequalTopicGroupSizes():
 
 
 def test_shouldKeepActiveTaskStickinessWhenMoreClientThanActiveTasks():
-    r = assign({"member1": spec("process1", {S: {0}}), "member2": spec("process2", {S: {2}}),
-                "member3": spec("process3", {S: {1}}), "member4": spec("process4"), "member5": spec("process5")},
-               topo(3))
-    assert [active_map(r, m).get(S) for m in ("member1", "member2", "member3", "member4", "member5")] == \
-        [{0}, {2}, {1}, None, None]
-    r = assign({"member1": spec("process1"), "member2": spec("process2", {S: {0}}), "member3": spec("process3"),
-                "member4": spec("process4", {S: {2}}), "member5": spec("process5", {S: {1}})}, topo(3))
-    assert [active_map(r, m).get(S) for m in ("member1", "member2", "member3", "member4", "member5")] == \
-        [None, {0}, None, {2}, {1}]
+    r = assign(
+        {
+            "member1": spec("process1", {S: {0}}),
+            "member2": spec("process2", {S: {2}}),
+            "member3": spec("process3", {S: {1}}),
+            "member4": spec("process4"),
+            "member5": spec("process5"),
+        },
+        topo(3),
+    )
+    assert [active_map(r, m).get(S) for m in ("member1", "member2", "member3", "member4", "member5")] == [
+        {0},
+        {2},
+        {1},
+        None,
+        None,
+    ]
+    r = assign(
+        {
+            "member1": spec("process1"),
+            "member2": spec("process2", {S: {0}}),
+            "member3": spec("process3"),
+            "member4": spec("process4", {S: {2}}),
+            "member5": spec("process5", {S: {1}}),
+        },
+        topo(3),
+    )
+    assert [active_map(r, m).get(S) for m in ("member1", "member2", "member3", "member4", "member5")] == [
+        None,
+        {0},
+        None,
+        {2},
+        {1},
+    ]
 
 
 def test_shouldAssignTasksToClientWithPreviousStandbyTasks():
-    r = assign({"member1": spec("process1", {}, {S: {2}}), "member2": spec("process2", {}, {S: {1}}),
-                "member3": spec("process3", {}, {S: {0}})}, topo(3))
+    r = assign(
+        {
+            "member1": spec("process1", {}, {S: {2}}),
+            "member2": spec("process2", {}, {S: {1}}),
+            "member3": spec("process3", {}, {S: {0}}),
+        },
+        topo(3),
+    )
     assert [active_map(r, m)[S] for m in ("member1", "member2", "member3")] == [{2}, {1}, {0}]
 
 
 def test_shouldNotAssignStandbyTasksToClientWithPreviousStandbyTasksAndCurrentActiveTasks():
-    r = assign({"member1": spec("process1", {}, {S: {0}}), "member2": spec("process2", {}, {S: {1}})},
-               topo(2, True), standby=1)
+    r = assign(
+        {"member1": spec("process1", {}, {S: {0}}), "member2": spec("process2", {}, {S: {1}})}, topo(2, True), standby=1
+    )
     assert active_map(r, "member1")[S] == {0} and set(r["member1"].standby[S]) == {1}
     assert active_map(r, "member2")[S] == {1} and set(r["member2"].standby[S]) == {0}
 
 
 def test_shouldAssignBasedOnCapacityWhenMultipleClientHaveStandbyTasks():
-    r = assign({"member1": spec("process1", {S: {0}}, {S: {1}}), "member2_1": spec("process2", {S: {2}}, {S: {1}}),
-                "member2_2": spec("process2")}, topo(3))
+    r = assign(
+        {
+            "member1": spec("process1", {S: {0}}, {S: {1}}),
+            "member2_1": spec("process2", {S: {2}}, {S: {1}}),
+            "member2_2": spec("process2"),
+        },
+        topo(3),
+    )
     assert [active_map(r, m)[S] for m in ("member1", "member2_1", "member2_2")] == [{0}, {2}, {1}]
 
 
@@ -160,8 +204,16 @@ def test_shouldAssignActiveAndStandbyTasks():
 
 
 def test_shouldAssignAtLeastOneTaskToEachClientIfPossible():
-    r = assign({"member1_1": spec("process1"), "member1_2": spec("process1"), "member1_3": spec("process1"),
-                "member2": spec("process2"), "member3": spec("process3")}, topo(3))
+    r = assign(
+        {
+            "member1_1": spec("process1"),
+            "member1_2": spec("process1"),
+            "member1_3": spec("process1"),
+            "member2": spec("process2"),
+            "member3": spec("process3"),
+        },
+        topo(3),
+    )
     assert len(active(r, "member1_1", "member1_2", "member1_3")) == 1
     assert len(active(r, "member2")) == 1 and len(active(r, "member3")) == 1
 
@@ -179,8 +231,10 @@ def test_shouldBalanceActiveAndStandbyTasksAcrossAvailableClients():
 
 def test_shouldAssignMoreTasksToClientWithMoreCapacity():
     subs = [f"test-subtopology{i}" for i in range(4)]
-    r = assign({"member1": spec("process1"), "member2_1": spec("process2"), "member2_2": spec("process2")},
-               topo(3, False, subs))
+    r = assign(
+        {"member1": spec("process1"), "member2_1": spec("process2"), "member2_2": spec("process2")},
+        topo(3, False, subs),
+    )
     assert len(active(r, "member2_1", "member2_2")) == 8
     assert len(active(r, "member1")) == 4
 
@@ -195,8 +249,12 @@ def test_shouldNotHaveSameAssignmentOnAnyTwoHosts():
 
 
 def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks():
-    members = {"member1": spec("process1", {S: {1, 2}}), "member2": spec("process2", {S: {3}}),
-               "member3": spec("process3", {S: {0}}), "member4": spec("process4")}
+    members = {
+        "member1": spec("process1", {S: {1, 2}}),
+        "member2": spec("process2", {S: {3}}),
+        "member3": spec("process3", {S: {0}}),
+        "member4": spec("process4"),
+    }
     r = assign(members, topo(4, True), standby=1)
     for m in r:
         mine = sorted(active(r, m) + standby(r, m))
@@ -206,22 +264,33 @@ def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks
 
 
 def test_shouldReBalanceTasksAcrossAllClientsWhenCapacityAndTaskCountTheSame():
-    r = assign({"member1": spec("process1", {S: {0, 1, 2, 3}}), "member2": spec("process2"),
-                "member3": spec("process3"), "member4": spec("process4")}, topo(4))
+    r = assign(
+        {
+            "member1": spec("process1", {S: {0, 1, 2, 3}}),
+            "member2": spec("process2"),
+            "member3": spec("process3"),
+            "member4": spec("process4"),
+        },
+        topo(4),
+    )
     assert [len(active(r, f"member{i}")) for i in range(1, 5)] == [1, 1, 1, 1]
 
 
 def test_shouldRebalanceTasksToClientsBasedOnCapacity():
-    r = assign({"member2": spec("process2", {S: {0, 3, 2}}), "member3_1": spec("process3"),
-                "member3_2": spec("process3")}, topo(3))
+    r = assign(
+        {"member2": spec("process2", {S: {0, 3, 2}}), "member3_1": spec("process3"), "member3_2": spec("process3")},
+        topo(3),
+    )
     assert len(active(r, "member2")) == 1
     assert len(active(r, "member3_1", "member3_2")) == 2
 
 
 def test_shouldMoveMinimalNumberOfTasksWhenPreviouslyAboveCapacityAndNewClientAdded():
     p1, p2 = {0, 2}, {1, 3}
-    r = assign({"member1": spec("process1", {S: p1}), "member2": spec("process2", {S: p2}),
-                "member3": spec("process3")}, topo(4))
+    r = assign(
+        {"member1": spec("process1", {S: p1}), "member2": spec("process2", {S: p2}), "member3": spec("process3")},
+        topo(4),
+    )
     p3 = active(r, "member3")
     assert len(p3) == 1
     if p1 & set(p3):
@@ -236,8 +305,14 @@ def test_shouldNotMoveAnyTasksWhenNewTasksAdded():
 
 
 def test_shouldAssignNewTasksToNewClientWhenPreviousTasksAssignedToOldClients():
-    r = assign({"member1": spec("process1", {S: {2, 1}}), "member2": spec("process2", {S: {0, 3}}),
-                "member3": spec("process3")}, topo(6))
+    r = assign(
+        {
+            "member1": spec("process1", {S: {2, 1}}),
+            "member2": spec("process2", {S: {0, 3}}),
+            "member3": spec("process3"),
+        },
+        topo(6),
+    )
     assert {2, 1} <= set(active(r, "member1")) and {0, 3} <= set(active(r, "member2"))
     assert {4, 5} <= set(active(r, "member3"))
 
@@ -263,8 +338,14 @@ def test_shouldAssignTasksToNewClient():
 
 
 def test_shouldAssignTasksToNewClientWithoutFlippingAssignmentBetweenExistingClients():
-    r = assign({"member1": spec("process1", {S: {0, 1, 2}}), "member2": spec("process2", {S: {3, 4, 5}}),
-                "newMember": spec("process3")}, topo(6))
+    r = assign(
+        {
+            "member1": spec("process1", {S: {0, 1, 2}}),
+            "member2": spec("process2", {S: {3, 4, 5}}),
+            "newMember": spec("process3"),
+        },
+        topo(6),
+    )
     m1, m2 = active(r, "member1"), active(r, "member2")
     assert not {3, 4, 5} & set(m1) and len(m1) == 2
     assert not {0, 1, 2} & set(m2) and len(m2) == 2
@@ -272,8 +353,14 @@ def test_shouldAssignTasksToNewClientWithoutFlippingAssignmentBetweenExistingCli
 
 
 def test_shouldAssignTasksToNewClientWithoutFlippingAssignmentBetweenExistingAndBouncedClients():
-    r = assign({"member1": spec("process1", {S: {0, 1, 2, 6}}), "member2": spec("process2", {}, {S: {3, 4, 5}}),
-                "newMember": spec("newProcess")}, topo(7))
+    r = assign(
+        {
+            "member1": spec("process1", {S: {0, 1, 2, 6}}),
+            "member2": spec("process2", {}, {S: {3, 4, 5}}),
+            "newMember": spec("newProcess"),
+        },
+        topo(7),
+    )
     m1, m2 = active(r, "member1"), active(r, "member2")
     assert not {3, 4, 5} & set(m1) and len(m1) == 3
     assert not {0, 1, 2} & set(m2) and len(m2) == 2

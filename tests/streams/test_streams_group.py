@@ -1,4 +1,5 @@
 """Ports of Kafka 4.1's StreamsGroupTest (streams/StreamsGroupTest.java) on the group type."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,14 +20,25 @@ def member(mid="member", process="process", assigned=EMPTY, pending=EMPTY, **kw)
 
 def test_testUpdatingMemberUpdatesProcessId():
     g = StreamsGroup("foo")
-    g.update_member(member(assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
-                           pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}})))
-    assert g.current_active_task_process_id(SUB, 1) == "process" and g.current_active_task_process_id(SUB, 4) == "process"
+    g.update_member(
+        member(
+            assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
+            pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}}),
+        )
+    )
+    assert (
+        g.current_active_task_process_id(SUB, 1) == "process" and g.current_active_task_process_id(SUB, 4) == "process"
+    )
     assert g.current_standby_task_process_ids(SUB, 2) == {"process"} == g.current_standby_task_process_ids(SUB, 5)
     assert g.current_warmup_task_process_ids(SUB, 3) == {"process"} == g.current_warmup_task_process_ids(SUB, 6)
     assert g.current_active_task_process_id(SUB, 7) is None
-    g.update_member(member(process="process1", assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
-                           pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}})))
+    g.update_member(
+        member(
+            process="process1",
+            assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
+            pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}}),
+        )
+    )
     assert g.current_active_task_process_id(SUB, 1) == "process1"
     assert g.current_standby_task_process_ids(SUB, 5) == {"process1"}
 
@@ -41,8 +53,12 @@ def test_testUpdatingMemberUpdatesTaskProcessIdWhenPartitionIsReassignedBeforeBe
 
 def test_testDeletingMemberRemovesProcessId():
     g = StreamsGroup("foo")
-    g.update_member(member(assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
-                           pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}})))
+    g.update_member(
+        member(
+            assigned=TasksTuple.of({SUB: {1}}, {SUB: {2}}, {SUB: {3}}),
+            pending=TasksTuple.of({SUB: {4}}, {SUB: {5}}, {SUB: {6}}),
+        )
+    )
     g.remove_member("member")
     assert all(g.current_active_task_process_id(SUB, p) is None for p in range(1, 7))
     assert all(not g.current_standby_task_process_ids(SUB, p) for p in range(1, 7))
@@ -57,8 +73,7 @@ def test_testGroupState_and_testIsInStatesCaseInsensitiveAndUnderscored():
     assert g.state == "Empty" and g.is_in_states({"empty"})
     g.update_member(member("member1", member_epoch=1, state=MemberState.STABLE))
     assert g.state == "NotReady" and g.is_in_states({"not_ready"}) and not g.is_in_states({"notready", "empty"})
-    g.topology = topology_record_value({"epoch": 0, "subtopologies": [
-        {"subtopologyId": SUB, "sourceTopics": ["foo"]}]})
+    g.topology = topology_record_value({"epoch": 0, "subtopologies": [{"subtopologyId": SUB, "sourceTopics": ["foo"]}]})
     _configured(g, {"foo": 1})
     g.group_epoch = 1
     g.target_assignment_epoch = 0
@@ -135,15 +150,26 @@ def test_testCreateGroupTombstoneRecords():
         record_key("StreamsGroupTargetAssignmentMetadata", "foo"),
         record_key("StreamsGroupMemberMetadata", "foo", "member1"),
         record_key("StreamsGroupMetadata", "foo"),
-        record_key("StreamsGroupTopology", "foo")]
+        record_key("StreamsGroupTopology", "foo"),
+    ]
 
 
 def test_testIsSubscribedToTopic():
     g = StreamsGroup("test-group")
     assert not g.is_subscribed_to_topic("test-topic1")
-    g.topology = topology_record_value({"epoch": 1, "subtopologies": [{
-        "subtopologyId": "test-subtopology", "sourceTopics": ["test-topic1"],
-        "repartitionSourceTopics": [{"name": "test-topic2"}], "repartitionSinkTopics": ["test-topic2"]}]})
+    g.topology = topology_record_value(
+        {
+            "epoch": 1,
+            "subtopologies": [
+                {
+                    "subtopologyId": "test-subtopology",
+                    "sourceTopics": ["test-topic1"],
+                    "repartitionSourceTopics": [{"name": "test-topic2"}],
+                    "repartitionSinkTopics": ["test-topic2"],
+                }
+            ],
+        }
+    )
     g.update_member(StreamsGroupMember.default("member-id"))
     assert not g.is_subscribed_to_topic("test-topic1")
     _configured(g, {"test-topic1": 1, "test-topic2": 1})
@@ -155,5 +181,9 @@ def test_testIsSubscribedToTopic():
 
 def test_testAsListedGroup():
     g = StreamsGroup("group-foo")
-    assert g.as_listed_group() == {"groupId": "group-foo", "protocolType": "streams", "groupState": "Empty",
-                                   "groupType": "streams"}
+    assert g.as_listed_group() == {
+        "groupId": "group-foo",
+        "protocolType": "streams",
+        "groupState": "Empty",
+        "groupType": "streams",
+    }

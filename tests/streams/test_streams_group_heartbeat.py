@@ -2,6 +2,7 @@
 the whole core (requests in, responses, records and events out). Each test names the Kafka 4.1 test
 it follows (GroupMetadataManagerTest testStreams*, StreamsGroupTest, GroupCoordinatorServiceTest);
 tests without a name cover this service's own parts (events, internal topics, replay, snapshots)."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,6 +32,7 @@ def client(**overrides) -> StreamsTestClient:
 def local_id(c: StreamsTestClient, prefix: str) -> str:
     """A group id routed to the test's coordinator partition."""
     from coordinator.routing import coordinator_partition
+
     n = c.d.config["coordinator.partitions"]
     return next(f"{prefix}{i}" for i in range(10_000) if coordinator_partition(f"{prefix}{i}", n) == c.d.partition_id)
 
@@ -109,15 +111,23 @@ def test_testStreamsLeavingMemberRemovesMemberAndBumpsGroupEpoch():
     g = c.group()
     assert "m2" not in g.members and g.group_epoch == epoch + 1
     assert (record_key("StreamsGroupMemberMetadata", GROUP, "m2"), None) in c.records()
-    r1 = c.heartbeat("m1", c.member("m1").member_epoch, active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}),
-                     standby=[], warmup=[])
+    r1 = c.heartbeat(
+        "m1",
+        c.member("m1").member_epoch,
+        active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}),
+        standby=[],
+        warmup=[],
+    )
     assert active_of(r1) == {"0": {0, 1, 2, 3, 4, 5}}
 
 
 def test_testStreamsGroupMemberEpochValidation():
     c = client()
     r = c.join("m1", TOPO)
-    assert c.heartbeat("m1", 5, active=r["activeTasks"], standby=[], warmup=[])["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
+    assert (
+        c.heartbeat("m1", 5, active=r["activeTasks"], standby=[], warmup=[])["errorCode"]
+        == Errors.FENCED_MEMBER_EPOCH.code
+    )
     c.join("m2", TOPO)
     c.heartbeat("m1", 1, active=[], standby=[], warmup=[])  # m1 revokes everything it must: epoch 2
     assert c.member("m1").member_epoch == 2
@@ -150,19 +160,31 @@ def test_testStreamsNewMemberIsRejectedWithMaximumMembersIsReached():
 
 
 # ---------------------------------------------------------------------- request validation
-@pytest.mark.parametrize("body, message", [
-    ({"memberId": "", "memberEpoch": 1}, "MemberId can't be empty."),
-    ({"memberId": "m", "memberEpoch": 0}, "RebalanceTimeoutMs must be provided in first request."),
-    ({"memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 1000}, "Topology must be non-null when (re-)joining."),
-    ({"memberId": "m", "memberEpoch": 1, "topology": TOPO}, "Topology can only be provided when (re-)joining."),
-    ({"memberId": "m", "memberEpoch": -3}, "MemberEpoch is -3, but must be greater than or equal to -2."),
-    ({"memberId": "m", "memberEpoch": 1, "activeTasks": []}, "If one task-type is non-null, all must be non-null."),
-    ({"memberId": "m", "memberEpoch": 1, "instanceId": "i"}, "Static membership is not yet supported."),
-    ({"memberId": "m", "memberEpoch": 1, "warmupTasks": tasks(**{"0": {1}})}, "WarmupTasks are not supported yet."),
-    ({"memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 1000,
-      "topology": topology(0, {**subtopology("0", source=[FOO]), "sourceTopicRegex": ["f.*"]})},
-     "Regular expressions for source topics are not supported yet."),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"memberId": "", "memberEpoch": 1}, "MemberId can't be empty."),
+        ({"memberId": "m", "memberEpoch": 0}, "RebalanceTimeoutMs must be provided in first request."),
+        (
+            {"memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 1000},
+            "Topology must be non-null when (re-)joining.",
+        ),
+        ({"memberId": "m", "memberEpoch": 1, "topology": TOPO}, "Topology can only be provided when (re-)joining."),
+        ({"memberId": "m", "memberEpoch": -3}, "MemberEpoch is -3, but must be greater than or equal to -2."),
+        ({"memberId": "m", "memberEpoch": 1, "activeTasks": []}, "If one task-type is non-null, all must be non-null."),
+        ({"memberId": "m", "memberEpoch": 1, "instanceId": "i"}, "Static membership is not yet supported."),
+        ({"memberId": "m", "memberEpoch": 1, "warmupTasks": tasks(**{"0": {1}})}, "WarmupTasks are not supported yet."),
+        (
+            {
+                "memberId": "m",
+                "memberEpoch": 0,
+                "rebalanceTimeoutMs": 1000,
+                "topology": topology(0, {**subtopology("0", source=[FOO]), "sourceTopicRegex": ["f.*"]}),
+            },
+            "Regular expressions for source topics are not supported yet.",
+        ),
+    ],
+)
 def test_request_validation_GroupCoordinatorServiceTest_testStreamsGroupHeartbeatRequestValidation(body, message):
     c = client()
     r = c.send("StreamsGroupHeartbeat", 0, {"groupId": GROUP, "endpointInformationEpoch": 0, **body})
@@ -174,12 +196,21 @@ def test_invalid_topologies_KafkaApisTest_testStreamsGroupHeartbeatRequestWithIn
     c = client()
     r = c.join("m1", topology(0, subtopology("0", source=["__consumer_offsets"])))
     assert (r["errorCode"], r["errorMessage"]) == (
-        Errors.STREAMS_INVALID_TOPOLOGY.code, "Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is "
-                                  "prohibited.")
+        Errors.STREAMS_INVALID_TOPOLOGY.code,
+        "Use of Kafka internal topics __consumer_offsets in a Kafka Streams topology is prohibited.",
+    )
     r = c.join("m1", topology(0, subtopology("0", source=["a b"])))
-    assert (r["errorCode"], r["errorMessage"]) == (Errors.STREAMS_INVALID_TOPOLOGY.code, "Topic names a b are not valid topic names.")
-    bad = topology(0, {**subtopology("0", source=[FOO]), "stateChangelogTopics": [
-        {"name": "c", "partitions": 3, "replicationFactor": 0, "topicConfigs": []}]})
+    assert (r["errorCode"], r["errorMessage"]) == (
+        Errors.STREAMS_INVALID_TOPOLOGY.code,
+        "Topic names a b are not valid topic names.",
+    )
+    bad = topology(
+        0,
+        {
+            **subtopology("0", source=[FOO]),
+            "stateChangelogTopics": [{"name": "c", "partitions": 3, "replicationFactor": 0, "topicConfigs": []}],
+        },
+    )
     r = c.join("m1", bad)
     assert r["errorCode"] == Errors.STREAMS_INVALID_TOPOLOGY.code
     assert r["errorMessage"] == "Changelog topic c must have an undefined partition count, but it is set to 3."
@@ -211,7 +242,8 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     assert status_codes(r) == [MISSING_INTERNAL_TOPICS]
     assert r["status"][0]["statusDetail"] == f"Internal topics are missing: [{CHANGELOG}]"
     assert c.events("StreamsInternalTopicsMissing")[-1]["topics"] == [
-        {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}]
+        {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}
+    ]
     described = c.described()
     assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 3
     c.set_topics({FOO: 3, CHANGELOG: 3})
@@ -220,12 +252,20 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
 
 
 def test_testStreamsGroupMemberJoiningWithIncorrectlyPartitionedTopic():
-    topo = topology(0, subtopology("0", source=[FOO, "bar"], copartition=[
-        {"sourceTopics": [0, 1], "sourceTopicRegex": [], "repartitionSourceTopics": []}]))
+    topo = topology(
+        0,
+        subtopology(
+            "0",
+            source=[FOO, "bar"],
+            copartition=[{"sourceTopics": [0, 1], "sourceTopicRegex": [], "repartitionSourceTopics": []}],
+        ),
+    )
     c = StreamsTestClient(GROUP, topics={FOO: 6, "bar": 3})
     r = c.join("m1", topo)
     assert status_codes(r) == [INCORRECTLY_PARTITIONED_TOPICS]
-    assert r["status"][0]["statusDetail"] == "Following topics do not have the same number of partitions: [{bar=3, foo=6}]"
+    assert (
+        r["status"][0]["statusDetail"] == "Following topics do not have the same number of partitions: [{bar=3, foo=6}]"
+    )
 
 
 def test_testStreamsGroupMemberJoiningWithStaleTopology():
@@ -242,7 +282,10 @@ def test_topology_updates_are_refused_as_in_kafka_4_1():
     c.join("m1", TOPO)
     other = topology(1, subtopology("0", source=[FOO]), subtopology("1", source=[CHANGELOG]))
     r = c.join("m2", other)
-    assert (r["errorCode"], r["errorMessage"]) == (Errors.INVALID_REQUEST.code, "Topology updates are not supported yet.")
+    assert (r["errorCode"], r["errorMessage"]) == (
+        Errors.INVALID_REQUEST.code,
+        "Topology updates are not supported yet.",
+    )
     assert "m2" not in c.group().members
 
 
@@ -253,9 +296,11 @@ def test_testStreamsGroupMemberRequestingShutdownApplication():
     r = c.heartbeat("m2", 2, active=[], standby=[], warmup=[], shutdownApplication=True)
     assert SHUTDOWN_APPLICATION in status_codes(r)
     r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
-    assert r["status"][-1] == {"statusCode": SHUTDOWN_APPLICATION, "statusDetail":
-                               "Streams group member m2 encountered a fatal error and requested a shutdown for the "
-                               "entire application."}
+    assert r["status"][-1] == {
+        "statusCode": SHUTDOWN_APPLICATION,
+        "statusDetail": "Streams group member m2 encountered a fatal error and requested a shutdown for the "
+        "entire application.",
+    }
 
 
 # ---------------------------------------------------------------------- timers and metadata
@@ -269,8 +314,13 @@ def test_testStreamsSessionTimeoutExpiration():
     assert "m2" not in c.group().members
     fenced = c.events("MemberFenced")[-1]
     assert fenced["memberId"] == "m2" and fenced["reason"] == "the member session expired"
-    r = c.heartbeat("m1", c.member("m1").member_epoch,
-                    active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}), standby=[], warmup=[])
+    r = c.heartbeat(
+        "m1",
+        c.member("m1").member_epoch,
+        active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}),
+        standby=[],
+        warmup=[],
+    )
     assert lost <= active_of(r)["0"] and active_of(r) == {"0": {0, 1, 2, 3, 4, 5}}
 
 
@@ -313,8 +363,14 @@ def test_standby_tasks_follow_group_streams_num_standby_replicas():
     settle(c, {"m1": c.join("m1", TOPO, process_id="p1"), "m2": c.join("m2", TOPO, process_id="p2")})
     for m in c.group().members.values():
         assert not (set(m.assigned_tasks.active.get("0", ())) & set(m.assigned_tasks.standby.get("0", ())))
-    assert sorted(p for m in c.group().members.values() for p in m.assigned_tasks.standby.get("0", ())) == \
-        [0, 1, 2, 3, 4, 5]
+    assert sorted(p for m in c.group().members.values() for p in m.assigned_tasks.standby.get("0", ())) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
 
 # ---------------------------------------------------------------------- describe and other APIs
@@ -325,33 +381,82 @@ def test_testStreamsGroupDescribeNoErrors_and_WithErrors():
     out = c.describe(GROUP, unknown)["groups"]
     assert out[0]["groupState"] == "Stable" and out[0]["members"][0]["memberId"] == "m1"
     assert out[0]["members"][0]["assignment"]["activeTasks"] == tasks(**{"0": range(6)})
-    assert out[0]["topology"] == {"epoch": 0, "subtopologies": [{
-        "subtopologyId": "0", "sourceTopics": [FOO], "repartitionSinkTopics": [],
-        "stateChangelogTopics": [{"name": CHANGELOG, "partitions": 6, "replicationFactor": 0, "topicConfigs": []}],
-        "repartitionSourceTopics": []}]}
-    assert (out[1]["errorCode"], out[1]["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Streams group {unknown} not found.")
+    assert out[0]["topology"] == {
+        "epoch": 0,
+        "subtopologies": [
+            {
+                "subtopologyId": "0",
+                "sourceTopics": [FOO],
+                "repartitionSinkTopics": [],
+                "stateChangelogTopics": [
+                    {"name": CHANGELOG, "partitions": 6, "replicationFactor": 0, "topicConfigs": []}
+                ],
+                "repartitionSourceTopics": [],
+            }
+        ],
+    }
+    assert (out[1]["errorCode"], out[1]["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Streams group {unknown} not found.",
+    )
 
 
 def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_DescribeOnConsumerGroup():
     c = client()
     cg_id = local_id(c, "cg")
-    cg = c.send("ConsumerGroupHeartbeat", 1, {"groupId": cg_id, "memberId": "c1", "memberEpoch": 0,
-                                              "rebalanceTimeoutMs": 1000, "subscribedTopicNames": [FOO],
-                                              "topicPartitions": []})
+    cg = c.send(
+        "ConsumerGroupHeartbeat",
+        1,
+        {
+            "groupId": cg_id,
+            "memberId": "c1",
+            "memberEpoch": 0,
+            "rebalanceTimeoutMs": 1000,
+            "subscribedTopicNames": [FOO],
+            "topicPartitions": [],
+        },
+    )
     assert cg["errorCode"] == 0
     r = c.join("m1", TOPO, group_id=cg_id)
-    assert (r["errorCode"], r["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {cg_id} is not a streams group.")
+    assert (r["errorCode"], r["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {cg_id} is not a streams group.",
+    )
     d = c.describe(cg_id)["groups"][0]
-    assert (d["errorCode"], d["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {cg_id} is not a streams group.")
+    assert (d["errorCode"], d["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {cg_id} is not a streams group.",
+    )
     # and the other way round
     c.join("m1", TOPO)
-    r = c.send("ConsumerGroupHeartbeat", 1, {"groupId": GROUP, "memberId": "c1", "memberEpoch": 0,
-                                             "rebalanceTimeoutMs": 1000, "subscribedTopicNames": [FOO],
-                                             "topicPartitions": []})
-    assert (r["errorCode"], r["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, f"Group {GROUP} is not a consumer group.")
-    j = c.send("JoinGroup", 9, {"groupId": GROUP, "sessionTimeoutMs": 10000, "rebalanceTimeoutMs": 10000,
-                                "memberId": "", "protocolType": "consumer",
-                                "protocols": [{"name": "range", "metadata": ""}]})
+    r = c.send(
+        "ConsumerGroupHeartbeat",
+        1,
+        {
+            "groupId": GROUP,
+            "memberId": "c1",
+            "memberEpoch": 0,
+            "rebalanceTimeoutMs": 1000,
+            "subscribedTopicNames": [FOO],
+            "topicPartitions": [],
+        },
+    )
+    assert (r["errorCode"], r["errorMessage"]) == (
+        Errors.GROUP_ID_NOT_FOUND.code,
+        f"Group {GROUP} is not a consumer group.",
+    )
+    j = c.send(
+        "JoinGroup",
+        9,
+        {
+            "groupId": GROUP,
+            "sessionTimeoutMs": 10000,
+            "rebalanceTimeoutMs": 10000,
+            "memberId": "",
+            "protocolType": "consumer",
+            "protocols": [{"name": "range", "metadata": ""}],
+        },
+    )
     assert j["errorCode"] == Errors.INCONSISTENT_GROUP_PROTOCOL.code
     dg = c.send("DescribeGroups", 5, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"][0]
     assert dg["groupState"] == "Dead"
@@ -364,19 +469,43 @@ def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
     c.join("m1", TOPO)
 
     def commit(version, epoch, member="m1"):
-        body = {"groupId": GROUP, "generationIdOrMemberEpoch": epoch, "memberId": member, "groupInstanceId": None,
-                "retentionTimeMs": -1,
-                "topics": [{"name": FOO, "partitions": [{"partitionIndex": 0, "committedOffset": 7,
-                                                         "committedLeaderEpoch": -1, "committedMetadata": ""}]}]}
+        body = {
+            "groupId": GROUP,
+            "generationIdOrMemberEpoch": epoch,
+            "memberId": member,
+            "groupInstanceId": None,
+            "retentionTimeMs": -1,
+            "topics": [
+                {
+                    "name": FOO,
+                    "partitions": [
+                        {"partitionIndex": 0, "committedOffset": 7, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                    ],
+                }
+            ],
+        }
         r = c.send("OffsetCommit", version, body)
         return r["topics"][0]["partitions"][0]["errorCode"]
+
     assert commit(9, 1) == 0
     assert commit(9, 0) == Errors.STALE_MEMBER_EPOCH.code
     assert commit(9, 1, "nobody") == Errors.UNKNOWN_MEMBER_ID.code
     assert commit(8, 1) == Errors.UNSUPPORTED_VERSION.code
-    f = c.send("OffsetFetch", 9, {"groups": [{"groupId": GROUP, "memberId": "m1", "memberEpoch": 1,
-                                              "topics": [{"name": FOO, "partitionIndexes": [0]}]}],
-                                  "requireStable": False})
+    f = c.send(
+        "OffsetFetch",
+        9,
+        {
+            "groups": [
+                {
+                    "groupId": GROUP,
+                    "memberId": "m1",
+                    "memberEpoch": 1,
+                    "topics": [{"name": FOO, "partitionIndexes": [0]}],
+                }
+            ],
+            "requireStable": False,
+        },
+    )
     assert f["groups"][0]["topics"][0]["partitions"][0]["committedOffset"] == 7
 
 
@@ -403,8 +532,16 @@ def test_the_state_log_rebuilds_the_same_group():
     live = c.group()
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert isinstance(rebuilt, StreamsGroup)
-    for attr in ("group_epoch", "metadata_hash", "target_assignment_epoch", "topology", "members",
-                 "target_assignment", "active_owner", "standby_owners"):
+    for attr in (
+        "group_epoch",
+        "metadata_hash",
+        "target_assignment_epoch",
+        "topology",
+        "members",
+        "target_assignment",
+        "active_owner",
+        "standby_owners",
+    ):
         assert getattr(rebuilt, attr) == getattr(live, attr), attr
     assert rebuilt.configured_topology is None and rebuilt.state == "NotReady"  # soft state, as in Kafka
     assert StreamsGroup.from_json(live.to_json()).to_json() == live.to_json()
@@ -414,8 +551,15 @@ def test_events_of_a_rebalance():
     c = client()
     c.join("m1", TOPO)
     names = [e["event"] for e in c.events()]
-    for expected in ("GroupCreated", "MemberJoined", "StreamsTopologyInitialized", "GroupEpochBumped",
-                     "TargetAssignmentComputed", "MemberAssignmentChanged", "GroupStateChanged"):
+    for expected in (
+        "GroupCreated",
+        "MemberJoined",
+        "StreamsTopologyInitialized",
+        "GroupEpochBumped",
+        "TargetAssignmentComputed",
+        "MemberAssignmentChanged",
+        "GroupStateChanged",
+    ):
         assert expected in names
     assert c.events("GroupCreated")[0]["groupType"] == "streams"
 
@@ -424,6 +568,7 @@ def test_metrics_label_streams_groups():
     """Not in Kafka's tests: the service's metrics count streams groups under protocol "streams"
     (Kafka's streams-group-count{state} and rebalance sensors)."""
     from tests.runtime.test_metrics import counter, gauge, live_gauges, scanned_gauges
+
     c = client()
     r1 = c.join("m1", TOPO)
     c.join("m2", TOPO)
@@ -443,11 +588,15 @@ def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testR
     from coordinator import CoordinatorPartition
     from coordinator.group.consumer.group_state import IllegalStateError
     from coordinator.messages import StateRecord
+
     c = client()
     c.join("m1", TOPO)
     log = [StateRecord(k, v) for k, v in c.records()]
-    for bad_key in (record_key("StreamsGroupMetadata", GROUP), record_key("StreamsGroupMemberMetadata", GROUP, "m1"),
-                    record_key("StreamsGroupTargetAssignmentMetadata", GROUP)):
+    for bad_key in (
+        record_key("StreamsGroupMetadata", GROUP),
+        record_key("StreamsGroupMemberMetadata", GROUP, "m1"),
+        record_key("StreamsGroupTargetAssignmentMetadata", GROUP),
+    ):
         with pytest.raises(IllegalStateError):
             CoordinatorPartition.from_records(c.d.partition_id, log + [StateRecord(bad_key, None)], c.d.config)
     # DeleteGroups' tombstones, in Kafka's order, replay cleanly
@@ -465,8 +614,10 @@ def test_a_known_member_rejoining_with_epoch_0_is_fenced_as_in_4_1():
     assert c.member("m1").member_epoch == 2
     r = c.join("m1", TOPO)
     assert r["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
-    assert r["errorMessage"] == ("The streams group member has a smaller member epoch (0) than the one known by the "
-                                 "group coordinator (2). The member must abandon all its partitions and rejoin.")
+    assert r["errorMessage"] == (
+        "The streams group member has a smaller member epoch (0) than the one known by the "
+        "group coordinator (2). The member must abandon all its partitions and rejoin."
+    )
 
 
 def test_TargetAssignmentBuilderTest_testAssignmentHasNotChanged_via_a_metadata_update():
@@ -504,8 +655,9 @@ def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
     assert r["partitionsByUserEndpoint"] is None  # the joining member was not in the group yet
     assert r["endpointInformationEpoch"] == 1
     r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint)  # its endpoint epoch is still 0
-    assert r["partitionsByUserEndpoint"] == [{"userEndpoint": endpoint, "standbyPartitions": [],
-                                              "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}]
+    assert r["partitionsByUserEndpoint"] == [
+        {"userEndpoint": endpoint, "standbyPartitions": [], "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}
+    ]
     r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=1)
     assert r["partitionsByUserEndpoint"] is None
 
@@ -519,5 +671,6 @@ def test_onLoaded_arms_session_and_rebalance_timers():
     c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])  # m1: UNREVOKED_TASKS
     timers = c.rebuilt().timers.schedule_view()
     assert {k for k in timers if "streams-session" in k} == {
-        record_key("streams-session", GROUP, m) for m in ("m1", "m2")}
+        record_key("streams-session", GROUP, m) for m in ("m1", "m2")
+    }
     assert {k for k in timers if "streams-rebalance" in k} == {record_key("streams-rebalance", GROUP, "m1")}

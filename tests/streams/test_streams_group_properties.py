@@ -5,6 +5,7 @@ After every step:
   active and standby tasks never overlap (CurrentAssignmentBuilder's "revoke before assign");
 - the group rebuilt from its state log equals the live one (records are the truth);
 and once the members stop lagging the group becomes Stable with every task assigned once."""
+
 from __future__ import annotations
 
 import random
@@ -14,14 +15,19 @@ import pytest
 from tests.streams.helpers import StreamsTestClient, subtopology, topology
 
 GROUP = "prop-app"
-TOPO = topology(0, subtopology("0", source=["in-a"], changelog=[f"{GROUP}-s-changelog"]),
-                subtopology("1", source=["in-b"]))
+TOPO = topology(
+    0, subtopology("0", source=["in-a"], changelog=[f"{GROUP}-s-changelog"]), subtopology("1", source=["in-b"])
+)
 
 
 def owned_active(g) -> list:
-    return [(s, p) for m in g.members.values()
-            for tasks in (m.assigned_tasks.active, m.tasks_pending_revocation.active)
-            for s, ps in tasks.items() for p in ps]
+    return [
+        (s, p)
+        for m in g.members.values()
+        for tasks in (m.assigned_tasks.active, m.tasks_pending_revocation.active)
+        for s, ps in tasks.items()
+        for p in ps
+    ]
 
 
 def check(c: StreamsTestClient, rebuild: bool = True) -> None:
@@ -41,16 +47,16 @@ def check(c: StreamsTestClient, rebuild: bool = True) -> None:
 
 
 def ack(c, m, r):
-    return c.heartbeat(m, r["memberEpoch"], active=r["activeTasks"] or [], standby=r["standbyTasks"] or [],
-                       warmup=[])
+    return c.heartbeat(m, r["memberEpoch"], active=r["activeTasks"] or [], standby=r["standbyTasks"] or [], warmup=[])
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_random_traffic_keeps_tasks_exclusive_and_the_log_the_truth(seed):
     rng = random.Random(seed)
     parts = {"in-a": 4, "in-b": 3}
-    c = StreamsTestClient(GROUP, topics={**parts, f"{GROUP}-s-changelog": 4},
-                          **{"group.streams.num.standby.replicas": rng.choice([0, 1])})
+    c = StreamsTestClient(
+        GROUP, topics={**parts, f"{GROUP}-s-changelog": 4}, **{"group.streams.num.standby.replicas": rng.choice([0, 1])}
+    )
     known: dict[str, dict] = {}  # member -> what it owns (its last full view)
     for step in range(60):
         op = rng.random()

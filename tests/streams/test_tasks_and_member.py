@@ -1,4 +1,5 @@
 """Ports of Kafka 4.1's TasksTupleTest and StreamsGroupMemberTest (record round trips)."""
+
 from __future__ import annotations
 
 from coordinator.group.streams.member import MemberState, StreamsGroupMember
@@ -27,27 +28,56 @@ def test_testIsEmpty():
 
 
 def test_testFromTargetAssignmentRecord():
-    value = {"activeTasks": [{"subtopologyId": S1, "partitions": [1, 2]}],
-             "standbyTasks": [{"subtopologyId": S2, "partitions": [3]}], "warmupTasks": []}
+    value = {
+        "activeTasks": [{"subtopologyId": S1, "partitions": [1, 2]}],
+        "standbyTasks": [{"subtopologyId": S2, "partitions": [3]}],
+        "warmupTasks": [],
+    }
     t = TasksTuple.from_wire(value)
     assert t == TasksTuple.of({S1: {1, 2}}, {S2: {3}}) and t.to_wire() == value
 
 
 def test_testBuilderWithDefaults():
     m = StreamsGroupMember.default("member-id")
-    assert (m.member_epoch, m.previous_member_epoch, m.state, m.rebalance_timeout_ms, m.topology_epoch,
-            m.process_id, m.instance_id, m.rack_id, m.user_endpoint, m.client_tags, m.assigned_tasks,
-            m.tasks_pending_revocation) == (0, 0, MemberState.STABLE, -1, -1, "", None, None, None, (), EMPTY, EMPTY)
+    assert (
+        m.member_epoch,
+        m.previous_member_epoch,
+        m.state,
+        m.rebalance_timeout_ms,
+        m.topology_epoch,
+        m.process_id,
+        m.instance_id,
+        m.rack_id,
+        m.user_endpoint,
+        m.client_tags,
+        m.assigned_tasks,
+        m.tasks_pending_revocation,
+    ) == (0, 0, MemberState.STABLE, -1, -1, "", None, None, None, (), EMPTY, EMPTY)
 
 
 def test_testBuilderUpdateWithStreamsGroupMemberMetadataValue_and_CurrentMemberAssignmentValue():
-    meta = {"instanceId": None, "rackId": "rack", "clientId": "client", "clientHost": "host",
-            "rebalanceTimeoutMs": 1000, "topologyEpoch": 3, "processId": "process",
-            "userEndpoint": {"host": "h", "port": 9090}, "clientTags": [{"key": "k", "value": "v"}]}
-    assignment = {"memberEpoch": 7, "previousMemberEpoch": 6, "state": 2,
-                  "activeTasks": [{"subtopologyId": S1, "partitions": [1]}], "standbyTasks": [], "warmupTasks": [],
-                  "activeTasksPendingRevocation": [{"subtopologyId": S1, "partitions": [2]}],
-                  "standbyTasksPendingRevocation": [], "warmupTasksPendingRevocation": []}
+    meta = {
+        "instanceId": None,
+        "rackId": "rack",
+        "clientId": "client",
+        "clientHost": "host",
+        "rebalanceTimeoutMs": 1000,
+        "topologyEpoch": 3,
+        "processId": "process",
+        "userEndpoint": {"host": "h", "port": 9090},
+        "clientTags": [{"key": "k", "value": "v"}],
+    }
+    assignment = {
+        "memberEpoch": 7,
+        "previousMemberEpoch": 6,
+        "state": 2,
+        "activeTasks": [{"subtopologyId": S1, "partitions": [1]}],
+        "standbyTasks": [],
+        "warmupTasks": [],
+        "activeTasksPendingRevocation": [{"subtopologyId": S1, "partitions": [2]}],
+        "standbyTasksPendingRevocation": [],
+        "warmupTasksPendingRevocation": [],
+    }
     m = StreamsGroupMember("m").with_metadata_value(meta).with_assignment_value(assignment)
     assert m.rack_id == "rack" and m.user_endpoint == ("h", 9090) and m.client_tags == (("k", "v"),)
     assert m.state == MemberState.UNREVOKED_TASKS and m.tasks_pending_revocation.active == {S1: {2}}

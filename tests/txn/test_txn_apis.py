@@ -1,5 +1,6 @@
 """The transaction APIs on the wire: versions, schemas, response shapes, the marker format, the
 WriteTxnMarkers contract with the group side, and producer-id allocation."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,19 @@ from tests.txn.txn_helpers import TID, Producer, driver
 E = Errors
 
 
-@pytest.mark.parametrize("name,key,lo,hi,component", [
-    ("InitProducerId", 22, 0, 5, "transactions"), ("AddPartitionsToTxn", 24, 0, 5, "transactions"),
-    ("AddOffsetsToTxn", 25, 0, 4, "transactions"), ("EndTxn", 26, 0, 5, "transactions"),
-    ("WriteTxnMarkers", 27, 1, 2, "groups"), ("TxnOffsetCommit", 28, 0, 5, "groups"),
-    ("DescribeTransactions", 65, 0, 0, "transactions"), ("ListTransactions", 66, 0, 2, "transactions")])
+@pytest.mark.parametrize(
+    "name,key,lo,hi,component",
+    [
+        ("InitProducerId", 22, 0, 5, "transactions"),
+        ("AddPartitionsToTxn", 24, 0, 5, "transactions"),
+        ("AddOffsetsToTxn", 25, 0, 4, "transactions"),
+        ("EndTxn", 26, 0, 5, "transactions"),
+        ("WriteTxnMarkers", 27, 1, 2, "groups"),
+        ("TxnOffsetCommit", 28, 0, 5, "groups"),
+        ("DescribeTransactions", 65, 0, 0, "transactions"),
+        ("ListTransactions", 66, 0, 2, "transactions"),
+    ],
+)
 def test_api_keys_and_versions_of_kafka_4(name, key, lo, hi, component):
     spec = lookup(name)
     assert (spec.api_key, spec.min_version, spec.max_version, spec.component) == (key, lo, hi, component)
@@ -47,20 +56,28 @@ def test_schema_errors_are_invalid_request_in_the_api_shape():
     assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REQUEST.code, "producerId": -1, "producerEpoch": -1}
     r = shape(d.send("AddPartitionsToTxn", 4, {"transactions": [{"transactionalId": TID}]}))
     assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REQUEST.code, "resultsByTransaction": []}
-    r = shape(d.send("AddOffsetsToTxn", 0, {"transactionalId": TID, "producerId": 1, "producerEpoch": 70000,
-                                      "groupId": "g"}))
+    r = shape(
+        d.send("AddOffsetsToTxn", 0, {"transactionalId": TID, "producerId": 1, "producerEpoch": 70000, "groupId": "g"})
+    )
     assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REQUEST.code}
     r = shape(d.send("ListTransactions", 1, {"stateFilters": "Ongoing", "producerIdFilters": []}))
-    assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REQUEST.code, "unknownStateFilters": [],
-                 "transactionStates": []}
+    assert r == {
+        "throttleTimeMs": 0,
+        "errorCode": E.INVALID_REQUEST.code,
+        "unknownStateFilters": [],
+        "transactionStates": [],
+    }
 
 
 def test_init_producer_id_versions_before_3_ignore_producer_id_and_epoch():
     d = driver()
     p = Producer(d)
     p.init()
-    r = d.send("InitProducerId", 2, {"transactionalId": TID, "transactionTimeoutMs": 1000, "producerId": 999,
-                                     "producerEpoch": 7})
+    r = d.send(
+        "InitProducerId",
+        2,
+        {"transactionalId": TID, "transactionTimeoutMs": 1000, "producerId": 999, "producerEpoch": 7},
+    )
     assert (r["errorCode"], r["producerId"], r["producerEpoch"]) == (0, p.producer_id, p.epoch + 1)
 
 
@@ -91,10 +108,16 @@ def test_marker_record_format():
     [m] = d.data
     assert (m.topic, m.partition, m.headers) == ("orders", 3, [(MARKER_HEADER, b"ABORT")])
     assert json.loads(m.key) == ["TxnMarker", "ABORT", p.producer_id, p.epoch]
-    assert json.loads(m.value) == {"version": 0, "type": "ABORT", "transactionalId": TID,
-                                   "producerId": p.producer_id, "producerEpoch": p.epoch,
-                                   "coordinatorPartition": d.partition_id, "transactionVersion": 2,
-                                   "clientKind": "json"}
+    assert json.loads(m.value) == {
+        "version": 0,
+        "type": "ABORT",
+        "transactionalId": TID,
+        "producerId": p.producer_id,
+        "producerEpoch": p.epoch,
+        "coordinatorPartition": d.partition_id,
+        "transactionVersion": 2,
+        "clientKind": "json",
+    }
     assert parse_marker(m.headers, m.value)["type"] == "ABORT"
     assert parse_marker([("other", b"x")], m.value) is None
 
@@ -112,31 +135,64 @@ def test_write_txn_markers_request_is_the_contract_with_the_group_side():
     assert len(d.internal_requests) == len(partitions)  # one request per group coordinator partition
     for (key, env), gp in zip(d.internal_requests, partitions, strict=True):
         assert coordinator_partition(key, 50) == gp  # routed to the group coordinator partition
-        assert (env["apiKey"], env["apiVersion"], env["clientId"]) == \
-            ("WriteTxnMarkers", 2, f"transaction-coordinator-{d.partition_id}")
+        assert (env["apiKey"], env["apiVersion"], env["clientId"]) == (
+            "WriteTxnMarkers",
+            2,
+            f"transaction-coordinator-{d.partition_id}",
+        )
         # The body validates against the registered schema unchanged.
         assert spec.request.validate(env["request"], 2) == env["request"]
-        assert env["request"] == {"markers": [{
-            "producerId": p.producer_id, "producerEpoch": p.epoch, "transactionResult": True,
-            "topics": [{"name": "__consumer_offsets", "partitionIndexes": [gp]}], "coordinatorEpoch": 0,
-            "transactionVersion": 0}]}
+        assert env["request"] == {
+            "markers": [
+                {
+                    "producerId": p.producer_id,
+                    "producerEpoch": p.epoch,
+                    "transactionResult": True,
+                    "topics": [{"name": "__consumer_offsets", "partitionIndexes": [gp]}],
+                    "coordinatorEpoch": 0,
+                    "transactionVersion": 0,
+                }
+            ]
+        }
     assert len({env["correlationId"] for _, env in d.internal_requests}) == len(partitions)
 
 
 def test_write_txn_markers_and_txn_offset_commit_schemas():
     wtm = lookup("WriteTxnMarkers").request
-    marker = {"producerId": 5, "producerEpoch": 1, "transactionResult": False,
-              "topics": [{"name": "__consumer_offsets", "partitionIndexes": [3]}], "coordinatorEpoch": 0}
+    marker = {
+        "producerId": 5,
+        "producerEpoch": 1,
+        "transactionResult": False,
+        "topics": [{"name": "__consumer_offsets", "partitionIndexes": [3]}],
+        "coordinatorEpoch": 0,
+    }
     assert wtm.validate({"markers": [marker]}, 1) == {"markers": [marker]}
     with pytest.raises(ValueError, match="transactionVersion"):
         wtm.validate({"markers": [marker]}, 2)
     toc = lookup("TxnOffsetCommit").request
-    body = {"transactionalId": "t", "groupId": "g", "producerId": 5, "producerEpoch": 1,
-            "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": 42,
-                                                          "committedMetadata": None}]}]}
-    assert toc.validate(body, 3) == dict(body, generationId=-1, memberId="", groupInstanceId=None, topics=[
-        {"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": 42, "committedLeaderEpoch": -1,
-                                           "committedMetadata": None}]}])
+    body = {
+        "transactionalId": "t",
+        "groupId": "g",
+        "producerId": 5,
+        "producerEpoch": 1,
+        "topics": [
+            {"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": 42, "committedMetadata": None}]}
+        ],
+    }
+    assert toc.validate(body, 3) == dict(
+        body,
+        generationId=-1,
+        memberId="",
+        groupInstanceId=None,
+        topics=[
+            {
+                "name": "orders",
+                "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 42, "committedLeaderEpoch": -1, "committedMetadata": None}
+                ],
+            }
+        ],
+    )
     assert lookup("TxnOffsetCommit").routing_field == "groupId"
     err = lookup("TxnOffsetCommit").error_response(2, body, E.PRODUCER_FENCED, None)
     assert err["topics"][0]["partitions"][0]["errorCode"] == E.INVALID_PRODUCER_EPOCH.code
@@ -150,8 +206,10 @@ def test_producer_ids_come_in_blocks_interleaved_by_coordinator_partition():
     assert pids[:1000] == list(range(3000, 4000))
     assert pids[1000:] == [53000, 53001]  # block 1 of partition 3: (1 * 50 + 3) * 1000
     blocks = [v for k, v in d.records if k == '["ProducerIdBlock",3]']
-    assert [(b["blockIndex"], b["firstProducerId"], b["lastProducerId"]) for b in blocks] == \
-        [(0, 3000, 3999), (1, 53000, 53999)]
+    assert [(b["blockIndex"], b["firstProducerId"], b["lastProducerId"]) for b in blocks] == [
+        (0, 3000, 3999),
+        (1, 53000, 53999),
+    ]
 
 
 def test_producer_ids_are_unique_across_partitions():

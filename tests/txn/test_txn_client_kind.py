@@ -1,6 +1,7 @@
 """Which kind of client initialized a transactional id's producer (JSON client or Kafka client
 through the gateway), and that every marker decided for its transactions carries that kind
 ([txn] markers = "auto" routes them by it: docs/protocol.md, "Transaction markers")."""
+
 from __future__ import annotations
 
 import json
@@ -97,8 +98,9 @@ def test_the_kind_survives_a_state_log_replay_and_the_state_snapshot():
     p.end(True)
     part = replayed(d)
     blob = state_codec.encode(part.to_json())
-    _, out = run_batch(lambda: CoordinatorPartition(part.partition_id, part.config, state_codec.decode(*blob)),
-                       [], d.now + 1)
+    _, out = run_batch(
+        lambda: CoordinatorPartition(part.partition_id, part.config, state_codec.decode(*blob)), [], d.now + 1
+    )
     resent = [parse_marker(r.headers, r.value) for r in out.data]
     assert [(m["type"], m["clientKind"]) for m in resent] == [("COMMIT", "kafka")]
 
@@ -120,9 +122,16 @@ def test_records_and_snapshots_without_the_field_load_as_json():
 
 def test_the_envelope_flag_must_be_a_boolean():
     d = driver()
-    raw = json.dumps({"apiKey": "InitProducerId", "apiVersion": 5, "correlationId": 99, "clientId": "c",
-                      "kafkaClient": "yes", "request": {"transactionalId": "known",
-                                                        "transactionTimeoutMs": 60000}}).encode()
+    raw = json.dumps(
+        {
+            "apiKey": "InitProducerId",
+            "apiVersion": 5,
+            "correlationId": 99,
+            "clientId": "c",
+            "kafkaClient": "yes",
+            "request": {"transactionalId": "known", "transactionTimeoutMs": 60000},
+        }
+    ).encode()
     d.send_raw(raw)
     r = d.responses[99]
     assert r["errorCode"] == Errors.INVALID_REQUEST.code and "kafkaClient" in r["errorMessage"]

@@ -4,6 +4,7 @@ Test names follow Kafka's (snake_case). Kafka's tests build a TransactionMetadat
 `seed` does the same here. Kafka's "...WhenCoordinatorLoading" tests have no counterpart: a
 coordinator partition here is never loading (its state comes with the micro-batch).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -25,16 +26,27 @@ def init(d, tid=TID, timeout=60000, version=5, **body):
 
 
 def end(d, commit, epoch, version=5, pid=PID, tid=TID):
-    return d.send("EndTxn", version, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch,
-                                      "committed": commit})
+    return d.send(
+        "EndTxn", version, {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch, "committed": commit}
+    )
 
 
 def add(d, epoch, parts=(("topic1", 0),), pid=PID, tid=TID, version=3):
-    r = d.send("AddPartitionsToTxn", version, {
-        "v3AndBelowTransactionalId": tid, "v3AndBelowProducerId": pid, "v3AndBelowProducerEpoch": epoch,
-        "v3AndBelowTopics": [{"name": t, "partitions": [p]} for t, p in parts]})
-    return {(t["name"], p["partitionIndex"]): p["partitionErrorCode"]
-            for t in r["resultsByTopicV3AndBelow"] for p in t["resultsByPartition"]}
+    r = d.send(
+        "AddPartitionsToTxn",
+        version,
+        {
+            "v3AndBelowTransactionalId": tid,
+            "v3AndBelowProducerId": pid,
+            "v3AndBelowProducerEpoch": epoch,
+            "v3AndBelowTopics": [{"name": t, "partitions": [p]} for t, p in parts],
+        },
+    )
+    return {
+        (t["name"], p["partitionIndex"]): p["partitionErrorCode"]
+        for t in r["resultsByTopicV3AndBelow"]
+        for p in t["resultsByPartition"]
+    }
 
 
 def other_partition(tid=TID) -> CoreDriver:
@@ -104,12 +116,27 @@ def test_producer_id_and_epoch_must_come_together(pid, epoch):
     assert init(driver(), producerId=pid, producerEpoch=epoch)["errorCode"] == E.INVALID_REQUEST.code
 
 
-@pytest.mark.parametrize("state,tv", [(S.EMPTY, TV_0), (S.COMPLETE_ABORT, TV_0), (S.COMPLETE_ABORT, TV_2),
-                                      (S.COMPLETE_COMMIT, TV_0), (S.COMPLETE_COMMIT, TV_2)])
+@pytest.mark.parametrize(
+    "state,tv",
+    [
+        (S.EMPTY, TV_0),
+        (S.COMPLETE_ABORT, TV_0),
+        (S.COMPLETE_ABORT, TV_2),
+        (S.COMPLETE_COMMIT, TV_0),
+        (S.COMPLETE_COMMIT, TV_2),
+    ],
+)
 def test_should_increment_epoch_and_update_metadata_on_handle_init_pid_when_existing_transaction(state, tv):
     d = driver()
-    seed(d, state=state, producer_epoch=EPOCH, last_epoch=EPOCH - 1, timeout_ms=1000, tv=tv,
-         start=d.now - 10 if state != S.EMPTY else -1)
+    seed(
+        d,
+        state=state,
+        producer_epoch=EPOCH,
+        last_epoch=EPOCH - 1,
+        timeout_ms=1000,
+        tv=tv,
+        start=d.now - 10 if state != S.EMPTY else -1,
+    )
     r = init(d, timeout=2000)
     assert (r["errorCode"], r["producerId"], r["producerEpoch"]) == (0, PID, EPOCH + 1)
     m = txn(d)
@@ -139,8 +166,11 @@ def test_should_abort_transaction_on_handle_init_pid_when_existing_transaction_i
     assert (r["errorCode"], r["producerId"], r["producerEpoch"]) == (E.CONCURRENT_TRANSACTIONS.code, -1, -1)
     [prepare] = records_of(d)
     # The fenced epoch (+1) is written with the abort, lastProducerEpoch -1, client TV 0.
-    assert (prepare["transactionStatus"], prepare["producerEpoch"], prepare["clientTransactionVersion"]) == \
-        (S.PREPARE_ABORT.id, EPOCH + 1, 0)
+    assert (prepare["transactionStatus"], prepare["producerEpoch"], prepare["clientTransactionVersion"]) == (
+        S.PREPARE_ABORT.id,
+        EPOCH + 1,
+        0,
+    )
     assert txn(d).last_producer_epoch == NO_PRODUCER_EPOCH
     assert [(m.topic, m.partition, m.headers) for m in d.data] == [("topic1", 0, [("__txn_marker", b"ABORT")])]
     # The client retries: once the abort completed, the epoch is bumped a second time.
@@ -154,8 +184,10 @@ def test_init_pid_during_ongoing_transaction_with_transaction_version_2():
     assert init(d)["errorCode"] == E.CONCURRENT_TRANSACTIONS.code
     [prepare] = records_of(d)
     assert (prepare["producerEpoch"], prepare["clientTransactionVersion"]) == (EPOCH + 1, 2)  # one bump
-    assert [e["event"] for e in d.events if e["event"] in ("ProducerFenced", "TransactionPrepared")] == \
-        ["TransactionPrepared", "ProducerFenced"]
+    assert [e["event"] for e in d.events if e["event"] in ("ProducerFenced", "TransactionPrepared")] == [
+        "TransactionPrepared",
+        "ProducerFenced",
+    ]
     assert init(d)["producerEpoch"] == EPOCH + 2
 
 
@@ -164,16 +196,20 @@ def test_should_use_last_epoch_to_fence_when_epochs_are_exhausted(server_tv0):
     seed(d, state=S.ONGOING, producer_epoch=SHORT_MAX - 1, last_epoch=SHORT_MAX - 2, partitions=[("topic1", 0)])
     assert init(d)["errorCode"] == E.CONCURRENT_TRANSACTIONS.code
     [prepare] = records_of(d)
-    assert (prepare["transactionStatus"], prepare["producerId"], prepare["producerEpoch"]) == \
-        (S.PREPARE_ABORT.id, PID, SHORT_MAX)
+    assert (prepare["transactionStatus"], prepare["producerId"], prepare["producerEpoch"]) == (
+        S.PREPARE_ABORT.id,
+        PID,
+        SHORT_MAX,
+    )
     r = init(d)  # after the abort completed: the epoch is exhausted, so a new producer id
     assert r["errorCode"] == 0 and r["producerId"] != PID and r["producerEpoch"] == 0
 
 
 def test_should_not_cause_epoch_overflow_when_init_pid_during_ongoing_txn_v2():
     d = driver()
-    seed(d, state=S.ONGOING, producer_epoch=SHORT_MAX - 1, last_epoch=SHORT_MAX - 2, partitions=[("topic1", 0)],
-         tv=TV_2)
+    seed(
+        d, state=S.ONGOING, producer_epoch=SHORT_MAX - 1, last_epoch=SHORT_MAX - 2, partitions=[("topic1", 0)], tv=TV_2
+    )
     assert init(d)["errorCode"] == E.CONCURRENT_TRANSACTIONS.code
     assert txn(d).state == S.PREPARE_ABORT and txn(d).producer_epoch == SHORT_MAX
 
@@ -186,8 +222,15 @@ def test_init_producer_id_with_no_last_producer_data():
 
 def test_fence_producer_when_mapping_exists_with_different_producer_id():
     d = driver()
-    seed(d, state=S.EMPTY, producer_id=PID + 1, prev_producer_id=PID, producer_epoch=EPOCH, last_epoch=EPOCH - 1,
-         start=-1)
+    seed(
+        d,
+        state=S.EMPTY,
+        producer_id=PID + 1,
+        prev_producer_id=PID,
+        producer_epoch=EPOCH,
+        last_epoch=EPOCH - 1,
+        start=-1,
+    )
     assert init(d, producerId=PID, producerEpoch=EPOCH)["errorCode"] == E.PRODUCER_FENCED.code
 
 
@@ -267,9 +310,16 @@ def test_should_respond_with_invalid_request_add_partitions_to_transaction_when_
 
 
 def test_should_respond_with_invalid_request_add_partitions_to_transaction_when_transactional_id_is_null():
-    r = driver().send("AddPartitionsToTxn", 3, {
-        "v3AndBelowTransactionalId": None, "v3AndBelowProducerId": 0, "v3AndBelowProducerEpoch": 1,
-        "v3AndBelowTopics": [{"name": "topic1", "partitions": [0]}]})
+    r = driver().send(
+        "AddPartitionsToTxn",
+        3,
+        {
+            "v3AndBelowTransactionalId": None,
+            "v3AndBelowProducerId": 0,
+            "v3AndBelowProducerEpoch": 1,
+            "v3AndBelowTopics": [{"name": "topic1", "partitions": [0]}],
+        },
+    )
     # The request does not fit the schema, so there are no partitions to answer for (Kafka would
     # fail to deserialize it): the response says why at the top level.
     assert r["resultsByTopicV3AndBelow"] == [] and r["errorCode"] == E.INVALID_REQUEST.code
@@ -299,16 +349,26 @@ def test_pending_transition_is_reported_before_a_producer_id_mismatch():
     assert add(d, 1, pid=6) == {("topic1", 0): E.CONCURRENT_TRANSACTIONS.code}
 
 
-@pytest.mark.parametrize("state,tv", [(S.EMPTY, TV_0), (S.ONGOING, TV_0), (S.COMPLETE_COMMIT, TV_0),
-                                      (S.COMPLETE_COMMIT, TV_2), (S.COMPLETE_ABORT, TV_0), (S.COMPLETE_ABORT, TV_2)])
+@pytest.mark.parametrize(
+    "state,tv",
+    [
+        (S.EMPTY, TV_0),
+        (S.ONGOING, TV_0),
+        (S.COMPLETE_COMMIT, TV_0),
+        (S.COMPLETE_COMMIT, TV_2),
+        (S.COMPLETE_ABORT, TV_0),
+        (S.COMPLETE_ABORT, TV_2),
+    ],
+)
 def test_should_respond_with_success_on_add_partitions(state, tv):
     # shouldAppendNewMetadataToLogOnAddPartitionsWhenPartitionsAdded, ...WhenStateIsOngoing/CompleteCommit/CompleteAbort
     d = driver()
     seed(d, state=state, producer_epoch=EPOCH, last_epoch=EPOCH - 1, tv=tv, start=d.now - 5)
     assert add(d, EPOCH) == {("topic1", 0): 0}
     [rec] = records_of(d)
-    assert rec["transactionStatus"] == S.ONGOING.id and rec["transactionPartitions"] == \
-        [{"topic": "topic1", "partitionIds": [0]}]
+    assert rec["transactionStatus"] == S.ONGOING.id and rec["transactionPartitions"] == [
+        {"topic": "topic1", "partitionIds": [0]}
+    ]
     expected_start = d.now - 5 if state == S.ONGOING else d.now
     assert rec["transactionStartTimestampMs"] == expected_start and rec["clientTransactionVersion"] == 0
 
@@ -342,21 +402,40 @@ def test_clients_may_not_add_internal_topics_and_unknown_partitions_fail_the_req
     d = driver()
     seed(d, state=S.ONGOING, producer_epoch=5)
     assert add(d, 5, parts=[("__consumer_offsets", 0), ("ok", 1)]) == {
-        ("__consumer_offsets", 0): E.TOPIC_AUTHORIZATION_FAILED.code, ("ok", 1): E.OPERATION_NOT_ATTEMPTED.code}
+        ("__consumer_offsets", 0): E.TOPIC_AUTHORIZATION_FAILED.code,
+        ("ok", 1): E.OPERATION_NOT_ATTEMPTED.code,
+    }
     assert add(d, 5, parts=[("ok", -1), ("bad name!", 0), ("ok", 1)]) == {
-        ("ok", -1): E.UNKNOWN_TOPIC_OR_PARTITION.code, ("bad name!", 0): E.UNKNOWN_TOPIC_OR_PARTITION.code,
-        ("ok", 1): E.OPERATION_NOT_ATTEMPTED.code}
+        ("ok", -1): E.UNKNOWN_TOPIC_OR_PARTITION.code,
+        ("bad name!", 0): E.UNKNOWN_TOPIC_OR_PARTITION.code,
+        ("ok", 1): E.OPERATION_NOT_ATTEMPTED.code,
+    }
     assert txn(d).topic_partitions == set() and records_of(d) == []
 
 
 def verify(d, epoch, parts, pid=0, tid=TID):
-    r = d.send("AddPartitionsToTxn", 5, {"transactions": [{
-        "transactionalId": tid, "producerId": pid, "producerEpoch": epoch, "verifyOnly": True,
-        "topics": [{"name": t, "partitions": [p]} for t, p in parts]}]})
+    r = d.send(
+        "AddPartitionsToTxn",
+        5,
+        {
+            "transactions": [
+                {
+                    "transactionalId": tid,
+                    "producerId": pid,
+                    "producerEpoch": epoch,
+                    "verifyOnly": True,
+                    "topics": [{"name": t, "partitions": [p]} for t, p in parts],
+                }
+            ]
+        },
+    )
     assert r["errorCode"] == 0
     [res] = r["resultsByTransaction"]
-    return {(t["name"], p["partitionIndex"]): p["partitionErrorCode"]
-            for t in res["topicResults"] for p in t["resultsByPartition"]}
+    return {
+        (t["name"], p["partitionIndex"]): p["partitionErrorCode"]
+        for t in res["topicResults"]
+        for p in t["resultsByPartition"]
+    }
 
 
 def test_verify_partition_handling():
@@ -383,7 +462,9 @@ def test_should_respond_with_invalid_txn_state_when_verify_only_and_partition_no
     d = driver()  # Kafka 4.x answers TRANSACTION_ABORTABLE (the test kept its old name)
     seed(d, state=S.EMPTY, producer_id=0, producer_epoch=0, partitions=[("topic1", 0)])
     assert verify(d, 0, [("topic1", 0), ("topic2", 0)]) == {
-        ("topic1", 0): 0, ("topic2", 0): E.TRANSACTION_ABORTABLE.code}
+        ("topic1", 0): 0,
+        ("topic2", 0): E.TRANSACTION_ABORTABLE.code,
+    }
 
 
 def test_batched_add_partitions_answers_per_transaction():
@@ -391,16 +472,55 @@ def test_batched_add_partitions_answers_per_transaction():
     p = Producer(d)
     p.init()
     foreign = next(f"x{i}" for i in range(1000) if coordinator_partition(f"x{i}", 50) != d.partition_id)
-    r = d.send("AddPartitionsToTxn", 4, {"transactions": [
-        {"transactionalId": TID, "producerId": p.producer_id, "producerEpoch": p.epoch, "verifyOnly": False,
-         "topics": [{"name": "t", "partitions": [0, 1]}]},
-        {"transactionalId": foreign, "producerId": 1, "producerEpoch": 0, "verifyOnly": False,
-         "topics": [{"name": "t", "partitions": [2]}]}]})
-    assert r == {"throttleTimeMs": 0, "errorCode": 0, "resultsByTransaction": [
-        {"transactionalId": TID, "topicResults": [{"name": "t", "resultsByPartition": [
-            {"partitionIndex": 0, "partitionErrorCode": 0}, {"partitionIndex": 1, "partitionErrorCode": 0}]}]},
-        {"transactionalId": foreign, "topicResults": [{"name": "t", "resultsByPartition": [
-            {"partitionIndex": 2, "partitionErrorCode": E.NOT_COORDINATOR.code}]}]}]}
+    r = d.send(
+        "AddPartitionsToTxn",
+        4,
+        {
+            "transactions": [
+                {
+                    "transactionalId": TID,
+                    "producerId": p.producer_id,
+                    "producerEpoch": p.epoch,
+                    "verifyOnly": False,
+                    "topics": [{"name": "t", "partitions": [0, 1]}],
+                },
+                {
+                    "transactionalId": foreign,
+                    "producerId": 1,
+                    "producerEpoch": 0,
+                    "verifyOnly": False,
+                    "topics": [{"name": "t", "partitions": [2]}],
+                },
+            ]
+        },
+    )
+    assert r == {
+        "throttleTimeMs": 0,
+        "errorCode": 0,
+        "resultsByTransaction": [
+            {
+                "transactionalId": TID,
+                "topicResults": [
+                    {
+                        "name": "t",
+                        "resultsByPartition": [
+                            {"partitionIndex": 0, "partitionErrorCode": 0},
+                            {"partitionIndex": 1, "partitionErrorCode": 0},
+                        ],
+                    }
+                ],
+            },
+            {
+                "transactionalId": foreign,
+                "topicResults": [
+                    {
+                        "name": "t",
+                        "resultsByPartition": [{"partitionIndex": 2, "partitionErrorCode": E.NOT_COORDINATOR.code}],
+                    }
+                ],
+            },
+        ],
+    }
     # A broker's add (v4+) is a TV2 client add.
     assert records_of(d)[-1]["clientTransactionVersion"] == 2
 
@@ -419,13 +539,24 @@ def test_add_offsets_to_txn_errors_are_those_of_add_partitions():
     d = driver()
     assert Producer(d).add_offsets("g")["errorCode"] == E.INVALID_PRODUCER_ID_MAPPING.code
     seed(d, state=S.ONGOING, producer_epoch=3)
-    assert d.send("AddOffsetsToTxn", 1, {"transactionalId": TID, "producerId": PID, "producerEpoch": 2,
-                                         "groupId": "g"})["errorCode"] == E.INVALID_PRODUCER_EPOCH.code
-    assert d.send("AddOffsetsToTxn", 2, {"transactionalId": TID, "producerId": PID, "producerEpoch": 2,
-                                         "groupId": "g"})["errorCode"] == E.PRODUCER_FENCED.code
-    assert other_partition().send("AddOffsetsToTxn", 4, {"transactionalId": TID, "producerId": PID,
-                                                         "producerEpoch": 3, "groupId": "g"})["errorCode"] == \
-        E.NOT_COORDINATOR.code
+    assert (
+        d.send("AddOffsetsToTxn", 1, {"transactionalId": TID, "producerId": PID, "producerEpoch": 2, "groupId": "g"})[
+            "errorCode"
+        ]
+        == E.INVALID_PRODUCER_EPOCH.code
+    )
+    assert (
+        d.send("AddOffsetsToTxn", 2, {"transactionalId": TID, "producerId": PID, "producerEpoch": 2, "groupId": "g"})[
+            "errorCode"
+        ]
+        == E.PRODUCER_FENCED.code
+    )
+    assert (
+        other_partition().send(
+            "AddOffsetsToTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": 3, "groupId": "g"}
+        )["errorCode"]
+        == E.NOT_COORDINATOR.code
+    )
 
 
 # ============================================================================ EndTxn
@@ -495,8 +626,11 @@ def test_should_return_ok_on_end_txn_when_status_is_complete_abort_and_result_is
         assert records_of(d) == []
     else:
         prepare = records_of(d)[0]
-        assert (prepare["transactionStatus"], prepare["producerEpoch"], prepare["transactionStartTimestampMs"]) \
-            == (S.PREPARE_ABORT.id, EPOCH + 1, d.now)
+        assert (prepare["transactionStatus"], prepare["producerEpoch"], prepare["transactionStartTimestampMs"]) == (
+            S.PREPARE_ABORT.id,
+            EPOCH + 1,
+            d.now,
+        )
         assert (r["producerId"], r["producerEpoch"]) == (PID, EPOCH + 1)
         assert txn(d).state == S.COMPLETE_ABORT  # no partitions: completed at once
 
@@ -585,8 +719,16 @@ def test_should_return_invalid_txn_request_on_end_txn_v2_if_not_end_txn_v2_retry
 
 def test_should_return_ok_on_end_txn_v2_if_end_txn_v2_retry_epoch_overflow():
     d = driver()
-    seed(d, state=S.PREPARE_COMMIT, producer_id=PID, prev_producer_id=PID, next_producer_id=11,
-         producer_epoch=SHORT_MAX, last_epoch=SHORT_MAX - 1, tv=TV_2)
+    seed(
+        d,
+        state=S.PREPARE_COMMIT,
+        producer_id=PID,
+        prev_producer_id=PID,
+        next_producer_id=11,
+        producer_epoch=SHORT_MAX,
+        last_epoch=SHORT_MAX - 1,
+        tv=TV_2,
+    )
     assert end(d, True, SHORT_MAX - 1)["errorCode"] == E.CONCURRENT_TRANSACTIONS.code
     seed(d, state=S.COMPLETE_COMMIT, producer_id=11, prev_producer_id=PID, producer_epoch=0, tv=TV_2)
     r = end(d, True, SHORT_MAX - 1)
@@ -604,8 +746,13 @@ def test_end_txn_v2_epoch_overflow_moves_to_a_new_producer_id():
     assert [m.key for m in d.data] == [f'["TxnMarker","COMMIT",{PID},{SHORT_MAX}]']
     d.advance(1)
     complete = records_of(d)[-1]
-    assert (complete["transactionStatus"], complete["producerId"], complete["producerEpoch"],
-            complete["previousProducerId"], complete["nextProducerId"]) == (S.COMPLETE_COMMIT.id, new_pid, 0, PID, -1)
+    assert (
+        complete["transactionStatus"],
+        complete["producerId"],
+        complete["producerEpoch"],
+        complete["previousProducerId"],
+        complete["nextProducerId"],
+    ) == (S.COMPLETE_COMMIT.id, new_pid, 0, PID, -1)
     # The next transaction runs under the new producer id.
     assert add(d, 0, pid=new_pid, parts=[("t", 1)]) == {("t", 1): 0}
 
@@ -663,13 +810,14 @@ def test_end_txn_while_markers_are_in_flight_is_concurrent_transactions():
     # current producer gets CONCURRENT_TRANSACTIONS, whatever the result it asks for.
     d = driver()
     seed(d, state=S.ONGOING, producer_epoch=EPOCH, partitions=[("t", 0)])
-    cids = d.send_batch([("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH,
-                                        "committed": True}),
-                         ("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH,
-                                        "committed": True}),
-                         ("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH,
-                                        "committed": False}),
-                         ("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})])
+    cids = d.send_batch(
+        [
+            ("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH, "committed": True}),
+            ("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH, "committed": True}),
+            ("EndTxn", 4, {"transactionalId": TID, "producerId": PID, "producerEpoch": EPOCH, "committed": False}),
+            ("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000}),
+        ]
+    )
     assert [d.response(c)["errorCode"] for c in cids] == [0] + [E.CONCURRENT_TRANSACTIONS.code] * 3
     # Next batch: the transaction is complete, a retry succeeds and the wrong result is refused.
     assert end(d, True, EPOCH, version=4)["errorCode"] == 0
@@ -685,10 +833,16 @@ def test_describe_transactions():
     foreign = next(f"x{i}" for i in range(1000) if coordinator_partition(f"x{i}", 50) != d.partition_id)
     r = d.send("DescribeTransactions", 0, {"transactionalIds": [TID, "", foreign, "unknown-" + TID]})
     ok, empty, not_coord, missing = r["transactionStates"]
-    assert ok == {"errorCode": 0, "transactionalId": TID, "transactionState": "Ongoing",
-                  "transactionTimeoutMs": 60000, "transactionStartTimeMs": d.now, "producerId": p.producer_id,
-                  "producerEpoch": p.epoch, "topics": [{"topic": "a", "partitions": [0, 2]},
-                                                       {"topic": "b", "partitions": [1]}]}
+    assert ok == {
+        "errorCode": 0,
+        "transactionalId": TID,
+        "transactionState": "Ongoing",
+        "transactionTimeoutMs": 60000,
+        "transactionStartTimeMs": d.now,
+        "producerId": p.producer_id,
+        "producerEpoch": p.epoch,
+        "topics": [{"topic": "a", "partitions": [0, 2]}, {"topic": "b", "partitions": [1]}],
+    }
     assert empty["errorCode"] == E.INVALID_REQUEST.code and not_coord["errorCode"] == E.NOT_COORDINATOR.code
     if coordinator_partition("unknown-" + TID, 50) == d.partition_id:
         assert missing["errorCode"] == E.TRANSACTIONAL_ID_NOT_FOUND.code
@@ -719,21 +873,29 @@ def test_list_transactions_filters():
 
     r = lst()
     assert r["errorCode"] == 0 and r["unknownStateFilters"] == []
-    assert {(s["transactionalId"], s["transactionState"]) for s in r["transactionStates"]} == \
-        {(a, "Ongoing"), (b, "Ongoing"), (c, "Empty")}
+    assert {(s["transactionalId"], s["transactionState"]) for s in r["transactionStates"]} == {
+        (a, "Ongoing"),
+        (b, "Ongoing"),
+        (c, "Empty"),
+    }
     r = lst(stateFilters=["Empty", "Bogus", "Bogus"])
     assert [s["transactionalId"] for s in r["transactionStates"]] == [c] and r["unknownStateFilters"] == ["Bogus"]
     r = lst(producerIdFilters=[pb.producer_id])
-    assert r["transactionStates"] == [{"transactionalId": b, "producerId": pb.producer_id,
-                                       "transactionState": "Ongoing"}]
+    assert r["transactionStates"] == [
+        {"transactionalId": b, "producerId": pb.producer_id, "transactionState": "Ongoing"}
+    ]
     # Running longer than 1 s: a started 5 s ago; b just started; c never started (start -1).
     r = lst(stateFilters=["Ongoing"], durationFilter=1000)
     assert [s["transactionalId"] for s in r["transactionStates"]] == [a]
     # Version 0 knows no duration filter: the field is ignored.
     assert len(lst(version=0, durationFilter=10**9)["transactionStates"]) == 3
     # Another partition lists its own transactions only.
-    assert other_partition(a).send("ListTransactions", 0, {"stateFilters": [], "producerIdFilters": []})[
-        "transactionStates"] == []
+    assert (
+        other_partition(a).send("ListTransactions", 0, {"stateFilters": [], "producerIdFilters": []})[
+            "transactionStates"
+        ]
+        == []
+    )
 
 
 def test_list_transactions_filtering_by_transactional_id_pattern():
@@ -765,8 +927,12 @@ def test_list_transactions_filtering_by_transactional_id_pattern():
     assert ids(lst(version=1, transactionalIdPattern="nothing-matches")) == everything
     # A pattern that does not compile: INVALID_REGULAR_EXPRESSION, nothing listed.
     r = lst(transactionalIdPattern="orders-(", stateFilters=["Bogus"])
-    assert r == {"throttleTimeMs": 0, "errorCode": E.INVALID_REGULAR_EXPRESSION.code,
-                 "unknownStateFilters": ["Bogus"], "transactionStates": []}
+    assert r == {
+        "throttleTimeMs": 0,
+        "errorCode": E.INVALID_REGULAR_EXPRESSION.code,
+        "unknownStateFilters": ["Bogus"],
+        "transactionStates": [],
+    }
     # Backreferences are refused as RE2 refuses them.
     assert lst(transactionalIdPattern=r"(o)\1.*")["errorCode"] == E.INVALID_REGULAR_EXPRESSION.code
 
@@ -777,6 +943,5 @@ def test_list_transactions_pattern_matching_is_linear_time():
     d = driver()
     [tid] = same_partition_ids(1, d.partition_id, "a" * 40)
     Producer(d, tid).init()
-    r = d.send("ListTransactions", 2, {"stateFilters": [], "producerIdFilters": [],
-                                       "transactionalIdPattern": "(a+)+b"})
+    r = d.send("ListTransactions", 2, {"stateFilters": [], "producerIdFilters": [], "transactionalIdPattern": "(a+)+b"})
     assert r["errorCode"] == 0 and r["transactionStates"] == []

@@ -3,6 +3,7 @@ and the group coordinator's partition are two CoreDrivers, and the internal Writ
 of the first are fed into the second, as the stream's request topic does. The data markers go to a
 read_committed reader (client.read_committed) together with the producer's records. Also: topic
 existence from the metadata component (AddPartitionsToTxn, markers of deleted partitions)."""
+
 from __future__ import annotations
 
 import json
@@ -53,15 +54,15 @@ class Cluster:
         """What the stream's sink does with the transaction partition's outputs: markers into the
         data partitions, internal requests into the request topic (here: straight to the group's
         partition)."""
-        for marker in self.txn.data[self.fed_data:]:
+        for marker in self.txn.data[self.fed_data :]:
             self.append((marker.topic, marker.partition), marker.value, marker.headers)
         self.fed_data = len(self.txn.data)
         # The group partition's questions (TxnVerification) first: their answers go back below.
-        for key, envelope in self.grp.internal_requests[self.fed_grp_internal:]:
+        for key, envelope in self.grp.internal_requests[self.fed_grp_internal :]:
             assert coordinator_partition(key) == self.txn.partition_id
             self.txn.send_raw(json.dumps(envelope).encode(), key=key)
         self.fed_grp_internal = len(self.grp.internal_requests)
-        for key, envelope in self.txn.internal_requests[self.fed_internal:]:
+        for key, envelope in self.txn.internal_requests[self.fed_internal :]:
             assert coordinator_partition(key) == self.grp.partition_id
             self.grp.send_raw(json.dumps(envelope).encode(), key=key)
         self.fed_internal = len(self.txn.internal_requests)
@@ -75,29 +76,51 @@ class Cluster:
         topics: dict[str, list] = {}
         for (t, part), o in offsets.items():
             topics.setdefault(t, []).append({"partitionIndex": part, "committedOffset": o, "committedMetadata": ""})
-        r = self.grp.send("TxnOffsetCommit", version, {
-            "transactionalId": p.tid, "groupId": GROUP, "producerId": p.producer_id,
-            "producerEpoch": p.epoch if epoch is None else epoch, "generationId": -1, "memberId": "",
-            "groupInstanceId": None, "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
-            key=GROUP)
+        r = self.grp.send(
+            "TxnOffsetCommit",
+            version,
+            {
+                "transactionalId": p.tid,
+                "groupId": GROUP,
+                "producerId": p.producer_id,
+                "producerEpoch": p.epoch if epoch is None else epoch,
+                "generationId": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+            key=GROUP,
+        )
         if r is None:  # parked for the KIP-890 verification: the round trip over the internal channel
             self.deliver()
             r = self.grp.response_envelopes[-1][1]
         return r
 
     def fetch(self, require_stable: bool = True) -> dict:
-        r = self.grp.send("OffsetFetch", 9, {"groups": [{"groupId": GROUP, "topics": [
-            {"name": "in", "partitionIndexes": [0, 1]}]}], "requireStable": require_stable}, key=GROUP)
-        return {p["partitionIndex"]: p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
-                for p in r["groups"][0]["topics"][0]["partitions"]}
+        r = self.grp.send(
+            "OffsetFetch",
+            9,
+            {
+                "groups": [{"groupId": GROUP, "topics": [{"name": "in", "partitionIndexes": [0, 1]}]}],
+                "requireStable": require_stable,
+            },
+            key=GROUP,
+        )
+        return {
+            p["partitionIndex"]: p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
+            for p in r["groups"][0]["topics"][0]["partitions"]
+        }
 
     def state(self, tid: str = TID) -> TransactionState:
         return self.txn.component("transactions").txns[tid].state
 
 
 def errors_of(r: dict) -> dict:
-    return {(t["name"], p["partitionIndex"]): p["partitionErrorCode"]
-            for t in r["resultsByTopicV3AndBelow"] for p in t["resultsByPartition"]}
+    return {
+        (t["name"], p["partitionIndex"]): p["partitionErrorCode"]
+        for t in r["resultsByTopicV3AndBelow"]
+        for p in t["resultsByPartition"]
+    }
 
 
 def run_transaction(c: Cluster, p: Producer, values: list[tuple[int, bytes]], offsets: dict, commit: bool):
@@ -154,8 +177,10 @@ def test_a_restarted_producer_fences_the_zombie_everywhere():
     assert c.fetch() == {0: -1, 1: -1}  # the zombie's pending offset was dropped by the ABORT marker
     # The zombie keeps going: its data is never delivered, its requests are fenced.
     c.write("out", 0, b"zombie-2", zombie)
-    assert c.txn_offset_commit(zombie, {("in", 0): 6})["topics"][0]["partitions"][0]["errorCode"] == \
-        E.INVALID_PRODUCER_EPOCH.code
+    assert (
+        c.txn_offset_commit(zombie, {("in", 0): 6})["topics"][0]["partitions"][0]["errorCode"]
+        == E.INVALID_PRODUCER_EPOCH.code
+    )
     assert zombie.add_error(("out", 1)) == E.PRODUCER_FENCED.code
     assert zombie.end(True, version=5)["errorCode"] == E.PRODUCER_FENCED.code
     run_transaction(c, new, [(0, b"new")], {("in", 0): 7}, commit=True)
@@ -186,8 +211,11 @@ def test_add_partitions_knows_which_partitions_exist():
     p = Producer(c.txn, TID)
     p.init()
     r = errors_of(p.add(("out", 1), ("out", 2), ("missing", 0)))
-    assert r == {("out", 1): E.OPERATION_NOT_ATTEMPTED.code, ("out", 2): E.UNKNOWN_TOPIC_OR_PARTITION.code,
-                 ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION.code}
+    assert r == {
+        ("out", 1): E.OPERATION_NOT_ATTEMPTED.code,
+        ("out", 2): E.UNKNOWN_TOPIC_OR_PARTITION.code,
+        ("missing", 0): E.UNKNOWN_TOPIC_OR_PARTITION.code,
+    }
     assert c.txn.component("transactions").txns[TID].topic_partitions == set()
     # The stream's own topics are like Kafka's internal topics.
     d = CoreDriver(TID, coordinator_internal_topics=["coordinator-state-log"])
@@ -195,7 +223,8 @@ def test_add_partitions_knows_which_partitions_exist():
     q.init()
     assert errors_of(q.add(("coordinator-state-log", 0), ("coordinator-responses", 0))) == {
         ("coordinator-state-log", 0): E.TOPIC_AUTHORIZATION_FAILED.code,
-        ("coordinator-responses", 0): E.TOPIC_AUTHORIZATION_FAILED.code}
+        ("coordinator-responses", 0): E.TOPIC_AUTHORIZATION_FAILED.code,
+    }
     # Before any metadata arrived, any legal name is taken to exist.
     assert errors_of(q.add(("anything", 3))) == {("anything", 3): 0}
 
@@ -232,5 +261,16 @@ def test_write_txn_markers_requests_name_the_group_partition():
     assert marker["topics"] == [{"name": "__consumer_offsets", "partitionIndexes": [c.grp.partition_id]}]
     c.deliver()
     resp = c.grp.response_envelopes[-1][1]
-    assert resp == {"markers": [{"producerId": p.producer_id, "topics": [{"name": "__consumer_offsets", "partitions": [
-        {"partitionIndex": c.grp.partition_id, "errorCode": 0}]}]}]}
+    assert resp == {
+        "markers": [
+            {
+                "producerId": p.producer_id,
+                "topics": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partitions": [{"partitionIndex": c.grp.partition_id, "errorCode": 0}],
+                    }
+                ],
+            }
+        ]
+    }

@@ -1,6 +1,7 @@
 """The transaction coordinator's shape (issue 14): literal handler tables, handlers that return a
 CoordinatorResult, and TransactionLog records that change the state only when the runtime
 replays them."""
+
 from __future__ import annotations
 
 import inspect
@@ -32,9 +33,19 @@ def test_a_handler_returns_its_records_and_only_their_replay_changes_the_state()
     p.init()
     part = d.partition
     comp = part.component("transactions")
-    result = comp.handlers["AddPartitionsToTxn"](request(d, "AddPartitionsToTxn", 3, {
-        "v3AndBelowTransactionalId": "layout", "v3AndBelowProducerId": p.producer_id,
-        "v3AndBelowProducerEpoch": p.epoch, "v3AndBelowTopics": [{"name": "orders", "partitions": [0]}]}))
+    result = comp.handlers["AddPartitionsToTxn"](
+        request(
+            d,
+            "AddPartitionsToTxn",
+            3,
+            {
+                "v3AndBelowTransactionalId": "layout",
+                "v3AndBelowProducerId": p.producer_id,
+                "v3AndBelowProducerEpoch": p.epoch,
+                "v3AndBelowTopics": [{"name": "orders", "partitions": [0]}],
+            },
+        )
+    )
     assert isinstance(result, CoordinatorResult)
     [record] = result.records
     assert record.value["transactionStatus"] == S.ONGOING.id and result.replay_records
@@ -60,6 +71,8 @@ def test_end_txn_answers_with_the_prepare_record_and_completes_by_replay_a_batch
     d.advance(1)  # the next batch: the markers are durable, Complete* is written and replayed
     md = d.component("transactions").txns["layout2"]
     assert (md.state, md.pending_state) == (S.COMPLETE_COMMIT, None)
-    assert [v["transactionStatus"] for v in records_of(d, "layout2")][-2:] == \
-        [S.PREPARE_COMMIT.id, S.COMPLETE_COMMIT.id]
+    assert [v["transactionStatus"] for v in records_of(d, "layout2")][-2:] == [
+        S.PREPARE_COMMIT.id,
+        S.COMPLETE_COMMIT.id,
+    ]
     assert (md.producer_id, md.producer_epoch) == (r["producerId"], r["producerEpoch"])

@@ -1,4 +1,5 @@
 """Kafka's TransactionMetadataTest, and the transition table of TransactionState."""
+
 from __future__ import annotations
 
 import itertools
@@ -26,15 +27,33 @@ TID = "txnlId"
 NOW = 1_000_000
 
 
-def md(state=S.EMPTY, epoch=0, last=NO_PRODUCER_EPOCH, parts=(), start=-1, prev=NO_PRODUCER_ID,
-       nxt=NO_PRODUCER_ID, tv=TV_0, timeout=30000, pid=PID):
+def md(
+    state=S.EMPTY,
+    epoch=0,
+    last=NO_PRODUCER_EPOCH,
+    parts=(),
+    start=-1,
+    prev=NO_PRODUCER_ID,
+    nxt=NO_PRODUCER_ID,
+    tv=TV_0,
+    timeout=30000,
+    pid=PID,
+):
     return TransactionMetadata(TID, pid, prev, nxt, epoch, last, timeout, state, set(parts), start, NOW, tv)
 
 
 # ---------------------------------------------------------------------------- TransactionState
 def test_transaction_state_id_and_name_mapping():
-    names = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
-             "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7}
+    names = {
+        "Empty": 0,
+        "Ongoing": 1,
+        "PrepareCommit": 2,
+        "PrepareAbort": 3,
+        "CompleteCommit": 4,
+        "CompleteAbort": 5,
+        "Dead": 6,
+        "PrepareEpochFence": 7,
+    }
     for s in S:
         assert S.from_id(s.id) is s and S.from_name(s.state_name) is s
         assert names[s.state_name] == s.id
@@ -156,15 +175,23 @@ def test_transit_to_prepare_abort_in_v2(source):
 def test_tolerate_update_time_shift_during_epoch_bump():
     m = md(epoch=1, start=1)
     m.complete_transition_to(m.prepare_increment_producer_epoch(30000, 1, NOW - 1))
-    assert (m.producer_epoch, m.last_producer_epoch, m.txn_start_timestamp, m.txn_last_update_timestamp) == \
-        (2, 1, -1, NOW - 1)
+    assert (m.producer_epoch, m.last_producer_epoch, m.txn_start_timestamp, m.txn_last_update_timestamp) == (
+        2,
+        1,
+        -1,
+        NOW - 1,
+    )
 
 
 def test_tolerate_update_time_reset_during_producer_id_rotation():
     m = md(epoch=1, start=1)
     m.complete_transition_to(m.prepare_producer_id_rotation(PID + 1, 30000, NOW - 1, True))
-    assert (m.producer_id, m.last_producer_epoch, m.producer_epoch, m.txn_last_update_timestamp) == \
-        (PID + 1, 1, 0, NOW - 1)
+    assert (m.producer_id, m.last_producer_epoch, m.producer_epoch, m.txn_last_update_timestamp) == (
+        PID + 1,
+        1,
+        0,
+        NOW - 1,
+    )
 
 
 def test_tolerate_time_shift_during_add_partitions():
@@ -188,8 +215,13 @@ def test_tolerate_time_shift_during_prepare(target):
 def test_tolerate_time_shift_during_complete(tv, source, target):
     m = md(state=source, epoch=1, last=0, start=1, tv=tv)
     m.complete_transition_to(m.prepare_complete(NOW - 1))
-    assert (m.state, m.producer_epoch, m.last_producer_epoch, m.txn_start_timestamp, m.txn_last_update_timestamp) \
-        == (target, 1, 0, 1, NOW - 1)
+    assert (m.state, m.producer_epoch, m.last_producer_epoch, m.txn_start_timestamp, m.txn_last_update_timestamp) == (
+        target,
+        1,
+        0,
+        1,
+        NOW - 1,
+    )
 
 
 def test_fence_producer_after_epochs_exhausted():
@@ -222,8 +254,7 @@ def test_failed_epoch_fence_is_not_bumped_again():
 def test_rotate_producer_id():
     m = md(epoch=SHORT_MAX - 1)
     m.complete_transition_to(m.prepare_producer_id_rotation(9893, 30000, NOW, True))
-    assert (m.producer_id, m.prev_producer_id, m.producer_epoch, m.last_producer_epoch) == \
-        (9893, PID, 0, SHORT_MAX - 1)
+    assert (m.producer_id, m.prev_producer_id, m.producer_epoch, m.last_producer_epoch) == (9893, PID, 0, SHORT_MAX - 1)
 
 
 def test_epoch_bump_on_end_txn():
@@ -239,13 +270,25 @@ def test_epoch_bump_on_end_txn_overflow():
     m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_COMMIT, TV_2, 9893, NOW - 1, False))
     assert (m.producer_id, m.producer_epoch, m.last_producer_epoch) == (PID, SHORT_MAX, SHORT_MAX - 1)
     m.complete_transition_to(m.prepare_complete(NOW))
-    assert (m.producer_id, m.producer_epoch, m.last_producer_epoch, m.next_producer_id) == \
-        (9893, 0, SHORT_MAX - 1, NO_PRODUCER_ID)
+    assert (m.producer_id, m.producer_epoch, m.last_producer_epoch, m.next_producer_id) == (
+        9893,
+        0,
+        SHORT_MAX - 1,
+        NO_PRODUCER_ID,
+    )
     assert m.prev_producer_id == PID
 
 
-@pytest.mark.parametrize("state,tv", [(S.ONGOING, TV_0), (S.PREPARE_ABORT, TV_0), (S.PREPARE_ABORT, TV_2),
-                                      (S.PREPARE_COMMIT, TV_0), (S.PREPARE_COMMIT, TV_2)])
+@pytest.mark.parametrize(
+    "state,tv",
+    [
+        (S.ONGOING, TV_0),
+        (S.PREPARE_ABORT, TV_0),
+        (S.PREPARE_ABORT, TV_2),
+        (S.PREPARE_COMMIT, TV_0),
+        (S.PREPARE_COMMIT, TV_2),
+    ],
+)
 def test_rotate_producer_id_in_pending_transaction_states(state, tv):
     # testRotateProducerIdInOngoingState / InPrepareAbortState / InPrepareCommitState
     with pytest.raises(IllegalStateError):

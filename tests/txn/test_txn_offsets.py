@@ -2,6 +2,7 @@
 (Kafka's OffsetMetadataManagerTest / GroupMetadataManagerTest scenarios), the producer-epoch check
 of the offsets partition, the marker records and their replay (with and without compaction), and
 producer-state expiry."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,28 +27,55 @@ def client(**overrides) -> GroupTestClient:
     return GroupTestClient(group_id="foo", **overrides)
 
 
-def txn_commit(c: GroupTestClient, offsets: dict, *, producer_id: int = PID, epoch: int = 0, version: int = 4,
-               member_id: str = "", generation: int = -1, instance_id: str | None = None,
-               metadata: str | None = "metadata", leader_epoch: int = 10, group_id: str | None = None) -> dict:
+def txn_commit(
+    c: GroupTestClient,
+    offsets: dict,
+    *,
+    producer_id: int = PID,
+    epoch: int = 0,
+    version: int = 4,
+    member_id: str = "",
+    generation: int = -1,
+    instance_id: str | None = None,
+    metadata: str | None = "metadata",
+    leader_epoch: int = 10,
+    group_id: str | None = None,
+) -> dict:
     topics: dict[str, list] = {}
     for (topic, partition), offset in offsets.items():
         part = {"partitionIndex": partition, "committedOffset": offset, "committedMetadata": metadata}
         if version >= 2:
             part["committedLeaderEpoch"] = leader_epoch
         topics.setdefault(topic, []).append(part)
-    body = {"transactionalId": "txn", "groupId": c.group_id if group_id is None else group_id,
-            "producerId": producer_id, "producerEpoch": epoch,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}
+    body = {
+        "transactionalId": "txn",
+        "groupId": c.group_id if group_id is None else group_id,
+        "producerId": producer_id,
+        "producerEpoch": epoch,
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
     if version >= 3:
         body.update(generationId=generation, memberId=member_id, groupInstanceId=instance_id)
     return c.send("TxnOffsetCommit", version, body)[1]
 
 
-def marker(c: GroupTestClient, producer_id: int, committed: bool, *, epoch: int = 1, tv: int = 2,
-           topics: list | None = None, version: int = 2) -> dict:
-    m = {"producerId": producer_id, "producerEpoch": epoch, "transactionResult": committed,
-         "topics": topics or [{"name": "__consumer_offsets", "partitionIndexes": [c.d.partition_id]}],
-         "coordinatorEpoch": 0}
+def marker(
+    c: GroupTestClient,
+    producer_id: int,
+    committed: bool,
+    *,
+    epoch: int = 1,
+    tv: int = 2,
+    topics: list | None = None,
+    version: int = 2,
+) -> dict:
+    m = {
+        "producerId": producer_id,
+        "producerEpoch": epoch,
+        "transactionResult": committed,
+        "topics": topics or [{"name": "__consumer_offsets", "partitionIndexes": [c.d.partition_id]}],
+        "coordinatorEpoch": 0,
+    }
     if version >= 2:
         m["transactionVersion"] = tv
     return c.send("WriteTxnMarkers", version, {"markers": [m]})[1]
@@ -65,19 +93,28 @@ def errors(resp: dict) -> list[int]:
 
 def fetch_parts(c: GroupTestClient, topics: dict | None, require_stable: bool = False) -> dict:
     resp = c.fetch(topics, require_stable=require_stable)["groups"][0]
-    return {(t["name"], p["partitionIndex"]): p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
-            for t in resp["topics"] for p in t["partitions"]}
+    return {
+        (t["name"], p["partitionIndex"]): p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
+        for t in resp["topics"]
+        for p in t["partitions"]
+    }
 
 
 def pending(c: GroupTestClient) -> dict:
     comp = c.groups()
-    return {(pid, g, t, p): o.committed_offset for pid, gs in comp.offsets.pending.items()
-            for g, ts in gs.items() for t, ps in ts.items() for p, o in ps.items()}
+    return {
+        (pid, g, t, p): o.committed_offset
+        for pid, gs in comp.offsets.pending.items()
+        for g, ts in gs.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
 
 
 def stable_group_with_member(c: GroupTestClient) -> str:
     """A Stable classic group at generation 1 whose only member is "member" (Kafka's tests add it
     with group.add and transitionTo)."""
+
     def setup(comp):
         g = ClassicGroup(c.group_id, now_ms=c.now)
         comp.groups[c.group_id] = g
@@ -85,6 +122,7 @@ def stable_group_with_member(c: GroupTestClient) -> str:
         g.transition_to("PreparingRebalance", c.now)
         g.init_next_generation(c.now)
         g.transition_to("Stable", c.now)
+
     c.mutate(setup)
     return "member"
 
@@ -95,11 +133,25 @@ def test_generic_group_transactional_offset_commit():
     stable_group_with_member(c)
     mark = len(c.records())
     resp = txn_commit(c, {("bar", 0): 100}, member_id="member", generation=1, epoch=3)
-    assert resp == {"throttleTimeMs": 0, "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0,
-                                                                                     "errorCode": 0}]}]}
-    assert c.records(mark) == [(record_key("TxnOffsetCommit", PID, "foo", "bar", 0), {
-        "type": "TxnOffsetCommit", "offset": 100, "leaderEpoch": 10, "metadata": "metadata",
-        "commitTimestamp": c.now, "expireTimestamp": -1, "producerId": PID, "producerEpoch": 3})]
+    assert resp == {
+        "throttleTimeMs": 0,
+        "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": 0}]}],
+    }
+    assert c.records(mark) == [
+        (
+            record_key("TxnOffsetCommit", PID, "foo", "bar", 0),
+            {
+                "type": "TxnOffsetCommit",
+                "offset": 100,
+                "leaderEpoch": 10,
+                "metadata": "metadata",
+                "commitTimestamp": c.now,
+                "expireTimestamp": -1,
+                "producerId": PID,
+                "producerEpoch": 3,
+            },
+        )
+    ]
     # Pending: not visible as committed; requireStable reports it.
     assert fetch_parts(c, {"bar": [0]}) == {("bar", 0): -1}
     assert fetch_parts(c, {"bar": [0]}, require_stable=True) == {("bar", 0): "UNSTABLE"}
@@ -130,6 +182,7 @@ def test_generic_group_transactional_offset_commit_with_illegal_generation_id():
 class _StaleEpochGroup(Group):
     """A KIP-848 consumer group whose member epoch never matches (ConsumerGroup raises
     STALE_MEMBER_EPOCH)."""
+
     type = "consumer"
 
     def __init__(self, group_id):
@@ -156,6 +209,7 @@ def test_consumer_group_transactional_offset_commit_with_stale_member_epoch():
     # testConsumerGroupTransactionalOffsetCommitWithStaleMemberEpoch: STALE_MEMBER_EPOCH becomes
     # ILLEGAL_GENERATION for TxnOffsetCommit.
     from coordinator.group import group as group_module
+
     saved = group_module._GROUP_TYPES.get("consumer")
     register_group_type(_StaleEpochGroup)
     try:
@@ -179,8 +233,9 @@ def test_transactional_offset_commit_creates_a_simple_group_and_skips_state_chec
     leader = join_and_rebalance(g)
     g.join(leader["memberId"])  # the leader rejoins: generation 2, CompletingRebalance
     assert g.group().state == "CompletingRebalance"
-    assert errors(g.commit({("bar", 0): 7}, member_id=leader["memberId"], generation=2)) == \
-        [E.REBALANCE_IN_PROGRESS.code]
+    assert errors(g.commit({("bar", 0): 7}, member_id=leader["memberId"], generation=2)) == [
+        E.REBALANCE_IN_PROGRESS.code
+    ]
     resp = txn_commit(g, {("bar", 0): 7}, member_id=leader["memberId"], generation=2)
     assert errors(resp) == [0]
 
@@ -189,11 +244,24 @@ def test_transactional_offset_commit_with_offset_metadata_too_large():
     c = client(offset_metadata_max_bytes=5)
     resp = txn_commit(c, {("bar", 0): 100}, metadata="toolarge")
     assert errors(resp) == [E.OFFSET_METADATA_TOO_LARGE.code] and pending(c) == {}
-    body = {"transactionalId": "txn", "groupId": "foo", "producerId": PID, "producerEpoch": 0,
-            "generationId": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": "bar", "partitions": [
-                {"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "toolarge"},
-                {"partitionIndex": 1, "committedOffset": 2, "committedMetadata": "small"}]}]}
+    body = {
+        "transactionalId": "txn",
+        "groupId": "foo",
+        "producerId": PID,
+        "producerEpoch": 0,
+        "generationId": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": "bar",
+                "partitions": [
+                    {"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "toolarge"},
+                    {"partitionIndex": 1, "committedOffset": 2, "committedMetadata": "small"},
+                ],
+            }
+        ],
+    }
     resp = c.send("TxnOffsetCommit", 4, body)[1]
     assert errors(resp) == [E.OFFSET_METADATA_TOO_LARGE.code, 0]
     assert pending(c) == {(PID, "foo", "bar", 1): 2}
@@ -212,9 +280,15 @@ def test_unknown_topics_and_partitions_are_answered_by_the_api_layer():
     # KafkaApis answers unknown topics/partitions first, then merges the coordinator's answer.
     assert resp["topics"] == [
         {"name": "nope", "partitions": [{"partitionIndex": 0, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 5, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code},
-                                       {"partitionIndex": 0, "errorCode": 0},
-                                       {"partitionIndex": 1, "errorCode": 0}]}]
+        {
+            "name": "bar",
+            "partitions": [
+                {"partitionIndex": 5, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code},
+                {"partitionIndex": 0, "errorCode": 0},
+                {"partitionIndex": 1, "errorCode": 0},
+            ],
+        },
+    ]
     assert pending(c) == {(PID, "foo", "bar", 0): 2, (PID, "foo", "bar", 1): 4}
     # Only unknown partitions: the coordinator is not asked (no group is created).
     other = client()
@@ -226,8 +300,10 @@ def test_unknown_topics_and_partitions_are_answered_by_the_api_layer():
 def test_every_version_has_the_same_response_shape(version):
     c = client()
     resp = txn_commit(c, {("bar", 0): 100}, version=version)
-    assert resp == {"throttleTimeMs": 0, "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0,
-                                                                                     "errorCode": 0}]}]}
+    assert resp == {
+        "throttleTimeMs": 0,
+        "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": 0}]}],
+    }
     value = c.records()[-1][1]
     assert value["leaderEpoch"] == (10 if version >= 2 else -1)
 
@@ -271,9 +347,11 @@ def test_replay_transaction_end_marker_with_commit():
     assert marker_error(marker(c, 6, False)) == 0
     assert fetch_parts(c, {"bar": [0, 1]}, require_stable=True) == {("bar", 0): 100, ("bar", 1): -1}
     assert pending(c) == {}
-    assert [(e["event"], e["producerId"], e["partitions"]) for e in c.events()
-            if e["event"].startswith("TransactionalOffsets")] == [
-        ("TransactionalOffsetsCommitted", 5, [["bar", 0, 100]]), ("TransactionalOffsetsAborted", 6, [["bar", 1]])]
+    assert [
+        (e["event"], e["producerId"], e["partitions"])
+        for e in c.events()
+        if e["event"].startswith("TransactionalOffsets")
+    ] == [("TransactionalOffsetsCommitted", 5, [["bar", 0, 100]]), ("TransactionalOffsetsAborted", 6, [["bar", 1]])]
 
 
 def test_replay_transaction_end_marker_keeps_the_most_recent_committed_offset():
@@ -292,14 +370,25 @@ def test_fetch_offsets_with_pending_transactional_offsets():
     txn_commit(c, {("foo", 1): 111, ("bar", 0): 201, ("bar", 1): 211}, producer_id=10)
     topics = {"foo": [0, 1], "bar": [0, 1]}
     assert fetch_parts(c, topics, require_stable=True) == {
-        ("foo", 0): 100, ("foo", 1): "UNSTABLE", ("bar", 0): "UNSTABLE", ("bar", 1): "UNSTABLE"}
+        ("foo", 0): 100,
+        ("foo", 1): "UNSTABLE",
+        ("bar", 0): "UNSTABLE",
+        ("bar", 1): "UNSTABLE",
+    }
     assert fetch_parts(c, topics) == {("foo", 0): 100, ("foo", 1): 110, ("bar", 0): 200, ("bar", 1): -1}
     # "All offsets" lists committed partitions only: bar-1 is not there until the commit.
-    assert fetch_parts(c, None, require_stable=True) == {("foo", 0): 100, ("foo", 1): "UNSTABLE",
-                                                         ("bar", 0): "UNSTABLE"}
+    assert fetch_parts(c, None, require_stable=True) == {
+        ("foo", 0): 100,
+        ("foo", 1): "UNSTABLE",
+        ("bar", 0): "UNSTABLE",
+    }
     marker(c, 10, True)
-    assert fetch_parts(c, topics, require_stable=True) == {("foo", 0): 100, ("foo", 1): 111, ("bar", 0): 201,
-                                                           ("bar", 1): 211}
+    assert fetch_parts(c, topics, require_stable=True) == {
+        ("foo", 0): 100,
+        ("foo", 1): 111,
+        ("bar", 0): 201,
+        ("bar", 1): 211,
+    }
     assert fetch_parts(c, None) == {("foo", 0): 100, ("foo", 1): 111, ("bar", 0): 201, ("bar", 1): 211}
 
 
@@ -324,13 +413,36 @@ def test_markers_for_partitions_this_partition_does_not_host():
     c = client()
     txn_commit(c, {("bar", 0): 1})
     own = c.d.partition_id
-    resp = marker(c, PID, True, topics=[{"name": "__consumer_offsets", "partitionIndexes": [own + 1, own]},
-                                        {"name": "bar", "partitionIndexes": [0]}], version=1)
-    assert resp == {"markers": [{"producerId": PID, "topics": [
-        {"name": "__consumer_offsets", "partitions": [
-            {"partitionIndex": own + 1, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code},
-            {"partitionIndex": own, "errorCode": 0}]},
-        {"name": "bar", "partitions": [{"partitionIndex": 0, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code}]}]}]}
+    resp = marker(
+        c,
+        PID,
+        True,
+        topics=[
+            {"name": "__consumer_offsets", "partitionIndexes": [own + 1, own]},
+            {"name": "bar", "partitionIndexes": [0]},
+        ],
+        version=1,
+    )
+    assert resp == {
+        "markers": [
+            {
+                "producerId": PID,
+                "topics": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partitions": [
+                            {"partitionIndex": own + 1, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code},
+                            {"partitionIndex": own, "errorCode": 0},
+                        ],
+                    },
+                    {
+                        "name": "bar",
+                        "partitions": [{"partitionIndex": 0, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code}],
+                    },
+                ],
+            }
+        ]
+    }
     assert fetch_parts(c, {"bar": [0]}) == {("bar", 0): 1}
 
 
@@ -344,13 +456,27 @@ def test_marker_records_re_appended_offsets_and_deleted_pending_records():
     k = lambda p: record_key("OffsetCommit", "foo", "t", p)  # noqa: E731
     pk = lambda p: record_key("TxnOffsetCommit", 7, "foo", "t", p)  # noqa: E731
     written = c.records(mark)
-    assert written[0] == (record_key("EndTransactionMarker", 7), {
-        "type": "EndTransactionMarker", "producerId": 7, "producerEpoch": 1, "transactionResult": "COMMIT",
-        "coordinatorEpoch": 0, "transactionVersion": 2, "timestamp": c.now})
+    assert written[0] == (
+        record_key("EndTransactionMarker", 7),
+        {
+            "type": "EndTransactionMarker",
+            "producerId": 7,
+            "producerEpoch": 1,
+            "transactionResult": "COMMIT",
+            "coordinatorEpoch": 0,
+            "transactionVersion": 2,
+            "timestamp": c.now,
+        },
+    )
     # The materialized offsets become regular OffsetCommit records (with their original commit
     # time); t-1 lost to the newer regular commit. Then the pending records are deleted.
     assert [(key, v and v["offset"]) for key, v in written[1:]] == [
-        (k(0), 11), (k(2), 31), (pk(0), None), (pk(1), None), (pk(2), None)]
+        (k(0), 11),
+        (k(2), 31),
+        (pk(0), None),
+        (pk(1), None),
+        (pk(2), None),
+    ]
     assert "producerId" not in written[1][1]
     assert fetch_parts(c, {"t": [0, 1, 2]}) == {("t", 0): 11, ("t", 1): 22, ("t", 2): 31}
 
@@ -383,12 +509,12 @@ def scenario() -> GroupTestClient:
     c = client()
     c.commit({("t", 0): 10})
     txn_commit(c, {("t", 0): 11, ("t", 1): 21}, producer_id=7, epoch=0)
-    marker(c, 7, True, epoch=1)                            # committed
+    marker(c, 7, True, epoch=1)  # committed
     txn_commit(c, {("t", 0): 12, ("t", 2): 32}, producer_id=7, epoch=1)
-    marker(c, 7, False, epoch=2)                           # aborted: the committed 11 stays
+    marker(c, 7, False, epoch=2)  # aborted: the committed 11 stays
     txn_commit(c, {("t", 1): 23}, producer_id=8, epoch=0)
-    c.commit({("t", 1): 24})                               # newer than producer 8's offset
-    marker(c, 8, True, epoch=1)                            # not materialized
+    c.commit({("t", 1): 24})  # newer than producer 8's offset
+    marker(c, 8, True, epoch=1)  # not materialized
     txn_commit(c, {("t", 3): 43}, producer_id=7, epoch=2)  # still open
     txn_commit(c, {("u", 0): 50}, producer_id=9, epoch=3)
     marker(c, 9, True, epoch=4)
@@ -396,17 +522,34 @@ def scenario() -> GroupTestClient:
 
 
 def observable(comp) -> dict:
-    committed = {(g, t, p): (o.committed_offset, o.metadata, o.commit_timestamp_ms)
-                 for g, ts in comp.offsets.committed.items() for t, ps in ts.items() for p, o in ps.items()}
-    open_ = {(pid, g, t, p): o.committed_offset for pid, gs in comp.offsets.pending.items()
-             for g, ts in gs.items() for t, ps in ts.items() for p, o in ps.items()}
+    committed = {
+        (g, t, p): (o.committed_offset, o.metadata, o.commit_timestamp_ms)
+        for g, ts in comp.offsets.committed.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
+    open_ = {
+        (pid, g, t, p): o.committed_offset
+        for pid, gs in comp.offsets.pending.items()
+        for g, ts in gs.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
     # Which pending offsets would win against the committed one at a COMMIT (record order).
-    newer = {(pid, g, t, p): (comp.offsets.get(g, t, p) is None or o.record_seq > comp.offsets.get(g, t, p).record_seq)
-             for pid, gs in comp.offsets.pending.items() for g, ts in gs.items() for t, ps in ts.items()
-             for p, o in ps.items()}
+    newer = {
+        (pid, g, t, p): (comp.offsets.get(g, t, p) is None or o.record_seq > comp.offsets.get(g, t, p).record_seq)
+        for pid, gs in comp.offsets.pending.items()
+        for g, ts in gs.items()
+        for t, ps in ts.items()
+        for p, o in ps.items()
+    }
     producers = comp.extensions.get("txnOffsets", {}).get("producers", {})
-    return {"committed": committed, "pending": open_, "newer": newer,
-            "epochs": {pid: e for pid, (e, _) in producers.items()}}
+    return {
+        "committed": committed,
+        "pending": open_,
+        "newer": newer,
+        "epochs": {pid: e for pid, (e, _) in producers.items()},
+    }
 
 
 @pytest.mark.parametrize("compact", [False, True])
@@ -415,8 +558,11 @@ def test_rebuilding_from_the_state_log_gives_the_same_offsets(compact):
     records = compacted(c.records()) if compact else c.records()
     rebuilt = c.d.rebuilt(records)
     assert observable(rebuilt.component("groups")) == observable(c.groups())
-    assert observable(c.groups())["committed"] == {("foo", "t", 0): (11, "metadata", c.now), ("foo", "t", 1): (24, "", c.now),
-                                                   ("foo", "u", 0): (50, "metadata", c.now)}
+    assert observable(c.groups())["committed"] == {
+        ("foo", "t", 0): (11, "metadata", c.now),
+        ("foo", "t", 1): (24, "", c.now),
+        ("foo", "u", 0): (50, "metadata", c.now),
+    }
     # The rebuilt partition keeps serving: producer 7 commits its open transaction, zombies are fenced.
     c.d.failover(records)
     assert errors(txn_commit(c, {("t", 3): 44}, producer_id=7, epoch=1)) == [E.INVALID_PRODUCER_EPOCH.code]
@@ -466,8 +612,9 @@ def test_only_pending_offsets_keep_the_group():
 def test_offset_delete_and_delete_groups_remove_pending_offsets():
     c = client()
     txn_commit(c, {("bar", 0): 1, ("bar", 1): 2})
-    resp = c.send("OffsetDelete", 0, {"groupId": "foo", "topics": [{"name": "bar", "partitions": [
-        {"partitionIndex": 0}]}]})[1]
+    resp = c.send(
+        "OffsetDelete", 0, {"groupId": "foo", "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0}]}]}
+    )[1]
     assert resp["errorCode"] == 0 and pending(c) == {(PID, "foo", "bar", 1): 2}
     assert c.send("DeleteGroups", 2, {"groupsNames": ["foo"]})[1]["results"][0]["errorCode"] == 0
     assert pending(c) == {}
@@ -502,10 +649,10 @@ def test_several_producers_pending_on_one_partition_resolve_like_kafka():
     txn_commit(c, {("t", 0): 200}, producer_id=10)
     txn_commit(c, {("t", 0): 300}, producer_id=12)
     txn_commit(c, {("t", 0): 400}, producer_id=11)
-    marker(c, 10, True)   # 200: newer than 100
+    marker(c, 10, True)  # 200: newer than 100
     txn_commit(c, {("t", 0): 600}, producer_id=10, epoch=1)
-    marker(c, 11, True)   # 400: written after 200
-    marker(c, 12, True)   # 300: written before 400, not materialized
+    marker(c, 11, True)  # 400: written after 200
+    marker(c, 12, True)  # 300: written before 400, not materialized
     assert fetch_parts(c, {"t": [0]}, require_stable=True) == {("t", 0): "UNSTABLE"}
     assert fetch_parts(c, {"t": [0]}) == {("t", 0): 400}
     marker(c, 10, True, epoch=2)  # 600: the newest record

@@ -6,6 +6,7 @@ OffsetMetadataManager (log positions decide which offset wins):
 - a partition rebuilt from its state log (as written, or compacted) at any point continues exactly
   like the original, including which offset wins when several producers have pending offsets for
   one partition at once."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -25,8 +26,13 @@ def programs(draw):
     for _ in range(draw(st.integers(1, 30))):
         kind = draw(st.sampled_from(["txn", "txn", "commit", "end", "end"]))
         if kind == "txn":
-            ops.append(("txn", draw(st.sampled_from(PRODUCERS)),
-                        draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True))))
+            ops.append(
+                (
+                    "txn",
+                    draw(st.sampled_from(PRODUCERS)),
+                    draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True)),
+                )
+            )
         elif kind == "commit":
             ops.append(("commit", draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=2, unique=True))))
         else:
@@ -61,8 +67,10 @@ class Model:
         return {k: self.committed.get(k, (-1,))[0] for k in KEYS}
 
     def stable(self) -> dict:
-        return {k: "UNSTABLE" if any(k in offs for offs in self.pending.values()) else self.committed.get(k, (-1,))[0]
-                for k in KEYS}
+        return {
+            k: "UNSTABLE" if any(k in offs for offs in self.pending.values()) else self.committed.get(k, (-1,))[0]
+            for k in KEYS
+        }
 
 
 class Runner:
@@ -78,12 +86,23 @@ class Runner:
             _, pid, keys = op
             topics: dict = {}
             for t, p in keys:
-                topics.setdefault(t, []).append({"partitionIndex": p, "committedOffset": offset,
-                                                 "committedMetadata": ""})
-            r = self.c.send("TxnOffsetCommit", 4, {
-                "transactionalId": f"tid-{pid}", "groupId": GROUP, "producerId": pid,
-                "producerEpoch": self.epochs[pid], "generationId": -1, "memberId": "", "groupInstanceId": None,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})[1]
+                topics.setdefault(t, []).append(
+                    {"partitionIndex": p, "committedOffset": offset, "committedMetadata": ""}
+                )
+            r = self.c.send(
+                "TxnOffsetCommit",
+                4,
+                {
+                    "transactionalId": f"tid-{pid}",
+                    "groupId": GROUP,
+                    "producerId": pid,
+                    "producerEpoch": self.epochs[pid],
+                    "generationId": -1,
+                    "memberId": "",
+                    "groupInstanceId": None,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            )[1]
             assert all(p["errorCode"] == 0 for t in r["topics"] for p in t["partitions"]), r
             if model:
                 model.txn(pid, keys, offset)
@@ -94,10 +113,22 @@ class Runner:
         else:
             _, pid, commit = op
             self.epochs[pid] += 1  # transaction version 2: every end bumps the epoch
-            r = self.c.send("WriteTxnMarkers", 2, {"markers": [{
-                "producerId": pid, "producerEpoch": self.epochs[pid], "transactionResult": commit,
-                "topics": [{"name": "__consumer_offsets", "partitionIndexes": [self.c.d.partition_id]}],
-                "coordinatorEpoch": 0, "transactionVersion": 2}]})[1]
+            r = self.c.send(
+                "WriteTxnMarkers",
+                2,
+                {
+                    "markers": [
+                        {
+                            "producerId": pid,
+                            "producerEpoch": self.epochs[pid],
+                            "transactionResult": commit,
+                            "topics": [{"name": "__consumer_offsets", "partitionIndexes": [self.c.d.partition_id]}],
+                            "coordinatorEpoch": 0,
+                            "transactionVersion": 2,
+                        }
+                    ]
+                },
+            )[1]
             assert r["markers"][0]["topics"][0]["partitions"][0]["errorCode"] == 0
             if model:
                 model.end(pid, commit)
@@ -107,8 +138,11 @@ class Runner:
         for t, p in KEYS:
             topics.setdefault(t, []).append(p)
         r = self.c.fetch(topics, require_stable=require_stable)["groups"][0]
-        return {(t["name"], p["partitionIndex"]): p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
-                for t in r["topics"] for p in t["partitions"]}
+        return {
+            (t["name"], p["partitionIndex"]): p["committedOffset"] if p["errorCode"] == 0 else "UNSTABLE"
+            for t in r["topics"]
+            for p in t["partitions"]
+        }
 
     def rebuild(self, compact: bool) -> None:
         records = compacted(self.c.records()) if compact else self.c.records()

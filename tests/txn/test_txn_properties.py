@@ -10,6 +10,7 @@
   WriteTxnMarkers request;
 - a replay of the state log gives back the same transactions.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,18 +32,38 @@ op = st.one_of(
     st.tuples(st.just("init"), st.integers(0, CLIENTS - 1), st.booleans(), st.sampled_from([3, 5])),
     st.tuples(st.just("add"), st.integers(0, CLIENTS - 1), st.sampled_from(TOPICS), st.sampled_from([1, 3])),
     st.tuples(st.just("offsets"), st.integers(0, CLIENTS - 1), st.sampled_from(GROUPS)),
-    st.tuples(st.just("end"), st.integers(0, CLIENTS - 1), st.booleans(), st.sampled_from([4, 5]),
-              st.sampled_from([0, 0, 0, -1])),
+    st.tuples(
+        st.just("end"),
+        st.integers(0, CLIENTS - 1),
+        st.booleans(),
+        st.sampled_from([4, 5]),
+        st.sampled_from([0, 0, 0, -1]),
+    ),
     st.tuples(st.just("advance"), st.sampled_from([0, 1, 3000, 20000, 700_000_000])),
-    st.tuples(st.just("crash"),),
+    st.tuples(
+        st.just("crash"),
+    ),
     # A whole transaction by one client: partitions, maybe a group, then commit or abort.
     # The last flag has the other producer instance of the same transactional id (a zombie or its
     # replacement) send the EndTxn.
-    st.tuples(st.just("txn"), st.integers(0, CLIENTS - 1), st.lists(st.sampled_from(TOPICS), min_size=0, max_size=2),
-              st.sampled_from([None] + GROUPS), st.sampled_from([True, True, False]), st.sampled_from([4, 5]),
-              st.booleans()),
-    st.tuples(st.just("txn"), st.integers(0, CLIENTS - 1), st.lists(st.sampled_from(TOPICS), min_size=1, max_size=3),
-              st.sampled_from([None] + GROUPS), st.just(True), st.sampled_from([4, 5]), st.booleans()),
+    st.tuples(
+        st.just("txn"),
+        st.integers(0, CLIENTS - 1),
+        st.lists(st.sampled_from(TOPICS), min_size=0, max_size=2),
+        st.sampled_from([None] + GROUPS),
+        st.sampled_from([True, True, False]),
+        st.sampled_from([4, 5]),
+        st.booleans(),
+    ),
+    st.tuples(
+        st.just("txn"),
+        st.integers(0, CLIENTS - 1),
+        st.lists(st.sampled_from(TOPICS), min_size=1, max_size=3),
+        st.sampled_from([None] + GROUPS),
+        st.just(True),
+        st.sampled_from([4, 5]),
+        st.booleans(),
+    ),
 )
 
 
@@ -79,27 +100,48 @@ class Harness:
         elif kind == "add":
             _, i, (topic, p), version = o
             c = self.clients[i]
-            d.send("AddPartitionsToTxn", version, {
-                "v3AndBelowTransactionalId": c["tid"], "v3AndBelowProducerId": c["pid"],
-                "v3AndBelowProducerEpoch": c["epoch"], "v3AndBelowTopics": [{"name": topic, "partitions": [p]}]})
+            d.send(
+                "AddPartitionsToTxn",
+                version,
+                {
+                    "v3AndBelowTransactionalId": c["tid"],
+                    "v3AndBelowProducerId": c["pid"],
+                    "v3AndBelowProducerEpoch": c["epoch"],
+                    "v3AndBelowTopics": [{"name": topic, "partitions": [p]}],
+                },
+            )
         elif kind == "offsets":
             _, i, group = o
             c = self.clients[i]
-            d.send("AddOffsetsToTxn", 4, {"transactionalId": c["tid"], "producerId": c["pid"],
-                                          "producerEpoch": c["epoch"], "groupId": group})
+            d.send(
+                "AddOffsetsToTxn",
+                4,
+                {"transactionalId": c["tid"], "producerId": c["pid"], "producerEpoch": c["epoch"], "groupId": group},
+            )
         elif kind == "end":
             _, i, commit, version, delta = o
             c = self.clients[i]
-            resp = d.send("EndTxn", version, {"transactionalId": c["tid"], "producerId": c["pid"],
-                                              "producerEpoch": c["epoch"] + delta, "committed": commit})
-            wrote_commit = any(v and v.get("transactionStatus") == S.PREPARE_COMMIT.id
-                               for _, v in d.records[before[0]:])
+            resp = d.send(
+                "EndTxn",
+                version,
+                {
+                    "transactionalId": c["tid"],
+                    "producerId": c["pid"],
+                    "producerEpoch": c["epoch"] + delta,
+                    "committed": commit,
+                },
+            )
+            wrote_commit = any(
+                v and v.get("transactionStatus") == S.PREPARE_COMMIT.id for _, v in d.records[before[0] :]
+            )
             if wrote_commit:
                 # Property: a fenced producer never commits.
                 assert resp["errorCode"] == 0 and i in self.holders.get(c["tid"], ()), (o, resp)
             if version >= 5 and resp["errorCode"] == 0:
-                ended = any(v and v.get("transactionStatus") in (S.PREPARE_COMMIT.id, S.PREPARE_ABORT.id)
-                            for _, v in d.records[before[0]:])
+                ended = any(
+                    v and v.get("transactionStatus") in (S.PREPARE_COMMIT.id, S.PREPARE_ABORT.id)
+                    for _, v in d.records[before[0] :]
+                )
                 c["pid"], c["epoch"] = resp["producerId"], resp["producerEpoch"]
                 if ended:
                     self.holders[c["tid"]] = {i}  # its own end bumped the epoch
@@ -127,8 +169,9 @@ class Harness:
             assert epoch >= self.seen_epochs.get(pid, -1), (o, resp)
             self.seen_epochs[pid] = epoch
         after = self._mark()
-        self.batches.append({"records": (before[0], after[0]), "data": (before[1], after[1]),
-                             "requests": (before[2], after[2])})
+        self.batches.append(
+            {"records": (before[0], after[0]), "data": (before[1], after[1]), "requests": (before[2], after[2])}
+        )
 
     def _current(self, tid: str) -> tuple[int, int]:
         md = self.d.component("transactions").txns.get(tid)
@@ -182,8 +225,7 @@ class Harness:
             tid = json.loads(key)[1]
             kind = "COMMIT" if value["transactionStatus"] == S.PREPARE_COMMIT.id else "ABORT"
             complete_status = S.COMPLETE_COMMIT.id if kind == "COMMIT" else S.COMPLETE_ABORT.id
-            c = next(j for j in range(r + 1, len(d.records))
-                     if d.records[j][0] == key and d.records[j][1] is not None)
+            c = next(j for j in range(r + 1, len(d.records)) if d.records[j][0] == key and d.records[j][1] is not None)
             assert d.records[c][1]["transactionStatus"] == complete_status
             complete_batch = batch_of_record[c]
             parts = [(e["topic"], p) for e in value["transactionPartitions"] for p in e["partitionIds"]]
@@ -192,20 +234,29 @@ class Harness:
             if parts:
                 assert complete_batch > batch_of_record[r]
             prepare_batch = batch_of_record[r]
-            window_data = [x for b in range(prepare_batch, complete_batch)
-                           for x in d.data[slice(*self.batches[b]["data"])]]
-            window_reqs = [x for b in range(prepare_batch, complete_batch)
-                           for x in d.internal_requests[slice(*self.batches[b]["requests"])]]
+            window_data = [
+                x for b in range(prepare_batch, complete_batch) for x in d.data[slice(*self.batches[b]["data"])]
+            ]
+            window_reqs = [
+                x
+                for b in range(prepare_batch, complete_batch)
+                for x in d.internal_requests[slice(*self.batches[b]["requests"])]
+            ]
             for tp in data_parts:
-                assert any((x.topic, x.partition) == tp and parse_marker(x.headers, x.value)["type"] == kind
-                           and parse_marker(x.headers, x.value)["transactionalId"] == tid
-                           and parse_marker(x.headers, x.value)["producerEpoch"] == value["producerEpoch"]
-                           for x in window_data), (tid, tp)
+                assert any(
+                    (x.topic, x.partition) == tp
+                    and parse_marker(x.headers, x.value)["type"] == kind
+                    and parse_marker(x.headers, x.value)["transactionalId"] == tid
+                    and parse_marker(x.headers, x.value)["producerEpoch"] == value["producerEpoch"]
+                    for x in window_data
+                ), (tid, tp)
             for p in offsets_parts:
-                assert any(e["request"]["markers"][0]["topics"][0]["partitionIndexes"] == [p]
-                           and e["request"]["markers"][0]["transactionResult"] == (kind == "COMMIT")
-                           and e["request"]["markers"][0]["producerId"] == value["producerId"]
-                           for _, e in window_reqs), (tid, p)
+                assert any(
+                    e["request"]["markers"][0]["topics"][0]["partitionIndexes"] == [p]
+                    and e["request"]["markers"][0]["transactionResult"] == (kind == "COMMIT")
+                    and e["request"]["markers"][0]["producerId"] == value["producerId"]
+                    for _, e in window_reqs
+                ), (tid, p)
 
     def check_replay(self):
         d = self.d
@@ -220,8 +271,15 @@ class Harness:
 @given(st.lists(op, min_size=3, max_size=40))
 # Found by Hypothesis: a producer fenced by a re-initialization gets the current epoch back through
 # the TV2 retry rule after a TV1 commit that did not bump it; both instances then hold it.
-@example([("init", 3, False, 3), ("init", 1, False, 3), ("txn", 1, [("orders", 0)], None, True, 4, False),
-          ("txn", 3, [], None, True, 5, False), ("txn", 3, [("orders", 0)], None, True, 4, True)])
+@example(
+    [
+        ("init", 3, False, 3),
+        ("init", 1, False, 3),
+        ("txn", 1, [("orders", 0)], None, True, 4, False),
+        ("txn", 3, [], None, True, 5, False),
+        ("txn", 3, [("orders", 0)], None, True, 4, True),
+    ]
+)
 def test_random_sequences_keep_kafka_invariants(ops):
     h = Harness()
     for o in [("init", 0, False, 5), ("init", 1, False, 5)] + ops:

@@ -4,6 +4,7 @@ timeout tests of TransactionCoordinatorTest, with a controllable clock.
 Kafka scans every 10 s (abort) and every hour (expiration); here each transaction has a timer due
 at the first such scan tick (a multiple of the interval) at which the scan's condition holds.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,10 @@ def test_should_abort_expired_transactions_in_ongoing_state_and_bump_epoch():
     assert (m.state, m.producer_epoch, m.pending_state) == (S.PREPARE_ABORT, epoch + 1, S.COMPLETE_ABORT)
     prepare = records_of(d)[-1]
     assert (prepare["transactionStatus"], prepare["producerEpoch"]) == (S.PREPARE_ABORT.id, epoch + 1)
-    assert [(r.partition, r.headers) for r in d.data] == [(0, [("__txn_marker", b"ABORT")]),
-                                                           (1, [("__txn_marker", b"ABORT")])]
+    assert [(r.partition, r.headers) for r in d.data] == [
+        (0, [("__txn_marker", b"ABORT")]),
+        (1, [("__txn_marker", b"ABORT")]),
+    ]
     [aborted] = d.events_named("TransactionAbortedByTimeout")
     assert (aborted["timeMs"], aborted["fencedEpoch"], aborted["producerEpoch"]) == (due, epoch, epoch + 1)
     assert d.events_named("ProducerFenced")[0]["reason"] == "transaction timed out"
@@ -67,9 +70,16 @@ def test_should_only_consider_transactions_in_the_ongoing_state_to_abort():
     states = [S.ONGOING, S.EMPTY, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT]
     ids = same_partition_ids(len(states), d.partition_id)
     for i, (tid, state) in enumerate(zip(ids, states, strict=True)):
-        seed(d, tid, state=state, producer_id=100 + i, producer_epoch=1, timeout_ms=1000,
-             partitions=[("t", i)] if state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) else [],
-             start=d.now - 10_000)
+        seed(
+            d,
+            tid,
+            state=state,
+            producer_id=100 + i,
+            producer_epoch=1,
+            timeout_ms=1000,
+            partitions=[("t", i)] if state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT) else [],
+            start=d.now - 10_000,
+        )
     d.advance(ABORT_INTERVAL)
     aborted = [e["transactionalId"] for e in d.events_named("TransactionAbortedByTimeout")]
     assert aborted == [ids[0]]
@@ -122,10 +132,15 @@ def test_fence_at_epoch_32766_never_wedges_the_transactional_id():
     # request would fail with UNKNOWN_SERVER_ERROR for ever.
     d = driver()
     seed(d, state=S.ONGOING, producer_epoch=SHORT_MAX - 1, partitions=[("t", 0)], timeout_ms=1000, tv=TV_2)
-    assert d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})["errorCode"] == \
-        Errors.CONCURRENT_TRANSACTIONS.code
-    r = d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000,
-                                     "producerId": 10, "producerEpoch": SHORT_MAX - 1})
+    assert (
+        d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})["errorCode"]
+        == Errors.CONCURRENT_TRANSACTIONS.code
+    )
+    r = d.send(
+        "InitProducerId",
+        5,
+        {"transactionalId": TID, "transactionTimeoutMs": 1000, "producerId": 10, "producerEpoch": SHORT_MAX - 1},
+    )
     assert r["errorCode"] == 0 and r["producerId"] != 10
     assert d.events_named("RequestFailed") == []
 
@@ -162,8 +177,12 @@ def test_should_remove_expired_transactional_ids(state):
     assert (ev["lastState"], ev["timeMs"]) == (state.state_name, due)
     [desc] = d.send("DescribeTransactions", 0, {"transactionalIds": [TID]})["transactionStates"]
     assert desc["errorCode"] == Errors.TRANSACTIONAL_ID_NOT_FOUND.code
-    assert d.send("EndTxn", 4, {"transactionalId": TID, "producerId": 10, "producerEpoch": 1,
-                                "committed": True})["errorCode"] == Errors.INVALID_PRODUCER_ID_MAPPING.code
+    assert (
+        d.send("EndTxn", 4, {"transactionalId": TID, "producerId": 10, "producerEpoch": 1, "committed": True})[
+            "errorCode"
+        ]
+        == Errors.INVALID_PRODUCER_ID_MAPPING.code
+    )
     # The id can be used again: a fresh producer id, epoch 0.
     r = d.send("InitProducerId", 5, {"transactionalId": TID, "transactionTimeoutMs": 1000})
     assert r["errorCode"] == 0 and r["producerEpoch"] == 0

@@ -5,6 +5,7 @@ maybeStartTransactionVerification` (skipped for an ongoing transaction), `AddPar
 (the question, verifyOnly for TxnOffsetCommit v0-4, an add for v5, and the mapping of the answer),
 `TransactionCoordinator.handleVerifyPartitionsInTransaction`, `GroupCoordinatorService.
 commitTransactionalOffsets` (a timed-out write → COORDINATOR_NOT_AVAILABLE)."""
+
 from __future__ import annotations
 
 import json
@@ -33,15 +34,27 @@ def send_parked(c: Cluster, p: Producer, offsets: dict, version: int = 4) -> Non
     topics: dict = {}
     for (t, part), o in offsets.items():
         topics.setdefault(t, []).append({"partitionIndex": part, "committedOffset": o, "committedMetadata": ""})
-    r = c.grp.send("TxnOffsetCommit", version, {
-        "transactionalId": p.tid, "groupId": GROUP, "producerId": p.producer_id, "producerEpoch": p.epoch,
-        "generationId": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]}, key=GROUP)
+    r = c.grp.send(
+        "TxnOffsetCommit",
+        version,
+        {
+            "transactionalId": p.tid,
+            "groupId": GROUP,
+            "producerId": p.producer_id,
+            "producerEpoch": p.epoch,
+            "generationId": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        },
+        key=GROUP,
+    )
     assert r is None
 
 
-@pytest.mark.parametrize("version, expected", [(0, E.INVALID_TXN_STATE), (3, E.INVALID_TXN_STATE),
-                                               (4, E.TRANSACTION_ABORTABLE)])
+@pytest.mark.parametrize(
+    "version, expected", [(0, E.INVALID_TXN_STATE), (3, E.INVALID_TXN_STATE), (4, E.TRANSACTION_ABORTABLE)]
+)
 def test_txn_offset_commit_for_a_partition_not_in_the_transaction(version, expected):
     # AddPartitionsToTxnManager: TRANSACTION_ABORTABLE from the verification becomes
     # INVALID_TXN_STATE for clients older than TxnOffsetCommit v4 (`defaultError`).
@@ -63,8 +76,14 @@ def test_verified_txn_offset_commit_is_stored_after_the_round_trip():
     send_parked(c, p, {("in", 0): 5, ("in", 1): 6})
     [(key, env)] = c.grp.internal_requests
     assert key == TID and env["apiKey"] == "TxnVerification"
-    assert env["request"] == {"transactionalId": TID, "producerId": p.producer_id, "producerEpoch": p.epoch,
-                              "verifyOnly": True, "partitionIndex": c.grp.partition_id, "verificationId": 0}
+    assert env["request"] == {
+        "transactionalId": TID,
+        "producerId": p.producer_id,
+        "producerEpoch": p.epoch,
+        "verifyOnly": True,
+        "partitionIndex": c.grp.partition_id,
+        "verificationId": 0,
+    }
     assert c.grp.events_named("TxnOffsetCommitVerifying")[0]["verificationId"] == 0
     assert not c.grp.component("groups").offsets.has_pending(GROUP)  # nothing before the answer
     c.deliver()
@@ -85,11 +104,23 @@ def test_a_second_commit_of_the_same_transaction_needs_no_verification():
     p.add_offsets(GROUP)
     assert commit_error(c.txn_offset_commit(p, {("in", 0): 5})) == 0
     asked = len(c.grp.internal_requests)
-    r = c.grp.send("TxnOffsetCommit", 4, {
-        "transactionalId": TID, "groupId": GROUP, "producerId": p.producer_id, "producerEpoch": p.epoch,
-        "generationId": -1, "memberId": "", "groupInstanceId": None,
-        "topics": [{"name": "in", "partitions": [{"partitionIndex": 1, "committedOffset": 7,
-                                                  "committedMetadata": ""}]}]}, key=GROUP)
+    r = c.grp.send(
+        "TxnOffsetCommit",
+        4,
+        {
+            "transactionalId": TID,
+            "groupId": GROUP,
+            "producerId": p.producer_id,
+            "producerEpoch": p.epoch,
+            "generationId": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "topics": [
+                {"name": "in", "partitions": [{"partitionIndex": 1, "committedOffset": 7, "committedMetadata": ""}]}
+            ],
+        },
+        key=GROUP,
+    )
     assert r is not None and commit_error(r) == 0 and len(c.grp.internal_requests) == asked
     # After the transaction ended the next one is verified again.
     assert p.end(True)["errorCode"] == 0
@@ -164,11 +195,23 @@ def test_on_the_same_coordinator_partition_the_answer_is_immediate():
     p.init()
 
     def commit(version=3):
-        return d.send("TxnOffsetCommit", version, {
-            "transactionalId": tid, "groupId": group, "producerId": p.producer_id, "producerEpoch": p.epoch,
-            "generationId": -1, "memberId": "", "groupInstanceId": None,
-            "topics": [{"name": "in", "partitions": [{"partitionIndex": 0, "committedOffset": 3,
-                                                      "committedMetadata": ""}]}]}, key=group)
+        return d.send(
+            "TxnOffsetCommit",
+            version,
+            {
+                "transactionalId": tid,
+                "groupId": group,
+                "producerId": p.producer_id,
+                "producerEpoch": p.epoch,
+                "generationId": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [
+                    {"name": "in", "partitions": [{"partitionIndex": 0, "committedOffset": 3, "committedMetadata": ""}]}
+                ],
+            },
+            key=group,
+        )
 
     assert commit_error(commit()) == E.INVALID_TXN_STATE.code
     p.add_offsets(group)
@@ -187,12 +230,24 @@ def test_verification_messages_are_internal():
     # A client cannot ask on a partition's behalf, nor answer for the transaction coordinator.
     c = Cluster()
     for api, body, key in [
-            ("TxnVerificationResult", {"verificationId": 0, "transactionalId": TID, "errorCode": 0}, GROUP),
-            ("TxnVerification", {"transactionalId": TID, "producerId": 1, "producerEpoch": 0, "verifyOnly": True,
-                                 "partitionIndex": 0, "verificationId": 0}, TID)]:
+        ("TxnVerificationResult", {"verificationId": 0, "transactionalId": TID, "errorCode": 0}, GROUP),
+        (
+            "TxnVerification",
+            {
+                "transactionalId": TID,
+                "producerId": 1,
+                "producerEpoch": 0,
+                "verifyOnly": True,
+                "partitionIndex": 0,
+                "verificationId": 0,
+            },
+            TID,
+        ),
+    ]:
         d = c.grp if api == "TxnVerificationResult" else c.txn
-        raw = json.dumps({"apiKey": api, "apiVersion": 0, "correlationId": 77, "clientId": "intruder",
-                          "request": body}).encode()
+        raw = json.dumps(
+            {"apiKey": api, "apiVersion": 0, "correlationId": 77, "clientId": "intruder", "request": body}
+        ).encode()
         d.send_raw(raw, key=key, internal=False)
         assert d.response_envelopes[-1][1]["errorCode"] == E.CLUSTER_AUTHORIZATION_FAILED.code
 
@@ -201,19 +256,43 @@ def test_verification_messages_are_internal():
 def test_a_question_about_a_partition_that_does_not_exist_is_dropped(partition):
     # Bad input never stalls a partition (there is no partition to answer).
     c = Cluster()
-    out = c.txn.send_raw(json.dumps({"apiKey": "TxnVerification", "apiVersion": 0, "correlationId": 1,
-                                     "clientId": "group-coordinator-x", "request": {
-                                         "transactionalId": TID, "producerId": 1, "producerEpoch": 0,
-                                         "verifyOnly": True, "partitionIndex": partition,
-                                         "verificationId": 3}}).encode(), key=TID, internal=True)
+    out = c.txn.send_raw(
+        json.dumps(
+            {
+                "apiKey": "TxnVerification",
+                "apiVersion": 0,
+                "correlationId": 1,
+                "clientId": "group-coordinator-x",
+                "request": {
+                    "transactionalId": TID,
+                    "producerId": 1,
+                    "producerEpoch": 0,
+                    "verifyOnly": True,
+                    "partitionIndex": partition,
+                    "verificationId": 3,
+                },
+            }
+        ).encode(),
+        key=TID,
+        internal=True,
+    )
     assert out.requests == [] and out.responses == []
     assert c.txn.events_named("TxnVerificationDropped")[0]["partitionIndex"] == partition
 
 
 def test_an_answer_nobody_waits_for_is_dropped():
     c = Cluster()
-    out = c.grp.send_raw(json.dumps({"apiKey": "TxnVerificationResult", "apiVersion": 0, "correlationId": 1,
-                                     "clientId": "transaction-coordinator-x", "request": {
-                                         "verificationId": 12345, "transactionalId": TID,
-                                         "errorCode": 0}}).encode(), key=GROUP, internal=True)
+    out = c.grp.send_raw(
+        json.dumps(
+            {
+                "apiKey": "TxnVerificationResult",
+                "apiVersion": 0,
+                "correlationId": 1,
+                "clientId": "transaction-coordinator-x",
+                "request": {"verificationId": 12345, "transactionalId": TID, "errorCode": 0},
+            }
+        ).encode(),
+        key=GROUP,
+        internal=True,
+    )
     assert out.responses == [] and out.records == []

@@ -1,5 +1,6 @@
 """Helpers for the transaction coordinator tests: a producer-like client on a CoreDriver, and a way
 to seed a transaction in a given state (as Kafka's tests build a TransactionMetadata directly)."""
+
 from __future__ import annotations
 
 from coordinator.routing import coordinator_partition
@@ -20,9 +21,23 @@ def txn(d: CoreDriver, tid: str = TID) -> TransactionMetadata | None:
     return d.component("transactions").txns.get(tid)
 
 
-def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, producer_epoch=1,
-         last_epoch=NO_PRODUCER_EPOCH, prev_producer_id=NO_PRODUCER_ID, next_producer_id=NO_PRODUCER_ID,
-         timeout_ms=60000, partitions=(), start=None, last_update=None, tv=0, pending=None):
+def seed(
+    d: CoreDriver,
+    tid: str = TID,
+    *,
+    state=S.EMPTY,
+    producer_id=10,
+    producer_epoch=1,
+    last_epoch=NO_PRODUCER_EPOCH,
+    prev_producer_id=NO_PRODUCER_ID,
+    next_producer_id=NO_PRODUCER_ID,
+    timeout_ms=60000,
+    partitions=(),
+    start=None,
+    last_update=None,
+    tv=0,
+    pending=None,
+):
     """A transaction as Kafka's tests build a TransactionMetadata: its TransactionLog record,
     appended and replayed. Its timers come from a coordinator load (the driver fails over to the
     partition rebuilt from its log), except in Prepare* (a load would complete it) or with a
@@ -31,14 +46,26 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
     unknown), the pending transition (an append in flight, which no state between two batches
     shows; a replayed Prepare* has its Complete* pending, Kafka's tests' Prepare* has none unless
     given), the partitions of an Empty transaction."""
-    m = TransactionMetadata(tid, producer_id, prev_producer_id, next_producer_id, producer_epoch, NO_PRODUCER_EPOCH,
-                            timeout_ms, state, set(partitions) if state != S.EMPTY else set(),
-                            d.now if start is None else start, d.now if last_update is None else last_update, tv)
+    m = TransactionMetadata(
+        tid,
+        producer_id,
+        prev_producer_id,
+        next_producer_id,
+        producer_epoch,
+        NO_PRODUCER_EPOCH,
+        timeout_ms,
+        state,
+        set(partitions) if state != S.EMPTY else set(),
+        d.now if start is None else start,
+        d.now if last_update is None else last_update,
+        tv,
+    )
     d.inject([(txn_log.txn_key(tid), txn_log.value_of(m.prepare_no_transit()))])
     if state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and pending is None:
         d.failover()
     prepared = state in (S.PREPARE_COMMIT, S.PREPARE_ABORT)
     if last_epoch != NO_PRODUCER_EPOCH or pending is not None or prepared or (state == S.EMPTY and partitions):
+
         def in_memory(part):
             comp = part.component("transactions")
             md = comp.txns[tid]
@@ -46,6 +73,7 @@ def seed(d: CoreDriver, tid: str = TID, *, state=S.EMPTY, producer_id=10, produc
             md.topic_partitions = set(partitions)
             if prepared:  # the replay prepared Complete*; Kafka's tests build Prepare* without it
                 comp.state.pending_complete.pop(tid, None)
+
         d.call(in_memory)
     return txn(d, tid)
 
@@ -87,10 +115,16 @@ class Producer:
         topics: dict = {}
         for t, p in parts:
             topics.setdefault(t, []).append(p)
-        r = self.d.send("AddPartitionsToTxn", version, {
-            "v3AndBelowTransactionalId": self.tid, "v3AndBelowProducerId": self.producer_id,
-            "v3AndBelowProducerEpoch": self.epoch,
-            "v3AndBelowTopics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+        r = self.d.send(
+            "AddPartitionsToTxn",
+            version,
+            {
+                "v3AndBelowTransactionalId": self.tid,
+                "v3AndBelowProducerId": self.producer_id,
+                "v3AndBelowProducerEpoch": self.epoch,
+                "v3AndBelowTopics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            },
+        )
         return r
 
     def add_error(self, *parts, version: int = 3) -> int:
@@ -100,13 +134,28 @@ class Producer:
         return codes.pop()
 
     def add_offsets(self, group: str, version: int = 4) -> dict:
-        return self.d.send("AddOffsetsToTxn", version, {"transactionalId": self.tid, "producerId": self.producer_id,
-                                                        "producerEpoch": self.epoch, "groupId": group})
+        return self.d.send(
+            "AddOffsetsToTxn",
+            version,
+            {
+                "transactionalId": self.tid,
+                "producerId": self.producer_id,
+                "producerEpoch": self.epoch,
+                "groupId": group,
+            },
+        )
 
     def end(self, commit: bool, version: int = 5, epoch: int | None = None) -> dict:
-        r = self.d.send("EndTxn", version, {"transactionalId": self.tid, "producerId": self.producer_id,
-                                            "producerEpoch": self.epoch if epoch is None else epoch,
-                                            "committed": commit})
+        r = self.d.send(
+            "EndTxn",
+            version,
+            {
+                "transactionalId": self.tid,
+                "producerId": self.producer_id,
+                "producerEpoch": self.epoch if epoch is None else epoch,
+                "committed": commit,
+            },
+        )
         if version >= 5 and r["errorCode"] == 0:
             self.producer_id, self.epoch = r["producerId"], r["producerEpoch"]
         return r

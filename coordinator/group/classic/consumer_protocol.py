@@ -18,6 +18,7 @@ member's metadata does not parse, the group does not know its subscriptions, exa
 and gives up (`parse_subscription_topics`). The full encoders and decoders serve clients
 (`client/classic_group.py`) and tests.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,7 +47,7 @@ class _Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.buf):
             raise SchemaError(f"buffer underflow while parsing consumer protocol's {self.what}")
-        chunk = self.buf[self.pos:self.pos + n]
+        chunk = self.buf[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -149,9 +150,15 @@ def _check_version(version: int, highest: int, what: str) -> int:
     return min(version, highest)
 
 
-def encode_subscription(topics: list[str], user_data: bytes | None = None,
-                        version: int = 0, *, owned_partitions: TopicPartitions = (),
-                        generation_id: int = -1, rack_id: str | None = None) -> str:
+def encode_subscription(
+    topics: list[str],
+    user_data: bytes | None = None,
+    version: int = 0,
+    *,
+    owned_partitions: TopicPartitions = (),
+    generation_id: int = -1,
+    rack_id: str | None = None,
+) -> str:
     """A ConsumerProtocolSubscription at `version` (0-3), base64. The Java consumer sends version 3
     (ConsumerProtocol.serializeSubscription at the highest version)."""
     layout = _check_version(version, HIGHEST_SUBSCRIPTION_VERSION, "subscription")
@@ -183,8 +190,11 @@ def decode_subscription(metadata_b64: str) -> Subscription:
     return sub
 
 
-def encode_assignment(partitions: dict[str, list[int]] | TopicPartitions, user_data: bytes | None = None,
-                      version: int = HIGHEST_ASSIGNMENT_VERSION) -> str:
+def encode_assignment(
+    partitions: dict[str, list[int]] | TopicPartitions,
+    user_data: bytes | None = None,
+    version: int = HIGHEST_ASSIGNMENT_VERSION,
+) -> str:
     """A ConsumerProtocolAssignment, base64; a dict is written with its topics sorted."""
     _check_version(version, HIGHEST_ASSIGNMENT_VERSION, "assignment")
     tps = sorted(partitions.items()) if isinstance(partitions, dict) else list(partitions)

@@ -5,19 +5,25 @@ Parked JoinGroup / SyncGroup responses (Kafka's awaitingJoinFuture / awaitingSyn
 `ReplyTo` of the request, kept in the member; completing a "future" answers that reply.
 Bytes (protocol metadata, assignments) stay base64 strings, as Kafka's JSON converters print them.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ...errors import ApiError, Errors
 from ...messages import ReplyTo
 from ...records import record_key
-from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, SchemaError, parse_subscription_topics
 from ..group import CLASSIC, Group, IllegalStateError, register_group_type
 from ..javautil import java_hashmap_order
+from .consumer_protocol import CONSUMER_PROTOCOL_TYPE, SchemaError, parse_subscription_topics
 
 EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD = (
-    "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+)
 ALL_STATES = (EMPTY, PREPARING_REBALANCE, COMPLETING_REBALANCE, STABLE, DEAD)
 
 # ClassicGroupState.validPreviousStates: target -> states it may be entered from.
@@ -47,13 +53,33 @@ def sync_timer_key(group_id: str) -> str:
 
 
 class ClassicGroupMember:
-    __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "rebalance_timeout_ms",
-                 "session_timeout_ms", "protocol_type", "protocols", "assignment", "awaiting_join",
-                 "awaiting_sync", "is_new")
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+        "protocol_type",
+        "protocols",
+        "assignment",
+        "awaiting_join",
+        "awaiting_sync",
+        "is_new",
+    )
 
-    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
-                 rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
-                 protocols: list[tuple[str, str]], assignment: str = EMPTY_ASSIGNMENT):
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, str]],
+        assignment: str = EMPTY_ASSIGNMENT,
+    ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -108,10 +134,14 @@ class ClassicGroupMember:
 
     def to_json(self) -> dict:
         return {
-            "memberId": self.member_id, "groupInstanceId": self.group_instance_id,
-            "clientId": self.client_id, "clientHost": self.client_host,
-            "rebalanceTimeoutMs": self.rebalance_timeout_ms, "sessionTimeoutMs": self.session_timeout_ms,
-            "protocolType": self.protocol_type, "protocols": [list(p) for p in self.protocols],
+            "memberId": self.member_id,
+            "groupInstanceId": self.group_instance_id,
+            "clientId": self.client_id,
+            "clientHost": self.client_host,
+            "rebalanceTimeoutMs": self.rebalance_timeout_ms,
+            "sessionTimeoutMs": self.session_timeout_ms,
+            "protocolType": self.protocol_type,
+            "protocols": [list(p) for p in self.protocols],
             "assignment": self.assignment,
             "awaitingJoin": self.awaiting_join.to_json() if self.awaiting_join else None,
             "awaitingSync": self.awaiting_sync.to_json() if self.awaiting_sync else None,
@@ -119,10 +149,18 @@ class ClassicGroupMember:
         }
 
     @staticmethod
-    def from_json(d: dict) -> "ClassicGroupMember":
-        m = ClassicGroupMember(d["memberId"], d["groupInstanceId"], d["clientId"], d["clientHost"],
-                               d["rebalanceTimeoutMs"], d["sessionTimeoutMs"], d["protocolType"],
-                               [(n, md) for n, md in d["protocols"]], d["assignment"])
+    def from_json(d: dict) -> ClassicGroupMember:
+        m = ClassicGroupMember(
+            d["memberId"],
+            d["groupInstanceId"],
+            d["clientId"],
+            d["clientHost"],
+            d["rebalanceTimeoutMs"],
+            d["sessionTimeoutMs"],
+            d["protocolType"],
+            [(n, md) for n, md in d["protocols"]],
+            d["assignment"],
+        )
         m.awaiting_join = ReplyTo.from_json(d["awaitingJoin"]) if d["awaitingJoin"] else None
         m.awaiting_sync = ReplyTo.from_json(d["awaitingSync"]) if d["awaitingSync"] else None
         m.is_new = d["isNew"]
@@ -133,9 +171,16 @@ class ClassicGroupMember:
 class ClassicGroup(Group):
     type = CLASSIC
 
-    def __init__(self, group_id: str, state: str = EMPTY, now_ms: int | None = 0, generation_id: int = 0,
-                 protocol_type: str | None = None, protocol_name: str | None = None,
-                 leader_id: str | None = None):
+    def __init__(
+        self,
+        group_id: str,
+        state: str = EMPTY,
+        now_ms: int | None = 0,
+        generation_id: int = 0,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        leader_id: str | None = None,
+    ):
         self.group_id = group_id
         self.state = state
         self.previous_state = DEAD
@@ -168,7 +213,8 @@ class ClassicGroup(Group):
         if self.state not in VALID_PREVIOUS_STATES[target]:
             raise IllegalStateError(
                 f"Group {self.group_id} should be in one of {sorted(VALID_PREVIOUS_STATES[target])} states "
-                f"before moving to {target} state. Instead it is in {self.state} state.")
+                f"before moving to {target} state. Instead it is in {self.state} state."
+            )
         self.previous_state = self.state
         self.state = target
         self.state_timestamp = now_ms
@@ -208,8 +254,10 @@ class ClassicGroup(Group):
 
     def add(self, member: ClassicGroupMember, reply: ReplyTo | None = None) -> None:
         if member.group_instance_id is not None and self.has_static_member(member.group_instance_id):
-            raise IllegalStateError(f"Static member with groupInstanceId={member.group_instance_id} cannot "
-                                    f"be added to group {self.group_id} since it is already a member.")
+            raise IllegalStateError(
+                f"Static member with groupInstanceId={member.group_instance_id} cannot "
+                f"be added to group {self.group_id} since it is already a member."
+            )
         if not self.members:
             self.protocol_type = member.protocol_type
         if self.protocol_type != member.protocol_type:
@@ -242,24 +290,39 @@ class ClassicGroup(Group):
                 return True
         return False
 
-    def replace_static_member(self, instance_id: str, old_member_id: str, new_member_id: str,
-                              fence: Callable[[ClassicGroupMember], None]) -> ClassicGroupMember:
+    def replace_static_member(
+        self, instance_id: str, old_member_id: str, new_member_id: str, fence: Callable[[ClassicGroupMember], None]
+    ) -> ClassicGroupMember:
         """Give the old member's place, assignment and leadership to a new member id. `fence`
         completes the old member's parked join and sync with FENCED_INSTANCE_ID."""
         old = self.members.pop(old_member_id, None)
         if old is None:
             raise IllegalStateError(f"Cannot replace non-existing member id {old_member_id}")
         fence(old)
-        new = ClassicGroupMember(new_member_id, old.group_instance_id, old.client_id, old.client_host,
-                                 old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
-                                 list(old.protocols), old.assignment)
+        new = ClassicGroupMember(
+            new_member_id,
+            old.group_instance_id,
+            old.client_id,
+            old.client_host,
+            old.rebalance_timeout_ms,
+            old.session_timeout_ms,
+            old.protocol_type,
+            list(old.protocols),
+            old.assignment,
+        )
         self.members[new_member_id] = new
         if self.is_leader(old_member_id):
             self.leader_id = new_member_id
         return new
 
-    def update_member(self, member: ClassicGroupMember, protocols: list[tuple[str, str]],
-                      rebalance_timeout_ms: int, session_timeout_ms: int, reply: ReplyTo | None) -> None:
+    def update_member(
+        self,
+        member: ClassicGroupMember,
+        protocols: list[tuple[str, str]],
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        reply: ReplyTo | None,
+    ) -> None:
         member.protocols = protocols
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
@@ -271,8 +334,9 @@ class ClassicGroup(Group):
 
     def add_pending_member(self, member_id: str) -> None:
         if self.has_member(member_id):
-            raise IllegalStateError(f"Attempt to add pending member {member_id} which is already a "
-                                    "stable member of the group.")
+            raise IllegalStateError(
+                f"Attempt to add pending member {member_id} which is already a stable member of the group."
+            )
         self.pending_join_members[member_id] = None
 
     def num_pending_join_members(self) -> int:
@@ -322,8 +386,11 @@ class ClassicGroup(Group):
         if self.state == EMPTY:
             return member_protocol_type != "" and len(member_protocols) > 0
         counts = self.supported_protocol_counts()
-        return (self.protocol_type is not None and self.protocol_type == member_protocol_type
-                and any(counts.get(name, 0) == len(self.members) for name in member_protocols))
+        return (
+            self.protocol_type is not None
+            and self.protocol_type == member_protocol_type
+            and any(counts.get(name, 0) == len(self.members) for name in member_protocols)
+        )
 
     def candidate_protocols(self) -> set[str]:
         n = len(self.members)
@@ -381,10 +448,17 @@ class ClassicGroup(Group):
     def current_members_for_join(self) -> list[dict]:
         """JoinGroupResponseMember list (only the leader gets it)."""
         if self.state in (DEAD, PREPARING_REBALANCE):
-            raise IllegalStateError(f"Cannot obtain classic member metadata for group {self.group_id} "
-                                    f"in state {self.state}")
-        return [{"memberId": m.member_id, "groupInstanceId": m.group_instance_id,
-                 "metadata": m.metadata(self.protocol_name)} for m in self.members.values()]
+            raise IllegalStateError(
+                f"Cannot obtain classic member metadata for group {self.group_id} in state {self.state}"
+            )
+        return [
+            {
+                "memberId": m.member_id,
+                "groupInstanceId": m.group_instance_id,
+                "metadata": m.metadata(self.protocol_name),
+            }
+            for m in self.members.values()
+        ]
 
     def group_assignment(self) -> dict[str, str]:
         return {m.member_id: m.assignment for m in self.members.values()}
@@ -393,8 +467,9 @@ class ClassicGroup(Group):
     def protocol_type_or_empty(self) -> str:
         return self.protocol_type or ""
 
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               is_transactional: bool, api_version: int) -> None:
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
+    ) -> None:
         if self.state == DEAD:
             raise ApiError(Errors.COORDINATOR_NOT_AVAILABLE)
         if generation_id < 0 and self.state == EMPTY:
@@ -416,8 +491,10 @@ class ClassicGroup(Group):
     def validate_offset_delete(self) -> None:
         if self.state == DEAD:
             raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {self.group_id} is in dead state.")
-        if self.state in (STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE) \
-                and not self.uses_consumer_group_protocol():
+        if (
+            self.state in (STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE)
+            and not self.uses_consumer_group_protocol()
+        ):
             raise ApiError(Errors.NON_EMPTY_GROUP)
 
     def validate_delete_group(self) -> None:
@@ -430,9 +507,8 @@ class ClassicGroup(Group):
         if self.protocol_type is not None:
             if self.state == EMPTY:
                 ts = self.state_timestamp
-                return (lambda o: ts if ts is not None else o.commit_timestamp_ms)
-            if self.uses_consumer_group_protocol() and self.subscribed_topics is not None \
-                    and self.state == STABLE:
+                return lambda o: ts if ts is not None else o.commit_timestamp_ms
+            if self.uses_consumer_group_protocol() and self.subscribed_topics is not None and self.state == STABLE:
                 return lambda o: o.commit_timestamp_ms
             return None
         # A simple group (no protocol type): expire from the commit time.
@@ -454,60 +530,106 @@ class ClassicGroup(Group):
             if self.protocol_name is None:
                 raise IllegalStateError("Attempted to write non-empty group metadata with no defined protocol.")
             if m.member_id not in assignment:
-                raise IllegalStateError(f"Attempted to write member {m.member_id} of group "
-                                        f"{self.group_id} with no assignment.")
-            members.append({
-                "memberId": m.member_id, "groupInstanceId": m.group_instance_id, "clientId": m.client_id,
-                "clientHost": m.client_host, "rebalanceTimeout": m.rebalance_timeout_ms,
-                "sessionTimeout": m.session_timeout_ms, "subscription": m.metadata(self.protocol_name),
-                "assignment": assignment[m.member_id]})
-        return {"type": "GroupMetadata", "protocolType": self.protocol_type or "",
-                "generation": self.generation_id, "protocol": self.protocol_name,
-                "leader": self.leader_id,
-                "currentStateTimestamp": self.state_timestamp if self.state_timestamp is not None else -1,
-                "members": members}
+                raise IllegalStateError(
+                    f"Attempted to write member {m.member_id} of group {self.group_id} with no assignment."
+                )
+            members.append(
+                {
+                    "memberId": m.member_id,
+                    "groupInstanceId": m.group_instance_id,
+                    "clientId": m.client_id,
+                    "clientHost": m.client_host,
+                    "rebalanceTimeout": m.rebalance_timeout_ms,
+                    "sessionTimeout": m.session_timeout_ms,
+                    "subscription": m.metadata(self.protocol_name),
+                    "assignment": assignment[m.member_id],
+                }
+            )
+        return {
+            "type": "GroupMetadata",
+            "protocolType": self.protocol_type or "",
+            "generation": self.generation_id,
+            "protocol": self.protocol_name,
+            "leader": self.leader_id,
+            "currentStateTimestamp": self.state_timestamp if self.state_timestamp is not None else -1,
+            "members": members,
+        }
 
     def empty_metadata_record_value(self) -> dict:
         """newEmptyGroupMetadataRecord: written when a JoinGroup creates the group."""
-        return {"type": "GroupMetadata", "protocolType": "", "generation": 0, "protocol": None,
-                "leader": None,
-                "currentStateTimestamp": self.state_timestamp if self.state_timestamp is not None else -1,
-                "members": []}
+        return {
+            "type": "GroupMetadata",
+            "protocolType": "",
+            "generation": 0,
+            "protocol": None,
+            "leader": None,
+            "currentStateTimestamp": self.state_timestamp if self.state_timestamp is not None else -1,
+            "members": [],
+        }
 
     @staticmethod
-    def from_record(group_id: str, value: dict) -> "ClassicGroup":
+    def from_record(group_id: str, value: dict) -> ClassicGroup:
         """GroupMetadataManager.replay(GroupMetadataKey, GroupMetadataValue): Stable with members,
         Empty without; only the selected protocol's metadata survives."""
         protocol_type = value.get("protocolType") or None
         ts = value.get("currentStateTimestamp", -1)
-        g = ClassicGroup(group_id, STABLE if value["members"] else EMPTY, None if ts == -1 else ts,
-                         value["generation"], protocol_type, value.get("protocol"), value.get("leader"))
+        g = ClassicGroup(
+            group_id,
+            STABLE if value["members"] else EMPTY,
+            None if ts == -1 else ts,
+            value["generation"],
+            protocol_type,
+            value.get("protocol"),
+            value.get("leader"),
+        )
         for mm in value["members"]:
             rebalance = mm["rebalanceTimeout"]
-            g.add(ClassicGroupMember(mm["memberId"], mm.get("groupInstanceId"), mm["clientId"], mm["clientHost"],
-                                     mm["sessionTimeout"] if rebalance == -1 else rebalance,
-                                     mm["sessionTimeout"], value.get("protocolType") or "",
-                                     [(value.get("protocol"), mm["subscription"])], mm["assignment"]))
+            g.add(
+                ClassicGroupMember(
+                    mm["memberId"],
+                    mm.get("groupInstanceId"),
+                    mm["clientId"],
+                    mm["clientHost"],
+                    mm["sessionTimeout"] if rebalance == -1 else rebalance,
+                    mm["sessionTimeout"],
+                    value.get("protocolType") or "",
+                    [(value.get("protocol"), mm["subscription"])],
+                    mm["assignment"],
+                )
+            )
         g.subscribed_topics = g.compute_subscribed_topics()
         return g
 
     # ================================================================ snapshot
     def to_json(self) -> dict:
         return {
-            "type": self.type, "groupId": self.group_id, "state": self.state,
-            "previousState": self.previous_state, "stateTimestamp": self.state_timestamp,
-            "generationId": self.generation_id, "protocolType": self.protocol_type,
-            "protocolName": self.protocol_name, "leaderId": self.leader_id,
+            "type": self.type,
+            "groupId": self.group_id,
+            "state": self.state,
+            "previousState": self.previous_state,
+            "stateTimestamp": self.state_timestamp,
+            "generationId": self.generation_id,
+            "protocolType": self.protocol_type,
+            "protocolName": self.protocol_name,
+            "leaderId": self.leader_id,
             "members": [m.to_json() for m in self.members.values()],
             "pendingJoinMembers": list(self.pending_join_members),
             "pendingSyncMembers": list(self.pending_sync_members),
-            "subscribedTopics": self.subscribed_topics, "newMemberAdded": self.new_member_added,
+            "subscribedTopics": self.subscribed_topics,
+            "newMemberAdded": self.new_member_added,
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "ClassicGroup":
-        g = ClassicGroup(d["groupId"], d["state"], d["stateTimestamp"], d["generationId"], d["protocolType"],
-                         d["protocolName"], d["leaderId"])
+    def from_json(cls, d: dict) -> ClassicGroup:
+        g = ClassicGroup(
+            d["groupId"],
+            d["state"],
+            d["stateTimestamp"],
+            d["generationId"],
+            d["protocolType"],
+            d["protocolName"],
+            d["leaderId"],
+        )
         g.previous_state = d["previousState"]
         for md in d["members"]:
             m = ClassicGroupMember.from_json(md)

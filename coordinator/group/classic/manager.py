@@ -11,6 +11,7 @@ Differences that come from the architecture, not from choice:
   from the request (group id, request-topic partition and offset, correlation id, client id),
   so that re-running a batch produces the same ids.
 """
+
 from __future__ import annotations
 
 import base64
@@ -19,13 +20,24 @@ import uuid
 
 from ...errors import ApiError, Error, Errors
 from ...messages import ReplyTo, Request
-from ...records import record_key
 from ...timers import Timer
-from .apis import heartbeat_response, join_response, leave_response, sync_response
-from .group import join_timer_key, session_timer_key, sync_timer_key
-from .group import (COMPLETING_REBALANCE, DEAD, EMPTY, EMPTY_ASSIGNMENT, NO_LEADER, PREPARING_REBALANCE,
-                      STABLE, ClassicGroup, ClassicGroupMember, IllegalStateError)
 from ..group import CLASSIC, CONSUMER
+from .apis import heartbeat_response, join_response, leave_response, sync_response
+from .group import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    EMPTY_ASSIGNMENT,
+    NO_LEADER,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroup,
+    ClassicGroupMember,
+    IllegalStateError,
+    join_timer_key,
+    session_timer_key,
+    sync_timer_key,
+)
 
 UNKNOWN_MEMBER_ID = ""
 
@@ -63,9 +75,17 @@ class ClassicGroupManager:
 
     def generate_member_id(self, request: Request, group_id: str, instance_id: str | None) -> str:
         """ClassicGroup.generateMemberId with a UUID derived from the request, not random."""
-        seed = "\x00".join([group_id, str(request.source[0]), str(request.source[1]),
-                            str(request.reply.correlation_id), request.reply.client_id,
-                            instance_id or "", str(request.time_ms)])
+        seed = "\x00".join(
+            [
+                group_id,
+                str(request.source[0]),
+                str(request.source[1]),
+                str(request.reply.correlation_id),
+                request.reply.client_id,
+                instance_id or "",
+                str(request.time_ms),
+            ]
+        )
         uid = uuid.UUID(bytes=hashlib.sha256(seed.encode("utf-8", "surrogatepass")).digest()[:16], version=4)
         prefix = instance_id if instance_id is not None else request.reply.client_id
         return f"{prefix}-{uid}"
@@ -78,13 +98,23 @@ class ClassicGroupManager:
 
     def transition(self, group: ClassicGroup, target: str) -> None:
         previous = group.transition_to(target, self.now)
-        self.c.emit(group.group_id, "GroupStateChanged", groupType=CLASSIC, fromState=previous,
-                    toState=target, generationId=group.generation_id)
+        self.c.emit(
+            group.group_id,
+            "GroupStateChanged",
+            groupType=CLASSIC,
+            fromState=previous,
+            toState=target,
+            generationId=group.generation_id,
+        )
 
     def reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None):
         delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.p.schedule(session_timer_key(group.group_id, member.member_id), self.now + delay, T_SESSION,
-                        {"groupId": group.group_id, "memberId": member.member_id})
+        self.p.schedule(
+            session_timer_key(group.group_id, member.member_id),
+            self.now + delay,
+            T_SESSION,
+            {"groupId": group.group_id, "memberId": member.member_id},
+        )
 
     def cancel_session(self, group_id: str, member_id: str) -> None:
         self.p.cancel(session_timer_key(group_id, member_id))
@@ -105,8 +135,14 @@ class ClassicGroupManager:
 
     def fence_member(self, member: ClassicGroupMember) -> None:
         """replaceStaticMember: the replaced member's parked join and sync get FENCED_INSTANCE_ID."""
-        self.complete_join_future(member, Errors.FENCED_INSTANCE_ID, member_id=member.member_id,
-                                  protocol_name=None, protocol_type=None, leader=NO_LEADER)
+        self.complete_join_future(
+            member,
+            Errors.FENCED_INSTANCE_ID,
+            member_id=member.member_id,
+            protocol_name=None,
+            protocol_type=None,
+            leader=NO_LEADER,
+        )
         self.complete_sync_future(member, Errors.FENCED_INSTANCE_ID, assignment=EMPTY_ASSIGNMENT)
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
@@ -127,7 +163,10 @@ class ClassicGroupManager:
         if group_id == "":
             return join_response(version, Errors.INVALID_GROUP_ID, member_id=member_id)
         session = body["sessionTimeoutMs"]
-        if session < self.config["group.min.session.timeout.ms"] or session > self.config["group.max.session.timeout.ms"]:
+        if (
+            session < self.config["group.min.session.timeout.ms"]
+            or session > self.config["group.max.session.timeout.ms"]
+        ):
             return join_response(version, Errors.INVALID_SESSION_TIMEOUT, member_id=member_id)
         names = [p["name"] for p in body["protocols"]]
         if len(set(names)) != len(names):
@@ -200,8 +239,12 @@ class ClassicGroupManager:
                     self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
             elif request.api_version >= 4:  # JoinGroupRequest.requiresKnownMemberId
                 group.add_pending_member(new_member_id)
-                self.p.schedule(session_timer_key(group.group_id, new_member_id), self.now + body["sessionTimeoutMs"],
-                                T_SESSION, {"groupId": group.group_id, "memberId": new_member_id})
+                self.p.schedule(
+                    session_timer_key(group.group_id, new_member_id),
+                    self.now + body["sessionTimeoutMs"],
+                    T_SESSION,
+                    {"groupId": group.group_id, "memberId": new_member_id},
+                )
                 self.respond_join(reply, Errors.MEMBER_ID_REQUIRED, member_id=new_member_id)
             else:
                 self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
@@ -217,8 +260,10 @@ class ClassicGroupManager:
             return
         if group.is_pending_member(member_id):
             if instance_id is not None:
-                raise IllegalStateError(f"Received unexpected JoinGroup with groupInstanceId={instance_id} "
-                                        f"for pending member with memberId={member_id}")
+                raise IllegalStateError(
+                    f"Received unexpected JoinGroup with groupInstanceId={instance_id} "
+                    f"for pending member with memberId={member_id}"
+                )
             self.add_member_then_rebalance_or_complete_join(request, group, member_id)
             return
         try:
@@ -231,43 +276,72 @@ class ClassicGroupManager:
         reason = join_reason(body)
         if group.state == PREPARING_REBALANCE:
             self.update_member_then_rebalance_or_complete_join(
-                request, group, member, f"Member {member_id} is joining group during {group.state}; "
-                                        f"client reason: {reason}")
+                request,
+                group,
+                member,
+                f"Member {member_id} is joining group during {group.state}; client reason: {reason}",
+            )
         elif group.state == COMPLETING_REBALANCE:
             if member.matches(protocols):
                 # The member lost its JoinGroup response: answer with the current generation.
-                self.respond_join(reply, member_id=member_id, generation_id=group.generation_id,
-                                  protocol_name=group.protocol_name, protocol_type=group.protocol_type,
-                                  leader=group.leader_id,
-                                  members=group.current_members_for_join() if group.is_leader(member_id) else [])
+                self.respond_join(
+                    reply,
+                    member_id=member_id,
+                    generation_id=group.generation_id,
+                    protocol_name=group.protocol_name,
+                    protocol_type=group.protocol_type,
+                    leader=group.leader_id,
+                    members=group.current_members_for_join() if group.is_leader(member_id) else [],
+                )
             else:
                 self.update_member_then_rebalance_or_complete_join(
-                    request, group, member, f"Updating metadata for member {member_id} during {group.state}; "
-                                            f"client reason: {reason}")
+                    request,
+                    group,
+                    member,
+                    f"Updating metadata for member {member_id} during {group.state}; client reason: {reason}",
+                )
         elif group.state == STABLE:
             if group.is_leader(member_id):
                 # A leader's JoinGroup always rebalances: it may know of changes the metadata hides.
                 self.update_member_then_rebalance_or_complete_join(
-                    request, group, member, f"Leader {member_id} re-joining group during {group.state}; "
-                                            f"client reason: {reason}")
+                    request,
+                    group,
+                    member,
+                    f"Leader {member_id} re-joining group during {group.state}; client reason: {reason}",
+                )
             elif not member.matches(protocols):
                 self.update_member_then_rebalance_or_complete_join(
-                    request, group, member, f"Updating metadata for member {member_id} during {group.state}; "
-                                            f"client reason: {reason}")
+                    request,
+                    group,
+                    member,
+                    f"Updating metadata for member {member_id} during {group.state}; client reason: {reason}",
+                )
             else:
-                self.respond_join(reply, member_id=member_id, generation_id=group.generation_id,
-                                  protocol_name=group.protocol_name, protocol_type=group.protocol_type,
-                                  leader=group.leader_id, members=[])
+                self.respond_join(
+                    reply,
+                    member_id=member_id,
+                    generation_id=group.generation_id,
+                    protocol_name=group.protocol_name,
+                    protocol_type=group.protocol_type,
+                    leader=group.leader_id,
+                    members=[],
+                )
         else:
             # Empty: let the member reset its generation and rejoin.
             self.respond_join(reply, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
 
-    def add_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
-                                                   member_id: str) -> None:
+    def add_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup, member_id: str) -> None:
         body = request.body
-        member = ClassicGroupMember(member_id, body.get("groupInstanceId"), request.reply.client_id,
-                                    self.client_host(request), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"],
-                                    body["protocolType"], request_protocols(body))
+        member = ClassicGroupMember(
+            member_id,
+            body.get("groupInstanceId"),
+            request.reply.client_id,
+            self.client_host(request),
+            body["rebalanceTimeoutMs"],
+            body["sessionTimeoutMs"],
+            body["protocolType"],
+            request_protocols(body),
+        )
         member.is_new = True
         if group.state == PREPARING_REBALANCE and group.previous_state == EMPTY:
             group.new_member_added = True  # lets the initial rebalance wait longer
@@ -275,21 +349,31 @@ class ClassicGroupManager:
         # A new member cannot heartbeat while its JoinGroup is parked: a retried and abandoned join
         # must not keep it in the group for ever (KAFKA-7610).
         self.reschedule_session(group, member, self.config["group.classic.new.member.join.timeout.ms"])
-        self.c.emit(group.group_id, "MemberJoined", memberId=member_id,
-                    groupInstanceId=member.group_instance_id, clientId=member.client_id)
+        self.c.emit(
+            group.group_id,
+            "MemberJoined",
+            memberId=member_id,
+            groupInstanceId=member.group_instance_id,
+            clientId=member.client_id,
+        )
         self.maybe_prepare_rebalance_or_complete_join(
-            group, f"Adding new member {member_id} with group instance id {member.group_instance_id}; "
-                   f"client reason: {join_reason(body)}")
+            group,
+            f"Adding new member {member_id} with group instance id {member.group_instance_id}; "
+            f"client reason: {join_reason(body)}",
+        )
 
-    def update_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
-                                                      member: ClassicGroupMember, reason: str) -> None:
+    def update_member_then_rebalance_or_complete_join(
+        self, request: Request, group: ClassicGroup, member: ClassicGroupMember, reason: str
+    ) -> None:
         body = request.body
-        group.update_member(member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"],
-                            request.reply)
+        group.update_member(
+            member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"], request.reply
+        )
         self.maybe_prepare_rebalance_or_complete_join(group, reason)
 
-    def update_static_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup,
-                                                             old_member_id: str, new_member_id: str) -> None:
+    def update_static_member_then_rebalance_or_complete_join(
+        self, request: Request, group: ClassicGroup, old_member_id: str, new_member_id: str
+    ) -> None:
         body, reply, version = request.body, request.reply, request.api_version
         instance_id = body["groupInstanceId"]
         current_leader = group.leader_id
@@ -297,10 +381,16 @@ class ClassicGroupManager:
         # The old id's session timer would expire without effect; it goes now.
         self.cancel_session(group.group_id, old_member_id)
         self.reschedule_session(group, new_member)
-        group.update_member(new_member, request_protocols(body), body["rebalanceTimeoutMs"],
-                            body["sessionTimeoutMs"], reply)
-        self.c.emit(group.group_id, "StaticMemberReplaced", groupInstanceId=instance_id,
-                    oldMemberId=old_member_id, newMemberId=new_member_id)
+        group.update_member(
+            new_member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"], reply
+        )
+        self.c.emit(
+            group.group_id,
+            "StaticMemberReplaced",
+            groupInstanceId=instance_id,
+            oldMemberId=old_member_id,
+            newMemberId=new_member_id,
+        )
         reason = join_reason(body)
         if group.state == STABLE:
             # Rebalance only if the group's selected protocol would change.
@@ -310,26 +400,43 @@ class ClassicGroupManager:
                 if version >= 9:  # JoinGroupRequest.supportsSkippingAssignment
                     is_leader = group.is_leader(new_member_id)
                     self.complete_join_future(
-                        new_member, member_id=new_member_id, generation_id=group.generation_id,
-                        protocol_name=group.protocol_name, protocol_type=group.protocol_type,
-                        leader=group.leader_id, skip_assignment=is_leader,
-                        members=group.current_members_for_join() if is_leader else [])
+                        new_member,
+                        member_id=new_member_id,
+                        generation_id=group.generation_id,
+                        protocol_name=group.protocol_name,
+                        protocol_type=group.protocol_type,
+                        leader=group.leader_id,
+                        skip_assignment=is_leader,
+                        members=group.current_members_for_join() if is_leader else [],
+                    )
                 else:
                     self.complete_join_future(
-                        new_member, member_id=new_member_id, generation_id=group.generation_id,
-                        protocol_name=group.protocol_name, protocol_type=group.protocol_type,
-                        leader=current_leader, skip_assignment=False)
+                        new_member,
+                        member_id=new_member_id,
+                        generation_id=group.generation_id,
+                        protocol_name=group.protocol_name,
+                        protocol_type=group.protocol_type,
+                        leader=current_leader,
+                        skip_assignment=False,
+                    )
             else:
                 self.maybe_prepare_rebalance_or_complete_join(
-                    group, f"Group's selectedProtocol will change because static member {new_member_id} with "
-                           f"instance id {instance_id} joined with change of protocol; client reason: {reason}")
+                    group,
+                    f"Group's selectedProtocol will change because static member {new_member_id} with "
+                    f"instance id {instance_id} joined with change of protocol; client reason: {reason}",
+                )
         elif group.state == COMPLETING_REBALANCE:
             # The old member id may already be in the leader's hands: rebalance.
-            self.prepare_rebalance(group, f"Updating metadata for static member {new_member_id} with instance id "
-                                          f"{instance_id}; client reason: {reason}")
+            self.prepare_rebalance(
+                group,
+                f"Updating metadata for static member {new_member_id} with instance id "
+                f"{instance_id}; client reason: {reason}",
+            )
         elif group.state in (EMPTY, DEAD):
-            raise IllegalStateError(f"Group {group.group_id} was not supposed to be in the state {group.state} "
-                                    f"when the unknown static member {instance_id} rejoins.")
+            raise IllegalStateError(
+                f"Group {group.group_id} was not supposed to be in the state {group.state} "
+                f"when the unknown static member {instance_id} rejoins."
+            )
         else:
             self.maybe_complete_join_phase(group)
 
@@ -349,11 +456,21 @@ class ClassicGroupManager:
         if initial:
             delay = self.config["group.initial.rebalance.delay.ms"]
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.p.schedule(join_timer_key(group.group_id), self.now + delay, T_INITIAL_JOIN,
-                            {"groupId": group.group_id, "delayMs": delay, "remainingMs": remaining})
+            self.p.schedule(
+                join_timer_key(group.group_id),
+                self.now + delay,
+                T_INITIAL_JOIN,
+                {"groupId": group.group_id, "delayMs": delay, "remainingMs": remaining},
+            )
         self.transition(group, PREPARING_REBALANCE)
-        self.c.emit(group.group_id, "RebalanceStarted", reason=reason, generationId=group.generation_id,
-                    members=len(group.members), initial=initial)
+        self.c.emit(
+            group.group_id,
+            "RebalanceStarted",
+            reason=reason,
+            generationId=group.generation_id,
+            members=len(group.members),
+            initial=initial,
+        )
         if not initial:
             self.maybe_complete_join_else_schedule(group)
 
@@ -361,8 +478,12 @@ class ClassicGroupManager:
         if group.has_all_members_joined():
             self.complete_join(group)
         else:
-            self.p.schedule(join_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_JOIN,
-                            {"groupId": group.group_id})
+            self.p.schedule(
+                join_timer_key(group.group_id),
+                self.now + group.rebalance_timeout_ms(),
+                T_JOIN,
+                {"groupId": group.group_id},
+            )
 
     def maybe_complete_join_phase(self, group: ClassicGroup) -> None:
         if group.state != PREPARING_REBALANCE:
@@ -381,45 +502,82 @@ class ClassicGroupManager:
             group.remove(m.member_id)
             self.cancel_session(group.group_id, m.member_id)
         if gone:
-            self.c.emit(group.group_id, "MembersRemoved", memberIds=[m.member_id for m in gone],
-                        reason="dynamic members did not rejoin before the rebalance timeout")
+            self.c.emit(
+                group.group_id,
+                "MembersRemoved",
+                memberIds=[m.member_id for m in gone],
+                reason="dynamic members did not rejoin before the rebalance timeout",
+            )
         if group.state == DEAD:
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined (only static members that did not rejoin are left): wait another
             # rebalance timeout until session timeouts remove them.
-            self.p.schedule(join_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_JOIN,
-                            {"groupId": group.group_id})
-            self.c.emit(group.group_id, "JoinPhaseExtended", reason="no member rejoined",
-                        generationId=group.generation_id)
+            self.p.schedule(
+                join_timer_key(group.group_id),
+                self.now + group.rebalance_timeout_ms(),
+                T_JOIN,
+                {"groupId": group.group_id},
+            )
+            self.c.emit(
+                group.group_id, "JoinPhaseExtended", reason="no member rejoined", generationId=group.generation_id
+            )
             return
         previous = group.state
         group.init_next_generation(self.now)
-        self.c.emit(group.group_id, "GroupStateChanged", groupType=CLASSIC, fromState=previous,
-                    toState=group.state, generationId=group.generation_id)
+        self.c.emit(
+            group.group_id,
+            "GroupStateChanged",
+            groupType=CLASSIC,
+            fromState=previous,
+            toState=group.state,
+            generationId=group.generation_id,
+        )
         if group.state == EMPTY:
             self.c.append_group_metadata(group.group_id, group.metadata_record_value({}))
-            self.c.emit(group.group_id, "JoinCompleted", generationId=group.generation_id, memberIds=[],
-                        protocolName=None, leaderId=None)
+            self.c.emit(
+                group.group_id,
+                "JoinCompleted",
+                generationId=group.generation_id,
+                memberIds=[],
+                protocolName=None,
+                leaderId=None,
+            )
             return
         for member in list(group.members.values()):
             self.complete_join_future(
-                member, member_id=member.member_id, generation_id=group.generation_id,
-                protocol_name=group.protocol_name, protocol_type=group.protocol_type, leader=group.leader_id,
+                member,
+                member_id=member.member_id,
+                generation_id=group.generation_id,
+                protocol_name=group.protocol_name,
+                protocol_type=group.protocol_type,
+                leader=group.leader_id,
                 skip_assignment=False,
-                members=group.current_members_for_join() if group.is_leader(member.member_id) else [])
+                members=group.current_members_for_join() if group.is_leader(member.member_id) else [],
+            )
             self.reschedule_session(group, member)
             member.is_new = False
             group.add_pending_sync_member(member.member_id)
-        self.p.schedule(sync_timer_key(group.group_id), self.now + group.rebalance_timeout_ms(), T_SYNC,
-                        {"groupId": group.group_id, "generationId": group.generation_id})
-        self.c.emit(group.group_id, "JoinCompleted", generationId=group.generation_id,
-                    memberIds=list(group.members), protocolName=group.protocol_name, leaderId=group.leader_id)
+        self.p.schedule(
+            sync_timer_key(group.group_id),
+            self.now + group.rebalance_timeout_ms(),
+            T_SYNC,
+            {"groupId": group.group_id, "generationId": group.generation_id},
+        )
+        self.c.emit(
+            group.group_id,
+            "JoinCompleted",
+            generationId=group.generation_id,
+            memberIds=list(group.members),
+            protocolName=group.protocol_name,
+            leaderId=group.leader_id,
+        )
 
     def reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: Error) -> None:
         if group.state != COMPLETING_REBALANCE:
-            raise IllegalStateError(f"Group {group.group_id} must be in CompletingRebalance state but is in "
-                                    f"{group.state}.")
+            raise IllegalStateError(
+                f"Group {group.group_id} must be in CompletingRebalance state but is in {group.state}."
+            )
         for m in group.members.values():
             m.assignment = EMPTY_ASSIGNMENT
         self.propagate_assignment(group, error)
@@ -435,8 +593,9 @@ class ClassicGroupManager:
         protocol_name = group.protocol_name if error is Errors.NONE else None
         protocol_type = group.protocol_type if error is Errors.NONE else None
         for m in list(group.members.values()):
-            if self.complete_sync_future(m, error, protocol_name=protocol_name, protocol_type=protocol_type,
-                                         assignment=m.assignment):
+            if self.complete_sync_future(
+                m, error, protocol_name=protocol_name, protocol_type=protocol_type, assignment=m.assignment
+            ):
                 # Expirations while the member waited were ignored: expect heartbeats again.
                 self.reschedule_session(group, m)
 
@@ -462,8 +621,12 @@ class ClassicGroupManager:
             group.new_member_added = False
             new_delay = min(self.config["group.initial.rebalance.delay.ms"], remaining)
             new_remaining = max(remaining - delay, 0)
-            self.p.schedule(join_timer_key(group.group_id), self.now + new_delay, T_INITIAL_JOIN,
-                            {"groupId": group.group_id, "delayMs": new_delay, "remainingMs": new_remaining})
+            self.p.schedule(
+                join_timer_key(group.group_id),
+                self.now + new_delay,
+                T_INITIAL_JOIN,
+                {"groupId": group.group_id, "delayMs": new_delay, "remainingMs": new_remaining},
+            )
         else:
             self.complete_join(group)
 
@@ -479,8 +642,12 @@ class ClassicGroupManager:
         for member_id in pending:
             group.remove(member_id)
             self.cancel_session(group.group_id, member_id)
-        self.c.emit(group.group_id, "MembersRemoved", memberIds=pending,
-                    reason="members did not send SyncGroup before the rebalance timeout")
+        self.c.emit(
+            group.group_id,
+            "MembersRemoved",
+            memberIds=pending,
+            reason="members did not send SyncGroup before the rebalance timeout",
+        )
         self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
     def on_session_timer(self, timer: Timer) -> None:
@@ -491,8 +658,7 @@ class ClassicGroupManager:
         if group is None or group.state == DEAD:
             return
         if group.is_pending_member(member_id):
-            self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None,
-                        pending=True)
+            self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None, pending=True)
             group.remove(member_id)
             if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
                 self.complete_join(group)
@@ -500,8 +666,13 @@ class ClassicGroupManager:
         member = group.member(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id,
-                    groupInstanceId=member.group_instance_id, pending=False)
+        self.c.emit(
+            group.group_id,
+            "MemberSessionExpired",
+            memberId=member_id,
+            groupInstanceId=member.group_instance_id,
+            pending=False,
+        )
         self.remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration.")
 
     def remove_member_and_update_group(self, group: ClassicGroup, member: ClassicGroupMember, reason: str) -> None:
@@ -536,8 +707,9 @@ class ClassicGroupManager:
             return e.error
         if body["generationId"] != group.generation_id:
             return Errors.ILLEGAL_GENERATION
-        if _inconsistent(body.get("protocolType"), group.protocol_type) or \
-                _inconsistent(body.get("protocolName"), group.protocol_name):
+        if _inconsistent(body.get("protocolType"), group.protocol_type) or _inconsistent(
+            body.get("protocolName"), group.protocol_name
+        ):
             return Errors.INCONSISTENT_GROUP_PROTOCOL
         return None
 
@@ -564,15 +736,26 @@ class ClassicGroupManager:
                 if group.state == COMPLETING_REBALANCE and body["generationId"] == group.generation_id:
                     self.set_and_propagate_assignment(group, assignment)
                     self.transition(group, STABLE)
-                    self.c.emit(group.group_id, "RebalanceCompleted", generationId=group.generation_id,
-                                protocolName=group.protocol_name, leaderId=group.leader_id,
-                                memberIds=list(group.members), membersWithoutAssignment=missing)
+                    self.c.emit(
+                        group.group_id,
+                        "RebalanceCompleted",
+                        generationId=group.generation_id,
+                        protocolName=group.protocol_name,
+                        leaderId=group.leader_id,
+                        memberIds=list(group.members),
+                        membersWithoutAssignment=missing,
+                    )
             return None
         if group.state == STABLE:
             self.remove_pending_sync_member(group, member_id)
             member = group.member(member_id)
-            return sync_response(version, Errors.NONE, protocol_type=group.protocol_type,
-                                 protocol_name=group.protocol_name, assignment=member.assignment)
+            return sync_response(
+                version,
+                Errors.NONE,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                assignment=member.assignment,
+            )
         raise IllegalStateError(f"Reached unexpected condition for Dead group {group.group_id}")
 
     def remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
@@ -609,16 +792,28 @@ class ClassicGroupManager:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return leave_response(version, Errors.INVALID_GROUP_ID)
-        identities = body["members"] if version >= 3 else [
-            {"memberId": body["memberId"], "groupInstanceId": None, "reason": None}]
+        identities = (
+            body["members"]
+            if version >= 3
+            else [{"memberId": body["memberId"], "groupInstanceId": None, "reason": None}]
+        )
         group = self.c.groups.get(body["groupId"])
         if group is not None and group.type == CONSUMER:
             return group.classic_leave(self.c, request, identities)
         if group is None or group.type != CLASSIC:
             # The service turns "group not found" into UNKNOWN_MEMBER_ID for every member.
-            return leave_response(version, Errors.NONE, [
-                {"memberId": i["memberId"], "groupInstanceId": i.get("groupInstanceId"),
-                 "errorCode": Errors.UNKNOWN_MEMBER_ID.code} for i in identities])
+            return leave_response(
+                version,
+                Errors.NONE,
+                [
+                    {
+                        "memberId": i["memberId"],
+                        "groupInstanceId": i.get("groupInstanceId"),
+                        "errorCode": Errors.UNKNOWN_MEMBER_ID.code,
+                    }
+                    for i in identities
+                ],
+            )
         if group.state == DEAD:
             return leave_response(version, Errors.COORDINATOR_NOT_AVAILABLE)
 
@@ -637,8 +832,9 @@ class ClassicGroupManager:
             elif group.is_pending_member(member_id):
                 group.remove(member_id)
                 self.cancel_session(group.group_id, member_id)
-                self.c.emit(group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=None,
-                            pending=True, reason=reason)
+                self.c.emit(
+                    group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=None, pending=True, reason=reason
+                )
             else:
                 try:
                     group.validate_member(member_id, instance_id)
@@ -661,8 +857,14 @@ class ClassicGroupManager:
         self.cancel_session(group.group_id, member_id)
         self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
         group.remove(member_id)
-        self.c.emit(group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=member.group_instance_id,
-                    pending=False, reason=reason)
+        self.c.emit(
+            group.group_id,
+            "MemberLeft",
+            memberId=member_id,
+            groupInstanceId=member.group_instance_id,
+            pending=False,
+            reason=reason,
+        )
 
     # ================================================================ load
     def on_loaded(self, group: ClassicGroup) -> None:
@@ -671,9 +873,12 @@ class ClassicGroupManager:
         for member in group.members.values():
             self.reschedule_session(group, member)
         if group.num_members() > self.config["group.max.size"]:
-            self.prepare_rebalance(group, f"Freshly-loaded group {group.group_id} (size {group.num_members()}) "
-                                          f"is over capacity {self.config['group.max.size']}. Rebalancing in "
-                                          "order to give a chance for consumers to commit offsets")
+            self.prepare_rebalance(
+                group,
+                f"Freshly-loaded group {group.group_id} (size {group.num_members()}) "
+                f"is over capacity {self.config['group.max.size']}. Rebalancing in "
+                "order to give a chance for consumers to commit offsets",
+            )
 
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:

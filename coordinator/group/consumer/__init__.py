@@ -25,18 +25,47 @@ depend on the choice and are documented where they occur: iteration order (Kafka
 HashSet order of random ids, here name order) and re-created topics (a new id in Kafka, the same
 name here: `topic_partitions.restrict_to_topics` drops partitions that no longer exist).
 """
+
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNORS, PartitionAssignorException, assign
 from .group import ConsumerGroup
-from .group_state import (ConsumerGroupState, IllegalStateError, PartitionEpochs,
-                          derive_group_state, preferred_server_assignor, subscription_type)
-from .member import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-                     MemberState, ResolvedRegularExpression)
+from .group_state import (
+    ConsumerGroupState,
+    IllegalStateError,
+    PartitionEpochs,
+    derive_group_state,
+    preferred_server_assignor,
+    subscription_type,
+)
+from .member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+    ResolvedRegularExpression,
+)
 from .reconciliation import CurrentAssignmentBuilder, reconcile, subscribed_topics
 from .target_assignment import TargetAssignmentBuilder, TargetAssignmentResult
 
-__all__ = ["ASSIGNORS", "ConsumerGroup", "ConsumerGroupMember", "ConsumerGroupState",
-           "CurrentAssignmentBuilder", "DEFAULT_ASSIGNORS", "IllegalStateError",
-           "LEAVE_GROUP_MEMBER_EPOCH", "LEAVE_GROUP_STATIC_MEMBER_EPOCH", "MemberState",
-           "PartitionAssignorException", "PartitionEpochs", "ResolvedRegularExpression",
-           "TargetAssignmentBuilder", "TargetAssignmentResult", "assign", "derive_group_state",
-           "preferred_server_assignor", "reconcile", "subscribed_topics", "subscription_type"]
+__all__ = [
+    "ASSIGNORS",
+    "ConsumerGroup",
+    "ConsumerGroupMember",
+    "ConsumerGroupState",
+    "CurrentAssignmentBuilder",
+    "DEFAULT_ASSIGNORS",
+    "IllegalStateError",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "MemberState",
+    "PartitionAssignorException",
+    "PartitionEpochs",
+    "ResolvedRegularExpression",
+    "TargetAssignmentBuilder",
+    "TargetAssignmentResult",
+    "assign",
+    "derive_group_state",
+    "preferred_server_assignor",
+    "reconcile",
+    "subscribed_topics",
+    "subscription_type",
+]

@@ -5,9 +5,10 @@ point order only for strings mixing characters above U+FFFF with U+E000..U+FFFF.
 output depends on `HashMap` iteration order of a small map of strings (the assignor names listed in
 an UNSUPPORTED_ASSIGNOR message), `hashmap_order` reproduces it.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ...routing import java_string_hashcode
 
@@ -33,5 +34,6 @@ def hashmap_order(keys_in_insertion_order: Iterable[str], capacity: int = 16) ->
     keys = list(dict.fromkeys(keys_in_insertion_order))
     while len(keys) > capacity * 3 // 4:
         capacity *= 2
-    return [k for _, _, k in sorted((_spread(java_string_hashcode(k)) & (capacity - 1), i, k)
-                                    for i, k in enumerate(keys))]
+    return [
+        k for _, _, k in sorted((_spread(java_string_hashcode(k)) & (capacity - 1), i, k) for i, k in enumerate(keys))
+    ]

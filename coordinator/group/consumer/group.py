@@ -21,19 +21,28 @@ requests sent to a consumer group (classic-protocol members inside the group, se
 Topics are identified by name in memory, in records and in snapshots (see docs/kip848-core.md);
 topic ids appear only on the wire (ConsumerGroupHeartbeat / ConsumerGroupDescribe).
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
 from ..group import CONSUMER, Group, register_group_type
 from .assignors.api import SubscriptionType
-from .group_state import (ConsumerGroupState, PartitionEpochs, SubscriptionCount, derive_group_state,
-                          preferred_server_assignor, subscribed_topic_counts, subscription_type)
+from .group_state import (
+    ConsumerGroupState,
+    PartitionEpochs,
+    SubscriptionCount,
+    derive_group_state,
+    preferred_server_assignor,
+    subscribed_topic_counts,
+    subscription_type,
+)
 from .heartbeat import unknown_member
 from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
-from .topic_partitions import freeze, invert, to_json as assignment_to_json
+from .topic_partitions import freeze, invert
+from .topic_partitions import to_json as assignment_to_json
 
 # JoinGroupRequest.UNKNOWN_GENERATION_ID / UNKNOWN_MEMBER_ID, used by TxnOffsetCommit.
 UNKNOWN_GENERATION_ID = -1
@@ -73,7 +82,6 @@ def sync_timer_key(group_id: str, member_id: str) -> str:
 
 def regex_task_key(group_id: str) -> str:
     return record_key("consumer-regex", group_id)
-
 
 
 # ====================================================================== record values
@@ -141,8 +149,7 @@ class ConsumerGroup(Group):
     def remove_target_assignment(self, member_id: str) -> None:
         self.target_assignment.pop(member_id, None)
 
-    def update_resolved_regular_expression(self, regex: str,
-                                           resolved: ResolvedRegularExpression | None) -> None:
+    def update_resolved_regular_expression(self, regex: str, resolved: ResolvedRegularExpression | None) -> None:
         if resolved is None:
             self.resolved_regular_expressions.pop(regex, None)
         else:
@@ -219,8 +226,9 @@ class ConsumerGroup(Group):
     def all_members_use_classic_protocol_except(self, leaving: list[ConsumerGroupMember]) -> bool:
         """allMembersUseClassicProtocolExcept: the leaving members all use the consumer protocol
         and every other member uses the classic one."""
-        return (self.num_classic_protocol_members() == len(self.members) - len(leaving)
-                and not any(m.use_classic_protocol for m in leaving))
+        return self.num_classic_protocol_members() == len(self.members) - len(leaving) and not any(
+            m.use_classic_protocol for m in leaving
+        )
 
     def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
         """Whether some partition of the member's target is still owned by another member."""
@@ -234,20 +242,27 @@ class ConsumerGroup(Group):
         return False
 
     # ------------------------------------------------------------------ offset validation
-    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, member_epoch: int,
-                               is_transactional: bool, api_version: int) -> None:
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, member_epoch: int, is_transactional: bool, api_version: int
+    ) -> None:
         """Kafka's ConsumerGroup.validateOffsetCommit."""
         # Epoch -1 with no members: the admin client, or a consumer without group management.
         if member_epoch < 0 and not self.members:
             return
         # TxnOffsetCommit may omit member id, generation and instance id.
-        if (is_transactional and member_epoch == UNKNOWN_GENERATION_ID
-                and member_id == UNKNOWN_MEMBER_ID and group_instance_id is None):
+        if (
+            is_transactional
+            and member_epoch == UNKNOWN_GENERATION_ID
+            and member_id == UNKNOWN_MEMBER_ID
+            and group_instance_id is None
+        ):
             return
         member = self.get_member(member_id)
         if not is_transactional and not member.use_classic_protocol and api_version < 9:
-            raise ApiError(Errors.UNSUPPORTED_VERSION, "OffsetCommit version 9 or above must be used "
-                                                       "by members using the modern group protocol")
+            raise ApiError(
+                Errors.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the modern group protocol",
+            )
         self._validate_member_epoch(member_epoch, member)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
@@ -267,12 +282,15 @@ class ConsumerGroup(Group):
     def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> None:
         if received != member.member_epoch:
             if member.use_classic_protocol:
-                raise ApiError(Errors.ILLEGAL_GENERATION,
-                               f"The received generation id {received} does not match the "
-                               f"expected member epoch {member.member_epoch}.")
-            raise ApiError(Errors.STALE_MEMBER_EPOCH,
-                           f"The received member epoch {received} does not match the expected "
-                           f"member epoch {member.member_epoch}.")
+                raise ApiError(
+                    Errors.ILLEGAL_GENERATION,
+                    f"The received generation id {received} does not match the "
+                    f"expected member epoch {member.member_epoch}.",
+                )
+            raise ApiError(
+                Errors.STALE_MEMBER_EPOCH,
+                f"The received member epoch {received} does not match the expected member epoch {member.member_epoch}.",
+            )
 
     # ================================================================ metadata refresh
     def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
@@ -303,8 +321,9 @@ class ConsumerGroup(Group):
     def has_static_member(self, instance_id: str | None) -> bool:
         return instance_id is not None and instance_id in self.static_members
 
-    def with_members_replaced(self, removed: Iterable[str] = (),
-                              updated: ConsumerGroupMember | None = None) -> dict[str, ConsumerGroupMember]:
+    def with_members_replaced(
+        self, removed: Iterable[str] = (), updated: ConsumerGroupMember | None = None
+    ) -> dict[str, ConsumerGroupMember]:
         """The members as they would be after removing some and adding/updating one (for the
         computations Kafka does on copies before any record is replayed)."""
         members = dict(self.members)
@@ -351,8 +370,12 @@ class ConsumerGroup(Group):
     def timer_keys(self) -> list[str]:
         keys = []
         for m in self.members:
-            keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m),
-                     join_timer_key(self.group_id, m), sync_timer_key(self.group_id, m)]
+            keys += [
+                session_timer_key(self.group_id, m),
+                rebalance_timer_key(self.group_id, m),
+                join_timer_key(self.group_id, m),
+                sync_timer_key(self.group_id, m),
+            ]
         return keys
 
     # ================================================================ classic protocol requests
@@ -380,12 +403,15 @@ class ConsumerGroup(Group):
             return member
         member = self.static_member(instance_id)
         if member is None:
-            raise ApiError(Errors.UNKNOWN_MEMBER_ID,
-                           f"Member with instance id {instance_id} is not a member of group {self.group_id}.")
+            raise ApiError(
+                Errors.UNKNOWN_MEMBER_ID,
+                f"Member with instance id {instance_id} is not a member of group {self.group_id}.",
+            )
         if member.member_id != member_id:
-            raise ApiError(Errors.FENCED_INSTANCE_ID,
-                           f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                           f"{member.member_id}.")
+            raise ApiError(
+                Errors.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} was fenced by member {member.member_id}.",
+            )
         return member
 
     # ------------------------------------------------------------------ snapshot
@@ -397,14 +423,15 @@ class ConsumerGroup(Group):
             "assignmentEpoch": self.target_assignment_epoch,
             "members": {m: self.members[m].to_json() for m in sorted(self.members)},
             "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
-            "resolvedRegularExpressions": {r: v.to_json()
-                                           for r, v in sorted(self.resolved_regular_expressions.items())},
+            "resolvedRegularExpressions": {
+                r: v.to_json() for r, v in sorted(self.resolved_regular_expressions.items())
+            },
             "metadataHash": self.metadata_hash,
             "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
         }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "ConsumerGroup":
+    def from_json(cls, data: Mapping) -> ConsumerGroup:
         group = cls(data["groupId"])
         group.group_epoch = int(data.get("groupEpoch", 0))
         group.target_assignment_epoch = int(data.get("assignmentEpoch", 0))
@@ -419,5 +446,7 @@ class ConsumerGroup(Group):
         return group
 
     def __repr__(self) -> str:
-        return (f"ConsumerGroup({self.group_id!r}, epoch={self.group_epoch}, "
-                f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})")
+        return (
+            f"ConsumerGroup({self.group_id!r}, epoch={self.group_epoch}, "
+            f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})"
+        )

@@ -8,14 +8,15 @@
   subscriptions (topic names and regexes, before checking that the topics exist);
 - `preferred_server_assignor`: the assignor named by most members.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
-from ._java import order_key
 from ..group import IllegalStateError
+from ._java import order_key
 from .assignors.api import SubscriptionType
 from .member import ConsumerGroupMember, ResolvedRegularExpression
 
@@ -34,8 +35,9 @@ class ConsumerGroupState(str, enum.Enum):
         return self.value.lower()
 
 
-def derive_group_state(members: Iterable[ConsumerGroupMember], group_epoch: int,
-                       target_assignment_epoch: int) -> ConsumerGroupState:
+def derive_group_state(
+    members: Iterable[ConsumerGroupMember], group_epoch: int, target_assignment_epoch: int
+) -> ConsumerGroupState:
     """Kafka's ConsumerGroup.maybeUpdateGroupState: EMPTY without members; ASSIGNING while the
     target assignment lags the group epoch; RECONCILING while a member is not STABLE at the
     target epoch; otherwise STABLE."""
@@ -75,7 +77,8 @@ class PartitionEpochs:
                 if p in owned:
                     raise IllegalStateError(
                         f"Cannot set the epoch of {topic}-{p} to {epoch} because the partition is "
-                        f"still owned at epoch {owned[p]}")
+                        f"still owned at epoch {owned[p]}"
+                    )
         for topic, parts in assignment.items():
             if parts:
                 owned = self._epochs.setdefault(topic, {})
@@ -86,13 +89,15 @@ class PartitionEpochs:
         for topic, parts in assignment.items():
             owned = self._epochs.get(topic)
             if owned is None:
-                raise IllegalStateError(f"Cannot remove the epoch {expected_epoch} from {topic} "
-                                        "because it does not have any epoch")
+                raise IllegalStateError(
+                    f"Cannot remove the epoch {expected_epoch} from {topic} because it does not have any epoch"
+                )
             for p in parts:
                 if owned.get(p) != expected_epoch:
                     raise IllegalStateError(
                         f"Cannot remove the epoch {expected_epoch} from {topic}-{p} because the "
-                        f"partition is still owned at a different epoch {owned.get(p)}")
+                        f"partition is still owned at a different epoch {owned.get(p)}"
+                    )
         for topic, parts in assignment.items():
             owned = self._epochs[topic]
             for p in parts:
@@ -112,7 +117,7 @@ class PartitionEpochs:
             self.remove(old.partitions_pending_revocation, old.member_epoch)
 
     @classmethod
-    def from_members(cls, members: Iterable[ConsumerGroupMember]) -> "PartitionEpochs":
+    def from_members(cls, members: Iterable[ConsumerGroupMember]) -> PartitionEpochs:
         epochs = cls()
         for m in members:
             epochs.update_member(None, m)
@@ -126,11 +131,13 @@ class PartitionEpochs:
 
     def to_json(self) -> dict:
         """{topic: {"partition": epoch}} (string keys only)."""
-        return {t: {str(p): e for p, e in sorted(ps.items())}
-                for t, ps in sorted(self._epochs.items(), key=lambda kv: order_key(kv[0]))}
+        return {
+            t: {str(p): e for p, e in sorted(ps.items())}
+            for t, ps in sorted(self._epochs.items(), key=lambda kv: order_key(kv[0]))
+        }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Mapping[str, int]]) -> "PartitionEpochs":
+    def from_json(cls, data: Mapping[str, Mapping[str, int]]) -> PartitionEpochs:
         epochs = cls()
         epochs._epochs = {t: {int(p): int(e) for p, e in ps.items()} for t, ps in data.items() if ps}
         return epochs
@@ -144,9 +151,9 @@ class SubscriptionCount:
     by_regex_count: int = 0
 
 
-def subscribed_topic_counts(members: Iterable[ConsumerGroupMember],
-                            resolved_regular_expressions: Mapping[str, object] | None = None
-                            ) -> dict[str, SubscriptionCount]:
+def subscribed_topic_counts(
+    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: Mapping[str, object] | None = None
+) -> dict[str, SubscriptionCount]:
     """Kafka's `subscribedTopicNames` map: per topic name, the members naming it and the
     (distinct, resolved) regexes matching it. Topics need not exist."""
     by_name: dict[str, int] = {}
@@ -167,8 +174,7 @@ def subscribed_topic_counts(members: Iterable[ConsumerGroupMember],
         topics = resolved.topics if isinstance(resolved, ResolvedRegularExpression) else resolved
         for t in topics:
             by_regex[t] = by_regex.get(t, 0) + 1
-    return {t: SubscriptionCount(by_name.get(t, 0), by_regex.get(t, 0))
-            for t in set(by_name) | set(by_regex)}
+    return {t: SubscriptionCount(by_name.get(t, 0), by_regex.get(t, 0)) for t in set(by_name) | set(by_regex)}
 
 
 def subscribed_regular_expressions(members: Iterable[ConsumerGroupMember]) -> dict[str, int]:
@@ -180,8 +186,9 @@ def subscribed_regular_expressions(members: Iterable[ConsumerGroupMember]) -> di
     return counts
 
 
-def subscription_type(members: Iterable[ConsumerGroupMember],
-                      resolved_regular_expressions: Mapping[str, object] | None = None) -> SubscriptionType:
+def subscription_type(
+    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: Mapping[str, object] | None = None
+) -> SubscriptionType:
     """Kafka's ConsumerGroup.subscriptionType over the given members.
 
     Without regexes: HOMOGENEOUS iff every subscribed topic name is named by every member.
@@ -192,15 +199,19 @@ def subscription_type(members: Iterable[ConsumerGroupMember],
     counts = subscribed_topic_counts(members, resolved_regular_expressions)
     n = len(members)
     if not regexes:
-        return (SubscriptionType.HOMOGENEOUS
-                if all(c.by_name_count == n for c in counts.values())
-                else SubscriptionType.HETEROGENEOUS)
+        return (
+            SubscriptionType.HOMOGENEOUS
+            if all(c.by_name_count == n for c in counts.values())
+            else SubscriptionType.HETEROGENEOUS
+        )
     # Kafka looks at the first regex's count; with one regex per member, count == n means it is
     # the only regex.
     if len(regexes) == 1 and next(iter(regexes.values())) == n:
-        return (SubscriptionType.HOMOGENEOUS
-                if all(c.by_regex_count == 1 and c.by_name_count == 0 for c in counts.values())
-                else SubscriptionType.HETEROGENEOUS)
+        return (
+            SubscriptionType.HOMOGENEOUS
+            if all(c.by_regex_count == 1 and c.by_name_count == 0 for c in counts.values())
+            else SubscriptionType.HETEROGENEOUS
+        )
     return SubscriptionType.HETEROGENEOUS
 
 
@@ -212,8 +223,7 @@ def server_assignor_counts(members: Iterable[ConsumerGroupMember]) -> dict[str, 
     return counts
 
 
-def preferred_server_assignor(members: Iterable[ConsumerGroupMember], default: str | None = None
-                              ) -> str | None:
+def preferred_server_assignor(members: Iterable[ConsumerGroupMember], default: str | None = None) -> str | None:
     """The server assignor most members ask for, else `default` (Kafka: the first configured
     assignor). Ties: Kafka takes the first in its hash table's iteration order; this takes the
     first in Java string order."""

@@ -10,6 +10,7 @@ changes nothing. Live state is thus always what replaying the log gives.
 
 Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
+
 from __future__ import annotations
 
 import base64
@@ -17,39 +18,68 @@ import dataclasses
 import hashlib
 import struct
 import uuid
-from typing import Iterable
+from collections.abc import Iterable
 
 import xxhash
 
-from ._java import order_key
-from .assignors import ASSIGNORS, PartitionAssignorException
-from .group_state import derive_group_state, server_assignor_counts, subscribed_topic_counts
-from .group_state import subscription_type as derive_subscription_type
-from .heartbeat import (throw_if_group_is_full, throw_if_instance_id_is_fenced,
-                                  throw_if_instance_id_is_unreleased, throw_if_member_epoch_is_invalid,
-                                  throw_if_request_is_invalid, throw_if_static_member_is_unknown)
-from .member import (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember,
-                               MemberState, ResolvedRegularExpression)
-from .reconciliation import reconcile
-from .regex import RegexError, compile_regex
-from .target_assignment import TargetAssignmentBuilder
-from .topic_partitions import freeze, to_json as assignment_to_json
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
-from ...result import CoordinatorResult
 from ...metadata import ZERO_UUID
-from ...records import parse_record_key, record_key
+from ...records import record_key
+from ...result import CoordinatorResult
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN, leave_response
 from ..classic.group import ClassicGroup
-from .apis import described_group, describe_response, heartbeat_response
-from .group import (METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER, R_PARTITION_METADATA,
-                             R_REGEX, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ConsumerGroup, join_timer_key,
-                    rebalance_timer_key, regex_task_key, session_timer_key, sync_timer_key, current_value,
-                    group_epoch_value, member_value, regex_value, target_epoch_value, target_value)
-from .migration import T_JOIN, T_SYNC, ClassicMembers
 from ..group import CONSUMER, IllegalStateError
+from ._java import order_key
+from .apis import describe_response, described_group, heartbeat_response
+from .assignors import ASSIGNORS, PartitionAssignorException
+from .group import (
+    METADATA_REFRESH_INTERVAL_MS,
+    R_CURRENT,
+    R_GROUP,
+    R_MEMBER,
+    R_PARTITION_METADATA,
+    R_REGEX,
+    R_TARGET,
+    R_TARGET_EPOCH,
+    ConsumerGroup,
+    current_value,
+    group_epoch_value,
+    join_timer_key,
+    member_value,
+    rebalance_timer_key,
+    regex_task_key,
+    regex_value,
+    session_timer_key,
+    sync_timer_key,
+    target_epoch_value,
+    target_value,
+)
+from .group_state import derive_group_state, server_assignor_counts, subscribed_topic_counts
+from .group_state import subscription_type as derive_subscription_type
+from .heartbeat import (
+    throw_if_group_is_full,
+    throw_if_instance_id_is_fenced,
+    throw_if_instance_id_is_unreleased,
+    throw_if_member_epoch_is_invalid,
+    throw_if_request_is_invalid,
+    throw_if_static_member_is_unknown,
+)
+from .member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+    ResolvedRegularExpression,
+)
+from .migration import ClassicMembers
+from .reconciliation import reconcile
+from .regex import RegexError, compile_regex
+from .target_assignment import TargetAssignmentBuilder
+from .topic_partitions import freeze
+from .topic_partitions import to_json as assignment_to_json
 
 T_SESSION = "consumer-session"
 T_REBALANCE = "consumer-rebalance"
@@ -77,8 +107,12 @@ def event_assignment(assignment) -> dict | int:
 
 def is_simple_classic_group(group) -> bool:
     """ClassicGroup.isSimpleGroup: created by an offset commit, never joined by anyone."""
-    return (isinstance(group, ClassicGroup) and group.protocol_type is None and not group.members
-            and not group.pending_join_members)
+    return (
+        isinstance(group, ClassicGroup)
+        and group.protocol_type is None
+        and not group.members
+        and not group.pending_join_members
+    )
 
 
 def persisted_group(groups: dict, group_id: str, create: bool, group_type: type, wrong_type: str):
@@ -224,8 +258,15 @@ class ConsumerGroupManager:
         after = self._state(group_id)
         if after != before and after is not None:
             group = self.c.groups[group_id]
-            self.c.emit(group_id, "GroupStateChanged", groupType=CONSUMER, fromState=before, toState=after,
-                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+            self.c.emit(
+                group_id,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=before,
+                toState=after,
+                groupEpoch=group.group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
 
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
         """The request's owned partitions by topic name. A topic id the metadata does not know maps
@@ -281,8 +322,9 @@ class ConsumerGroupManager:
         create = member_epoch == 0
         group, converted = self._get_or_maybe_create_group(group_id, create, records)
         is_new_group = group_id not in self.c.groups or converted is not None
-        throw_if_group_is_full(len(group.members), group.has_member(member_id), member_id,
-                               self.config["group.consumer.max.size"])
+        throw_if_group_is_full(
+            len(group.members), group.has_member(member_id), member_id, self.config["group.consumer.max.size"]
+        )
 
         # Get or create the member.
         if member_id == "":
@@ -292,16 +334,22 @@ class ConsumerGroupManager:
             if member_epoch != 0:
                 throw_if_member_epoch_is_invalid(member, member_epoch, owned)
         else:
-            member = self._get_or_maybe_subscribe_static_member(group, member_id, member_epoch, instance_id, owned,
-                                                                create, records, events)
+            member = self._get_or_maybe_subscribe_static_member(
+                group, member_id, member_epoch, instance_id, owned, create, records, events
+            )
         is_new_member = member_id not in group.members
 
         # 1. Create or update the member; bump the group epoch if the subscription changed.
         updated = member.with_heartbeat(
-            instance_id=instance_id, rack_id=body["rackId"], rebalance_timeout_ms=body["rebalanceTimeoutMs"],
-            server_assignor=body["serverAssignor"], subscribed_topic_names=subscribed_names,
-            subscribed_topic_regex=regex, client_id=request.reply.client_id,
-            client_host=request.client_host)
+            instance_id=instance_id,
+            rack_id=body["rackId"],
+            rebalance_timeout_ms=body["rebalanceTimeoutMs"],
+            server_assignor=body["serverAssignor"],
+            subscribed_topic_names=subscribed_names,
+            subscribed_topic_regex=regex,
+            client_id=request.reply.client_id,
+            client_host=request.client_host,
+        )
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
@@ -311,33 +359,39 @@ class ConsumerGroupManager:
         subscription_type = group.subscription_type()
         bump = group_epoch == 0 or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
         if bump or (self.metadata.available and group.has_metadata_expired(now)):
-            group_epoch, subscription_type = self._update_subscription_metadata(group, bump, member, updated,
-                                                                                records, events, after)
+            group_epoch, subscription_type = self._update_subscription_metadata(
+                group, bump, member, updated, records, events, after
+            )
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, member, updated, subscription_type,
-                                                    records, events)
+            target = self._update_target_assignment(
+                group, group_epoch, member, updated, subscription_type, records, events
+            )
             target_epoch = group_epoch
         else:
             target_epoch = group.target_assignment_epoch
             target = group.target_assignment_of(updated.member_id, updated.instance_id)
 
         # 3. Reconcile the member with its target (revoke before assign).
-        reconciled = self._maybe_reconcile(group, updated, target_epoch, target, has_subscription_changed, owned,
-                                           records, after)
+        reconciled = self._maybe_reconcile(
+            group, updated, target_epoch, target, has_subscription_changed, owned, records, after
+        )
 
         # Nothing can fail any more: the result (records replayed by the runtime, timers, events)
         # and the soft state.
         result = CoordinatorResult()
         upgraded = []
         if converted is not None and converted.is_empty():
-            result.merge(self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat"))
+            result.merge(
+                self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
+            )
         elif converted is not None:
             # The classic group's tombstone goes first in the log (its timers are cancelled).
             upgraded = list(converted.members.values())
-            result.merge(self.c.delete_group(converted, reason="upgraded online to a consumer group by "
-                                                               "ConsumerGroupHeartbeat"))
+            result.merge(
+                self.c.delete_group(converted, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")
+            )
         result.records += [StateRecord(key, value) for key, value in records]
         for cm in upgraded:
             self._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms, result)
@@ -348,8 +402,14 @@ class ConsumerGroupManager:
             self.c.event(result, group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
             self.c.ensure_expiration_timer(result)
         if is_new_member:
-            self.c.event(result, group_id, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
-                         clientId=request.reply.client_id)
+            self.c.event(
+                result,
+                group_id,
+                "MemberJoined",
+                memberId=member_id,
+                groupInstanceId=instance_id,
+                clientId=request.reply.client_id,
+            )
         for name, fields in events:
             self.c.event(result, group_id, name, **fields)
         self._emit_assignment_change(group_id, updated, reconciled, is_new_member, result)
@@ -357,36 +417,70 @@ class ConsumerGroupManager:
         members_after = self._effective_members(group, reconciled)
         state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
         if state_after != state_before:
-            self.c.event(result, group_id, "GroupStateChanged", groupType=CONSUMER, fromState=state_before,
-                         toState=state_after, groupEpoch=group_epoch, assignmentEpoch=target_epoch)
+            self.c.event(
+                result,
+                group_id,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=state_before,
+                toState=state_after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=target_epoch,
+            )
 
         # The response. The assignment goes back on a full request (joining with epoch 0, or
         # rebalance timeout, subscription and owned partitions all set) or when it changed.
-        response = heartbeat_response(member_id=reconciled.member_id, member_epoch=reconciled.member_epoch,
-                                      heartbeat_interval_ms=self.c_configs.consumer_heartbeat_interval_ms(group_id))
-        full = (body["rebalanceTimeoutMs"] != -1 and (subscribed_names is not None or regex is not None)
-                and body["topicPartitions"] is not None)
+        response = heartbeat_response(
+            member_id=reconciled.member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.c_configs.consumer_heartbeat_interval_ms(group_id),
+        )
+        full = (
+            body["rebalanceTimeoutMs"] != -1
+            and (subscribed_names is not None or regex is not None)
+            and body["topicPartitions"] is not None
+        )
         if member_epoch == 0 or full or member.assigned_partitions != reconciled.assigned_partitions:
             response["assignment"] = {"topicPartitions": self.wire_assignment(reconciled.assigned_partitions)}
         result.response = response
         return result
 
-    def _emit_assignment_change(self, group_id: str, updated: ConsumerGroupMember, reconciled: ConsumerGroupMember,
-                                is_new_member: bool, result: CoordinatorResult | None = None) -> None:
+    def _emit_assignment_change(
+        self,
+        group_id: str,
+        updated: ConsumerGroupMember,
+        reconciled: ConsumerGroupMember,
+        is_new_member: bool,
+        result: CoordinatorResult | None = None,
+    ) -> None:
         if reconciled != updated or is_new_member:
             emit = self.c.emit if result is None else (lambda gid, name, **f: self.c.event(result, gid, name, **f))
-            emit(group_id, "MemberAssignmentChanged", memberId=reconciled.member_id,
-                        memberEpoch=reconciled.member_epoch, previousMemberEpoch=reconciled.previous_member_epoch,
-                        memberState=reconciled.state.name,
-                        assignedPartitions=event_assignment(reconciled.assigned_partitions),
-                        partitionsPendingRevocation=event_assignment(reconciled.partitions_pending_revocation))
+            emit(
+                group_id,
+                "MemberAssignmentChanged",
+                memberId=reconciled.member_id,
+                memberEpoch=reconciled.member_epoch,
+                previousMemberEpoch=reconciled.previous_member_epoch,
+                memberState=reconciled.state.name,
+                assignedPartitions=event_assignment(reconciled.assigned_partitions),
+                partitionsPendingRevocation=event_assignment(reconciled.partitions_pending_revocation),
+            )
 
     def _generate_member_id(self, request: Request, group_id: str) -> str:
         """Version 0 lets the coordinator generate the member id (Uuid.randomUuid in Kafka); here
         derived from the request so that a replayed batch generates the same id."""
-        return kafka_uuid("\x00".join([group_id, str(request.source[0]), str(request.source[1]),
-                                       str(request.reply.correlation_id), request.reply.client_id,
-                                       str(request.time_ms)]))
+        return kafka_uuid(
+            "\x00".join(
+                [
+                    group_id,
+                    str(request.source[0]),
+                    str(request.source[1]),
+                    str(request.reply.correlation_id),
+                    request.reply.client_id,
+                    str(request.time_ms),
+                ]
+            )
+        )
 
     def _get_or_maybe_create_group(self, group_id: str, create: bool, records: list) -> tuple[ConsumerGroup, object]:
         """getOrMaybeCreateConsumerGroup. Returns the group (a new or converted one is not in the
@@ -407,9 +501,18 @@ class ConsumerGroupManager:
             return self.classic_members.convert_to_consumer_group(group, records), group
         raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
 
-    def _get_or_maybe_subscribe_static_member(self, group: ConsumerGroup, member_id: str, member_epoch: int,
-                                              instance_id: str, owned, create: bool, records: list,
-                                              events: list, use_classic_protocol: bool = False) -> ConsumerGroupMember:
+    def _get_or_maybe_subscribe_static_member(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        member_epoch: int,
+        instance_id: str,
+        owned,
+        create: bool,
+        records: list,
+        events: list,
+        use_classic_protocol: bool = False,
+    ) -> ConsumerGroupMember:
         """getOrMaybeSubscribeStaticConsumerGroupMember."""
         existing = group.static_member(instance_id)
         if create:
@@ -421,8 +524,12 @@ class ConsumerGroupManager:
                 throw_if_instance_id_is_unreleased(existing, group.group_id, member_id, instance_id)
             new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
             self._replace_member(records, group, existing, new)
-            events.append(("StaticMemberReplaced", {"groupInstanceId": instance_id, "oldMemberId": existing.member_id,
-                                                    "newMemberId": member_id}))
+            events.append(
+                (
+                    "StaticMemberReplaced",
+                    {"groupInstanceId": instance_id, "oldMemberId": existing.member_id, "newMemberId": member_id},
+                )
+            )
             return new
         throw_if_static_member_is_unknown(existing, instance_id)
         throw_if_instance_id_is_fenced(existing, group.group_id, member_id, instance_id)
@@ -433,24 +540,29 @@ class ConsumerGroupManager:
     @staticmethod
     def _remove_member_records(group_id: str, member_id: str) -> list:
         """removeMember: the tombstones of a member, in the order replay expects."""
-        return [(record_key(R_CURRENT, group_id, member_id), None),
-                (record_key(R_TARGET, group_id, member_id), None),
-                (record_key(R_MEMBER, group_id, member_id), None)]
+        return [
+            (record_key(R_CURRENT, group_id, member_id), None),
+            (record_key(R_TARGET, group_id, member_id), None),
+            (record_key(R_MEMBER, group_id, member_id), None),
+        ]
 
-    def _replace_member(self, records: list, group: ConsumerGroup, old: ConsumerGroupMember,
-                        new: ConsumerGroupMember) -> None:
+    def _replace_member(
+        self, records: list, group: ConsumerGroup, old: ConsumerGroupMember, new: ConsumerGroupMember
+    ) -> None:
         """replaceMember: the old member's tombstones (its timers stay and will find nothing), then
         the new member with the old one's target assignment."""
         gid = group.group_id
         records += self._remove_member_records(gid, old.member_id)
         records.append((record_key(R_MEMBER, gid, new.member_id), member_value(new)))
-        records.append((record_key(R_TARGET, gid, new.member_id),
-                        target_value(group.target_assignment.get(old.member_id, {}))))
+        records.append(
+            (record_key(R_TARGET, gid, new.member_id), target_value(group.target_assignment.get(old.member_id, {})))
+        )
         records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
 
     @staticmethod
-    def _has_member_subscription_changed(group_id: str, member: ConsumerGroupMember, updated: ConsumerGroupMember,
-                                         records: list) -> bool:
+    def _has_member_subscription_changed(
+        group_id: str, member: ConsumerGroupMember, updated: ConsumerGroupMember, records: list
+    ) -> bool:
         """A ConsumerGroupMemberMetadata record if anything about the member changed; True if its
         subscribed topic names did."""
         if updated != member:
@@ -464,8 +576,16 @@ class ConsumerGroupManager:
         removed = [previous] if previous is not None and previous != updated.member_id else []
         return group.with_members_replaced(removed, updated)
 
-    def _update_subscription_metadata(self, group: ConsumerGroup, bump: bool, member: ConsumerGroupMember,
-                                      updated: ConsumerGroupMember, records: list, events: list, after: list):
+    def _update_subscription_metadata(
+        self,
+        group: ConsumerGroup,
+        bump: bool,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        records: list,
+        events: list,
+        after: list,
+    ):
         """updateSubscriptionMetadata: the new metadata hash of the subscribed topics and the
         subscription type; bumps the group epoch when asked to or when the hash changed. The refresh
         deadline (soft state) is set by `after`, once nothing can fail."""
@@ -473,8 +593,13 @@ class ConsumerGroupManager:
         counts = subscribed_topic_counts(members.values(), group.resolved_regular_expressions)
         metadata_hash = self.compute_metadata_hash(counts)
         subscription_type = derive_subscription_type(members.values(), group.resolved_regular_expressions)
-        reason = ("new group" if group.group_epoch == 0 else
-                  f"member {updated.member_id} changed its subscription" if bump else None)
+        reason = (
+            "new group"
+            if group.group_epoch == 0
+            else f"member {updated.member_id} changed its subscription"
+            if bump
+            else None
+        )
         if metadata_hash != group.metadata_hash:
             bump = True
             reason = reason or "the metadata of the subscribed topics changed"
@@ -482,14 +607,16 @@ class ConsumerGroupManager:
         if bump:
             group_epoch += 1
             records.append((record_key(R_GROUP, group.group_id), group_epoch_value(group_epoch, metadata_hash)))
-            events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
-                                                "reason": reason}))
+            events.append(
+                ("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash, "reason": reason})
+            )
         deadline = self.now + METADATA_REFRESH_INTERVAL_MS
         after.append(lambda _result: group.set_metadata_refresh_deadline(deadline, group_epoch))
         return group_epoch, subscription_type
 
-    def _preferred_assignor(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                            updated: ConsumerGroupMember) -> str:
+    def _preferred_assignor(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember
+    ) -> str:
         """computePreferredServerAssignor: the assignor most members name, else the default."""
         counts = server_assignor_counts(group.members.values())
         for name, delta in ((member.server_assignor_name, -1), (updated.server_assignor_name, 1)):
@@ -502,52 +629,92 @@ class ConsumerGroupManager:
         best = max(counts.values())
         return min((n for n, c in counts.items() if c == best), key=order_key)
 
-    def _update_target_assignment(self, group: ConsumerGroup, group_epoch: int, member: ConsumerGroupMember,
-                                  updated: ConsumerGroupMember, subscription_type, records: list, events: list):
+    def _update_target_assignment(
+        self,
+        group: ConsumerGroup,
+        group_epoch: int,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        subscription_type,
+        records: list,
+        events: list,
+    ):
         """updateTargetAssignment: run the preferred assignor; records for the members whose target
         changed and for the new assignment epoch. Returns the updated member's new target."""
         assignor = self._preferred_assignor(group, member, updated)
-        builder = (TargetAssignmentBuilder(group.group_id, group_epoch, ASSIGNORS[assignor])
-                   .with_members(group.members).with_static_members(group.static_members)
-                   .with_subscription_type(subscription_type).with_target_assignment(group.target_assignment)
-                   .with_topic_metadata(self.topics())
-                   .with_resolved_regular_expressions(group.resolved_regular_expressions)
-                   .add_or_update_member(updated.member_id, updated))
+        builder = (
+            TargetAssignmentBuilder(group.group_id, group_epoch, ASSIGNORS[assignor])
+            .with_members(group.members)
+            .with_static_members(group.static_members)
+            .with_subscription_type(subscription_type)
+            .with_target_assignment(group.target_assignment)
+            .with_topic_metadata(self.topics())
+            .with_resolved_regular_expressions(group.resolved_regular_expressions)
+            .add_or_update_member(updated.member_id, updated)
+        )
         previous = group.static_member_id(updated.instance_id)
         if previous is not None and previous != updated.member_id:
             builder.remove_member(previous)
         try:
             result = builder.build()
         except PartitionAssignorException as ex:
-            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
-                           f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}") from ex
+            raise ApiError(
+                Errors.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}"
+            ) from ex
         gid = group.group_id
         for m, assignment in result.changed.items():
             records.append((record_key(R_TARGET, gid, m), target_value(assignment)))
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
         total = sum(len(p) for a in result.target_assignment.values() for p in a.values())
-        events.append(("TargetAssignmentComputed", {
-            "assignmentEpoch": group_epoch, "assignor": assignor, "members": len(result.target_assignment),
-            "changedMembers": list(result.changed) if len(result.changed) <= 1000 else len(result.changed),
-            "targetAssignment": result.target_assignment_json() if total <= EVENT_MAX_PARTITIONS else total}))
+        events.append(
+            (
+                "TargetAssignmentComputed",
+                {
+                    "assignmentEpoch": group_epoch,
+                    "assignor": assignor,
+                    "members": len(result.target_assignment),
+                    "changedMembers": list(result.changed) if len(result.changed) <= 1000 else len(result.changed),
+                    "targetAssignment": result.target_assignment_json() if total <= EVENT_MAX_PARTITIONS else total,
+                },
+            )
+        )
         return result.target_assignment.get(updated.member_id, {})
 
-    def _maybe_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember, target_epoch: int, target,
-                         has_subscription_changed: bool, owned, records: list, after: list) -> ConsumerGroupMember:
+    def _maybe_reconcile(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        target_epoch: int,
+        target,
+        has_subscription_changed: bool,
+        owned,
+        records: list,
+        after: list,
+    ) -> ConsumerGroupMember:
         """maybeReconcile: the member's next state; a current-assignment record if it changed, and
         the rebalance timeout armed while the member has partitions to revoke."""
         if not has_subscription_changed and member.is_reconciled_to(target_epoch):
             return member
-        new = reconcile(member, target_epoch, target, group.current_partition_epoch, owned,
-                        has_subscription_changed=has_subscription_changed,
-                        resolved_regular_expressions=group.resolved_regular_expressions, topics=self.topics())
+        new = reconcile(
+            member,
+            target_epoch,
+            target,
+            group.current_partition_epoch,
+            owned,
+            has_subscription_changed=has_subscription_changed,
+            resolved_regular_expressions=group.resolved_regular_expressions,
+            topics=self.topics(),
+        )
         if new != member:
             gid = group.group_id
             records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
             if not new.use_classic_protocol:
                 if new.state == MemberState.UNREVOKED_PARTITIONS:
-                    after.append(lambda result: self._schedule_rebalance_timeout(
-                        gid, new.member_id, new.member_epoch, new.rebalance_timeout_ms, result))
+                    after.append(
+                        lambda result: self._schedule_rebalance_timeout(
+                            gid, new.member_id, new.member_epoch, new.rebalance_timeout_ms, result
+                        )
+                    )
                 else:
                     after.append(lambda result: self._cancel(rebalance_timer_key(gid, new.member_id), result))
         return new
@@ -572,25 +739,46 @@ class ConsumerGroupManager:
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
             before = self._state(group_id)
-            result = CoordinatorResult(heartbeat_response(member_id=member.member_id,
-                                                          member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+            result = CoordinatorResult(
+                heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+            )
             result.record(record_key(R_CURRENT, group_id, member.member_id), current_value(leaving))
-            self.c.event(result, group_id, "MemberLeft", memberId=member.member_id, groupInstanceId=instance_id,
-                         temporary=True, reason="static member left temporarily (member epoch -2); it keeps its "
-                                                "assignment until its session expires")
-            after = str(derive_group_state(group.with_members_replaced(updated=leaving).values(), group.group_epoch,
-                                           group.target_assignment_epoch))
+            self.c.event(
+                result,
+                group_id,
+                "MemberLeft",
+                memberId=member.member_id,
+                groupInstanceId=instance_id,
+                temporary=True,
+                reason="static member left temporarily (member epoch -2); it keeps its "
+                "assignment until its session expires",
+            )
+            after = str(
+                derive_group_state(
+                    group.with_members_replaced(updated=leaving).values(),
+                    group.group_epoch,
+                    group.target_assignment_epoch,
+                )
+            )
             if after != before:
-                self.c.event(result, group_id, "GroupStateChanged", groupType=CONSUMER, fromState=before,
-                             toState=after, groupEpoch=group.group_epoch,
-                             assignmentEpoch=group.target_assignment_epoch)
+                self.c.event(
+                    result,
+                    group_id,
+                    "GroupStateChanged",
+                    groupType=CONSUMER,
+                    fromState=before,
+                    toState=after,
+                    groupEpoch=group.group_epoch,
+                    assignmentEpoch=group.target_assignment_epoch,
+                )
             return result
         result = self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
         result.response = response
         return result
 
-    def fence_members(self, group: ConsumerGroup, members: list[ConsumerGroupMember], event: str,
-                      reason: str) -> CoordinatorResult:
+    def fence_members(
+        self, group: ConsumerGroup, members: list[ConsumerGroupMember], event: str, reason: str
+    ) -> CoordinatorResult:
         """consumerGroupFenceMembers: tombstones for each member (and for resolved regexes nobody
         subscribes to any more), then one group epoch bump; the members' timers are cancelled."""
         result = CoordinatorResult()
@@ -625,16 +813,38 @@ class ConsumerGroupManager:
         result.records += [StateRecord(key, value) for key, value in records]
         for m in members:
             self._cancel_timers(gid, m.member_id, result)
-            self.c.event(result, gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
-                         reason=reason, memberEpoch=m.member_epoch)
-        self.c.event(result, gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
-                     reason=f"{len(members)} member(s) removed: {reason}")
+            self.c.event(
+                result,
+                gid,
+                event,
+                memberId=m.member_id,
+                groupInstanceId=m.instance_id,
+                temporary=False,
+                reason=reason,
+                memberEpoch=m.member_epoch,
+            )
+        self.c.event(
+            result,
+            gid,
+            "GroupEpochBumped",
+            groupEpoch=group_epoch,
+            metadataHash=metadata_hash,
+            reason=f"{len(members)} member(s) removed: {reason}",
+        )
         # The state once the tombstones are replayed: the remaining members, the new group epoch
         # (the target assignment epoch does not change).
         after = str(derive_group_state(remaining.values(), group_epoch, group.target_assignment_epoch))
         if after != before:
-            self.c.event(result, gid, "GroupStateChanged", groupType=CONSUMER, fromState=before, toState=after,
-                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+            self.c.event(
+                result,
+                gid,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=before,
+                toState=after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
         return result
 
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
@@ -658,8 +868,11 @@ class ConsumerGroupManager:
                 entry["errorCode"] = e.error.code
             responses.append(entry)
         # (LeaveGroup's classic path does not return results yet: applied at once.)
-        self.p.apply(self.fence_members(group, list(valid.values()), "MemberLeft",
-                                        "removed by a LeaveGroup request (classic protocol)"))
+        self.p.apply(
+            self.fence_members(
+                group, list(valid.values()), "MemberLeft", "removed by a LeaveGroup request (classic protocol)"
+            )
+        )
         return leave_response(request.api_version, Errors.NONE, responses)
 
     # ================================================================ timers
@@ -676,24 +889,49 @@ class ConsumerGroupManager:
         else:
             result.cancel(key)
 
-    def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None,
-                                  result: CoordinatorResult | None = None) -> None:
+    def _schedule_session_timeout(
+        self, group_id: str, member_id: str, timeout_ms: int | None = None, result: CoordinatorResult | None = None
+    ) -> None:
         """The member's session: the group's consumer.session.timeout.ms (its config, else
         group.consumer.session.timeout.ms), or a classic member's own."""
         if timeout_ms is None:
             timeout_ms = self.c_configs.consumer_session_timeout_ms(group_id)
-        self._schedule(result, session_timer_key(group_id, member_id), self.now + timeout_ms, T_SESSION,
-                       {"groupId": group_id, "memberId": member_id})
+        self._schedule(
+            result,
+            session_timer_key(group_id, member_id),
+            self.now + timeout_ms,
+            T_SESSION,
+            {"groupId": group_id, "memberId": member_id},
+        )
 
-    def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int,
-                                    rebalance_timeout_ms: int, result: CoordinatorResult | None = None) -> None:
-        self._schedule(result, rebalance_timer_key(group_id, member_id), self.now + rebalance_timeout_ms,
-                       T_REBALANCE, {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
-                                     "rebalanceTimeoutMs": rebalance_timeout_ms})
+    def _schedule_rebalance_timeout(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rebalance_timeout_ms: int,
+        result: CoordinatorResult | None = None,
+    ) -> None:
+        self._schedule(
+            result,
+            rebalance_timer_key(group_id, member_id),
+            self.now + rebalance_timeout_ms,
+            T_REBALANCE,
+            {
+                "groupId": group_id,
+                "memberId": member_id,
+                "memberEpoch": member_epoch,
+                "rebalanceTimeoutMs": rebalance_timeout_ms,
+            },
+        )
 
     def _cancel_timers(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
-        for key in (session_timer_key(group_id, member_id), rebalance_timer_key(group_id, member_id),
-                    join_timer_key(group_id, member_id), sync_timer_key(group_id, member_id)):
+        for key in (
+            session_timer_key(group_id, member_id),
+            rebalance_timer_key(group_id, member_id),
+            join_timer_key(group_id, member_id),
+            sync_timer_key(group_id, member_id),
+        ):
             self._cancel(key, result)
 
     def fence_member_operation(self, payload: dict, reason: str) -> CoordinatorResult | None:
@@ -719,13 +957,17 @@ class ConsumerGroupManager:
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
             return None
-        return self.fence_members(group, [member], "MemberFenced",
-                           f"it failed to transition from epoch {payload['memberEpoch']} within "
-                           f"{payload['rebalanceTimeoutMs']}ms")
+        return self.fence_members(
+            group,
+            [member],
+            "MemberFenced",
+            f"it failed to transition from epoch {payload['memberEpoch']} within {payload['rebalanceTimeoutMs']}ms",
+        )
 
     # ================================================================ regular expressions
-    def _maybe_update_regular_expressions(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                                          updated: ConsumerGroupMember, records: list) -> str:
+    def _maybe_update_regular_expressions(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, records: list
+    ) -> str:
         """maybeUpdateRegularExpressions: whether the member's regex changed (and is already
         resolved), and whether the group's regexes must be (re)resolved; resolution runs at the start
         of the next micro-batch (Kafka runs it on an executor and applies the result as a later
@@ -744,9 +986,10 @@ class ConsumerGroupManager:
                     try:
                         compile_regex(new)
                     except RegexError as e:
-                        raise ApiError(Errors.INVALID_REGULAR_EXPRESSION,
-                                       f"SubscribedTopicRegex `{new}` is not a valid regular expression: "
-                                       f"{e.description}.") from e
+                        raise ApiError(
+                            Errors.INVALID_REGULAR_EXPRESSION,
+                            f"SubscribedTopicRegex `{new}` is not a valid regular expression: {e.description}.",
+                        ) from e
                     require_refresh = True
                 elif new in group.resolved_regular_expressions:
                     status = REGEX_UPDATED_AND_RESOLVED
@@ -773,8 +1016,11 @@ class ConsumerGroupManager:
         require_refresh |= (first.version if first is not None else 0) < self.ext().get("newTopicsVersion", -1)
         require_refresh |= now > last_refresh + self.config["group.consumer.regex.refresh.interval.ms"]
         if require_refresh and subscribed:
-            self.p.defer(key, T_REGEX, {"groupId": gid, "memberId": updated.member_id,
-                                        "regexes": sorted(subscribed, key=order_key)})
+            self.p.defer(
+                key,
+                T_REGEX,
+                {"groupId": gid, "memberId": updated.member_id, "regexes": sorted(subscribed, key=order_key)},
+            )
         return status
 
     def on_resolve_regexes(self, timer: Timer) -> None:
@@ -815,12 +1061,20 @@ class ConsumerGroupManager:
             return
         before = self._state(gid)
         self._apply(gid, records)
-        self.c.emit(gid, "RegularExpressionsResolved",
-                    resolved={r: sorted(new_resolved[r].topics) for r in payload["regexes"] if r in new_resolved})
+        self.c.emit(
+            gid,
+            "RegularExpressionsResolved",
+            resolved={r: sorted(new_resolved[r].topics) for r in payload["regexes"] if r in new_resolved},
+        )
         if bump:
             self.c.groups[gid].set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
-            self.c.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=metadata_hash,
-                        reason="regular expressions resolved to new topics")
+            self.c.emit(
+                gid,
+                "GroupEpochBumped",
+                groupEpoch=group_epoch,
+                metadataHash=metadata_hash,
+                reason="regular expressions resolved to new topics",
+            )
         self._report_state_change(gid, before)
 
     # ================================================================ metadata
@@ -860,6 +1114,7 @@ class ConsumerGroupManager:
         target assignments (records, replayed), which no topic has: the next assignment treats
         them as gone and the topic's partitions as new, and a member reporting the old id still
         owns them until it revokes them."""
+
         def renamed(assignment):
             if not any(t in gone for t in assignment):
                 return None
@@ -868,15 +1123,19 @@ class ConsumerGroupManager:
                 key = unknown_topic_key(gone[topic]) if topic in gone else topic
                 out[key] = frozenset(out.get(key, frozenset()) | partitions)
             return out
+
         gid = group.group_id
         for member in list(group.members.values()):
             assigned = renamed(member.assigned_partitions)
             pending = renamed(member.partitions_pending_revocation)
             if assigned is not None or pending is not None:
                 updated = dataclasses.replace(
-                    member, assigned_partitions=freeze(member.assigned_partitions if assigned is None else assigned),
-                    partitions_pending_revocation=freeze(member.partitions_pending_revocation if pending is None
-                                                         else pending))
+                    member,
+                    assigned_partitions=freeze(member.assigned_partitions if assigned is None else assigned),
+                    partitions_pending_revocation=freeze(
+                        member.partitions_pending_revocation if pending is None else pending
+                    ),
+                )
                 self.c.append_and_replay(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
         for member_id, assignment in list(group.target_assignment.items()):
             target = renamed(assignment)
@@ -908,24 +1167,39 @@ class ConsumerGroupManager:
         members = []
         for member_id in sorted(group.members, key=order_key):
             m = group.members[member_id]
-            members.append({
-                "memberId": m.member_id, "instanceId": m.instance_id, "rackId": m.rack_id,
-                "memberEpoch": m.member_epoch, "clientId": m.client_id, "clientHost": m.client_host,
-                "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
-                "subscribedTopicRegex": m.subscribed_topic_regex,  # "" without a regex, as in Kafka
-                "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
-                "targetAssignment": {"topicPartitions": self.wire_assignment(
-                    group.target_assignment.get(m.member_id, {}), True)},
-                "memberType": 0 if m.use_classic_protocol else 1})
-        return described_group(version, group.group_id, state=str(group.state), group_epoch=group.group_epoch,
-                               assignment_epoch=group.target_assignment_epoch,
-                               assignor_name=group.preferred_server_assignor(self.default_assignor),
-                               members=members, authorized_operations=operations)
+            members.append(
+                {
+                    "memberId": m.member_id,
+                    "instanceId": m.instance_id,
+                    "rackId": m.rack_id,
+                    "memberEpoch": m.member_epoch,
+                    "clientId": m.client_id,
+                    "clientHost": m.client_host,
+                    "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+                    "subscribedTopicRegex": m.subscribed_topic_regex,  # "" without a regex, as in Kafka
+                    "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
+                    "targetAssignment": {
+                        "topicPartitions": self.wire_assignment(group.target_assignment.get(m.member_id, {}), True)
+                    },
+                    "memberType": 0 if m.use_classic_protocol else 1,
+                }
+            )
+        return described_group(
+            version,
+            group.group_id,
+            state=str(group.state),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_assignment_epoch,
+            assignor_name=group.preferred_server_assignor(self.default_assignor),
+            members=members,
+            authorized_operations=operations,
+        )
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> ConsumerGroup | None:
-        return persisted_group(self.c.groups, group_id, create, ConsumerGroup,
-                               f"Group {group_id} is not a consumer group")
+        return persisted_group(
+            self.c.groups, group_id, create, ConsumerGroup, f"Group {group_id} is not a consumer group"
+        )
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]
@@ -938,14 +1212,20 @@ class ConsumerGroupManager:
                 group.metadata_hash = int(value.get("metadataHash", 0))
                 return
             if group.members:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
-                                        f"has {len(group.members)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but the group still "
+                    f"has {len(group.members)} members."
+                )
             if group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the target "
-                                        f"assignment still has {len(group.target_assignment)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but the target "
+                    f"assignment still has {len(group.target_assignment)} members."
+                )
             if group.target_assignment_epoch != -1:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but did not receive "
-                                        "ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but did not receive "
+                    "ConsumerGroupTargetAssignmentMetadataValue tombstone."
+                )
             del self.c.groups[gid]
         elif kind == R_PARTITION_METADATA:
             pass  # pre-4.1 subscription metadata: Kafka only deletes it
@@ -959,11 +1239,15 @@ class ConsumerGroupManager:
             if old is None:
                 return
             if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but did not "
-                                        "receive ConsumerGroupCurrentMemberAssignmentValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {member_id} but did not "
+                    "receive ConsumerGroupCurrentMemberAssignmentValue tombstone."
+                )
             if member_id in group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but did not "
-                                        "receive ConsumerGroupTargetAssignmentMetadataValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {member_id} but did not "
+                    "receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
+                )
             group.remove_member(member_id)
         elif kind == R_TARGET:
             if value is not None:
@@ -975,8 +1259,10 @@ class ConsumerGroupManager:
                 group.target_assignment_epoch = int(value["assignmentEpoch"])
                 return
             if group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete target assignment of {gid} but "
-                                        f"the assignment still has {len(group.target_assignment)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete target assignment of {gid} but "
+                    f"the assignment still has {len(group.target_assignment)} members."
+                )
             group.target_assignment_epoch = -1
         elif kind == R_CURRENT:
             member_id = ids[1]
@@ -987,13 +1273,19 @@ class ConsumerGroupManager:
             old = group.members.get(member_id)
             if old is None:
                 return
-            group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                            previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                            assigned_partitions={}, partitions_pending_revocation={}))
+            group.update_member(
+                old.replace(
+                    member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    assigned_partitions={},
+                    partitions_pending_revocation={},
+                )
+            )
         elif kind == R_REGEX:
             regex = ids[1]
             group.update_resolved_regular_expression(
-                regex, None if value is None else ResolvedRegularExpression.from_json(value))
+                regex, None if value is None else ResolvedRegularExpression.from_json(value)
+            )
 
     def on_loaded(self) -> None:
         """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
@@ -1007,5 +1299,6 @@ class ConsumerGroupManager:
                 # heartbeat restores their own).
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
-                                                     member.rebalance_timeout_ms)
+                    self._schedule_rebalance_timeout(
+                        group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                    )

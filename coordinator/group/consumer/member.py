@@ -9,14 +9,17 @@ member epoch, state, assigned partitions, partitions pending revocation). `metad
 
 Assignments are `{topic: frozenset(partitions)}` in memory and `{topic: [sorted]}` in JSON.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from .topic_partitions import freeze, to_json as assignment_to_json
+from .topic_partitions import freeze
+from .topic_partitions import to_json as assignment_to_json
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -31,14 +34,14 @@ class MemberState(enum.Enum):
     UNKNOWN = 127  # a state written by a newer version
 
     @staticmethod
-    def from_value(value: int) -> "MemberState":
+    def from_value(value: int) -> MemberState:
         try:
             return MemberState(value)
         except ValueError:
             return MemberState.UNKNOWN
 
     @staticmethod
-    def from_json(value: Any) -> "MemberState":
+    def from_json(value: Any) -> MemberState:
         if isinstance(value, int) and not isinstance(value, bool):
             return MemberState.from_value(value)
         return MemberState.__members__.get(value, MemberState.UNKNOWN)
@@ -57,14 +60,16 @@ class ResolvedRegularExpression:
         return {"topics": sorted(self.topics), "version": self.version, "timestamp": self.timestamp}
 
     @staticmethod
-    def from_json(d: Mapping) -> "ResolvedRegularExpression":
-        return ResolvedRegularExpression(frozenset(d.get("topics") or ()), int(d.get("version", 0)),
-                                         int(d.get("timestamp", 0)))
+    def from_json(d: Mapping) -> ResolvedRegularExpression:
+        return ResolvedRegularExpression(
+            frozenset(d.get("topics") or ()), int(d.get("version", 0)), int(d.get("timestamp", 0))
+        )
 
 
 def _frozen_assignment(value) -> dict:
-    return value if isinstance(value, dict) and all(type(v) is frozenset and v for v in value.values()) \
-        else freeze(value)
+    return (
+        value if isinstance(value, dict) and all(type(v) is frozenset and v for v in value.values()) else freeze(value)
+    )
 
 
 @dataclass(frozen=True)
@@ -90,25 +95,32 @@ class ConsumerGroupMember:
     def __post_init__(self):
         object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
         object.__setattr__(self, "assigned_partitions", _frozen_assignment(self.assigned_partitions))
-        object.__setattr__(self, "partitions_pending_revocation",
-                           _frozen_assignment(self.partitions_pending_revocation))
+        object.__setattr__(
+            self, "partitions_pending_revocation", _frozen_assignment(self.partitions_pending_revocation)
+        )
         if not isinstance(self.state, MemberState):
             object.__setattr__(self, "state", MemberState.from_json(self.state))
 
     # ------------------------------------------------------------------ builder-style updates
-    def replace(self, **changes) -> "ConsumerGroupMember":
+    def replace(self, **changes) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)
 
-    def update_member_epoch(self, member_epoch: int, **changes) -> "ConsumerGroupMember":
+    def update_member_epoch(self, member_epoch: int, **changes) -> ConsumerGroupMember:
         """Kafka's `Builder.updateMemberEpoch`: the current epoch becomes the previous one."""
-        return dataclasses.replace(self, member_epoch=member_epoch,
-                                   previous_member_epoch=self.member_epoch, **changes)
+        return dataclasses.replace(self, member_epoch=member_epoch, previous_member_epoch=self.member_epoch, **changes)
 
-    def with_heartbeat(self, *, instance_id: str | None = None, rack_id: str | None = None,
-                       rebalance_timeout_ms: int = -1, server_assignor: str | None = None,
-                       subscribed_topic_names: Iterable[str] | None = None,
-                       subscribed_topic_regex: str | None = None, client_id: str | None = None,
-                       client_host: str | None = None) -> "ConsumerGroupMember":
+    def with_heartbeat(
+        self,
+        *,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = -1,
+        server_assignor: str | None = None,
+        subscribed_topic_names: Iterable[str] | None = None,
+        subscribed_topic_regex: str | None = None,
+        client_id: str | None = None,
+        client_host: str | None = None,
+    ) -> ConsumerGroupMember:
         """The member updated from a ConsumerGroupHeartbeat request, as Kafka's heartbeat does:
         fields absent from the request (None, or -1 for the rebalance timeout) are kept; the
         classic-protocol metadata is cleared."""
@@ -131,17 +143,30 @@ class ConsumerGroupMember:
             changes["client_host"] = client_host
         return dataclasses.replace(self, **changes)
 
-    def with_classic_join(self, *, instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int,
-                          subscribed_topic_names: Iterable[str], client_id: str, client_host: str,
-                          session_timeout_ms: int, protocols: list[tuple[str, str]]) -> "ConsumerGroupMember":
+    def with_classic_join(
+        self,
+        *,
+        instance_id: str | None,
+        rack_id: str | None,
+        rebalance_timeout_ms: int,
+        subscribed_topic_names: Iterable[str],
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        protocols: list[tuple[str, str]],
+    ) -> ConsumerGroupMember:
         """The member updated from a classic JoinGroup (classicGroupJoinToConsumerGroup's builder):
         the subscription comes from the embedded ConsumerProtocolSubscription, the server assignor
         is kept, and the ClassicMemberMetadata records the session timeout and the protocols."""
         changes: dict = {
-            "subscribed_topic_names": frozenset(subscribed_topic_names), "client_id": client_id,
+            "subscribed_topic_names": frozenset(subscribed_topic_names),
+            "client_id": client_id,
             "client_host": client_host,
-            "classic_member_metadata": {"sessionTimeoutMs": session_timeout_ms,
-                                        "supportedProtocols": [{"name": n, "metadata": m} for n, m in protocols]}}
+            "classic_member_metadata": {
+                "sessionTimeoutMs": session_timeout_ms,
+                "supportedProtocols": [{"name": n, "metadata": m} for n, m in protocols],
+            },
+        }
         if instance_id is not None:
             changes["instance_id"] = instance_id
         if rack_id is not None:
@@ -174,7 +199,7 @@ class ConsumerGroupMember:
     def subscribed_topic_regex_or_none(self) -> str | None:
         return self.subscribed_topic_regex or None
 
-    def has_assigned_partitions_changed(self, other: "ConsumerGroupMember") -> bool:
+    def has_assigned_partitions_changed(self, other: ConsumerGroupMember) -> bool:
         return self.assigned_partitions != other.assigned_partitions
 
     # ------------------------------------------------------------------ record-shaped parts
@@ -202,28 +227,34 @@ class ConsumerGroupMember:
             "partitionsPendingRevocation": assignment_to_json(self.partitions_pending_revocation),
         }
 
-    def with_metadata_value(self, v: Mapping) -> "ConsumerGroupMember":
+    def with_metadata_value(self, v: Mapping) -> ConsumerGroupMember:
         return dataclasses.replace(
-            self, rack_id=v.get("rackId"), instance_id=v.get("instanceId"),
-            client_id=v.get("clientId", ""), client_host=v.get("clientHost", ""),
+            self,
+            rack_id=v.get("rackId"),
+            instance_id=v.get("instanceId"),
+            client_id=v.get("clientId", ""),
+            client_host=v.get("clientHost", ""),
             subscribed_topic_names=frozenset(v.get("subscribedTopicNames") or ()),
             subscribed_topic_regex=v.get("subscribedTopicRegex"),
             server_assignor_name=v.get("serverAssignor"),
             rebalance_timeout_ms=v.get("rebalanceTimeoutMs", -1),
-            classic_member_metadata=v.get("classicMemberMetadata"))
+            classic_member_metadata=v.get("classicMemberMetadata"),
+        )
 
-    def with_assignment_value(self, v: Mapping) -> "ConsumerGroupMember":
+    def with_assignment_value(self, v: Mapping) -> ConsumerGroupMember:
         return dataclasses.replace(
-            self, member_epoch=v.get("memberEpoch", 0),
+            self,
+            member_epoch=v.get("memberEpoch", 0),
             previous_member_epoch=v.get("previousMemberEpoch", -1),
             state=MemberState.from_json(v.get("state", 0)),
             assigned_partitions=freeze(v.get("assignedPartitions")),
-            partitions_pending_revocation=freeze(v.get("partitionsPendingRevocation")))
+            partitions_pending_revocation=freeze(v.get("partitionsPendingRevocation")),
+        )
 
     # ------------------------------------------------------------------ JSON
     def to_json(self) -> dict:
         return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
 
     @staticmethod
-    def from_json(d: Mapping) -> "ConsumerGroupMember":
+    def from_json(d: Mapping) -> ConsumerGroupMember:
         return ConsumerGroupMember(d["memberId"]).with_metadata_value(d).with_assignment_value(d)

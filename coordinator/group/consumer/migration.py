@@ -21,23 +21,36 @@ bidirectional; Kafka 4.x's default is bidirectional).
 How records are written follows manager.py: computed first, appended and replayed only
 when nothing can fail any more.
 """
+
 from __future__ import annotations
 
-from ._java import order_key
-from .heartbeat import throw_if_group_is_full
-from .member import ConsumerGroupMember, MemberState
 from ...errors import ApiError, Errors
 from ...messages import Request
-from ...result import CoordinatorResult
 from ...records import record_key
+from ...result import CoordinatorResult
 from ..classic.apis import heartbeat_response, join_response, sync_response
+from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
 from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
 from ..classic.manager import canonical_b64
-from .group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, ConsumerGroup, current_value,
-                    group_epoch_value, join_timer_key, member_value, sync_timer_key, target_epoch_value,
-                    target_value)
-from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
 from ..group import CLASSIC
+from ._java import order_key
+from .group import (
+    R_CURRENT,
+    R_GROUP,
+    R_MEMBER,
+    R_TARGET,
+    R_TARGET_EPOCH,
+    ConsumerGroup,
+    current_value,
+    group_epoch_value,
+    join_timer_key,
+    member_value,
+    sync_timer_key,
+    target_epoch_value,
+    target_value,
+)
+from .heartbeat import throw_if_group_is_full
+from .member import ConsumerGroupMember, MemberState
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 T_JOIN = "consumer-join"
@@ -58,8 +71,9 @@ def assignment_version(protocols: list[tuple[str, str]]) -> int:
     try:
         version = decode_subscription(protocols[0][1]).version
     except (SchemaError, IndexError) as e:
-        raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
-                       "Malformed embedded consumer protocol in version deserialization.") from e
+        raise ApiError(
+            Errors.UNKNOWN_SERVER_ERROR, "Malformed embedded consumer protocol in version deserialization."
+        ) from e
     return min(max(version, 0), 3)
 
 
@@ -88,12 +102,17 @@ class ClassicMembers:
             self.p.schedule(key, self.now + rebalance_timeout_ms, T_JOIN, {"groupId": group_id, "memberId": member_id})
 
     def schedule_sync_timeout(self, group_id: str, member_id: str, rebalance_timeout_ms: int) -> None:
-        self.p.schedule(sync_timer_key(group_id, member_id), self.now + rebalance_timeout_ms, T_SYNC,
-                        {"groupId": group_id, "memberId": member_id})
+        self.p.schedule(
+            sync_timer_key(group_id, member_id),
+            self.now + rebalance_timeout_ms,
+            T_SYNC,
+            {"groupId": group_id, "memberId": member_id},
+        )
 
     def on_join_timeout(self, timer) -> CoordinatorResult | None:
-        return self.m.fence_member_operation(timer.payload, "the classic member failed to join within the rebalance "
-                                                     "timeout")
+        return self.m.fence_member_operation(
+            timer.payload, "the classic member failed to join within the rebalance timeout"
+        )
 
     def on_sync_timeout(self, timer) -> CoordinatorResult | None:
         return self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
@@ -112,8 +131,9 @@ class ClassicMembers:
         if is_unknown:
             member_id = m._generate_member_id(request, gid)
 
-        throw_if_group_is_full(len(group.members), group.has_member(member_id), member_id,
-                               self.config["group.consumer.max.size"])
+        throw_if_group_is_full(
+            len(group.members), group.has_member(member_id), member_id, self.config["group.consumer.max.size"]
+        )
         if not group.supports_classic_protocols(body["protocolType"], {n for n, _ in protocols}):
             raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
         if is_unknown and instance_id is None and version >= 4:  # JoinGroupRequest.requiresKnownMemberId
@@ -125,32 +145,42 @@ class ClassicMembers:
         if instance_id is None:
             member = group.get_or_create_member(member_id, True)
         else:
-            member = m._get_or_maybe_subscribe_static_member(group, member_id, -1, instance_id, None, is_unknown,
-                                                             records, events, use_classic_protocol=True)
+            member = m._get_or_maybe_subscribe_static_member(
+                group, member_id, -1, instance_id, None, is_unknown, records, events, use_classic_protocol=True
+            )
         is_new_member = member.member_id not in group.members
         try:
             subscription = decode_subscription(protocols[0][1])
         except SchemaError as e:
-            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
-                           "Malformed embedded consumer protocol in subscription deserialization.") from e
+            raise ApiError(
+                Errors.UNKNOWN_SERVER_ERROR, "Malformed embedded consumer protocol in subscription deserialization."
+            ) from e
 
         # 1. Create or update the member; bump the group epoch if its subscription changed.
         updated = member.with_classic_join(
-            instance_id=instance_id, rack_id=subscription.rack_id, rebalance_timeout_ms=body["rebalanceTimeoutMs"],
-            subscribed_topic_names=subscription.topics, client_id=reply.client_id,
-            client_host=m.c.classic.client_host(request), session_timeout_ms=session_timeout_ms, protocols=protocols)
+            instance_id=instance_id,
+            rack_id=subscription.rack_id,
+            rebalance_timeout_ms=body["rebalanceTimeoutMs"],
+            subscribed_topic_names=subscription.topics,
+            client_id=reply.client_id,
+            client_host=m.c.classic.client_host(request),
+            session_timeout_ms=session_timeout_ms,
+            protocols=protocols,
+        )
         names_changed = m._has_member_subscription_changed(gid, member, updated, records)
         after: list = []  # soft-state changes, made once nothing can fail
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
         if names_changed or (m.metadata.available and group.has_metadata_expired(self.now)):
-            group_epoch, subscription_type = m._update_subscription_metadata(group, names_changed, member, updated,
-                                                                             records, events, after)
+            group_epoch, subscription_type = m._update_subscription_metadata(
+                group, names_changed, member, updated, records, events, after
+            )
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
-            target = m._update_target_assignment(group, group_epoch, member, updated, subscription_type,
-                                                 records, events)
+            target = m._update_target_assignment(
+                group, group_epoch, member, updated, subscription_type, records, events
+            )
             target_epoch = group_epoch
         else:
             target_epoch = group.target_assignment_epoch
@@ -163,29 +193,47 @@ class ClassicMembers:
         # 4. The last consumer-protocol member, a static one, replaced by this classic member:
         # downgrade (validateOnlineDowngradeWithReplacedMemberId), without a rebalance.
         replaced = group.static_member(instance_id)
-        downgrade = (replaced is not None and replaced.member_id != updated.member_id
-                     and self.should_downgrade(group, [replaced], replacing=True))
+        downgrade = (
+            replaced is not None
+            and replaced.member_id != updated.member_id
+            and self.should_downgrade(group, [replaced], replacing=True)
+        )
 
         # Nothing can fail any more.
         m._apply(gid, records)
         for fn in after:
             fn(None)  # (this path is not a result yet: at once)
         member_id = reconciled.member_id
-        response = join_response(version, member_id=member_id, generation_id=reconciled.member_epoch,
-                                 protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])
+        response = join_response(
+            version,
+            member_id=member_id,
+            generation_id=reconciled.member_epoch,
+            protocol_type=CONSUMER_PROTOCOL_TYPE,
+            protocol_name=protocols[0][0],
+        )
         if downgrade:
             for name, fields in events:
                 self.c.emit(gid, name, **fields)
-            self.convert_to_classic_group(self.c.groups[gid], [], "MemberLeft",
-                                          f"static member {replaced.member_id} was replaced by {member_id}",
-                                          rebalance=False)
+            self.convert_to_classic_group(
+                self.c.groups[gid],
+                [],
+                "MemberLeft",
+                f"static member {replaced.member_id} was replaced by {member_id}",
+                rebalance=False,
+            )
             return response
         self.p.cancel(join_timer_key(gid, member_id))
         m._schedule_session_timeout(gid, member_id, session_timeout_ms)
         self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"])
         if is_new_member:
-            self.c.emit(gid, "MemberJoined", memberId=member_id, groupInstanceId=instance_id,
-                        clientId=reply.client_id, protocol=CLASSIC)
+            self.c.emit(
+                gid,
+                "MemberJoined",
+                memberId=member_id,
+                groupInstanceId=instance_id,
+                clientId=reply.client_id,
+                protocol=CLASSIC,
+            )
         for name, fields in events:
             self.c.emit(gid, name, **fields)
         m._emit_assignment_change(gid, updated, reconciled, is_new_member)
@@ -200,9 +248,11 @@ class ClassicMembers:
         if not member.use_classic_protocol:
             raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member.member_id} does not use the classic protocol.")
         if member.member_epoch != body["generationId"]:
-            raise ApiError(Errors.ILLEGAL_GENERATION,
-                           f"The request generation id {body['generationId']} is not equal to the member epoch "
-                           f"{member.member_epoch} of member {member.member_id}.")
+            raise ApiError(
+                Errors.ILLEGAL_GENERATION,
+                f"The request generation id {body['generationId']} is not equal to the member epoch "
+                f"{member.member_epoch} of member {member.member_id}.",
+            )
         return member
 
     def sync(self, group: ConsumerGroup, request: Request) -> dict:
@@ -220,22 +270,29 @@ class ClassicMembers:
             self.throw_if_rebalance_in_progress(group, member)
             assignment = encode_assignment(
                 {t: sorted(p) for t, p in self.known_topics(member.assigned_partitions).items()},
-                version=assignment_version(member.supported_classic_protocols))
+                version=assignment_version(member.supported_classic_protocols),
+            )
         except ApiError as e:
             return sync_response(version, e.error)
         self.p.cancel(sync_timer_key(gid, member.member_id))
         self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
-        return sync_response(version, protocol_type=body.get("protocolType"), protocol_name=body.get("protocolName"),
-                             assignment=assignment)
+        return sync_response(
+            version,
+            protocol_type=body.get("protocolType"),
+            protocol_name=body.get("protocolName"),
+            assignment=assignment,
+        )
 
     def throw_if_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         """A newer group epoch: the member must rejoin, unless it is still revoking partitions (it
         rejoined already and reconciles first)."""
         if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
             self.schedule_join_timeout_if_absent(group.group_id, member.member_id, member.rebalance_timeout_ms)
-            raise ApiError(Errors.REBALANCE_IN_PROGRESS,
-                           f"A new rebalance is triggered in group {group.group_id} and member "
-                           f"{member.member_id} should rejoin to catch up.")
+            raise ApiError(
+                Errors.REBALANCE_IN_PROGRESS,
+                f"A new rebalance is triggered in group {group.group_id} and member "
+                f"{member.member_id} should rejoin to catch up.",
+            )
 
     # ================================================================ Heartbeat
     def heartbeat(self, group: ConsumerGroup, request: Request) -> dict:
@@ -245,9 +302,11 @@ class ClassicMembers:
         gid = group.group_id
         member = self.validate_member(group, body)
         self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
-        if (member.member_epoch < group.group_epoch or member.state == MemberState.UNREVOKED_PARTITIONS
-                or (member.state == MemberState.UNRELEASED_PARTITIONS
-                    and not group.waiting_on_unreleased_partition(member))):
+        if (
+            member.member_epoch < group.group_epoch
+            or member.state == MemberState.UNREVOKED_PARTITIONS
+            or (member.state == MemberState.UNRELEASED_PARTITIONS and not group.waiting_on_unreleased_partition(member))
+        ):
             self.schedule_join_timeout_if_absent(gid, member.member_id, member.rebalance_timeout_ms)
             return heartbeat_response(request.api_version, Errors.REBALANCE_IN_PROGRESS)
         return heartbeat_response(request.api_version, Errors.NONE)
@@ -264,8 +323,9 @@ class ClassicMembers:
         elif group.num_members() > self.config["group.consumer.max.size"]:
             reason = "the group size exceeds the consumer group maximum size"
         if reason is not None:
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND,
-                           f"Cannot upgrade classic group {gid} to consumer group because {reason}.")
+            raise ApiError(
+                Errors.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {gid} to consumer group because {reason}."
+            )
 
     def convert_to_consumer_group(self, classic: ClassicGroup, records: list) -> ConsumerGroup:
         """ConsumerGroup.fromClassicGroup + createConsumerGroupRecords: every classic member becomes
@@ -287,40 +347,56 @@ class ClassicMembers:
                 decoded = decode_assignment(cm.assignment or "")
                 if decoded.user_data:
                     # Kafka 4.1: a custom assignor's userData would be lost (UnsupportedVersionException).
-                    raise ApiError(Errors.GROUP_ID_NOT_FOUND,
-                                   f"Cannot upgrade classic group {gid} to consumer group because an unsupported "
-                                   "custom assignor is in use. Please refer to the documentation or switch to a "
-                                   "default assignor before re-attempting the upgrade.")
+                    raise ApiError(
+                        Errors.GROUP_ID_NOT_FOUND,
+                        f"Cannot upgrade classic group {gid} to consumer group because an unsupported "
+                        "custom assignor is in use. Please refer to the documentation or switch to a "
+                        "default assignor before re-attempting the upgrade.",
+                    )
                 assigned = self.known_topics(decoded.as_dict())
                 subscription = decode_subscription(cm.metadata(classic.protocol_name))
                 member = ConsumerGroupMember(
-                    cm.member_id, member_epoch=generation, previous_member_epoch=generation, state=MemberState.STABLE,
-                    instance_id=cm.group_instance_id, rack_id=subscription.rack_id,
-                    rebalance_timeout_ms=cm.rebalance_timeout_ms, client_id=cm.client_id, client_host=cm.client_host,
-                    subscribed_topic_names=subscription.topics, assigned_partitions=assigned,
-                    classic_member_metadata={"sessionTimeoutMs": cm.session_timeout_ms,
-                                             "supportedProtocols": [{"name": n, "metadata": md}
-                                                                    for n, md in cm.protocols]})
+                    cm.member_id,
+                    member_epoch=generation,
+                    previous_member_epoch=generation,
+                    state=MemberState.STABLE,
+                    instance_id=cm.group_instance_id,
+                    rack_id=subscription.rack_id,
+                    rebalance_timeout_ms=cm.rebalance_timeout_ms,
+                    client_id=cm.client_id,
+                    client_host=cm.client_host,
+                    subscribed_topic_names=subscription.topics,
+                    assigned_partitions=assigned,
+                    classic_member_metadata={
+                        "sessionTimeoutMs": cm.session_timeout_ms,
+                        "supportedProtocols": [{"name": n, "metadata": md} for n, md in cm.protocols],
+                    },
+                )
                 group.update_target_assignment(cm.member_id, assigned)
                 group.update_member(member)
         except SchemaError as e:
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND,
-                           f"Cannot upgrade classic group {gid} to consumer group because the embedded "
-                           "consumer protocol is malformed.") from e
+            raise ApiError(
+                Errors.GROUP_ID_NOT_FOUND,
+                f"Cannot upgrade classic group {gid} to consumer group because the embedded "
+                "consumer protocol is malformed.",
+            ) from e
         # Kafka 4.1's fromClassicGroup computes the metadata hash of the members' subscriptions.
         group.metadata_hash = self.m.compute_metadata_hash(group.subscribed_topic_names())
         members = list(group.members.values())
         records += [(record_key(R_MEMBER, gid, mm.member_id), member_value(mm)) for mm in members]
         records.append((record_key(R_GROUP, gid), group_epoch_value(generation, group.metadata_hash)))
-        records += [(record_key(R_TARGET, gid, mm.member_id), target_value(group.target_assignment[mm.member_id]))
-                    for mm in members]
+        records += [
+            (record_key(R_TARGET, gid, mm.member_id), target_value(group.target_assignment[mm.member_id]))
+            for mm in members
+        ]
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(generation)))
         records += [(record_key(R_CURRENT, gid, mm.member_id), current_value(mm)) for mm in members]
         return group
 
     # ================================================================ downgrade
-    def should_downgrade(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember],
-                         replacing: bool = False) -> bool:
+    def should_downgrade(
+        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], replacing: bool = False
+    ) -> bool:
         """validateOnlineDowngradeWithFencedMembers, or with `replacing`
         validateOnlineDowngradeWithReplacedMemberId (a classic member takes the leaving one's place)."""
         if not group.all_members_use_classic_protocol_except(leaving):
@@ -332,13 +408,15 @@ class ClassicMembers:
             self.c.emit(group.group_id, "DowngradeSkipped", reason="online downgrade is disabled")
             return False
         if remaining > self.config["group.max.size"]:
-            self.c.emit(group.group_id, "DowngradeSkipped",
-                        reason="its group size is greater than classic group max size")
+            self.c.emit(
+                group.group_id, "DowngradeSkipped", reason="its group size is greater than classic group max size"
+            )
             return False
         return True
 
-    def convert_to_classic_group(self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], event: str,
-                                 reason: str, rebalance: bool = True) -> None:
+    def convert_to_classic_group(
+        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], event: str, reason: str, rebalance: bool = True
+    ) -> None:
         """convertToClassicGroup: the consumer group's tombstones, a Stable classic group at the
         group epoch whose members (all but the leaving ones) keep their target assignment
         (serialized at their subscription's version), its GroupMetadata record, session timers,
@@ -346,15 +424,26 @@ class ClassicMembers:
         member, already in `group`, holds the replaced one's target)."""
         gid = group.group_id
         leaving_ids = {m.member_id for m in leaving}
-        classic = ClassicGroup(gid, state=STABLE, now_ms=self.now, generation_id=group.group_epoch,
-                               protocol_type=CONSUMER_PROTOCOL_TYPE)
+        classic = ClassicGroup(
+            gid, state=STABLE, now_ms=self.now, generation_id=group.group_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE
+        )
         for member_id in sorted(group.members, key=order_key):
             if member_id in leaving_ids:
                 continue
             mm = group.members[member_id]
-            classic.add(ClassicGroupMember(member_id, mm.instance_id, mm.client_id, mm.client_host,
-                                           mm.rebalance_timeout_ms, mm.classic_session_timeout_ms,
-                                           CONSUMER_PROTOCOL_TYPE, list(mm.supported_classic_protocols), None))
+            classic.add(
+                ClassicGroupMember(
+                    member_id,
+                    mm.instance_id,
+                    mm.client_id,
+                    mm.client_host,
+                    mm.rebalance_timeout_ms,
+                    mm.classic_session_timeout_ms,
+                    CONSUMER_PROTOCOL_TYPE,
+                    list(mm.supported_classic_protocols),
+                    None,
+                )
+            )
         classic.protocol_name = classic.select_protocol()
         classic.subscribed_topics = classic.compute_subscribed_topics()
         assignments = {}
@@ -365,21 +454,39 @@ class ClassicMembers:
             except ApiError:
                 version = 0
             cm.assignment = assignments[cm.member_id] = encode_assignment(
-                {t: sorted(p) for t, p in self.known_topics(target).items()}, version=version)
+                {t: sorted(p) for t, p in self.known_topics(target).items()}, version=version
+            )
 
         before = self.m._state(gid)
         for m in leaving:
-            self.c.emit(gid, event, memberId=m.member_id, groupInstanceId=m.instance_id, temporary=False,
-                        reason=reason, memberEpoch=m.member_epoch)
-        self.p.apply(self.c.delete_group(group, reason="downgraded online to a classic group: the last "
-                                                       "consumer-protocol member left"))
+            self.c.emit(
+                gid,
+                event,
+                memberId=m.member_id,
+                groupInstanceId=m.instance_id,
+                temporary=False,
+                reason=reason,
+                memberEpoch=m.member_epoch,
+            )
+        self.p.apply(
+            self.c.delete_group(
+                group, reason="downgraded online to a classic group: the last consumer-protocol member left"
+            )
+        )
         self.c.groups[gid] = classic
         self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
-        self.c.emit(gid, "GroupCreated", groupType=CLASSIC, reason="online downgrade from a consumer group",
-                    fromState=before, state=classic.state_as_string(), generationId=classic.generation_id, members=list(classic.members))
+        self.c.emit(
+            gid,
+            "GroupCreated",
+            groupType=CLASSIC,
+            reason="online downgrade from a consumer group",
+            fromState=before,
+            state=classic.state_as_string(),
+            generationId=classic.generation_id,
+            members=list(classic.members),
+        )
         self.c.ensure_expiration_timer()
         for cm in classic.members.values():
             self.c.classic.reschedule_session(classic, cm)
         if rebalance:
             self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
-

@@ -31,9 +31,10 @@ This is Kafka 4.2's builder: it includes KAFKA-19431 (assignments follow subscri
 immediately) and KAFKA-19449 (a partition pending revocation by the member itself is not
 "unreleased" for it).
 """
+
 from __future__ import annotations
 
-from typing import Callable, Container, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
@@ -42,13 +43,16 @@ from .topic_partitions import freeze
 CurrentPartitionEpoch = Callable[[str, int], int]
 Owned = Mapping[str, Iterable[int]]
 
-UNKNOWN_STATE_MESSAGE = ("The consumer group member is in a unknown state. "
-                         "The member must abandon all its partitions and rejoin.")
+UNKNOWN_STATE_MESSAGE = (
+    "The consumer group member is in a unknown state. The member must abandon all its partitions and rejoin."
+)
 
 
-def subscribed_topics(member: ConsumerGroupMember,
-                      resolved_regular_expressions: Mapping[str, object] | None = None,
-                      topics: Container[str] | None = None) -> frozenset:
+def subscribed_topics(
+    member: ConsumerGroupMember,
+    resolved_regular_expressions: Mapping[str, object] | None = None,
+    topics: Container[str] | None = None,
+) -> frozenset:
     """The topics the member subscribes to: its topic names plus the topics its regex resolved to
     (an unresolved regex matches nothing), narrowed to existing topics when `topics` is given
     (Kafka narrows with the metadata image). Resolved regexes may be ResolvedRegularExpression
@@ -58,8 +62,7 @@ def subscribed_topics(member: ConsumerGroupMember,
     if regex:
         resolved = (resolved_regular_expressions or {}).get(regex)
         if resolved is not None:
-            regex_topics = resolved.topics if isinstance(resolved, ResolvedRegularExpression) \
-                else frozenset(resolved)
+            regex_topics = resolved.topics if isinstance(resolved, ResolvedRegularExpression) else frozenset(resolved)
             if not subscriptions:
                 subscriptions = frozenset(regex_topics)
             elif regex_topics:
@@ -130,8 +133,8 @@ class CurrentAssignmentBuilder:
             # All revoked: advance one epoch (not past the target, as a subscription change can
             # enter this state at the target epoch) and reconcile with the latest target.
             return self._compute_next_assignment(
-                min(member.member_epoch + 1, self.target_assignment_epoch),
-                member.assigned_partitions)
+                min(member.member_epoch + 1, self.target_assignment_epoch), member.assigned_partitions
+            )
         if state == MemberState.UNRELEASED_PARTITIONS:
             return self._compute_next_assignment(member.member_epoch, member.assigned_partitions)
         # UNKNOWN: only a downgraded coordinator sees it; reset the member from scratch.
@@ -173,14 +176,15 @@ class CurrentAssignmentBuilder:
                 cur = new_pending.get(t)
                 new_pending[t] = assigned[t] if cur is None else cur | assigned[t]
         if new_pending and self._owns_revoked_partitions(new_pending):
-            return member.replace(state=MemberState.UNREVOKED_PARTITIONS,
-                                  assigned_partitions=new_assigned,
-                                  partitions_pending_revocation=new_pending)
+            return member.replace(
+                state=MemberState.UNREVOKED_PARTITIONS,
+                assigned_partitions=new_assigned,
+                partitions_pending_revocation=new_pending,
+            )
         # Removed, but already revoked: keep the state, shrink the assignment.
         return member.replace(assigned_partitions=new_assigned)
 
-    def _compute_next_assignment(self, member_epoch: int,
-                                 assigned: Mapping[str, frozenset]) -> ConsumerGroupMember:
+    def _compute_next_assignment(self, member_epoch: int, assigned: Mapping[str, frozenset]) -> ConsumerGroupMember:
         member = self.member
         subscribed = self._subscribed()
         epoch_of = self.current_partition_epoch
@@ -213,9 +217,11 @@ class CurrentAssignmentBuilder:
         if new_pending_revocation and self._owns_revoked_partitions(new_pending_revocation):
             # Revoke first: stay at the current epoch until the member acknowledges.
             return member.update_member_epoch(
-                member_epoch, state=MemberState.UNREVOKED_PARTITIONS,
+                member_epoch,
+                state=MemberState.UNREVOKED_PARTITIONS,
                 assigned_partitions=new_assigned,
-                partitions_pending_revocation=new_pending_revocation)
+                partitions_pending_revocation=new_pending_revocation,
+            )
         if new_pending_assignment:
             for topic, partitions in new_pending_assignment.items():
                 cur = new_assigned.get(topic)
@@ -226,24 +232,33 @@ class CurrentAssignmentBuilder:
         else:
             state = MemberState.STABLE
         return member.update_member_epoch(
-            self.target_assignment_epoch, state=state, assigned_partitions=new_assigned,
-            partitions_pending_revocation={})
+            self.target_assignment_epoch,
+            state=state,
+            assigned_partitions=new_assigned,
+            partitions_pending_revocation={},
+        )
 
 
-def reconcile(member: ConsumerGroupMember, target_assignment_epoch: int,
-              target_assignment: Mapping[str, Iterable[int]],
-              current_partition_epoch: CurrentPartitionEpoch,
-              owned_topic_partitions: Owned | None = None, *,
-              has_subscription_changed: bool = False,
-              resolved_regular_expressions: Mapping[str, object] | None = None,
-              topics: Container[str] | None = None) -> ConsumerGroupMember:
+def reconcile(
+    member: ConsumerGroupMember,
+    target_assignment_epoch: int,
+    target_assignment: Mapping[str, Iterable[int]],
+    current_partition_epoch: CurrentPartitionEpoch,
+    owned_topic_partitions: Owned | None = None,
+    *,
+    has_subscription_changed: bool = False,
+    resolved_regular_expressions: Mapping[str, object] | None = None,
+    topics: Container[str] | None = None,
+) -> ConsumerGroupMember:
     """One reconciliation step (see the module docstring). Raises ApiError(FENCED_MEMBER_EPOCH)
     for a member in the UNKNOWN state that still reports partitions."""
-    return (CurrentAssignmentBuilder(member)
-            .with_target_assignment(target_assignment_epoch, target_assignment)
-            .with_current_partition_epoch(current_partition_epoch)
-            .with_owned_topic_partitions(owned_topic_partitions)
-            .with_has_subscription_changed(has_subscription_changed)
-            .with_resolved_regular_expressions(resolved_regular_expressions or {})
-            .with_topic_metadata(topics)
-            .build())
+    return (
+        CurrentAssignmentBuilder(member)
+        .with_target_assignment(target_assignment_epoch, target_assignment)
+        .with_current_partition_epoch(current_partition_epoch)
+        .with_owned_topic_partitions(owned_topic_partitions)
+        .with_has_subscription_changed(has_subscription_changed)
+        .with_resolved_regular_expressions(resolved_regular_expressions or {})
+        .with_topic_metadata(topics)
+        .build()
+    )

@@ -11,6 +11,7 @@ conditionals, atomic groups, possessive quantifiers); `\\d \\w \\s \\b` are ASCI
 syntax (`\\Q...\\E`, `[[:alpha:]]`, `\\pN`) is not accepted, and error descriptions are Python's, not
 RE2J's. Topic names are ASCII `[a-zA-Z0-9._-]`, so the remaining differences do not matter.
 """
+
 from __future__ import annotations
 
 try:  # Python 3.11+
@@ -63,10 +64,10 @@ class _Compiler:
     def node(self, op, av, icase: bool, dotall: bool) -> None:
         if op is C.LITERAL:
             c = chr(av)
-            self.emit("char", (lambda ch, c=c.lower(): ch.lower() == c) if icase else (lambda ch, c=c: ch == c))
+            self.emit("char", (lambda ch, c=c.lower(): ch.lower() == c) if icase else (lambda ch, c=c: ch == c))  # noqa: B008 (bound once, on purpose)
         elif op is C.NOT_LITERAL:
             c = chr(av)
-            self.emit("char", (lambda ch, c=c.lower(): ch.lower() != c) if icase else (lambda ch, c=c: ch != c))
+            self.emit("char", (lambda ch, c=c.lower(): ch.lower() != c) if icase else (lambda ch, c=c: ch != c))  # noqa: B008 (bound once, on purpose)
         elif op is C.ANY:
             self.emit("char", (lambda ch: True) if dotall else (lambda ch: ch != "\n"))
         elif op is C.IN:
@@ -125,7 +126,7 @@ def _class(items, icase: bool):
         if op is C.NEGATE:
             negate = True
         elif op is C.LITERAL:
-            tests.append(lambda ch, c=chr(av): ch == c)
+            tests.append(lambda ch, c=chr(av): ch == c)  # noqa: B008 (bound once, on purpose)
         elif op is C.RANGE:
             tests.append(lambda ch, lo=av[0], hi=av[1]: lo <= ord(ch) <= hi)
         elif op is C.CATEGORY:
@@ -141,6 +142,7 @@ def _class(items, icase: bool):
         else:
             hit = any(t(ch) for t in tests)
         return hit != negate
+
     return member
 
 

@@ -12,16 +12,22 @@ one ConsumerGroupTargetAssignmentMember record for each), and the new assignment
 ConsumerGroupTargetAssignmentMetadata record). No record is produced for removed members: their
 target assignment is deleted with the member.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 from ... import perf
 from ._java import order_key
 from .assignors import ASSIGNORS
-from .assignors.api import (ConsumerGroupPartitionAssignor, GroupSpec, MemberSubscriptionAndAssignment,
-                            SubscribedTopicDescriber, SubscriptionType)
+from .assignors.api import (
+    ConsumerGroupPartitionAssignor,
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+)
 from .group_state import subscription_type as kafka_subscription_type
 from .member import ConsumerGroupMember
 from .reconciliation import subscribed_topics
@@ -42,20 +48,21 @@ class TargetAssignmentResult:
 
     def records(self) -> list[dict]:
         """The records Kafka appends, as JSON values: one per changed member, then the epoch."""
-        out = [{"type": TARGET_ASSIGNMENT_MEMBER, "groupId": self.group_id, "memberId": m,
-                "topicPartitions": to_json(a)} for m, a in self.changed.items()]
-        out.append({"type": TARGET_ASSIGNMENT_METADATA, "groupId": self.group_id,
-                    "assignmentEpoch": self.assignment_epoch})
+        out = [
+            {"type": TARGET_ASSIGNMENT_MEMBER, "groupId": self.group_id, "memberId": m, "topicPartitions": to_json(a)}
+            for m, a in self.changed.items()
+        ]
+        out.append(
+            {"type": TARGET_ASSIGNMENT_METADATA, "groupId": self.group_id, "assignmentEpoch": self.assignment_epoch}
+        )
         return out
 
     def target_assignment_json(self) -> dict:
-        return {m: to_json(self.target_assignment[m])
-                for m in sorted(self.target_assignment, key=order_key)}
+        return {m: to_json(self.target_assignment[m]) for m in sorted(self.target_assignment, key=order_key)}
 
 
 class TargetAssignmentBuilder:
-    def __init__(self, group_id: str, group_epoch: int,
-                 assignor: "str | ConsumerGroupPartitionAssignor"):
+    def __init__(self, group_id: str, group_epoch: int, assignor: str | ConsumerGroupPartitionAssignor):
         self.group_id = group_id
         self.group_epoch = group_epoch
         self.assignor = ASSIGNORS[assignor] if isinstance(assignor, str) else assignor
@@ -133,14 +140,15 @@ class TargetAssignmentBuilder:
             subscribed = subscriptions.get(key)
             if subscribed is None:
                 subscribed = subscriptions[key] = subscribed_topics(
-                    member, self.resolved_regular_expressions, self.topics)
+                    member, self.resolved_regular_expressions, self.topics
+                )
             specs[member_id] = MemberSubscriptionAndAssignment(
-                subscribed, assignment, member.instance_id, member.rack_id)
+                subscribed, assignment, member.instance_id, member.rack_id
+            )
 
         subscription_type = self.subscription_type
         if subscription_type is None:
-            subscription_type = kafka_subscription_type(members.values(),
-                                                        self.resolved_regular_expressions)
+            subscription_type = kafka_subscription_type(members.values(), self.resolved_regular_expressions)
         with perf.measure("assignment"):  # wall-clock cost for metrics, outside the state
             new_assignment = self.assignor.assign(GroupSpec(specs, subscription_type), describer)
 

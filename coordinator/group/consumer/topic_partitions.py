@@ -8,9 +8,10 @@ with topics sorted, so equal assignments encode to equal text.
 Topics are identified by name (see `coordinator/group/consumer/__init__.py`). Nothing here depends on
 that choice: any string id works.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ._java import order_key
 

@@ -17,15 +17,17 @@ Share groups have no committed offsets (their progress is the share-partition st
 share coordinator), so the offset APIs answer GROUP_ID_NOT_FOUND for them, as Kafka does, and they
 never expire. Topics are names in memory and records; ids only on the wire.
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
-from ..consumer.topic_partitions import freeze, to_json as assignment_to_json
 from ...errors import ApiError, Errors
 from ...records import record_key
+from ..consumer.topic_partitions import freeze
+from ..consumer.topic_partitions import to_json as assignment_to_json
 from ..group import SHARE, Group, register_group_type
 
 SHARE_PROTOCOL_TYPE = "share"
@@ -66,34 +68,48 @@ class ShareGroupMember:
         object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
         object.__setattr__(self, "assigned_partitions", freeze(self.assigned_partitions))
 
-    def replace(self, **changes) -> "ShareGroupMember":
+    def replace(self, **changes) -> ShareGroupMember:
         return dataclasses.replace(self, **changes)
 
     def metadata_value(self) -> dict:
         """ShareGroupMemberMetadataValue fields."""
-        return {"rackId": self.rack_id, "clientId": self.client_id, "clientHost": self.client_host,
-                "subscribedTopicNames": sorted(self.subscribed_topic_names)}
+        return {
+            "rackId": self.rack_id,
+            "clientId": self.client_id,
+            "clientHost": self.client_host,
+            "subscribedTopicNames": sorted(self.subscribed_topic_names),
+        }
 
     def assignment_value(self) -> dict:
         """ShareGroupCurrentMemberAssignmentValue fields."""
-        return {"memberEpoch": self.member_epoch, "previousMemberEpoch": self.previous_member_epoch,
-                "state": self.state, "assignedPartitions": assignment_to_json(self.assigned_partitions)}
+        return {
+            "memberEpoch": self.member_epoch,
+            "previousMemberEpoch": self.previous_member_epoch,
+            "state": self.state,
+            "assignedPartitions": assignment_to_json(self.assigned_partitions),
+        }
 
-    def with_metadata_value(self, v: Mapping) -> "ShareGroupMember":
-        return self.replace(rack_id=v.get("rackId"), client_id=v.get("clientId", ""),
-                            client_host=v.get("clientHost", ""),
-                            subscribed_topic_names=frozenset(v.get("subscribedTopicNames") or ()))
+    def with_metadata_value(self, v: Mapping) -> ShareGroupMember:
+        return self.replace(
+            rack_id=v.get("rackId"),
+            client_id=v.get("clientId", ""),
+            client_host=v.get("clientHost", ""),
+            subscribed_topic_names=frozenset(v.get("subscribedTopicNames") or ()),
+        )
 
-    def with_assignment_value(self, v: Mapping) -> "ShareGroupMember":
-        return self.replace(member_epoch=int(v.get("memberEpoch", 0)),
-                            previous_member_epoch=int(v.get("previousMemberEpoch", 0)),
-                            state=v.get("state", "STABLE"), assigned_partitions=freeze(v.get("assignedPartitions")))
+    def with_assignment_value(self, v: Mapping) -> ShareGroupMember:
+        return self.replace(
+            member_epoch=int(v.get("memberEpoch", 0)),
+            previous_member_epoch=int(v.get("previousMemberEpoch", 0)),
+            state=v.get("state", "STABLE"),
+            assigned_partitions=freeze(v.get("assignedPartitions")),
+        )
 
     def to_json(self) -> dict:
         return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
 
     @staticmethod
-    def from_json(d: Mapping) -> "ShareGroupMember":
+    def from_json(d: Mapping) -> ShareGroupMember:
         return ShareGroupMember(d["memberId"]).with_metadata_value(d).with_assignment_value(d)
 
 
@@ -230,15 +246,20 @@ class ShareGroup(Group):
 
     # ================================================================ snapshot
     def to_json(self) -> dict:
-        return {"type": self.type, "groupId": self.group_id, "groupEpoch": self.group_epoch,
-                "metadataHash": self.metadata_hash, "assignmentEpoch": self.target_assignment_epoch,
-                "members": {m: self.members[m].to_json() for m in sorted(self.members)},
-                "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
-                "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
-                "statePartitionMetadata": self.state_partition_metadata}
+        return {
+            "type": self.type,
+            "groupId": self.group_id,
+            "groupEpoch": self.group_epoch,
+            "metadataHash": self.metadata_hash,
+            "assignmentEpoch": self.target_assignment_epoch,
+            "members": {m: self.members[m].to_json() for m in sorted(self.members)},
+            "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
+            "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
+            "statePartitionMetadata": self.state_partition_metadata,
+        }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "ShareGroup":
+    def from_json(cls, data: Mapping) -> ShareGroup:
         group = cls(data["groupId"])
         group.group_epoch = int(data.get("groupEpoch", 0))
         group.metadata_hash = int(data.get("metadataHash", 0))
@@ -252,5 +273,7 @@ class ShareGroup(Group):
         return group
 
     def __repr__(self) -> str:
-        return (f"ShareGroup({self.group_id!r}, epoch={self.group_epoch}, "
-                f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})")
+        return (
+            f"ShareGroup({self.group_id!r}, epoch={self.group_epoch}, "
+            f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})"
+        )

@@ -17,28 +17,44 @@ every initialized partition (initializedAssignmentPending).
 
 Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
+
 from __future__ import annotations
 
-from ..consumer._java import order_key
-from ..consumer.assignors.api import PartitionAssignorException
-from ..group import IllegalStateError
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
-from ...records import parse_record_key, record_key
+from ...records import record_key
 from ...result import CoordinatorResult
 from ...share import admin as share_admin  # a module: share/admin.py imports the group package in turn
 from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
+from ..consumer._java import order_key
+from ..consumer.assignors.api import PartitionAssignorException
 from ..consumer.manager import event_assignment, persisted_group
-from ..group import SHARE
+from ..group import SHARE, IllegalStateError
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
-from .apis import described_group, describe_response, heartbeat_response
-from .group import EMPTY, STABLE, current_value, group_epoch_value, member_value, target_epoch_value, target_value
-from .group import (LEAVE_GROUP_MEMBER_EPOCH, METADATA_REFRESH_INTERVAL_MS, R_CURRENT, R_GROUP, R_MEMBER,
-                          R_STATE_PARTITION_METADATA, R_TARGET, R_TARGET_EPOCH, RECORD_TYPES, ShareGroup,
-                          ShareGroupMember, session_timer_key)
+from .apis import describe_response, described_group, heartbeat_response
+from .group import (
+    EMPTY,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    METADATA_REFRESH_INTERVAL_MS,
+    R_CURRENT,
+    R_GROUP,
+    R_MEMBER,
+    R_STATE_PARTITION_METADATA,
+    R_TARGET,
+    R_TARGET_EPOCH,
+    STABLE,
+    ShareGroup,
+    ShareGroupMember,
+    current_value,
+    group_epoch_value,
+    member_value,
+    session_timer_key,
+    target_epoch_value,
+    target_value,
+)
 
 T_SESSION = "share-session"
 ASSIGNOR = SimpleAssignor()
@@ -55,33 +71,46 @@ def combine_init_maps(a: dict, b: dict) -> dict:
     out = {tid: dict(v) for tid, v in a.items()}
     for tid, v in b.items():
         if tid in out:
-            out[tid] = init_value(v["name"], set(out[tid]["partitions"]) | set(v["partitions"]),
-                                  max(out[tid]["timestamp"], v["timestamp"]))
+            out[tid] = init_value(
+                v["name"],
+                set(out[tid]["partitions"]) | set(v["partitions"]),
+                max(out[tid]["timestamp"], v["timestamp"]),
+            )
         else:
             out[tid] = dict(v)
     return out
 
 
 def _topic_infos(m: dict) -> list:
-    return [{"topicId": tid, "topicName": v["name"], "partitions": sorted(v["partitions"])}
-            for tid, v in sorted(m.items())]
+    return [
+        {"topicId": tid, "topicName": v["name"], "partitions": sorted(v["partitions"])} for tid, v in sorted(m.items())
+    ]
 
 
 def state_partition_metadata_record(group_id: str, initializing: dict, initialized: dict, deleting: dict):
     """newShareGroupStatePartitionMetadataRecord (deleting: {tid: name})."""
-    return (record_key(R_STATE_PARTITION_METADATA, group_id),
-            {"type": R_STATE_PARTITION_METADATA, "initializingTopics": _topic_infos(initializing),
-             "initializedTopics": _topic_infos(initialized),
-             "deletingTopics": [{"topicId": t, "topicName": n} for t, n in sorted(deleting.items())]})
+    return (
+        record_key(R_STATE_PARTITION_METADATA, group_id),
+        {
+            "type": R_STATE_PARTITION_METADATA,
+            "initializingTopics": _topic_infos(initializing),
+            "initializedTopics": _topic_infos(initialized),
+            "deletingTopics": [{"topicId": t, "topicName": n} for t, n in sorted(deleting.items())],
+        },
+    )
 
 
 def state_partition_metadata_info(value: dict, timestamp: int) -> dict:
     """The replayed record (every InitMapValue stamped with the replay time, as Kafka does)."""
+
     def init_map(infos):
         return {i["topicId"]: init_value(i["topicName"], i["partitions"], timestamp) for i in infos or []}
-    return {"initializing": init_map(value.get("initializingTopics")),
-            "initialized": init_map(value.get("initializedTopics")),
-            "deleting": {i["topicId"]: i.get("topicName", "<UNKNOWN>") for i in value.get("deletingTopics") or []}}
+
+    return {
+        "initializing": init_map(value.get("initializingTopics")),
+        "initialized": init_map(value.get("initializedTopics")),
+        "deleting": {i["topicId"]: i.get("topicName", "<UNKNOWN>") for i in value.get("deletingTopics") or []},
+    }
 
 
 def initialized_by_name(group) -> dict[str, set]:
@@ -97,9 +126,11 @@ def initialized_by_name(group) -> dict[str, set]:
 
 def throw_if_request_is_invalid(body: dict) -> None:
     """GroupCoordinatorService.throwIfShareGroupHeartbeatRequestIsInvalid."""
+
     def empty(value, message):
         if value is not None and value.strip() == "":
             raise ApiError(Errors.INVALID_REQUEST, message)
+
     empty(body["memberId"], "MemberId can't be empty.")
     empty(body["groupId"], "GroupId can't be empty.")
     empty(body["rackId"], "RackId can't be empty.")
@@ -113,15 +144,19 @@ def throw_if_request_is_invalid(body: dict) -> None:
 def throw_if_member_epoch_is_invalid(member: ShareGroupMember, received: int) -> None:
     """throwIfShareGroupMemberEpochIsInvalid."""
     if received > member.member_epoch:
-        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
-                       f"The share group member has a greater member epoch ({received}) than the one known by the "
-                       f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
-                       "rejoin.")
+        raise ApiError(
+            Errors.FENCED_MEMBER_EPOCH,
+            f"The share group member has a greater member epoch ({received}) than the one known by the "
+            f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+            "rejoin.",
+        )
     if received < member.member_epoch and received != member.previous_member_epoch:
-        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
-                       f"The share group member has a smaller member epoch ({received}) than the one known by the "
-                       f"group coordinator ({member.member_epoch}), and it does not match the previous member epoch "
-                       f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin.")
+        raise ApiError(
+            Errors.FENCED_MEMBER_EPOCH,
+            f"The share group member has a smaller member epoch ({received}) than the one known by the "
+            f"group coordinator ({member.member_epoch}), and it does not match the previous member epoch "
+            f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
 
 
 class ShareGroupManager:
@@ -166,8 +201,15 @@ class ShareGroupManager:
         after = self._state(group_id)
         if after != before and after is not None:
             group = self.c.groups[group_id]
-            self.c.emit(group_id, "GroupStateChanged", groupType=SHARE, fromState=before, toState=after,
-                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+            self.c.emit(
+                group_id,
+                "GroupStateChanged",
+                groupType=SHARE,
+                fromState=before,
+                toState=after,
+                groupEpoch=group.group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self.c.configs.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
@@ -210,8 +252,10 @@ class ShareGroupManager:
         is_new_group = group_id not in self.c.groups
         max_size = self.config.get("group.share.max.size", 200)
         if len(group.members) >= max_size and (member_id == "" or not group.has_member(member_id)):
-            raise ApiError(Errors.GROUP_MAX_SIZE_REACHED,
-                           f"The share group has reached its maximum capacity of {max_size} members.")
+            raise ApiError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                f"The share group has reached its maximum capacity of {max_size} members.",
+            )
         member = group.get_or_create_member(member_id, create)
         throw_if_member_epoch_is_invalid(member, member_epoch)
         is_new_member = member_id not in group.members
@@ -235,24 +279,29 @@ class ShareGroupManager:
         if bump or (metadata.available and group.has_metadata_expired(now)):
             counts = group.subscribed_topic_names(members_after)
             metadata_hash = self.consumers.compute_metadata_hash(counts)
-            reason = "new group" if group.group_epoch == 0 else (
-                f"member {member_id} changed its subscription" if bump else None)
+            reason = (
+                "new group"
+                if group.group_epoch == 0
+                else (f"member {member_id} changed its subscription" if bump else None)
+            )
             if metadata_hash != group.metadata_hash:
                 bump = True
                 reason = reason or "the metadata of the subscribed topics changed"
             if bump:
                 group_epoch += 1
                 records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
-                events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
-                                                    "reason": reason}))
+                events.append(
+                    ("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash, "reason": reason})
+                )
             refresh_deadline = (now + METADATA_REFRESH_INTERVAL_MS, group_epoch)  # soft state, set below
         else:
             refresh_deadline = None
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, members_after, records,
-                                                    events).get(member_id, {})
+            target = self._update_target_assignment(group, group_epoch, members_after, records, events).get(
+                member_id, {}
+            )
             target_epoch = group_epoch
         else:
             target_epoch = group.target_assignment_epoch
@@ -261,8 +310,12 @@ class ShareGroupManager:
         # 3. Reconcile (ShareGroupAssignmentBuilder): the member moves to its target at once.
         reconciled = updated
         if target_epoch != updated.member_epoch:
-            reconciled = updated.replace(state="STABLE", assigned_partitions=target, member_epoch=target_epoch,
-                                         previous_member_epoch=updated.member_epoch)
+            reconciled = updated.replace(
+                state="STABLE",
+                assigned_partitions=target,
+                member_epoch=target_epoch,
+                previous_member_epoch=updated.member_epoch,
+            )
             records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
         init_map = self.maybe_create_initialize_request(group, group.subscribed_topic_names(members_after), records)
@@ -284,28 +337,55 @@ class ShareGroupManager:
             self.c.event(result, group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
             self.c.ensure_expiration_timer(result)
         if is_new_member:
-            self.c.event(result, group_id, "MemberJoined", groupType=SHARE, memberId=member_id,
-                         groupInstanceId=None, clientId=request.reply.client_id)
+            self.c.event(
+                result,
+                group_id,
+                "MemberJoined",
+                groupType=SHARE,
+                memberId=member_id,
+                groupInstanceId=None,
+                clientId=request.reply.client_id,
+            )
         for name, fields in events:
             self.c.event(result, group_id, name, groupType=SHARE, **fields)
         if reconciled is not updated or is_new_member:
-            self.c.event(result, group_id, "MemberAssignmentChanged", groupType=SHARE, memberId=member_id,
-                         memberEpoch=reconciled.member_epoch, previousMemberEpoch=reconciled.previous_member_epoch,
-                         memberState=reconciled.state, assignedPartitions=event_assignment(reconciled.assigned_partitions))
+            self.c.event(
+                result,
+                group_id,
+                "MemberAssignmentChanged",
+                groupType=SHARE,
+                memberId=member_id,
+                memberEpoch=reconciled.member_epoch,
+                previousMemberEpoch=reconciled.previous_member_epoch,
+                memberState=reconciled.state,
+                assignedPartitions=event_assignment(reconciled.assigned_partitions),
+            )
         # The state once the records are replayed: the member is in, so the group is Stable.
         if state_before != STABLE:
-            self.c.event(result, group_id, "GroupStateChanged", groupType=SHARE, fromState=state_before,
-                         toState=STABLE, groupEpoch=group_epoch, assignmentEpoch=target_epoch)
+            self.c.event(
+                result,
+                group_id,
+                "GroupStateChanged",
+                groupType=SHARE,
+                fromState=state_before,
+                toState=STABLE,
+                groupEpoch=group_epoch,
+                assignmentEpoch=target_epoch,
+            )
 
-        response = heartbeat_response(member_id=member_id, member_epoch=reconciled.member_epoch,
-                                      heartbeat_interval_ms=self.heartbeat_interval_ms(group_id))
+        response = heartbeat_response(
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
+        )
         if member_epoch == 0 or subscribed is not None or member.assigned_partitions != reconciled.assigned_partitions:
             response["assignment"] = {"topicPartitions": self.consumers.wire_assignment(reconciled.assigned_partitions)}
         result.response = response
         return result
 
-    def _update_target_assignment(self, group: ShareGroup, group_epoch: int, members: dict, records: list,
-                                  events: list) -> dict:
+    def _update_target_assignment(
+        self, group: ShareGroup, group_epoch: int, members: dict, records: list, events: list
+    ) -> dict:
         """updateTargetAssignment with the simple assignor: records for the members whose target
         changed and for the new assignment epoch. Returns the new target of every member."""
         topics = self.consumers.topics()
@@ -319,8 +399,9 @@ class ShareGroupManager:
         try:
             result = ASSIGNOR.assign(specs, topics, homogeneous, lambda t, p: p in initialized.get(t, ()))
         except PartitionAssignorException as ex:
-            raise ApiError(Errors.UNKNOWN_SERVER_ERROR,
-                           f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}") from ex
+            raise ApiError(
+                Errors.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}"
+            ) from ex
         gid = group.group_id
         changed = []
         for m_id in sorted(result, key=order_key):
@@ -329,11 +410,22 @@ class ShareGroupManager:
                 changed.append(m_id)
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
         total = sum(len(p) for a in result.values() for p in a.values())
-        events.append(("TargetAssignmentComputed", {
-            "assignmentEpoch": group_epoch, "assignor": SIMPLE_ASSIGNOR_NAME, "members": len(result),
-            "changedMembers": changed if len(changed) <= 1000 else len(changed),
-            "targetAssignment": ({m: {t: sorted(ps) for t, ps in sorted(a.items())} for m, a in result.items()}
-                                 if total <= 10_000 else total)}))
+        events.append(
+            (
+                "TargetAssignmentComputed",
+                {
+                    "assignmentEpoch": group_epoch,
+                    "assignor": SIMPLE_ASSIGNOR_NAME,
+                    "members": len(result),
+                    "changedMembers": changed if len(changed) <= 1000 else len(changed),
+                    "targetAssignment": (
+                        {m: {t: sorted(ps) for t, ps in sorted(a.items())} for m, a in result.items()}
+                        if total <= 10_000
+                        else total
+                    ),
+                },
+            )
+        )
         return result
 
     # ================================================================ share-partition initialization
@@ -391,15 +483,19 @@ class ShareGroupManager:
             records.append(state_partition_metadata_record(group.group_id, change, {}, {}))
         else:
             deleting = {t: n for t, n in info["deleting"].items() if t not in change}
-            records.append(state_partition_metadata_record(
-                group.group_id, combine_init_maps(info["initializing"], change), info["initialized"], deleting))
+            records.append(
+                state_partition_metadata_record(
+                    group.group_id, combine_init_maps(info["initializing"], change), info["initialized"], deleting
+                )
+            )
         return change
 
     def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict, result: CoordinatorResult) -> None:
         """The persister's initializeState: each share-partition's coordinator partition initializes it
         (into `result`)."""
-        share_admin.initialize_for_group(self.p, result, group_id, group_epoch,
-                                         {tid: list(v["partitions"]) for tid, v in init_map.items()})
+        share_admin.initialize_for_group(
+            self.p, result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}
+        )
 
     def initialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
         """initializeShareGroupState: the answered partitions move from initializing to initialized."""
@@ -416,11 +512,19 @@ class ShareGroupManager:
             left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
             if left:
                 initializing[tid] = {**v, "partitions": left}
-        self._apply([state_partition_metadata_record(group_id, initializing,
-                                                     combine_init_maps(info["initialized"], enriched),
-                                                     info["deleting"])])
-        self.c.emit(group_id, "SharePartitionsInitialized", groupType=SHARE,
-                    topicPartitions={t: sorted(ps) for t, ps in sorted(topic_partitions.items())})
+        self._apply(
+            [
+                state_partition_metadata_record(
+                    group_id, initializing, combine_init_maps(info["initialized"], enriched), info["deleting"]
+                )
+            ]
+        )
+        self.c.emit(
+            group_id,
+            "SharePartitionsInitialized",
+            groupType=SHARE,
+            topicPartitions={t: sorted(ps) for t, ps in sorted(topic_partitions.items())},
+        )
 
     def uninitialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
         """uninitializeShareGroupState: failed partitions leave initializing (the next heartbeat retries)."""
@@ -437,8 +541,9 @@ class ShareGroupManager:
 
     def _attach_init_value(self, topic_partitions: dict) -> dict:
         meta = self.consumers.metadata
-        return {tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now)
-                for tid, ps in topic_partitions.items()}
+        return {
+            tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now) for tid, ps in topic_partitions.items()
+        }
 
     # ================================================================ deleting share-partition state
     def share_group_build_partition_delete_request(self, group: ShareGroup) -> dict | None:
@@ -476,16 +581,26 @@ class ShareGroupManager:
         for name in topic_names:
             tid = meta.topic_id(name)
             if tid is None:
-                errors.append({"topicName": name, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
-                               "errorMessage": Errors.UNKNOWN_TOPIC_OR_PARTITION.message})
+                errors.append(
+                    {
+                        "topicName": name,
+                        "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                        "errorMessage": Errors.UNKNOWN_TOPIC_OR_PARTITION.message,
+                    }
+                )
             elif tid in initialized:
                 to_delete[tid] = (name, list(initialized.pop(tid)["partitions"]))
                 deleting[tid] = name
             elif tid in deleting:
                 to_delete[tid] = (name, list(range(meta.topics.get(name, 0))))
             else:
-                errors.append({"topicName": name, "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
-                               "errorMessage": "There is no offset information to delete."})
+                errors.append(
+                    {
+                        "topicName": name,
+                        "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+                        "errorMessage": "There is no offset information to delete.",
+                    }
+                )
         self._apply([state_partition_metadata_record(group_id, info["initializing"], initialized, deleting)])
         return to_delete, errors
 
@@ -509,8 +624,11 @@ class ShareGroupManager:
     def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> CoordinatorResult:
         """shareGroupFenceMember: the member's tombstones and a group epoch bump."""
         gid, mid = group.group_id, member.member_id
-        records = [(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
-                   (record_key(R_MEMBER, gid, mid), None)]
+        records = [
+            (record_key(R_CURRENT, gid, mid), None),
+            (record_key(R_TARGET, gid, mid), None),
+            (record_key(R_MEMBER, gid, mid), None),
+        ]
         remaining = {m: v for m, v in group.members.items() if m != mid}
         metadata_hash = self.consumers.compute_metadata_hash(group.subscribed_topic_names(remaining))
         group_epoch = group.group_epoch + 1
@@ -519,14 +637,38 @@ class ShareGroupManager:
         result = CoordinatorResult()
         result.records += [StateRecord(key, value) for key, value in records]
         result.cancel(session_timer_key(gid, mid))
-        self.c.event(result, gid, event, groupType=SHARE, memberId=mid, groupInstanceId=None, temporary=False,
-                     reason=reason, memberEpoch=member.member_epoch)
-        self.c.event(result, gid, "GroupEpochBumped", groupType=SHARE, groupEpoch=group_epoch,
-                     metadataHash=metadata_hash, reason=f"1 member(s) removed: {reason}")
+        self.c.event(
+            result,
+            gid,
+            event,
+            groupType=SHARE,
+            memberId=mid,
+            groupInstanceId=None,
+            temporary=False,
+            reason=reason,
+            memberEpoch=member.member_epoch,
+        )
+        self.c.event(
+            result,
+            gid,
+            "GroupEpochBumped",
+            groupType=SHARE,
+            groupEpoch=group_epoch,
+            metadataHash=metadata_hash,
+            reason=f"1 member(s) removed: {reason}",
+        )
         after = STABLE if remaining else EMPTY  # the group's state once the tombstones are replayed
         if after != before:
-            self.c.event(result, gid, "GroupStateChanged", groupType=SHARE, fromState=before, toState=after,
-                         groupEpoch=group_epoch, assignmentEpoch=group.target_assignment_epoch)
+            self.c.event(
+                result,
+                gid,
+                "GroupStateChanged",
+                groupType=SHARE,
+                fromState=before,
+                toState=after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
         return result
 
     # ================================================================ timers
@@ -584,14 +726,26 @@ class ShareGroupManager:
         members = []
         for member_id in sorted(group.members, key=order_key):
             m = group.members[member_id]
-            members.append({
-                "memberId": m.member_id, "rackId": m.rack_id, "memberEpoch": m.member_epoch,
-                "clientId": m.client_id, "clientHost": m.client_host,
-                "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
-                "assignment": {"topicPartitions": self.consumers.wire_assignment(m.assigned_partitions, True)}})
-        return described_group(group.group_id, state=group.state, group_epoch=group.group_epoch,
-                               assignment_epoch=group.target_assignment_epoch, assignor_name=SIMPLE_ASSIGNOR_NAME,
-                               members=members, authorized_operations=operations)
+            members.append(
+                {
+                    "memberId": m.member_id,
+                    "rackId": m.rack_id,
+                    "memberEpoch": m.member_epoch,
+                    "clientId": m.client_id,
+                    "clientHost": m.client_host,
+                    "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+                    "assignment": {"topicPartitions": self.consumers.wire_assignment(m.assigned_partitions, True)},
+                }
+            )
+        return described_group(
+            group.group_id,
+            state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_assignment_epoch,
+            assignor_name=SIMPLE_ASSIGNOR_NAME,
+            members=members,
+            authorized_operations=operations,
+        )
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> ShareGroup | None:
@@ -608,14 +762,19 @@ class ShareGroupManager:
                 group.metadata_hash = int(value.get("metadataHash", 0))
                 return
             if group.members:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
-                                        f"has {len(group.members)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but the group still "
+                    f"has {len(group.members)} members."
+                )
             if group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the target "
-                                        f"assignment still has {len(group.target_assignment)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but the target "
+                    f"assignment still has {len(group.target_assignment)} members."
+                )
             if group.target_assignment_epoch != -1:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but target "
-                                        "assignment epoch in invalid.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but target assignment epoch in invalid."
+                )
             del self.c.groups[gid]
         elif kind == R_STATE_PARTITION_METADATA:
             group.state_partition_metadata = None if value is None else state_partition_metadata_info(value, self.now)
@@ -628,11 +787,13 @@ class ShareGroupManager:
             if old is None:
                 return
             if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} with invalid "
-                                        "leave group epoch.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {member_id} with invalid leave group epoch."
+                )
             if member_id in group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete member {member_id} but member "
-                                        "exists in target assignment.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {member_id} but member exists in target assignment."
+                )
             group.remove_member(member_id)
         elif kind == R_TARGET:
             if value is not None:
@@ -647,9 +808,13 @@ class ShareGroupManager:
             if value is not None:
                 group.update_member((old or ShareGroupMember(member_id)).with_assignment_value(value))
             elif old is not None:
-                group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                assigned_partitions={}))
+                group.update_member(
+                    old.replace(
+                        member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                        assigned_partitions={},
+                    )
+                )
 
     def on_loaded(self) -> None:
         """onLoaded: a session timeout for every member, from now."""

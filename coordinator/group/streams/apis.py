@@ -4,6 +4,7 @@ message-file shaper, coordinator/protocol). Tasks are {subtopologyId, partitions
 names (as in Kafka's StreamsGroup* messages, which carry no topic ids except in the describe's
 assignment).
 """
+
 from __future__ import annotations
 
 from ...errors import Error
@@ -14,28 +15,70 @@ COMPONENT = "groups"
 VERSION = 0
 
 
-def heartbeat_response(*, error: Error | None = None, message: str | None = None, member_id: str = "",
-                       member_epoch: int = 0, heartbeat_interval_ms: int = 0, acceptable_recovery_lag: int = 0,
-                       task_offset_interval_ms: int = 0, status: list[dict] | None = None,
-                       endpoint_information_epoch: int = 0) -> dict:
+def heartbeat_response(
+    *,
+    error: Error | None = None,
+    message: str | None = None,
+    member_id: str = "",
+    member_epoch: int = 0,
+    heartbeat_interval_ms: int = 0,
+    acceptable_recovery_lag: int = 0,
+    task_offset_interval_ms: int = 0,
+    status: list[dict] | None = None,
+    endpoint_information_epoch: int = 0,
+) -> dict:
     """StreamsGroupHeartbeatResponse v0; the task lists and partitionsByUserEndpoint are null
     (unchanged) unless the caller sets them."""
-    return shape("StreamsGroupHeartbeatResponse", VERSION, {
-        "throttleTimeMs": 0, "errorCode": 0 if error is None else error.code, "errorMessage": message,
-        "memberId": member_id, "memberEpoch": member_epoch, "heartbeatIntervalMs": heartbeat_interval_ms,
-        "acceptableRecoveryLag": acceptable_recovery_lag, "taskOffsetIntervalMs": task_offset_interval_ms,
-        "status": status, "activeTasks": None, "standbyTasks": None, "warmupTasks": None,
-        "endpointInformationEpoch": endpoint_information_epoch, "partitionsByUserEndpoint": None})
+    return shape(
+        "StreamsGroupHeartbeatResponse",
+        VERSION,
+        {
+            "throttleTimeMs": 0,
+            "errorCode": 0 if error is None else error.code,
+            "errorMessage": message,
+            "memberId": member_id,
+            "memberEpoch": member_epoch,
+            "heartbeatIntervalMs": heartbeat_interval_ms,
+            "acceptableRecoveryLag": acceptable_recovery_lag,
+            "taskOffsetIntervalMs": task_offset_interval_ms,
+            "status": status,
+            "activeTasks": None,
+            "standbyTasks": None,
+            "warmupTasks": None,
+            "endpointInformationEpoch": endpoint_information_epoch,
+            "partitionsByUserEndpoint": None,
+        },
+    )
 
 
-def described_group(group_id: str, error: Error | None = None, *, message: str | None = None, state: str = "",
-                    group_epoch: int = 0, assignment_epoch: int = 0, topology: dict | None = None,
-                    members: list[dict] | None = None, authorized_operations: int = INT32_MIN) -> dict:
-    return shape("StreamsGroupDescribeResponse", VERSION, {
-        "errorCode": 0 if error is None else error.code, "errorMessage": message, "groupId": group_id,
-        "groupState": state, "groupEpoch": group_epoch, "assignmentEpoch": assignment_epoch,
-        "topology": topology, "members": members or [], "authorizedOperations": authorized_operations},
-        ("groups",))
+def described_group(
+    group_id: str,
+    error: Error | None = None,
+    *,
+    message: str | None = None,
+    state: str = "",
+    group_epoch: int = 0,
+    assignment_epoch: int = 0,
+    topology: dict | None = None,
+    members: list[dict] | None = None,
+    authorized_operations: int = INT32_MIN,
+) -> dict:
+    return shape(
+        "StreamsGroupDescribeResponse",
+        VERSION,
+        {
+            "errorCode": 0 if error is None else error.code,
+            "errorMessage": message,
+            "groupId": group_id,
+            "groupState": state,
+            "groupEpoch": group_epoch,
+            "assignmentEpoch": assignment_epoch,
+            "topology": topology,
+            "members": members or [],
+            "authorizedOperations": authorized_operations,
+        },
+        ("groups",),
+    )
 
 
 def describe_response(groups: list[dict]) -> dict:

@@ -12,11 +12,12 @@ Determinism: Kafka iterates hash sets (an order that depends on hash codes); her
 in TaskId order (subtopology id, partition), processes in process-id order and members in
 member-id order, so ties are broken the same way on every run.
 """
+
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .tasks import TasksTuple, freeze_tasks
 
@@ -32,6 +33,7 @@ class TaskAssignorError(Exception):
 @dataclass(frozen=True)
 class MemberSpec:
     """AssignmentMemberSpec: the member's process and its tasks in the current target assignment."""
+
     process_id: str
     active: Mapping[str, frozenset] = field(default_factory=dict)
     standby: Mapping[str, frozenset] = field(default_factory=dict)
@@ -40,12 +42,14 @@ class MemberSpec:
 @dataclass(frozen=True)
 class SubtopologySpec:
     """What TopologyDescriber tells: the number of tasks and whether the subtopology has state."""
+
     number_of_tasks: int
     stateful: bool
 
 
 class _Process:
     """ProcessState."""
+
     def __init__(self, process_id: str):
         self.process_id = process_id
         self.capacity = 0
@@ -114,14 +118,22 @@ def _pair(a: TaskId, b: TaskId) -> tuple:
 class StickyTaskAssignor:
     name = NAME
 
-    def assign(self, members: Mapping[str, MemberSpec], subtopologies: Mapping[str, SubtopologySpec],
-               num_standby_replicas: int = 0) -> dict[str, TasksTuple]:
+    def assign(
+        self,
+        members: Mapping[str, MemberSpec],
+        subtopologies: Mapping[str, SubtopologySpec],
+        num_standby_replicas: int = 0,
+    ) -> dict[str, TasksTuple]:
         self._initialize(members, subtopologies)
         active = [(s, p) for s in sorted(subtopologies) for p in range(subtopologies[s].number_of_tasks)]
         self._assign_active(active)
         if num_standby_replicas > 0:
-            stateful = [(s, p) for s in sorted(subtopologies) if subtopologies[s].stateful
-                        for p in range(subtopologies[s].number_of_tasks)]
+            stateful = [
+                (s, p)
+                for s in sorted(subtopologies)
+                if subtopologies[s].stateful
+                for p in range(subtopologies[s].number_of_tasks)
+            ]
             self._assign_standby(stateful, num_standby_replicas)
         return self._build(members)
 
@@ -272,8 +284,12 @@ class StickyTaskAssignor:
                     break  # not enough capacity for the requested replicas (Kafka logs a warning)
                 standby = None
                 prev = self.active_prev.get(task)
-                if (prev is not None and not self.processes[prev[0]].has_task(task) and self._is_load_balanced(prev[0])
-                        and self.pairs.has_new_pair(task, self.processes[prev[0]].assigned)):
+                if (
+                    prev is not None
+                    and not self.processes[prev[0]].has_task(task)
+                    and self._is_load_balanced(prev[0])
+                    and self.pairs.has_new_pair(task, self.processes[prev[0]].assigned)
+                ):
                     standby = prev
                 if standby is None:
                     prevs = self.standby_prev.get(task)

@@ -13,20 +13,27 @@ Soft state (in the snapshot, not in the log; reset when the partition is rebuilt
 Kafka keeps it in memory): the configured topology, the metadata refresh deadline, the member that
 asked for an application shutdown, the endpoint information epoch.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
+from ..group import STREAMS, Group, register_group_type
 from .member import StreamsGroupMember
 from .tasks import EMPTY, TasksTuple
 from .topology import ConfiguredTopology, configured_from_json, configured_to_json
-from ..group import STREAMS, Group, register_group_type
 
 STREAMS_PROTOCOL_TYPE = "streams"
 EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
-    "Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead")
+    "Empty",
+    "NotReady",
+    "Assigning",
+    "Reconciling",
+    "Stable",
+    "Dead",
+)
 
 R_GROUP = "StreamsGroupMetadata"
 R_TOPOLOGY = "StreamsGroupTopology"
@@ -193,8 +200,9 @@ class StreamsGroup(Group):
     def protocol_type_or_empty(self) -> str:
         return STREAMS_PROTOCOL_TYPE
 
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation_id: int,
-                               is_transactional: bool, api_version: int) -> None:
+    def validate_offset_commit(
+        self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
+    ) -> None:
         """StreamsGroup.validateOffsetCommit (the member epoch comes as the generation id)."""
         if generation_id < 0 and not self.members:
             return
@@ -202,8 +210,10 @@ class StreamsGroup(Group):
             return
         member = self.get_member(member_id)
         if not is_transactional and api_version < 9:
-            raise ApiError(Errors.UNSUPPORTED_VERSION,
-                           "OffsetCommit version 9 or above must be used by members using the streams group protocol")
+            raise ApiError(
+                Errors.UNSUPPORTED_VERSION,
+                "OffsetCommit version 9 or above must be used by members using the streams group protocol",
+            )
         _validate_member_epoch(generation_id, member.member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
@@ -224,8 +234,10 @@ class StreamsGroup(Group):
     def is_subscribed_to_topic(self, topic: str) -> bool:
         if not self.members or self.configured_topology is None or not self.configured_topology.is_ready():
             return False
-        return any(topic in s.source_topics or topic in s.repartition_source_topics
-                   for s in self.configured_topology.subtopologies.values())
+        return any(
+            topic in s.source_topics or topic in s.repartition_source_topics
+            for s in self.configured_topology.subtopologies.values()
+        )
 
     def offset_expiration_base(self):
         return lambda o: o.commit_timestamp_ms
@@ -249,18 +261,23 @@ class StreamsGroup(Group):
 
     # ================================================================ snapshot
     def to_json(self) -> dict:
-        return {"type": self.type, "groupId": self.group_id, "groupEpoch": self.group_epoch,
-                "metadataHash": self.metadata_hash, "targetAssignmentEpoch": self.target_assignment_epoch,
-                "topology": self.topology,
-                "members": [self.members[m].to_json() for m in sorted(self.members)],
-                "targetAssignment": {m: t.to_wire() for m, t in sorted(self.target_assignment.items())},
-                "configuredTopology": configured_to_json(self.configured_topology),
-                "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
-                "shutdownRequestMemberId": self.shutdown_request_member_id,
-                "endpointInformationEpoch": self.endpoint_information_epoch}
+        return {
+            "type": self.type,
+            "groupId": self.group_id,
+            "groupEpoch": self.group_epoch,
+            "metadataHash": self.metadata_hash,
+            "targetAssignmentEpoch": self.target_assignment_epoch,
+            "topology": self.topology,
+            "members": [self.members[m].to_json() for m in sorted(self.members)],
+            "targetAssignment": {m: t.to_wire() for m, t in sorted(self.target_assignment.items())},
+            "configuredTopology": configured_to_json(self.configured_topology),
+            "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
+            "shutdownRequestMemberId": self.shutdown_request_member_id,
+            "endpointInformationEpoch": self.endpoint_information_epoch,
+        }
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "StreamsGroup":
+    def from_json(cls, data: Mapping) -> StreamsGroup:
         g = cls(data["groupId"])
         g.group_epoch = int(data["groupEpoch"])
         g.metadata_hash = int(data["metadataHash"])
@@ -278,5 +295,7 @@ class StreamsGroup(Group):
 
 def _validate_member_epoch(received: int, expected: int) -> None:
     if received != expected:
-        raise ApiError(Errors.STALE_MEMBER_EPOCH,
-                       f"The received member epoch {received} does not match the expected member epoch {expected}.")
+        raise ApiError(
+            Errors.STALE_MEMBER_EPOCH,
+            f"The received member epoch {received} does not match the expected member epoch {expected}.",
+        )

@@ -15,29 +15,49 @@ configures the topology.
 
 Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
+
 from __future__ import annotations
 
 import re
 
-from ..group import IllegalStateError
 from ...errors import ApiError, Errors
-from ...messages import Request, StateRecord
-from ...records import parse_record_key, record_key
-from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
-from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
-from .reconciliation import reconcile
-from .tasks import EMPTY, TasksTuple, tasks_to_wire
-from .topology import (SHUTDOWN_APPLICATION, STALE_TOPOLOGY, StreamsInvalidTopologyError,
-                                configure_topics, required_topics, topology_record_value)
+from ...messages import Request
+from ...records import record_key
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer.manager import group_hash, persisted_group, topic_hash
-from ..group import STREAMS
-from .apis import described_group, describe_response, heartbeat_response
-from .group import current_value, group_epoch_value, member_value, target_epoch_value, target_value, topology_value
-from .group import (R_CURRENT, R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_TOPOLOGY, RECORD_TYPES,
-                            StreamsGroup, rebalance_timer_key, session_timer_key)
+from ..group import STREAMS, IllegalStateError
+from .apis import describe_response, described_group, heartbeat_response
+from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
+from .group import (
+    R_CURRENT,
+    R_GROUP,
+    R_MEMBER,
+    R_TARGET,
+    R_TARGET_EPOCH,
+    R_TOPOLOGY,
+    StreamsGroup,
+    current_value,
+    group_epoch_value,
+    member_value,
+    rebalance_timer_key,
+    session_timer_key,
+    target_epoch_value,
+    target_value,
+    topology_value,
+)
+from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
+from .reconciliation import reconcile
+from .tasks import EMPTY, TasksTuple, tasks_to_wire
+from .topology import (
+    SHUTDOWN_APPLICATION,
+    STALE_TOPOLOGY,
+    StreamsInvalidTopologyError,
+    configure_topics,
+    required_topics,
+    topology_record_value,
+)
 
 T_SESSION = "streams-session"
 T_REBALANCE = "streams-rebalance"
@@ -83,8 +103,11 @@ def throw_if_request_is_invalid(body: dict) -> None:
     if epoch == 0:
         if body["rebalanceTimeoutMs"] == -1:
             raise _invalid("RebalanceTimeoutMs must be provided in first request.")
-        for name, label in (("activeTasks", "ActiveTasks"), ("standbyTasks", "StandbyTasks"),
-                            ("warmupTasks", "WarmupTasks")):
+        for name, label in (
+            ("activeTasks", "ActiveTasks"),
+            ("standbyTasks", "StandbyTasks"),
+            ("warmupTasks", "WarmupTasks"),
+        ):
             if body[name]:
                 raise _invalid(f"{label} must be empty when (re-)joining.")
         if topology is None:
@@ -92,9 +115,11 @@ def throw_if_request_is_invalid(body: dict) -> None:
         for s in topology["subtopologies"]:
             for t in s["stateChangelogTopics"]:
                 if t["partitions"] != 0:
-                    raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY,
-                                   f"Changelog topic {t['name']} must have an undefined partition count, but it "
-                                   f"is set to {t['partitions']}.")
+                    raise ApiError(
+                        Errors.STREAMS_INVALID_TOPOLOGY,
+                        f"Changelog topic {t['name']} must have an undefined partition count, but it "
+                        f"is set to {t['partitions']}.",
+                    )
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
     if any(body[n] is not None for n in ("activeTasks", "standbyTasks", "warmupTasks")):
@@ -110,14 +135,20 @@ def throw_if_topics_are_invalid(topology: dict | None) -> None:
         return
     names: list[str] = []
     for s in topology["subtopologies"]:
-        for n in (s["sourceTopics"] + s["repartitionSinkTopics"] + [t["name"] for t in s["repartitionSourceTopics"]]
-                  + [t["name"] for t in s["stateChangelogTopics"]]):
+        for n in (
+            s["sourceTopics"]
+            + s["repartitionSinkTopics"]
+            + [t["name"] for t in s["repartitionSourceTopics"]]
+            + [t["name"] for t in s["stateChangelogTopics"]]
+        ):
             if n not in names:
                 names.append(n)
     internal = [n for n in names if n in INTERNAL_TOPICS]
     if internal:
-        raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY,
-                       f"Use of Kafka internal topics {','.join(internal)} in a Kafka Streams topology is prohibited.")
+        raise ApiError(
+            Errors.STREAMS_INVALID_TOPOLOGY,
+            f"Use of Kafka internal topics {','.join(internal)} in a Kafka Streams topology is prohibited.",
+        )
     invalid = [n for n in names if not _LEGAL_TOPIC.fullmatch(n) or n in (".", "..")]
     if invalid:
         raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY, f"Topic names {','.join(invalid)} are not valid topic names.")
@@ -160,8 +191,9 @@ class StreamsGroupManager:
     def compute_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
         topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
-        return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t))
-                           for t in required_topics(topology) if t in topics})
+        return group_hash(
+            {t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in required_topics(topology) if t in topics}
+        )
 
     def streams_group(self, group_id: str) -> StreamsGroup:
         group = self.c.groups.get(group_id)
@@ -188,8 +220,14 @@ class StreamsGroupManager:
         after = self._state(group_id)
         if after != before and after is not None:
             group = self.c.groups[group_id]
-            self.emit(group_id, "GroupStateChanged", fromState=before, toState=after,
-                        groupEpoch=group.group_epoch, assignmentEpoch=group.target_assignment_epoch)
+            self.emit(
+                group_id,
+                "GroupStateChanged",
+                fromState=before,
+                toState=after,
+                groupEpoch=group.group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
 
     # ================================================================ StreamsGroupHeartbeat
     def streams_group_heartbeat(self, request: Request) -> dict:
@@ -222,14 +260,18 @@ class StreamsGroupManager:
             group = StreamsGroup(group_id)
         is_new_group = group_id not in self.c.groups
         if joining and len(group.members) >= self.config["group.streams.max.size"]:
-            raise ApiError(Errors.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum capacity of "
-                                                          f"{self.config['group.streams.max.size']} members.")
+            raise ApiError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                "The streams group has reached its maximum capacity of "
+                f"{self.config['group.streams.max.size']} members.",
+            )
 
         # Get or create the member.
         owned = None
         if body["activeTasks"] is not None:
-            owned = TasksTuple.of(_tasks(body["activeTasks"]), _tasks(body["standbyTasks"]),
-                                  _tasks(body["warmupTasks"]))
+            owned = TasksTuple.of(
+                _tasks(body["activeTasks"]), _tasks(body["standbyTasks"]), _tasks(body["warmupTasks"])
+            )
         member = group.members.get(member_id)
         if member is None:
             if not joining:
@@ -244,14 +286,18 @@ class StreamsGroupManager:
         topology = body["topology"]
         updated = member.replace(
             rack_id=body["rackId"] if body["rackId"] is not None else member.rack_id,
-            rebalance_timeout_ms=(body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1
-                                  else member.rebalance_timeout_ms),
+            rebalance_timeout_ms=(
+                body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1 else member.rebalance_timeout_ms
+            ),
             topology_epoch=topology["epoch"] if topology is not None else member.topology_epoch,
-            client_id=request.reply.client_id, client_host=request.client_host,
+            client_id=request.reply.client_id,
+            client_host=request.client_host,
             process_id=body["processId"] if body["processId"] is not None else member.process_id,
-            client_tags=(tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None
-                         else member.client_tags),
-            user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint)
+            client_tags=(
+                tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None else member.client_tags
+            ),
+            user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint,
+        )
         bump = False
         if updated != member:
             records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
@@ -260,9 +306,13 @@ class StreamsGroupManager:
         # 2. Initialise or check the group's topology.
         group_topology = self._maybe_update_topology(group, member_id, topology, records, events)
         if group.topology is not None and updated.topology_epoch < group.topology["epoch"]:
-            status.append({"statusCode": STALE_TOPOLOGY,
-                           "statusDetail": f"The member's topology epoch {updated.topology_epoch} is behind the "
-                                           f"group's topology epoch {group.topology['epoch']}."})
+            status.append(
+                {
+                    "statusCode": STALE_TOPOLOGY,
+                    "statusDetail": f"The member's topology epoch {updated.topology_epoch} is behind the "
+                    f"group's topology epoch {group.topology['epoch']}.",
+                }
+            )
 
         # 3. Configure the topology against the topics (and find the internal topics to create).
         configured = group.configured_topology
@@ -286,10 +336,19 @@ class StreamsGroupManager:
         if bump:
             group_epoch += 1
             records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
-            events.append(("GroupEpochBumped", {"groupEpoch": group_epoch, "metadataHash": metadata_hash,
-                                                "reason": "new group" if group.group_epoch == 0 else
-                                                f"member {member_id} joined or changed its metadata, or the "
-                                                "topics of the topology changed"}))
+            events.append(
+                (
+                    "GroupEpochBumped",
+                    {
+                        "groupEpoch": group_epoch,
+                        "metadataHash": metadata_hash,
+                        "reason": "new group"
+                        if group.group_epoch == 0
+                        else f"member {member_id} joined or changed its metadata, or the "
+                        "topics of the topology changed",
+                    },
+                )
+            )
 
         # 4. A new target assignment if the group epoch is ahead of the assignment epoch.
         if group_epoch > group.target_assignment_epoch:
@@ -302,9 +361,15 @@ class StreamsGroupManager:
         # 5. Reconcile the member with its target (revoke before assign).
         reconciled = updated
         if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target, group.current_active_task_process_id,
-                                   group.current_standby_task_process_ids, group.current_warmup_task_process_ids,
-                                   owned)
+            reconciled = reconcile(
+                updated,
+                target_epoch,
+                target,
+                group.current_active_task_process_id,
+                group.current_standby_task_process_ids,
+                group.current_warmup_task_process_ids,
+                owned,
+            )
             if reconciled != updated:
                 records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
@@ -319,8 +384,9 @@ class StreamsGroupManager:
             group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
         if reconciled != updated:
             if reconciled.state == MemberState.UNREVOKED_TASKS:
-                self._schedule_rebalance_timeout(group_id, member_id, reconciled.member_epoch,
-                                                 reconciled.rebalance_timeout_ms)
+                self._schedule_rebalance_timeout(
+                    group_id, member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms
+                )
             else:
                 self.p.cancel(rebalance_timer_key(group_id, member_id))
         self._schedule_session_timeout(group_id, member_id)
@@ -332,26 +398,43 @@ class StreamsGroupManager:
             self.emit(group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
             self.c.ensure_expiration_timer()
         if is_new_member:
-            self.emit(group_id, "MemberJoined", memberId=member_id, processId=reconciled.process_id,
-                        clientId=request.reply.client_id, topologyEpoch=reconciled.topology_epoch)
+            self.emit(
+                group_id,
+                "MemberJoined",
+                memberId=member_id,
+                processId=reconciled.process_id,
+                clientId=request.reply.client_id,
+                topologyEpoch=reconciled.topology_epoch,
+            )
         for name, fields in events:
             self.emit(group_id, name, **fields)
         if reconciled != updated or is_new_member:
-            self.emit(group_id, "MemberAssignmentChanged", memberId=member_id, memberEpoch=reconciled.member_epoch,
-                        previousMemberEpoch=reconciled.previous_member_epoch, memberState=reconciled.state.name,
-                        assignedTasks=reconciled.assigned_tasks.to_wire(),
-                        tasksPendingRevocation=reconciled.tasks_pending_revocation.to_wire())
+            self.emit(
+                group_id,
+                "MemberAssignmentChanged",
+                memberId=member_id,
+                memberEpoch=reconciled.member_epoch,
+                previousMemberEpoch=reconciled.previous_member_epoch,
+                memberState=reconciled.state.name,
+                assignedTasks=reconciled.assigned_tasks.to_wire(),
+                tasksPendingRevocation=reconciled.tasks_pending_revocation.to_wire(),
+            )
         if configured.internal_topics_to_create and (bump or is_new_member):
-            self.emit(group_id, "StreamsInternalTopicsMissing",
-                        topics=[configured.internal_topics_to_create[n]
-                                for n in sorted(configured.internal_topics_to_create)])
+            self.emit(
+                group_id,
+                "StreamsInternalTopicsMissing",
+                topics=[configured.internal_topics_to_create[n] for n in sorted(configured.internal_topics_to_create)],
+            )
         self._report_state_change(group_id, state_before)
 
         # The response.
-        response = heartbeat_response(member_id=member_id, member_epoch=reconciled.member_epoch,
-                                      heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
-                                      acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-                                      task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS)
+        response = heartbeat_response(
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
+            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+        )
         if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
             response["activeTasks"] = tasks_to_wire(reconciled.assigned_tasks.active)
             response["standbyTasks"] = tasks_to_wire(reconciled.assigned_tasks.standby)
@@ -364,15 +447,20 @@ class StreamsGroupManager:
         if configured.status is not None:
             status.append({"statusCode": configured.status, "statusDetail": configured.status_detail})
         if group.shutdown_request_member_id is not None:
-            status.append({"statusCode": SHUTDOWN_APPLICATION,
-                           "statusDetail": f"Streams group member {group.shutdown_request_member_id} encountered a "
-                                           "fatal error and requested a shutdown for the entire application."})
+            status.append(
+                {
+                    "statusCode": SHUTDOWN_APPLICATION,
+                    "statusDetail": f"Streams group member {group.shutdown_request_member_id} encountered a "
+                    "fatal error and requested a shutdown for the entire application.",
+                }
+            )
         if status:
             response["status"] = status
         return response
 
-    def _maybe_update_topology(self, group: StreamsGroup, member_id: str, topology: dict | None, records: list,
-                               events: list) -> dict:
+    def _maybe_update_topology(
+        self, group: StreamsGroup, member_id: str, topology: dict | None, records: list, events: list
+    ) -> dict:
         """maybeUpdateTopology: the first topology initialises the group's; a member with an older
         epoch keeps the group's (and is told STALE_TOPOLOGY); any other difference is refused, as
         Kafka 4.1 does ("Topology updates are not supported yet.")."""
@@ -380,8 +468,16 @@ class StreamsGroupManager:
             value = topology_record_value(topology)
             if group.topology is None:
                 records.append((record_key(R_TOPOLOGY, group.group_id), topology_value(value)))
-                events.append(("StreamsTopologyInitialized", {"topologyEpoch": value["epoch"], "memberId": member_id,
-                                                              "subtopologies": len(value["subtopologies"])}))
+                events.append(
+                    (
+                        "StreamsTopologyInitialized",
+                        {
+                            "topologyEpoch": value["epoch"],
+                            "memberId": member_id,
+                            "subtopologies": len(value["subtopologies"]),
+                        },
+                    )
+                )
                 return value
             if group.topology["epoch"] > value["epoch"]:
                 return group.topology
@@ -392,22 +488,36 @@ class StreamsGroupManager:
             return group.topology
         raise ApiError(Errors.UNKNOWN_SERVER_ERROR, "The topology is null and the group topology is also null.")
 
-    def _update_target_assignment(self, group: StreamsGroup, group_epoch: int, updated: StreamsGroupMember,
-                                  configured, records: list, events: list) -> TasksTuple:
+    def _update_target_assignment(
+        self,
+        group: StreamsGroup,
+        group_epoch: int,
+        updated: StreamsGroupMember,
+        configured,
+        records: list,
+        events: list,
+    ) -> TasksTuple:
         """updateStreamsTargetAssignment (TargetAssignmentBuilder): the assignor sees each member's
         process and its current target; a topology that is not ready gives everyone nothing."""
         members = dict(group.members)
         members[updated.member_id] = updated
-        specs = {m: MemberSpec(members[m].process_id, group.target_assignment_of(m).active,
-                               group.target_assignment_of(m).standby) for m in members}
+        specs = {
+            m: MemberSpec(
+                members[m].process_id, group.target_assignment_of(m).active, group.target_assignment_of(m).standby
+            )
+            for m in members
+        }
         if configured.is_ready():
-            subs = {sid: SubtopologySpec(s.number_of_tasks, s.is_stateful())
-                    for sid, s in configured.subtopologies.items()}
+            subs = {
+                sid: SubtopologySpec(s.number_of_tasks, s.is_stateful()) for sid, s in configured.subtopologies.items()
+            }
             try:
                 new = ASSIGNORS["sticky"]().assign(specs, subs, self.num_standby_replicas(group.group_id))
             except TaskAssignorError as e:
-                raise ApiError(Errors.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
-                                                            f"epoch {group_epoch}: {e}") from e
+                raise ApiError(
+                    Errors.UNKNOWN_SERVER_ERROR,
+                    f"Failed to compute a new target assignment for epoch {group_epoch}: {e}",
+                ) from e
         else:
             new = {m: EMPTY for m in specs}
         gid = group.group_id
@@ -419,10 +529,18 @@ class StreamsGroupManager:
                 changed.append(m)
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
         total = sum(t.count() for t in new.values())
-        events.append(("TargetAssignmentComputed", {
-            "assignmentEpoch": group_epoch, "assignor": "sticky", "members": len(new),
-            "changedMembers": changed if len(changed) <= 1000 else len(changed),
-            "targetAssignment": {m: t.to_wire() for m, t in sorted(new.items())} if total <= 10_000 else total}))
+        events.append(
+            (
+                "TargetAssignmentComputed",
+                {
+                    "assignmentEpoch": group_epoch,
+                    "assignor": "sticky",
+                    "members": len(new),
+                    "changedMembers": changed if len(changed) <= 1000 else len(changed),
+                    "targetAssignment": {m: t.to_wire() for m, t in sorted(new.items())} if total <= 10_000 else total,
+                },
+            )
+        )
         return new[updated.member_id]
 
     def _endpoint_to_partitions(self, group: StreamsGroup, members: dict, updated: StreamsGroupMember) -> list | None:
@@ -435,9 +553,13 @@ class StreamsGroupManager:
             if endpoint is None:
                 continue
             m = updated if member_id == updated.member_id else members[member_id]
-            out.append({"userEndpoint": {"host": endpoint[0], "port": endpoint[1]},
-                        "activePartitions": self._task_partitions(group, m.assigned_tasks.active),
-                        "standbyPartitions": self._task_partitions(group, m.assigned_tasks.standby)})
+            out.append(
+                {
+                    "userEndpoint": {"host": endpoint[0], "port": endpoint[1]},
+                    "activePartitions": self._task_partitions(group, m.assigned_tasks.active),
+                    "standbyPartitions": self._task_partitions(group, m.assigned_tasks.standby),
+                }
+            )
         return out or None
 
     def _task_partitions(self, group: StreamsGroup, tasks) -> list[dict]:
@@ -455,7 +577,7 @@ class StreamsGroupManager:
             parts = sorted(tasks[sid])
             for topic in sorted(set(sub.source_topics) | set(sub.repartition_source_topics)):
                 if topic in topics:
-                    out.append({"topic": topic, "partitions": parts[:topics[topic]]})
+                    out.append({"topic": topic, "partitions": parts[: topics[topic]]})
         return out
 
     # ================================================================ leaving and fencing
@@ -474,25 +596,37 @@ class StreamsGroupManager:
         gid, mid = group.group_id, member.member_id
         group_epoch = group.group_epoch + 1
         before = self._state(gid)
-        self._apply([(record_key(R_CURRENT, gid, mid), None), (record_key(R_TARGET, gid, mid), None),
-                     (record_key(R_MEMBER, gid, mid), None),
-                     (record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))])
+        self._apply(
+            [
+                (record_key(R_CURRENT, gid, mid), None),
+                (record_key(R_TARGET, gid, mid), None),
+                (record_key(R_MEMBER, gid, mid), None),
+                (record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0)),
+            ]
+        )
         self._cancel_timers(gid, mid)
-        self.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason,
-                    memberEpoch=member.member_epoch)
-        self.emit(gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0,
-                    reason=f"member {mid} removed: {reason}")
+        self.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason, memberEpoch=member.member_epoch)
+        self.emit(
+            gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0, reason=f"member {mid} removed: {reason}"
+        )
         self._report_state_change(gid, before)
 
     # ================================================================ timers
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.p.schedule(session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id),
-                        T_SESSION, {"groupId": group_id, "memberId": member_id})
+        self.p.schedule(
+            session_timer_key(group_id, member_id),
+            self.now + self.session_timeout_ms(group_id),
+            T_SESSION,
+            {"groupId": group_id, "memberId": member_id},
+        )
 
     def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int, timeout_ms: int) -> None:
-        self.p.schedule(rebalance_timer_key(group_id, member_id), self.now + timeout_ms, T_REBALANCE,
-                        {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch,
-                         "rebalanceTimeoutMs": timeout_ms})
+        self.p.schedule(
+            rebalance_timer_key(group_id, member_id),
+            self.now + timeout_ms,
+            T_REBALANCE,
+            {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch, "rebalanceTimeoutMs": timeout_ms},
+        )
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self.p.cancel(session_timer_key(group_id, member_id))
@@ -514,9 +648,12 @@ class StreamsGroupManager:
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
             return
-        self.fence_member(group, member, "MemberFenced",
-                          f"it failed to transition from epoch {payload['memberEpoch']} within "
-                          f"{payload['rebalanceTimeoutMs']}ms")
+        self.fence_member(
+            group,
+            member,
+            "MemberFenced",
+            f"it failed to transition from epoch {payload['memberEpoch']} within {payload['rebalanceTimeoutMs']}ms",
+        )
 
     def on_metadata_change(self, old: dict, new: dict) -> None:
         """onMetadataUpdate: streams groups recompute their metadata hash (and reconfigure their
@@ -553,26 +690,43 @@ class StreamsGroupManager:
         for member_id in sorted(group.members):
             m = group.members[member_id]
             target = group.target_assignment.get(member_id)
-            members.append({
-                "memberId": m.member_id, "memberEpoch": m.member_epoch, "instanceId": m.instance_id,
-                "rackId": m.rack_id, "clientId": m.client_id, "clientHost": m.client_host,
-                "topologyEpoch": m.topology_epoch, "processId": m.process_id,
-                "userEndpoint": None if m.user_endpoint is None else
-                {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
-                "clientTags": [{"key": k, "value": v} for k, v in m.client_tags],
-                "taskOffsets": [], "taskEndOffsets": [],
-                "assignment": m.assigned_tasks.to_wire(),
-                "targetAssignment": (target or EMPTY).to_wire(), "isClassic": False})
+            members.append(
+                {
+                    "memberId": m.member_id,
+                    "memberEpoch": m.member_epoch,
+                    "instanceId": m.instance_id,
+                    "rackId": m.rack_id,
+                    "clientId": m.client_id,
+                    "clientHost": m.client_host,
+                    "topologyEpoch": m.topology_epoch,
+                    "processId": m.process_id,
+                    "userEndpoint": None
+                    if m.user_endpoint is None
+                    else {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
+                    "clientTags": [{"key": k, "value": v} for k, v in m.client_tags],
+                    "taskOffsets": [],
+                    "taskEndOffsets": [],
+                    "assignment": m.assigned_tasks.to_wire(),
+                    "targetAssignment": (target or EMPTY).to_wire(),
+                    "isClassic": False,
+                }
+            )
         configured = group.configured_topology
-        return described_group(group.group_id, state=group.state, group_epoch=group.group_epoch,
-                               assignment_epoch=group.target_assignment_epoch,
-                               topology=None if configured is None else configured.as_describe_topology(),
-                               members=members, authorized_operations=operations)
+        return described_group(
+            group.group_id,
+            state=group.state,
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_assignment_epoch,
+            topology=None if configured is None else configured.as_describe_topology(),
+            members=members,
+            authorized_operations=operations,
+        )
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> StreamsGroup | None:
-        return persisted_group(self.c.groups, group_id, create, StreamsGroup,
-                               f"Group {group_id} is not a streams group")
+        return persisted_group(
+            self.c.groups, group_id, create, StreamsGroup, f"Group {group_id} is not a streams group"
+        )
 
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         gid = ids[0]
@@ -585,11 +739,15 @@ class StreamsGroupManager:
                 group.metadata_hash = int(value.get("metadataHash", 0))
                 return
             if group.members:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but the group still "
-                                        f"has {len(group.members)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but the group still "
+                    f"has {len(group.members)} members."
+                )
             if group.target_assignment_epoch != -1:
-                raise IllegalStateError(f"Received a tombstone record to delete group {gid} but did not receive "
-                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete group {gid} but did not receive "
+                    "StreamsGroupTargetAssignmentMetadataValue tombstone."
+                )
             del self.c.groups[gid]
         elif kind == R_TOPOLOGY:
             group.topology = None if value is None else _stored(value)
@@ -605,11 +763,15 @@ class StreamsGroupManager:
             if old is None:
                 return
             if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
-                                        "StreamsGroupCurrentMemberAssignmentValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {mid} but did not receive "
+                    "StreamsGroupCurrentMemberAssignmentValue tombstone."
+                )
             if mid in group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete member {mid} but did not receive "
-                                        "StreamsGroupTargetAssignmentMetadataValue tombstone.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete member {mid} but did not receive "
+                    "StreamsGroupTargetAssignmentMetadataValue tombstone."
+                )
             group.remove_member(mid)
         elif kind == R_TARGET:
             if value is not None:
@@ -621,8 +783,10 @@ class StreamsGroupManager:
                 group.target_assignment_epoch = int(value["assignmentEpoch"])
                 return
             if group.target_assignment:
-                raise IllegalStateError(f"Received a tombstone record to delete target assignment of {gid} but "
-                                        f"the assignment still has {len(group.target_assignment)} members.")
+                raise IllegalStateError(
+                    f"Received a tombstone record to delete target assignment of {gid} but "
+                    f"the assignment still has {len(group.target_assignment)} members."
+                )
             group.target_assignment_epoch = -1
         elif kind == R_CURRENT:
             mid = ids[1]
@@ -632,9 +796,14 @@ class StreamsGroupManager:
             else:
                 old = group.members.get(mid)
                 if old is not None:
-                    group.update_member(old.replace(member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
-                                                    assigned_tasks=EMPTY, tasks_pending_revocation=EMPTY))
+                    group.update_member(
+                        old.replace(
+                            member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                            previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                            assigned_tasks=EMPTY,
+                            tasks_pending_revocation=EMPTY,
+                        )
+                    )
 
     def on_loaded(self) -> None:
         for group in self.c.groups.values():
@@ -643,8 +812,9 @@ class StreamsGroupManager:
             for member in group.members.values():
                 self._schedule_session_timeout(group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_TASKS:
-                    self._schedule_rebalance_timeout(group.group_id, member.member_id, member.member_epoch,
-                                                     member.rebalance_timeout_ms)
+                    self._schedule_rebalance_timeout(
+                        group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                    )
 
 
 def _stored(value: dict) -> dict:
@@ -666,20 +836,28 @@ def _contained(owned: dict, assigned: dict) -> bool:
 def _throw_if_member_epoch_is_invalid(member: StreamsGroupMember, received: int, owned: TasksTuple | None) -> None:
     """throwIfStreamsGroupMemberEpochIsInvalid."""
     if received > member.member_epoch:
-        raise ApiError(Errors.FENCED_MEMBER_EPOCH,
-                       f"The streams group member has a greater member epoch ({received}) than the one known by the "
-                       f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
-                       "rejoin.")
+        raise ApiError(
+            Errors.FENCED_MEMBER_EPOCH,
+            f"The streams group member has a greater member epoch ({received}) than the one known by the "
+            f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
+            "rejoin.",
+        )
     if received < member.member_epoch:
         a = member.assigned_tasks
-        ok = (received == member.previous_member_epoch and owned is not None
-              and _contained(owned.active, a.active) and _contained(owned.standby, a.standby)
-              and _contained(owned.warmup, a.warmup))
+        ok = (
+            received == member.previous_member_epoch
+            and owned is not None
+            and _contained(owned.active, a.active)
+            and _contained(owned.standby, a.standby)
+            and _contained(owned.warmup, a.warmup)
+        )
         if not ok:
-            raise ApiError(Errors.FENCED_MEMBER_EPOCH,
-                           f"The streams group member has a smaller member epoch ({received}) than the one known by "
-                           f"the group coordinator ({member.member_epoch}). The member must abandon all its "
-                           "partitions and rejoin.")
+            raise ApiError(
+                Errors.FENCED_MEMBER_EPOCH,
+                f"The streams group member has a smaller member epoch ({received}) than the one known by "
+                f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                "partitions and rejoin.",
+            )
 
 
 def _throw_if_invalid_tasks(configured, tasks: list[dict] | None) -> None:
@@ -690,5 +868,7 @@ def _throw_if_invalid_tasks(configured, tasks: list[dict] | None) -> None:
             raise _invalid(f"Subtopology {t['subtopologyId']} does not exist in the topology.")
         for p in t["partitions"]:
             if p < 0 or p >= sub.number_of_tasks:
-                raise _invalid(f"Task {p} for subtopology {t['subtopologyId']} is invalid. Number of tasks for "
-                               f"this subtopology: {sub.number_of_tasks}")
+                raise _invalid(
+                    f"Task {p} for subtopology {t['subtopologyId']} is invalid. Number of tasks for "
+                    f"this subtopology: {sub.number_of_tasks}"
+                )

@@ -4,11 +4,12 @@ Record-shaped: `metadata_value()` is a StreamsGroupMemberMetadata value, `assign
 StreamsGroupCurrentMemberAssignment value (field names of the record JSON files), and the
 `with_*_value` methods are the replay of those records.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Mapping
 
 from .tasks import EMPTY, TasksTuple
 
@@ -18,13 +19,14 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 class MemberState(Enum):
     """streams.MemberState with its record values."""
+
     STABLE = 1
     UNREVOKED_TASKS = 2
     UNRELEASED_TASKS = 3
     UNKNOWN = 127
 
     @classmethod
-    def from_value(cls, value: int) -> "MemberState":
+    def from_value(cls, value: int) -> MemberState:
         for s in cls:
             if s.value == value:
                 return s
@@ -50,12 +52,20 @@ class StreamsGroupMember:
     tasks_pending_revocation: TasksTuple = EMPTY
 
     @classmethod
-    def default(cls, member_id: str) -> "StreamsGroupMember":
+    def default(cls, member_id: str) -> StreamsGroupMember:
         """StreamsGroup.getOrCreateDefaultMember: a new member before its first heartbeat."""
-        return cls(member_id=member_id, member_epoch=0, previous_member_epoch=0, rebalance_timeout_ms=-1,
-                   topology_epoch=-1, process_id="", client_id="", client_host="")
+        return cls(
+            member_id=member_id,
+            member_epoch=0,
+            previous_member_epoch=0,
+            rebalance_timeout_ms=-1,
+            topology_epoch=-1,
+            process_id="",
+            client_id="",
+            client_host="",
+        )
 
-    def replace(self, **changes) -> "StreamsGroupMember":
+    def replace(self, **changes) -> StreamsGroupMember:
         return replace(self, **changes)
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
@@ -63,36 +73,55 @@ class StreamsGroupMember:
 
     # ---------------------------------------------------------------- records
     def metadata_value(self) -> dict:
-        return {"instanceId": self.instance_id, "rackId": self.rack_id, "clientId": self.client_id,
-                "clientHost": self.client_host, "rebalanceTimeoutMs": self.rebalance_timeout_ms,
-                "topologyEpoch": self.topology_epoch, "processId": self.process_id,
-                "userEndpoint": None if self.user_endpoint is None else
-                {"host": self.user_endpoint[0], "port": self.user_endpoint[1]},
-                "clientTags": [{"key": k, "value": v} for k, v in self.client_tags]}
+        return {
+            "instanceId": self.instance_id,
+            "rackId": self.rack_id,
+            "clientId": self.client_id,
+            "clientHost": self.client_host,
+            "rebalanceTimeoutMs": self.rebalance_timeout_ms,
+            "topologyEpoch": self.topology_epoch,
+            "processId": self.process_id,
+            "userEndpoint": None
+            if self.user_endpoint is None
+            else {"host": self.user_endpoint[0], "port": self.user_endpoint[1]},
+            "clientTags": [{"key": k, "value": v} for k, v in self.client_tags],
+        }
 
-    def with_metadata_value(self, v: Mapping) -> "StreamsGroupMember":
+    def with_metadata_value(self, v: Mapping) -> StreamsGroupMember:
         endpoint = v.get("userEndpoint")
-        return self.replace(instance_id=v.get("instanceId"), rack_id=v.get("rackId"),
-                            client_id=v.get("clientId", ""), client_host=v.get("clientHost", ""),
-                            rebalance_timeout_ms=int(v.get("rebalanceTimeoutMs", -1)),
-                            topology_epoch=int(v.get("topologyEpoch", -1)), process_id=v.get("processId", ""),
-                            user_endpoint=None if endpoint is None else (endpoint["host"], int(endpoint["port"])),
-                            client_tags=tuple(sorted((t["key"], t["value"]) for t in v.get("clientTags") or [])))
+        return self.replace(
+            instance_id=v.get("instanceId"),
+            rack_id=v.get("rackId"),
+            client_id=v.get("clientId", ""),
+            client_host=v.get("clientHost", ""),
+            rebalance_timeout_ms=int(v.get("rebalanceTimeoutMs", -1)),
+            topology_epoch=int(v.get("topologyEpoch", -1)),
+            process_id=v.get("processId", ""),
+            user_endpoint=None if endpoint is None else (endpoint["host"], int(endpoint["port"])),
+            client_tags=tuple(sorted((t["key"], t["value"]) for t in v.get("clientTags") or [])),
+        )
 
     def assignment_value(self) -> dict:
-        return {"memberEpoch": self.member_epoch, "previousMemberEpoch": self.previous_member_epoch,
-                "state": self.state.value, **self.assigned_tasks.to_wire(),
-                **self.tasks_pending_revocation.to_wire("PendingRevocation")}
+        return {
+            "memberEpoch": self.member_epoch,
+            "previousMemberEpoch": self.previous_member_epoch,
+            "state": self.state.value,
+            **self.assigned_tasks.to_wire(),
+            **self.tasks_pending_revocation.to_wire("PendingRevocation"),
+        }
 
-    def with_assignment_value(self, v: Mapping) -> "StreamsGroupMember":
-        return self.replace(member_epoch=int(v["memberEpoch"]), previous_member_epoch=int(v["previousMemberEpoch"]),
-                            state=MemberState.from_value(int(v["state"])),
-                            assigned_tasks=TasksTuple.from_wire(v),
-                            tasks_pending_revocation=TasksTuple.from_wire(v, "PendingRevocation"))
+    def with_assignment_value(self, v: Mapping) -> StreamsGroupMember:
+        return self.replace(
+            member_epoch=int(v["memberEpoch"]),
+            previous_member_epoch=int(v["previousMemberEpoch"]),
+            state=MemberState.from_value(int(v["state"])),
+            assigned_tasks=TasksTuple.from_wire(v),
+            tasks_pending_revocation=TasksTuple.from_wire(v, "PendingRevocation"),
+        )
 
     def to_json(self) -> dict:
         return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
 
     @classmethod
-    def from_json(cls, data: Mapping) -> "StreamsGroupMember":
+    def from_json(cls, data: Mapping) -> StreamsGroupMember:
         return cls(data["memberId"]).with_metadata_value(data).with_assignment_value(data)

@@ -6,9 +6,10 @@ them does it get the new epoch; a task still owned by another member (an active 
 a standby / warm-up of the same task on the member's own process) is withheld (UNRELEASED_TASKS)
 until it is released.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ...errors import ApiError, Errors
 from .member import MemberState, StreamsGroupMember
@@ -19,9 +20,15 @@ ActiveOwner = Callable[[str, int], "str | None"]
 ProcessOwners = Callable[[str, int], "set[str]"]
 
 
-def reconcile(member: StreamsGroupMember, target_epoch: int, target: TasksTuple, active_owner: ActiveOwner,
-              standby_owners: ProcessOwners, warmup_owners: ProcessOwners,
-              owned: TasksTuple | None) -> StreamsGroupMember:
+def reconcile(
+    member: StreamsGroupMember,
+    target_epoch: int,
+    target: TasksTuple,
+    active_owner: ActiveOwner,
+    standby_owners: ProcessOwners,
+    warmup_owners: ProcessOwners,
+    owned: TasksTuple | None,
+) -> StreamsGroupMember:
     """CurrentAssignmentBuilder.build. `owned` is None when the request did not list its tasks."""
     b = _Builder(member, target_epoch, target, active_owner, standby_owners, warmup_owners, owned)
     state = member.state
@@ -36,8 +43,10 @@ def reconcile(member: StreamsGroupMember, target_epoch: int, target: TasksTuple,
     if state == MemberState.UNRELEASED_TASKS:
         return b.next(member.member_epoch, member.assigned_tasks)
     if owned is None or not owned.is_empty():
-        raise ApiError(Errors.FENCED_MEMBER_EPOCH, "The streams group member is in a unknown state. "
-                                                   "The member must abandon all its tasks and rejoin.")
+        raise ApiError(
+            Errors.FENCED_MEMBER_EPOCH,
+            "The streams group member is in a unknown state. The member must abandon all its tasks and rejoin.",
+        )
     return b.next(target_epoch, member.assigned_tasks)
 
 
@@ -48,13 +57,13 @@ class _Builder:
 
     def _unreleased_active(self, s: str, p: int) -> bool:
         pid = self.member.process_id
-        return (self.active_owner(s, p) is not None or pid in self.standby_owners(s, p)
-                or pid in self.warmup_owners(s, p))
+        return (
+            self.active_owner(s, p) is not None or pid in self.standby_owners(s, p) or pid in self.warmup_owners(s, p)
+        )
 
     def _unreleased_other(self, s: str, p: int) -> bool:
         pid = self.member.process_id
-        return (self.active_owner(s, p) == pid or pid in self.standby_owners(s, p)
-                or pid in self.warmup_owners(s, p))
+        return self.active_owner(s, p) == pid or pid in self.standby_owners(s, p) or pid in self.warmup_owners(s, p)
 
     @staticmethod
     def _difference(current, target, unreleased) -> tuple[dict, dict, dict, bool]:
@@ -82,15 +91,18 @@ class _Builder:
         unreleased = a[3] or s[3] or w[3]
         m = self.member
         if not revoking.is_empty() and (self.owned is None or self.owned.contains_any(revoking)):
-            return _with_epoch(m, member_epoch).replace(state=MemberState.UNREVOKED_TASKS, assigned_tasks=assigned,
-                                                        tasks_pending_revocation=revoking)
+            return _with_epoch(m, member_epoch).replace(
+                state=MemberState.UNREVOKED_TASKS, assigned_tasks=assigned, tasks_pending_revocation=revoking
+            )
         if not assigning.is_empty():
             state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
-            return _with_epoch(m, self.target_epoch).replace(state=state, assigned_tasks=assigned.merge(assigning),
-                                                             tasks_pending_revocation=TasksTuple({}, {}, {}))
+            return _with_epoch(m, self.target_epoch).replace(
+                state=state, assigned_tasks=assigned.merge(assigning), tasks_pending_revocation=TasksTuple({}, {}, {})
+            )
         state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
-        return _with_epoch(m, self.target_epoch).replace(state=state, assigned_tasks=assigned,
-                                                         tasks_pending_revocation=TasksTuple({}, {}, {}))
+        return _with_epoch(m, self.target_epoch).replace(
+            state=state, assigned_tasks=assigned, tasks_pending_revocation=TasksTuple({}, {}, {})
+        )
 
 
 def _with_epoch(member: StreamsGroupMember, epoch: int) -> StreamsGroupMember:

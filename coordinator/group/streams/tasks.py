@@ -1,8 +1,10 @@
 """Kafka's streams `TasksTuple`: a member's active, standby and warm-up tasks, each a map
 subtopology id -> partitions (frozen: hashable, comparable, safe to share)."""
+
 from __future__ import annotations
 
-from typing import Iterable, Mapping, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 Tasks = Mapping[str, frozenset]
 
@@ -41,34 +43,42 @@ class TasksTuple(NamedTuple):
     warmup: dict = {}
 
     @classmethod
-    def of(cls, active=None, standby=None, warmup=None) -> "TasksTuple":
+    def of(cls, active=None, standby=None, warmup=None) -> TasksTuple:
         return cls(freeze_tasks(active), freeze_tasks(standby), freeze_tasks(warmup))
 
     @classmethod
-    def from_wire(cls, value: Mapping | None, suffix: str = "") -> "TasksTuple":
+    def from_wire(cls, value: Mapping | None, suffix: str = "") -> TasksTuple:
         """From a request, record or response with the fields activeTasks{suffix}, standbyTasks{suffix},
         warmupTasks{suffix} (absent or null = none)."""
         value = value or {}
-        return cls(tasks_from_wire(value.get("activeTasks" + suffix)),
-                   tasks_from_wire(value.get("standbyTasks" + suffix)),
-                   tasks_from_wire(value.get("warmupTasks" + suffix)))
+        return cls(
+            tasks_from_wire(value.get("activeTasks" + suffix)),
+            tasks_from_wire(value.get("standbyTasks" + suffix)),
+            tasks_from_wire(value.get("warmupTasks" + suffix)),
+        )
 
     def to_wire(self, suffix: str = "") -> dict:
-        return {"activeTasks" + suffix: tasks_to_wire(self.active),
-                "standbyTasks" + suffix: tasks_to_wire(self.standby),
-                "warmupTasks" + suffix: tasks_to_wire(self.warmup)}
+        return {
+            "activeTasks" + suffix: tasks_to_wire(self.active),
+            "standbyTasks" + suffix: tasks_to_wire(self.standby),
+            "warmupTasks" + suffix: tasks_to_wire(self.warmup),
+        }
 
     def is_empty(self) -> bool:
         return not (self.active or self.standby or self.warmup)
 
-    def merge(self, other: "TasksTuple") -> "TasksTuple":
-        return TasksTuple(_merge(self.active, other.active), _merge(self.standby, other.standby),
-                          _merge(self.warmup, other.warmup))
+    def merge(self, other: TasksTuple) -> TasksTuple:
+        return TasksTuple(
+            _merge(self.active, other.active), _merge(self.standby, other.standby), _merge(self.warmup, other.warmup)
+        )
 
-    def contains_any(self, other: "TasksTuple") -> bool:
+    def contains_any(self, other: TasksTuple) -> bool:
         """TasksTuple.containsAny: any task of `other` in the same role here."""
-        return (_contains_any(self.active, other.active) or _contains_any(self.standby, other.standby)
-                or _contains_any(self.warmup, other.warmup))
+        return (
+            _contains_any(self.active, other.active)
+            or _contains_any(self.standby, other.standby)
+            or _contains_any(self.warmup, other.warmup)
+        )
 
     def count(self) -> int:
         return sum(len(p) for role in self for p in role.values())

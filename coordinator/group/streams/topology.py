@@ -15,10 +15,11 @@ reports, in Kafka's order and wording, the first problem as a status
 MISSING_INTERNAL_TOPICS with the internal topics to create. An invalid topology (a repartition
 topic never written, a cycle) is STREAMS_INVALID_TOPOLOGY.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
 
 from ..group import IllegalStateError
 
@@ -40,10 +41,15 @@ class StreamsInvalidTopologyError(Exception):
 
 
 def _topic_info(t: Mapping) -> dict:
-    return {"name": t["name"], "partitions": int(t.get("partitions", 0)),
-            "replicationFactor": int(t.get("replicationFactor", 0)),
-            "topicConfigs": [{"key": c.get("key", c.get("Key")), "value": c.get("value", c.get("Value"))}
-                             for c in (t.get("topicConfigs") or [])]}
+    return {
+        "name": t["name"],
+        "partitions": int(t.get("partitions", 0)),
+        "replicationFactor": int(t.get("replicationFactor", 0)),
+        "topicConfigs": [
+            {"key": c.get("key", c.get("Key")), "value": c.get("value", c.get("Value"))}
+            for c in (t.get("topicConfigs") or [])
+        ],
+    }
 
 
 def topology_record_value(topology: Mapping) -> dict:
@@ -51,18 +57,24 @@ def topology_record_value(topology: Mapping) -> dict:
     topology as the record value (subtopologies sorted by id, as Kafka keys them in a map)."""
     subs = []
     for s in sorted(topology["subtopologies"], key=lambda s: s["subtopologyId"]):
-        subs.append({
-            "subtopologyId": s["subtopologyId"],
-            "sourceTopics": list(s.get("sourceTopics") or []),
-            "sourceTopicRegex": list(s.get("sourceTopicRegex") or []),
-            "stateChangelogTopics": [_topic_info(t) for t in s.get("stateChangelogTopics") or []],
-            "repartitionSinkTopics": list(s.get("repartitionSinkTopics") or []),
-            "repartitionSourceTopics": [_topic_info(t) for t in s.get("repartitionSourceTopics") or []],
-            "copartitionGroups": [{"sourceTopics": list(g.get("sourceTopics") or []),
-                                   "sourceTopicRegex": list(g.get("sourceTopicRegex") or []),
-                                   "repartitionSourceTopics": list(g.get("repartitionSourceTopics") or [])}
-                                  for g in s.get("copartitionGroups") or []],
-        })
+        subs.append(
+            {
+                "subtopologyId": s["subtopologyId"],
+                "sourceTopics": list(s.get("sourceTopics") or []),
+                "sourceTopicRegex": list(s.get("sourceTopicRegex") or []),
+                "stateChangelogTopics": [_topic_info(t) for t in s.get("stateChangelogTopics") or []],
+                "repartitionSinkTopics": list(s.get("repartitionSinkTopics") or []),
+                "repartitionSourceTopics": [_topic_info(t) for t in s.get("repartitionSourceTopics") or []],
+                "copartitionGroups": [
+                    {
+                        "sourceTopics": list(g.get("sourceTopics") or []),
+                        "sourceTopicRegex": list(g.get("sourceTopicRegex") or []),
+                        "repartitionSourceTopics": list(g.get("repartitionSourceTopics") or []),
+                    }
+                    for g in s.get("copartitionGroups") or []
+                ],
+            }
+        )
     return {"epoch": int(topology["epoch"]), "subtopologies": subs}
 
 
@@ -106,12 +118,19 @@ class ConfiguredTopology:
         subs = []
         for sid in sorted(self.subtopologies or {}):
             s = self.subtopologies[sid]
-            subs.append({"subtopologyId": sid, "sourceTopics": sorted(s.source_topics),
-                         "repartitionSinkTopics": sorted(s.repartition_sink_topics),
-                         "stateChangelogTopics": [_describe_topic(n, p) for n, p in
-                                                  sorted(s.state_changelog_topics.items())],
-                         "repartitionSourceTopics": [_describe_topic(n, p) for n, p in
-                                                     sorted(s.repartition_source_topics.items())]})
+            subs.append(
+                {
+                    "subtopologyId": sid,
+                    "sourceTopics": sorted(s.source_topics),
+                    "repartitionSinkTopics": sorted(s.repartition_sink_topics),
+                    "stateChangelogTopics": [
+                        _describe_topic(n, p) for n, p in sorted(s.state_changelog_topics.items())
+                    ],
+                    "repartitionSourceTopics": [
+                        _describe_topic(n, p) for n, p in sorted(s.repartition_source_topics.items())
+                    ],
+                }
+            )
         return {"epoch": self.topology_epoch, "subtopologies": subs}
 
 
@@ -130,8 +149,14 @@ def configure_topics(topology: Mapping, metadata_hash: int, topics: Mapping[str,
         configured = {s["subtopologyId"]: _configured_subtopology(s, topics, decided) for s in subs}
         to_create = _missing_internal_topics(configured, topology, topics)
         if to_create:
-            return ConfiguredTopology(epoch, metadata_hash, configured, to_create, MISSING_INTERNAL_TOPICS,
-                                      f"Internal topics are missing: {_java_set(to_create)}")
+            return ConfiguredTopology(
+                epoch,
+                metadata_hash,
+                configured,
+                to_create,
+                MISSING_INTERNAL_TOPICS,
+                f"Internal topics are missing: {_java_set(to_create)}",
+            )
         return ConfiguredTopology(epoch, metadata_hash, configured)
     except TopicConfigurationError as e:
         return ConfiguredTopology(epoch, metadata_hash, None, {}, e.status, str(e))
@@ -152,6 +177,7 @@ def _partition_count(topics: Mapping[str, int], decided: Mapping[str, int]) -> C
         if topic in topics:
             return topics[topic]
         return decided.get(topic)
+
     return count
 
 
@@ -186,14 +212,18 @@ def _repartition_topics_setup(subs, count) -> dict[str, int]:
                     counts[sink] = n
                     progress = True
         if not progress and needed:
-            raise StreamsInvalidTopologyError("Failed to compute number of partitions for all repartition topics. "
-                                              "There may be loops in the topology that cannot be resolved.")
+            raise StreamsInvalidTopologyError(
+                "Failed to compute number of partitions for all repartition topics. "
+                "There may be loops in the topology that cannot be resolved."
+            )
         if not needed:
             break
     for s in subs:
         if any(t["name"] not in counts for t in s["repartitionSourceTopics"]):
-            raise StreamsInvalidTopologyError("Failed to compute number of partitions for all repartition topics, "
-                                              "because a repartition source topic is never used as a sink topic.")
+            raise StreamsInvalidTopologyError(
+                "Failed to compute number of partitions for all repartition topics, "
+                "because a repartition source topic is never used as a sink topic."
+            )
     return counts
 
 
@@ -246,19 +276,22 @@ def _enforce(group: set, fixed: set, flexible: set, count) -> dict[str, int]:
                 if _get_count(count, t) != n:
                     raise TopicConfigurationError(
                         INCORRECTLY_PARTITIONED_TOPICS,
-                        f"Following topics do not have the same number of partitions: [{_map_str(repartition)}]")
+                        f"Following topics do not have the same number of partitions: [{_map_str(repartition)}]",
+                    )
         else:
             n = max(repartition.values(), default=0)
             if n == 0:
-                raise StreamsInvalidTopologyError("All topics in the copartition group had undefined partition "
-                                                  f"number: {_java_set(repartition)}")
+                raise StreamsInvalidTopologyError(
+                    f"All topics in the copartition group had undefined partition number: {_java_set(repartition)}"
+                )
     else:
         values = [others[t] for t in sorted(others)]
         n = values[0]
         if any(v != n for v in values):
             raise TopicConfigurationError(
                 INCORRECTLY_PARTITIONED_TOPICS,
-                f"Following topics do not have the same number of partitions: [{_map_str(others)}]")
+                f"Following topics do not have the same number of partitions: [{_map_str(others)}]",
+            )
     out = {}
     for t, c in sorted(repartition.items()):
         out[t] = n
@@ -266,7 +299,8 @@ def _enforce(group: set, fixed: set, flexible: set, count) -> dict[str, int]:
             raise TopicConfigurationError(
                 INCORRECTLY_PARTITIONED_TOPICS,
                 f"Number of partitions [{c}] of repartition topic [{t}] doesn't match number of partitions "
-                f"[{n}] of the source topic.")
+                f"[{n}] of the source topic.",
+            )
     return out
 
 
@@ -293,25 +327,34 @@ def _configured_subtopology(s, topics, decided) -> ConfiguredSubtopology:
         if t["partitions"] == 0 and t["name"] not in decided:
             raise IllegalStateError(f"Number of partitions must be set for topic {t['name']}")
         return t["partitions"] or decided[t["name"]]
+
     return ConfiguredSubtopology(
-        tasks, frozenset(s["sourceTopics"]),
+        tasks,
+        frozenset(s["sourceTopics"]),
         {t["name"]: internal(t) for t in s["repartitionSourceTopics"]},
         frozenset(s["repartitionSinkTopics"]),
-        {t["name"]: internal(t) for t in s["stateChangelogTopics"]})
+        {t["name"]: internal(t) for t in s["stateChangelogTopics"]},
+    )
 
 
 def _missing_internal_topics(configured: Mapping[str, ConfiguredSubtopology], topology, topics) -> dict[str, dict]:
     """The internal topics to create, as CreatableTopic-like dicts; an existing internal topic with
     another partition count is INCORRECTLY_PARTITIONED_TOPICS."""
-    infos = {t["name"]: t for s in topology["subtopologies"]
-             for t in s["repartitionSourceTopics"] + s["stateChangelogTopics"]}
+    infos = {
+        t["name"]: t
+        for s in topology["subtopologies"]
+        for t in s["repartitionSourceTopics"] + s["stateChangelogTopics"]
+    }
     to_create: dict[str, dict] = {}
     for sub in configured.values():
         for name, n in list(sub.repartition_source_topics.items()) + list(sub.state_changelog_topics.items()):
             info = infos[name]
-            to_create[name] = {"name": name, "numPartitions": n,
-                               "replicationFactor": info["replicationFactor"] or -1,
-                               "configs": [{"name": c["key"], "value": c["value"]} for c in info["topicConfigs"]]}
+            to_create[name] = {
+                "name": name,
+                "numPartitions": n,
+                "replicationFactor": info["replicationFactor"] or -1,
+                "configs": [{"name": c["key"], "value": c["value"]} for c in info["topicConfigs"]],
+            }
     for topic in sorted(required_topics(topology)):
         if topic not in topics:
             continue
@@ -320,7 +363,8 @@ def _missing_internal_topics(configured: Mapping[str, ConfiguredSubtopology], to
             raise TopicConfigurationError(
                 INCORRECTLY_PARTITIONED_TOPICS,
                 f"Existing topic {topic} has different number of partitions: expected "
-                f"{expected['numPartitions']}, found {topics[topic]}")
+                f"{expected['numPartitions']}, found {topics[topic]}",
+            )
     return to_create
 
 
@@ -328,21 +372,47 @@ def configured_to_json(t: ConfiguredTopology | None) -> dict | None:
     """The configured topology in a snapshot (soft state: Kafka keeps it in memory only)."""
     if t is None:
         return None
-    subs = None if t.subtopologies is None else {
-        sid: {"tasks": s.number_of_tasks, "sourceTopics": sorted(s.source_topics),
-              "repartitionSourceTopics": dict(s.repartition_source_topics),
-              "repartitionSinkTopics": sorted(s.repartition_sink_topics),
-              "stateChangelogTopics": dict(s.state_changelog_topics)} for sid, s in t.subtopologies.items()}
-    return {"epoch": t.topology_epoch, "metadataHash": t.metadata_hash, "subtopologies": subs,
-            "toCreate": dict(t.internal_topics_to_create), "status": t.status, "statusDetail": t.status_detail}
+    subs = (
+        None
+        if t.subtopologies is None
+        else {
+            sid: {
+                "tasks": s.number_of_tasks,
+                "sourceTopics": sorted(s.source_topics),
+                "repartitionSourceTopics": dict(s.repartition_source_topics),
+                "repartitionSinkTopics": sorted(s.repartition_sink_topics),
+                "stateChangelogTopics": dict(s.state_changelog_topics),
+            }
+            for sid, s in t.subtopologies.items()
+        }
+    )
+    return {
+        "epoch": t.topology_epoch,
+        "metadataHash": t.metadata_hash,
+        "subtopologies": subs,
+        "toCreate": dict(t.internal_topics_to_create),
+        "status": t.status,
+        "statusDetail": t.status_detail,
+    }
 
 
 def configured_from_json(d: Mapping | None) -> ConfiguredTopology | None:
     if d is None:
         return None
-    subs = None if d["subtopologies"] is None else {
-        sid: ConfiguredSubtopology(s["tasks"], frozenset(s["sourceTopics"]), dict(s["repartitionSourceTopics"]),
-                                   frozenset(s["repartitionSinkTopics"]), dict(s["stateChangelogTopics"]))
-        for sid, s in d["subtopologies"].items()}
-    return ConfiguredTopology(d["epoch"], d["metadataHash"], subs, dict(d.get("toCreate") or {}), d.get("status"),
-                              d.get("statusDetail"))
+    subs = (
+        None
+        if d["subtopologies"] is None
+        else {
+            sid: ConfiguredSubtopology(
+                s["tasks"],
+                frozenset(s["sourceTopics"]),
+                dict(s["repartitionSourceTopics"]),
+                frozenset(s["repartitionSinkTopics"]),
+                dict(s["stateChangelogTopics"]),
+            )
+            for sid, s in d["subtopologies"].items()
+        }
+    )
+    return ConfiguredTopology(
+        d["epoch"], d["metadataHash"], subs, dict(d.get("toCreate") or {}), d.get("status"), d.get("statusDetail")
+    )

@@ -10,14 +10,24 @@
 
 The Kafka-shaped interface is `ASSIGNORS[name].assign(GroupSpec, SubscribedTopicDescriber)`.
 """
+
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..topic_partitions import freeze, group_to_json, restrict_to_topics
-from .api import (ConsumerGroupPartitionAssignor, GroupAssignment, GroupSpec,
-                  MemberSubscriptionAndAssignment, PartitionAssignorException,
-                  SubscribedTopicDescriber, SubscriptionType, TopicMetadata, subscription_type_of)
+from .api import (
+    ConsumerGroupPartitionAssignor,
+    GroupAssignment,
+    GroupSpec,
+    MemberSubscriptionAndAssignment,
+    PartitionAssignorException,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    TopicMetadata,
+    subscription_type_of,
+)
 from .range import RANGE_ASSIGNOR_NAME, RangeAssignor
 from .uniform import UNIFORM_ASSIGNOR_NAME, UniformAssignor
 
@@ -39,14 +49,15 @@ def member_spec(member: Mapping[str, Any], topics: Mapping[str, Any]) -> MemberS
     describer = SubscribedTopicDescriber(topics)
     subscribed = frozenset(t for t in member.get("subscribedTopicNames") or () if t in topics)
     assignment = restrict_to_topics(freeze(member.get("assignment")), describer.num_partitions)
-    return MemberSubscriptionAndAssignment(subscribed, assignment, member.get("instanceId"),
-                                           member.get("rackId"))
+    return MemberSubscriptionAndAssignment(subscribed, assignment, member.get("instanceId"), member.get("rackId"))
 
 
-def assign(assignor: str | ConsumerGroupPartitionAssignor,
-           members: Mapping[str, Mapping[str, Any]],
-           topics: Mapping[str, "int | TopicMetadata"],
-           subscription_type: SubscriptionType | str | None = None) -> dict:
+def assign(
+    assignor: str | ConsumerGroupPartitionAssignor,
+    members: Mapping[str, Mapping[str, Any]],
+    topics: Mapping[str, int | TopicMetadata],
+    subscription_type: SubscriptionType | str | None = None,
+) -> dict:
     """Runs an assignor on JSON input; returns `{memberId: {topic: [sorted partitions]}}`.
 
     `members`: `{memberId: {"subscribedTopicNames": [...], "assignment": {topic: [partitions]},
@@ -61,8 +72,23 @@ def assign(assignor: str | ConsumerGroupPartitionAssignor,
     return group_to_json(result)
 
 
-__all__ = ["ASSIGNORS", "DEFAULT_ASSIGNORS", "ConsumerGroupPartitionAssignor", "GroupAssignment",
-           "GroupSpec", "MemberSubscriptionAndAssignment", "PartitionAssignorException",
-           "RANGE_ASSIGNOR_NAME", "RangeAssignor", "SubscribedTopicDescriber", "SubscriptionType",
-           "TopicMetadata", "UNIFORM_ASSIGNOR_NAME", "UniformAssignor", "assign", "get_assignor",
-           "member_spec", "subscription_type_of"]
+__all__ = [
+    "ASSIGNORS",
+    "DEFAULT_ASSIGNORS",
+    "ConsumerGroupPartitionAssignor",
+    "GroupAssignment",
+    "GroupSpec",
+    "MemberSubscriptionAndAssignment",
+    "PartitionAssignorException",
+    "RANGE_ASSIGNOR_NAME",
+    "RangeAssignor",
+    "SubscribedTopicDescriber",
+    "SubscriptionType",
+    "TopicMetadata",
+    "UNIFORM_ASSIGNOR_NAME",
+    "UniformAssignor",
+    "assign",
+    "get_assignor",
+    "member_spec",
+    "subscription_type_of",
+]

@@ -11,11 +11,13 @@ in `HashSet` order of random topic ids. Here both are iterated in Java string or
 member id, topics by name), independent of how the input dicts were built, so the same input gives
 the same assignment after any JSON round trip or replay.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Protocol
+from typing import Protocol
 
 from .._java import order_key
 from ..topic_partitions import freeze, invert
@@ -44,10 +46,13 @@ class MemberSubscriptionAndAssignment:
     rack_id: str | None = None
 
     @staticmethod
-    def of(subscribed_topics: Iterable[str] = (), assignment: Mapping[str, Iterable[int]] | None = None,
-           instance_id: str | None = None, rack_id: str | None = None) -> "MemberSubscriptionAndAssignment":
-        return MemberSubscriptionAndAssignment(frozenset(subscribed_topics), freeze(assignment),
-                                               instance_id, rack_id)
+    def of(
+        subscribed_topics: Iterable[str] = (),
+        assignment: Mapping[str, Iterable[int]] | None = None,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+    ) -> MemberSubscriptionAndAssignment:
+        return MemberSubscriptionAndAssignment(frozenset(subscribed_topics), freeze(assignment), instance_id, rack_id)
 
 
 class GroupSpec:
@@ -55,9 +60,12 @@ class GroupSpec:
 
     __slots__ = ("members", "subscription_type", "member_ids", "_inverted")
 
-    def __init__(self, members: Mapping[str, MemberSubscriptionAndAssignment],
-                 subscription_type: SubscriptionType | None = None,
-                 inverted_assignment: Mapping[str, Mapping[int, str]] | None = None):
+    def __init__(
+        self,
+        members: Mapping[str, MemberSubscriptionAndAssignment],
+        subscription_type: SubscriptionType | None = None,
+        inverted_assignment: Mapping[str, Mapping[int, str]] | None = None,
+    ):
         self.members = members
         self.member_ids: list[str] = sorted(members, key=order_key)
         if subscription_type is None:
@@ -110,7 +118,7 @@ class SubscribedTopicDescriber:
 
     __slots__ = ("_topics",)
 
-    def __init__(self, topics: Mapping[str, "int | TopicMetadata"]):
+    def __init__(self, topics: Mapping[str, int | TopicMetadata]):
         self._topics = topics
 
     def num_partitions(self, topic: str) -> int:
@@ -133,5 +141,4 @@ class SubscribedTopicDescriber:
 class ConsumerGroupPartitionAssignor(Protocol):
     name: str
 
-    def assign(self, group_spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
-        ...
+    def assign(self, group_spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment: ...

@@ -12,11 +12,11 @@ rack-aware range of Kafka's trunk postdates 4.2.
 
 Every member appears in the result, with `{}` when it gets nothing.
 """
+
 from __future__ import annotations
 
 from .._java import order_key
-from .api import (GroupAssignment, GroupSpec, PartitionAssignorException, SubscribedTopicDescriber,
-                  SubscriptionType)
+from .api import GroupAssignment, GroupSpec, PartitionAssignorException, SubscribedTopicDescriber, SubscriptionType
 
 RANGE_ASSIGNOR_NAME = "range"
 
@@ -59,11 +59,13 @@ class RangeAssignor:
     @staticmethod
     def sort_member_ids(spec: GroupSpec) -> list:
         """Static members first, by instance id; then dynamic members by member id."""
+
         def key(member_id):
             instance_id = spec.members[member_id].instance_id
             if instance_id is not None:
                 return (0, order_key(instance_id), order_key(member_id))
             return (1, order_key(member_id), b"")
+
         return sorted(spec.member_ids, key=key)
 
     def assign(self, group_spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
@@ -73,8 +75,7 @@ class RangeAssignor:
         result: dict = {}
         if group_spec.subscription_type == SubscriptionType.HOMOGENEOUS:
             subscribed = group_spec.members[member_ids[0]].subscribed_topics
-            topics = [_Topic(t, _check(describer, t), len(member_ids))
-                      for t in sorted(subscribed, key=order_key)]
+            topics = [_Topic(t, _check(describer, t), len(member_ids)) for t in sorted(subscribed, key=order_key)]
             for member_id in member_ids:
                 assignment: dict = {}
                 exhausted = False

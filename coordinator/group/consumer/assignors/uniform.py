@@ -22,11 +22,11 @@ Java string order; partitions of a member's topic are visited in ascending order
 `HashSet<Integer>` of small partition numbers yields). That makes every outcome a valid Kafka
 outcome and reproducible.
 """
+
 from __future__ import annotations
 
 from .._java import order_key
-from .api import (GroupAssignment, GroupSpec, PartitionAssignorException, SubscribedTopicDescriber,
-                  SubscriptionType)
+from .api import GroupAssignment, GroupSpec, PartitionAssignorException, SubscribedTopicDescriber, SubscriptionType
 
 UNIFORM_ASSIGNOR_NAME = "uniform"
 
@@ -44,6 +44,7 @@ class UniformAssignor:
 
 # --------------------------------------------------------------------------- homogeneous
 
+
 def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> GroupAssignment:
     member_ids = spec.member_ids
     subscribed = spec.member_subscription(member_ids[0]).subscribed_topics
@@ -59,7 +60,8 @@ def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> G
         n = describer.num_partitions(topic)
         if n == -1:
             raise PartitionAssignorException(
-                f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata.")
+                f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
+            )
         owners = inverted.get(topic)
         if owners:
             unassigned.extend((topic, p) for p in range(n) if p not in owners)
@@ -81,7 +83,7 @@ def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> G
         if remaining_extra > 0:
             quota += 1
             has_extra = True
-        for topic in (sorted(old, key=order_key) if len(old) > 1 else old):
+        for topic in sorted(old, key=order_key) if len(old) > 1 else old:
             parts = old[topic]
             if topic in subscribed:
                 if len(parts) <= quota:
@@ -125,7 +127,7 @@ def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> G
     for member_id, quota in unfilled:
         if quota == 0 or index >= n_unassigned:
             continue
-        chunk = unassigned[index:index + quota]
+        chunk = unassigned[index : index + quota]
         index += len(chunk)
         new = dict(target[member_id])
         added: dict = {}
@@ -142,10 +144,12 @@ def build_homogeneous(spec: GroupSpec, describer: SubscribedTopicDescriber) -> G
 
 # --------------------------------------------------------------------------- heterogeneous
 
+
 def _raise_unknown_topic(topics, describer) -> None:
     missing = min((t for t in topics if describer.num_partitions(t) == -1), key=order_key)
     raise PartitionAssignorException(
-        f"Members are subscribed to topic {missing} which doesn't exist in the topic metadata.")
+        f"Members are subscribed to topic {missing} which doesn't exist in the topic metadata."
+    )
 
 
 MAX_ITERATION_COUNT = 16
@@ -155,8 +159,17 @@ class _Balancer:
     """Kafka's MemberAssignmentBalancer: two ranges over the subscribers sorted by load, the least
     loaded range growing rightwards and the most loaded range growing leftwards."""
 
-    __slots__ = ("sizes", "sorted_members", "least_end", "least_count", "next_least",
-                 "most_start", "most_end", "most_count", "next_most")
+    __slots__ = (
+        "sizes",
+        "sorted_members",
+        "least_end",
+        "least_count",
+        "next_least",
+        "most_start",
+        "most_end",
+        "most_count",
+        "next_most",
+    )
 
     def __init__(self, sizes: list):
         self.sizes = sizes
