@@ -1,0 +1,216 @@
+"""CPU time per request through the core, for comparing two source trees on a shared machine.
+
+Each scenario drives the real coordinator through the tests' `CoreDriver` (one request per batch,
+the partition decoded from and encoded to its state around every batch, as in the stream) and
+measures process CPU time (`time.process_time`), which other processes on the machine disturb far
+less than wall time does. With `--trees A B ...` every tree runs each scenario in its own process,
+interleaved round by round, and the figures are printed side by side with the ratio to the first.
+
+    .venv/bin/python bench/core_cpu.py                       # this tree
+    .venv/bin/python bench/core_cpu.py --trees ../old .      # an older checkout against this one
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+SCENARIOS = ["OffsetCommit", "ClassicHeartbeat", "ConsumerGroupHeartbeat", "Transaction"]
+
+
+def run_scenario(name: str, n: int) -> float:
+    """Median CPU ms per request (Transaction: per transaction of four requests) over blocks."""
+    from tests.core_driver import CoreDriver
+
+    d = CoreDriver(group_id="g")
+    d.send(
+        "UpdateMetadata", 0, {"topicStates": [{"topicName": "t", "numPartitions": 8}]}, key="__coordinator_broadcast__"
+    )
+    if name == "OffsetCommit":
+        body = {
+            "groupId": "g",
+            "generationIdOrMemberEpoch": -1,
+            "memberId": "",
+            "groupInstanceId": None,
+            "retentionTimeMs": -1,
+            "topics": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partitionIndex": p, "committedOffset": 0, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                        for p in range(8)
+                    ],
+                }
+            ],
+        }
+
+        def op(i: int) -> None:
+            for p in body["topics"][0]["partitions"]:
+                p["committedOffset"] = i
+            r = d.send("OffsetCommit", 8, body)
+            assert all(p["errorCode"] == 0 for t in r["topics"] for p in t["partitions"]), r
+    elif name == "ClassicHeartbeat":
+        join = {
+            "groupId": "g",
+            "sessionTimeoutMs": 45000,
+            "rebalanceTimeoutMs": 60000,
+            "memberId": "",
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "protocols": [{"name": "range", "metadata": ""}],
+            "reason": None,
+        }
+        r = d.send("JoinGroup", 9, join)
+        join["memberId"] = r["memberId"]
+        d.send("JoinGroup", 9, join)
+        d.advance(3100)
+        gen = d.send("JoinGroup", 9, join) or {}
+        generation = gen.get("generationId", 1)
+
+        def op(i: int) -> None:
+            r = d.send(
+                "Heartbeat",
+                4,
+                {"groupId": "g", "generationId": generation, "memberId": join["memberId"], "groupInstanceId": None},
+            )
+            assert r["errorCode"] == 0, r
+    elif name == "ConsumerGroupHeartbeat":
+        r = d.send(
+            "ConsumerGroupHeartbeat",
+            0,
+            {
+                "groupId": "g",
+                "memberId": "m-1-xxxxxxxxxxxxxxxxx",
+                "memberEpoch": 0,
+                "instanceId": None,
+                "rackId": None,
+                "rebalanceTimeoutMs": 60000,
+                "subscribedTopicNames": ["t"],
+                "serverAssignor": None,
+                "topicPartitions": [],
+            },
+        )
+        state = {"epoch": r["memberEpoch"]}
+
+        def op(i: int) -> None:
+            resp = d.send(
+                "ConsumerGroupHeartbeat",
+                0,
+                {
+                    "groupId": "g",
+                    "memberId": "m-1-xxxxxxxxxxxxxxxxx",
+                    "memberEpoch": state["epoch"],
+                    "instanceId": None,
+                    "rackId": None,
+                    "rebalanceTimeoutMs": -1,
+                    "subscribedTopicNames": None,
+                    "serverAssignor": None,
+                    "topicPartitions": None,
+                },
+            )
+            assert resp["errorCode"] == 0, resp
+            state["epoch"] = resp["memberEpoch"]
+    elif name == "Transaction":
+        from coordinator.routing import coordinator_partition
+
+        tid = next(f"tx-{i}" for i in range(10_000) if coordinator_partition(f"tx-{i}") == coordinator_partition("g"))
+        r = d.send(
+            "InitProducerId",
+            3,
+            {"transactionalId": tid, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
+            key=tid,
+        )
+        pid, epoch = r["producerId"], r["producerEpoch"]
+
+        def op(i: int) -> None:
+            r = d.send(
+                "AddPartitionsToTxn",
+                3,
+                {
+                    "v3AndBelowTransactionalId": tid,
+                    "v3AndBelowProducerId": pid,
+                    "v3AndBelowProducerEpoch": epoch,
+                    "v3AndBelowTopics": [{"name": "t", "partitions": [0, 1]}],
+                },
+                key=tid,
+            )
+            assert all(
+                p["partitionErrorCode"] == 0 for t in r["resultsByTopicV3AndBelow"] for p in t["resultsByPartition"]
+            ), r
+            r = d.send(
+                "EndTxn",
+                3,
+                {"transactionalId": tid, "producerId": pid, "producerEpoch": epoch, "committed": True},
+                key=tid,
+            )
+            assert r["errorCode"] == 0, r
+            d.advance(1)  # the markers' batch: Complete* is written at the start of the next one
+            d.advance(1)
+    else:
+        raise SystemExit(f"unknown scenario {name}")
+    for i in range(5):  # warm up
+        op(i)
+    blocks = []
+    for b in range(7):
+        t = time.process_time()
+        for i in range(n):
+            op(10 + b * n + i)
+        blocks.append((time.process_time() - t) * 1000 / n)
+    return statistics.median(blocks)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trees", nargs="*", help="source trees to compare (default: this one)")
+    ap.add_argument("--requests", type=int, default=40, help="requests per timed block (7 blocks)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one scenario here, print JSON
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(run_scenario(args.one, args.requests)))
+        return 0
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = [os.path.abspath(t) for t in (args.trees or [here])]
+    results: dict[str, dict[str, list[float]]] = {t: {s: [] for s in SCENARIOS} for t in trees}
+    for _ in range(args.rounds):
+        for scenario in SCENARIOS:
+            for tree in trees:
+                env = dict(os.environ, PYTHONPATH=tree)
+                out = subprocess.run(
+                    [
+                        sys.executable,
+                        os.path.join(here, "bench", "core_cpu.py"),
+                        "--one",
+                        scenario,
+                        "--requests",
+                        str(args.requests),
+                    ],
+                    cwd=tree,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                results[tree][scenario].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(
+        "CPU ms per request (Transaction: per AddPartitionsToTxn + EndTxn + markers + Complete), median of "
+        f"{args.rounds} rounds; ratio to the first tree"
+    )
+    print(f"{'scenario':<24}" + "".join(f"{os.path.basename(t) or t:>22}" for t in trees))
+    for scenario in SCENARIOS:
+        base = statistics.median(results[trees[0]][scenario])
+        cells = []
+        for t in trees:
+            m = statistics.median(results[t][scenario])
+            cells.append(f"{m:>12.3f} ({m / base:4.2f}x)")
+        print(f"{scenario:<24}" + "".join(f"{c:>22}" for c in cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
