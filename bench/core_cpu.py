@@ -23,8 +23,10 @@ import time
 SCENARIOS = ["OffsetCommit", "ClassicHeartbeat", "ConsumerGroupHeartbeat", "Transaction"]
 
 
-def run_scenario(name: str, n: int) -> float:
-    """Median CPU ms per request (Transaction: per transaction of four requests) over blocks."""
+def run_scenario(name: str, n: int, count_calls: bool = False) -> float:
+    """Median CPU ms per request (Transaction: per transaction of four requests) over blocks; with
+    `count_calls`, the Python function calls per request instead (deterministic: the same on a
+    busy machine as on an idle one)."""
     from tests.core_driver import CoreDriver
 
     d = CoreDriver(group_id="g")
@@ -155,6 +157,18 @@ def run_scenario(name: str, n: int) -> float:
         raise SystemExit(f"unknown scenario {name}")
     for i in range(5):  # warm up
         op(i)
+    if count_calls:
+        calls = [0]
+
+        def counter(frame, event, arg):
+            if event in ("call", "c_call"):
+                calls[0] += 1
+
+        sys.setprofile(counter)
+        for i in range(n):
+            op(10 + i)
+        sys.setprofile(None)
+        return calls[0] / n
     blocks = []
     for b in range(7):
         t = time.process_time()
@@ -169,10 +183,11 @@ def main() -> int:
     ap.add_argument("--trees", nargs="*", help="source trees to compare (default: this one)")
     ap.add_argument("--requests", type=int, default=40, help="requests per timed block (7 blocks)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--calls", action="store_true", help="count Python function calls per request instead")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one scenario here, print JSON
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_scenario(args.one, args.requests)))
+        print(json.dumps(run_scenario(args.one, args.requests, args.calls)))
         return 0
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = [os.path.abspath(t) for t in (args.trees or [here])]
@@ -189,6 +204,7 @@ def main() -> int:
                         scenario,
                         "--requests",
                         str(args.requests),
+                        *(["--calls"] if args.calls else []),
                     ],
                     cwd=tree,
                     env=env,
@@ -197,8 +213,9 @@ def main() -> int:
                     check=True,
                 )
                 results[tree][scenario].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    what = "Python function calls" if args.calls else "CPU ms"
     print(
-        "CPU ms per request (Transaction: per AddPartitionsToTxn + EndTxn + markers + Complete), median of "
+        f"{what} per request (Transaction: per AddPartitionsToTxn + EndTxn + markers + Complete), median of "
         f"{args.rounds} rounds; ratio to the first tree"
     )
     print(f"{'scenario':<24}" + "".join(f"{os.path.basename(t) or t:>22}" for t in trees))
@@ -207,7 +224,7 @@ def main() -> int:
         cells = []
         for t in trees:
             m = statistics.median(results[t][scenario])
-            cells.append(f"{m:>12.3f} ({m / base:4.2f}x)")
+            cells.append(f"{m:>12.3f} ({m / base:4.2f}x)" if not args.calls else f"{m:>12.0f} ({m / base:4.2f}x)")
         print(f"{scenario:<24}" + "".join(f"{c:>22}" for c in cells))
     return 0
 
