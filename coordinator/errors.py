@@ -240,13 +240,13 @@ class Errors(Enum):
     STREAMS_INVALID_TOPOLOGY_EPOCH = (131, "The supplied topology epoch is invalid.")
     STREAMS_TOPOLOGY_FENCED = (132, "The supplied topology epoch is outdated.")
 
-    @property
-    def code(self) -> int:
-        return int(self.value[0])
+    # Plain attributes, not properties: read for every response.
+    code: int
+    message: str | None
 
-    @property
-    def message(self) -> str | None:
-        return self.value[1]
+    def __init__(self, code: int, message: str | None) -> None:
+        self.code = code
+        self.message = message
 
     def __str__(self) -> str:
         return self.name

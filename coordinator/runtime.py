@@ -36,6 +36,7 @@ from .coordinators import build_components
 from .envelope import Rejection
 from .errors import ApiError, Errors
 from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
+from .records import parse_record_key
 from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
 from .timers import Timer, Timers
@@ -384,9 +385,24 @@ class CoordinatorPartition:
             self.respond(reply, result.response)
 
     def replay(self, record: StateRecord) -> None:
-        """Apply one state-log record to the state: the only way records change it."""
+        """Apply one state-log record to the state: the only way records change it. The owner is
+        found by the record's kind in the components' replay tables (`replayers`)."""
+        owner = self._replay_owners().get(_record_kind(record.key))
+        if owner is not None and self.components[owner].replay(record):
+            return
         if not any(c.replay(record) for c in self.components.values()):
             raise ValueError(f"no component replays state-log record {record.key!r}")
+
+    def _replay_owners(self) -> dict[str, str]:
+        """Record kind -> name of the component whose replay table has it (the same for every
+        partition with these components: computed once)."""
+        signature = tuple(type(c) for c in self.components.values())
+        owners = _REPLAY_OWNERS.get(signature)
+        if owners is None:
+            owners = _REPLAY_OWNERS[signature] = {
+                kind: name for name, c in self.components.items() for kind in getattr(c, "replayers", {})
+            }
+        return owners
 
     def _fingerprint(self) -> dict[str, str]:
         """The canonical JSON of every chunk this partition has read or written so far (what
@@ -454,6 +470,19 @@ class CoordinatorPartition:
         for c in part.components.values():
             c.after_replay()
         return part
+
+
+_REPLAY_OWNERS: dict[tuple[type, ...], dict[str, str]] = {}
+
+
+def _record_kind(key: str) -> str:
+    """The record type of a state-log key (`["Kind",...]`, coordinator/records.py) without parsing
+    the whole key: kinds are plain names."""
+    if key.startswith('["'):
+        end = key.find('"', 2)
+        if end > 2 and "\\" not in key[2:end]:
+            return key[2:end]
+    return parse_record_key(key)[0]
 
 
 def _canonical(value) -> str:

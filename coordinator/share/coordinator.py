@@ -84,6 +84,8 @@ class ShareCoordinator(Component):
             "ShareStateSummaryAnswer": self.admin.on_answer,
         }
         self.timer_handlers = {T_ADMIN_TIMEOUT: self.admin.on_timeout}
+        # Record kind -> replay (one function for both: an update needs the snapshot's state).
+        self.replayers = {R_SNAPSHOT: self.replay, R_UPDATE: self.replay}
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
         self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
