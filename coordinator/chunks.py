@@ -105,8 +105,8 @@ class LazyMap(MutableMapping[K, V]):
         kind: str,
         decode: Callable[[K, Any], V],
         encode: Callable[[V], Any],
-        key_type: Callable[[str], K] = str,
-    ):  # type: ignore[assignment]  # str is K's default: a TypeVar cannot have one before 3.13
+        key_type: Callable[[str], K] = str,  # type: ignore[assignment]  # str is K's default: a TypeVar cannot have one before 3.13
+    ):
         self._src = source
         self._kind = kind
         self._prefix = chunk_prefix(kind)

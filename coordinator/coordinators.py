@@ -6,7 +6,7 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from .component import Component
 from .find_coordinator import FindCoordinator
@@ -27,7 +27,7 @@ def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
         FindCoordinator(partition),
         metadata,
         TransactionCoordinator(partition),
-        cast(Component, groups),  # until group/ makes GroupCoordinator a Component
+        groups,
         ShareCoordinator(partition),
         Metrics(partition),
     ]

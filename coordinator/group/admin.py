@@ -53,7 +53,7 @@ def describe_groups(coordinator, request: Request) -> dict:
                     group_id,
                     state=group.state,
                     protocol_type=group.protocol_type or "",
-                    protocol_data=group.protocol_name,
+                    protocol_data=group.protocol_name or "",  # set in Stable
                     members=members,
                     authorized_operations=operations,
                 )

@@ -272,9 +272,10 @@ def _parse_value(key: ConfigKey, value):
             parsed = value
         else:
             trimmed = value.strip(_JAVA_TRIM)
-            parsed = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
-            if parsed is None or not INT_MIN <= parsed <= INT_MAX:
+            number = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
+            if number is None or not INT_MIN <= number <= INT_MAX:
                 raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
+            parsed = number
     else:
         parsed = value.strip(_JAVA_TRIM)
     key.validator(name, parsed)

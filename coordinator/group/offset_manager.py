@@ -95,6 +95,7 @@ class OffsetManager:
         # Classic members keep their session alive by committing while Stable or PreparingRebalance.
         if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
             member = group.member(body["memberId"])
+            assert member is not None  # validate_offset_commit checked it
             result.schedule(
                 session_timer_key(group_id, member.member_id),
                 self.p.clock_ms + member.session_timeout_ms,
@@ -150,7 +151,8 @@ class OffsetManager:
 
     def commit_offset(self, request: Request) -> CoordinatorResult:
         body, version = request.body, request.api_version
-        topics, ids = body["topics"], {}
+        topics = body["topics"]
+        ids: dict[str, str] = {}
         if version >= 10:
             topics, ids = self._resolve_topic_ids(topics)
         answered, valid = self._split_unknown_topics(topics)

@@ -20,7 +20,7 @@ and each producer's pending offsets a third (`["PendingOffsets", producerId]`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 
 from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
@@ -82,13 +82,15 @@ class OffsetAndMetadata:
 
 # group -> topic -> partition -> value
 Offsets = dict[str, dict[str, dict[int, OffsetAndMetadata]]]
+# The same, as a plain dict or as the LazyMap of committed offsets (one chunk per group).
+OffsetsMap = MutableMapping[str, dict[str, dict[int, OffsetAndMetadata]]]
 
 
-def _get(offsets: Offsets, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+def _get(offsets: OffsetsMap, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
     return offsets.get(group, {}).get(topic, {}).get(partition)
 
 
-def _put(offsets: Offsets, group: str, topic: str, partition: int, value: OffsetAndMetadata):
+def _put(offsets: OffsetsMap, group: str, topic: str, partition: int, value: OffsetAndMetadata):
     topics = offsets.setdefault(group, {})
     partitions = topics.setdefault(topic, {})
     previous = partitions.get(partition)
@@ -96,7 +98,7 @@ def _put(offsets: Offsets, group: str, topic: str, partition: int, value: Offset
     return previous
 
 
-def _remove(offsets: Offsets, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+def _remove(offsets: OffsetsMap, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
     topics = offsets.get(group)
     if topics is None:
         return None
@@ -111,7 +113,7 @@ def _remove(offsets: Offsets, group: str, topic: str, partition: int) -> OffsetA
     return removed
 
 
-def _offsets_to_json(offsets: Offsets) -> dict:
+def _offsets_to_json(offsets: OffsetsMap) -> dict:
     return {g: {t: {str(p): v.to_json() for p, v in ps.items()} for t, ps in ts.items()} for g, ts in offsets.items()}
 
 
@@ -124,11 +126,13 @@ def _offsets_from_json(d: dict) -> Offsets:
 
 class OffsetStore:
     def __init__(self, source: ChunkSource = EMPTY_SOURCE) -> None:
-        self.committed: Offsets = LazyMap(source, "OffsetCommit", _group_offsets_from_json, _group_offsets_to_json)
-        self.pending: dict[int, Offsets] = LazyMap(
+        self.committed: LazyMap[str, dict[str, dict[int, OffsetAndMetadata]]] = LazyMap(
+            source, "OffsetCommit", _group_offsets_from_json, _group_offsets_to_json
+        )
+        self.pending: LazyMap[int, Offsets] = LazyMap(
             source, "PendingOffsets", lambda k, j: _offsets_from_json(j), _offsets_to_json, key_type=int
         )
-        self.open_transactions: dict[str, dict[str, dict[int, dict[int, None]]]] = LazyMap(
+        self.open_transactions: LazyMap[str, dict[str, dict[int, dict[int, None]]]] = LazyMap(
             source, "OpenTransactions", _open_from_json, _open_to_json
         )
 
@@ -149,7 +153,7 @@ class OffsetStore:
         return self.committed.get(group)
 
     def iter_group(self, group: str) -> Iterator[tuple[str, int, OffsetAndMetadata]]:
-        for topic, partitions in list(self.committed.get(group, {}).items()):
+        for topic, partitions in list((self.committed.get(group) or {}).items()):
             for partition, value in list(partitions.items()):
                 yield topic, partition, value
 
@@ -157,7 +161,7 @@ class OffsetStore:
         """An OffsetCommit tombstone: the committed offset and every pending transactional offset
         of the partition go."""
         _remove(self.committed, group, topic, partition)
-        for producer_id in list(self.open_transactions.get(group, {}).get(topic, {}).get(partition, {})):
+        for producer_id in list((self.open_transactions.get(group) or {}).get(topic, {}).get(partition, {})):
             pending = self.pending.get(producer_id)
             if pending is not None:
                 _remove(pending, group, topic, partition)
@@ -174,7 +178,7 @@ class OffsetStore:
         ) = None
 
     def pending_offset(self, producer_id: int, group: str, topic: str, partition: int) -> OffsetAndMetadata | None:
-        return _get(self.pending.get(producer_id, {}), group, topic, partition)
+        return _get(self.pending.get(producer_id) or {}, group, topic, partition)
 
     def has_pending(self, group: str, topic: str | None = None, partition: int | None = None) -> bool:
         """Whether `group` (or one of its topic-partitions) has offsets of an open transaction."""
@@ -187,7 +191,7 @@ class OffsetStore:
         return partition in partitions
 
     def pending_partitions(self, group: str) -> list[tuple[str, int]]:
-        return [(t, p) for t, ps in self.open_transactions.get(group, {}).items() for p in ps]
+        return [(t, p) for t, ps in (self.open_transactions.get(group) or {}).items() for p in ps]
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[tuple[str, str, int]]:
         """Apply a COMMIT (committed=True) or ABORT marker for `producer_id`
@@ -212,7 +216,7 @@ class OffsetStore:
         return changed
 
     def _remove_open(self, group: str, topic: str, partition: int, producer_id: int) -> None:
-        producers = self.open_transactions.get(group, {}).get(topic, {}).get(partition)
+        producers = (self.open_transactions.get(group) or {}).get(topic, {}).get(partition)
         if producers is None:
             return
         producers.pop(producer_id, None)

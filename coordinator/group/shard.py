@@ -27,7 +27,10 @@ Public methods for the transaction coordinator's TxnOffsetCommit and marker hand
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..chunks import EMPTY_SOURCE, LazyMap
+from ..component import Component
 from ..errors import ApiError, Errors
 from ..messages import Request, StateRecord
 from ..records import parse_record_key, record_key
@@ -52,21 +55,26 @@ from .streams import manager as streams
 from .streams.manager import StreamsGroupManager
 from .txn_offsets import TxnOffsetManager
 
+if TYPE_CHECKING:
+    from ..runtime import CoordinatorPartition
+
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
 
 
-class GroupCoordinator:
+class GroupCoordinator(Component):
     """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
 
     name = "groups"
 
-    def __init__(self, partition):
-        self.p = partition
+    def __init__(self, partition: CoordinatorPartition):
+        super().__init__(partition)
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
-        self.groups: dict[str, Group] = LazyMap(partition.chunks, "GroupMetadata", _group_from_chunk, _group_to_chunk)
+        self.groups: LazyMap[str, Group] = LazyMap(
+            partition.chunks, "GroupMetadata", _group_from_chunk, _group_to_chunk
+        )
         # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
-        self.group_configs: dict[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
+        self.group_configs: LazyMap[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
         self.extensions: dict = {}  # extra JSON state of the managers (txn offsets), in the snapshot
         self.offsets = OffsetStore(partition.chunks)
         # Count of OffsetCommit records written or replayed: the log position used to order a

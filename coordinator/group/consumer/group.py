@@ -269,7 +269,7 @@ class ConsumerGroup(Group):
         """Kafka's ConsumerGroup.validateOffsetFetch (at the latest committed state)."""
         if member_id is None and member_epoch < 0:
             return
-        member = self.members.get(member_id)
+        member = self.members.get(member_id) if member_id is not None else None
         if member is None:
             raise unknown_member(member_id, self.group_id)
         self._validate_member_epoch(member_epoch, member)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..group import IllegalStateError
 from ._java import order_key
 from .assignors.api import SubscriptionType
-from .member import ConsumerGroupMember, ResolvedRegularExpression
+from .member import ConsumerGroupMember, ResolvedRegexes, ResolvedRegularExpression
 
 
 class ConsumerGroupState(str, enum.Enum):
@@ -152,7 +152,7 @@ class SubscriptionCount:
 
 
 def subscribed_topic_counts(
-    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: Mapping[str, object] | None = None
+    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: ResolvedRegexes | None = None
 ) -> dict[str, SubscriptionCount]:
     """Kafka's `subscribedTopicNames` map: per topic name, the members naming it and the
     (distinct, resolved) regexes matching it. Topics need not exist."""
@@ -187,7 +187,7 @@ def subscribed_regular_expressions(members: Iterable[ConsumerGroupMember]) -> di
 
 
 def subscription_type(
-    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: Mapping[str, object] | None = None
+    members: Iterable[ConsumerGroupMember], resolved_regular_expressions: ResolvedRegexes | None = None
 ) -> SubscriptionType:
     """Kafka's ConsumerGroup.subscriptionType over the given members.
 

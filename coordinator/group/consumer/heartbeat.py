@@ -146,7 +146,7 @@ def throw_if_group_is_full(num_members: int, has_member: bool, member_id: str, m
         )
 
 
-def unknown_member(member_id: str, group_id: str) -> ApiError:
+def unknown_member(member_id: str | None, group_id: str) -> ApiError:
     return ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
 
 

@@ -66,6 +66,10 @@ class ResolvedRegularExpression:
         )
 
 
+# regex -> its resolution: ResolvedRegularExpression objects or plain topic collections.
+ResolvedRegexes = Mapping[str, ResolvedRegularExpression | Iterable[str]]
+
+
 def _frozen_assignment(value) -> dict:
     return (
         value if isinstance(value, dict) and all(type(v) is frozenset and v for v in value.values()) else freeze(value)

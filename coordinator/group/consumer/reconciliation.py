@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterable, Mapping
 
 from ...errors import ApiError, Errors
-from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
+from .member import ConsumerGroupMember, MemberState, ResolvedRegexes, ResolvedRegularExpression
 from .topic_partitions import freeze
 
 CurrentPartitionEpoch = Callable[[str, int], int]
@@ -50,7 +50,7 @@ UNKNOWN_STATE_MESSAGE = (
 
 def subscribed_topics(
     member: ConsumerGroupMember,
-    resolved_regular_expressions: Mapping[str, object] | None = None,
+    resolved_regular_expressions: ResolvedRegexes | None = None,
     topics: Container[str] | None = None,
 ) -> frozenset:
     """The topics the member subscribes to: its topic names plus the topics its regex resolved to
@@ -93,7 +93,7 @@ class CurrentAssignmentBuilder:
         self.has_subscription_changed = changed
         return self
 
-    def with_resolved_regular_expressions(self, resolved: Mapping[str, object]):
+    def with_resolved_regular_expressions(self, resolved: ResolvedRegexes):
         self.resolved_regular_expressions = resolved
         return self
 
@@ -188,8 +188,9 @@ class CurrentAssignmentBuilder:
         member = self.member
         subscribed = self._subscribed()
         epoch_of = self.current_partition_epoch
+        assert epoch_of is not None  # build() checked it
         own_pending = member.partitions_pending_revocation
-        empty = frozenset()
+        empty: frozenset[int] = frozenset()
 
         has_unreleased = False
         new_assigned: dict = {}
@@ -247,7 +248,7 @@ def reconcile(
     owned_topic_partitions: Owned | None = None,
     *,
     has_subscription_changed: bool = False,
-    resolved_regular_expressions: Mapping[str, object] | None = None,
+    resolved_regular_expressions: ResolvedRegexes | None = None,
     topics: Container[str] | None = None,
 ) -> ConsumerGroupMember:
     """One reconciliation step (see the module docstring). Raises ApiError(FENCED_MEMBER_EPOCH)

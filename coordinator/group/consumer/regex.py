@@ -14,12 +14,14 @@ RE2J's. Topic names are ASCII `[a-zA-Z0-9._-]`, so the remaining differences do 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 try:  # Python 3.11+
-    from re import _constants as C
-    from re import _parser as sre_parse
+    from re import _constants as C  # type: ignore[attr-defined]  # private, absent from typeshed
+    from re import _parser as sre_parse  # type: ignore[attr-defined]  # private, absent from typeshed
 except ImportError:  # pragma: no cover
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as C
+    import sre_parse
 
 MAX_PROGRAM = 5000  # instructions; RE2 also bounds the size of a compiled program
 MAX_REPEAT = 1000  # RE2's limit on {n,m}
@@ -121,7 +123,7 @@ class _Compiler:
 
 def _class(items, icase: bool):
     negate = False
-    tests = []
+    tests: list[Callable[..., bool]] = []
     for op, av in items:
         if op is C.NEGATE:
             negate = True

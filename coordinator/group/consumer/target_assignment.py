@@ -27,9 +27,10 @@ from .assignors.api import (
     MemberSubscriptionAndAssignment,
     SubscribedTopicDescriber,
     SubscriptionType,
+    TopicMetadata,
 )
 from .group_state import subscription_type as kafka_subscription_type
-from .member import ConsumerGroupMember
+from .member import ConsumerGroupMember, ResolvedRegexes
 from .reconciliation import subscribed_topics
 from .topic_partitions import freeze, restrict_to_topics, to_json
 
@@ -68,10 +69,10 @@ class TargetAssignmentBuilder:
         self.assignor = ASSIGNORS[assignor] if isinstance(assignor, str) else assignor
         self.members: Mapping[str, ConsumerGroupMember] = {}
         self.static_members: Mapping[str, str] = {}
-        self.topics: Mapping[str, object] = {}
+        self.topics: Mapping[str, int | TopicMetadata] = {}
         self.subscription_type: SubscriptionType | None = None
         self.target_assignment: Mapping[str, Mapping[str, Iterable[int]]] = {}
-        self.resolved_regular_expressions: Mapping[str, object] = {}
+        self.resolved_regular_expressions: ResolvedRegexes = {}
         self.updated_members: dict[str, ConsumerGroupMember | None] = {}
 
     def with_members(self, members: Mapping[str, ConsumerGroupMember]):
@@ -83,7 +84,7 @@ class TargetAssignmentBuilder:
         self.static_members = static_members
         return self
 
-    def with_topic_metadata(self, topics: Mapping[str, object]):
+    def with_topic_metadata(self, topics: Mapping[str, int | TopicMetadata]):
         """{topic: numPartitions | TopicMetadata} of the existing topics (at least the
         subscribed ones). Subscriptions to other topics are ignored."""
         self.topics = topics
@@ -99,7 +100,7 @@ class TargetAssignmentBuilder:
         self.target_assignment = target
         return self
 
-    def with_resolved_regular_expressions(self, resolved: Mapping[str, object]):
+    def with_resolved_regular_expressions(self, resolved: ResolvedRegexes):
         self.resolved_regular_expressions = resolved
         return self
 

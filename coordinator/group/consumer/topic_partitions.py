@@ -11,7 +11,7 @@ that choice: any string id works.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from ._java import order_key
 
@@ -47,7 +47,7 @@ def group_to_json(group_assignment: Mapping[str, Mapping[str, Iterable[int]]]) -
     return {m: to_json(group_assignment[m]) for m in sorted(group_assignment, key=order_key)}
 
 
-def size(assignment: Mapping[str, Iterable[int]]) -> int:
+def size(assignment: Mapping[str, Collection[int]]) -> int:
     return sum(len(p) for p in assignment.values())
 
 
@@ -62,14 +62,15 @@ def invert(members: Mapping[str, Mapping[str, Iterable[int]]]) -> dict[str, dict
     return inverted
 
 
-def restrict_to_topics(assignment: Mapping[str, frozenset], num_partitions) -> dict[str, frozenset]:
+def restrict_to_topics(assignment: Mapping[str, frozenset], num_partitions) -> Mapping[str, frozenset]:
     """Drops partitions that do not exist: topics `num_partitions(topic)` reports as -1 (unknown)
     and partition numbers outside [0, n). With topic ids Kafka never needs this; with names, a
     topic deleted and re-created with fewer partitions would otherwise leave stale numbers in
     current assignments. Returns `assignment` itself when nothing is dropped."""
-    out = None
+    out: dict[str, frozenset] | None = None
     for topic, parts in assignment.items():
         n = num_partitions(topic)
+        keep: frozenset[int]
         if n < 0:
             keep = frozenset()
         elif parts and (min(parts) < 0 or max(parts) >= n):

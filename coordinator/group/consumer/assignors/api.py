@@ -63,7 +63,7 @@ class GroupSpec:
     def __init__(
         self,
         members: Mapping[str, MemberSubscriptionAndAssignment],
-        subscription_type: SubscriptionType | None = None,
+        subscription_type: SubscriptionType | str | None = None,
         inverted_assignment: Mapping[str, Mapping[int, str]] | None = None,
     ):
         self.members = members

@@ -86,16 +86,16 @@ class RangeAssignor:
                 if exhausted:  # the remaining members get nothing more from these topics
                     topics = [t for t in topics if t.next_range < t.num_partitions]
         else:
-            topics: dict = {}
+            topics_by_name: dict[str, _Topic] = {}
             for member_id in member_ids:
                 for t in group_spec.members[member_id].subscribed_topics:
-                    topic = topics.get(t)
-                    if topic is None:
-                        topic = topics[t] = _Topic(t, _check(describer, t), 0)
-                    topic.num_members += 1
+                    entry = topics_by_name.get(t)
+                    if entry is None:
+                        entry = topics_by_name[t] = _Topic(t, _check(describer, t), 0)
+                    entry.num_members += 1
             for member_id in member_ids:
                 assignment = {}
                 for t in group_spec.members[member_id].subscribed_topics:
-                    topics[t].take(assignment)
+                    topics_by_name[t].take(assignment)
                 result[member_id] = assignment
         return result
