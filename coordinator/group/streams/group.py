@@ -16,7 +16,7 @@ asked for an application shutdown, the endpoint information epoch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
@@ -44,6 +44,27 @@ R_CURRENT = "StreamsGroupCurrentMemberAssignment"
 RECORD_TYPES = (R_GROUP, R_TOPOLOGY, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT)
 
 
+def derive_state(
+    members: Iterable[StreamsGroupMember],
+    topology: dict | None,
+    configured: ConfiguredTopology | None,
+    group_epoch: int,
+    target_assignment_epoch: int,
+) -> str:
+    """StreamsGroup.maybeUpdateGroupState over the given parts: a handler derives the state its
+    records will leave before the runtime replays them."""
+    members = list(members)
+    if not members:
+        return EMPTY_STATE
+    if topology is None or configured is None or not configured.is_ready():
+        return NOT_READY
+    if group_epoch > target_assignment_epoch:
+        return ASSIGNING
+    if any(not m.is_reconciled_to(target_assignment_epoch) for m in members):
+        return RECONCILING
+    return STABLE
+
+
 def session_timer_key(group_id: str, member_id: str) -> str:
     return record_key("streams-session", group_id, member_id)
 
@@ -52,7 +73,7 @@ def rebalance_timer_key(group_id: str, member_id: str) -> str:
     return record_key("streams-rebalance", group_id, member_id)
 
 
-def unknown_member(member_id: str, group_id: str) -> ApiError:
+def unknown_member(member_id: str | None, group_id: str) -> ApiError:
     return ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
 
 
@@ -165,15 +186,13 @@ class StreamsGroup(Group):
     @property
     def state(self) -> str:
         """StreamsGroup.maybeUpdateGroupState, computed on demand."""
-        if not self.members:
-            return EMPTY_STATE
-        if self.topology is None or self.configured_topology is None or not self.configured_topology.is_ready():
-            return NOT_READY
-        if self.group_epoch > self.target_assignment_epoch:
-            return ASSIGNING
-        if any(not m.is_reconciled_to(self.target_assignment_epoch) for m in self.members.values()):
-            return RECONCILING
-        return STABLE
+        return derive_state(
+            self.members.values(),
+            self.topology,
+            self.configured_topology,
+            self.group_epoch,
+            self.target_assignment_epoch,
+        )
 
     def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
         self.metadata_refresh_deadline = [deadline_ms, group_epoch]
@@ -219,7 +238,7 @@ class StreamsGroup(Group):
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         if member_id is None and member_epoch < 0:
             return
-        member = self.members.get(member_id)
+        member = None if member_id is None else self.members.get(member_id)
         if member is None:
             raise unknown_member(member_id, self.group_id)
         _validate_member_epoch(member_epoch, member.member_epoch)
@@ -232,11 +251,11 @@ class StreamsGroup(Group):
             raise ApiError(Errors.NON_EMPTY_GROUP)
 
     def is_subscribed_to_topic(self, topic: str) -> bool:
-        if not self.members or self.configured_topology is None or not self.configured_topology.is_ready():
+        configured = self.configured_topology
+        if not self.members or configured is None or not configured.is_ready() or configured.subtopologies is None:
             return False
         return any(
-            topic in s.source_topics or topic in s.repartition_source_topics
-            for s in self.configured_topology.subtopologies.values()
+            topic in s.source_topics or topic in s.repartition_source_topics for s in configured.subtopologies.values()
         )
 
     def offset_expiration_base(self):

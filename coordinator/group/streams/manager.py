@@ -2,9 +2,11 @@
 (streamsGroupHeartbeat, streamsGroupLeave, the session and rebalance timers, streamsGroupDescribe,
 the replay of StreamsGroup* records and onLoaded), on the algorithms of `coordinator/group/streams/`.
 
-As for consumer groups, a handler validates and computes on the group as it is, accumulating
-state-log records; they are appended and replayed only when nothing can fail any more, so a request
-answered with an error changes nothing.
+As for consumer groups, a handler validates and computes on the group as it is and returns a
+`CoordinatorResult` (records, events, timers, response); the runtime appends and replays the records,
+so a request answered with an error changes nothing. The soft state Kafka keeps in memory (the
+configured topology, the metadata refresh deadline, the shutdown request, the endpoint information
+epoch) is set by the handler once nothing can fail.
 
 Internal topics: Kafka 4.1's broker creates the missing repartition and changelog topics itself
 (KafkaApis.handleStreamsGroupHeartbeat) and answers MISSING_INTERNAL_TOPICS meanwhile. The core
@@ -23,6 +25,7 @@ import re
 from ...errors import ApiError, Errors
 from ...messages import Request
 from ...records import record_key
+from ...result import CoordinatorResult
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
@@ -39,6 +42,7 @@ from .group import (
     R_TOPOLOGY,
     StreamsGroup,
     current_value,
+    derive_state,
     group_epoch_value,
     member_value,
     rebalance_timer_key,
@@ -207,30 +211,29 @@ class StreamsGroupManager:
         group = self.c.groups.get(group_id)
         return group.state if isinstance(group, StreamsGroup) else None
 
-    def _apply(self, records: list) -> None:
-        for key, value in records:
-            self.c.append_and_replay(key, value)
-
-    def emit(self, group_id: str, event: str, **fields) -> None:
-        """A group event that says its group type (the metrics label it by `groupType`)."""
+    @staticmethod
+    def event(result: CoordinatorResult, group_id: str, event: str, **fields) -> None:
+        """A group event that says its group type (the metrics label it by `groupType`), into `result`."""
         fields.setdefault("groupType", STREAMS)
-        self.c.emit(group_id, event, **fields)
+        result.emit(group_id, event, groupId=group_id, **fields)
 
-    def _report_state_change(self, group_id: str, before: str | None) -> None:
-        after = self._state(group_id)
-        if after != before and after is not None:
-            group = self.c.groups[group_id]
-            self.emit(
-                group_id,
+    def _state_changed(
+        self, result: CoordinatorResult, group: StreamsGroup, before: str | None, after: str, group_epoch: int
+    ) -> None:
+        """GroupStateChanged, with the state the result's records leave once replayed."""
+        if after != before:
+            self.event(
+                result,
+                group.group_id,
                 "GroupStateChanged",
                 fromState=before,
                 toState=after,
-                groupEpoch=group.group_epoch,
+                groupEpoch=group_epoch,
                 assignmentEpoch=group.target_assignment_epoch,
             )
 
     # ================================================================ StreamsGroupHeartbeat
-    def streams_group_heartbeat(self, request: Request) -> dict:
+    def streams_group_heartbeat(self, request: Request) -> CoordinatorResult:
         if not self.enabled():
             raise ApiError(Errors.UNSUPPORTED_VERSION)
         body = request.body
@@ -240,12 +243,12 @@ class StreamsGroupManager:
             return self.streams_group_leave(body)
         return self._heartbeat(request)
 
-    def _heartbeat(self, request: Request) -> dict:
+    def _heartbeat(self, request: Request) -> CoordinatorResult:
         body = request.body
         group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
         now = self.now
-        records: list = []
-        events: list = []
+        records: list[tuple[str, dict | None]] = []
+        events: list[tuple[str, dict]] = []
         status: list[dict] = []
         state_before = self._state(group_id)
 
@@ -373,32 +376,36 @@ class StreamsGroupManager:
             if reconciled != updated:
                 records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
-        # Nothing can fail any more: write, replay, soft state, timers.
+        # Nothing can fail any more: the result (records replayed by the runtime, timers, events)
+        # and the soft state.
+        result = CoordinatorResult()
+        for key, value in records:
+            result.record(key, value)
         members_before = dict(group.members)  # Kafka builds the endpoint map before its records apply
         if is_new_group:
+            # The records' replay fills this group: it holds the soft state set below.
             self.c.groups[group_id] = group
-        self._apply(records)
-        group = self.c.groups[group_id]
         group.configured_topology = configured
         if bump:
             group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
         if reconciled != updated:
             if reconciled.state == MemberState.UNREVOKED_TASKS:
                 self._schedule_rebalance_timeout(
-                    group_id, member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms
+                    result, group_id, member_id, reconciled.member_epoch, reconciled.rebalance_timeout_ms
                 )
             else:
-                self.p.cancel(rebalance_timer_key(group_id, member_id))
-        self._schedule_session_timeout(group_id, member_id)
+                result.cancel(rebalance_timer_key(group_id, member_id))
+        self._schedule_session_timeout(result, group_id, member_id)
         if body["shutdownApplication"] and group.shutdown_request_member_id is None:
             group.shutdown_request_member_id = member_id
             events.append(("StreamsShutdownRequested", {"memberId": member_id}))
 
         if is_new_group:
-            self.emit(group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
-            self.c.ensure_expiration_timer()
+            self.event(result, group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
+            self.c.ensure_expiration_timer(result)
         if is_new_member:
-            self.emit(
+            self.event(
+                result,
                 group_id,
                 "MemberJoined",
                 memberId=member_id,
@@ -407,9 +414,10 @@ class StreamsGroupManager:
                 topologyEpoch=reconciled.topology_epoch,
             )
         for name, fields in events:
-            self.emit(group_id, name, **fields)
+            self.event(result, group_id, name, **fields)
         if reconciled != updated or is_new_member:
-            self.emit(
+            self.event(
+                result,
                 group_id,
                 "MemberAssignmentChanged",
                 memberId=member_id,
@@ -420,12 +428,26 @@ class StreamsGroupManager:
                 tasksPendingRevocation=reconciled.tasks_pending_revocation.to_wire(),
             )
         if configured.internal_topics_to_create and (bump or is_new_member):
-            self.emit(
+            self.event(
+                result,
                 group_id,
                 "StreamsInternalTopicsMissing",
                 topics=[configured.internal_topics_to_create[n] for n in sorted(configured.internal_topics_to_create)],
             )
-        self._report_state_change(group_id, state_before)
+        # The group's state once the records are replayed, from what they hold.
+        members_after = dict(members_before)
+        members_after[member_id] = reconciled
+        state_after = derive_state(members_after.values(), group_topology, configured, group_epoch, target_epoch)
+        if state_after != state_before:
+            self.event(
+                result,
+                group_id,
+                "GroupStateChanged",
+                fromState=state_before,
+                toState=state_after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=target_epoch,
+            )
 
         # The response.
         response = heartbeat_response(
@@ -456,7 +478,8 @@ class StreamsGroupManager:
             )
         if status:
             response["status"] = status
-        return response
+        result.response = response
+        return result
 
     def _maybe_update_topology(
         self, group: StreamsGroup, member_id: str, topology: dict | None, records: list, events: list
@@ -528,7 +551,7 @@ class StreamsGroupManager:
                 records.append((record_key(R_TARGET, gid, m), target_value(new[m])))
                 changed.append(m)
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
-        total = sum(t.count() for t in new.values())
+        total = sum(t.num_tasks() for t in new.values())
         events.append(
             (
                 "TargetAssignmentComputed",
@@ -581,74 +604,103 @@ class StreamsGroupManager:
         return out
 
     # ================================================================ leaving and fencing
-    def streams_group_leave(self, body: dict) -> dict:
+    def streams_group_leave(self, body: dict) -> CoordinatorResult:
         group = self.streams_group(body["groupId"])
         member_id = body["memberId"]
-        if body["shutdownApplication"] and group.shutdown_request_member_id is None:
-            group.shutdown_request_member_id = member_id
         member = group.get_member(member_id)
-        self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
-        return heartbeat_response(member_id=member_id, member_epoch=body["memberEpoch"])
+        if body["shutdownApplication"] and group.shutdown_request_member_id is None:
+            group.shutdown_request_member_id = member_id  # soft state, once nothing can fail
+        result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        result.response = heartbeat_response(member_id=member_id, member_epoch=body["memberEpoch"])
+        return result
 
-    def fence_member(self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str) -> None:
+    def fence_member(
+        self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str
+    ) -> CoordinatorResult:
         """streamsGroupFenceMember: the member's tombstones and a group epoch bump (metadata hash 0,
         as Kafka writes it: the next heartbeat recomputes it)."""
         gid, mid = group.group_id, member.member_id
         group_epoch = group.group_epoch + 1
         before = self._state(gid)
-        self._apply(
-            [
-                (record_key(R_CURRENT, gid, mid), None),
-                (record_key(R_TARGET, gid, mid), None),
-                (record_key(R_MEMBER, gid, mid), None),
-                (record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0)),
-            ]
+        result = CoordinatorResult()
+        result.record(record_key(R_CURRENT, gid, mid), None)
+        result.record(record_key(R_TARGET, gid, mid), None)
+        result.record(record_key(R_MEMBER, gid, mid), None)
+        result.record(record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))
+        self._cancel_timers(result, gid, mid)
+        self.event(
+            result,
+            gid,
+            event,
+            memberId=mid,
+            processId=member.process_id,
+            reason=reason,
+            memberEpoch=member.member_epoch,
         )
-        self._cancel_timers(gid, mid)
-        self.emit(gid, event, memberId=mid, processId=member.process_id, reason=reason, memberEpoch=member.member_epoch)
-        self.emit(
-            gid, "GroupEpochBumped", groupEpoch=group_epoch, metadataHash=0, reason=f"member {mid} removed: {reason}"
+        self.event(
+            result,
+            gid,
+            "GroupEpochBumped",
+            groupEpoch=group_epoch,
+            metadataHash=0,
+            reason=f"member {mid} removed: {reason}",
         )
-        self._report_state_change(gid, before)
+        # The state once the tombstones are replayed: the other members, the new group epoch.
+        remaining = [m for m_id, m in group.members.items() if m_id != mid]
+        after = derive_state(
+            remaining, group.topology, group.configured_topology, group_epoch, group.target_assignment_epoch
+        )
+        self._state_changed(result, group, before, after, group_epoch)
+        return result
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
-        self.p.schedule(
-            session_timer_key(group_id, member_id),
-            self.now + self.session_timeout_ms(group_id),
-            T_SESSION,
-            {"groupId": group_id, "memberId": member_id},
-        )
+    def _schedule_session_timeout(self, result: CoordinatorResult | None, group_id: str, member_id: str) -> None:
+        """Into `result`, or at once when None (coordinator load)."""
+        key, deadline = session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id)
+        payload = {"groupId": group_id, "memberId": member_id}
+        if result is None:
+            self.p.schedule(key, deadline, T_SESSION, payload)
+        else:
+            result.schedule(key, deadline, T_SESSION, payload)
 
-    def _schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int, timeout_ms: int) -> None:
-        self.p.schedule(
-            rebalance_timer_key(group_id, member_id),
-            self.now + timeout_ms,
-            T_REBALANCE,
-            {"groupId": group_id, "memberId": member_id, "memberEpoch": member_epoch, "rebalanceTimeoutMs": timeout_ms},
-        )
+    def _schedule_rebalance_timeout(
+        self, result: CoordinatorResult | None, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
+    ) -> None:
+        """Into `result`, or at once when None (coordinator load)."""
+        key, deadline = rebalance_timer_key(group_id, member_id), self.now + timeout_ms
+        payload = {
+            "groupId": group_id,
+            "memberId": member_id,
+            "memberEpoch": member_epoch,
+            "rebalanceTimeoutMs": timeout_ms,
+        }
+        if result is None:
+            self.p.schedule(key, deadline, T_REBALANCE, payload)
+        else:
+            result.schedule(key, deadline, T_REBALANCE, payload)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self.p.cancel(session_timer_key(group_id, member_id))
-        self.p.cancel(rebalance_timer_key(group_id, member_id))
+    def _cancel_timers(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
+        result.cancel(session_timer_key(group_id, member_id))
+        result.cancel(rebalance_timer_key(group_id, member_id))
 
-    def on_session_timeout(self, timer: Timer) -> None:
+    def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         group = self.c.groups.get(timer.payload["groupId"])
         if not isinstance(group, StreamsGroup):
-            return
+            return None
         member = group.members.get(timer.payload["memberId"])
-        if member is not None:
-            self.fence_member(group, member, "MemberFenced", "the member session expired")
+        if member is None:
+            return None
+        return self.fence_member(group, member, "MemberFenced", "the member session expired")
 
-    def on_rebalance_timeout(self, timer: Timer) -> None:
+    def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
         payload = timer.payload
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, StreamsGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
-            return
-        self.fence_member(
+            return None
+        return self.fence_member(
             group,
             member,
             "MemberFenced",
@@ -756,8 +808,8 @@ class StreamsGroupManager:
         elif kind == R_MEMBER:
             mid = ids[1]
             if value is not None:
-                old = group.members.get(mid) or StreamsGroupMember.default(mid)
-                group.update_member(old.with_metadata_value(value))
+                known = group.members.get(mid) or StreamsGroupMember.default(mid)
+                group.update_member(known.with_metadata_value(value))
                 return
             old = group.members.get(mid)
             if old is None:
@@ -791,8 +843,8 @@ class StreamsGroupManager:
         elif kind == R_CURRENT:
             mid = ids[1]
             if value is not None:
-                old = group.members.get(mid) or StreamsGroupMember.default(mid)
-                group.update_member(old.with_assignment_value(value))
+                known = group.members.get(mid) or StreamsGroupMember.default(mid)
+                group.update_member(known.with_assignment_value(value))
             else:
                 old = group.members.get(mid)
                 if old is not None:
@@ -810,10 +862,10 @@ class StreamsGroupManager:
             if not isinstance(group, StreamsGroup):
                 continue
             for member in group.members.values():
-                self._schedule_session_timeout(group.group_id, member.member_id)
+                self._schedule_session_timeout(None, group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_TASKS:
                     self._schedule_rebalance_timeout(
-                        group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                        None, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
                     )
 
 

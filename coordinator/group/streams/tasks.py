@@ -80,7 +80,8 @@ class TasksTuple(NamedTuple):
             or _contains_any(self.warmup, other.warmup)
         )
 
-    def count(self) -> int:
+    def num_tasks(self) -> int:
+        """The number of tasks in all roles (not tuple.count)."""
         return sum(len(p) for role in self for p in role.values())
 
 

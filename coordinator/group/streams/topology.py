@@ -116,8 +116,9 @@ class ConfiguredTopology:
     def as_describe_topology(self) -> dict:
         """ConfiguredTopology.asStreamsGroupDescribeTopology."""
         subs = []
-        for sid in sorted(self.subtopologies or {}):
-            s = self.subtopologies[sid]
+        subtopologies = self.subtopologies or {}
+        for sid in sorted(subtopologies):
+            s = subtopologies[sid]
             subs.append(
                 {
                     "subtopologyId": sid,
