@@ -84,6 +84,7 @@ class CoordinatorPartition:
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self._verified = 0  # bytes encoded by verify_api_errors
+        self._owners: dict[str, str] | None = None  # record kind -> component (see replay)
         self.components: dict[str, Any] = build_components(self)
         for cls in self.extra_components:
             self.components[cls.name] = cls(self)
@@ -396,13 +397,15 @@ class CoordinatorPartition:
     def _replay_owners(self) -> dict[str, str]:
         """Record kind -> name of the component whose replay table has it (the same for every
         partition with these components: computed once)."""
-        signature = tuple(type(c) for c in self.components.values())
-        owners = _REPLAY_OWNERS.get(signature)
-        if owners is None:
-            owners = _REPLAY_OWNERS[signature] = {
-                kind: name for name, c in self.components.items() for kind in getattr(c, "replayers", {})
-            }
-        return owners
+        if self._owners is None:
+            signature = tuple(type(c) for c in self.components.values())
+            owners = _REPLAY_OWNERS.get(signature)
+            if owners is None:
+                owners = _REPLAY_OWNERS[signature] = {
+                    kind: name for name, c in self.components.items() for kind in getattr(c, "replayers", {})
+                }
+            self._owners = owners
+        return self._owners
 
     def _fingerprint(self) -> dict[str, str]:
         """The canonical JSON of every chunk this partition has read or written so far (what
