@@ -317,11 +317,12 @@ class GroupCoordinator(Component):
         return self.offsets.has_pending(group_id, topic, partition)
 
     # ================================================================ topic metadata
-    def on_metadata_change(self, old: dict, new: dict) -> None:
-        """Called by the metadata component when the broker's topics change."""
-        self.consumer.on_metadata_change(old, new)
+    def on_metadata_change(self, old: dict, new: dict) -> CoordinatorResult:
+        """Called by the metadata component when the broker's topics change (it applies the result)."""
+        result = self.consumer.on_metadata_change(old, new)
         self.share.on_metadata_change(old, new)
         self.streams.on_metadata_change(old, new)
+        return result
 
     # ================================================================ replay (coordinator load)
     def replay(self, record: StateRecord) -> bool:

@@ -347,7 +347,9 @@ def txn_verification_result(comp, request: Request) -> CoordinatorResult | None:
     if parked is None or parked["body"]["transactionalId"] != b["transactionalId"]:
         return None
     result = CoordinatorResult()
-    reply, body, response, valid = _unpark(comp, b["verificationId"], result)
+    unparked = _unpark(comp, b["verificationId"], result)
+    assert unparked is not None  # (its entry was just read)
+    reply, body, response, valid = unparked
     error = _verification_error(reply.api_version, Errors.for_code(b["errorCode"]))
     result.reply(reply, _finish(comp, body, reply.api_version, response, valid, error, result))
     return result
@@ -518,7 +520,9 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
                 if theirs.record_seq > value.record_seq:
                     later.append((theirs.record_seq, other, theirs))
             for _, other, theirs in sorted(later, key=lambda x: x[0]):
-                _append_pending(comp, other, producer_epoch(comp, other), group_id, topic, partition, theirs)
+                other_epoch = producer_epoch(comp, other)
+                assert other_epoch is not None  # (a producer with pending offsets has an epoch)
+                _append_pending(comp, other, other_epoch, group_id, topic, partition, theirs)
         else:
             summary["skipped"].append([topic, partition])  # a newer regular commit wins
     for key in list(_state(comp)["keys"].get(str(producer_id), [])):

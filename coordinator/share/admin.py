@@ -523,7 +523,14 @@ class ShareAdmin:
         return None
 
     # ------------------------------------------------------------------ share group initialization
-    def initialize_for_group(self, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict) -> None:
+    def initialize_for_group(
+        self,
+        result: CoordinatorResult,
+        group_id: str,
+        group_epoch: int,
+        topics: dict,
+        group_metadata: dict | None = None,
+    ) -> None:
         """The persister's initializeState for a ShareGroupHeartbeat: InitializeShareGroupState with
         start offset -1 and the group epoch as state epoch, here for the share-partitions this
         partition owns and by their owners for the others (`"op": "initialize"`); the outcome goes to
@@ -543,7 +550,7 @@ class ShareAdmin:
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "topics": {}})
                 ask["topics"].setdefault(tid, []).append(part)
-        self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed))
+        self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed), group_metadata)
         st = self.comp.admin_state()
         for _owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
@@ -582,12 +589,16 @@ class ShareAdmin:
         result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
         self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
 
-    def _group_init_outcome(self, result: CoordinatorResult, group_id: str, done: dict, failed: dict) -> None:
+    def _group_init_outcome(
+        self, result: CoordinatorResult, group_id: str, done: dict, failed: dict, group_metadata: dict | None = None
+    ) -> None:
+        """`group_metadata`: the group's partition metadata as `result`'s records leave it (a heartbeat's),
+        None to read the group's (`_all_or_nothing` leaves only one of done and failed)."""
         m = self.p.component("groups").share
         if done:
-            result.merge(m.initialize_share_group_state(group_id, done))
+            result.merge(m.initialize_share_group_state(group_id, done, group_metadata))
         if failed:
-            result.merge(m.uninitialize_share_group_state(group_id, failed))
+            result.merge(m.uninitialize_share_group_state(group_id, failed, group_metadata))
 
     def _finish(self, result: CoordinatorResult, qid: int) -> None:
         parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
@@ -625,10 +636,12 @@ def delete_share_groups(p, result: CoordinatorResult, request: Request, results:
     return p.component("share").admin.delete_share_groups(result, request, results, groups)
 
 
-def initialize_for_group(p, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict) -> None:
+def initialize_for_group(
+    p, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict, group_metadata: dict | None = None
+) -> None:
     """Called by the share group manager (the groups component of the same coordinator partition):
     the initializations and queries go into the caller's `result`."""
-    p.component("share").admin.initialize_for_group(result, group_id, group_epoch, topics)
+    p.component("share").admin.initialize_for_group(result, group_id, group_epoch, topics, group_metadata)
 
 
 def _public(response: dict) -> dict:

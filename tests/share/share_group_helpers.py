@@ -14,6 +14,7 @@ from coordinator.group.share.group import (
     target_value,
 )
 from coordinator.records import record_key
+from coordinator.result import CoordinatorResult
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 from tests.core_driver import CoreDriver
 
@@ -45,7 +46,7 @@ class ShareGroupTestClient(ConsumerGroupTestClient):
     def on_manager(self, fn) -> None:
         """Call `fn(share manager)` on the live partition and keep its records (as `inject` does;
         Kafka's tests call the GroupMetadataManager method and read the CoordinatorResult)."""
-        self.d.call(lambda part: fn(part.component("groups").share))
+        self.d.call(lambda part: part.apply(fn(part.component("groups").share) or CoordinatorResult()))
 
     def initialize_share_partitions(self, fail: bool = False) -> int:
         """Deliver the group partition's internal InitializeShareGroupState queries to the owning

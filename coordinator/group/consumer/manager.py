@@ -482,7 +482,9 @@ class ConsumerGroupManager:
             )
         )
 
-    def _get_or_maybe_create_group(self, group_id: str, create: bool, records: list) -> tuple[ConsumerGroup, object]:
+    def _get_or_maybe_create_group(
+        self, group_id: str, create: bool, records: list
+    ) -> tuple[ConsumerGroup, ClassicGroup | None]:
         """getOrMaybeCreateConsumerGroup. Returns the group (a new or converted one is not in the
         groups map until its records are replayed) and the classic group it replaces, if any: an
         empty one (maybeDeleteEmptyClassicGroup) or a non-empty one upgraded online
@@ -532,6 +534,7 @@ class ConsumerGroupManager:
             )
             return new
         throw_if_static_member_is_unknown(existing, instance_id)
+        assert existing is not None  # (throw_if_static_member_is_unknown raised otherwise)
         throw_if_instance_id_is_fenced(existing, group.group_id, member_id, instance_id)
         if not use_classic_protocol:
             throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
@@ -733,8 +736,10 @@ class ConsumerGroupManager:
             result = self.fence_members(group, [member], "MemberLeft", "the member left the group (member epoch -1)")
             result.response = response
             return result
-        member = group.static_member(instance_id)
-        throw_if_static_member_is_unknown(member, instance_id)
+        static = group.static_member(instance_id)
+        throw_if_static_member_is_unknown(static, instance_id)
+        assert static is not None  # (throw_if_static_member_is_unknown raised otherwise)
+        member = static
         throw_if_instance_id_is_fenced(member, group_id, member_id, instance_id)
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
@@ -850,7 +855,8 @@ class ConsumerGroupManager:
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
         """classicGroupLeaveToConsumerGroup: each identity is validated; the valid ones are fenced
         together (one group epoch bump)."""
-        responses, valid = [], {}
+        responses: list[dict] = []
+        valid: dict[str, ConsumerGroupMember] = {}
         for ident in identities:
             member_id, instance_id = ident["memberId"], ident.get("groupInstanceId")
             entry = {"memberId": member_id, "groupInstanceId": instance_id, "errorCode": 0}
@@ -858,8 +864,10 @@ class ConsumerGroupManager:
                 if instance_id is None:
                     member = group.get_member(member_id)
                 else:
-                    member = group.static_member(instance_id)
-                    throw_if_static_member_is_unknown(member, instance_id)
+                    static = group.static_member(instance_id)
+                    throw_if_static_member_is_unknown(static, instance_id)
+                    assert static is not None  # (throw_if_static_member_is_unknown raised otherwise)
+                    member = static
                     # Administrative removal by instance id comes without a member id.
                     if member_id != "":
                         throw_if_instance_id_is_fenced(member, group.group_id, member_id, instance_id)
@@ -953,7 +961,7 @@ class ConsumerGroupManager:
         payload = timer.payload
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ConsumerGroup):
-            return
+            return None
         member = group.members.get(payload["memberId"])
         if member is None or member.member_epoch != payload["memberEpoch"]:
             return None
@@ -1023,12 +1031,12 @@ class ConsumerGroupManager:
             )
         return status
 
-    def on_resolve_regexes(self, timer: Timer) -> None:
+    def on_resolve_regexes(self, timer: Timer) -> CoordinatorResult | None:
         """TopicRegexResolver.resolveRegularExpressions then handleRegularExpressionsResult."""
         payload = timer.payload
         group = self.c.groups.get(payload["groupId"])
         if not isinstance(group, ConsumerGroup):
-            return
+            return None
         gid = group.group_id
         topics = sorted(self.topics(), key=order_key)
         version = self.ext().get("metadataVersion", 0)
@@ -1058,27 +1066,45 @@ class ConsumerGroupManager:
             group_epoch += 1
             records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         if not records:
-            return
-        before = self._state(gid)
-        self._apply(gid, records)
-        self.c.emit(
+            return None
+        # Nothing can fail any more: the records (replayed by the runtime), the events, the soft state.
+        result = CoordinatorResult()
+        for key, value in records:
+            result.record(key, value)
+        self.c.event(
+            result,
             gid,
             "RegularExpressionsResolved",
             resolved={r: sorted(new_resolved[r].topics) for r in payload["regexes"] if r in new_resolved},
         )
         if bump:
-            self.c.groups[gid].set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
-            self.c.emit(
+            group.set_metadata_refresh_deadline(self.now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
+            self.c.event(
+                result,
                 gid,
                 "GroupEpochBumped",
                 groupEpoch=group_epoch,
                 metadataHash=metadata_hash,
                 reason="regular expressions resolved to new topics",
             )
-        self._report_state_change(gid, before)
+        # The state once the records are replayed (they change only the group epoch).
+        before = str(group.state)
+        after = str(derive_group_state(group.members.values(), group_epoch, group.target_assignment_epoch))
+        if after != before:
+            self.c.event(
+                result,
+                gid,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=before,
+                toState=after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=group.target_assignment_epoch,
+            )
+        return result
 
     # ================================================================ metadata
-    def on_metadata_change(self, old: dict, new: dict) -> None:
+    def on_metadata_change(self, old: dict, new: dict) -> CoordinatorResult:
         """onMetadataUpdate: the groups subscribed to changed topics refresh their metadata hash on
         their next heartbeat (here every consumer group is asked: a refresh only recomputes the hash,
         and the epoch is bumped only if the hash of the group's own topics changed)."""
@@ -1089,11 +1115,13 @@ class ConsumerGroupManager:
         if "newTopicsVersion" not in ext or set(new) - set(old):
             ext["newTopicsVersion"] = ext["metadataVersion"]
         gone = self._topics_gone()
+        result = CoordinatorResult()
         for group in list(self.c.groups.values()):
             if isinstance(group, ConsumerGroup):
                 group.request_metadata_refresh()
                 if gone:
-                    self._rename_gone_topics(group, gone)
+                    self._rename_gone_topics(group, gone, result)
+        return result
 
     def _topics_gone(self) -> dict[str, str]:
         """The topics of the previous metadata that no longer exist under their id: deleted, or
@@ -1106,7 +1134,7 @@ class ConsumerGroupManager:
                 gone[name] = old_id
         return gone
 
-    def _rename_gone_topics(self, group: ConsumerGroup, gone: dict[str, str]) -> None:
+    def _rename_gone_topics(self, group: ConsumerGroup, gone: dict[str, str], result: CoordinatorResult) -> None:
         """Kafka keys assignments by topic id, so the partitions of a topic that is gone (deleted,
         or re-created with a new id) are no longer the topic's of that name: they must be revoked,
         and a re-created topic's partitions are assigned anew. Here assignments are keyed by name;
@@ -1136,11 +1164,11 @@ class ConsumerGroupManager:
                         member.partitions_pending_revocation if pending is None else pending
                     ),
                 )
-                self.c.append_and_replay(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
+                result.record(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
         for member_id, assignment in list(group.target_assignment.items()):
             target = renamed(assignment)
             if target is not None:
-                self.c.append_and_replay(record_key(R_TARGET, gid, member_id), target_value(freeze(target)))
+                result.record(record_key(R_TARGET, gid, member_id), target_value(freeze(target)))
 
     # ================================================================ ConsumerGroupDescribe
     def consumer_group_describe(self, request: Request) -> dict:
@@ -1190,7 +1218,7 @@ class ConsumerGroupManager:
             state=str(group.state),
             group_epoch=group.group_epoch,
             assignment_epoch=group.target_assignment_epoch,
-            assignor_name=group.preferred_server_assignor(self.default_assignor),
+            assignor_name=group.preferred_server_assignor(self.default_assignor) or self.default_assignor,
             members=members,
             authorized_operations=operations,
         )
@@ -1232,8 +1260,8 @@ class ConsumerGroupManager:
         elif kind == R_MEMBER:
             member_id = ids[1]
             if value is not None:
-                old = group.members.get(member_id) or ConsumerGroupMember(member_id)
-                group.update_member(old.with_metadata_value(value))
+                base = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                group.update_member(base.with_metadata_value(value))
                 return
             old = group.members.get(member_id)
             if old is None:
@@ -1267,8 +1295,8 @@ class ConsumerGroupManager:
         elif kind == R_CURRENT:
             member_id = ids[1]
             if value is not None:
-                old = group.members.get(member_id) or ConsumerGroupMember(member_id)
-                group.update_member(old.with_assignment_value(value))
+                base = group.members.get(member_id) or ConsumerGroupMember(member_id)
+                group.update_member(base.with_assignment_value(value))
                 return
             old = group.members.get(member_id)
             if old is None:

@@ -24,6 +24,8 @@ when nothing can fail any more.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...errors import ApiError, Errors
 from ...messages import Request
 from ...records import record_key
@@ -90,7 +92,7 @@ class ClassicMembers:
     def now(self) -> int:
         return self.p.clock_ms
 
-    def known_topics(self, assignment: dict) -> dict:
+    def known_topics(self, assignment: Mapping) -> dict:
         """toTopicPartitions / toTopicPartitionMap: topics the metadata does not know are dropped."""
         topics = self.m.topics()
         return {t: frozenset(p) for t, p in assignment.items() if t in topics and p}
@@ -193,6 +195,7 @@ class ClassicMembers:
         # 4. The last consumer-protocol member, a static one, replaced by this classic member:
         # downgrade (validateOnlineDowngradeWithReplacedMemberId), without a rebalance.
         replaced = group.static_member(instance_id)
+        replaced_id = replaced.member_id if replaced is not None else None
         downgrade = (
             replaced is not None
             and replaced.member_id != updated.member_id
@@ -218,7 +221,7 @@ class ClassicMembers:
                 self.c.groups[gid],
                 [],
                 "MemberLeft",
-                f"static member {replaced.member_id} was replaced by {member_id}",
+                f"static member {replaced_id} was replaced by {member_id}",
                 rebalance=False,
             )
             return response
@@ -365,7 +368,7 @@ class ClassicMembers:
                     rebalance_timeout_ms=cm.rebalance_timeout_ms,
                     client_id=cm.client_id,
                     client_host=cm.client_host,
-                    subscribed_topic_names=subscription.topics,
+                    subscribed_topic_names=frozenset(subscription.topics),
                     assigned_partitions=assigned,
                     classic_member_metadata={
                         "sessionTimeoutMs": cm.session_timeout_ms,
@@ -438,10 +441,11 @@ class ClassicMembers:
                     mm.client_id,
                     mm.client_host,
                     mm.rebalance_timeout_ms,
-                    mm.classic_session_timeout_ms,
+                    # A downgrade leaves only classic-protocol members (they have a session timeout).
+                    mm.classic_session_timeout_ms,  # type: ignore[arg-type]
                     CONSUMER_PROTOCOL_TYPE,
                     list(mm.supported_classic_protocols),
-                    None,
+                    None,  # type: ignore[arg-type]  # (no assignment yet: each is encoded below)
                 )
             )
         classic.protocol_name = classic.select_protocol()

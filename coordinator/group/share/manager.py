@@ -20,6 +20,8 @@ Built by the group coordinator (`coordinator.group.shard`), which routes its API
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
 from ...records import record_key
@@ -218,7 +220,7 @@ class ShareGroupManager:
         return self.c.configs.effective(group_id, SHARE_SESSION_TIMEOUT_MS)
 
     # ================================================================ ShareGroupHeartbeat
-    def share_group_heartbeat(self, request: Request) -> dict:
+    def share_group_heartbeat(self, request: Request) -> CoordinatorResult:
         body = request.body
         if not self.enabled():
             raise ApiError(Errors.UNSUPPORTED_VERSION)
@@ -238,7 +240,7 @@ class ShareGroupManager:
             return group
         raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
 
-    def _heartbeat(self, request: Request) -> dict:
+    def _heartbeat(self, request: Request) -> CoordinatorResult:
         body = request.body
         group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
         subscribed = body["subscribedTopicNames"]
@@ -261,7 +263,7 @@ class ShareGroupManager:
         is_new_member = member_id not in group.members
 
         # 1. Create or update the member; bump the group epoch if its subscription changed.
-        changes = {"client_id": request.reply.client_id, "client_host": request.client_host}
+        changes: dict[str, Any] = {"client_id": request.reply.client_id, "client_host": request.client_host}
         if body["rackId"] is not None:
             changes["rack_id"] = body["rackId"]
         if subscribed is not None:
@@ -327,12 +329,12 @@ class ShareGroupManager:
         result.records += [StateRecord(key, value) for key, value in records]
         self._schedule_session_timeout(group_id, member_id, result)
         if init_map:
-            # The local share-partitions' initialization reads the group as the records leave it
-            # (initializing partitions): not computed from locals yet, so the records so far are
-            # applied first (the one place this handler changes the state before returning).
-            self.p.apply(result)
-            result = CoordinatorResult()
-            self._send_initialize(group_id, group_epoch, init_map, result)
+            # The local share-partitions' initialization reads the group's partition metadata as the
+            # records leave it (the last metadata record, as replay would read it).
+            info = state_partition_metadata_info(
+                [v for k, v in records if k == record_key(R_STATE_PARTITION_METADATA, group_id)][-1], self.now
+            )
+            self._send_initialize(group_id, group_epoch, init_map, result, info)
         if is_new_group:
             self.c.event(result, group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
             self.c.ensure_expiration_timer(result)
@@ -490,54 +492,75 @@ class ShareGroupManager:
             )
         return change
 
-    def _send_initialize(self, group_id: str, group_epoch: int, init_map: dict, result: CoordinatorResult) -> None:
+    def _send_initialize(
+        self, group_id: str, group_epoch: int, init_map: dict, result: CoordinatorResult, info: dict
+    ) -> None:
         """The persister's initializeState: each share-partition's coordinator partition initializes it
-        (into `result`)."""
+        (into `result`); `info` is the group's partition metadata once `result`'s records replay."""
         share_admin.initialize_for_group(
-            self.p, result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}
+            self.p, result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}, info
         )
 
-    def initialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
-        """initializeShareGroupState: the answered partitions move from initializing to initialized."""
+    def _metadata_info(self, group_id: str, staged: dict | None) -> tuple[bool, dict | None]:
+        """(whether the share group exists, its partition metadata): `staged` is the metadata the
+        caller's records (not replayed yet) leave the group with; otherwise the group's own."""
+        if staged is not None:
+            return True, staged
         group = self.c.groups.get(group_id)
-        if not isinstance(group, ShareGroup) or not topic_partitions:
-            return
+        if not isinstance(group, ShareGroup):
+            return False, None
+        return True, group.state_partition_metadata
+
+    def initialize_share_group_state(
+        self, group_id: str, topic_partitions: dict, staged: dict | None = None
+    ) -> CoordinatorResult:
+        """initializeShareGroupState: the answered partitions move from initializing to initialized."""
+        result = CoordinatorResult()
+        exists, info = self._metadata_info(group_id, staged)
+        if not exists or not topic_partitions:
+            return result
         enriched = self._attach_init_value(topic_partitions)
-        info = group.state_partition_metadata
         if info is None:
-            self._apply([state_partition_metadata_record(group_id, {}, enriched, {})])
-            return
+            result.records.append(StateRecord(*state_partition_metadata_record(group_id, {}, enriched, {})))
+            return result
         initializing = {}
         for tid, v in info["initializing"].items():
             left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
             if left:
                 initializing[tid] = {**v, "partitions": left}
-        self._apply(
-            [
-                state_partition_metadata_record(
+        result.records.append(
+            StateRecord(
+                *state_partition_metadata_record(
                     group_id, initializing, combine_init_maps(info["initialized"], enriched), info["deleting"]
                 )
-            ]
+            )
         )
-        self.c.emit(
+        self.c.event(
+            result,
             group_id,
             "SharePartitionsInitialized",
             groupType=SHARE,
             topicPartitions={t: sorted(ps) for t, ps in sorted(topic_partitions.items())},
         )
+        return result
 
-    def uninitialize_share_group_state(self, group_id: str, topic_partitions: dict) -> None:
+    def uninitialize_share_group_state(
+        self, group_id: str, topic_partitions: dict, staged: dict | None = None
+    ) -> CoordinatorResult:
         """uninitializeShareGroupState: failed partitions leave initializing (the next heartbeat retries)."""
-        group = self.c.groups.get(group_id)
-        info = getattr(group, "state_partition_metadata", None)
-        if not isinstance(group, ShareGroup) or info is None or not info["initializing"] or not topic_partitions:
-            return
+        result = CoordinatorResult()
+        exists, info = self._metadata_info(group_id, staged)
+        if not exists or not topic_partitions or info is None or not info["initializing"]:
+            return result
         initializing = {}
         for tid, v in info["initializing"].items():
             left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
             if left:
                 initializing[tid] = {**v, "partitions": left}
-        self._apply([state_partition_metadata_record(group_id, initializing, info["initialized"], info["deleting"])])
+        result.records.append(
+            StateRecord(*state_partition_metadata_record(group_id, initializing, info["initialized"], info["deleting"]))
+        )
+        return result
 
     def _attach_init_value(self, topic_partitions: dict) -> dict:
         meta = self.consumers.metadata
@@ -604,14 +627,18 @@ class ShareGroupManager:
         self._apply([state_partition_metadata_record(group_id, info["initializing"], initialized, deleting)])
         return to_delete, errors
 
-    def complete_delete_share_group_offsets(self, group_id: str, topic_ids) -> None:
+    def complete_delete_share_group_offsets(self, group_id: str, topic_ids) -> CoordinatorResult:
         """completeDeleteShareGroupOffsets: the deleted topics leave deleting."""
+        result = CoordinatorResult()
         group = self.c.groups.get(group_id)
-        info = getattr(group, "state_partition_metadata", None)
+        info = group.state_partition_metadata if isinstance(group, ShareGroup) else None
         if info is None:
-            return
+            return result
         deleting = {t: n for t, n in info["deleting"].items() if t not in set(topic_ids)}
-        self._apply([state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting)])
+        result.records.append(
+            StateRecord(*state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting))
+        )
+        return result
 
     # ================================================================ leaving and fencing
     def share_group_leave(self, body: dict) -> CoordinatorResult:
@@ -624,7 +651,7 @@ class ShareGroupManager:
     def fence_member(self, group: ShareGroup, member: ShareGroupMember, event: str, reason: str) -> CoordinatorResult:
         """shareGroupFenceMember: the member's tombstones and a group epoch bump."""
         gid, mid = group.group_id, member.member_id
-        records = [
+        records: list[tuple[str, dict | None]] = [
             (record_key(R_CURRENT, gid, mid), None),
             (record_key(R_TARGET, gid, mid), None),
             (record_key(R_MEMBER, gid, mid), None),
