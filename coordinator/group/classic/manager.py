@@ -296,6 +296,9 @@ class ClassicGroupManager:
             # A missing group is only created for a member without an id.
             return join_response(version, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
         if convert:
+            # Stopgap: the empty consumer group's tombstones are replayed (Kafka replays them) while
+            # this handler's result is in-memory only (replay_records=False); a result has one replay
+            # flag, so they are applied at once. Nothing below raises an ApiError.
             self.p.apply(self.c.delete_group(existing, reason="converted to a classic group by JoinGroup"))
         is_new_group = group_id not in self.c.groups
         group = self.classic_group(group_id)
@@ -374,7 +377,7 @@ class ClassicGroupManager:
         except ApiError as e:
             self.respond_join(reply, e.error, member_id=member_id, protocol_type=None, protocol_name=None)
             return
-        member = group.member(member_id)
+        member = group.existing_member(member_id)
         protocols = request_protocols(body)
         reason = join_reason(body)
         if group.state == PREPARING_REBALANCE:
@@ -844,7 +847,7 @@ class ClassicGroupManager:
         if group.state == PREPARING_REBALANCE:
             return sync_response(version, Errors.REBALANCE_IN_PROGRESS)
         if group.state == COMPLETING_REBALANCE:
-            group.member(member_id).awaiting_sync = reply
+            group.existing_member(member_id).awaiting_sync = reply
             self.remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 assignment: dict[str, str] = {}
@@ -871,7 +874,7 @@ class ClassicGroupManager:
             return None
         if group.state == STABLE:
             self.remove_pending_sync_member(group, member_id)
-            member = group.member(member_id)
+            member = group.existing_member(member_id)
             return sync_response(
                 version,
                 Errors.NONE,
@@ -905,7 +908,7 @@ class ClassicGroupManager:
             raise ApiError(Errors.ILLEGAL_GENERATION)
         if group.state == EMPTY:
             return heartbeat_response(version, Errors.UNKNOWN_MEMBER_ID)
-        self.reschedule_session(group, group.member(body["memberId"]))
+        self.reschedule_session(group, group.existing_member(body["memberId"]))
         if group.state == PREPARING_REBALANCE:
             return heartbeat_response(version, Errors.REBALANCE_IN_PROGRESS)
         return heartbeat_response(version, Errors.NONE)
@@ -982,7 +985,7 @@ class ClassicGroupManager:
         return leave_response(version, Errors.NONE, responses)
 
     def remove_current_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
-        member = group.member(member_id)
+        member = group.existing_member(member_id)
         self.cancel_session(group.group_id, member_id)
         self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
         group.remove(member_id)
