@@ -1,8 +1,11 @@
 """The classic group protocol: Kafka's GroupMetadataManager classicGroup* methods, line by line.
 
 Differences that come from the architecture, not from choice:
+- Handlers and timer handlers return a `CoordinatorResult(replay_records=False)`, as Kafka's
+  classic paths do: the group is mutated in memory in the handler, and its GroupMetadata records
+  (not replayed: they serve load), timers, events and answers go into the result (`self.r`).
 - A parked JoinGroup / SyncGroup response is the request's `ReplyTo`, kept in the member;
-  completing Kafka's future sends the response with `partition.respond`.
+  completing Kafka's future puts the answer into the result (`result.reply`).
 - Appending to the state log cannot fail, so Kafka's append-failure branches
   (appendGroupMetadataErrorToResponseError, reverting a static member replacement) never run:
   the success branch runs at once, in the same request.
