@@ -63,12 +63,16 @@ class _Reader:
             raise SchemaError(f"non-nullable field {name} was serialized as null")
         return n
 
-    def string(self, name: str, nullable: bool = False) -> str | None:
+    def string(self, name: str) -> str:
+        value = self.nullable_string(name)
+        if value is None:
+            raise SchemaError(f"non-nullable field {name} was serialized as null")
+        return value
+
+    def nullable_string(self, name: str) -> str | None:
         length = self.int16()
         if length < 0:
-            if nullable:
-                return None
-            raise SchemaError(f"non-nullable field {name} was serialized as null")
+            return None
         try:
             return self.take(length).decode("utf-8")
         except UnicodeDecodeError as e:
@@ -155,7 +159,7 @@ def encode_subscription(
     user_data: bytes | None = None,
     version: int = 0,
     *,
-    owned_partitions: TopicPartitions = (),
+    owned_partitions: TopicPartitions | None = None,
     generation_id: int = -1,
     rack_id: str | None = None,
 ) -> str:
@@ -166,7 +170,7 @@ def encode_subscription(
     out += b"".join(_string(t) for t in topics)
     out += _nullable_bytes(user_data)
     if layout >= 1:
-        out += _topic_partitions(list(owned_partitions))
+        out += _topic_partitions(list(owned_partitions or []))
     if layout >= 2:
         out += struct.pack(">i", generation_id)
     if layout >= 3:
@@ -186,7 +190,7 @@ def decode_subscription(metadata_b64: str) -> Subscription:
     if layout >= 2:
         sub.generation_id = r.int32()
     if layout >= 3:
-        sub.rack_id = r.string("rackId", nullable=True)
+        sub.rack_id = r.nullable_string("rackId")
     return sub
 
 

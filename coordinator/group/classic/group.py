@@ -227,6 +227,13 @@ class ClassicGroup(Group):
     def member(self, member_id: str) -> ClassicGroupMember | None:
         return self.members.get(member_id)
 
+    def existing_member(self, member_id: str) -> ClassicGroupMember:
+        """The member a caller has already validated (an internal error if it is not there)."""
+        member = self.members.get(member_id)
+        if member is None:
+            raise IllegalStateError(f"Member {member_id} is not in group {self.group_id}")
+        return member
+
     def num_members(self) -> int:
         return len(self.members)
 
@@ -406,10 +413,12 @@ class ClassicGroup(Group):
         for m in self.members.values():
             name = m.vote(candidates)
             votes[name] = votes.get(name, 0) + 1
-        best = None
+        best: str | None = None
         for name in java_hashmap_order(votes):  # Stream.max keeps the first of equal maxima
             if best is None or votes[name] > votes[best]:
                 best = name
+        if best is None:  # every member votes, and the group has members
+            raise IllegalStateError(f"No protocol selected for group {self.group_id}")
         return best
 
     def compute_subscribed_topics(self) -> list[str] | None:
@@ -582,7 +591,10 @@ class ClassicGroup(Group):
             value.get("protocol"),
             value.get("leader"),
         )
+        protocol = value.get("protocol")
         for mm in value["members"]:
+            if protocol is None:  # metadata_record_value never writes members without the protocol
+                raise IllegalStateError(f"GroupMetadata record of {group_id} has members but no protocol")
             rebalance = mm["rebalanceTimeout"]
             g.add(
                 ClassicGroupMember(
@@ -593,7 +605,7 @@ class ClassicGroup(Group):
                     mm["sessionTimeout"] if rebalance == -1 else rebalance,
                     mm["sessionTimeout"],
                     value.get("protocolType") or "",
-                    [(value.get("protocol"), mm["subscription"])],
+                    [(protocol, mm["subscription"])],
                     mm["assignment"],
                 )
             )

@@ -1,8 +1,11 @@
 """The classic group protocol: Kafka's GroupMetadataManager classicGroup* methods, line by line.
 
 Differences that come from the architecture, not from choice:
+- Handlers and timer handlers return a `CoordinatorResult(replay_records=False)`, as Kafka's
+  classic paths do: the group is mutated in memory in the handler, and its GroupMetadata records
+  (not replayed: they serve load), timers, events and answers go into the result (`self.r`).
 - A parked JoinGroup / SyncGroup response is the request's `ReplyTo`, kept in the member;
-  completing Kafka's future sends the response with `partition.respond`.
+  completing Kafka's future puts the answer into the result (`result.reply`).
 - Appending to the state log cannot fail, so Kafka's append-failure branches
   (appendGroupMetadataErrorToResponseError, reverting a static member replacement) never run:
   the success branch runs at once, in the same request.
@@ -17,9 +20,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from ...errors import ApiError, Error, Errors
 from ...messages import ReplyTo, Request
+from ...records import record_key
+from ...result import CoordinatorResult
 from ...timers import Timer
 from ..group import CLASSIC, CONSUMER
 from .apis import heartbeat_response, join_response, leave_response, sync_response
@@ -67,6 +75,82 @@ class ClassicGroupManager:
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
+        self._result: CoordinatorResult | None = None  # the result the running handler builds
+
+    # ================================================================ results
+    # Kafka mutates a classic group in memory in the handler and returns
+    # `CoordinatorResult(records, response, replayRecords=false)`: the helpers below mutate the group
+    # and put their records (GroupMetadata, not replayed), timers, events and the answers to parked
+    # requests into the running handler's result, `self.r`.
+    @property
+    def r(self) -> CoordinatorResult:
+        if self._result is None:
+            raise RuntimeError("a classic-group helper ran outside a handler's result")
+        return self._result
+
+    def _run(self, handler: Callable[[Any], dict | CoordinatorResult | None], arg: Any) -> CoordinatorResult:
+        """Run `handler` collecting into a fresh in-memory-only result; a bare response body it
+        returns becomes the result's response (a result from a consumer-group path is merged)."""
+        result = CoordinatorResult(replay_records=False)
+        previous, self._result = self._result, result
+        try:
+            out = handler(arg)
+        finally:
+            self._result = previous
+        if isinstance(out, CoordinatorResult):
+            result.merge(out)
+        elif out is not None:
+            result.response = out
+        return result
+
+    @contextmanager
+    def collecting(self, result: CoordinatorResult | None = None) -> Iterator[CoordinatorResult]:
+        """For the helpers other modules call (the consumer-to-classic downgrade, load, tests):
+        into `result` when given, else into the running handler's result; outside any handler the
+        effects are applied at once through `self.p.apply` (a stopgap until those callers return
+        results)."""
+        if result is None and self._result is not None:
+            yield self._result
+            return
+        own = result is None
+        target = CoordinatorResult(replay_records=False) if result is None else result
+        previous, self._result = self._result, target
+        try:
+            yield target
+        finally:
+            self._result = previous
+        if own:
+            self.p.apply(target)
+
+    def append_group_metadata(self, group_id: str, value: dict) -> None:
+        """A GroupMetadata record of the live classic group: not replayed (the group in memory is
+        the truth), it serves coordinator load."""
+        self.r.record(record_key("GroupMetadata", group_id), value)
+
+    # ================================================================ handlers
+    def join_group(self, request: Request) -> CoordinatorResult:
+        return self._run(self._join_group, request)
+
+    def sync_group(self, request: Request) -> CoordinatorResult:
+        return self._run(self._sync_group, request)
+
+    def heartbeat(self, request: Request) -> CoordinatorResult:
+        return self._run(self._heartbeat, request)
+
+    def leave_group(self, request: Request) -> CoordinatorResult:
+        return self._run(self._leave_group, request)
+
+    def on_join_timer(self, timer: Timer) -> CoordinatorResult:
+        return self._run(self._on_join_timer, timer)
+
+    def on_initial_join_timer(self, timer: Timer) -> CoordinatorResult:
+        return self._run(self._on_initial_join_timer, timer)
+
+    def on_sync_timer(self, timer: Timer) -> CoordinatorResult:
+        return self._run(self._on_sync_timer, timer)
+
+    def on_session_timer(self, timer: Timer) -> CoordinatorResult:
+        return self._run(self._on_session_timer, timer)
 
     # ================================================================ helpers
     @property
@@ -98,7 +182,8 @@ class ClassicGroupManager:
 
     def transition(self, group: ClassicGroup, target: str) -> None:
         previous = group.transition_to(target, self.now)
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "GroupStateChanged",
             groupType=CLASSIC,
@@ -107,9 +192,19 @@ class ClassicGroupManager:
             generationId=group.generation_id,
         )
 
-    def reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None):
+    def reschedule_session(
+        self,
+        group: ClassicGroup,
+        member: ClassicGroupMember,
+        timeout_ms: int | None = None,
+        result: CoordinatorResult | None = None,
+    ) -> None:
+        with self.collecting(result):
+            self._reschedule_session(group, member, timeout_ms)
+
+    def _reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None) -> None:
         delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.p.schedule(
+        self.r.schedule(
             session_timer_key(group.group_id, member.member_id),
             self.now + delay,
             T_SESSION,
@@ -117,20 +212,32 @@ class ClassicGroupManager:
         )
 
     def cancel_session(self, group_id: str, member_id: str) -> None:
-        self.p.cancel(session_timer_key(group_id, member_id))
+        self.r.cancel(session_timer_key(group_id, member_id))
 
-    def complete_join_future(self, member: ClassicGroupMember, error: Error = Errors.NONE, **fields) -> bool:
+    def complete_join_future(
+        self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
+    ) -> bool:
+        with self.collecting(result):
+            return self._complete_join_future(member, error, **fields)
+
+    def _complete_join_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_join is None:
             return False
         reply, member.awaiting_join = member.awaiting_join, None
-        self.p.respond(reply, join_response(reply.api_version, error, **fields))
+        self.r.reply(reply, join_response(reply.api_version, error, **fields))
         return True
 
-    def complete_sync_future(self, member: ClassicGroupMember, error: Error = Errors.NONE, **fields) -> bool:
+    def complete_sync_future(
+        self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
+    ) -> bool:
+        with self.collecting(result):
+            return self._complete_sync_future(member, error, **fields)
+
+    def _complete_sync_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_sync is None:
             return False
         reply, member.awaiting_sync = member.awaiting_sync, None
-        self.p.respond(reply, sync_response(reply.api_version, error, **fields))
+        self.r.reply(reply, sync_response(reply.api_version, error, **fields))
         return True
 
     def fence_member(self, member: ClassicGroupMember) -> None:
@@ -150,10 +257,10 @@ class ClassicGroupManager:
         return group if isinstance(group, ClassicGroup) else None
 
     def respond_join(self, reply: ReplyTo, error: Error = Errors.NONE, **fields) -> None:
-        self.p.respond(reply, join_response(reply.api_version, error, **fields))
+        self.r.reply(reply, join_response(reply.api_version, error, **fields))
 
     # ================================================================ JoinGroup
-    def join_group(self, request: Request) -> dict | None:
+    def _join_group(self, request: Request) -> dict | None:
         body, version, reply = request.body, request.api_version, request.reply
         group_id, member_id = body["groupId"], body["memberId"]
         if version == 0:
@@ -192,12 +299,14 @@ class ClassicGroupManager:
             # A missing group is only created for a member without an id.
             return join_response(version, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
         if convert:
+            # Stopgap: the empty consumer group's tombstones are replayed (Kafka replays them) while
+            # this handler's result is in-memory only (replay_records=False); a result has one replay
+            # flag, so they are applied at once. Nothing below raises an ApiError.
             self.p.apply(self.c.delete_group(existing, reason="converted to a classic group by JoinGroup"))
         is_new_group = group_id not in self.c.groups
-        mark = len(self.p.out.records)
         group = self.classic_group(group_id)
         if group is None:
-            group = self.c.create_classic_group(group_id, reason="JoinGroup")
+            group = self.c.create_classic_group(group_id, reason="JoinGroup", result=self.r)
 
         if not self.accept_joining_member(group, member_id):
             group.remove(member_id)
@@ -208,9 +317,9 @@ class ClassicGroupManager:
         else:
             self.join_existing_member(request, group)
 
-        if is_new_group and len(self.p.out.records) == mark:
+        if is_new_group and not self.r.records:
             # A newly created group is committed to the log even when the join wrote nothing.
-            self.c.append_group_metadata(group_id, group.empty_metadata_record_value())
+            self.append_group_metadata(group_id, group.empty_metadata_record_value())
         return None
 
     def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -239,7 +348,7 @@ class ClassicGroupManager:
                     self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
             elif request.api_version >= 4:  # JoinGroupRequest.requiresKnownMemberId
                 group.add_pending_member(new_member_id)
-                self.p.schedule(
+                self.r.schedule(
                     session_timer_key(group.group_id, new_member_id),
                     self.now + body["sessionTimeoutMs"],
                     T_SESSION,
@@ -271,7 +380,7 @@ class ClassicGroupManager:
         except ApiError as e:
             self.respond_join(reply, e.error, member_id=member_id, protocol_type=None, protocol_name=None)
             return
-        member = group.member(member_id)
+        member = group.existing_member(member_id)
         protocols = request_protocols(body)
         reason = join_reason(body)
         if group.state == PREPARING_REBALANCE:
@@ -349,7 +458,8 @@ class ClassicGroupManager:
         # A new member cannot heartbeat while its JoinGroup is parked: a retried and abandoned join
         # must not keep it in the group for ever (KAFKA-7610).
         self.reschedule_session(group, member, self.config["group.classic.new.member.join.timeout.ms"])
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "MemberJoined",
             memberId=member_id,
@@ -384,7 +494,8 @@ class ClassicGroupManager:
         group.update_member(
             new_member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"], reply
         )
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "StaticMemberReplaced",
             groupInstanceId=instance_id,
@@ -395,7 +506,7 @@ class ClassicGroupManager:
         if group.state == STABLE:
             # Rebalance only if the group's selected protocol would change.
             if (group.protocol_name or "") == group.select_protocol():
-                self.c.append_group_metadata(group.group_id, group.metadata_record_value(group.group_assignment()))
+                self.append_group_metadata(group.group_id, group.metadata_record_value(group.group_assignment()))
                 # The append cannot fail here, so Kafka's success callback runs at once.
                 if version >= 9:  # JoinGroupRequest.supportsSkippingAssignment
                     is_leader = group.is_leader(new_member_id)
@@ -447,7 +558,11 @@ class ClassicGroupManager:
         else:
             self.maybe_complete_join_phase(group)
 
-    def prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, group: ClassicGroup, reason: str, result: CoordinatorResult | None = None) -> None:
+        with self.collecting(result):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
         if group.state == COMPLETING_REBALANCE:
             # Members parked in SyncGroup must rejoin.
             self.reset_and_propagate_assignment_with_error(group, Errors.REBALANCE_IN_PROGRESS)
@@ -456,14 +571,15 @@ class ClassicGroupManager:
         if initial:
             delay = self.config["group.initial.rebalance.delay.ms"]
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.p.schedule(
+            self.r.schedule(
                 join_timer_key(group.group_id),
                 self.now + delay,
                 T_INITIAL_JOIN,
                 {"groupId": group.group_id, "delayMs": delay, "remainingMs": remaining},
             )
         self.transition(group, PREPARING_REBALANCE)
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "RebalanceStarted",
             reason=reason,
@@ -478,7 +594,7 @@ class ClassicGroupManager:
         if group.has_all_members_joined():
             self.complete_join(group)
         else:
-            self.p.schedule(
+            self.r.schedule(
                 join_timer_key(group.group_id),
                 self.now + group.rebalance_timeout_ms(),
                 T_JOIN,
@@ -496,13 +612,14 @@ class ClassicGroupManager:
 
     def complete_join(self, group: ClassicGroup) -> None:
         """completeClassicGroupJoin."""
-        self.p.cancel(join_timer_key(group.group_id))
+        self.r.cancel(join_timer_key(group.group_id))
         gone = [m for m in group.not_yet_rejoined_members() if not m.is_static]
         for m in gone:
             group.remove(m.member_id)
             self.cancel_session(group.group_id, m.member_id)
         if gone:
-            self.c.emit(
+            self.c.event(
+                self.r,
                 group.group_id,
                 "MembersRemoved",
                 memberIds=[m.member_id for m in gone],
@@ -513,19 +630,24 @@ class ClassicGroupManager:
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined (only static members that did not rejoin are left): wait another
             # rebalance timeout until session timeouts remove them.
-            self.p.schedule(
+            self.r.schedule(
                 join_timer_key(group.group_id),
                 self.now + group.rebalance_timeout_ms(),
                 T_JOIN,
                 {"groupId": group.group_id},
             )
-            self.c.emit(
-                group.group_id, "JoinPhaseExtended", reason="no member rejoined", generationId=group.generation_id
+            self.c.event(
+                self.r,
+                group.group_id,
+                "JoinPhaseExtended",
+                reason="no member rejoined",
+                generationId=group.generation_id,
             )
             return
         previous = group.state
         group.init_next_generation(self.now)
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "GroupStateChanged",
             groupType=CLASSIC,
@@ -534,8 +656,9 @@ class ClassicGroupManager:
             generationId=group.generation_id,
         )
         if group.state == EMPTY:
-            self.c.append_group_metadata(group.group_id, group.metadata_record_value({}))
-            self.c.emit(
+            self.append_group_metadata(group.group_id, group.metadata_record_value({}))
+            self.c.event(
+                self.r,
                 group.group_id,
                 "JoinCompleted",
                 generationId=group.generation_id,
@@ -558,13 +681,14 @@ class ClassicGroupManager:
             self.reschedule_session(group, member)
             member.is_new = False
             group.add_pending_sync_member(member.member_id)
-        self.p.schedule(
+        self.r.schedule(
             sync_timer_key(group.group_id),
             self.now + group.rebalance_timeout_ms(),
             T_SYNC,
             {"groupId": group.group_id, "generationId": group.generation_id},
         )
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "JoinCompleted",
             generationId=group.generation_id,
@@ -601,15 +725,15 @@ class ClassicGroupManager:
 
     def remove_sync_expiration(self, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
-        self.p.cancel(sync_timer_key(group.group_id))
+        self.r.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ timers
-    def on_join_timer(self, timer: Timer) -> None:
+    def _on_join_timer(self, timer: Timer) -> None:
         group = self.classic_group(timer.payload["groupId"])
         if group is not None:
             self.complete_join(group)
 
-    def on_initial_join_timer(self, timer: Timer) -> None:
+    def _on_initial_join_timer(self, timer: Timer) -> None:
         """tryCompleteInitialRebalanceElseSchedule: while members keep arriving, wait another delay,
         up to the rebalance timeout in total."""
         payload = timer.payload
@@ -621,7 +745,7 @@ class ClassicGroupManager:
             group.new_member_added = False
             new_delay = min(self.config["group.initial.rebalance.delay.ms"], remaining)
             new_remaining = max(remaining - delay, 0)
-            self.p.schedule(
+            self.r.schedule(
                 join_timer_key(group.group_id),
                 self.now + new_delay,
                 T_INITIAL_JOIN,
@@ -630,7 +754,7 @@ class ClassicGroupManager:
         else:
             self.complete_join(group)
 
-    def on_sync_timer(self, timer: Timer) -> None:
+    def _on_sync_timer(self, timer: Timer) -> None:
         """expirePendingSync: members that did not send SyncGroup in time are removed."""
         payload = timer.payload
         group = self.classic_group(payload["groupId"])
@@ -642,7 +766,8 @@ class ClassicGroupManager:
         for member_id in pending:
             group.remove(member_id)
             self.cancel_session(group.group_id, member_id)
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "MembersRemoved",
             memberIds=pending,
@@ -650,7 +775,7 @@ class ClassicGroupManager:
         )
         self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
-    def on_session_timer(self, timer: Timer) -> None:
+    def _on_session_timer(self, timer: Timer) -> None:
         """expireClassicGroupMemberHeartbeat."""
         payload = timer.payload
         group = self.classic_group(payload["groupId"])
@@ -658,7 +783,9 @@ class ClassicGroupManager:
         if group is None or group.state == DEAD:
             return
         if group.is_pending_member(member_id):
-            self.c.emit(group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None, pending=True)
+            self.c.event(
+                self.r, group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None, pending=True
+            )
             group.remove(member_id)
             if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
                 self.complete_join(group)
@@ -666,7 +793,8 @@ class ClassicGroupManager:
         member = group.member(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "MemberSessionExpired",
             memberId=member_id,
@@ -685,7 +813,7 @@ class ClassicGroupManager:
             self.complete_join(group)
 
     # ================================================================ SyncGroup
-    def sync_group(self, request: Request) -> dict | None:
+    def _sync_group(self, request: Request) -> dict | None:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return sync_response(version, Errors.INVALID_GROUP_ID)
@@ -722,7 +850,7 @@ class ClassicGroupManager:
         if group.state == PREPARING_REBALANCE:
             return sync_response(version, Errors.REBALANCE_IN_PROGRESS)
         if group.state == COMPLETING_REBALANCE:
-            group.member(member_id).awaiting_sync = reply
+            group.existing_member(member_id).awaiting_sync = reply
             self.remove_pending_sync_member(group, member_id)
             if group.is_leader(member_id):
                 assignment: dict[str, str] = {}
@@ -731,12 +859,13 @@ class ClassicGroupManager:
                 missing = [m for m in group.members if m not in assignment]
                 for m in missing:
                     assignment[m] = EMPTY_ASSIGNMENT
-                self.c.append_group_metadata(group.group_id, group.metadata_record_value(assignment))
+                self.append_group_metadata(group.group_id, group.metadata_record_value(assignment))
                 # The append succeeded (it cannot fail): Kafka's callback runs now.
                 if group.state == COMPLETING_REBALANCE and body["generationId"] == group.generation_id:
                     self.set_and_propagate_assignment(group, assignment)
                     self.transition(group, STABLE)
-                    self.c.emit(
+                    self.c.event(
+                        self.r,
                         group.group_id,
                         "RebalanceCompleted",
                         generationId=group.generation_id,
@@ -748,7 +877,7 @@ class ClassicGroupManager:
             return None
         if group.state == STABLE:
             self.remove_pending_sync_member(group, member_id)
-            member = group.member(member_id)
+            member = group.existing_member(member_id)
             return sync_response(
                 version,
                 Errors.NONE,
@@ -761,10 +890,10 @@ class ClassicGroupManager:
     def remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.remove_pending_sync_member(member_id)
         if group.state in (DEAD, EMPTY, PREPARING_REBALANCE) or group.has_received_sync_from_all_members():
-            self.p.cancel(sync_timer_key(group.group_id))
+            self.r.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ Heartbeat
-    def heartbeat(self, request: Request) -> dict:
+    def _heartbeat(self, request: Request) -> dict:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return heartbeat_response(version, Errors.INVALID_GROUP_ID)
@@ -782,13 +911,13 @@ class ClassicGroupManager:
             raise ApiError(Errors.ILLEGAL_GENERATION)
         if group.state == EMPTY:
             return heartbeat_response(version, Errors.UNKNOWN_MEMBER_ID)
-        self.reschedule_session(group, group.member(body["memberId"]))
+        self.reschedule_session(group, group.existing_member(body["memberId"]))
         if group.state == PREPARING_REBALANCE:
             return heartbeat_response(version, Errors.REBALANCE_IN_PROGRESS)
         return heartbeat_response(version, Errors.NONE)
 
     # ================================================================ LeaveGroup
-    def leave_group(self, request: Request) -> dict:
+    def _leave_group(self, request: Request) -> dict:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return leave_response(version, Errors.INVALID_GROUP_ID)
@@ -832,8 +961,14 @@ class ClassicGroupManager:
             elif group.is_pending_member(member_id):
                 group.remove(member_id)
                 self.cancel_session(group.group_id, member_id)
-                self.c.emit(
-                    group.group_id, "MemberLeft", memberId=member_id, groupInstanceId=None, pending=True, reason=reason
+                self.c.event(
+                    self.r,
+                    group.group_id,
+                    "MemberLeft",
+                    memberId=member_id,
+                    groupInstanceId=None,
+                    pending=True,
+                    reason=reason,
                 )
             else:
                 try:
@@ -853,11 +988,12 @@ class ClassicGroupManager:
         return leave_response(version, Errors.NONE, responses)
 
     def remove_current_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
-        member = group.member(member_id)
+        member = group.existing_member(member_id)
         self.cancel_session(group.group_id, member_id)
         self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
         group.remove(member_id)
-        self.c.emit(
+        self.c.event(
+            self.r,
             group.group_id,
             "MemberLeft",
             memberId=member_id,
@@ -867,9 +1003,13 @@ class ClassicGroupManager:
         )
 
     # ================================================================ load
-    def on_loaded(self, group: ClassicGroup) -> None:
+    def on_loaded(self, group: ClassicGroup, result: CoordinatorResult | None = None) -> None:
         """GroupMetadataManager.onLoaded for a classic group: session timers for every member, and a
         rebalance if the group is larger than group.max.size now allows."""
+        with self.collecting(result):
+            self._on_loaded(group)
+
+    def _on_loaded(self, group: ClassicGroup) -> None:
         for member in group.members.values():
             self.reschedule_session(group, member)
         if group.num_members() > self.config["group.max.size"]:
