@@ -5,7 +5,9 @@ response, events, timers to set or cancel, answers to parked requests, requests 
 partitions, data records) without changing the partition. `CoordinatorPartition.apply` then
 appends the records and replays them into the state (records change state only through replay),
 applies the timer operations and queues the outputs. A handler that raises `ApiError` has returned
-nothing, so nothing was applied: the error changes nothing.
+nothing, so nothing was applied: the error changes nothing. A handler that changes nothing (a
+describe, list or fetch) may return just its response body, shorthand for
+`CoordinatorResult(response=body)`.
 
 Kafka's one exception is explicit: `replay_records=False` (Kafka's `CoordinatorResult(records,
 response, appendFuture, replayRecords=false)`) for classic groups, whose live state Kafka keeps

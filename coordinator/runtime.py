@@ -356,7 +356,7 @@ class CoordinatorPartition:
             return
         if isinstance(result, CoordinatorResult):
             self.apply(result, request.reply)
-        elif result is not None:  # a bare response body (handlers not yet returning results)
+        elif result is not None:  # shorthand of a handler that changes nothing: its response body
             self.respond(request.reply, result)
 
     def apply(self, result: CoordinatorResult, reply: ReplyTo | None = None) -> None:
