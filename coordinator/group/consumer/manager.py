@@ -115,6 +115,31 @@ def is_simple_classic_group(group) -> bool:
     )
 
 
+def replay_group_metadata(
+    groups, group, value: dict | None, epoch_unfinished: str, *, check_targets: bool = True
+) -> None:
+    """A {Consumer,Share,Streams}GroupMetadata record: the group epoch and metadata hash, or (a
+    tombstone) the group's removal, which Kafka allows only once its members, target assignment
+    and assignment epoch are gone (`epoch_unfinished`: the end of the message when the epoch is not)."""
+    gid = group.group_id
+    if value is not None:
+        group.group_epoch = int(value["epoch"])
+        group.metadata_hash = int(value.get("metadataHash", 0))
+        return
+    if group.members:
+        raise IllegalStateError(
+            f"Received a tombstone record to delete group {gid} but the group still has {len(group.members)} members."
+        )
+    if check_targets and group.target_assignment:
+        raise IllegalStateError(
+            f"Received a tombstone record to delete group {gid} but the target "
+            f"assignment still has {len(group.target_assignment)} members."
+        )
+    if group.target_assignment_epoch != -1:
+        raise IllegalStateError(f"Received a tombstone record to delete group {gid} but {epoch_unfinished}")
+    del groups[gid]
+
+
 def persisted_group(groups: dict, group_id: str, create: bool, group_type: type, wrong_type: str):
     """Kafka's getOrMaybeCreatePersisted{Consumer,Share,Streams}Group: the group of `group_type` a
     replayed record is about, created by a record (`create`); None for a tombstone of a group that is
@@ -1235,26 +1260,9 @@ class ConsumerGroupManager:
         if group is None:
             return
         if kind == R_GROUP:
-            if value is not None:
-                group.group_epoch = int(value["epoch"])
-                group.metadata_hash = int(value.get("metadataHash", 0))
-                return
-            if group.members:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but the group still "
-                    f"has {len(group.members)} members."
-                )
-            if group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but the target "
-                    f"assignment still has {len(group.target_assignment)} members."
-                )
-            if group.target_assignment_epoch != -1:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but did not receive "
-                    "ConsumerGroupTargetAssignmentMetadataValue tombstone."
-                )
-            del self.c.groups[gid]
+            replay_group_metadata(
+                self.c.groups, group, value, "did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
+            )
         elif kind == R_PARTITION_METADATA:
             pass  # pre-4.1 subscription metadata: Kafka only deletes it
         elif kind == R_MEMBER:

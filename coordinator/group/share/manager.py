@@ -33,7 +33,7 @@ from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
-from ..consumer.manager import event_assignment, persisted_group
+from ..consumer.manager import event_assignment, persisted_group, replay_group_metadata
 from ..group import SHARE, IllegalStateError
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from .apis import describe_response, described_group, heartbeat_response
@@ -784,25 +784,7 @@ class ShareGroupManager:
         if group is None:
             return
         if kind == R_GROUP:
-            if value is not None:
-                group.group_epoch = int(value["epoch"])
-                group.metadata_hash = int(value.get("metadataHash", 0))
-                return
-            if group.members:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but the group still "
-                    f"has {len(group.members)} members."
-                )
-            if group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but the target "
-                    f"assignment still has {len(group.target_assignment)} members."
-                )
-            if group.target_assignment_epoch != -1:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but target assignment epoch in invalid."
-                )
-            del self.c.groups[gid]
+            replay_group_metadata(self.c.groups, group, value, "target assignment epoch in invalid.")
         elif kind == R_STATE_PARTITION_METADATA:
             group.state_partition_metadata = None if value is None else state_partition_metadata_info(value, self.now)
         elif kind == R_MEMBER:

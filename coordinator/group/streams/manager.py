@@ -29,7 +29,7 @@ from ...result import CoordinatorResult
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
-from ..consumer.manager import group_hash, persisted_group, topic_hash
+from ..consumer.manager import group_hash, persisted_group, replay_group_metadata, topic_hash
 from ..group import STREAMS, IllegalStateError
 from .apis import describe_response, described_group, heartbeat_response
 from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
@@ -786,21 +786,13 @@ class StreamsGroupManager:
         if group is None:
             return
         if kind == R_GROUP:
-            if value is not None:
-                group.group_epoch = int(value["epoch"])
-                group.metadata_hash = int(value.get("metadataHash", 0))
-                return
-            if group.members:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but the group still "
-                    f"has {len(group.members)} members."
-                )
-            if group.target_assignment_epoch != -1:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete group {gid} but did not receive "
-                    "StreamsGroupTargetAssignmentMetadataValue tombstone."
-                )
-            del self.c.groups[gid]
+            replay_group_metadata(
+                self.c.groups,
+                group,
+                value,
+                "did not receive StreamsGroupTargetAssignmentMetadataValue tombstone.",
+                check_targets=False,
+            )
         elif kind == R_TOPOLOGY:
             group.topology = None if value is None else _stored(value)
             if value is None:
