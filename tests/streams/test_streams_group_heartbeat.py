@@ -303,6 +303,31 @@ def test_testStreamsGroupMemberRequestingShutdownApplication():
     }
 
 
+def test_a_leaving_member_requesting_shutdown_makes_the_others_shut_down():
+    c = client()
+    r1 = c.join("m1", TOPO)
+    c.join("m2", TOPO)
+    r = c.heartbeat("m2", -1, shutdownApplication=True)
+    assert (r["errorCode"], r["memberEpoch"]) == (0, -1)
+    assert "m2" not in c.group().members
+    r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    assert SHUTDOWN_APPLICATION in status_codes(r)
+    assert [e["memberId"] for e in c.events("StreamsShutdownRequested")] == ["m2"]
+
+
+def test_an_unknown_members_shutdown_request_stands_although_its_leave_fails_as_in_kafka():
+    """streamsGroupLeave sets the shutdown request (a plain field) before getMemberOrThrow."""
+    c = client()
+    r1 = c.join("m1", TOPO)
+    r = c.heartbeat("gone", -1, shutdownApplication=True)
+    assert r["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    assert r["status"][-1]["statusCode"] == SHUTDOWN_APPLICATION
+    assert "member gone encountered a fatal error" in r["status"][-1]["statusDetail"]
+    # Without a shutdown request, an unknown member's leave changes nothing.
+    assert c.heartbeat("other", -1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+
+
 # ---------------------------------------------------------------------- timers and metadata
 def test_testStreamsSessionTimeoutExpiration():
     c = client()

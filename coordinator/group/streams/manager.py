@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from ... import api
 from ...errors import ApiError, Errors
 from ...messages import Request
 from ...records import record_key
@@ -240,7 +241,7 @@ class StreamsGroupManager:
         throw_if_topics_are_invalid(body["topology"])
         throw_if_request_is_invalid(body)
         if body["memberEpoch"] in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-            return self.streams_group_leave(body)
+            return self.streams_group_leave(request)
         return self._heartbeat(request)
 
     def _heartbeat(self, request: Request) -> CoordinatorResult:
@@ -604,13 +605,27 @@ class StreamsGroupManager:
         return out
 
     # ================================================================ leaving and fencing
-    def streams_group_leave(self, body: dict) -> CoordinatorResult:
+    def streams_group_leave(self, request: Request) -> CoordinatorResult:
+        body = request.body
         group = self.streams_group(body["groupId"])
         member_id = body["memberId"]
-        member = group.get_member(member_id)
-        if body["shutdownApplication"] and group.shutdown_request_member_id is None:
-            group.shutdown_request_member_id = member_id  # soft state, once nothing can fail
+        shutdown_requested = body["shutdownApplication"] and group.shutdown_request_member_id is None
+        if shutdown_requested:
+            # Kafka records the shutdown request (a plain field, not timeline state) before it
+            # looks the member up: an unknown member's request stands although its leave fails.
+            group.shutdown_request_member_id = member_id
+        try:
+            member = group.get_member(member_id)
+        except ApiError as e:
+            if not shutdown_requested:
+                raise
+            spec = api.registered(request.api_key)
+            result = CoordinatorResult(response=spec.error_response(request.api_version, body, e.error, e.message))
+            self.event(result, group.group_id, "StreamsShutdownRequested", memberId=member_id)
+            return result
         result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        if shutdown_requested:
+            self.event(result, group.group_id, "StreamsShutdownRequested", memberId=member_id)
         result.response = heartbeat_response(member_id=member_id, member_epoch=body["memberEpoch"])
         return result
 
