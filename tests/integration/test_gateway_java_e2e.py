@@ -393,7 +393,6 @@ def stable_assignment(members: list[JavaMember], partitions: int) -> dict | None
 def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, java: str, logs: Path) -> None:
     group = f"java-{protocol}-group"
     first = [f"{protocol}-{i}" for i in range(300)]
-    produce_values(bootstrap, topic, first)
     members = [
         JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, f"m{i}", log_dir=logs) for i in range(3)
     ]
@@ -401,6 +400,10 @@ def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, 
         lines = lambda: {m.args[-1]: m.snapshot() for m in members}  # noqa: E731
         details = lambda: f"\nassignments {[assignments(m.snapshot()) for m in members]}\n{gateway.tail(15)}"  # noqa: E731
         wait_until(lambda: stable_assignment(members, GROUP_PARTITIONS), WAIT, "a stable group of three", details)
+        # Records are produced only once each member owns a partition: produced before, the first
+        # member to join (a KIP-848 group assigns it every partition at once) may consume them all
+        # before the others join, and the victim would then never have anything to commit.
+        produce_values(bootstrap, topic, first)
         victim = members[0]
         # The victim has consumed and committed something before it dies.
         victim.wait_for(lambda line: line.startswith("COMMITTED "), WAIT, "commit")
