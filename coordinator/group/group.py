@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import ClassVar
 
 from ..errors import ApiError, Errors
+from ..result import CoordinatorResult
 from .classic.apis import join_response, leave_response, sync_response
 
 # (offset) -> base timestamp in ms; see OffsetExpirationConditionImpl
@@ -102,16 +103,16 @@ class Group:
     # ---------------------------------------------------------------- classic protocol
     # JoinGroup/SyncGroup/Heartbeat/LeaveGroup sent to a group of this type (Kafka's migration path
     # classicGroup*ToConsumerGroup). The defaults are what a group without that path answers.
-    def classic_join(self, coordinator, request) -> dict | None:
+    def classic_join(self, coordinator, request) -> dict | CoordinatorResult | None:
         return join_response(request.api_version, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id="")
 
-    def classic_sync(self, coordinator, request) -> dict | None:
+    def classic_sync(self, coordinator, request) -> dict | CoordinatorResult | None:
         return sync_response(request.api_version, Errors.UNKNOWN_MEMBER_ID)
 
-    def classic_heartbeat(self, coordinator, request) -> dict:
+    def classic_heartbeat(self, coordinator, request) -> dict | CoordinatorResult:
         raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Group {self.group_id} not found.")
 
-    def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
+    def classic_leave(self, coordinator, request, identities: list[dict]) -> dict | CoordinatorResult:
         return leave_response(
             request.api_version,
             Errors.NONE,

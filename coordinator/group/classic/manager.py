@@ -260,7 +260,7 @@ class ClassicGroupManager:
         self.r.reply(reply, join_response(reply.api_version, error, **fields))
 
     # ================================================================ JoinGroup
-    def _join_group(self, request: Request) -> dict | None:
+    def _join_group(self, request: Request) -> dict | CoordinatorResult | None:
         body, version, reply = request.body, request.api_version, request.reply
         group_id, member_id = body["groupId"], body["memberId"]
         if version == 0:
@@ -299,10 +299,14 @@ class ClassicGroupManager:
             # A missing group is only created for a member without an id.
             return join_response(version, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
         if convert:
-            # Stopgap: the empty consumer group's tombstones are replayed (Kafka replays them) while
-            # this handler's result is in-memory only (replay_records=False); a result has one replay
-            # flag, so they are applied at once. Nothing below raises an ApiError.
-            self.p.apply(self.c.delete_group(existing, reason="converted to a classic group by JoinGroup"))
+            # maybeDeleteEmptyConsumerGroup: the empty consumer group's tombstones go into this
+            # in-memory-only result and are not replayed; the group leaves memory directly
+            # (delete_group removes it), as Kafka's removeGroup. A rebuild replays them before the
+            # classic group's record, to the same state. Nothing below raises an ApiError.
+            deletion = self.c.delete_group(existing, reason="converted to a classic group by JoinGroup")
+            deletion.replay_records = False
+            self.r.merge(deletion)
+        written_before_join = len(self.r.records)
         is_new_group = group_id not in self.c.groups
         group = self.classic_group(group_id)
         if group is None:
@@ -317,7 +321,7 @@ class ClassicGroupManager:
         else:
             self.join_existing_member(request, group)
 
-        if is_new_group and not self.r.records:
+        if is_new_group and len(self.r.records) == written_before_join:
             # A newly created group is committed to the log even when the join wrote nothing.
             self.append_group_metadata(group_id, group.empty_metadata_record_value())
         return None
@@ -813,7 +817,7 @@ class ClassicGroupManager:
             self.complete_join(group)
 
     # ================================================================ SyncGroup
-    def _sync_group(self, request: Request) -> dict | None:
+    def _sync_group(self, request: Request) -> dict | CoordinatorResult | None:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return sync_response(version, Errors.INVALID_GROUP_ID)
@@ -893,7 +897,7 @@ class ClassicGroupManager:
             self.r.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ Heartbeat
-    def _heartbeat(self, request: Request) -> dict:
+    def _heartbeat(self, request: Request) -> dict | CoordinatorResult:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return heartbeat_response(version, Errors.INVALID_GROUP_ID)
@@ -917,7 +921,7 @@ class ClassicGroupManager:
         return heartbeat_response(version, Errors.NONE)
 
     # ================================================================ LeaveGroup
-    def _leave_group(self, request: Request) -> dict:
+    def _leave_group(self, request: Request) -> dict | CoordinatorResult:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return leave_response(version, Errors.INVALID_GROUP_ID)

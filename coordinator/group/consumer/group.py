@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
+from ...result import CoordinatorResult
 from ..group import CONSUMER, Group, register_group_type
 from .assignors.api import SubscriptionType
 from .group_state import (
@@ -380,16 +381,16 @@ class ConsumerGroup(Group):
 
     # ================================================================ classic protocol requests
     # Members using the classic protocol inside the group: migration.py.
-    def classic_join(self, coordinator, request) -> dict | None:
+    def classic_join(self, coordinator, request) -> dict | CoordinatorResult:
         return coordinator.consumer.classic_members.join(self, request)
 
-    def classic_heartbeat(self, coordinator, request) -> dict:
+    def classic_heartbeat(self, coordinator, request) -> CoordinatorResult:
         return coordinator.consumer.classic_members.heartbeat(self, request)
 
-    def classic_sync(self, coordinator, request) -> dict | None:
+    def classic_sync(self, coordinator, request) -> CoordinatorResult:
         return coordinator.consumer.classic_members.sync(self, request)
 
-    def classic_leave(self, coordinator, request, identities: list[dict]) -> dict:
+    def classic_leave(self, coordinator, request, identities: list[dict]) -> CoordinatorResult:
         """classicGroupLeaveToConsumerGroup: LeaveGroup removes members of a consumer group (the
         admin client's removeMembersFromConsumerGroup), each one as if its session had expired."""
         return coordinator.consumer.classic_leave(self, request, identities)

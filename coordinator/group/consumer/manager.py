@@ -279,20 +279,6 @@ class ConsumerGroupManager:
         for key, value in records:
             self.c.append_and_replay(key, value)
 
-    def _report_state_change(self, group_id: str, before: str | None) -> None:
-        after = self._state(group_id)
-        if after != before and after is not None:
-            group = self.c.groups[group_id]
-            self.c.emit(
-                group_id,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=before,
-                toState=after,
-                groupEpoch=group.group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
-
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
         """The request's owned partitions by topic name. A topic id the metadata does not know maps
         to `unknown_topic_key(id)`: no topic has that name, but the partitions of a deleted or
@@ -815,11 +801,11 @@ class ConsumerGroupManager:
         if not members:
             return result
         if self.classic_members.should_downgrade(group, members):
-            # The online downgrade is not a result yet: it changes the state at once.
+            # validateOnlineDowngradeWithFencedMembers: the group becomes a classic group (an
+            # in-memory-only result, as Kafka's convertToClassicGroup).
             for m in members:
-                self._cancel_timers(group.group_id, m.member_id)
-            self.classic_members.convert_to_classic_group(group, members, event, reason)
-            return result
+                self._cancel_timers(group.group_id, m.member_id, result)
+            return result.merge(self.classic_members.convert_to_classic_group(group, members, event, reason))
         gid = group.group_id
         records: list = []
         for m in members:
@@ -877,7 +863,7 @@ class ConsumerGroupManager:
             )
         return result
 
-    def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> dict:
+    def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> CoordinatorResult:
         """classicGroupLeaveToConsumerGroup: each identity is validated; the valid ones are fenced
         together (one group epoch bump)."""
         responses: list[dict] = []
@@ -900,13 +886,11 @@ class ConsumerGroupManager:
             except ApiError as e:
                 entry["errorCode"] = e.error.code
             responses.append(entry)
-        # (LeaveGroup's classic path does not return results yet: applied at once.)
-        self.p.apply(
-            self.fence_members(
-                group, list(valid.values()), "MemberLeft", "removed by a LeaveGroup request (classic protocol)"
-            )
+        result = self.fence_members(
+            group, list(valid.values()), "MemberLeft", "removed by a LeaveGroup request (classic protocol)"
         )
-        return leave_response(request.api_version, Errors.NONE, responses)
+        result.response = leave_response(request.api_version, Errors.NONE, responses)
+        return result
 
     # ================================================================ timers
     def _schedule(self, result: CoordinatorResult | None, key: str, deadline_ms: int, kind: str, payload: dict) -> None:

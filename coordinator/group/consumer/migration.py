@@ -27,14 +27,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ...errors import ApiError, Errors
-from ...messages import Request
+from ...messages import Request, StateRecord
 from ...records import record_key
 from ...result import CoordinatorResult
 from ..classic.apis import heartbeat_response, join_response, sync_response
 from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
 from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
 from ..classic.manager import canonical_b64
-from ..group import CLASSIC
+from ..group import CLASSIC, CONSUMER
 from ._java import order_key
 from .group import (
     R_CURRENT,
@@ -51,6 +51,7 @@ from .group import (
     target_epoch_value,
     target_value,
 )
+from .group_state import derive_group_state
 from .heartbeat import throw_if_group_is_full
 from .member import ConsumerGroupMember, MemberState
 
@@ -98,13 +99,17 @@ class ClassicMembers:
         return {t: frozenset(p) for t, p in assignment.items() if t in topics and p}
 
     # ================================================================ timers
-    def schedule_join_timeout_if_absent(self, group_id: str, member_id: str, rebalance_timeout_ms: int) -> None:
+    def schedule_join_timeout_if_absent(
+        self, group_id: str, member_id: str, rebalance_timeout_ms: int, result: CoordinatorResult
+    ) -> None:
         key = join_timer_key(group_id, member_id)
         if key not in self.p.timers:
-            self.p.schedule(key, self.now + rebalance_timeout_ms, T_JOIN, {"groupId": group_id, "memberId": member_id})
+            result.schedule(key, self.now + rebalance_timeout_ms, T_JOIN, {"groupId": group_id, "memberId": member_id})
 
-    def schedule_sync_timeout(self, group_id: str, member_id: str, rebalance_timeout_ms: int) -> None:
-        self.p.schedule(
+    def schedule_sync_timeout(
+        self, group_id: str, member_id: str, rebalance_timeout_ms: int, result: CoordinatorResult
+    ) -> None:
+        result.schedule(
             sync_timer_key(group_id, member_id),
             self.now + rebalance_timeout_ms,
             T_SYNC,
@@ -120,7 +125,7 @@ class ClassicMembers:
         return self.m.fence_member_operation(timer.payload, "the member failed to sync within timeout")
 
     # ================================================================ JoinGroup
-    def join(self, group: ConsumerGroup, request: Request) -> dict | None:
+    def join(self, group: ConsumerGroup, request: Request) -> dict | CoordinatorResult:
         """classicGroupJoinToConsumerGroup (the group is not empty)."""
         body, version, reply = request.body, request.api_version, request.reply
         m = self.m
@@ -203,9 +208,6 @@ class ClassicMembers:
         )
 
         # Nothing can fail any more.
-        m._apply(gid, records)
-        for fn in after:
-            fn(None)  # (this path is not a result yet: at once)
         member_id = reconciled.member_id
         response = join_response(
             version,
@@ -215,21 +217,38 @@ class ClassicMembers:
             protocol_name=protocols[0][0],
         )
         if downgrade:
+            # Stopgap: the join's records are applied at once, because the classic group is built
+            # from the group they leave (Kafka's fromConsumerGroup with the joining member); the
+            # conversion is then this handler's in-memory-only result.
+            m._apply(gid, records)
+            for fn in after:
+                fn(None)
+            result = CoordinatorResult(replay_records=False)
             for name, fields in events:
-                self.c.emit(gid, name, **fields)
-            self.convert_to_classic_group(
-                self.c.groups[gid],
-                [],
-                "MemberLeft",
-                f"static member {replaced_id} was replaced by {member_id}",
-                rebalance=False,
+                self.c.event(result, gid, name, **fields)
+            result.merge(
+                self.convert_to_classic_group(
+                    self.c.groups[gid],
+                    [],
+                    "MemberLeft",
+                    f"static member {replaced_id} was replaced by {member_id}",
+                    rebalance=False,
+                )
             )
-            return response
-        self.p.cancel(join_timer_key(gid, member_id))
-        m._schedule_session_timeout(gid, member_id, session_timeout_ms)
-        self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"])
+            result.response = response
+            return result
+        # The records are replayed by the runtime; timers, events and the soft state go into the
+        # result, as ConsumerGroupHeartbeat's.
+        result = CoordinatorResult(response=response)
+        result.records += [StateRecord(key, value) for key, value in records]
+        for fn in after:
+            fn(result)
+        result.cancel(join_timer_key(gid, member_id))
+        m._schedule_session_timeout(gid, member_id, session_timeout_ms, result)
+        self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"], result)
         if is_new_member:
-            self.c.emit(
+            self.c.event(
+                result,
                 gid,
                 "MemberJoined",
                 memberId=member_id,
@@ -238,10 +257,23 @@ class ClassicMembers:
                 protocol=CLASSIC,
             )
         for name, fields in events:
-            self.c.emit(gid, name, **fields)
-        m._emit_assignment_change(gid, updated, reconciled, is_new_member)
-        m._report_state_change(gid, state_before)
-        return response
+            self.c.event(result, gid, name, **fields)
+        m._emit_assignment_change(gid, updated, reconciled, is_new_member, result)
+        # The group's state once the records are replayed, from what they hold.
+        members_after = m._effective_members(group, reconciled)
+        state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
+        if state_after != state_before:
+            self.c.event(
+                result,
+                gid,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=state_before,
+                toState=state_after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=target_epoch,
+            )
+        return result
 
     # ================================================================ SyncGroup
     def validate_member(self, group: ConsumerGroup, body: dict) -> ConsumerGroupMember:
@@ -258,11 +290,13 @@ class ClassicMembers:
             )
         return member
 
-    def sync(self, group: ConsumerGroup, request: Request) -> dict:
+    def sync(self, group: ConsumerGroup, request: Request) -> CoordinatorResult:
         """classicGroupSyncToConsumerGroup: the member's current assignment, serialized as a
-        ConsumerProtocolAssignment at the version of its subscription."""
+        ConsumerProtocolAssignment at the version of its subscription. A member that must rejoin
+        gets REBALANCE_IN_PROGRESS with its join timeout armed (Kafka arms it, then throws)."""
         body, version = request.body, request.api_version
         gid = group.group_id
+        result = CoordinatorResult()
         try:
             member = self.validate_member(group, body)
             protocol_name = member.supported_classic_protocols[0][0]
@@ -270,27 +304,31 @@ class ClassicMembers:
                 raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
             if body.get("protocolName") is not None and body["protocolName"] != protocol_name:
                 raise ApiError(Errors.INCONSISTENT_GROUP_PROTOCOL)
-            self.throw_if_rebalance_in_progress(group, member)
+            self.throw_if_rebalance_in_progress(group, member, result)
             assignment = encode_assignment(
                 {t: sorted(p) for t, p in self.known_topics(member.assigned_partitions).items()},
                 version=assignment_version(member.supported_classic_protocols),
             )
         except ApiError as e:
-            return sync_response(version, e.error)
-        self.p.cancel(sync_timer_key(gid, member.member_id))
-        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
-        return sync_response(
+            result.response = sync_response(version, e.error)
+            return result
+        result.cancel(sync_timer_key(gid, member.member_id))
+        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms, result)
+        result.response = sync_response(
             version,
             protocol_type=body.get("protocolType"),
             protocol_name=body.get("protocolName"),
             assignment=assignment,
         )
+        return result
 
-    def throw_if_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+    def throw_if_rebalance_in_progress(
+        self, group: ConsumerGroup, member: ConsumerGroupMember, result: CoordinatorResult
+    ) -> None:
         """A newer group epoch: the member must rejoin, unless it is still revoking partitions (it
-        rejoined already and reconciles first)."""
+        rejoined already and reconciles first). The join timeout goes into `result`."""
         if group.group_epoch > member.member_epoch and member.state != MemberState.UNREVOKED_PARTITIONS:
-            self.schedule_join_timeout_if_absent(group.group_id, member.member_id, member.rebalance_timeout_ms)
+            self.schedule_join_timeout_if_absent(group.group_id, member.member_id, member.rebalance_timeout_ms, result)
             raise ApiError(
                 Errors.REBALANCE_IN_PROGRESS,
                 f"A new rebalance is triggered in group {group.group_id} and member "
@@ -298,21 +336,24 @@ class ClassicMembers:
             )
 
     # ================================================================ Heartbeat
-    def heartbeat(self, group: ConsumerGroup, request: Request) -> dict:
+    def heartbeat(self, group: ConsumerGroup, request: Request) -> CoordinatorResult:
         """classicGroupHeartbeatToConsumerGroup: REBALANCE_IN_PROGRESS when the member must rejoin
         (a newer group epoch, partitions to revoke, or its unreleased partitions are free now)."""
         body = request.body
         gid = group.group_id
         member = self.validate_member(group, body)
-        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms)
+        result = CoordinatorResult()
+        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms, result)
         if (
             member.member_epoch < group.group_epoch
             or member.state == MemberState.UNREVOKED_PARTITIONS
             or (member.state == MemberState.UNRELEASED_PARTITIONS and not group.waiting_on_unreleased_partition(member))
         ):
-            self.schedule_join_timeout_if_absent(gid, member.member_id, member.rebalance_timeout_ms)
-            return heartbeat_response(request.api_version, Errors.REBALANCE_IN_PROGRESS)
-        return heartbeat_response(request.api_version, Errors.NONE)
+            self.schedule_join_timeout_if_absent(gid, member.member_id, member.rebalance_timeout_ms, result)
+            result.response = heartbeat_response(request.api_version, Errors.REBALANCE_IN_PROGRESS)
+        else:
+            result.response = heartbeat_response(request.api_version, Errors.NONE)
+        return result
 
     # ================================================================ upgrade
     def validate_online_upgrade(self, group: ClassicGroup) -> None:
@@ -419,12 +460,17 @@ class ClassicMembers:
 
     def convert_to_classic_group(
         self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], event: str, reason: str, rebalance: bool = True
-    ) -> None:
+    ) -> CoordinatorResult:
         """convertToClassicGroup: the consumer group's tombstones, a Stable classic group at the
         group epoch whose members (all but the leaving ones) keep their target assignment
         (serialized at their subscription's version), its GroupMetadata record, session timers,
         and a rebalance when members left (not when a static member was replaced: the replacing
-        member, already in `group`, holds the replaced one's target)."""
+        member, already in `group`, holds the replaced one's target).
+
+        As Kafka's, an in-memory-only result (replay_records=False): the groups are swapped in
+        memory directly ("the classicGroup reference is needed for triggering the rebalance"), and
+        the records serve coordinator load (a rebuild replays the tombstones, then the classic
+        group's record). Called once nothing can fail."""
         gid = group.group_id
         leaving_ids = {m.member_id for m in leaving}
         classic = ClassicGroup(
@@ -461,9 +507,11 @@ class ClassicMembers:
                 {t: sorted(p) for t, p in self.known_topics(target).items()}, version=version
             )
 
+        result = CoordinatorResult(replay_records=False)
         before = self.m._state(gid)
         for m in leaving:
-            self.c.emit(
+            self.c.event(
+                result,
                 gid,
                 event,
                 memberId=m.member_id,
@@ -472,14 +520,15 @@ class ClassicMembers:
                 reason=reason,
                 memberEpoch=m.member_epoch,
             )
-        self.p.apply(
-            self.c.delete_group(
-                group, reason="downgraded online to a classic group: the last consumer-protocol member left"
-            )
+        deletion = self.c.delete_group(
+            group, reason="downgraded online to a classic group: the last consumer-protocol member left"
         )
+        deletion.replay_records = False
+        result.merge(deletion)  # (delete_group took the consumer group out of memory)
         self.c.groups[gid] = classic
-        self.c.append_group_metadata(gid, classic.metadata_record_value(assignments))
-        self.c.emit(
+        result.record(record_key("GroupMetadata", gid), classic.metadata_record_value(assignments))
+        self.c.event(
+            result,
             gid,
             "GroupCreated",
             groupType=CLASSIC,
@@ -489,8 +538,9 @@ class ClassicMembers:
             generationId=classic.generation_id,
             members=list(classic.members),
         )
-        self.c.ensure_expiration_timer()
+        self.c.ensure_expiration_timer(result)
         for cm in classic.members.values():
-            self.c.classic.reschedule_session(classic, cm)
+            self.c.classic.reschedule_session(classic, cm, result=result)
         if rebalance:
-            self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.")
+            self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.", result)
+        return result
