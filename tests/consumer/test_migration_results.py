@@ -22,6 +22,7 @@ from tests.consumer.test_consumer_group_migration import (
     client,
     mixed_group,
     protos,
+    release,
     sync,
 )
 from tests.group.test_group_replay import normalized
@@ -210,3 +211,44 @@ def test_join_group_converting_an_empty_consumer_group_commits_the_new_group():
     apply(c, result)
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert rebuilt.type == "classic" and not rebuilt.members
+
+
+def test_static_member_replacement_downgrade_is_an_in_memory_result_the_log_rebuilds():
+    c = client()
+    c.join("m1", ["foo"], instance_id="i1", assignor="range")
+    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2, 3, 4, 5]})
+    mid = classic_join(c, "", instance_id="i2")["memberId"]
+    release(c)
+    rejoined = classic_join(c, mid, instance_id="i2")
+    sync(c, mid, rejoined["generationId"], instance_id="i2")
+    records = len(c.records())
+    body = {
+        "groupId": GROUP,
+        "sessionTimeoutMs": SESSION,
+        "rebalanceTimeoutMs": REBALANCE,
+        "memberId": "",
+        "groupInstanceId": "i1",
+        "protocolType": "consumer",
+        "protocols": protos(),
+    }
+    result = handle(c, "JoinGroup", 9, body)
+    assert result.replay_records is False and result.response is not None and result.response["errorCode"] == 0
+    new_id = result.response["memberId"]
+    # Swapped in memory (Kafka's convertToClassicGroup), nothing appended by the handler.
+    assert c.group().type == "classic" and set(c.group().members) == {mid, new_id}
+    assert len(c.records()) == records
+    keys = [r.key for r in result.records]
+    # The join's records (m1 replaced by the new member), the tombstones of the group they leave
+    # (the new member's included), then the classic group.
+    assert keys[:3] == [
+        record_key("ConsumerGroupCurrentMemberAssignment", GROUP, "m1"),
+        record_key("ConsumerGroupTargetAssignmentMember", GROUP, "m1"),
+        record_key("ConsumerGroupMemberMetadata", GROUP, "m1"),
+    ]
+    tombstones = [r.key for r in result.records if r.value is None]
+    assert record_key("ConsumerGroupMemberMetadata", GROUP, new_id) in tombstones
+    assert keys[-2:] == [record_key("ConsumerGroupMetadata", GROUP), record_key("GroupMetadata", GROUP)]
+    assert "StaticMemberReplaced" in [e.event for e in result.events]
+    apply(c, result)
+    assert c.group().state == "Stable"
+    assert_rebuilt_equals_live(c)

@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import struct
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableMapping
 
 import xxhash
 
@@ -140,7 +140,7 @@ def replay_group_metadata(
     del groups[gid]
 
 
-def persisted_group(groups: dict, group_id: str, create: bool, group_type: type, wrong_type: str):
+def persisted_group(groups: MutableMapping, group_id: str, create: bool, group_type: type, wrong_type: str):
     """Kafka's getOrMaybeCreatePersisted{Consumer,Share,Streams}Group: the group of `group_type` a
     replayed record is about, created by a record (`create`); None for a tombstone of a group that is
     gone or of another type (where Kafka throws GroupIdNotFound). A simple classic group (offsets
@@ -272,12 +272,6 @@ class ConsumerGroupManager:
     def _state(self, group_id: str) -> str | None:
         group = self.c.groups.get(group_id)
         return str(group.state) if isinstance(group, ConsumerGroup) else None
-
-    def _apply(self, group_id: str, records: list[tuple[str, dict | None]]) -> None:
-        """Append the records to the state log and replay them into the groups, as Kafka's runtime
-        does once a write operation succeeded."""
-        for key, value in records:
-            self.c.append_and_replay(key, value)
 
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
         """The request's owned partitions by topic name. A topic id the metadata does not know maps
@@ -1233,19 +1227,19 @@ class ConsumerGroupManager:
         )
 
     # ================================================================ replay and load
-    def _persisted_group(self, group_id: str, create: bool) -> ConsumerGroup | None:
-        return persisted_group(
-            self.c.groups, group_id, create, ConsumerGroup, f"Group {group_id} is not a consumer group"
-        )
-
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        self.replay_into(self.c.groups, kind, ids, value)
+
+    def replay_into(self, groups: MutableMapping, kind: str, ids: list, value: dict | None) -> None:
+        """A consumer group record replayed into `groups` (the live map, or a scratch one holding a
+        copy of a group: the group as a handler's records leave it, before they are applied)."""
         gid = ids[0]
-        group = self._persisted_group(gid, value is not None)
+        group = persisted_group(groups, gid, value is not None, ConsumerGroup, f"Group {gid} is not a consumer group")
         if group is None:
             return
         if kind == R_GROUP:
             replay_group_metadata(
-                self.c.groups, group, value, "did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
+                groups, group, value, "did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
             )
         elif kind == R_PARTITION_METADATA:
             pass  # pre-4.1 subscription metadata: Kafka only deletes it

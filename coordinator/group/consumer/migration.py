@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
-from ...records import record_key
+from ...records import parse_record_key, record_key
 from ...result import CoordinatorResult
 from ..classic.apis import heartbeat_response, join_response, sync_response
 from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
@@ -217,18 +217,25 @@ class ClassicMembers:
             protocol_name=protocols[0][0],
         )
         if downgrade:
-            # Stopgap: the join's records are applied at once, because the classic group is built
-            # from the group they leave (Kafka's fromConsumerGroup with the joining member); the
-            # conversion is then this handler's in-memory-only result.
-            m._apply(gid, records)
-            for fn in after:
-                fn(None)
+            # validateOnlineDowngradeWithReplacedMember: convertToClassicGroup with the joining
+            # member, an in-memory-only result. The classic group is built from the group as the
+            # join's records leave it (replayed into a scratch copy; the live group is dropped),
+            # and the log holds the join's records, the tombstones of that group and the classic
+            # group's record: a rebuild replays them to the same classic group.
+            view = ConsumerGroup.from_json(group.to_json())
+            scratch = {gid: view}
+            for key, value in records:
+                kind, ids = parse_record_key(key)
+                m.replay_into(scratch, kind, ids, value)
             result = CoordinatorResult(replay_records=False)
+            result.records += [StateRecord(key, value) for key, value in records]
+            for fn in after:
+                fn(result)
             for name, fields in events:
                 self.c.event(result, gid, name, **fields)
             result.merge(
                 self.convert_to_classic_group(
-                    self.c.groups[gid],
+                    view,
                     [],
                     "MemberLeft",
                     f"static member {replaced_id} was replaced by {member_id}",
@@ -508,7 +515,7 @@ class ClassicMembers:
             )
 
         result = CoordinatorResult(replay_records=False)
-        before = self.m._state(gid)
+        before = str(group.state)
         for m in leaving:
             self.c.event(
                 result,
