@@ -565,6 +565,8 @@ def test_downgrade_disabled_by_policy():
     mid = mixed_group(c)
     c.heartbeat("m1", -1)
     assert c.group().type == "consumer" and set(c.group().members) == {mid}
+    [skipped] = c.d.events_named("DowngradeSkipped")
+    assert skipped["reason"] == "online downgrade is disabled" and skipped["groupId"] == GROUP
 
 
 def test_no_conversion_when_size_exceeds_classic_max_group_size():
@@ -573,6 +575,8 @@ def test_no_conversion_when_size_exceeds_classic_max_group_size():
     classic_join_new(c)
     c.heartbeat("m1", -1)
     assert c.group().type == "consumer" and len(c.group().members) == 2
+    [skipped] = c.d.events_named("DowngradeSkipped")
+    assert skipped["reason"] == "its group size is greater than classic group max size"
 
 
 def test_classic_members_after_a_reload():

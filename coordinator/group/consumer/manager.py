@@ -794,13 +794,16 @@ class ConsumerGroupManager:
         result = CoordinatorResult()
         if not members:
             return result
-        if self.classic_members.should_downgrade(group, members):
+        skipped: list[tuple[str, dict]] = []
+        if self.classic_members.should_downgrade(group, members, skipped):
             # validateOnlineDowngradeWithFencedMembers: the group becomes a classic group (an
             # in-memory-only result, as Kafka's convertToClassicGroup).
             for m in members:
                 self._cancel_timers(group.group_id, m.member_id, result)
             return result.merge(self.classic_members.convert_to_classic_group(group, members, event, reason))
         gid = group.group_id
+        for name, fields in skipped:
+            self.c.event(result, gid, name, **fields)
         records: list = []
         for m in members:
             records += self._remove_member_records(gid, m.member_id)

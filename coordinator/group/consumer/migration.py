@@ -204,7 +204,7 @@ class ClassicMembers:
         downgrade = (
             replaced is not None
             and replaced.member_id != updated.member_id
-            and self.should_downgrade(group, [replaced], replacing=True)
+            and self.should_downgrade(group, [replaced], events, replacing=True)
         )
 
         # Nothing can fail any more.
@@ -446,22 +446,21 @@ class ClassicMembers:
 
     # ================================================================ downgrade
     def should_downgrade(
-        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], replacing: bool = False
+        self, group: ConsumerGroup, leaving: list[ConsumerGroupMember], events: list, replacing: bool = False
     ) -> bool:
         """validateOnlineDowngradeWithFencedMembers, or with `replacing`
-        validateOnlineDowngradeWithReplacedMemberId (a classic member takes the leaving one's place)."""
+        validateOnlineDowngradeWithReplacedMemberId (a classic member takes the leaving one's place).
+        Why a downgrade is skipped (Kafka logs it) goes into `events` as a DowngradeSkipped event."""
         if not group.all_members_use_classic_protocol_except(leaving):
             return False
         remaining = len(group.members) - (0 if replacing else len(leaving))
         if remaining <= 0:
             return False  # the group is empty: nothing to downgrade
         if not downgrade_enabled(self.config):
-            self.c.emit(group.group_id, "DowngradeSkipped", reason="online downgrade is disabled")
+            events.append(("DowngradeSkipped", {"reason": "online downgrade is disabled"}))
             return False
         if remaining > self.config["group.max.size"]:
-            self.c.emit(
-                group.group_id, "DowngradeSkipped", reason="its group size is greater than classic group max size"
-            )
+            events.append(("DowngradeSkipped", {"reason": "its group size is greater than classic group max size"}))
             return False
         return True
 

@@ -199,20 +199,6 @@ class ShareGroupManager:
         for key, value in records:
             self.c.append_and_replay(key, value)
 
-    def _report_state_change(self, group_id: str, before: str | None) -> None:
-        after = self._state(group_id)
-        if after != before and after is not None:
-            group = self.c.groups[group_id]
-            self.c.emit(
-                group_id,
-                "GroupStateChanged",
-                groupType=SHARE,
-                fromState=before,
-                toState=after,
-                groupEpoch=group.group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
-
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self.c.configs.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
 
