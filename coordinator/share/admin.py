@@ -400,8 +400,8 @@ class ShareAdmin:
         manager = self.p.component("groups").share
         try:
             manager.share_group(group_id).validate_empty_group()
-            to_delete, error_topics = manager.share_partitions_eligible_for_offset_deletion(
-                group_id, [t["topicName"] for t in body["topics"]]
+            to_delete, error_topics, written = manager.share_partitions_eligible_for_offset_deletion(
+                group_id, [t["topicName"] for t in body["topics"]], result
             )
         except ApiError as e:
             result.response = _delete_error(0, body, e.error, e.message)
@@ -432,15 +432,19 @@ class ShareAdmin:
                 entry["errorCode"], entry["errorMessage"] = entry["_error"], Errors.for_code(entry["_error"]).message
         response["responses"] += [{"topicId": ZERO_UUID, **e} for e in error_topics]
         if not remote:
-            result.response = self._complete_delete_offsets(result, group_id, response)
+            result.response = self._complete_delete_offsets(result, group_id, response, written)
             return result
         parked = self._park(result, request.reply, response, remote, op="delete")
         parked["deleteOffsets"] = group_id
         return result
 
-    def _complete_delete_offsets(self, result: CoordinatorResult, group_id: str, response: dict) -> dict:
+    def _complete_delete_offsets(
+        self, result: CoordinatorResult, group_id: str, response: dict, written: dict | None = None
+    ) -> dict:
+        """`written`: the group's share-partition metadata as this handler's own record leaves it
+        (None when completing later, once that record is replayed)."""
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
-        result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted))
+        result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted, written))
         result.emit(
             group_id,
             "ShareGroupOffsetsDeleted",

@@ -384,3 +384,40 @@ def test_delete_share_group_offsets():
     assert [(t["errorCode"], t["errorMessage"]) for t in r["responses"]] == [
         (3, "There is no offset information to delete.")
     ]
+
+
+def test_delete_share_group_offsets_served_by_its_own_partition_in_one_result():
+    """A topic whose only share-partition is hosted by the group's own coordinator partition: the
+    move to deleting, the state's deletion and the move out of deleting are one handler's result,
+    the second record computed from the first (not replayed yet); the log rebuilds the same."""
+    grp = CoreDriver(GROUP)
+    name = next(
+        f"local-{i}"
+        for i in range(10_000)
+        if coordinator_partition(share_partition_key(GROUP, topic_id(f"local-{i}"), 0), N) == grp.partition_id
+    )
+    tid = topic_id(name)
+    grp.send(
+        "UpdateMetadata",
+        0,
+        {"topicStates": [{"topicName": name, "topicId": tid, "numPartitions": 1}]},
+        key=BROADCAST_KEY,
+    )
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [name]}
+    grp.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
+    deliver(grp, {grp.partition_id: grp})
+    assert list(grp.component("groups").groups[GROUP].state_partition_metadata["initialized"]) == [tid]
+    leave = {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None}
+    grp.send("ShareGroupHeartbeat", 1, leave, key=GROUP)
+    assert share_partition_key(GROUP, tid, 0) in grp.component("share").states
+    mark = len(grp.records)
+    resp = _delete(grp, [name])
+    assert resp is not None and [(t["topicName"], t["errorCode"]) for t in resp["responses"]] == [(name, 0)]
+    assert share_partition_key(GROUP, tid, 0) not in grp.component("share").states
+    info = grp.component("groups").groups[GROUP].state_partition_metadata
+    assert info["initialized"] == {} and info["deleting"] == {}
+    written = [v for k, v in grp.records[mark:] if "ShareGroupStatePartitionMetadata" in k]
+    assert [w["deletingTopics"] for w in written] == [[{"topicId": tid, "topicName": name}], []]
+    rebuilt = grp.rebuilt().component("groups").groups[GROUP].state_partition_metadata
+    assert (rebuilt["initialized"], rebuilt["deleting"]) == ({}, {})

@@ -572,17 +572,23 @@ class ShareGroupManager:
         if not candidates and not info["deleting"]:
             return None
         deleting = {tid: v["name"] for tid, v in candidates.items()}
+        # Stopgap: applied at once. DeleteGroups may write the group's tombstones in the same
+        # handler (its share-partitions all deleted here), and delete_group takes the group out of
+        # memory at once; this record must be replayed while the group is still there.
         self._apply([state_partition_metadata_record(group.group_id, {}, {}, deleting)])
         return {tid: list(v["partitions"]) for tid, v in sorted(candidates.items())} or None
 
-    def share_partitions_eligible_for_offset_deletion(self, group_id: str, topic_names: list[str]) -> tuple:
+    def share_partitions_eligible_for_offset_deletion(
+        self, group_id: str, topic_names: list[str], result: CoordinatorResult
+    ) -> tuple:
         """sharePartitionsEligibleForOffsetDeletion (DeleteShareGroupOffsets): ({tid: (name,
-        [partitions])} to delete, [error topic responses]); the initialized partitions of each named
-        topic (all its partitions if it is already deleting) move to deleting in one record."""
+        [partitions])} to delete, [error topic responses], the group's share-partition metadata as
+        the record leaves it); the initialized partitions of each named topic (all its partitions if
+        it is already deleting) move to deleting in one record, into `result`."""
         group = self.share_group(group_id)
         info = group.state_partition_metadata
         if info is None:
-            return {}, []
+            return {}, [], None
         meta = self.consumers.metadata
         initialized = {tid: dict(v) for tid, v in info["initialized"].items()}
         deleting = dict(info["deleting"])
@@ -610,14 +616,25 @@ class ShareGroupManager:
                         "errorMessage": "There is no offset information to delete.",
                     }
                 )
-        self._apply([state_partition_metadata_record(group_id, info["initializing"], initialized, deleting)])
-        return to_delete, errors
+        result.records.append(
+            StateRecord(*state_partition_metadata_record(group_id, info["initializing"], initialized, deleting))
+        )
+        written = {"initializing": info["initializing"], "initialized": initialized, "deleting": deleting}
+        return to_delete, errors, written
 
-    def complete_delete_share_group_offsets(self, group_id: str, topic_ids) -> CoordinatorResult:
-        """completeDeleteShareGroupOffsets: the deleted topics leave deleting."""
+    def complete_delete_share_group_offsets(
+        self, group_id: str, topic_ids, written: dict | None = None
+    ) -> CoordinatorResult:
+        """completeDeleteShareGroupOffsets: the deleted topics leave deleting. `written`: the
+        metadata as the same handler's earlier record leaves it (not replayed yet); else the
+        group's."""
         result = CoordinatorResult()
-        group = self.c.groups.get(group_id)
-        info = group.state_partition_metadata if isinstance(group, ShareGroup) else None
+        info: dict | None
+        if written is not None:
+            info = written
+        else:
+            group = self.c.groups.get(group_id)
+            info = group.state_partition_metadata if isinstance(group, ShareGroup) else None
         if info is None:
             return result
         deleting = {t: n for t, n in info["deleting"].items() if t not in set(topic_ids)}
