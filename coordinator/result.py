@@ -12,10 +12,17 @@ describe, list or fetch) may return just its response body, shorthand for
 Kafka's one exception is explicit: `replay_records=False` (Kafka's `CoordinatorResult(records,
 response, appendFuture, replayRecords=false)`) for classic groups, whose live state Kafka keeps
 only in memory and mutates in the handler; their GroupMetadata records serve coordinator load.
+
+A request whose later writes depend on what its earlier records do to the state (WriteTxnMarkers:
+the offsets a marker materializes decide the records that follow it) returns its `steps`: an
+iterator of results that the runtime applies one by one, resuming the iterator only once the
+previous result is applied, as Kafka chains write operations. Nothing is applied by the handler
+itself; a step runs after changes, so it never raises `ApiError`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +78,8 @@ class CoordinatorResult:
     replies: list[Response] = field(default_factory=list)  # answers to requests parked earlier
     requests: list[InternalRequest] = field(default_factory=list)
     data: list[DataRecord] = field(default_factory=list)
+    # Results applied after this one's effects, one at a time, before its response (see above).
+    steps: Iterator[CoordinatorResult] | None = None
 
     # -------------------------------------------------------------- building
     def record(self, key: str, value: dict | None) -> CoordinatorResult:
@@ -125,6 +134,8 @@ class CoordinatorResult:
             return self
         if other.records and self.records and other.replay_records != self.replay_records:
             raise ValueError("cannot merge results that disagree on replaying their records")
+        if other.steps is not None or self.steps is not None:
+            raise ValueError("cannot merge results with steps")
         if other.records:
             self.replay_records = other.replay_records
         self.records.extend(other.records)
@@ -146,4 +157,5 @@ class CoordinatorResult:
             or self.replies
             or self.requests
             or self.data
+            or self.steps is not None
         )

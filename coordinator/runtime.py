@@ -380,6 +380,9 @@ class CoordinatorPartition:
             self.respond(r.reply, r.body)
         self.out.requests.extend(result.requests)
         self.out.data.extend(result.data)
+        if result.steps is not None:
+            for step in result.steps:  # each step is computed from the state the previous one left
+                self.apply(step, reply)
         if result.response is not None:
             if reply is None:
                 raise ValueError("a timer's result cannot carry a response")

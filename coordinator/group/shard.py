@@ -253,7 +253,7 @@ class GroupCoordinator(Component):
     def append_offset_commit(
         self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata, producer_id: int | None = None
     ) -> None:
-        """At once (for the txn offsets, not yet returning results)."""
+        """At once: the tests' seeding of transactional offsets (append_transactional_offset)."""
         record = self.offset_commit_record(group_id, topic, partition, value, producer_id)
         self.append_and_replay(record.key, record.value)
 

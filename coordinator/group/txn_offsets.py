@@ -43,6 +43,8 @@ answers it at once when both ids live on this partition). See docs/architecture.
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
+
 from ..errors import ApiError, Error, Errors
 from ..messages import ReplyTo, Request, StateRecord
 from ..records import record_key
@@ -435,27 +437,27 @@ def _pending_record(
     return StateRecord(txn_offset_key(producer_id, group_id, topic, partition), value)
 
 
-def _append_pending(
-    comp, producer_id: int, epoch: int, group_id: str, topic: str, partition: int, offset: OffsetAndMetadata
-) -> None:
-    """At once (WriteTxnMarkers, which reads the replayed state back: not yet a result)."""
-    record = _pending_record(producer_id, epoch, group_id, topic, partition, offset)
-    comp.append_and_replay(record.key, record.value)
-
-
 # ====================================================================== WriteTxnMarkers
-def write_txn_markers(comp, request: Request) -> dict:
+def write_txn_markers(comp, request: Request) -> CoordinatorResult:
     """KafkaApis.handleWriteTxnMarkersRequest for the partitions this coordinator partition hosts:
     only `__consumer_offsets-<own partition>`. Any other partition is not hosted here
-    (UNKNOWN_TOPIC_OR_PARTITION, as a broker answers for partitions it does not have)."""
+    (UNKNOWN_TOPIC_OR_PARTITION, as a broker answers for partitions it does not have).
+
+    A marker's later records depend on what its marker record does to the offsets (and a second
+    marker on what the first one wrote), so the result is a chain of steps the runtime applies one
+    after the other (`CoordinatorResult.steps`); the last one carries the response."""
+    return CoordinatorResult(steps=_write_txn_markers_steps(comp, request.body))
+
+
+def _write_txn_markers_steps(comp, body: dict) -> Iterator[CoordinatorResult]:
     markers = []
-    for marker in request.body["markers"]:
+    for marker in body["markers"]:
         topics = []
         for topic in marker["topics"]:
             partitions = []
             for index in topic["partitionIndexes"]:
                 if topic["name"] == CONSUMER_OFFSETS and index == comp.p.partition_id:
-                    error = apply_marker(
+                    error = yield from _marker_steps(
                         comp,
                         marker["producerId"],
                         marker["producerEpoch"],
@@ -467,19 +469,21 @@ def write_txn_markers(comp, request: Request) -> dict:
                 partitions.append({"partitionIndex": index, "errorCode": error.code})
             topics.append({"name": topic["name"], "partitions": partitions})
         markers.append({"producerId": marker["producerId"], "topics": topics})
-    return {"markers": markers}
+    yield CoordinatorResult(response={"markers": markers})
 
 
-def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transaction_version: int) -> Error:
+def _marker_steps(
+    comp, producer_id: int, epoch: int, committed: bool, transaction_version: int
+) -> Generator[CoordinatorResult, None, Error]:
     """Write the marker (a state-log record, replayed as replayEndTransactionMarker), re-append the
     offsets it materialized as regular OffsetCommit records and delete the producer's pending
-    records."""
+    records. Each step is applied (its records replayed) before the next one is computed."""
     result = COMMIT if committed else ABORT
     current = producer_epoch(comp, producer_id)
     # ProducerAppendInfo.checkProducerEpoch for a marker: a TV2 marker carries a bumped epoch, so it
     # must be newer than anything seen; an older-version marker may repeat the current epoch.
     if current is not None and (epoch <= current if transaction_version >= 2 else epoch < current):
-        comp.p.emit_event(
+        yield CoordinatorResult().emit(
             str(producer_id),
             "TransactionMarkerRejected",
             producerId=producer_id,
@@ -490,7 +494,7 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
         )
         return Errors.INVALID_PRODUCER_EPOCH
     before = _pending_of(comp, producer_id)
-    comp.append_and_replay(
+    yield CoordinatorResult().record(
         marker_key(producer_id),
         {
             "type": MARKER_RECORD,
@@ -509,7 +513,7 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
             summary["partitions"].append([topic, partition])
         elif comp.offsets.get(group_id, topic, partition) is value:
             summary["partitions"].append([topic, partition, value.committed_offset])
-            comp.append_offset_commit(group_id, topic, partition, _copy(value))
+            yield CoordinatorResult(records=[comp.offset_commit_record(group_id, topic, partition, _copy(value))])
             # The re-appended offset has a later position than the pending record it comes from.
             # Pending offsets of other producers written in between must still be newer than it
             # (Kafka compares them with the pending record's position): they are re-appended too,
@@ -522,14 +526,18 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
             for _, other, theirs in sorted(later, key=lambda x: x[0]):
                 other_epoch = producer_epoch(comp, other)
                 assert other_epoch is not None  # (a producer with pending offsets has an epoch)
-                _append_pending(comp, other, other_epoch, group_id, topic, partition, theirs)
+                yield CoordinatorResult(
+                    records=[_pending_record(other, other_epoch, group_id, topic, partition, theirs)]
+                )
         else:
             summary["skipped"].append([topic, partition])  # a newer regular commit wins
+    done = CoordinatorResult()
     for key in list(_state(comp)["keys"].get(str(producer_id), [])):
-        comp.append_and_replay(key, None)
+        done.record(key, None)
     for group_id, summary in by_group.items():
         if committed:
-            comp.emit(
+            comp.event(
+                done,
                 group_id,
                 "TransactionalOffsetsCommitted",
                 producerId=producer_id,
@@ -538,13 +546,15 @@ def apply_marker(comp, producer_id: int, epoch: int, committed: bool, transactio
                 skipped=summary["skipped"],
             )
         else:
-            comp.emit(
+            comp.event(
+                done,
                 group_id,
                 "TransactionalOffsetsAborted",
                 producerId=producer_id,
                 producerEpoch=epoch,
                 partitions=summary["partitions"],
             )
+    yield done
     return Errors.NONE
 
 

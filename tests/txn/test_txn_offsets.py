@@ -354,6 +354,53 @@ def test_replay_transaction_end_marker_with_commit():
     ] == [("TransactionalOffsetsCommitted", 5, [["bar", 0, 100]]), ("TransactionalOffsetsAborted", 6, [["bar", 1]])]
 
 
+def test_write_txn_markers_returns_steps_the_runtime_applies_one_after_the_other():
+    """The handler applies nothing: its result is a chain of steps, each computed once the
+    previous one is replayed (the second marker sees the offsets the first one materialized), and
+    the last carries the response. Two markers in one request, as the transaction coordinator
+    sends them, end as two requests would, and the log rebuilds the same offsets."""
+    from coordinator.messages import ReplyTo, Request
+
+    def offsets_after(two_requests: bool) -> tuple:
+        c = client()
+        c.commit({("bar", 0): 99})
+        txn_commit(c, {("bar", 0): 100, ("bar", 1): 10}, producer_id=5)
+        txn_commit(c, {("bar", 0): 101}, producer_id=6)
+        markers = [
+            {
+                "producerId": pid,
+                "producerEpoch": 1,
+                "transactionResult": True,
+                "topics": [{"name": "__consumer_offsets", "partitionIndexes": [c.d.partition_id]}],
+                "coordinatorEpoch": 0,
+                "transactionVersion": 2,
+            }
+            for pid in (5, 6)
+        ]
+        if two_requests:
+            for m in markers:
+                c.send("WriteTxnMarkers", 2, {"markers": [m]})
+        else:
+            records = len(c.records())
+            request = Request(ReplyTo("WriteTxnMarkers", 2, 99, "c"), {"markers": markers}, c.now, "k", (0, 1))
+            out = []
+            c.d.call(lambda part: out.append(part.component("groups").handlers["WriteTxnMarkers"](request)))
+            (result,) = out
+            assert result.steps is not None and result.response is None and not result.records
+            assert len(c.records()) == records and {k[0] for k in pending(c)} == {5, 6}  # nothing applied yet
+            c.d.call(lambda part: part.apply(result, request.reply))
+            assert [marker_error({"markers": [m]}) for m in c.d.response(99)["markers"]] == [0, 0]
+        assert pending(c) == {}
+        rebuilt = c.d.rebuilt().component("groups").offsets
+        return fetch_parts(c, {"bar": [0, 1]}), rebuilt.get("foo", "bar", 0).committed_offset
+
+    assert (
+        offsets_after(two_requests=False)
+        == offsets_after(two_requests=True)
+        == ({("bar", 0): 101, ("bar", 1): 10}, 101)
+    )
+
+
 def test_replay_transaction_end_marker_keeps_the_most_recent_committed_offset():
     c = client()
     txn_commit(c, {("bar", 0): 100})
