@@ -6,6 +6,7 @@
 //       ASSIGNED <member> <p,p,...>            after every rebalance (the full assignment)
 //       RECORD <member> <partition> <offset> <value>
 //       COMMITTED <member> <partition>=<next offset>,...   after each synchronous commit
+//       POLL-FAILED <member> <exception>       a poll failed because the member was fenced (it rejoins)
 //   produce-txn <bootstrap> <transactional-id> <topic> <committed-count> <aborted-count>
 //       COMMITTED <n> / ABORTED <n>             a transaction with n records committed / aborted
 //   read-committed <bootstrap> <topic>
@@ -73,7 +74,15 @@ public class GatewayClient {
                 public void onPartitionsLost(Collection<TopicPartition> parts) { }
             });
             while (true) {
-                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));
+                ConsumerRecords<String, String> records;
+                try {
+                    records = consumer.poll(Duration.ofMillis(200));
+                } catch (org.apache.kafka.common.errors.UnknownMemberIdException
+                         | org.apache.kafka.common.errors.StaleMemberEpochException e) {
+                    // A fenced member's OffsetFetch fails this way; the consumer rejoins on its own.
+                    out("POLL-FAILED " + member + " " + e.getClass().getSimpleName());
+                    continue;
+                }
                 if (records.isEmpty()) continue;
                 Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
                 for (ConsumerRecord<String, String> r : records) {
