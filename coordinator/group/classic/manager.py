@@ -105,10 +105,11 @@ class ClassicGroupManager:
 
     @contextmanager
     def collecting(self, result: CoordinatorResult | None = None) -> Iterator[CoordinatorResult]:
-        """For the helpers other modules call (the consumer-to-classic downgrade, load, tests):
-        into `result` when given, else into the running handler's result; outside any handler the
-        effects are applied at once through `self.p.apply` (a stopgap until those callers return
-        results)."""
+        """For the helpers other modules call (the online downgrade, load, the online upgrade's
+        parked answers, tests): into `result` when given, else into the running handler's result;
+        outside any handler the effects are applied at once through `self.p.apply` (on load, as
+        Kafka's onLoaded; in a ConsumerGroupHeartbeat that upgrades a classic group, whose parked
+        JoinGroup/SyncGroup answers Kafka completes at once: a stopgap)."""
         if result is None and self._result is not None:
             yield self._result
             return
