@@ -8,7 +8,6 @@ import datetime
 import json
 import re
 import uuid
-from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
@@ -30,8 +29,7 @@ from gateway.codec import (
     to_json,
 )
 from gateway.server import kio_versions
-
-KAFKA_MESSAGES = Path("/work/kafka-src-4.1.1/kafka-clients/common/message")
+from tests import kafka_messages
 
 
 def _cases():
@@ -180,14 +178,14 @@ def test_special_values_use_kafkas_json_forms():
     assert frame[-3:-1] == (133).to_bytes(2, "big")
 
 
-@pytest.mark.skipif(not KAFKA_MESSAGES.is_dir(), reason="Kafka's message schemas are not unpacked here")
+@pytest.mark.skipif(not kafka_messages.available(), reason="kafka-clients is not resolved: run deploy/setup.sh")
 @pytest.mark.parametrize("spec,version", CASES)
 def test_json_names_are_kafkas_schema_names(spec, version):
     for kind, cls in (
         ("Request", request_class(spec.api_key, version)),
         ("Response", response_class(spec.api_key, version)),
     ):
-        text = (KAFKA_MESSAGES / f"{spec.name}{kind}.json").read_text()
+        text = kafka_messages.message_bytes(f"{spec.name}{kind}.json").decode("utf-8")
         schema = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
         _compare(cls, schema["fields"], schema.get("commonStructs", []), version, f"{spec.name}{kind}")
 

@@ -5,7 +5,6 @@ and version."""
 from __future__ import annotations
 
 from importlib import resources
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from coordinator.protocol import hooks
 from coordinator.protocol.loader import load, parse_message, shape, shape_message, validator
 from coordinator.protocol.table import APIS
 from coordinator.schema import Array, SchemaError, Struct
+from tests import kafka_messages
 
 ALL = [
     pytest.param(spec, v, id=f"{spec.name}-v{v}")
@@ -442,12 +442,9 @@ def test_join_group_echoes_the_member_id_for_the_services_own_checks():
     assert spec.error_response(7, body, Errors.UNKNOWN_MEMBER_ID, None)["protocolName"] is None
 
 
-KAFKA_MESSAGES = Path("/work/kafka-src-4.1.1/kafka-clients/common/message")
-
-
-@pytest.mark.skipif(not KAFKA_MESSAGES.is_dir(), reason="Kafka's message schemas are not unpacked here")
+@pytest.mark.skipif(not kafka_messages.available(), reason="kafka-clients is not resolved: run deploy/setup.sh")
 def test_the_vendored_files_are_kafkas_unchanged():
     vendored = sorted((resources.files("coordinator.protocol") / "messages" / "kafka").iterdir(), key=str)
     assert len(vendored) == 2 * sum(1 for a in APIS if not load(a.name + "Request").ours)
     for path in vendored:
-        assert path.read_bytes() == (KAFKA_MESSAGES / path.name).read_bytes(), path.name
+        assert path.read_bytes() == kafka_messages.message_bytes(path.name), path.name
