@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .messages import StateRecord
@@ -18,10 +19,17 @@ class Component:
 
     def __init__(self, partition: CoordinatorPartition):
         self.p = partition
-        # API name -> handler, timer kind -> timer handler: built by each component from its
-        # bound methods, in its __init__, in one place.
-        self.handlers: dict[str, Callable[..., Any]] = {}
-        self.timer_handlers: dict[str, Callable[..., Any]] = {}
+
+    # API name -> handler, timer kind -> timer handler: each component's literal tables of its
+    # bound methods, in one place (its __init__, or a cached property like these: a partition is
+    # loaded for every batch, and most batches dispatch to one component).
+    @cached_property
+    def handlers(self) -> dict[str, Callable[..., Any]]:
+        return {}
+
+    @cached_property
+    def timer_handlers(self) -> dict[str, Callable[..., Any]]:
+        return {}
 
     def to_json(self) -> dict:
         return {}

@@ -9,8 +9,8 @@ coordinators.py.
 
 A component is a class with:
     name                      key of its state in the snapshot
-    handlers: dict            API name -> bound method, built in __init__
-    timer_handlers: dict      timer kind -> bound method, built in __init__
+    handlers: dict            API name -> bound method, a literal table (__init__ or cached property)
+    timer_handlers: dict      timer kind -> bound method, likewise
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity

@@ -27,7 +27,9 @@ Public methods for the transaction coordinator's TxnOffsetCommit and marker hand
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from ..chunks import EMPTY_SOURCE, LazyMap
 from ..component import Component
@@ -89,7 +91,9 @@ class GroupCoordinator(Component):
         self.share = ShareGroupManager(self)
         self.streams = StreamsGroupManager(self)
 
-        self.handlers = {
+    @cached_property
+    def handlers(self) -> dict[str, Callable[..., Any]]:
+        return {
             "JoinGroup": self.classic.join_group,
             "SyncGroup": self.classic.sync_group,
             "Heartbeat": self.classic.heartbeat,
@@ -112,7 +116,10 @@ class GroupCoordinator(Component):
             "WriteTxnMarkers": self.txn_offsets.write_txn_markers,
             "TxnVerificationResult": self.txn_offsets.txn_verification_result,
         }
-        self.timer_handlers = {
+
+    @cached_property
+    def timer_handlers(self) -> dict[str, Callable[..., Any]]:
+        return {
             T_JOIN: self.classic.on_join_timer,
             T_INITIAL_JOIN: self.classic.on_initial_join_timer,
             T_SYNC: self.classic.on_sync_timer,
@@ -129,8 +136,11 @@ class GroupCoordinator(Component):
             txn_offsets.T_PRODUCER_EXPIRATION: self.txn_offsets.on_producer_expiration,
             txn_offsets.T_VERIFICATION_TIMEOUT: self.txn_offsets.on_verification_timeout,
         }
-        # State-log record kind -> replay(ids, value) (GroupCoordinatorShard.replay's switch).
-        self.replayers = {
+
+    @cached_property
+    def replayers(self) -> dict[str, Callable[..., Any]]:
+        """State-log record kind -> replay(kind, ids, value) (GroupCoordinatorShard.replay's switch)."""
+        return {
             "GroupMetadata": self._replay_group_metadata,
             "OffsetCommit": self._replay_offset_commit,
             group_configs.RECORD: self.configs.replay,
