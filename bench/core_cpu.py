@@ -8,6 +8,7 @@ interleaved round by round, and the figures are printed side by side with the ra
 
     .venv/bin/python bench/core_cpu.py                       # this tree
     .venv/bin/python bench/core_cpu.py --trees ../old .      # an older checkout against this one
+    .venv/bin/python bench/core_cpu.py --trees ../old . --opcodes --rounds 1   # deterministic figures
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import time
 SCENARIOS = ["OffsetCommit", "ClassicHeartbeat", "ConsumerGroupHeartbeat", "Transaction"]
 
 
-def run_scenario(name: str, n: int, count_calls: bool = False) -> float:
+def run_scenario(name: str, n: int, count_calls: bool = False, count_opcodes: bool = False) -> float:
     """Median CPU ms per request (Transaction: per transaction of four requests) over blocks; with
-    `count_calls`, the Python function calls per request instead (deterministic: the same on a
-    busy machine as on an idle one)."""
+    `count_calls`, the Python function calls per request instead, with `count_opcodes` the Python
+    bytecodes executed per request (both deterministic: the same on a busy machine as on an idle
+    one, where CPU time on this project's VMs varies by a third from run to run)."""
     from tests.core_driver import CoreDriver
 
     d = CoreDriver(group_id="g")
@@ -157,6 +159,20 @@ def run_scenario(name: str, n: int, count_calls: bool = False) -> float:
         raise SystemExit(f"unknown scenario {name}")
     for i in range(5):  # warm up
         op(i)
+    if count_opcodes:
+        ops = [0]
+
+        def tracer(frame, event, arg):
+            frame.f_trace_opcodes = True
+            if event == "opcode":
+                ops[0] += 1
+            return tracer
+
+        sys.settrace(tracer)
+        for i in range(n):
+            op(10 + i)
+        sys.settrace(None)
+        return ops[0] / n
     if count_calls:
         calls = [0]
 
@@ -184,10 +200,11 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=40, help="requests per timed block (7 blocks)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--calls", action="store_true", help="count Python function calls per request instead")
+    ap.add_argument("--opcodes", action="store_true", help="count Python bytecodes per request instead")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: run one scenario here, print JSON
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(run_scenario(args.one, args.requests, args.calls)))
+        print(json.dumps(run_scenario(args.one, args.requests, args.calls, args.opcodes)))
         return 0
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     trees = [os.path.abspath(t) for t in (args.trees or [here])]
@@ -205,6 +222,7 @@ def main() -> int:
                         "--requests",
                         str(args.requests),
                         *(["--calls"] if args.calls else []),
+                        *(["--opcodes"] if args.opcodes else []),
                     ],
                     cwd=tree,
                     env=env,
@@ -213,7 +231,8 @@ def main() -> int:
                     check=True,
                 )
                 results[tree][scenario].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    what = "Python function calls" if args.calls else "CPU ms"
+    counted = args.calls or args.opcodes
+    what = "Python bytecodes" if args.opcodes else "Python function calls" if args.calls else "CPU ms"
     print(
         f"{what} per request (Transaction: per AddPartitionsToTxn + EndTxn + markers + Complete), median of "
         f"{args.rounds} rounds; ratio to the first tree"
@@ -224,7 +243,7 @@ def main() -> int:
         cells = []
         for t in trees:
             m = statistics.median(results[t][scenario])
-            cells.append(f"{m:>12.3f} ({m / base:4.2f}x)" if not args.calls else f"{m:>12.0f} ({m / base:4.2f}x)")
+            cells.append(f"{m:>12.3f} ({m / base:4.2f}x)" if not counted else f"{m:>12.0f} ({m / base:4.2f}x)")
         print(f"{scenario:<24}" + "".join(f"{c:>22}" for c in cells))
     return 0
 
