@@ -48,6 +48,19 @@ def of_type(groups_component, group_type: str) -> SimpleNamespace:
     return SimpleNamespace(groups=groups, offsets=groups_component.offsets)
 
 
+def join_body(member_id: str = "", instance_id: str | None = None) -> dict:
+    """A JoinGroup of a Java consumer (the embedded consumer protocol)."""
+    return {
+        "groupId": GROUP,
+        "sessionTimeoutMs": SESSION,
+        "rebalanceTimeoutMs": REBALANCE,
+        "memberId": member_id,
+        "groupInstanceId": instance_id,
+        "protocolType": "consumer",
+        "protocols": protos(),
+    }
+
+
 def assert_rebuilt_equals_live(c) -> None:
     """Consumer groups whole; classic groups as far as the log keeps them (Kafka loads a classic
     group Stable or Empty at its last written generation)."""
@@ -98,15 +111,7 @@ def test_classic_member_join_returns_its_records_to_be_replayed():
     first = classic_join(c, "")
     mid = first["memberId"]
     records = len(c.records())
-    body = {
-        "groupId": GROUP,
-        "sessionTimeoutMs": SESSION,
-        "rebalanceTimeoutMs": REBALANCE,
-        "memberId": mid,
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": protos(),
-    }
+    body = join_body(mid)
     result = handle(c, "JoinGroup", 9, body)
     assert result.replay_records is True and result.response is not None
     assert result.response["memberId"] == mid and result.response["generationId"] == 2
@@ -159,15 +164,7 @@ def test_join_group_converting_an_empty_consumer_group_writes_its_tombstones_unr
     c.join("m1", ["foo"], assignor="range")
     c.heartbeat("m1", -1)  # the group is empty now
     assert c.group().type == "consumer" and not c.group().members
-    body = {
-        "groupId": GROUP,
-        "sessionTimeoutMs": SESSION,
-        "rebalanceTimeoutMs": REBALANCE,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": protos(),
-    }
+    body = join_body()
     result = handle(c, "JoinGroup", 3, body)  # v3: no MEMBER_ID_REQUIRED round
     assert result.replay_records is False
     keys = [r.key for r in result.records]
@@ -194,15 +191,7 @@ def test_join_group_converting_an_empty_consumer_group_commits_the_new_group():
     c = client()
     c.join("m1", ["foo"], assignor="range")
     c.heartbeat("m1", -1)
-    body = {
-        "groupId": GROUP,
-        "sessionTimeoutMs": SESSION,
-        "rebalanceTimeoutMs": REBALANCE,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": protos(),
-    }
+    body = join_body()
     result = handle(c, "JoinGroup", 9, body)  # v4+: MEMBER_ID_REQUIRED, the member is not added
     (reply,) = result.replies
     assert reply.body["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
@@ -222,15 +211,7 @@ def test_static_member_replacement_downgrade_is_an_in_memory_result_the_log_rebu
     rejoined = classic_join(c, mid, instance_id="i2")
     sync(c, mid, rejoined["generationId"], instance_id="i2")
     records = len(c.records())
-    body = {
-        "groupId": GROUP,
-        "sessionTimeoutMs": SESSION,
-        "rebalanceTimeoutMs": REBALANCE,
-        "memberId": "",
-        "groupInstanceId": "i1",
-        "protocolType": "consumer",
-        "protocols": protos(),
-    }
+    body = join_body(instance_id="i1")
     result = handle(c, "JoinGroup", 9, body)
     assert result.replay_records is False and result.response is not None and result.response["errorCode"] == 0
     new_id = result.response["memberId"]

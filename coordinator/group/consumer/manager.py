@@ -415,23 +415,9 @@ class ConsumerGroupManager:
                 groupInstanceId=instance_id,
                 clientId=request.reply.client_id,
             )
-        for name, fields in events:
-            self.c.event(result, group_id, name, **fields)
-        self._emit_assignment_change(group_id, updated, reconciled, is_new_member, result)
-        # The group's state once the records are replayed, from what they hold.
-        members_after = self._effective_members(group, reconciled)
-        state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
-        if state_after != state_before:
-            self.c.event(
-                result,
-                group_id,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=state_before,
-                toState=state_after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=target_epoch,
-            )
+        self.member_update_events(
+            result, group, updated, reconciled, is_new_member, events, state_before, group_epoch, target_epoch
+        )
 
         # The response. The assignment goes back on a full request (joining with epoch 0, or
         # rebalance timeout, subscription and owned partitions all set) or when it changed.
@@ -449,6 +435,39 @@ class ConsumerGroupManager:
             response["assignment"] = {"topicPartitions": self.wire_assignment(reconciled.assigned_partitions)}
         result.response = response
         return result
+
+    def member_update_events(
+        self,
+        result: CoordinatorResult,
+        group: ConsumerGroup,
+        updated: ConsumerGroupMember,
+        reconciled: ConsumerGroupMember,
+        is_new_member: bool,
+        events: list[tuple[str, dict]],
+        state_before: str | None,
+        group_epoch: int,
+        target_epoch: int,
+    ) -> None:
+        """The events of a member's heartbeat or classic join, into `result`: those collected on the
+        way, the member's assignment change, and GroupStateChanged, the state once the records are
+        replayed derived from what they hold."""
+        group_id = group.group_id
+        for name, fields in events:
+            self.c.event(result, group_id, name, **fields)
+        self._emit_assignment_change(group_id, updated, reconciled, is_new_member, result)
+        members_after = self._effective_members(group, reconciled)
+        state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
+        if state_after != state_before:
+            self.c.event(
+                result,
+                group_id,
+                "GroupStateChanged",
+                groupType=CONSUMER,
+                fromState=state_before,
+                toState=state_after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=target_epoch,
+            )
 
     def _emit_assignment_change(
         self,

@@ -34,7 +34,7 @@ from ..classic.apis import heartbeat_response, join_response, sync_response
 from ..classic.consumer_protocol import SchemaError, decode_assignment, decode_subscription, encode_assignment
 from ..classic.group import STABLE, ClassicGroup, ClassicGroupMember
 from ..classic.manager import canonical_b64
-from ..group import CLASSIC, CONSUMER
+from ..group import CLASSIC
 from ._java import order_key
 from .group import (
     R_CURRENT,
@@ -51,7 +51,6 @@ from .group import (
     target_epoch_value,
     target_value,
 )
-from .group_state import derive_group_state
 from .heartbeat import throw_if_group_is_full
 from .member import ConsumerGroupMember, MemberState
 
@@ -263,23 +262,9 @@ class ClassicMembers:
                 clientId=reply.client_id,
                 protocol=CLASSIC,
             )
-        for name, fields in events:
-            self.c.event(result, gid, name, **fields)
-        m._emit_assignment_change(gid, updated, reconciled, is_new_member, result)
-        # The group's state once the records are replayed, from what they hold.
-        members_after = m._effective_members(group, reconciled)
-        state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
-        if state_after != state_before:
-            self.c.event(
-                result,
-                gid,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=state_before,
-                toState=state_after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=target_epoch,
-            )
+        m.member_update_events(
+            result, group, updated, reconciled, is_new_member, events, state_before, group_epoch, target_epoch
+        )
         return result
 
     # ================================================================ SyncGroup
