@@ -212,10 +212,14 @@ class GroupCoordinator(Component):
         self.ensure_expiration_timer(result)
         return group
 
-    def delete_group(self, group: Group, reason: str, with_offsets: bool = False) -> CoordinatorResult:
+    def delete_group(
+        self, group: Group, reason: str, with_offsets: bool = False, in_memory: bool = False
+    ) -> CoordinatorResult:
         """The group's tombstones (and its offsets' when asked), its timers cancelled, and the
-        GroupDeleted event: replaying the tombstones forgets the group."""
-        result = CoordinatorResult()
+        GroupDeleted event: replaying the tombstones forgets the group. `in_memory`: a conversion
+        into a classic group (Kafka's removeGroup in an in-memory-only result), whose tombstones
+        are written but not replayed."""
+        result = CoordinatorResult(replay_records=not in_memory)
         offsets = self.offset_manager.delete_all_offsets(group.group_id, result) if with_offsets else 0
         state = group.state_as_string()  # before the tombstones' replay empties it (what the gauges hold)
         for key in group.tombstone_record_keys():

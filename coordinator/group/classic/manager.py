@@ -304,9 +304,9 @@ class ClassicGroupManager:
             # in-memory-only result and are not replayed; the group leaves memory directly
             # (delete_group removes it), as Kafka's removeGroup. A rebuild replays them before the
             # classic group's record, to the same state. Nothing below raises an ApiError.
-            deletion = self.c.delete_group(existing, reason="converted to a classic group by JoinGroup")
-            deletion.replay_records = False
-            self.r.merge(deletion)
+            self.r.merge(
+                self.c.delete_group(existing, reason="converted to a classic group by JoinGroup", in_memory=True)
+            )
         written_before_join = len(self.r.records)
         is_new_group = group_id not in self.c.groups
         group = self.classic_group(group_id)

@@ -215,6 +215,11 @@ class ClassicMembers:
             protocol_type=CONSUMER_PROTOCOL_TYPE,
             protocol_name=protocols[0][0],
         )
+        # The records (replayed by the runtime, unless the group is downgraded), then the soft state.
+        result = CoordinatorResult(response=response, replay_records=not downgrade)
+        result.records += [StateRecord(key, value) for key, value in records]
+        for fn in after:
+            fn(result)
         if downgrade:
             # validateOnlineDowngradeWithReplacedMember: convertToClassicGroup with the joining
             # member, an in-memory-only result. The classic group is built from the group as the
@@ -226,10 +231,6 @@ class ClassicMembers:
             for key, value in records:
                 kind, ids = parse_record_key(key)
                 m.replay_into(scratch, kind, ids, value)
-            result = CoordinatorResult(replay_records=False)
-            result.records += [StateRecord(key, value) for key, value in records]
-            for fn in after:
-                fn(result)
             for name, fields in events:
                 self.c.event(result, gid, name, **fields)
             result.merge(
@@ -241,14 +242,8 @@ class ClassicMembers:
                     rebalance=False,
                 )
             )
-            result.response = response
             return result
-        # The records are replayed by the runtime; timers, events and the soft state go into the
-        # result, as ConsumerGroupHeartbeat's.
-        result = CoordinatorResult(response=response)
-        result.records += [StateRecord(key, value) for key, value in records]
-        for fn in after:
-            fn(result)
+        # Timers and events, as ConsumerGroupHeartbeat's.
         result.cancel(join_timer_key(gid, member_id))
         m._schedule_session_timeout(gid, member_id, session_timeout_ms, result)
         self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"], result)
@@ -511,11 +506,13 @@ class ClassicMembers:
                 reason=reason,
                 memberEpoch=m.member_epoch,
             )
-        deletion = self.c.delete_group(
-            group, reason="downgraded online to a classic group: the last consumer-protocol member left"
+        result.merge(  # (delete_group takes the consumer group out of memory)
+            self.c.delete_group(
+                group,
+                reason="downgraded online to a classic group: the last consumer-protocol member left",
+                in_memory=True,
+            )
         )
-        deletion.replay_records = False
-        result.merge(deletion)  # (delete_group took the consumer group out of memory)
         self.c.groups[gid] = classic
         result.record(record_key("GroupMetadata", gid), classic.metadata_record_value(assignments))
         self.c.event(
