@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.trust import load_or_create_key
 
     status = StatusReporter(status_path(cfg.checkpoint))
+    status.start_heartbeat()
     log.info("starting: checkpoint %s, broker %s, status file %s", cfg.checkpoint, cfg.bootstrap, status.path)
     internal_key = load_or_create_key(cfg.checkpoint)
     spark = build_session(cfg)  # needs no broker: started first, while a local broker may be starting
@@ -183,6 +184,7 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
     ready when it is answered (its first micro-batches also warm the pipeline: Python workers,
     state stores, the Kafka source and sink). Logs READY and prints COORDINATOR-READY."""
     from client import CoordinatorClient, ResponseTimeout
+    from streaming.progress import last_batch_id
 
     t0 = time.monotonic()
     try:
@@ -214,7 +216,7 @@ def self_check(cfg: StreamConfig, status, log, stopping: threading.Event) -> Non
         # The batch that answered is still finishing (its progress comes after its sink): ready
         # once it is done, so that the status shows a batch from the start.
         settle = time.monotonic() + 30
-        while status.query is not None and status.query.lastProgress is None and time.monotonic() < settle:
+        while status.query is not None and last_batch_id(status.query) is None and time.monotonic() < settle:
             time.sleep(0.05)
         status.lifecycle("ready")
         log.info(
@@ -291,7 +293,9 @@ class ProgressLog:
         if self._time() - self.last_at < self.every_s:
             return
         self.last_at = self._time()
-        new = [p for p in query.recentProgress if p["batchId"] > self.last_batch]
+        from streaming.progress import progress_since
+
+        new = progress_since(query, self.last_batch)
         if not new:
             return
         self.last_batch = new[-1]["batchId"]
@@ -313,12 +317,15 @@ def stop_between_batches(query, wait_s: float = 30.0) -> None:
     longer than the trigger interval) there is no idle moment: stop as soon as one completes."""
     import time
 
-    def last_batch():
-        progress = query.lastProgress
-        return progress["batchId"] if progress else None
+    from streaming.progress import last_batch_id
 
-    deadline, running = time.time() + wait_s, last_batch()
-    while time.time() < deadline and query.isActive and query.status.get("isTriggerActive") and last_batch() == running:
+    deadline, running = time.time() + wait_s, last_batch_id(query)
+    while (
+        time.time() < deadline
+        and query.isActive
+        and query.status.get("isTriggerActive")
+        and last_batch_id(query) == running
+    ):
         time.sleep(0.02)
     query.stop()
 

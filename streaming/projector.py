@@ -26,6 +26,7 @@ import time
 
 import redis
 
+from .progress import progress_since
 from .projection import Projection, StateRecord
 
 log = logging.getLogger("projector")
@@ -249,7 +250,8 @@ def run_projector(spark, cfg, stopping: threading.Event) -> threading.Thread:
             last_report[0] = time.monotonic()
             line = projector.report()
             if line:
-                durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in query.recentProgress[-20:])
+                recent = progress_since(query, -1, limit=20)
+                durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in recent)
                 log.info(
                     "projector progress: %s; last %d Spark batches ms p50 %d max %d",
                     line,

@@ -21,9 +21,12 @@ import time
 from pathlib import Path
 
 from .config import StreamConfig
+from .progress import progress_since
 
 RECENT_BATCHES = 120  # kept in the file (about a minute of batches at the micro-batch floor)
 STALE_AFTER_S = 10.0  # a file not rewritten for this long belongs to a job that is not running
+HEARTBEAT_S = 1.0  # the file is rewritten this often by a thread of its own, whatever Spark does
+QUERY_SILENT_AFTER_S = 60.0  # a running query the driver has not been able to ask for this long is hung
 
 
 def status_path(checkpoint: Path) -> Path:
@@ -64,7 +67,11 @@ def iso_ms(timestamp: str) -> int:
 
 
 class StatusReporter:
-    """Kept by the job's driver; `on_tick` is called by the supervisor about once a second."""
+    """Kept by the job's driver; `on_tick` is called by the supervisor about once a second.
+
+    The file's freshness says the driver is alive: a heartbeat thread rewrites it every second
+    without asking Spark anything (a batch, a JVM pause or the Spark session starting up does
+    not hold it back). `polledAt` says when the supervisor last heard from the query itself."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -73,13 +80,32 @@ class StatusReporter:
         self.ready_at: float | None = None
         self.query_id: str | None = None
         self.query = None
+        self.polled_at: float | None = None
         self.batches: dict[int, dict] = {}
-        self._lock = threading.Lock()  # the supervisor's loop and the self-check thread both write
+        self._seen = -1  # the newest batch of the attached query already collected
+        self._lock = threading.Lock()  # the supervisor, the self-check and the heartbeat all write
         self.write()
+
+    def start_heartbeat(
+        self, stopping: threading.Event | None = None, every_s: float = HEARTBEAT_S
+    ) -> threading.Thread:
+        """Rewrites the file every `every_s` until `stopping` is set (by default: for the process's life)."""
+        stopping = stopping or threading.Event()
+
+        def beat():
+            while not stopping.wait(every_s):
+                with self._lock:
+                    self._write()
+
+        thread = threading.Thread(target=beat, name="status-heartbeat", daemon=True)
+        thread.start()
+        return thread
 
     def attach(self, query) -> None:
         """The running query, whose progress every write includes."""
-        self.query, self.query_id = query, str(query.id)
+        with self._lock:
+            self.query, self.query_id, self._seen = query, str(query.id), -1
+            self.polled_at = time.time()
 
     def lifecycle(self, state: str, detail: str = "") -> None:
         if state == "ready" and self.ready_at is None:
@@ -92,23 +118,34 @@ class StatusReporter:
     def on_tick(self, query) -> None:
         if query is not self.query:
             self.attach(query)
-        self.write()
+        if self._collect():
+            self.polled_at = time.time()
+        with self._lock:
+            self._write()
 
-    def _collect(self) -> None:
-        if self.query is None:
-            return
+    def _collect(self) -> bool:
+        """Adds the query's new progress reports; False when the query could not be asked. Spark
+        is asked outside the lock, so that a slow answer never holds the heartbeat back."""
+        query, seen = self.query, self._seen
+        if query is None:
+            return False
         try:
-            for p in self.query.recentProgress:
-                if p["batchId"] not in self.batches:
-                    self.batches[p["batchId"]] = compact_progress(p)
+            new = progress_since(query, seen)
         except Exception:  # noqa: BLE001 - the query may be stopping under us; try again next time
-            return
-        for old in sorted(self.batches)[:-RECENT_BATCHES]:
-            del self.batches[old]
+            return False
+        with self._lock:
+            if query is not self.query:
+                return True  # a restarted query was attached meanwhile: its reports come next time
+            for p in new:
+                self.batches.setdefault(p["batchId"], compact_progress(p))
+                self._seen = max(self._seen, p["batchId"])
+            for old in sorted(self.batches)[:-RECENT_BATCHES]:
+                del self.batches[old]
+        return True
 
     def write(self) -> None:
+        self._collect()
         with self._lock:
-            self._collect()
             self._write()
 
     def _write(self) -> None:
@@ -120,6 +157,7 @@ class StatusReporter:
             "startedAt": self.started_at,
             "readyAt": self.ready_at,
             "queryId": self.query_id,
+            "polledAt": self.polled_at,
             "batches": [self.batches[b] for b in sorted(self.batches)],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,6 +243,9 @@ def summarize(doc: dict | None, now: float | None = None) -> dict:
         out.update(up=False, reason=f"the job (pid {doc['pid']}) is not running")
     elif age > STALE_AFTER_S:
         out.update(up=False, reason=f"the job has not reported for {age:.0f} s")
+    elif doc["state"] in ("running", "ready") and now - float(doc.get("polledAt") or now) > QUERY_SILENT_AFTER_S:
+        silent = now - float(doc["polledAt"])
+        out.update(up=False, reason=f"the driver has not heard from the query for {silent:.0f} s (is it hung?)")
     elif doc["state"] != "ready":
         out.update(up=False, reason=f"the job is {doc['state']}" + (f": {doc['detail']}" if doc.get("detail") else ""))
     else:

@@ -6,8 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
-from streaming.status import RECENT_BATCHES, StatusReporter, compact_progress, read_status, summarize
+from streaming.progress import last_batch_id, last_progress, progress_since
+from streaming.status import (
+    QUERY_SILENT_AFTER_S,
+    RECENT_BATCHES,
+    StatusReporter,
+    compact_progress,
+    read_status,
+    summarize,
+)
 
 
 def progress(batch_id: int, ms: int = 300, at: str = "2026-11-25T06:00:00.000Z") -> dict:
@@ -96,3 +106,85 @@ def test_status_command_says_down_without_a_status_file(tmp_path):
     out = json.loads(proc.stdout)
     assert proc.returncode == 1 and not out["up"] and "no status file" in out["reason"]
     assert out["requestLag"] is None  # no broker to ask
+
+
+def test_a_query_silent_past_the_limit_is_down_though_the_driver_beats(tmp_path):
+    now = 1_800_000_000.0
+    doc = {"state": "ready", "pid": os.getpid(), "updatedAt": now - 1, "startedAt": now - 200, "readyAt": now - 150}
+    assert summarize(dict(doc, polledAt=now - 5), now)["up"]
+    s = summarize(dict(doc, polledAt=now - QUERY_SILENT_AFTER_S - 5), now)
+    assert not s["up"] and "has not heard from the query" in s["reason"]
+    # restarting: the supervisor does not ask a query it is replacing
+    assert "is restarting" in summarize(dict(doc, state="restarting", polledAt=now - 500), now)["reason"]
+
+
+def test_the_heartbeat_keeps_the_file_fresh_while_the_query_is_slow_to_answer(tmp_path):
+    class SlowQuery(FakeQuery):
+        @property
+        def recentProgress(self):
+            entered.set()
+            release.wait(10)
+            return [progress(1)]
+
+        @recentProgress.setter
+        def recentProgress(self, _):
+            pass
+
+    entered, release, stop = threading.Event(), threading.Event(), threading.Event()
+    r = StatusReporter(tmp_path / "cp.status.json")
+    r.attach(SlowQuery([]))
+    r.start_heartbeat(stop, every_s=0.05)
+    ticking = threading.Thread(target=r.on_tick, args=(r.query,))
+    ticking.start()
+    assert entered.wait(10)
+    before = read_status(r.path)["updatedAt"]
+    deadline = time.time() + 10
+    while read_status(r.path)["updatedAt"] == before and time.time() < deadline:
+        time.sleep(0.02)
+    assert read_status(r.path)["updatedAt"] > before  # rewritten while the tick waits on the query
+    release.set()
+    ticking.join(10)
+    stop.set()
+    doc = read_status(r.path)
+    assert [b["batchId"] for b in doc["batches"]] == [1] and doc["polledAt"] is not None
+
+
+class JavaReport:
+    """A py4j StreamingQueryProgress stand-in that counts the round trips made to it."""
+
+    calls = 0
+
+    def __init__(self, batch_id: int):
+        self.doc = progress(batch_id)
+
+    def batchId(self):
+        JavaReport.calls += 1
+        return self.doc["batchId"]
+
+    def json(self):
+        JavaReport.calls += 1
+        return json.dumps(self.doc)
+
+
+class JavaQuery:
+    def __init__(self, ids):
+        self._reports = [JavaReport(i) for i in ids]
+
+    def recentProgress(self):
+        return self._reports
+
+    def lastProgress(self):
+        return self._reports[-1] if self._reports else None
+
+
+def test_progress_reads_only_the_new_reports_one_json_each():
+    q = type("Q", (), {})()
+    q._jsq = JavaQuery(range(100))
+    JavaReport.calls = 0
+    new = progress_since(q, 96)
+    assert [p["batchId"] for p in new] == [97, 98, 99] and new[0]["durationMs"]["triggerExecution"] == 300
+    assert JavaReport.calls == 3 * 2 + 1  # each new report's id and JSON, and the first seen one's id
+    assert [p["batchId"] for p in progress_since(q, -1, limit=20)] == list(range(80, 100))
+    assert last_batch_id(q) == 99 and last_progress(q)["batchId"] == 99
+    q._jsq = JavaQuery([])
+    assert progress_since(q, -1) == [] and last_batch_id(q) is None and last_progress(q) is None
