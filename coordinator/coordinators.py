@@ -23,14 +23,13 @@ if TYPE_CHECKING:
 def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
     metadata = TopicMetadata(partition)
     groups = GroupCoordinator(partition)
-    components: list[Component] = [
-        FindCoordinator(partition),
-        metadata,
-        TransactionCoordinator(partition),
-        groups,
-        ShareCoordinator(partition),
-        Metrics(partition),
-    ]
     # Kafka's GroupMetadataManager.onMetadataUpdate: the groups hear of topic changes.
     metadata.listeners.append(groups.on_metadata_change)
-    return {c.name: c for c in components}
+    return {
+        FindCoordinator.name: FindCoordinator(partition),
+        TopicMetadata.name: metadata,
+        TransactionCoordinator.name: TransactionCoordinator(partition),
+        GroupCoordinator.name: groups,
+        ShareCoordinator.name: ShareCoordinator(partition),
+        Metrics.name: Metrics(partition),
+    }

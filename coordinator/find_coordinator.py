@@ -32,10 +32,7 @@ class FindCoordinator(Component):
     """Stateless: any partition answers for any key."""
 
     name = "find_coordinator"
-
-    def __init__(self, partition):
-        super().__init__(partition)
-        self.handlers = {"FindCoordinator": self.find_coordinator}
+    HANDLERS = {"FindCoordinator": lambda c, request: c.find_coordinator(request)}
 
     def find_coordinator(self, request: Request) -> CoordinatorResult:
         return CoordinatorResult(response=self._answer(request))

@@ -97,17 +97,35 @@ class DataRecord:
     headers: list[tuple[str, bytes]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(init=False)  # the __init__ below is cheaper than a generated one; one is built per partition load
 class Outputs:
-    responses: list[Response] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    records: list[StateRecord] = field(default_factory=list)
-    requests: list[InternalRequest] = field(default_factory=list)
-    data: list[DataRecord] = field(default_factory=list)
+    responses: list[Response]
+    events: list[Event]
+    records: list[StateRecord]
+    requests: list[InternalRequest]
+    data: list[DataRecord]
     # (API name, request time) of every request applied, for metrics (coordinator/metrics.py).
-    applied: list[tuple[str, int]] = field(default_factory=list)
+    applied: list[tuple[str, int]]
     # The partition's metrics record of this batch (None: the batch did nothing), set by run_batch.
-    metrics: dict | None = None
+    metrics: dict | None
+
+    def __init__(
+        self,
+        responses: list[Response] | None = None,
+        events: list[Event] | None = None,
+        records: list[StateRecord] | None = None,
+        requests: list[InternalRequest] | None = None,
+        data: list[DataRecord] | None = None,
+        applied: list[tuple[str, int]] | None = None,
+        metrics: dict | None = None,
+    ):
+        self.responses = [] if responses is None else responses
+        self.events = [] if events is None else events
+        self.records = [] if records is None else records
+        self.requests = [] if requests is None else requests
+        self.data = [] if data is None else data
+        self.applied = [] if applied is None else applied
+        self.metrics = metrics
 
     def __len__(self) -> int:
         return len(self.responses) + len(self.events) + len(self.records) + len(self.requests) + len(self.data)

@@ -30,10 +30,10 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 class TopicMetadata(Component):
     name = "metadata"
+    HANDLERS = {"UpdateMetadata": lambda c, request: c.update_metadata(request)}
 
     def __init__(self, partition):
         super().__init__(partition)
-        self.handlers = {"UpdateMetadata": self.update_metadata}
         # What runs when the topics change (Kafka's GroupMetadataManager.onMetadataUpdate): wired
         # by the partition when it builds its components.
         self.listeners: list = []

@@ -108,9 +108,6 @@ class Metrics(Component):
         for k, v in data.get("rebalances", {}).items():
             self.rebalances[k] = v
 
-    def replay(self, record) -> bool:
-        return False  # no state-log records: a rebuilt partition counts its gauges once
-
     def after_replay(self) -> None:
         pass
 

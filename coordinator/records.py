@@ -16,6 +16,16 @@ def record_key(record_type: str, *ids) -> str:
     return json.dumps([record_type, *ids], separators=(",", ":"), ensure_ascii=False)
 
 
+# json's C scanner, called directly: a key is parsed for every record replayed, and json.loads
+# spends more in its Python layers (loads, decode, raw_decode) than the scanner spends parsing.
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
 def parse_record_key(key: str) -> tuple[str, list]:
-    parts = json.loads(key)
+    try:
+        parts, end = _scan_once(key, 0)
+    except StopIteration:
+        end = -1
+    if end != len(key) or type(parts) is not list or not parts:
+        parts = json.loads(key)  # not a compact key: json's own answer, or its error
     return parts[0], parts[1:]

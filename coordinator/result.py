@@ -23,14 +23,15 @@ itself; a step runs after changes, so it never raises `ApiError`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .messages import DataRecord, InternalRequest, ReplyTo, Response, StateRecord
 
 
-@dataclass(frozen=True)
-class Schedule:
+# The timer operations and events are named tuples: several are made per request, and a tuple is
+# far cheaper to build than a frozen dataclass (whose __init__ sets each field through
+# object.__setattr__).
+class Schedule(NamedTuple):
     """Set (or replace) the timer `key`."""
 
     key: str
@@ -39,15 +40,13 @@ class Schedule:
     payload: dict | None = None
 
 
-@dataclass(frozen=True)
-class Cancel:
+class Cancel(NamedTuple):
     """Cancel the timer `key` (nothing if it is not set)."""
 
     key: str
 
 
-@dataclass(frozen=True)
-class Defer:
+class Defer(NamedTuple):
     """Run timer handler `kind` at the start of the next micro-batch (after this batch's outputs
     are durable); the same key replaces."""
 
@@ -59,8 +58,7 @@ class Defer:
 TimerOp = Schedule | Cancel | Defer
 
 
-@dataclass(frozen=True)
-class PendingEvent:
+class PendingEvent(NamedTuple):
     """An event for the events topic; the runtime stamps it with the time and partition."""
 
     key: str
@@ -68,18 +66,36 @@ class PendingEvent:
     fields: dict
 
 
-@dataclass
 class CoordinatorResult:
-    response: dict | None = None  # None: no answer now (parked, or a timer's result)
-    records: list[StateRecord] = field(default_factory=list)
-    replay_records: bool = True
-    events: list[PendingEvent] = field(default_factory=list)
-    timers: list[TimerOp] = field(default_factory=list)
-    replies: list[Response] = field(default_factory=list)  # answers to requests parked earlier
-    requests: list[InternalRequest] = field(default_factory=list)
-    data: list[DataRecord] = field(default_factory=list)
-    # Results applied after this one's effects, one at a time, before its response (see above).
-    steps: Iterator[CoordinatorResult] | None = None
+    __slots__ = ("response", "records", "replay_records", "events", "timers", "replies", "requests", "data", "steps")
+
+    def __init__(
+        self,
+        response: dict | None = None,  # None: no answer now (parked, or a timer's result)
+        records: list[StateRecord] | None = None,
+        replay_records: bool = True,
+        events: list[PendingEvent] | None = None,
+        timers: list[TimerOp] | None = None,
+        replies: list[Response] | None = None,  # answers to requests parked earlier
+        requests: list[InternalRequest] | None = None,
+        data: list[DataRecord] | None = None,
+        # Results applied after this one's effects, one at a time, before its response (see above).
+        steps: Iterator[CoordinatorResult] | None = None,
+    ):
+        # Hand-written (not a dataclass): a result is built for nearly every request.
+        self.response = response
+        self.records: list[StateRecord] = [] if records is None else records
+        self.replay_records = replay_records
+        self.events: list[PendingEvent] = [] if events is None else events
+        self.timers: list[TimerOp] = [] if timers is None else timers
+        self.replies: list[Response] = [] if replies is None else replies
+        self.requests: list[InternalRequest] = [] if requests is None else requests
+        self.data: list[DataRecord] = [] if data is None else data
+        self.steps = steps
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"CoordinatorResult({fields})"
 
     # -------------------------------------------------------------- building
     def record(self, key: str, value: dict | None) -> CoordinatorResult:

@@ -7,17 +7,17 @@ applied, outputs queued. Nothing here reads a clock or does I/O: time comes in w
 (its append time) and with each batch (the batch time). The coordinators are built in
 coordinators.py.
 
-A component is a class with:
+A component is a class with (coordinator/component.py):
     name                      key of its state in the snapshot
-    handlers: dict            API name -> bound method, a literal table (__init__ or cached property)
-    timer_handlers: dict      timer kind -> bound method, likewise
+    HANDLERS: dict            API name -> handler(component, request), a literal class-body table
+    TIMER_HANDLERS: dict      timer kind -> handler(component, timer), likewise
+    REPLAYERS: dict           record kind -> replayer(component, kind, ids, value), likewise
     __init__(partition)       empty state
     to_json() / load_json(d)  its part of the snapshot
     chunk_maps() (optional)   its per-entity `LazyMap`s, stored one chunk per entity
     rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
     bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
                               and return UNCHANGED from rest_json if it was not read
-    replay(record) -> bool    apply one state-log record (True if it was this component's)
     after_replay()            rebuild what Kafka keeps only in memory (timers) after a load
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkCorrupt, ChunkSource, OverlaySource, chunk_key
@@ -84,10 +84,10 @@ class CoordinatorPartition:
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self._verified = 0  # bytes encoded by verify_api_errors
-        self._owners: dict[str, str] | None = None  # record kind -> component (see replay)
         self.components: dict[str, Any] = build_components(self)
         for cls in self.extra_components:
             self.components[cls.name] = cls(self)
+        self._owners: _Owners | None = None  # timer and record kind -> component (see _owners_of)
         self._reply_to_re = re.compile(self.config["coordinator.reply.to.pattern"])
         if head is not None:
             self._load_head(head)
@@ -296,11 +296,12 @@ class CoordinatorPartition:
         self.clock_ms = max(self.clock_ms, now_ms)
 
     def fire(self, timer: Timer) -> None:
-        owner = next((c for c in self.components.values() if timer.kind in getattr(c, "timer_handlers", {})), None)
-        if owner is None:
+        name = (self._owners or self._owners_of()).timers.get(timer.kind)
+        if name is None:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
+        owner = self.components[name]
         self.firing = timer
-        result = owner.timer_handlers[timer.kind](timer)
+        result = owner.TIMER_HANDLERS[timer.kind](owner, timer)
         if result is not None:
             self.apply(result)
         self.firing = None
@@ -334,14 +335,15 @@ class CoordinatorPartition:
             )
             return
         self.out.applied.append((spec.name, request.time_ms))
-        method = self.components[spec.component].handlers[spec.name]
+        owner = self.components[spec.component]
+        handler = owner.HANDLERS[spec.name]
         mark = self.out.mark()
         before = None
         if self.verify_api_errors and self._verified < self.verify_api_errors_budget:
             before = self._fingerprint()
             self._verified += sum(len(v) for v in before.values())
         try:
-            result = method(request)
+            result = handler(owner, request)
         except ApiError as e:
             # A handler that raises has returned no result, so nothing of it was applied.
             self.out.rollback(mark)
@@ -363,23 +365,31 @@ class CoordinatorPartition:
         """Apply what a handler computed: append its records and replay them (unless it is one of
         Kafka's in-memory-only results), apply its timer operations, queue its outputs, and
         answer the request (`reply`) with its response, if it has one."""
-        for record in result.records:
-            self.out.records.append(record)
-            if result.replay_records:
-                self.replay(record)
+        out = self.out
+        if result.records:
+            replay = result.replay_records
+            for record in result.records:
+                out.records.append(record)
+                if replay:
+                    self.replay(record)
         for op in result.timers:
-            if isinstance(op, Schedule):
-                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)
-            elif isinstance(op, Cancel):
+            kind = type(op)
+            if kind is Schedule:
+                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)  # type: ignore[union-attr]
+            elif kind is Cancel:
                 self.timers.cancel(op.key)
-            elif isinstance(op, Defer):
-                self.deferred[op.key] = [op.kind, op.payload or {}]
+            elif kind is Defer:
+                self.deferred[op.key] = [op.kind, op.payload or {}]  # type: ignore[union-attr]
         for e in result.events:
-            self.emit_event(e.key, e.event, **e.fields)
+            body = {"event": e.event, "timeMs": self.clock_ms, "coordinatorPartition": self.partition_id}
+            body.update(e.fields)
+            out.events.append(Event(e.key, body))
         for r in result.replies:
             self.respond(r.reply, r.body)
-        self.out.requests.extend(result.requests)
-        self.out.data.extend(result.data)
+        if result.requests:
+            out.requests.extend(result.requests)
+        if result.data:
+            out.data.extend(result.data)
         if result.steps is not None:
             for step in result.steps:  # each step is computed from the state the previous one left
                 self.apply(step, reply)
@@ -389,26 +399,27 @@ class CoordinatorPartition:
             self.respond(reply, result.response)
 
     def replay(self, record: StateRecord) -> None:
-        """Apply one state-log record to the state: the only way records change it. The owner is
-        found by the record's kind in the components' replay tables (`replayers`)."""
-        owner = self._replay_owners().get(_record_kind(record.key))
-        if owner is not None and self.components[owner].replay(record):
-            return
-        if not any(c.replay(record) for c in self.components.values()):
+        """Apply one state-log record to the state: the only way records change it. Its kind picks
+        the component and the replayer (the components' REPLAYERS tables)."""
+        kind, ids = parse_record_key(record.key)
+        name = (self._owners or self._owners_of()).records.get(kind)
+        if name is None:
             raise ValueError(f"no component replays state-log record {record.key!r}")
+        owner = self.components[name]
+        owner.REPLAYERS[kind](owner, kind, ids, record.value)
 
-    def _replay_owners(self) -> dict[str, str]:
-        """Record kind -> name of the component whose replay table has it (the same for every
-        partition with these components: computed once)."""
-        if self._owners is None:
-            signature = tuple(type(c) for c in self.components.values())
-            owners = _REPLAY_OWNERS.get(signature)
-            if owners is None:
-                owners = _REPLAY_OWNERS[signature] = {
-                    kind: name for name, c in self.components.items() for kind in getattr(c, "replayers", {})
-                }
-            self._owners = owners
-        return self._owners
+    def _owners_of(self) -> _Owners:
+        """Which component handles each timer kind and replays each record kind: the same for every
+        partition with the same extra components (build_components builds the same classes every
+        time), so computed once per set of them."""
+        owners = _OWNERS.get(self.extra_components)
+        if owners is None:
+            owners = _OWNERS[self.extra_components] = _Owners(
+                {kind: name for name, c in reversed(self.components.items()) for kind in c.TIMER_HANDLERS},
+                {kind: name for name, c in reversed(self.components.items()) for kind in c.REPLAYERS},
+            )
+        self._owners = owners
+        return owners
 
     def _fingerprint(self) -> dict[str, str]:
         """The canonical JSON of every chunk this partition has read or written so far (what
@@ -478,17 +489,12 @@ class CoordinatorPartition:
         return part
 
 
-_REPLAY_OWNERS: dict[tuple[type, ...], dict[str, str]] = {}
+class _Owners(NamedTuple):
+    timers: dict[str, str]  # timer kind -> component name
+    records: dict[str, str]  # state-log record kind -> component name
 
 
-def _record_kind(key: str) -> str:
-    """The record type of a state-log key (`["Kind",...]`, coordinator/records.py) without parsing
-    the whole key: kinds are plain names."""
-    if key.startswith('["'):
-        end = key.find('"', 2)
-        if end > 2 and "\\" not in key[2:end]:
-            return key[2:end]
-    return parse_record_key(key)[0]
+_OWNERS: dict[tuple[type[Component], ...], _Owners] = {}  # by CoordinatorPartition.extra_components
 
 
 def _canonical(value) -> str:

@@ -253,3 +253,51 @@ def _names_internal_api(raw: bytes | None) -> bool:
     except (TypeError, ValueError, AttributeError):
         return False
     return spec is not None and spec.internal
+
+
+def call_handler(part: CoordinatorPartition, api: str, request) -> Any:
+    """What the handler of `api` returns for `request`, without the runtime applying it."""
+    spec = lookup(api)
+    assert spec is not None, api
+    owner = part.component(spec.component)
+    return owner.HANDLERS[api](owner, request)
+
+
+class _Path:
+    """Stands in for a component: records the attribute path a table entry follows, and the call."""
+
+    def __init__(self, path: tuple[str, ...] = ()):
+        self.path, self.called = path, None
+
+    def __getattr__(self, name: str) -> _Path:
+        child = _Path((*self.path, name))
+        self.__dict__.setdefault("children", []).append(child)
+        return child
+
+    def __call__(self, *args: Any) -> None:
+        self.called = args
+
+    def calls(self):
+        if self.called is not None:
+            yield self.path
+        for child in self.__dict__.get("children", []):
+            yield from child.calls()
+
+
+REPLAYER_ARGS = ("Kind", ["id"], None)  # what a replayer gets after the component
+
+
+def dispatch_targets(table: dict, component: Any, args: tuple = (None,)) -> dict[str, Any]:
+    """key -> what the table's entry calls on `component` (a bound method of the component or of
+    one of its managers, or a module function given the component), found by running the entry
+    on a recorder: the handler each API, timer kind or record kind reaches."""
+    out = {}
+    for key, entry in table.items():
+        probe = _Path()
+        entry(probe, *args)
+        [path] = list(probe.calls()) or [None]
+        target = component
+        for name in path or ():
+            target = getattr(target, name)
+        out[key] = target if path else entry
+    return out

@@ -27,17 +27,14 @@ Public methods for the transaction coordinator's TxnOffsetCommit and marker hand
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..chunks import EMPTY_SOURCE, LazyMap
 from ..component import Component
 from ..errors import ApiError, Errors
-from ..messages import Request, StateRecord
-from ..records import parse_record_key, record_key
+from ..messages import StateRecord
+from ..records import record_key
 from ..result import CoordinatorResult
-from ..timers import Timer
 from . import admin, group_configs, txn_offsets
 from .classic.group import ClassicGroup
 from .classic.manager import T_INITIAL_JOIN, T_JOIN, T_SESSION, T_SYNC, ClassicGroupManager
@@ -68,6 +65,60 @@ class GroupCoordinator(Component):
     """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
 
     name = "groups"
+    HANDLERS = {
+        "JoinGroup": lambda g, request: g.classic.join_group(request),
+        "SyncGroup": lambda g, request: g.classic.sync_group(request),
+        "Heartbeat": lambda g, request: g.classic.heartbeat(request),
+        "LeaveGroup": lambda g, request: g.classic.leave_group(request),
+        "OffsetCommit": lambda g, request: g.offset_manager.commit_offset(request),
+        "OffsetFetch": lambda g, request: g.offset_manager.fetch_offsets(request),
+        "OffsetDelete": lambda g, request: g.offset_manager.delete_offsets(request),
+        "DescribeGroups": lambda g, request: admin.describe_groups(g, request),
+        "ListGroups": lambda g, request: admin.list_groups(g, request),
+        "DeleteGroups": lambda g, request: admin.delete_groups(g, request),
+        "ConsumerGroupHeartbeat": lambda g, request: g.consumer.consumer_group_heartbeat(request),
+        "ConsumerGroupDescribe": lambda g, request: g.consumer.consumer_group_describe(request),
+        "ShareGroupHeartbeat": lambda g, request: g.share.share_group_heartbeat(request),
+        "ShareGroupDescribe": lambda g, request: g.share.share_group_describe(request),
+        "StreamsGroupHeartbeat": lambda g, request: g.streams.streams_group_heartbeat(request),
+        "StreamsGroupDescribe": lambda g, request: g.streams.streams_group_describe(request),
+        "IncrementalAlterConfigs": lambda g, request: g.configs.incremental_alter_configs(request),
+        "DescribeConfigs": lambda g, request: g.configs.describe_configs(request),
+        "TxnOffsetCommit": lambda g, request: g.txn_offsets.txn_offset_commit(request),
+        "WriteTxnMarkers": lambda g, request: g.txn_offsets.write_txn_markers(request),
+        "TxnVerificationResult": lambda g, request: g.txn_offsets.txn_verification_result(request),
+    }
+    TIMER_HANDLERS = {
+        T_JOIN: lambda g, timer: g.classic.on_join_timer(timer),
+        T_INITIAL_JOIN: lambda g, timer: g.classic.on_initial_join_timer(timer),
+        T_SYNC: lambda g, timer: g.classic.on_sync_timer(timer),
+        T_SESSION: lambda g, timer: g.classic.on_session_timer(timer),
+        T_EXPIRATION: lambda g, timer: g.cleanup_group_metadata(),
+        consumer.T_SESSION: lambda g, timer: g.consumer.on_session_timeout(timer),
+        consumer.T_REBALANCE: lambda g, timer: g.consumer.on_rebalance_timeout(timer),
+        consumer.T_REGEX: lambda g, timer: g.consumer.on_resolve_regexes(timer),
+        migration.T_JOIN: lambda g, timer: g.consumer.classic_members.on_join_timeout(timer),
+        migration.T_SYNC: lambda g, timer: g.consumer.classic_members.on_sync_timeout(timer),
+        share.T_SESSION: lambda g, timer: g.share.on_session_timeout(timer),
+        streams.T_SESSION: lambda g, timer: g.streams.on_session_timeout(timer),
+        streams.T_REBALANCE: lambda g, timer: g.streams.on_rebalance_timeout(timer),
+        txn_offsets.T_PRODUCER_EXPIRATION: lambda g, timer: g.txn_offsets.on_producer_expiration(timer),
+        txn_offsets.T_VERIFICATION_TIMEOUT: lambda g, timer: g.txn_offsets.on_verification_timeout(timer),
+    }
+    # State-log record kind -> replayer(g, kind, ids, value): GroupCoordinatorShard.replay's switch.
+    REPLAYERS = {
+        "GroupMetadata": lambda g, kind, ids, value: g.replay_group_metadata(ids, value),
+        "OffsetCommit": lambda g, kind, ids, value: g.replay_offset_commit(ids, value),
+        group_configs.RECORD: lambda g, kind, ids, value: g.configs.replay(kind, ids, value),
+        txn_offsets.TXN_OFFSET_RECORD: lambda g, kind, ids, value: g.txn_offsets.replay(kind, ids, value),
+        txn_offsets.MARKER_RECORD: lambda g, kind, ids, value: g.txn_offsets.replay(kind, ids, value),
+        **{
+            kind: lambda g, kind, ids, value: g.consumer.replay(kind, ids, value)
+            for kind in consumer_group.RECORD_TYPES
+        },
+        **{kind: lambda g, kind, ids, value: g.share.replay(kind, ids, value) for kind in share_group.RECORD_TYPES},
+        **{kind: lambda g, kind, ids, value: g.streams.replay(kind, ids, value) for kind in streams_group.RECORD_TYPES},
+    }
 
     def __init__(self, partition: CoordinatorPartition):
         super().__init__(partition)
@@ -91,80 +142,7 @@ class GroupCoordinator(Component):
         self.share = ShareGroupManager(self)
         self.streams = StreamsGroupManager(self)
 
-    @cached_property
-    def handlers(self) -> dict[str, Callable[..., Any]]:
-        return {
-            "JoinGroup": self.classic.join_group,
-            "SyncGroup": self.classic.sync_group,
-            "Heartbeat": self.classic.heartbeat,
-            "LeaveGroup": self.classic.leave_group,
-            "OffsetCommit": self.offset_manager.commit_offset,
-            "OffsetFetch": self.offset_manager.fetch_offsets,
-            "OffsetDelete": self.offset_manager.delete_offsets,
-            "DescribeGroups": self.describe_groups,
-            "ListGroups": self.list_groups,
-            "DeleteGroups": self.delete_groups,
-            "ConsumerGroupHeartbeat": self.consumer.consumer_group_heartbeat,
-            "ConsumerGroupDescribe": self.consumer.consumer_group_describe,
-            "ShareGroupHeartbeat": self.share.share_group_heartbeat,
-            "ShareGroupDescribe": self.share.share_group_describe,
-            "StreamsGroupHeartbeat": self.streams.streams_group_heartbeat,
-            "StreamsGroupDescribe": self.streams.streams_group_describe,
-            "IncrementalAlterConfigs": self.configs.incremental_alter_configs,
-            "DescribeConfigs": self.configs.describe_configs,
-            "TxnOffsetCommit": self.txn_offsets.txn_offset_commit,
-            "WriteTxnMarkers": self.txn_offsets.write_txn_markers,
-            "TxnVerificationResult": self.txn_offsets.txn_verification_result,
-        }
-
-    @cached_property
-    def timer_handlers(self) -> dict[str, Callable[..., Any]]:
-        return {
-            T_JOIN: self.classic.on_join_timer,
-            T_INITIAL_JOIN: self.classic.on_initial_join_timer,
-            T_SYNC: self.classic.on_sync_timer,
-            T_SESSION: self.classic.on_session_timer,
-            T_EXPIRATION: self._on_expiration_timer,
-            consumer.T_SESSION: self.consumer.on_session_timeout,
-            consumer.T_REBALANCE: self.consumer.on_rebalance_timeout,
-            consumer.T_REGEX: self.consumer.on_resolve_regexes,
-            migration.T_JOIN: self.consumer.classic_members.on_join_timeout,
-            migration.T_SYNC: self.consumer.classic_members.on_sync_timeout,
-            share.T_SESSION: self.share.on_session_timeout,
-            streams.T_SESSION: self.streams.on_session_timeout,
-            streams.T_REBALANCE: self.streams.on_rebalance_timeout,
-            txn_offsets.T_PRODUCER_EXPIRATION: self.txn_offsets.on_producer_expiration,
-            txn_offsets.T_VERIFICATION_TIMEOUT: self.txn_offsets.on_verification_timeout,
-        }
-
-    @cached_property
-    def replayers(self) -> dict[str, Callable[..., Any]]:
-        """State-log record kind -> replay(kind, ids, value) (GroupCoordinatorShard.replay's switch)."""
-        return {
-            "GroupMetadata": self._replay_group_metadata,
-            "OffsetCommit": self._replay_offset_commit,
-            group_configs.RECORD: self.configs.replay,
-            txn_offsets.TXN_OFFSET_RECORD: self.txn_offsets.replay,
-            txn_offsets.MARKER_RECORD: self.txn_offsets.replay,
-            **{kind: self.consumer.replay for kind in consumer_group.RECORD_TYPES},
-            **{kind: self.share.replay for kind in share_group.RECORD_TYPES},
-            **{kind: self.streams.replay for kind in streams_group.RECORD_TYPES},
-        }
-
-    # ================================================================ admin APIs
-    def describe_groups(self, request: Request):
-        return admin.describe_groups(self, request)
-
-    def list_groups(self, request: Request):
-        return admin.list_groups(self, request)
-
-    def delete_groups(self, request: Request):
-        return admin.delete_groups(self, request)
-
     # ================================================================ timers
-    def _on_expiration_timer(self, timer: Timer) -> CoordinatorResult:
-        return self.cleanup_group_metadata()
-
     def ensure_expiration_timer(self, result: CoordinatorResult | None = None) -> None:
         """Kafka runs the expiry every offsets.retention.check.interval.ms from coordinator load;
         here the cycle runs while the partition has groups (it finds nothing to do otherwise).
@@ -249,7 +227,7 @@ class GroupCoordinator(Component):
 
     def append_and_replay(self, key: str, value: dict | None) -> None:
         self.p.append_record(key, value)
-        self.replay(StateRecord(key, value))
+        self.p.replay(StateRecord(key, value))
 
     @staticmethod
     def offset_commit_record(
@@ -339,15 +317,7 @@ class GroupCoordinator(Component):
         return result
 
     # ================================================================ replay (coordinator load)
-    def replay(self, record: StateRecord) -> bool:
-        kind, ids = parse_record_key(record.key)
-        replayer = self.replayers.get(kind)
-        if replayer is None:
-            return False
-        replayer(kind, ids, record.value)
-        return True
-
-    def _replay_group_metadata(self, _kind: str, ids: list, value: dict | None) -> None:
+    def replay_group_metadata(self, ids: list, value: dict | None) -> None:
         group_id = ids[0]
         if value is None:
             group = self.groups.get(group_id)
@@ -356,7 +326,7 @@ class GroupCoordinator(Component):
         else:
             self.groups[group_id] = ClassicGroup.from_record(group_id, value)
 
-    def _replay_offset_commit(self, _kind: str, ids: list, value: dict | None) -> None:
+    def replay_offset_commit(self, ids: list, value: dict | None) -> None:
         group_id, topic, partition = ids
         seq = self.next_record_seq
         self.next_record_seq += 1

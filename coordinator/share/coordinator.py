@@ -67,25 +67,28 @@ def _offset(value: dict, state_epoch: int | None = None) -> dict:
 
 class ShareCoordinator(Component):
     name = "share"
+    HANDLERS = {
+        "InitializeShareGroupState": lambda c, request: c.initialize_state(request),
+        "ReadShareGroupState": lambda c, request: c.read_state(request),
+        "WriteShareGroupState": lambda c, request: c.write_state(request),
+        "DeleteShareGroupState": lambda c, request: c.delete_state(request),
+        "ReadShareGroupStateSummary": lambda c, request: c.read_state_summary(request),
+        "DescribeShareGroupOffsets": lambda c, request: c.admin.describe(request),
+        "AlterShareGroupOffsets": lambda c, request: c.admin.alter(request),
+        "DeleteShareGroupOffsets": lambda c, request: c.admin.delete(request),
+        "ShareStateSummaryQuery": lambda c, request: c.admin.on_query(request),
+        "ShareStateSummaryAnswer": lambda c, request: c.admin.on_answer(request),
+    }
+    TIMER_HANDLERS = {T_ADMIN_TIMEOUT: lambda c, timer: c.admin.on_timeout(timer)}
+    # One replayer for both kinds: an update needs the snapshot's state.
+    REPLAYERS = {
+        R_SNAPSHOT: lambda c, kind, ids, value: c.replay(kind, ids, value),
+        R_UPDATE: lambda c, kind, ids, value: c.replay(kind, ids, value),
+    }
 
     def __init__(self, partition):
         super().__init__(partition)
         self.admin = ShareAdmin(self)
-        self.handlers = {
-            "InitializeShareGroupState": self.initialize_state,
-            "ReadShareGroupState": self.read_state,
-            "WriteShareGroupState": self.write_state,
-            "DeleteShareGroupState": self.delete_state,
-            "ReadShareGroupStateSummary": self.read_state_summary,
-            "DescribeShareGroupOffsets": self.admin.describe,
-            "AlterShareGroupOffsets": self.admin.alter,
-            "DeleteShareGroupOffsets": self.admin.delete,
-            "ShareStateSummaryQuery": self.admin.on_query,
-            "ShareStateSummaryAnswer": self.admin.on_answer,
-        }
-        self.timer_handlers = {T_ADMIN_TIMEOUT: self.admin.on_timeout}
-        # Record kind -> replay (one function for both: an update needs the snapshot's state).
-        self.replayers = {R_SNAPSHOT: self.replay, R_UPDATE: self.replay}
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
         self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
@@ -364,16 +367,14 @@ class ShareCoordinator(Component):
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     # ================================================================ replay
-    def replay(self, record: StateRecord) -> bool:
-        key = _state_key(record.key)
-        if key is None:
-            return False
-        state = replayed(self.states.get(key), record, self.updates_per_snapshot)
+    def replay(self, kind: str, ids: list, value: dict | None) -> None:
+        key = _parsed_state_key(kind, ids)
+        assert key is not None, kind
+        state = replayed_parsed(self.states.get(key), kind, ids, value, self.updates_per_snapshot)
         if state is None:
             self.states.pop(key, None)
         else:
             self.states[key] = state
-        return True
 
     # ================================================================ snapshot of the component
     def to_json(self) -> dict:
@@ -422,7 +423,10 @@ class StagedStates:
 
 def _state_key(record_key_: str) -> str | None:
     """The share-partition a ShareSnapshot / ShareUpdate record belongs to (None: not one)."""
-    kind, ids = parse_record_key(record_key_)
+    return _parsed_state_key(*parse_record_key(record_key_))
+
+
+def _parsed_state_key(kind: str, ids: list) -> str | None:
     if kind == R_SNAPSHOT:
         return share_partition_key(*ids)
     if kind == R_UPDATE:
@@ -431,11 +435,16 @@ def _state_key(record_key_: str) -> str | None:
 
 
 def replayed(state: dict | None, record: StateRecord, updates_per_snapshot: int) -> dict | None:
-    """A share-partition's state after one of its records (None: deleted); `state` is not changed.
-    handleShareSnapshot / handleShareUpdate (an update tombstone only clears its slot: the
-    snapshot's tombstone follows)."""
-    value = record.value
+    """A share-partition's state after one of its records (None: deleted); `state` is not changed."""
     kind, ids = parse_record_key(record.key)
+    return replayed_parsed(state, kind, ids, record.value, updates_per_snapshot)
+
+
+def replayed_parsed(
+    state: dict | None, kind: str, ids: list, value: dict | None, updates_per_snapshot: int
+) -> dict | None:
+    """handleShareSnapshot / handleShareUpdate (an update tombstone only clears its slot: the
+    snapshot's tombstone follows)."""
     if kind == R_SNAPSHOT:
         if value is None:
             return None

@@ -36,13 +36,11 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import Any
 
 from ..component import Component
 from ..errors import ApiError, Error, Errors
 from ..group.consumer.regex import RegexError, compile_regex
-from ..messages import Request, StateRecord
+from ..messages import Request
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..timers import Timer
@@ -93,30 +91,32 @@ class TransactionCoordinator(Component):
     # version of the coordinator's own aborts (timeouts, InitProducerId during a transaction).
     server_transaction_version = TV_2
 
+    HANDLERS = {
+        "InitProducerId": lambda c, request: c.init_producer_id(request),
+        "AddPartitionsToTxn": lambda c, request: c.add_partitions_to_txn(request),
+        "AddOffsetsToTxn": lambda c, request: c.add_offsets_to_txn(request),
+        "EndTxn": lambda c, request: c.end_txn(request),
+        "DescribeTransactions": lambda c, request: c.describe_transactions(request),
+        "ListTransactions": lambda c, request: c.list_transactions(request),
+        "TxnVerification": lambda c, request: c.txn_verification(request),
+    }
+    TIMER_HANDLERS = {
+        TIMEOUT_TIMER: lambda c, timer: c.on_transaction_timeout(timer),
+        EXPIRE_TIMER: lambda c, timer: c.on_transactional_id_expiration(timer),
+        COMPLETE_DEFERRED: lambda c, timer: c.markers.on_complete(timer),
+        RESEND_DEFERRED: lambda c, timer: c.markers.on_send_markers(timer),
+    }
+    # TransactionLog records: the transactional id or the producer-id block's partition is the key's id.
+    REPLAYERS = {
+        log.TRANSACTION_LOG: lambda c, _kind, ids, value: c.state.replay_transaction_log(ids[0], value),
+        log.PRODUCER_ID_BLOCK: lambda c, _kind, ids, value: c.pids.replay(ids[0], value),
+    }
+
     def __init__(self, partition):
         super().__init__(partition)
         self.state = TransactionStateManager(partition)
         self.markers = TransactionMarkerChannelManager(partition, self.state)
         self.pids = ProducerIdManager(partition)
-        self.handlers = {
-            "InitProducerId": self.init_producer_id,
-            "AddPartitionsToTxn": self.add_partitions_to_txn,
-            "AddOffsetsToTxn": self.add_offsets_to_txn,
-            "EndTxn": self.end_txn,
-            "DescribeTransactions": self.describe_transactions,
-            "ListTransactions": self.list_transactions,
-            "TxnVerification": self.txn_verification,
-        }
-        self.timer_handlers = {
-            TIMEOUT_TIMER: self.on_transaction_timeout,
-            EXPIRE_TIMER: self.on_transactional_id_expiration,
-            COMPLETE_DEFERRED: self.markers.on_complete,
-            RESEND_DEFERRED: self.markers.on_send_markers,
-        }
-        self.replayers: dict[str, Callable[[Any, dict | None], None]] = {
-            log.TRANSACTION_LOG: self.state.replay_transaction_log,
-            log.PRODUCER_ID_BLOCK: self.pids.replay,
-        }
 
     @property
     def txns(self):
@@ -829,14 +829,6 @@ class TransactionCoordinator(Component):
     def load_rest(self, data: dict) -> None:
         self.pids.load_json(data.get("producerIds", {}))
         self.markers.next_correlation_id = data.get("nextCorrelationId", 0)
-
-    def replay(self, record: StateRecord) -> bool:
-        parsed = log.parse(record.key)
-        if parsed is None:
-            return False
-        kind, ids = parsed
-        self.replayers[kind](ids[0], record.value)
-        return True
 
     def after_replay(self) -> None:
         """loadTransactionsForTxnTopicPartition: the rest of the producer-id block is lost, the

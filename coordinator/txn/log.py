@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from ..records import parse_record_key, record_key
+from ..records import record_key
 from .metadata import (
     CLIENT_KINDS,
     JSON_CLIENT,
@@ -106,11 +106,3 @@ def _client_kind(kind) -> str:
 
 def block_key(coordinator_partition: int) -> str:
     return record_key(PRODUCER_ID_BLOCK, coordinator_partition)
-
-
-def parse(key: str) -> tuple[str, list] | None:
-    try:
-        kind, ids = parse_record_key(key)
-    except (ValueError, TypeError, IndexError):
-        return None
-    return (kind, ids) if kind in (TRANSACTION_LOG, PRODUCER_ID_BLOCK) else None

@@ -435,6 +435,12 @@ class TransactionMetadata:
 
     # ------------------------------------------------------------------ complete
     def complete_transition_to(self, transit: TxnTransitMetadata) -> None:
+        """Kafka's completeTransitionTo: checks that `transit` may follow, then installs it."""
+        self.check_transition_to(transit)
+        self.install(transit)
+
+    def check_transition_to(self, transit: TxnTransitMetadata) -> None:
+        """completeTransitionTo's checks: raises IllegalStateError if `transit` may not follow."""
         to_state = self.pending_state
         if to_state is None:
             raise IllegalStateError(
@@ -486,6 +492,9 @@ class TransactionMetadata:
                 f"TransactionalId {self.transactional_id} is trying to complete a transition to Dead. "
                 "An expiring transactional id is removed, never persisted as Dead."
             )
+
+    def install(self, transit: TxnTransitMetadata) -> None:
+        """completeTransitionTo's update, for a transition already checked (check_transition_to)."""
         self.producer_id = transit.producer_id
         self.prev_producer_id = transit.prev_producer_id
         self.next_producer_id = transit.next_producer_id
@@ -498,7 +507,7 @@ class TransactionMetadata:
         self.client_transaction_version = transit.client_transaction_version
         self.client_kind = transit.client_kind
         self.pending_state = None
-        self.state = to_state
+        self.state = transit.txn_state
 
     def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
         tv2 = supports_epoch_bump(transit.client_transaction_version)

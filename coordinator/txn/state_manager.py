@@ -82,7 +82,9 @@ class TransactionStateManager:
         """The Complete* record of a transaction whose markers are written (`md` has Complete*
         pending: live, or as it will be after its Prepare* record). Its replay completes the
         transition prepared in `pending_complete`. Returns the metadata as it will be."""
-        result.record(log.txn_key(md.transactional_id), log.value_of(complete))
+        value = log.value_of(complete)
+        result.record(log.txn_key(md.transactional_id), value)
+        self.in_flight[md.transactional_id] = (complete, value)
         after = completed(md, complete)
         self.sync_timers(result, after)
         return after
@@ -130,18 +132,24 @@ class TransactionStateManager:
         """One TransactionLog record (or tombstone): the only way the metadata changes."""
         tid = transactional_id
         in_flight = self.in_flight.pop(tid, None)
-        pending = self.pending_complete.pop(tid, None)
         if value is None:  # tombstone: the id expired
+            self.pending_complete.pop(tid, None)
             self.txns.pop(tid, None)
             return
         md = self.txns.get(tid)
+        # A Complete* is pending only while the transaction is in Prepare* (set by that record's
+        # replay, below): only then is its chunk worth reading.
+        pending = self.pending_complete.pop(tid, None) if md is not None and md.state in PREPARE_STATES else None
         transit = None
         if in_flight is not None and in_flight[1] is value:  # the record a handler just wrote
             transit = in_flight[0]
         elif pending is not None and log.value_of(pending) == value:  # Complete*, markers written
             transit = pending
         if md is not None and transit is not None and md.pending_state == transit.txn_state:
-            md.complete_transition_to(transit)  # Kafka's append callback
+            if in_flight is not None and transit is in_flight[0]:
+                md.install(transit)  # the handler checked this transition on a copy (`completed`)
+            else:
+                md.complete_transition_to(transit)  # Kafka's append callback
         else:
             md = self.txns[tid] = log.metadata_of(tid, value)  # TransactionLog.read, as on load
             if transit is not None:  # a new transactional id's first record

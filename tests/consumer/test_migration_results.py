@@ -25,6 +25,7 @@ from tests.consumer.test_consumer_group_migration import (
     release,
     sync,
 )
+from tests.core_driver import call_handler
 from tests.group.test_group_replay import normalized
 
 
@@ -33,7 +34,7 @@ def handle(c, api: str, version: int, body: dict) -> CoordinatorResult:
     returns, with nothing of it applied."""
     out: list[CoordinatorResult] = []
     request = Request(ReplyTo(api, version, 99, "client"), body, c.now, GROUP, (0, 1))
-    c.d.call(lambda part: out.append(part.component("groups").handlers[api](request)))
+    c.d.call(lambda part: out.append(call_handler(part, api, request)))
     (result,) = out
     return result
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from coordinator.errors import ApiError, Errors
 from coordinator.group import group as group_module
 from coordinator.group.classic.group import DEAD, EMPTY, STABLE
 from coordinator.group.group import Group, register_group_type
+from coordinator.messages import ReplyTo, Request
 from coordinator.records import record_key
 from tests.group.group_helpers import (
     GroupTestClient,
@@ -357,12 +360,14 @@ def test_unsupported_versions_are_rejected():
 
 
 # ====================================================================== explicit construction
-def test_the_coordinator_is_built_explicitly_with_bound_handlers():
-    """GroupCoordinatorShard: every API, timer kind and record kind is routed in one table built in
-    __init__ to a bound method of one of its managers; importing patches nothing onto the class."""
+def test_the_coordinator_is_built_explicitly_with_literal_tables():
+    """GroupCoordinatorShard: every API, timer kind and record kind is routed by one literal table
+    in the class body to a method of one of the managers built in __init__ (or an admin function
+    given the coordinator); importing patches nothing onto the class."""
     from coordinator import CoordinatorPartition
     from coordinator.api import lookup
     from coordinator.group.shard import GroupCoordinator
+    from tests.core_driver import REPLAYER_ARGS, call_handler, dispatch_targets
 
     comp = CoordinatorPartition(0).component("groups")
     managers = {
@@ -379,13 +384,23 @@ def test_the_coordinator_is_built_explicitly_with_bound_handlers():
             comp.txn_offsets,
         )
     }
-    for table in (comp.handlers, comp.timer_handlers, comp.replayers):
-        assert table and all(id(getattr(fn, "__self__", None)) in managers for fn in table.values())
-    assert all(lookup(api).component == "groups" for api in comp.handlers)
+    tables = (
+        (GroupCoordinator.HANDLERS, (None,)),
+        (GroupCoordinator.TIMER_HANDLERS, (None,)),
+        (GroupCoordinator.REPLAYERS, REPLAYER_ARGS),
+    )
+    for table, args in tables:
+        assert table and any(v is table for v in vars(GroupCoordinator).values())  # the class body's
+        routed = {k: v for k, v in table.items() if k not in ("DescribeGroups", "ListGroups", "DeleteGroups")}
+        for key, target in dispatch_targets(routed, comp, args).items():  # the rest: admin.py's functions
+            assert inspect.ismethod(target) and id(target.__self__) in managers, (key, target)
+    assert all(lookup(api).component == "groups" for api in GroupCoordinator.HANDLERS)
     assert not any(name.startswith("_ext_") for name in vars(GroupCoordinator))
-    # No table on the class (a cached property builds each partition's own, from its managers).
-    assert not hasattr(GroupCoordinator, "extend") and not isinstance(vars(GroupCoordinator).get("handlers"), dict)
-    assert comp.handlers is not CoordinatorPartition(0).component("groups").handlers
-    # Each partition has its own managers (nothing cached on the class or shared).
-    other = CoordinatorPartition(1).component("groups")
-    assert other.consumer is not comp.consumer and other.handlers["JoinGroup"].__self__ is other.classic
+    assert not hasattr(GroupCoordinator, "extend")
+    # Each partition has its own managers (nothing cached on the class or shared), and a table's
+    # entry reaches the managers of the partition it is given.
+    other_part = CoordinatorPartition(1)
+    other = other_part.component("groups")
+    assert other.consumer is not comp.consumer and other.classic is not comp.classic
+    listed = call_handler(other_part, "ListGroups", Request(ReplyTo("ListGroups", 4, 1, "c", None), {}, 0))
+    assert listed["errorCode"] == 0 and listed["groups"] == []

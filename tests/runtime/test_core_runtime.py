@@ -11,7 +11,7 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors
 from coordinator.api import ApiSpec, register, unregister
 from coordinator.batch import InputRecord, order_records, run_batch
 from coordinator.errors import ApiError
-from coordinator.records import parse_record_key, record_key
+from coordinator.records import record_key
 from coordinator.result import CoordinatorResult
 from coordinator.schema import F, Struct
 
@@ -21,12 +21,16 @@ class Probe:
     its log) and can arm a timer; `Boom` crashes."""
 
     name = "probe"
+    HANDLERS = {"Touch": lambda c, request: c.touch(request), "Boom": lambda c, request: c.boom(request)}
+    TIMER_HANDLERS = {
+        "probe-expire": lambda c, timer: c.expire(timer),
+        "probe-crash": lambda c, timer: c.crash_timer(timer),
+    }
+    REPLAYERS = {"ProbeLog": lambda c, kind, ids, value: c.log.append(value["entry"])}
 
     def __init__(self, partition):
         self.p = partition
         self.log: list = []
-        self.handlers = {"Touch": self.touch, "Boom": self.boom}
-        self.timer_handlers = {"probe-expire": self.expire, "probe-crash": self.crash_timer}
 
     def touch(self, request):
         b = request.body
@@ -59,12 +63,6 @@ class Probe:
 
     def load_json(self, d):
         self.log = d["log"]
-
-    def replay(self, record):
-        if parse_record_key(record.key)[0] != "ProbeLog":
-            return False
-        self.log.append(record.value["entry"])
-        return True
 
     def after_replay(self):
         pass
@@ -301,11 +299,9 @@ def test_format_1_payload_written_by_the_first_release_decodes():
 def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
     class Deferring(Probe):
         name = "deferring"
-
-        def __init__(self, partition):
-            super().__init__(partition)
-            self.handlers = {"Touch2": self.touch2}
-            self.timer_handlers = {"deferred-done": self.done}
+        HANDLERS = {"Touch2": lambda c, request: c.touch2(request)}
+        TIMER_HANDLERS = {"deferred-done": lambda c, timer: c.done(timer)}
+        REPLAYERS: dict = {}
 
         def touch2(self, request):
             return CoordinatorResult(response={"errorCode": 0}).defer(

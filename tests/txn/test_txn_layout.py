@@ -10,6 +10,7 @@ from coordinator.api import all_apis
 from coordinator.messages import ReplyTo, Request
 from coordinator.result import CoordinatorResult
 from coordinator.txn.metadata import TransactionState
+from tests.core_driver import REPLAYER_ARGS, call_handler, dispatch_targets
 from tests.txn.txn_helpers import Producer, driver, records_of
 
 S = TransactionState
@@ -19,12 +20,16 @@ def request(d, api: str, version: int, body: dict) -> Request:
     return Request(ReplyTo(api, version, 1, "client", None), body, d.now)
 
 
-def test_every_transactions_api_and_timer_kind_has_a_bound_handler():
+def test_every_transactions_api_timer_and_record_kind_reaches_a_method_from_one_literal_table():
     comp = driver("layout").component("transactions")
+    cls = type(comp)
     served = {spec.name for spec in all_apis() if spec.component == "transactions"}
-    assert set(comp.handlers) == served
-    for table in (comp.handlers, comp.timer_handlers, comp.replayers):
-        assert all(inspect.ismethod(h) for h in table.values())
+    assert set(cls.HANDLERS) == served
+    managers = {id(m) for m in (comp, comp.state, comp.markers, comp.pids)}
+    for table, args in ((cls.HANDLERS, (None,)), (cls.TIMER_HANDLERS, (None,)), (cls.REPLAYERS, REPLAYER_ARGS)):
+        assert any(v is table for v in vars(cls).values())  # declared in the class body
+        for target in dispatch_targets(table, comp, args).values():
+            assert inspect.ismethod(target) and id(target.__self__) in managers, target
 
 
 def test_a_handler_returns_its_records_and_only_their_replay_changes_the_state():
@@ -33,7 +38,9 @@ def test_a_handler_returns_its_records_and_only_their_replay_changes_the_state()
     p.init()
     part = d.partition
     comp = part.component("transactions")
-    result = comp.handlers["AddPartitionsToTxn"](
+    result = call_handler(
+        part,
+        "AddPartitionsToTxn",
         request(
             d,
             "AddPartitionsToTxn",
@@ -44,7 +51,7 @@ def test_a_handler_returns_its_records_and_only_their_replay_changes_the_state()
                 "v3AndBelowProducerEpoch": p.epoch,
                 "v3AndBelowTopics": [{"name": "orders", "partitions": [0]}],
             },
-        )
+        ),
     )
     assert isinstance(result, CoordinatorResult)
     [record] = result.records

@@ -11,6 +11,7 @@ from coordinator.errors import ApiError, Errors
 from coordinator.group.classic.group import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
+from tests.core_driver import call_handler
 from tests.group.group_helpers import GroupTestClient, join_and_rebalance
 from tests.group.test_group_replay import compacted
 
@@ -384,7 +385,7 @@ def test_write_txn_markers_returns_steps_the_runtime_applies_one_after_the_other
             records = len(c.records())
             request = Request(ReplyTo("WriteTxnMarkers", 2, 99, "c"), {"markers": markers}, c.now, "k", (0, 1))
             out = []
-            c.d.call(lambda part: out.append(part.component("groups").handlers["WriteTxnMarkers"](request)))
+            c.d.call(lambda part: out.append(call_handler(part, "WriteTxnMarkers", request)))
             (result,) = out
             assert result.steps is not None and result.response is None and not result.records
             assert len(c.records()) == records and {k[0] for k in pending(c)} == {5, 6}  # nothing applied yet

@@ -200,6 +200,9 @@ class ClassicGroupManager:
         timeout_ms: int | None = None,
         result: CoordinatorResult | None = None,
     ) -> None:
+        if result is None and self._result is not None:  # in a handler (the usual case): no context
+            self._reschedule_session(group, member, timeout_ms)
+            return
         with self.collecting(result):
             self._reschedule_session(group, member, timeout_ms)
 
@@ -218,6 +221,8 @@ class ClassicGroupManager:
     def complete_join_future(
         self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
     ) -> bool:
+        if result is None and self._result is not None:
+            return self._complete_join_future(member, error, **fields)
         with self.collecting(result):
             return self._complete_join_future(member, error, **fields)
 
@@ -231,6 +236,8 @@ class ClassicGroupManager:
     def complete_sync_future(
         self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
     ) -> bool:
+        if result is None and self._result is not None:
+            return self._complete_sync_future(member, error, **fields)
         with self.collecting(result):
             return self._complete_sync_future(member, error, **fields)
 
