@@ -12,9 +12,10 @@ State-log records (keys from `coordinator.records.record_key`):
 An OffsetCommit value with a "producerId" (>= 0) is a transactional offset of an open
 transaction (TxnOffsetCommit), as Kafka tells them apart by the producer id of the record batch.
 
-Construction is explicit: `__init__` creates every manager and builds the tables that route to
-them (API name -> bound handler, timer kind -> bound handler, record kind -> replay); new group
-types register with `group.register_group_type` and get their manager and entries here.
+Construction is explicit: `__init__` creates every manager, and the class body's literal tables
+route to them (API name -> handler, timer kind -> handler, record kind -> replayer, each a
+function given the coordinator); new group types register with `group.register_group_type` and
+get their manager and entries here.
 `self.extensions` is a JSON-compatible dict persisted in the snapshot (the txn offsets' producer
 state).
 
@@ -62,7 +63,9 @@ EXPIRATION_TIMER_KEY = record_key("groups-expiration")
 
 
 class GroupCoordinator(Component):
-    """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place."""
+    """Kafka's GroupCoordinatorShard: built explicitly, its handler and replay tables in one place.
+    A table's entry is a lambda given the coordinator, as GroupCoordinatorService hands the shard
+    one per API; the tables are class attributes, built once at import, not per partition load."""
 
     name = "groups"
     HANDLERS = {
