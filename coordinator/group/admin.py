@@ -7,6 +7,8 @@ lists this partition's groups, as each Kafka broker lists its own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..result import CoordinatorResult
@@ -122,14 +124,24 @@ def delete_groups(coordinator, request: Request) -> CoordinatorResult:
         results.append({"groupId": group_id, "errorCode": Errors.NONE.code})
         if group.type == SHARE:
             # GroupCoordinatorService.deleteShareGroups: the share-partitions' state first.
-            topics = coordinator.share.share_group_build_partition_delete_request(group)
+            topics = coordinator.share.share_group_build_partition_delete_request(group, result)
             if topics:
                 share_states[group_id] = topics
                 continue
         result.merge(coordinator.delete_group(group, reason="DeleteGroups", with_offsets=True))
     if share_states:
-        # The share groups' state is deleted first; the share coordinator answers (now or later).
-        result.response = share_admin.delete_share_groups(coordinator.p, result, request, results, share_states)
+        # Kafka's two write operations: the records moving the share-partitions to deleting are
+        # replayed (the groups still there) before the share coordinator deletes their state and,
+        # when it can at once, the groups' tombstones are written; it answers now or later.
+        result.steps = _delete_share_groups(coordinator, request, results, share_states)
         return result
     result.response = delete_groups_response(version, results)
     return result
+
+
+def _delete_share_groups(
+    coordinator, request: Request, results: list, share_states: dict
+) -> Iterator[CoordinatorResult]:
+    result = CoordinatorResult()
+    result.response = share_admin.delete_share_groups(coordinator.p, result, request, results, share_states)
+    yield result

@@ -19,10 +19,12 @@ from tests.consumer.test_consumer_group_migration import (
     REBALANCE,
     SESSION,
     classic_join,
+    classic_view,
     client,
     mixed_group,
     protos,
     release,
+    stable_classic_group,
     sync,
 )
 from tests.core_driver import call_handler
@@ -234,3 +236,51 @@ def test_static_member_replacement_downgrade_is_an_in_memory_result_the_log_rebu
     apply(c, result)
     assert c.group().state == "Stable"
     assert_rebuilt_equals_live(c)
+
+
+def test_an_online_upgrade_answers_the_parked_requests_in_its_result():
+    """ConsumerGroupHeartbeat upgrading a classic group with a parked JoinGroup: the answer
+    (REBALANCE_IN_PROGRESS) is in the heartbeat's result: nothing is sent until the runtime
+    applies it."""
+    c = client()
+    old, _ = stable_classic_group(c, n=2)
+    cid, parked = classic_view(c).join(
+        old["memberId"], protos=protos(("foo",)), session_timeout=SESSION, rebalance_timeout=REBALANCE
+    )
+    assert parked is None and c.group().state == "PreparingRebalance"
+    body = {
+        "groupId": GROUP,
+        "memberId": "m2",
+        "memberEpoch": 0,
+        "instanceId": None,
+        "rackId": None,
+        "rebalanceTimeoutMs": REBALANCE,
+        "subscribedTopicNames": ["foo"],
+        "serverAssignor": None,
+        "topicPartitions": [],
+    }
+    result = handle(c, "ConsumerGroupHeartbeat", 0, body)
+    [answer] = result.replies
+    assert answer.reply.correlation_id == cid
+    assert (answer.body["errorCode"], answer.body["memberId"]) == (Errors.REBALANCE_IN_PROGRESS.code, old["memberId"])
+    assert c.d.response(cid) is None  # not answered before the result is applied
+    apply(c, result)
+    assert c.d.response(cid)["errorCode"] == Errors.REBALANCE_IN_PROGRESS.code
+    assert c.group().type == "consumer"
+    assert_rebuilt_equals_live(c)
+
+
+def test_an_online_upgrade_that_fails_leaves_the_parked_requests_parked():
+    """A classic group whose embedded protocol cannot be converted: GROUP_ID_NOT_FOUND, and the
+    group, its parked JoinGroup included, is as it was (the runtime checks that an ApiError
+    changed nothing)."""
+    c = client()
+    old, _ = stable_classic_group(c, n=2, user_data=b"custom")
+    cid, parked = classic_view(c).join(
+        old["memberId"], protos=protos(("foo",)), session_timeout=SESSION, rebalance_timeout=REBALANCE
+    )
+    assert parked is None
+    resp = c.join("m2", ["foo"])
+    assert resp["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code and "custom assignor" in resp["errorMessage"]
+    assert c.group().type == "classic" and c.group().members[old["memberId"]].awaiting_join is not None
+    assert c.d.response(cid) is None

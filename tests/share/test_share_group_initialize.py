@@ -10,6 +10,7 @@ testShareGroupInitializingClearsCommonDeleting) and GroupCoordinatorServiceTest
 from __future__ import annotations
 
 from coordinator.records import record_key
+from coordinator.result import CoordinatorResult
 from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import GROUP, topic_id
 from tests.share.share_group_helpers import ShareGroupTestClient
@@ -234,15 +235,29 @@ def test_share_group_delete_request_records():
     c = ShareGroupTestClient(topics={"t1": 2, "t2": 2, "t3": 3})
     with_group(c, initializing=[("t1", [1])], initialized=[("t1", [0]), ("t2", [0, 1])], deleting=["t3"])
     start = len(c.d.records)
-    out = {}
-    c.on_manager(lambda m: out.update(m.share_group_build_partition_delete_request(m.share_group(GROUP))))
-    assert out == {T1: [0, 1], T2: [0, 1], T3: [0, 1, 2]}
+    out: list = []
+
+    def build(m):  # its record goes into the result, which on_manager has the runtime apply
+        result = CoordinatorResult()
+        out.append(m.share_group_build_partition_delete_request(m.share_group(GROUP), result))
+        out.append(list(result.records))
+        return result
+
+    c.on_manager(build)
+    assert out[0] == {T1: [0, 1], T2: [0, 1], T3: [0, 1, 2]}
+    assert [r.value for r in out[1]] == [spm_value(deleting=["t1", "t2", "t3"])]
     assert spm_records(c, start) == [spm_value(deleting=["t1", "t2", "t3"])]
     # Nothing to delete without the record.
     c2 = ShareGroupTestClient(topics={"t1": 2})
     c2.inject(
         [(record_key("ShareGroupMetadata", GROUP), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0})]
     )
-    none = []
-    c2.on_manager(lambda m: none.append(m.share_group_build_partition_delete_request(m.share_group(GROUP))))
+    none: list = []
+
+    def build_none(m):
+        result = CoordinatorResult()
+        none.append(m.share_group_build_partition_delete_request(m.share_group(GROUP), result))
+        return result
+
+    c2.on_manager(build_none)
     assert none == [None]

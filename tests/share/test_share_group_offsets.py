@@ -421,3 +421,56 @@ def test_delete_share_group_offsets_served_by_its_own_partition_in_one_result():
     assert [w["deletingTopics"] for w in written] == [[{"topicId": tid, "topicName": name}], []]
     rebuilt = grp.rebuilt().component("groups").groups[GROUP].state_partition_metadata
     assert (rebuilt["initialized"], rebuilt["deleting"]) == ({}, {})
+
+
+def test_delete_groups_of_a_share_group_served_by_its_own_partition():
+    """DeleteGroups of a share group whose only share-partition is hosted by the group's own
+    coordinator partition: the move to deleting is one result, replayed (the group still there)
+    before the next step deletes the state and writes the group's tombstones, all in one request;
+    the handler itself applies nothing, and the log rebuilds the same (no group, no state)."""
+    from coordinator.messages import ReplyTo, Request
+    from tests.core_driver import call_handler
+
+    grp = CoreDriver(GROUP)
+    name = next(
+        f"local-{i}"
+        for i in range(10_000)
+        if coordinator_partition(share_partition_key(GROUP, topic_id(f"local-{i}"), 0), N) == grp.partition_id
+    )
+    tid = topic_id(name)
+    grp.send(
+        "UpdateMetadata",
+        0,
+        {"topicStates": [{"topicName": name, "topicId": tid, "numPartitions": 1}]},
+        key=BROADCAST_KEY,
+    )
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [name]}
+    grp.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
+    deliver(grp, {grp.partition_id: grp})
+    leave = {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None}
+    grp.send("ShareGroupHeartbeat", 1, leave, key=GROUP)
+    key = share_partition_key(GROUP, tid, 0)
+    assert key in grp.component("share").states
+
+    # The handler, called directly: its first result holds the move to deleting; nothing applied.
+    seen: list = []
+    request = Request(ReplyTo("DeleteGroups", 2, 1, "c"), {"groupsNames": [GROUP]}, grp.now, GROUP, (0, 1))
+
+    def call(part):
+        result = call_handler(part, "DeleteGroups", request)
+        seen.append((result, part.component("groups").groups.get(GROUP).state_partition_metadata["deleting"]))
+
+    grp.call(call)
+    [(result, deleting_before)] = seen
+    assert deleting_before == {} and result.steps is not None and result.response is None
+    assert [r.value["deletingTopics"] for r in result.records] == [[{"topicId": tid, "topicName": name}]]
+
+    mark = len(grp.records)
+    resp = grp.send("DeleteGroups", 2, {"groupsNames": [GROUP]}, key=GROUP)
+    assert resp is not None and resp["results"] == [{"groupId": GROUP, "errorCode": 0}]  # answered at once
+    assert grp.component("groups").groups.get(GROUP) is None and key not in grp.component("share").states
+    kinds = [json.loads(k)[0] for k, _ in grp.records[mark:]]
+    assert kinds[0] == "ShareGroupStatePartitionMetadata" and kinds[-1] == "ShareGroupMetadata"
+    rebuilt = grp.rebuilt()
+    assert rebuilt.component("groups").groups.get(GROUP) is None and key not in rebuilt.component("share").states

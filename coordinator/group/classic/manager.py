@@ -108,8 +108,7 @@ class ClassicGroupManager:
         """For the helpers other modules call (the online downgrade, load, the online upgrade's
         parked answers, tests): into `result` when given, else into the running handler's result;
         outside any handler the effects are applied at once through `self.p.apply` (on load, as
-        Kafka's onLoaded; in a ConsumerGroupHeartbeat that upgrades a classic group, whose parked
-        JoinGroup/SyncGroup answers Kafka completes at once: a stopgap)."""
+        Kafka's onLoaded, which runs outside any request)."""
         if result is None and self._result is not None:
             yield self._result
             return

@@ -392,7 +392,9 @@ class ConsumerGroupManager:
                 self.c.delete_group(converted, reason="converted to a consumer group by ConsumerGroupHeartbeat")
             )
         elif converted is not None:
-            # The classic group's tombstone goes first in the log (its timers are cancelled).
+            # The parked requests are answered, and the classic group's tombstone goes first in
+            # the log (its timers are cancelled).
+            self.classic_members.parked_answers(converted, result)
             upgraded = list(converted.members.values())
             result.merge(
                 self.c.delete_group(converted, reason="upgraded online to a consumer group by ConsumerGroupHeartbeat")

@@ -361,15 +361,10 @@ class ClassicMembers:
     def convert_to_consumer_group(self, classic: ClassicGroup, records: list) -> ConsumerGroup:
         """ConsumerGroup.fromClassicGroup + createConsumerGroupRecords: every classic member becomes
         a Stable classic-protocol member at the generation, owning (and targeted with) the
-        assignment of that generation. Parked JoinGroup / SyncGroup answers get
-        REBALANCE_IN_PROGRESS at once (as in Kafka, even if the heartbeat then fails: they rejoin).
-        The classic group's tombstone is written by the caller, before these records, when the
-        request succeeds."""
+        assignment of that generation. The classic group's tombstone and the answers to its parked
+        JoinGroup / SyncGroup requests (`parked_answers`) go into the caller's result once the
+        request cannot fail any more. Changes nothing itself."""
         gid = classic.group_id
-        manager = self.c.classic
-        for cm in classic.members.values():
-            manager.complete_join_future(cm, Errors.REBALANCE_IN_PROGRESS, member_id=cm.member_id)
-            manager.complete_sync_future(cm, Errors.REBALANCE_IN_PROGRESS)
         group = ConsumerGroup(gid)
         generation = classic.generation_id
         group.group_epoch = group.target_assignment_epoch = generation
@@ -423,6 +418,23 @@ class ClassicMembers:
         records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(generation)))
         records += [(record_key(R_CURRENT, gid, mm.member_id), current_value(mm)) for mm in members]
         return group
+
+    @staticmethod
+    def parked_answers(classic: ClassicGroup, result: CoordinatorResult) -> None:
+        """completeAllJoinFutures / completeAllSyncFutures(REBALANCE_IN_PROGRESS) of a classic group
+        upgraded online, into `result`: its members rejoin as members of the consumer group. Kafka
+        completes them before converting, so that they are answered even if the heartbeat then
+        fails; here a heartbeat that fails changes nothing, and they stay parked in the classic
+        group, answered when its rebalance ends."""
+        for cm in classic.members.values():
+            if cm.awaiting_join is not None:
+                reply = cm.awaiting_join
+                result.reply(
+                    reply, join_response(reply.api_version, Errors.REBALANCE_IN_PROGRESS, member_id=cm.member_id)
+                )
+            if cm.awaiting_sync is not None:
+                reply = cm.awaiting_sync
+                result.reply(reply, sync_response(reply.api_version, Errors.REBALANCE_IN_PROGRESS))
 
     # ================================================================ downgrade
     def should_downgrade(

@@ -195,10 +195,6 @@ class ShareGroupManager:
         group = self.c.groups.get(group_id)
         return group.state if isinstance(group, ShareGroup) else None
 
-    def _apply(self, records: list) -> None:
-        for key, value in records:
-            self.c.append_and_replay(key, value)
-
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self.c.configs.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
 
@@ -555,10 +551,11 @@ class ShareGroupManager:
         }
 
     # ================================================================ deleting share-partition state
-    def share_group_build_partition_delete_request(self, group: ShareGroup) -> dict | None:
+    def share_group_build_partition_delete_request(self, group: ShareGroup, result: CoordinatorResult) -> dict | None:
         """shareGroupBuildPartitionDeleteRequest (DeleteGroups): the initialized and initializing
         share-partitions (and every partition of a topic still deleting from an earlier attempt) to
-        delete, {tid: [partitions]}, after a record moving them all to deleting; None if nothing."""
+        delete, {tid: [partitions]}, after a record into `result` moving them all to deleting; None
+        if nothing."""
         info = group.state_partition_metadata
         if info is None:
             return None
@@ -572,10 +569,7 @@ class ShareGroupManager:
         if not candidates and not info["deleting"]:
             return None
         deleting = {tid: v["name"] for tid, v in candidates.items()}
-        # Stopgap: applied at once. DeleteGroups may write the group's tombstones in the same
-        # handler (its share-partitions all deleted here), and delete_group takes the group out of
-        # memory at once; this record must be replayed while the group is still there.
-        self._apply([state_partition_metadata_record(group.group_id, {}, {}, deleting)])
+        result.records.append(StateRecord(*state_partition_metadata_record(group.group_id, {}, {}, deleting)))
         return {tid: list(v["partitions"]) for tid, v in sorted(candidates.items())} or None
 
     def share_partitions_eligible_for_offset_deletion(
