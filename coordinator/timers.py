@@ -22,16 +22,17 @@ import base64
 import sys
 from array import array
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .chunks import EMPTY_SOURCE, ChunkCorrupt, ChunkSource, LazyMap, chunk_key
 
 PAGE_MAX = 96  # entries of a deadline-index page before it splits in two
 
 
-@dataclass(frozen=True)
-class Timer:
+class Timer(NamedTuple):
+    """A named tuple, not a frozen dataclass: timers are decoded by the page on every load, and a
+    tuple is far cheaper to build (a frozen dataclass sets each field through object.__setattr__)."""
+
     key: str
     deadline_ms: int
     kind: str  # selects the handler

@@ -51,9 +51,20 @@ def size_class(n: int) -> int:
     return -(-n // step) * step
 
 
+# One encoder and one decoder for every chunk: json.dumps with options builds a JSONEncoder per
+# call, and json.loads of bytes first sniffs their encoding in Python; a batch does both for every
+# chunk it reads or writes. (Chunk texts are ASCII: written with ensure_ascii.)
+# ensure_ascii keeps any odd code point (a lone surrogate) encodable, as format 2 did.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+_DECODER = json.JSONDecoder()
+
+
 def dumps(value: Any) -> bytes:
-    # ensure_ascii keeps any odd code point (a lone surrogate) encodable, as format 2 did.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    return _ENCODER.encode(value).encode("ascii")
+
+
+def loads(text: bytes) -> Any:
+    return _DECODER.decode(text.decode("utf-8", "surrogatepass"))
 
 
 def _pack_value(text: bytes) -> bytes:
@@ -63,6 +74,9 @@ def _pack_value(text: bytes) -> bytes:
         if len(packed) < len(text):
             return bytes((ZLIB_DICT,)) + packed
     return bytes((RAW,)) + text
+
+
+_unpack_entry, _ENTRY_SIZE = ENTRY.unpack_from, ENTRY.size
 
 
 class ChunkReader(ChunkSource):
@@ -81,19 +95,25 @@ class ChunkReader(ChunkSource):
             raise ValueError("state payload truncated: index or data beyond its end")
         self._view = memoryview(payload)
         self._text: dict[bytes, bytes] = {}  # decompressed chunk text by key, for the writer
+        self._positions: dict[bytes, int] = {}  # `position` of every key looked up (the payload never changes)
 
     # ------------------------------------------------------------------ index
     def entry(self, i: int) -> tuple[int, int, int]:
         return ENTRY.unpack_from(self.payload, self.index_start + i * ENTRY.size)
 
     def key_at(self, i: int) -> bytes:
-        off, klen, _ = self.entry(i)
+        # entry(i) inlined: the binary search of every chunk lookup calls this log2(n) times.
+        off, klen, _ = _unpack_entry(self.payload, self.index_start + i * _ENTRY_SIZE)
         start = self.data_start + off
         return self.payload[start : start + klen]
 
     def position(self, key: bytes) -> int:
         """Index of the first entry whose key is >= `key`."""
-        return bisect_left(range(self.n), key, key=self.key_at)
+        i = self._positions.get(key)
+        if i is None:
+            # A batch writes back the chunks it read: their positions are searched once.
+            i = self._positions[key] = bisect_left(range(self.n), key, key=self.key_at)
+        return i
 
     def find(self, key: bytes) -> int:
         i = self.position(key)
@@ -151,7 +171,7 @@ class ChunkReader(ChunkSource):
         if text is None:
             return None
         try:
-            return json.loads(text)
+            return loads(text)
         except ValueError as e:
             raise ChunkCorrupt(key, f"JSON: {e}") from e
 
