@@ -373,17 +373,14 @@ class CoordinatorPartition:
                 if replay:
                     self.replay(record)
         for op in result.timers:
-            kind = type(op)
-            if kind is Schedule:
-                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)  # type: ignore[union-attr]
-            elif kind is Cancel:
+            if isinstance(op, Schedule):
+                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)
+            elif isinstance(op, Cancel):
                 self.timers.cancel(op.key)
-            elif kind is Defer:
-                self.deferred[op.key] = [op.kind, op.payload or {}]  # type: ignore[union-attr]
+            elif isinstance(op, Defer):
+                self.deferred[op.key] = [op.kind, op.payload or {}]
         for e in result.events:
-            body = {"event": e.event, "timeMs": self.clock_ms, "coordinatorPartition": self.partition_id}
-            body.update(e.fields)
-            out.events.append(Event(e.key, body))
+            self.emit_event(e.key, e.event, **e.fields)
         for r in result.replies:
             self.respond(r.reply, r.body)
         if result.requests:

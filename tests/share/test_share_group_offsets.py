@@ -386,11 +386,9 @@ def test_delete_share_group_offsets():
     ]
 
 
-def test_delete_share_group_offsets_served_by_its_own_partition_in_one_result():
-    """A topic whose only share-partition is hosted by the group's own coordinator partition: the
-    move to deleting, the state's deletion and the move out of deleting are one handler's result,
-    the second record computed from the first (not replayed yet); the log rebuilds the same."""
-    grp = CoreDriver(GROUP)
+def local_share_group(grp: CoreDriver) -> tuple[str, str, str]:
+    """A share group subscribed to a one-partition topic whose share-partition is hosted by the
+    group's own coordinator partition, initialized: (topic name, topic id, member id)."""
     name = next(
         f"local-{i}"
         for i in range(10_000)
@@ -407,6 +405,15 @@ def test_delete_share_group_offsets_served_by_its_own_partition_in_one_result():
     heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [name]}
     grp.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
     deliver(grp, {grp.partition_id: grp})
+    return name, tid, m
+
+
+def test_delete_share_group_offsets_served_by_its_own_partition_in_one_result():
+    """A topic whose only share-partition is hosted by the group's own coordinator partition: the
+    move to deleting, the state's deletion and the move out of deleting are one handler's result,
+    the second record computed from the first (not replayed yet); the log rebuilds the same."""
+    grp = CoreDriver(GROUP)
+    name, tid, m = local_share_group(grp)
     assert list(grp.component("groups").groups[GROUP].state_partition_metadata["initialized"]) == [tid]
     leave = {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None}
     grp.send("ShareGroupHeartbeat", 1, leave, key=GROUP)
@@ -432,22 +439,7 @@ def test_delete_groups_of_a_share_group_served_by_its_own_partition():
     from tests.core_driver import call_handler
 
     grp = CoreDriver(GROUP)
-    name = next(
-        f"local-{i}"
-        for i in range(10_000)
-        if coordinator_partition(share_partition_key(GROUP, topic_id(f"local-{i}"), 0), N) == grp.partition_id
-    )
-    tid = topic_id(name)
-    grp.send(
-        "UpdateMetadata",
-        0,
-        {"topicStates": [{"topicName": name, "topicId": tid, "numPartitions": 1}]},
-        key=BROADCAST_KEY,
-    )
-    m = "m1-aaaaaaaaaaaaaaaaaaaa"
-    heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [name]}
-    grp.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
-    deliver(grp, {grp.partition_id: grp})
+    name, tid, m = local_share_group(grp)
     leave = {"groupId": GROUP, "memberId": m, "memberEpoch": -1, "rackId": None, "subscribedTopicNames": None}
     grp.send("ShareGroupHeartbeat", 1, leave, key=GROUP)
     key = share_partition_key(GROUP, tid, 0)

@@ -122,6 +122,14 @@ class ClassicGroupManager:
         if own:
             self.p.apply(target)
 
+    def _into(self, result: CoordinatorResult | None, helper: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """`helper(*args)` collecting into `result` (see `collecting`); inside a handler, with no
+        `result` given (the usual case), straight into the running handler's result."""
+        if result is None and self._result is not None:
+            return helper(*args, **kw)
+        with self.collecting(result):
+            return helper(*args, **kw)
+
     def append_group_metadata(self, group_id: str, value: dict) -> None:
         """A GroupMetadata record of the live classic group: not replayed (the group in memory is
         the truth), it serves coordinator load."""
@@ -199,11 +207,7 @@ class ClassicGroupManager:
         timeout_ms: int | None = None,
         result: CoordinatorResult | None = None,
     ) -> None:
-        if result is None and self._result is not None:  # in a handler (the usual case): no context
-            self._reschedule_session(group, member, timeout_ms)
-            return
-        with self.collecting(result):
-            self._reschedule_session(group, member, timeout_ms)
+        self._into(result, self._reschedule_session, group, member, timeout_ms)
 
     def _reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None) -> None:
         delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
@@ -220,10 +224,7 @@ class ClassicGroupManager:
     def complete_join_future(
         self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
     ) -> bool:
-        if result is None and self._result is not None:
-            return self._complete_join_future(member, error, **fields)
-        with self.collecting(result):
-            return self._complete_join_future(member, error, **fields)
+        return self._into(result, self._complete_join_future, member, error, **fields)
 
     def _complete_join_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_join is None:
@@ -235,10 +236,7 @@ class ClassicGroupManager:
     def complete_sync_future(
         self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
     ) -> bool:
-        if result is None and self._result is not None:
-            return self._complete_sync_future(member, error, **fields)
-        with self.collecting(result):
-            return self._complete_sync_future(member, error, **fields)
+        return self._into(result, self._complete_sync_future, member, error, **fields)
 
     def _complete_sync_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_sync is None:
