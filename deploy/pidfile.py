@@ -29,30 +29,51 @@ Server = TypeVar("Server", bound=LocalServer)
 
 
 def running_pid(pidfile: Path) -> int | None:
-    """The pid in `pidfile` if that process is alive."""
+    """The pid in `pidfile` if that process is alive (a child of ours that exited is reaped here,
+    not taken for alive)."""
     try:
         pid = int(pidfile.read_text())
-        os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if _alive(pid) else None
 
 
-def terminate(pidfile: Path, timeout: float, poll_s: float = 0.1) -> None:
-    """SIGTERM the process, SIGKILL it if it is still there after `timeout`; forget the pidfile."""
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs. A process that exited stays a zombie, answering signal 0, until its
+    parent waits for it: when it is our own child, reap it, or a stop would wait its whole timeout."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:  # not our child: its own parent reaps it
+        pass
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def terminate(pidfile: Path, timeout: float, poll_s: float = 0.05) -> None:
+    """SIGTERM the process, SIGKILL it if it is still there after `timeout`; forget the pidfile.
+    Returns as soon as the process is gone (reaped, when it is our child)."""
     pid = running_pid(pidfile)
     if pid is None:
+        pidfile.unlink(missing_ok=True)
         return
     os.kill(pid, signal.SIGTERM)
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            deadline = time.monotonic() + 30  # SIGKILL ends it; wait for it to be gone, bounded
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(poll_s)
             break
         time.sleep(poll_s)
-    else:
-        os.kill(pid, signal.SIGKILL)
     pidfile.unlink(missing_ok=True)
 
 
