@@ -16,9 +16,11 @@ def read_records(
     partitions: list[int] | None = None,
     timeout_s: float = 10.0,
     until: Callable[[list], bool] | None = None,
+    start: dict[int, int] | None = None,
 ) -> list:
-    """All records of `topic` (optionally some partitions) from the beginning up to the end offsets
-    as of the call, or, with `until`, until it holds for the records read so far (or timeout)."""
+    """All records of `topic` (optionally some partitions) from the beginning (or from the offsets
+    `start` gives, partition -> offset, e.g. `end_offsets` taken earlier) up to the end offsets as of
+    the call, or, with `until`, until it holds for the records read so far (or timeout)."""
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100
     )
@@ -34,6 +36,9 @@ def read_records(
         tps = [TopicPartition(topic, p) for p in sorted(parts) if partitions is None or p in partitions]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
+        for tp in tps:
+            if start and tp.partition in start:
+                consumer.seek(tp, start[tp.partition])
         end = consumer.end_offsets(tps)
         out: list = []
         while time.time() < deadline:
@@ -45,6 +50,23 @@ def read_records(
             elif all(consumer.position(tp) >= end[tp] for tp in tps):
                 break
         return out
+    finally:
+        consumer.close()
+
+
+def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 10.0) -> dict[int, int]:
+    """partition -> the offset the next record of `topic` gets: where to `start` reading only what
+    comes after now (a test on a shared job reads just its own part of the service's topics)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False)
+    try:
+        deadline = time.time() + timeout_s
+        parts = consumer.partitions_for_topic(topic)
+        while not parts and time.time() < deadline:
+            time.sleep(0.2)
+            parts = consumer.partitions_for_topic(topic)
+        if not parts:
+            raise RuntimeError(f"topic {topic} not found")
+        return {tp.partition: o for tp, o in consumer.end_offsets([TopicPartition(topic, p) for p in parts]).items()}
     finally:
         consumer.close()
 

@@ -50,3 +50,24 @@ def test_every_series_the_core_counts_has_its_help():
     )
     names.discard("request_queue_time_ms_sum")  # served with requests_total as a summary
     assert len(names) > 20 and not sorted(n for n in names if n not in HELP)
+
+
+def test_the_testing_doc_names_tests_that_exist():
+    """docs/testing.md's tables name, on their right, the tests that prove each capability now; and
+    every integration module has its place in it."""
+    testing = (ROOT / "docs" / "testing.md").read_text()
+    integration = ROOT / "tests" / "integration"
+    modules = {p.stem: p.read_text() for p in integration.glob("test_*.py")}
+    missing, checked = [], 0
+    for line in testing.splitlines():
+        cells = line.split(" | ")
+        if not line.startswith("| `test_") or len(cells) < 2:
+            continue
+        now = cells[0] if cells[-1].startswith("same") else cells[-1]  # "same": the test on the left
+        for module, test in re.findall(r"`(test_\w+)\.py::(test_\w+)`", now)[: 1 if now is cells[0] else None]:
+            checked += 1
+            if module not in modules or not re.search(rf"^def {test}\(", modules[module], re.M):
+                missing.append(f"{module}::{test}")
+    assert not missing, "docs/testing.md names tests that do not exist: " + ", ".join(missing)
+    assert checked > 60
+    assert not [m for m in modules if f"{m}.py" not in testing], "docs/testing.md does not mention every module"

@@ -25,6 +25,72 @@ def create_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     ensure_data_topics(bootstrap, partitions)
 
 
+def probe_keys(partitions: int, prefix: str = "topic-probe") -> list[str]:
+    """One group id per coordinator partition (the i-th lands on partition i)."""
+    from coordinator import coordinator_partition
+
+    keys: dict[int, str] = {}
+    i = 0
+    while len(keys) < partitions:
+        key = f"{prefix}-{i}"
+        keys.setdefault(coordinator_partition(key, partitions), key)
+        i += 1
+    return [keys[p] for p in range(partitions)]
+
+
+def wait_topics_known(job: StreamJob, partitions: dict[str, int], timeout: float = 120) -> None:
+    """Create the topics (name -> partition count) and wait until every coordinator partition of the
+    running `job` knows all their partitions: the job learns a new topic at its next metadata refresh,
+    and a request naming it before then is answered UNKNOWN_TOPIC_OR_PARTITION. The probe is an
+    OffsetCommit of a probe group on every coordinator partition (generation -1, as an admin client
+    commits), repeated until none of them answers an error."""
+    create_data_topics(job.bootstrap, partitions)
+    body_topics = [
+        {
+            "name": name,
+            "partitions": [
+                {"partitionIndex": p, "committedOffset": 0, "committedLeaderEpoch": -1, "committedMetadata": None}
+                for p in range(count)
+            ],
+        }
+        for name, count in sorted(partitions.items())
+    ]
+    client = job.client()
+    try:
+        deadline = time.monotonic() + timeout
+        pending = probe_keys(job.cfg.coordinator_partitions)
+        while pending:
+            cids = {
+                client.send(
+                    "OffsetCommit",
+                    9,
+                    {
+                        "groupId": key,
+                        "generationIdOrMemberEpoch": -1,
+                        "memberId": "",
+                        "groupInstanceId": None,
+                        "topics": body_topics,
+                    },
+                    key=key,
+                ): key
+                for key in pending
+            }
+            answers = {
+                key: client.wait(cid, timeout=max(1.0, deadline - time.monotonic())) for cid, key in cids.items()
+            }
+            pending = [
+                key
+                for key, a in answers.items()
+                if any(p["errorCode"] for t in a["response"]["topics"] for p in t["partitions"])
+            ]
+            if pending:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"the job did not learn {sorted(partitions)} in {timeout}s:\n{job.tail()}")
+                time.sleep(0.2)
+    finally:
+        client.close()
+
+
 class StreamJob:
     """run_stream.py in a process group of its own (driver, JVM, Python workers)."""
 

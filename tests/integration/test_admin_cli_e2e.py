@@ -1,5 +1,7 @@
 """The admin CLI (`python -m client.admin_cli`, the `coordinator-admin` script) as a subprocess
-against a live service: the real broker, one job with the Redis read model's projector, and Redis.
+against a live service: the real broker, the test run's shared `observed` job (with the Redis read
+model's projector) and Redis. Other modules' groups and transactions are on the same job: listings
+are checked for this module's own ids (all `adm-`).
 
 Groups: list, describe (offsets with the broker's log-end offsets, members, state) from Redis, from
 the coordinators (--no-redis) and with Redis down (the fallback message, the same output); a reset
@@ -25,9 +27,10 @@ from coordinator.routing import coordinator_partition
 from deploy.kafka_local import free_port
 from streaming.config import ROOT
 
-pytestmark = pytest.mark.integration
+from .harness import wait_topics_known
 
-PARTITIONS = 10
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("observed")]
+
 ORDERS, TXN_TOPIC = "adm-orders", "adm-txn"
 GROUP, GROUP_848 = "adm-app", "adm-848"
 HANGING_TID = "adm-hanging"
@@ -37,24 +40,16 @@ BASE_TS = (int(time.time()) - 3600) * 1000
 RECORDS = 10
 
 
-@pytest.fixture(scope="module")
-def job(kafka, redis, job_factory):
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    try:
-        admin.create_topics([NewTopic(ORDERS, 2, 1), NewTopic(TXN_TOPIC, 1, 1)])
-    finally:
-        admin.close()
-    producer = KafkaProducer(bootstrap_servers=kafka.bootstrap, acks="all")
+@pytest.fixture(scope="module", autouse=True)
+def topics(job):
+    """The module's topics, known to the running job's coordinators, and the orders' records."""
+    wait_topics_known(job, {ORDERS: 2, TXN_TOPIC: 1})
+    producer = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all")
     for p in (0, 1):
         for i in range(RECORDS):
             producer.send(ORDERS, f"order-{p}-{i}".encode(), partition=p, timestamp_ms=BASE_TS + i * 1000)
     producer.flush()
     producer.close()
-    return job_factory(
-        stream={"metadata_refresh_ms": 1000},
-        coordinator={"coordinator.partitions": PARTITIONS},
-        redis={"enabled": True, "url": redis.url, "prefix": "adm"},
-    )
 
 
 def cli(job, *args: str, redis: str | None = None, timeout_ms: int = 30000) -> subprocess.CompletedProcess:
@@ -202,7 +197,14 @@ def test_list_and_describe_from_redis_the_coordinators_and_with_redis_down(job, 
         assert row[0:2] == [GROUP, member] and row[-2:] == ["2", f"{ORDERS}(0,1)"]
         state = cli(job, "groups", "--describe", "--group", GROUP, "--state", redis=source)
         assert rows(state.stdout) == [
-            [GROUP, job.bootstrap, f"({coordinator_partition(GROUP, PARTITIONS)})", "range", "Stable", "1"]
+            [
+                GROUP,
+                job.bootstrap,
+                f"({coordinator_partition(GROUP, job.cfg.coordinator_partitions)})",
+                "range",
+                "Stable",
+                "1",
+            ]
         ]
         kip848 = until(
             lambda source=source: cli(job, "groups", "--describe", "--group", GROUP_848, "--members", redis=source),
@@ -309,6 +311,11 @@ def table(out: str) -> list[list[str]]:
     return [[c.strip() for c in line.split("\t")[:-1]] for line in out.split("\n") if line.strip()]
 
 
+def own_rows(rows: list[list[str]]) -> list[list[str]]:
+    """The rows of a find-hanging table (header dropped) for this module's transactional ids."""
+    return [r for r in rows[1:] if r and r[-1].startswith("adm-")]
+
+
 def producer(job, tid: str, **kw) -> TransactionalProducer:
     return TransactionalProducer(
         job.bootstrap, tid, requests_topic=job.topics["requests"], responses_topic=job.topics["responses"], **kw
@@ -322,7 +329,7 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
     for i in range(3):
         hanging.send(TXN_TOPIC, f"hanging-{i}")
     hanging.flush()  # the partition is in the transaction and the records are written
-    coordinator = str(coordinator_partition(HANGING_TID, PARTITIONS))
+    coordinator = str(coordinator_partition(HANGING_TID, job.cfg.coordinator_partitions))
     pid = str(hanging.producer_id)
 
     listed = until(
@@ -340,13 +347,15 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
         assert row[:6] == [coordinator, HANGING_TID, pid, str(hanging.producer_epoch), "Ongoing", "900000"]
         assert row[8] == f"{TXN_TOPIC}-0"
 
+        # Other modules' transactions may be open on the shared job: only this module's row counts.
         found = until(
             lambda source=source: cli(
                 job, "transactions", "find-hanging", "--max-transaction-timeout", "0.02", redis=source
             ),
-            lambda r: len(table(r.stdout)) == 2,
+            lambda r: len(own_rows(table(r.stdout))) == 1,
         )
-        head, row = table(found.stdout)
+        head = table(found.stdout)[0]
+        [row] = own_rows(table(found.stdout))
         assert head == [
             "Topic",
             "Partition",
@@ -360,7 +369,7 @@ def test_transactions_list_describe_find_hanging_and_abort(job):
         ]
         assert row[:4] == [TXN_TOPIC, "0", pid, str(hanging.producer_epoch)] and row[-1] == HANGING_TID
         default = cli(job, "transactions", "find-hanging", redis=source)  # 15 minutes: not hanging yet
-        assert default.returncode == 0 and len(table(default.stdout)) == 1
+        assert default.returncode == 0 and table(default.stdout)[0] == head and own_rows(table(default.stdout)) == []
 
     aborted = cli(job, "transactions", "abort", "--transactional-id", HANGING_TID)
     assert aborted.returncode == 0, aborted.stderr

@@ -6,10 +6,12 @@ real Kafka broker and the real Spark job.
   counts; one is killed and the others rebalance after its session timeout; the offsets committed
   before are fetched by the new owners after;
 - static members restart (leader and follower) without a rebalance;
-- the job is SIGKILLed while JoinGroup responses are parked; after the restart the rebalance
-  completes and the members converge;
 - every rebalance and expiry has its event with a reason, and rebuilding each coordinator
-  partition from the real state-log topic gives the job's state (read from the checkpoint).
+  partition from the real state-log topic gives the job's state of this module's groups (read from
+  the running job's checkpoint, at a committed micro-batch).
+
+The module runs on the test run's shared job (tests/integration/conftest.py), which keeps Kafka's
+classic-group defaults; its groups, topics and client ids are its own.
 """
 
 from __future__ import annotations
@@ -17,25 +19,27 @@ from __future__ import annotations
 import json
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
-from kafka import KafkaAdminClient
-from kafka.admin import NewTopic
-from kafka.errors import TopicAlreadyExistsError
 
 from client.admin import GroupAdmin
 from client.classic_group import STABLE, ClassicGroupMember
+from client.drill.verify import CheckpointStates
+from client.topic_reader import end_offsets, read_records, state_log
 from client.topic_reader import events as read_events
-from client.topic_reader import read_records, state_log
 from coordinator import CoordinatorPartition, Errors, coordinator_partition
 from coordinator.group.classic.consumer_protocol import decode_assignment
 from coordinator.messages import StateRecord
-from streaming.inspect_state import read_states
+from streaming.inspect_state import committed_progress
 from tests.group.test_group_replay import normalized
 
-pytestmark = pytest.mark.integration
+from .harness import wait_topics_known
 
-TOPICS = {"e2e-orders": 7, "e2e-payments": 3}
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
+
+TOPICS = {"classic-e2e-orders": 7, "classic-e2e-payments": 3}
+GROUPS = ["e2e-classic-three", "e2e-classic-static", "e2e-classic-single"]  # this module's groups
 # kafka-python's default session timeout. At the broker's minimum (6 s) a member can expire between
 # a timer-driven JoinGroup answer and its SyncGroup: its session restarts at the join's logical
 # completion time, and the answer reaches it the timer grace (1 s) plus a micro-batch or two later,
@@ -46,34 +50,19 @@ WAIT = 120  # seconds; the machine is shared and one request round trip is about
 
 
 @pytest.fixture(scope="module")
-def job(job_factory, kafka):
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    try:
-        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
-    # Kafka's defaults for the group coordinator (3 s initial rebalance delay, 6 s minimum session).
-    job = job_factory()
-    warm_up(job)
-    return job
-
-
-def warm_up(job) -> None:
-    """The first micro-batches of a (re)started query are slow (Python workers, state stores):
-    one round trip first, so that what follows runs at the job's steady pace."""
-    client = job.client(f"e2e-warm-up-{job.starts}")
-    try:
-        t = time.monotonic()
-        client.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["warm-up"]}, timeout=WAIT)
-        print(f"\nfirst round trip after the job started: {time.monotonic() - t:.1f} s")
-    finally:
-        client.close()
+def events_start(job) -> dict[int, int]:
+    """The events topic's end offsets before this module's first request (the module reads only
+    what comes after); then the data topics, known to every coordinator partition. Their probe is
+    the module's first round trip: what follows runs at the job's steady pace."""
+    start = end_offsets(job.bootstrap, job.topics["events"])
+    t = time.monotonic()
+    wait_topics_known(job, TOPICS)
+    print(f"\ndata topics known to the job after {time.monotonic() - t:.1f} s")
+    return start
 
 
 @pytest.fixture(scope="module")
-def members(job):
+def members(job, events_start):
     made: list[ClassicGroupMember] = []
 
     def make(group_id: str, *, start: bool = True, **kw) -> ClassicGroupMember:
@@ -136,9 +125,9 @@ def converge(ms: list[ClassicGroupMember], min_generation: int, timeout: float =
     return generations.pop()
 
 
-def group_events(job, group_id: str, until=None, timeout: float = 30) -> list[dict]:
-    """The group's events (until `until(events)` holds, or timeout), without the copies a
-    replayed micro-batch writes again."""
+def group_events(job, group_id: str, start: dict[int, int], until=None, timeout: float = 30) -> list[dict]:
+    """The group's events since `start` (until `until(events)` holds, or timeout), without the
+    copies a replayed micro-batch writes again."""
 
     def parse(recs) -> list[dict]:
         out = {}
@@ -151,6 +140,7 @@ def group_events(job, group_id: str, until=None, timeout: float = 30) -> list[di
         job.bootstrap,
         job.topics["events"],
         timeout_s=timeout,
+        start=start,
         until=None if until is None else (lambda recs: until(parse(recs))),
     )
     return parse(recs)
@@ -163,7 +153,7 @@ def named(evs: list[dict], name: str) -> list[dict]:
 # ====================================================================== scenarios
 
 
-def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_their_offsets(job, members):
+def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_their_offsets(job, members, events_start):
     group = "e2e-classic-three"
     ms = [members(group, start=False) for _ in range(3)]
     start_together(ms)
@@ -177,7 +167,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
         f"{', '.join(f'{x:.0f}' for x in latencies)} ms"
     )
 
-    evs = group_events(job, group, until=lambda es: named(es, "RebalanceCompleted"))
+    evs = group_events(job, group, events_start, until=lambda es: named(es, "RebalanceCompleted"))
     first = named(evs, "RebalanceStarted")[0]
     assert first["initial"] is True and first["generationId"] == 0
     assert first["reason"].startswith("Adding new member ")
@@ -199,7 +189,10 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     assert took >= SESSION_MS / 1000 - HEARTBEAT_MS / 1000 - 0.5, took
 
     evs = group_events(
-        job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted"))
+        job,
+        group,
+        events_start,
+        until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted")),
     )
     expired = named(evs, "MemberSessionExpired")
     assert [(e["memberId"], e["pending"]) for e in expired] == [(victim.member_id, False)]
@@ -214,7 +207,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
         fetched.update(m.committed())
     assert fetched == committed
     # The killed member's generation is gone: a commit in its name is refused.
-    client = job.client(f"ghost-{group}")
+    client = job.client(f"classic-e2e-ghost-{group}")
     try:
         r = client.request(
             "OffsetCommit",
@@ -226,7 +219,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
                 "groupInstanceId": None,
                 "topics": [
                     {
-                        "name": "e2e-orders",
+                        "name": "classic-e2e-orders",
                         "partitions": [
                             {
                                 "partitionIndex": 0,
@@ -245,7 +238,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
         client.close()
 
 
-def test_a_static_member_restarts_without_a_rebalance(job, members):
+def test_a_static_member_restarts_without_a_rebalance(job, members, events_start):
     group = "e2e-classic-static"
     kw = dict(session_timeout_ms=30000, heartbeat_interval_ms=2000)
     ms = [members(group, group_instance_id=f"instance-{i}", start=False, **kw) for i in range(2)]
@@ -278,7 +271,7 @@ def test_a_static_member_restarts_without_a_rebalance(job, members):
 
     time.sleep(2 * kw["heartbeat_interval_ms"] / 1000)  # heartbeats go on without a rebalance
     assert all(m.state == STABLE and m.generation.generation_id == 1 for m in (new_leader, replacement))
-    evs = group_events(job, group, until=lambda es: len(named(es, "StaticMemberReplaced")) >= 2)
+    evs = group_events(job, group, events_start, until=lambda es: len(named(es, "StaticMemberReplaced")) >= 2)
     assert len(named(evs, "RebalanceStarted")) == 1  # the initial one only
     assert [(e["groupInstanceId"], e["oldMemberId"], e["newMemberId"]) for e in named(evs, "StaticMemberReplaced")] == [
         (old_leader.group_instance_id, old_leader.member_id, new_leader.member_id),
@@ -286,57 +279,26 @@ def test_a_static_member_restarts_without_a_rebalance(job, members):
     ]
 
 
-def test_sigkill_while_join_responses_are_parked_then_the_rebalance_completes(job, members):
-    group = "e2e-classic-kill"
-    kw = dict(rebalance_timeout_ms=180000)  # the rebalance waits through the restart
-    a, b = members(group, start=False, **kw), members(group, start=False, **kw)
-    start_together([a, b])
-    assert converge([a, b], 1) == 1
-
-    # b's poll loop stalls (heartbeats go on, it does not rejoin); c joins; a rejoins on its next
-    # heartbeat. a's and c's JoinGroup responses are parked until b rejoins.
-    b.stall()
-    c = members(group, **kw)
-    a.wait_for(lambda m: m.state != STABLE, timeout=WAIT)
-    c.wait_for(lambda m: m.joins_sent == 2, timeout=WAIT)
-    time.sleep(0.5)
-    job.wait_caught_up()  # both JoinGroups are applied and committed: parked in the job's state
-    evs = group_events(job, group, until=lambda es: len(named(es, "RebalanceStarted")) >= 2)
-    assert named(evs, "RebalanceStarted")[1]["reason"].startswith(f"Adding new member {c.member_id}")
-    joins = (a.joins_sent, c.joins_sent)
-    assert a.state != STABLE and c.state != STABLE
-
-    job.kill()
-    time.sleep(3)  # requests (b's heartbeats) keep arriving while the job is down
-    job.start()
-    warm_up(job)
-    b.resume()
-    assert converge([a, b, c], 2) == 2
-    # a and c got the answers to the JoinGroups they sent before the kill: no retry was needed.
-    assert (a.joins_sent, c.joins_sent) == joins
-    evs = group_events(
-        job, group, until=lambda es: any(e["generationId"] == 2 for e in named(es, "RebalanceCompleted"))
-    )
-    assert len(named(evs, "RebalanceStarted")) == 2  # no extra rebalance across the kill
-    assert not named(evs, "MemberSessionExpired") and not named(evs, "MembersRemoved")
-
-
 def test_admin_lists_the_groups_of_every_coordinator_partition_and_describes_them(job, members):
     single = members("e2e-classic-single")
     single.wait_stable(1, timeout=WAIT)
     print(f"\njoin->sync, 1 member (initial delay 3000 ms): {single.join_sync_ms[0]:.0f} ms")
-    client = job.client("e2e-admin")
+    client = job.client("classic-e2e-admin")
     try:
         admin = GroupAdmin(client, partitions=job.cfg.coordinator_partitions)
+        # The job holds other modules' groups too: only this module's are checked by name.
         listed = {g["groupId"]: g for g in admin.list_groups()}
-        for gid in ("e2e-classic-three", "e2e-classic-static", "e2e-classic-kill", "e2e-classic-single"):
+        for gid in GROUPS:
             assert listed[gid]["groupState"] == "Stable" and listed[gid]["protocolType"] == "consumer"
             assert listed[gid]["groupType"] == "classic"
             assert listed[gid]["coordinatorPartition"] == coordinator_partition(gid, job.cfg.coordinator_partitions)
+        # One coordinator partition's listing: its groups only (whoever's), sorted, this module's among them.
         p = listed["e2e-classic-single"]["coordinatorPartition"]
-        assert [g["groupId"] for g in admin.list_groups(partitions=[p])] == sorted(
-            g for g, e in listed.items() if e["coordinatorPartition"] == p
-        )
+        on_p = [g["groupId"] for g in admin.list_groups(partitions=[p])]
+        assert on_p == sorted(on_p)
+        assert all(coordinator_partition(g, job.cfg.coordinator_partitions) == p for g in on_p)
+        assert {g for g in GROUPS if listed[g]["coordinatorPartition"] == p} <= set(on_p)
+        assert set(on_p) <= {g for g, e in listed.items() if e["coordinatorPartition"] == p}  # none from nowhere
         described = admin.describe_groups(["e2e-classic-single"])["e2e-classic-single"]
         assert (described["groupState"], described["protocolData"]) == ("Stable", "range")
         [m] = described["members"]
@@ -350,32 +312,71 @@ def test_admin_lists_the_groups_of_every_coordinator_partition_and_describes_the
         client.close()
 
 
-def test_every_rebalance_has_an_event_and_the_state_log_rebuilds_the_jobs_state(job, members):
-    groups = ["e2e-classic-three", "e2e-classic-static", "e2e-classic-kill", "e2e-classic-single"]
-    all_events = read_events(job.bootstrap, job.topics["events"], timeout_s=30)
-    for gid in groups:
+def own_groups(comp, groups: list[str]) -> dict:
+    """`normalized` of the groups component, restricted to `groups` (with their offsets): the
+    shared job's coordinator partitions hold other modules' groups (of every type) too."""
+    view = SimpleNamespace(
+        groups={g: comp.groups[g] for g in groups if g in comp.groups},
+        offsets=SimpleNamespace(
+            committed={g: comp.offsets.committed[g] for g in groups if g in comp.offsets.committed},
+            pending={pid: {g: o for g, o in gs.items() if g in groups} for pid, gs in comp.offsets.pending.items()},
+        ),
+    )
+    return normalized(view)
+
+
+def test_every_rebalance_has_an_event_and_the_state_log_rebuilds_the_jobs_state(job, members, events_start):
+    all_events = read_events(job.bootstrap, job.topics["events"], timeout_s=30, start=events_start)
+    for gid in GROUPS:
         evs = {json.dumps(e, sort_keys=True): e for e in all_events if e.get("groupId") == gid}.values()
         to_preparing = [e for e in evs if e["event"] == "GroupStateChanged" and e["toState"] == "PreparingRebalance"]
         started = [e for e in evs if e["event"] == "RebalanceStarted"]
         assert len(started) == len(to_preparing) >= 1
         assert all(e["reason"] for e in started)
 
-    # Stop the job between micro-batches while every group is at rest (Stable or Empty), then
-    # compare what the checkpoint holds with what replaying the state-log topic rebuilds.
-    job.wait_caught_up()
-    job.stop()
+    # Every group of this module at rest (its live members Stable, the others gone) before the
+    # checkpoint is read: the committed batch below covers these DescribeGroups.
+    client = job.client("classic-e2e-rest")
+    try:
+        admin = GroupAdmin(client, partitions=job.cfg.coordinator_partitions)
+        deadline = time.monotonic() + WAIT
+        while True:
+            at_rest = {g: d["groupState"] for g, d in admin.describe_groups(GROUPS).items()}
+            if set(at_rest.values()) <= {"Stable", "Empty"}:
+                break
+            assert time.monotonic() < deadline, f"groups not at rest: {at_rest}"
+            time.sleep(0.2)
+    finally:
+        client.close()
+
+    # The job runs on (it is shared): the state of a committed micro-batch (its files are
+    # immutable) against a replay of the state-log topic, read after that batch was committed, so
+    # it holds at least what the batch wrote (later records are other modules' groups: this
+    # module's are at rest). A running job purges old batches: one purged meanwhile is read again.
     config = job.cfg.coordinator_config()
-    states = read_states(str(job.cfg.checkpoint))
-    partitions = {coordinator_partition(g, config["coordinator.partitions"]) for g in groups}
+    partitions = {coordinator_partition(g, config["coordinator.partitions"]) for g in GROUPS}
+    checkpoint = CheckpointStates(str(job.cfg.checkpoint), job.cfg.stream.get("state_store", "rocksdb"))
+    checkpoint.open()  # the reader's Spark session first (slow), then the batch id
+    try:
+        for attempt in range(3):
+            job.wait_caught_up()
+            batch = committed_progress(str(job.cfg.checkpoint))[0]
+            try:
+                states = checkpoint.read(batch)
+                break
+            except Exception as e:  # noqa: BLE001 - the running job may have purged that batch meanwhile
+                if attempt == 2 or "OFFSET_LOG_UNAVAILABLE" not in str(e):
+                    raise
+    finally:
+        checkpoint.close()
+    seen: set[str] = set()
     for p in sorted(partitions):
         live = CoordinatorPartition(p, config, states[p])
         records = [StateRecord(k, v) for k, v in state_log(job.bootstrap, job.topics["state_log"], p, timeout_s=30)]
         rebuilt = CoordinatorPartition.from_records(p, records, config=config, now_ms=live.clock_ms)
         live_groups = live.component("groups")
-        assert all(g.state in ("Stable", "Empty") for g in live_groups.groups.values())
-        assert normalized(rebuilt.component("groups")) == normalized(live_groups)
-    assert {
-        g
-        for p in partitions
-        for g in normalized(CoordinatorPartition(p, config, states[p]).component("groups"))["groups"]
-    } >= set(groups)
+        assert all(live_groups.groups[g].state in ("Stable", "Empty") for g in GROUPS if g in live_groups.groups)
+        expected = own_groups(live_groups, GROUPS)
+        assert own_groups(rebuilt.component("groups"), GROUPS) == expected
+        seen |= set(expected["groups"])
+    assert seen == set(GROUPS)

@@ -21,21 +21,24 @@ from client.consumer_group import uuid_to_kafka
 from coordinator import coordinator_partition
 from coordinator.group.classic.consumer_protocol import encode_subscription
 
-pytestmark = pytest.mark.integration
+from .harness import wait_topics_known
 
-PARTITIONS = 10  # coordinator partitions: fewer state rows per micro-batch on a small machine
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
+
+PARTITIONS = 10  # the shared job's coordinator partitions: the ids below were chosen for it
 WAIT = 120.0  # seconds, a bound for conditions that need the job's next metadata refresh
-KNOWN = "conformance-known"  # 2 partitions, created before the job starts
+KNOWN = "conformance-known"  # 2 partitions, known to the job before the first test
 NEVER = "conformance-never-created"
 UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID, INVALID_TXN_STATE, INVALID_REGULAR_EXPRESSION = 3, 100, 48, 128
 INVALID_CONFIG, GROUP_RESOURCE = 40, 32  # GROUP_RESOURCE: ConfigResource.Type.GROUP
 
 
 @pytest.fixture(scope="module")
-def known_topic_id(kafka):
+def known_topic_id(kafka, job):
+    assert job.cfg.coordinator_partitions == PARTITIONS
+    wait_topics_known(job, {KNOWN: 2})
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
     try:
-        admin.create_topics([NewTopic(KNOWN, 2, 1)])
 
         def described_id():  # right after the creation the broker may not describe it yet
             [described] = admin.describe_topics([KNOWN])
@@ -50,13 +53,7 @@ def known_topic_id(kafka):
 
 
 @pytest.fixture(scope="module")
-def job(known_topic_id, job_factory):
-    # The metadata publisher runs before the query starts: KNOWN is known from the first batch on.
-    return job_factory(stream={"metadata_refresh_ms": 1000}, coordinator={"coordinator.partitions": PARTITIONS})
-
-
-@pytest.fixture(scope="module")
-def client(job):
+def client(job, known_topic_id):
     c = job.client("conformance-e2e")
     yield c
     c.close()
@@ -351,7 +348,7 @@ def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
     until(lambda: committed() == 8, "the v5 transaction's offset was never committed")
 
 
-def test_group_configs_apply_to_the_consumer_group_heartbeat(client):
+def test_group_configs_apply_to_the_consumer_group_heartbeat(client, job):
     """KIP-848 group configs: IncrementalAlterConfigs on a GROUP resource, DescribeConfigs shows
     the override and the defaults, and the group's next ConsumerGroupHeartbeat answer carries the
     group's heartbeat interval."""
@@ -390,11 +387,16 @@ def test_group_configs_apply_to_the_consumer_group_heartbeat(client):
     )
     [result] = described["results"]
     assert result["errorCode"] == 0, result
+    # The rest are defaults (DEFAULT_CONFIG): consumer.* and share.* the coordinator's settings
+    # (the shared job's, tests/integration/conftest.py), streams.* GroupConfig's own whatever the
+    # coordinator's group.streams.* (Kafka's GroupCoordinatorConfig.extractGroupConfigMap).
+    defaults = job.cfg.coordinator_config()
+    assert defaults["group.streams.session.timeout.ms"] != 45000  # so the line below tells them apart
     assert {c["name"]: (c["value"], c["configSource"]) for c in result["configs"]} == {
         "consumer.session.timeout.ms": ("50000", 8),
         "consumer.heartbeat.interval.ms": ("7000", 8),
-        "share.session.timeout.ms": ("45000", 5),
-        "share.heartbeat.interval.ms": ("5000", 5),
+        "share.session.timeout.ms": (str(defaults["group.share.session.timeout.ms"]), 5),
+        "share.heartbeat.interval.ms": (str(defaults["group.share.heartbeat.interval.ms"]), 5),
         "share.record.lock.duration.ms": ("30000", 5),
         "share.auto.offset.reset": ("latest", 5),
         "share.isolation.level": ("read_uncommitted", 5),

@@ -1,11 +1,13 @@
 """The dashboard end to end, in a real headless browser (Debian's Chromium).
 
-The real broker, one job with its projector (a real redis-server) and its metrics endpoint, which
-serves the page. A classic group and a KIP-848 group commit offsets below the log end (lag), one
-transaction commits and one is left open past the (small) hanging threshold. Once the page's JSON
-shows all of it, Chromium renders the overview and the classic group's page (`--dump-dom`, after
-the page's script ran) and takes screenshots, kept under artifacts/dashboard-e2e/. Last, with the
-job stopped, an exporter on its status file and a Redis nobody listens on: the page says both.
+The real broker and the test run's shared `observed` job: its projector (a real redis-server) and
+its metrics endpoint, which serves the page. Other modules' groups and transactions are on the page
+too: the checks look at this module's rows (all `dash-`). A classic group and a KIP-848 group
+commit offsets below the log end (lag), one transaction commits and one is left open past the
+(small) hanging threshold. Once the page's JSON shows all of it, Chromium renders the overview and
+the classic group's page (`--dump-dom`, after the page's script ran) and takes screenshots, kept
+under artifacts/dashboard-e2e/. Last (this module runs last on the observed job), with the job
+stopped, an exporter on its status file and a Redis nobody listens on: the page says both.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from streaming.config import ROOT
 from streaming.metrics_exporter import MetricsExporter
 from streaming.status import status_path
 
-from .harness import create_data_topics
+from .harness import wait_topics_known
 
-pytestmark = pytest.mark.integration
+# Last on the observed job: its last test stops the job.
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("observed", order=1)]
 
-PARTITIONS = 4
+PARTITIONS = 4  # of TOPIC
 TOPIC, TX_TOPIC = "dash-e2e-orders", "dash-e2e-tx"
 CLASSIC, CONSUMER = "dash-classic", "dash-consumer"
 TX_OPEN, TX_DONE = "dash-tx-hanging", "dash-tx-done"
@@ -46,21 +49,11 @@ ARTIFACTS = ROOT / "artifacts" / "dashboard-e2e"
 
 
 @pytest.fixture(scope="module")
-def job(job_factory, kafka, redis):
-    create_data_topics(kafka.bootstrap, {TOPIC: PARTITIONS, TX_TOPIC: 1})
-    job = job_factory(
-        coordinator={
-            "coordinator.partitions": PARTITIONS,
-            "group.consumer.heartbeat.interval.ms": 1000,
-            "group.consumer.min.heartbeat.interval.ms": 500,
-        },
-        stream={"metadata_refresh_ms": 1000},
-        redis={"enabled": True, "url": redis.url, "prefix": "dash", "trigger_interval": "200 milliseconds"},
-        metrics={"port": free_port(), "host": "127.0.0.1"},
-        dashboard={"hanging_transaction_ms": HANGING_MS, "sample_interval_ms": 1000},
-    )
-    job.url = f"http://127.0.0.1:{job.cfg.metrics['port']}"
-    return job
+def base_url(job) -> str:
+    """The page's address, once the module's topics are known to the running job's coordinators."""
+    assert job.cfg.dashboard["hanging_transaction_ms"] == HANGING_MS
+    wait_topics_known(job, {TOPIC: PARTITIONS, TX_TOPIC: 1})
+    return f"http://127.0.0.1:{job.cfg.metrics['port']}"
 
 
 def get_json(url: str) -> dict:
@@ -134,7 +127,7 @@ def consumer_described(client) -> dict:
     )["groups"][0]
 
 
-def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp_path):
+def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, base_url, tmp_path):
     producer = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all")
     for p in range(PARTITIONS):
         for i in range(RECORDS):
@@ -195,7 +188,7 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
 
         # The page's data, once the read model caught up and the transaction is old enough.
         def ready():
-            d = get_json(job.url + "/api/overview")
+            d = get_json(base_url + "/api/overview")
             groups = {g["groupId"]: g for g in d["groups"]}
             txns = {t["transactionalId"]: t for t in d["transactions"] or []}
             ok = (
@@ -214,7 +207,7 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
         data = until("the overview shows both groups, their lag, the rebalances and the hanging transaction", ready)
         assert data["problems"] == []
 
-        dom = rendered(tmp_path, job.url + "/")
+        dom = rendered(tmp_path, base_url + "/")
         _, cells = row(dom, "data-group", CLASSIC)
         assert cells[:5] == [CLASSIC, "classic", "Stable", "1", str(classic.generation.generation_id)], cells
         assert cells[-1] == "12", cells
@@ -228,15 +221,15 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
         assert CLASSIC in rebalances and CONSUMER in rebalances
         assert 'class="banner error"' not in dom
         assert "<polyline" in dom or "<circle" in dom  # the batch-duration chart has samples
-        screenshot(tmp_path, job.url + "/", "overview.png")
+        screenshot(tmp_path, base_url + "/", "overview.png")
 
-        gdom = rendered(tmp_path, job.url + f"/group/{CLASSIC}")
+        gdom = rendered(tmp_path, base_url + f"/group/{CLASSIC}")
         _, cells = row(gdom, "data-member", classic.member_id)
         assert f"{TOPIC}(0,1,2,3)" in cells, cells
         for (t, p), committed in CLASSIC_COMMITS.items():
             _, cells = row(gdom, "data-tp", f"{t}-{p}")
             assert cells == [t, str(p), str(committed), str(RECORDS), str(RECORDS - committed), classic.member_id]
-        screenshot(tmp_path, job.url + f"/group/{CLASSIC}", "group-classic.png")
+        screenshot(tmp_path, base_url + f"/group/{CLASSIC}", "group-classic.png")
     finally:
         for x in made:
             try:
@@ -251,10 +244,16 @@ def test_the_page_shows_groups_lag_rebalances_and_a_hanging_transaction(job, tmp
                 pass
 
 
-def test_the_page_says_when_redis_and_the_stream_are_down(job, tmp_path):
+def test_the_page_says_when_redis_and_the_stream_are_down(job, shared_jobs, tmp_path):
     """An exporter of our own (as an operator runs it on the driver's machine) with the job's status
     file, once the job has stopped, and a Redis nobody listens on."""
+    # The one test that stops a shared job: this module runs last on the observed job (order=1 in
+    # its marker). It stops the job the shared-job manager is running (no other) and tells the
+    # manager it is gone, so that a module after this one that asks for a shared job gets a fresh
+    # one (and the manager's teardown has nothing left to kill).
+    assert shared_jobs.running is not None and shared_jobs.running[1] is job
     job.stop()
+    shared_jobs.running = None
     dead = f"redis://127.0.0.1:{free_port()}/0"
     exporter = MetricsExporter(
         job.bootstrap,

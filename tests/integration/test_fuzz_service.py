@@ -7,12 +7,8 @@ import pytest
 
 from .fuzz_drill import run_fuzz
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def job(job_factory):
-    return job_factory(coordinator={"coordinator.request.max.bytes": 20_000})
+# On the shared job (its coordinator.request.max.bytes is 20,000: the corpus's oversized records).
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 
 @pytest.mark.parametrize("seed", [8, 2026])

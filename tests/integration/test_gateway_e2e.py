@@ -1,10 +1,13 @@
-"""Unchanged Kafka clients through the gateway (gateway/), with the real broker and the real job.
+"""Unchanged Kafka clients through the gateway (gateway/), with the real broker and the test run's
+shared job.
 
-One job and one gateway for the module. A three-member consumer group (kafka-python, then
-confluent-kafka) bootstraps to the gateway, consumes a topic and commits; one member is SIGKILLed
-(it never leaves) and the others take over its partitions after its session timeout. Every record
-produced is consumed, and a record is consumed twice only if it was not yet committed when its
-first consumer died or lost it (at-least-once).
+The gateway is gateway_process's (one for this module and test_gateway_java_e2e while both run
+against the shared job). Two three-member consumer groups, one of kafka-python members and one of
+confluent-kafka members, bootstrap to the gateway at the same time, each consumes a topic of its own
+and commits; one member of each group is SIGKILLed (it never leaves) and the others take over its
+partitions after its session timeout (both groups wait out their session timeouts together). In each
+group every record produced is consumed, and a record is consumed twice only if it was not yet
+committed when its first consumer died or lost it (at-least-once).
 """
 
 from __future__ import annotations
@@ -20,27 +23,24 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
-from .gateway_process import Gateway
-from .harness import ROOT, create_data_topics
+from .gateway_process import gateway_fixture, run_concurrently  # noqa: F401 - fixtures
+from .harness import ROOT, wait_topics_known
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
-PARTITIONS = 6
+TOPIC_PARTITIONS = 6  # of each group's data topic
 WAIT = 180  # seconds: a rebalance waits out a 10 s session on a shared, loaded machine
+# The client families: (topic, group) of each, unique to this module.
+FAMILIES = {
+    "kafka-python": ("gw-kp-orders", "gw-kp-group"),
+    "confluent-kafka": ("gw-ck-orders", "gw-ck-group"),
+}
 
 
 @pytest.fixture(scope="module")
-def job(job_factory):
-    return job_factory()
-
-
-@pytest.fixture(scope="module")
-def gateway(job, tmp_path_factory):
-    gw = Gateway(job.config_file, tmp_path_factory.mktemp("gateway"), ready_timeout=WAIT)
-    try:
-        yield gw
-    finally:
-        gw.stop()
+def topics(job):
+    """The groups' topics, known to every coordinator partition of the job before the groups commit."""
+    wait_topics_known(job, {topic: TOPIC_PARTITIONS for topic, _ in FAMILIES.values()})
 
 
 class Member:
@@ -91,6 +91,7 @@ def _produce(bootstrap: str, topic: str, values: list[str]) -> None:
 
 
 def _wait(condition, what: str, members, gateway, timeout: float = WAIT) -> None:
+    """Wait for `condition`; `what` names the family (two groups are waited for at once)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         if condition():
@@ -104,7 +105,7 @@ def _wait(condition, what: str, members, gateway, timeout: float = WAIT) -> None
 
 
 def run_takeover(lib: str, gateway, topic: str, group: str, workdir: Path) -> None:
-    create_data_topics(gateway_broker_bootstrap(gateway), {topic: PARTITIONS})
+    """One family's group through a takeover: its failures name `lib`."""
     first = [f"{topic}-a{i}" for i in range(150)]
     second = [f"{topic}-b{i}" for i in range(150)]
     _produce(gateway.bootstrap, topic, first)  # through the gateway: Metadata and Produce pass through
@@ -118,44 +119,45 @@ def run_takeover(lib: str, gateway, topic: str, group: str, workdir: Path) -> No
             assignments = [m.assignment() for m in live]
             return (
                 all(a for a in assignments)
-                and sum(len(a) for a in assignments) == PARTITIONS
-                and set().union(*assignments) == set(range(PARTITIONS))
+                and sum(len(a) for a in assignments) == TOPIC_PARTITIONS
+                and set().union(*assignments) == set(range(TOPIC_PARTITIONS))
             )
 
-        _wait(lambda: balanced(members), "three members share the partitions", members, gateway)
-        _wait(lambda: set(first) <= consumed_values(), "the first records consumed", members, gateway)
+        _wait(lambda: balanced(members), f"{lib}: three members share the partitions", members, gateway)
+        _wait(lambda: set(first) <= consumed_values(), f"{lib}: the first records consumed", members, gateway)
         victim, survivors = members[0], members[1:]
         victim.kill()  # no LeaveGroup: the others take over after its session times out
         _produce(gateway.bootstrap, topic, second)
         _wait(
             lambda: balanced(survivors) and set(first + second) <= consumed_values(),
-            "the survivors take over and consume every record",
+            f"{lib}: the survivors take over and consume every record",
             members,
             gateway,
         )
-        _check_admin_view(gateway, group, survivors)
+        _check_admin_view(lib, gateway, group, survivors)
     finally:
         for m in members:
             m.stop()
-    _check_at_least_once(members)
+    _check_at_least_once(lib, members)
 
 
-def _check_admin_view(gateway, group: str, survivors) -> None:
+def _check_admin_view(lib: str, gateway, group: str, survivors) -> None:
     """An admin client through the gateway (FindCoordinator, then DescribeGroups bridged to the group's
     coordinator partition; ListGroups asked of every partition) sees the group and the socket
     address of each member, as Kafka shows it."""
     admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)
     try:
-        assert group in {g["group_id"] for g in admin.list_groups()}
+        # The listing is the whole shared job's: only this group's presence is checked.
+        assert group in {g["group_id"] for g in admin.list_groups()}, f"{lib}: {group} not listed"
         info = admin.describe_groups([group])[group]
-        assert info["group_state"] == "Stable"
-        assert len(info["members"]) == len(survivors)
-        assert {m["client_host"] for m in info["members"]} == {"/127.0.0.1"}
+        assert info["group_state"] == "Stable", f"{lib}: {info}"
+        assert len(info["members"]) == len(survivors), f"{lib}: {info}"
+        assert {m["client_host"] for m in info["members"]} == {"/127.0.0.1"}, f"{lib}: {info}"
     finally:
         admin.close()
 
 
-def _check_at_least_once(members) -> None:
+def _check_at_least_once(lib: str, members) -> None:
     """A record consumed again was not committed by its earlier consumer: that consumer's commits
     for the partition all stopped at or before it."""
     first_seen: dict[tuple[int, int], int] = {}
@@ -176,40 +178,37 @@ def _check_at_least_once(members) -> None:
     for (p, o), who in duplicates.items():
         for earlier in set(who[:-1]):
             assert commits.get((earlier, p), 0) <= o, (
-                f"record {p}/{o} consumed again although member {earlier} had committed offset {commits[(earlier, p)]}"
+                f"{lib}: record {p}/{o} consumed again although member {earlier} had committed offset "
+                f"{commits[(earlier, p)]}"
             )
-    print(f"\n{sum(len(m.consumed()) for m in members)} records consumed, {len(duplicates)} twice")
+    print(f"\n{lib}: {sum(len(m.consumed()) for m in members)} records consumed, {len(duplicates)} twice")
 
 
-def gateway_broker_bootstrap(gateway) -> str:
-    return gateway.broker_bootstrap
-
-
-@pytest.fixture(scope="module")
-def gw(gateway, kafka):
-    gateway.broker_bootstrap = kafka.bootstrap
-    return gateway
-
-
-def test_kafka_python_group_takes_over_a_killed_members_partitions(gw, tmp_path):
-    run_takeover("kafka-python", gw, "gw-kp-orders", "gw-kp-group", tmp_path)
-
-
-def test_confluent_kafka_group_takes_over_a_killed_members_partitions(gw, tmp_path):
+def test_kafka_python_and_confluent_kafka_groups_take_over_killed_members_partitions(gateway, topics, tmp_path):
+    """Both families at once: their victims die at about the same time, so that the two session
+    timeouts are waited out together."""
+    flows = {}
+    for lib, (topic, group) in FAMILIES.items():
+        flows[lib] = lambda lib=lib, topic=topic, group=group: run_takeover(lib, gateway, topic, group, tmp_path)
     try:
         import confluent_kafka  # noqa: F401
     except ImportError as e:
-        pytest.skip(f"confluent-kafka does not import here: {e}")
-    run_takeover("confluent-kafka", gw, "gw-ck-orders", "gw-ck-group", tmp_path)
+        missing = e
+        del flows["confluent-kafka"]
+    else:
+        missing = None
+    run_concurrently(flows)
+    if missing is not None:
+        pytest.skip(f"kafka-python's takeover passed; confluent-kafka does not import here: {missing}")
 
 
-def test_a_malformed_frame_closes_its_connection_and_the_gateway_serves_on(gw):
-    host, _, port = gw.bootstrap.rpartition(":")
+def test_a_malformed_frame_closes_its_connection_and_the_gateway_serves_on(gateway):
+    host, _, port = gateway.bootstrap.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=30) as s:
         s.sendall((12).to_bytes(4, "big") + (11).to_bytes(2, "big") + b"\xff" * 10)  # a JoinGroup of junk
         assert s.recv(1) == b""  # closed, nothing answered
-    assert gw.proc.poll() is None
-    admin = KafkaAdminClient(bootstrap_servers=gw.bootstrap)  # ApiVersions, Metadata, ListGroups
+    assert gateway.proc.poll() is None
+    admin = KafkaAdminClient(bootstrap_servers=gateway.bootstrap)  # ApiVersions, Metadata, ListGroups
     try:
         assert isinstance(admin.list_groups(), list)
     finally:

@@ -1,10 +1,12 @@
 """Real transaction markers and real Kafka clients through the gateway, in the default deployment.
 
-One job for the module, in the default marker mode ([txn] markers = "auto"): the service's
+The test run's shared job, in the default marker mode ([txn] markers = "auto"): the service's
 transaction coordinator decides the markers; those of producers initialized by a Kafka client (a
 request marked `kafkaClient`, as the gateway marks every request) the broker writes as control
 records (WriteTxnMarkers), so that any read_committed consumer honours them; those of the project's
-JSON clients are JSON marker records, for client/read_committed.py.
+JSON clients are JSON marker records, for client/read_committed.py. The gateway is gateway_process's
+(one for this module and test_gateway_e2e while both run against the shared job). Every topic,
+group and transactional id is this module's own (prefix `gwjava-`).
 
 - test_broker_markers_*: the service's coordinator (JSON requests marked `kafkaClient`, as a
   gateway relays them) + transactional record batches written straight to the broker (Produce v11
@@ -12,10 +14,12 @@ JSON clients are JSON marker records, for client/read_committed.py.
   KafkaConsumer. Needs no gateway.
 - test_json_transaction_*: in the same job, the project's JSON transactional producer commits and
   aborts; client/read_committed.py reads the commit, and the markers are JSON records.
-- test_java_group_*: three Java consumers (kafka-clients 4.1, tests/integration/java) in one group
-  through the gateway, group.protocol=classic and =consumer (KIP-848): they consume and commit, one
-  is SIGKILLed, the other two take over its partitions; every record is consumed, and a record is
-  consumed twice only if its first consumer had not committed past it (at-least-once).
+- test_java_groups_*: two groups of three Java consumers (kafka-clients 4.1, tests/integration/java)
+  through the gateway at the same time, one group.protocol=classic and one =consumer (KIP-848):
+  they consume and commit, one member of each is SIGKILLed, the other two take over its partitions
+  (both groups wait out their victim's session together); in each group every record is consumed,
+  and a record is consumed twice only if its first consumer had not committed past it
+  (at-least-once).
 - test_java_transactions_*: a Java transactional producer through the gateway commits one
   transaction and aborts another; Java's and kafka-python's read_committed consumers see exactly
   the committed records.
@@ -30,62 +34,71 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from client import ReadCommittedConsumer, TransactionalProducer
-from client.topic_reader import read_records
+from client.topic_reader import end_offsets, read_records
 from coordinator.errors import Errors
 from coordinator.txn.markers import parse_marker
 from streaming.txn_markers import BrokerMarkerWriter
 
-from .gateway_process import Gateway
+from .gateway_process import Gateway, gateway_fixture, run_concurrently  # noqa: F401 - fixtures
+from .harness import wait_topics_known
 from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
-PARTITIONS = 4
-GROUP_PARTITIONS = 6
-TOPICS = {
-    "raw-txn-out": 2,
-    "json-txn-out": 2,
-    "java-classic-in": GROUP_PARTITIONS,
-    "java-consumer-in": GROUP_PARTITIONS,
-    "java-txn-out": 2,
-}
+GROUP_PARTITIONS = 6  # of each Java group's data topic
+RAW_OUT, JSON_OUT, TXN_OUT = "gwjava-raw-txn-out", "gwjava-json-txn-out", "gwjava-txn-out"
+# The Java groups' topics, by group.protocol.
+GROUP_TOPICS = {"classic": "gwjava-classic-in", "consumer": "gwjava-consumer-in"}
+TOPICS = {RAW_OUT: 2, JSON_OUT: 2, TXN_OUT: 2, **{t: GROUP_PARTITIONS for t in GROUP_TOPICS.values()}}
 WAIT = 180  # seconds: a takeover waits out a member's session on a shared, loaded machine
-# Sessions shorter than Kafka's 45 s so that a killed member is noticed sooner, yet long enough for
-# a heartbeat's answer to come back on a loaded machine: a consumer-protocol member heartbeats again
-# only once answered, and a first answer was measured taking 11 s under load (a 10 s session then
-# expired while the member was alive, and its OffsetFetch failed with UNKNOWN_MEMBER_ID).
-GROUP_CONFIG = {
-    "group.initial.rebalance.delay.ms": 0,
-    "group.consumer.session.timeout.ms": 30000,
-    "group.consumer.min.session.timeout.ms": 6000,
-    "group.consumer.heartbeat.interval.ms": 1000,
-    "group.consumer.min.heartbeat.interval.ms": 1000,
-}
+# The consumer-protocol group's session, set as its group config (this module's own job used to set
+# it job-wide): shorter than Kafka's 45 s so that a killed member is noticed sooner, yet long enough
+# for a heartbeat's answer to come back on a loaded machine: a consumer-protocol member heartbeats
+# again only once answered, and a first answer was measured taking 11 s under load (a 10 s session
+# then expired while the member was alive, and its OffsetFetch failed with UNKNOWN_MEMBER_ID).
+# Heartbeats every second. The classic members ask for 6 s sessions themselves (GatewayClient.java).
+# The shared job keeps Kafka's group.initial.rebalance.delay.ms (3 s; this module's job had 0): the
+# classic group's first rebalance waits that long for more members, which the waits for a stable
+# group of three cover.
+CONSUMER_GROUP_CONFIG = {"consumer.session.timeout.ms": "30000", "consumer.heartbeat.interval.ms": "1000"}
+GROUP_RESOURCE = 32  # IncrementalAlterConfigs resourceType GROUP (KIP-848)
 
 
-@pytest.fixture(scope="module")
-def job(kafka, job_factory):
-    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap)
-    try:
-        admin.create_topics([NewTopic(t, n, 1) for t, n in TOPICS.items()])
-    finally:
-        admin.close()
-    return job_factory(
-        stream={"metadata_refresh_ms": 1000},  # [txn] markers: the default, "auto"
-        coordinator={"coordinator.partitions": PARTITIONS, **GROUP_CONFIG},
+def java_group(protocol: str) -> str:
+    return f"gwjava-{protocol}-group"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def topics_and_group_config(job, client):
+    """This module's topics, known to every coordinator partition of the job before any request names
+    them, and the consumer-protocol group's configs, set before its members join. The job must be in
+    the default marker mode, which the module is about."""
+    assert job.cfg.txn_markers == "auto"
+    group = java_group("consumer")
+    resp = client.request(
+        "IncrementalAlterConfigs",
+        1,
+        {
+            "resources": [
+                {
+                    "resourceType": GROUP_RESOURCE,
+                    "resourceName": group,
+                    "configs": [
+                        {"name": k, "configOperation": 0, "value": v} for k, v in CONSUMER_GROUP_CONFIG.items()
+                    ],
+                }
+            ],
+            "validateOnly": False,
+        },
+        key=group,
+        timeout=60,
     )
-
-
-@pytest.fixture(scope="module")
-def gateway(job, tmp_path_factory):
-    g = Gateway(job.config_file, tmp_path_factory.mktemp("gateway"), ready_timeout=WAIT)
-    yield g
-    g.stop()
+    assert [(r["errorCode"], r["errorMessage"]) for r in resp["responses"]] == [(0, None)], resp
+    wait_topics_known(job, TOPICS)
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +109,7 @@ def java(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def client(job):
-    c = job.client("gw-txn-client")
+    c = job.client("gwjava-txn-client")
     yield c
     c.close()
 
@@ -234,8 +247,10 @@ def read_partition(bootstrap: str, tp: TopicPartition, isolation: str, timeout_s
 
 
 def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
-    tp = TopicPartition("raw-txn-out", 1)
-    producer = RawTransactionalProducer(kafka.bootstrap, client, "raw-txn-1")
+    tp = TopicPartition(RAW_OUT, 1)
+    tid = "gwjava-raw-txn-1"
+    since = end_offsets(kafka.bootstrap, job.topics["events"])  # the shared job's events: only ours count
+    producer = RawTransactionalProducer(kafka.bootstrap, client, tid)
     try:
         producer.add(tp.topic, tp.partition)
         producer.produce(tp.topic, tp.partition, [b"c1", b"c2"])
@@ -260,7 +275,7 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
                     "producerId": producer.pid,
                     "producerEpoch": producer.epoch,
                     "commit": True,
-                    "transactionalId": "raw-txn-1",
+                    "transactionalId": tid,
                 }
             ]
         )
@@ -277,12 +292,16 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
         return [
             e
             for e in (json.loads(r.value) for r in records if r.value is not None)
-            if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == "raw-txn-1"
+            if e.get("event") == "TransactionMarkerWritten" and e.get("transactionalId") == tid
         ]
 
     written = marker_events(
         read_records(
-            kafka.bootstrap, job.topics["events"], timeout_s=60, until=lambda records: len(marker_events(records)) >= 3
+            kafka.bootstrap,
+            job.topics["events"],
+            timeout_s=60,
+            start=since,
+            until=lambda records: len(marker_events(records)) >= 3,
         )
     )
     assert [(e["result"], e["outcome"], e["partition"]) for e in written[:3]] == [
@@ -295,20 +314,23 @@ def test_broker_markers_commit_and_abort_for_read_committed(job, client, kafka):
 def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kafka):
     """The default mode serves the project's JSON clients too: JSON markers for their producers."""
     with TransactionalProducer(
-        kafka.bootstrap, "json-txn-1", requests_topic=job.topics["requests"], responses_topic=job.topics["responses"]
+        kafka.bootstrap,
+        "gwjava-json-txn-1",
+        requests_topic=job.topics["requests"],
+        responses_topic=job.topics["responses"],
     ) as producer:
         producer.init_transactions()
         producer.begin_transaction()
         for i in range(4):
-            producer.send("json-txn-out", f"json-c{i}", partition=i % 2)
+            producer.send(JSON_OUT, f"json-c{i}", partition=i % 2)
         producer.commit_transaction()
         producer.begin_transaction()
-        producer.send("json-txn-out", "json-a0", partition=0)
+        producer.send(JSON_OUT, "json-a0", partition=0)
         producer.abort_transaction()
         producer.begin_transaction()
-        producer.send("json-txn-out", "json-c4", partition=1)
+        producer.send(JSON_OUT, "json-c4", partition=1)
         producer.commit_transaction()
-    reader = ReadCommittedConsumer(kafka.bootstrap, ["json-txn-out"])
+    reader = ReadCommittedConsumer(kafka.bootstrap, [JSON_OUT])
     try:
         values: list[bytes] = []
         deadline = time.monotonic() + 60
@@ -322,7 +344,7 @@ def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kaf
     markers = [
         parse_marker([(k, v) for k, v in r.headers], r.value)
         for r in read_records(
-            kafka.bootstrap, "json-txn-out", timeout_s=60, until=lambda rs: sum(1 for r in rs if r.headers) >= 4
+            kafka.bootstrap, JSON_OUT, timeout_s=60, until=lambda rs: sum(1 for r in rs if r.headers) >= 4
         )
     ]
     assert sorted((m["type"], m["clientKind"]) for m in markers if m) == [
@@ -333,7 +355,7 @@ def test_json_transaction_commit_read_by_the_json_read_committed_reader(job, kaf
     ]
 
 
-# ------------------------------------------------------------------------------ Java consumer group
+# ----------------------------------------------------------------------------- Java consumer groups
 def produce_values(bootstrap: str, topic: str, values: list[str]) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     try:
@@ -393,40 +415,49 @@ def stable_assignment(members: list[JavaMember], partitions: int) -> dict | None
     return None
 
 
-def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, java: str, logs: Path) -> None:
-    group = f"java-{protocol}-group"
+def group_takeover(protocol: str, bootstrap: str, gateway: Gateway, java: str, logs: Path) -> None:
+    """One group.protocol's group through a takeover: its failures name `protocol`."""
+    group, topic = java_group(protocol), GROUP_TOPICS[protocol]
     first = [f"{protocol}-{i}" for i in range(300)]
-    members = [
-        JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, f"m{i}", log_dir=logs) for i in range(3)
-    ]
+    names = [f"{protocol}-m{i}" for i in range(3)]
+    members = [JavaMember(java, "consume", gateway.bootstrap, group, topic, protocol, n, log_dir=logs) for n in names]
     try:
         lines = lambda: {m.args[-1]: m.snapshot() for m in members}  # noqa: E731
         details = lambda: f"\nassignments {[assignments(m.snapshot()) for m in members]}\n{gateway.tail(15)}"  # noqa: E731
-        wait_until(lambda: stable_assignment(members, GROUP_PARTITIONS), WAIT, "a stable group of three", details)
+        wait_until(
+            lambda: stable_assignment(members, GROUP_PARTITIONS), WAIT, f"{protocol}: a stable group of three", details
+        )
         # Records are produced only once each member owns a partition: produced before, the first
         # member to join (a KIP-848 group assigns it every partition at once) may consume them all
         # before the others join, and the victim would then never have anything to commit.
         produce_values(bootstrap, topic, first)
         victim = members[0]
         # The victim has consumed and committed something before it dies.
-        victim.wait_for(lambda line: line.startswith("COMMITTED "), WAIT, "commit")
+        victim.wait_for(lambda line: line.startswith("COMMITTED "), WAIT, f"commit of the {protocol} victim")
         victim.kill()
         survivors = members[1:]
         second = [f"{protocol}-{i}" for i in range(300, 600)]
         produce_values(bootstrap, topic, second)
-        wait_until(lambda: stable_assignment(survivors, GROUP_PARTITIONS), WAIT, "the survivors' takeover", details)
+        wait_until(
+            lambda: stable_assignment(survivors, GROUP_PARTITIONS),
+            WAIT,
+            f"{protocol}: the survivors' takeover",
+            details,
+        )
 
         def all_consumed():
             values = {v for m in members for (_, _, _, v) in consumed(m.snapshot())}
             return values >= set(first + second)
 
-        wait_until(all_consumed, WAIT, "every record consumed", details)
+        wait_until(all_consumed, WAIT, f"{protocol}: every record consumed", details)
         by_member = lines()
-        assert at_least_once_violations(by_member) == []
+        assert at_least_once_violations(by_member) == [], f"{protocol}: committed records delivered again"
         # The survivors took over every partition of the victim's.
-        victim_parts = set(assignments(by_member["m0"])["m0"])
+        victim_parts = set(assignments(by_member[names[0]])[names[0]])
         survivor_records = {(p, o) for m in survivors for (_, p, o, _) in consumed(m.snapshot())}
-        assert victim_parts and all(any(p == vp for p, _ in survivor_records) for vp in victim_parts)
+        assert victim_parts and all(any(p == vp for p, _ in survivor_records) for vp in victim_parts), (
+            f"{protocol}: the survivors did not consume every partition of the victim's {sorted(victim_parts)}"
+        )
         deliveries = Counter((p, o) for m in members for (_, p, o, _) in consumed(m.snapshot()))
         print(
             f"\n{protocol}: {len(deliveries)} records, {sum(deliveries.values()) - len(deliveries)} "
@@ -437,30 +468,33 @@ def group_takeover(protocol: str, topic: str, bootstrap: str, gateway: Gateway, 
             m.stop()
 
 
-def test_java_group_classic_takeover_after_kill(job, gateway, java, kafka, tmp_path):
-    group_takeover("classic", "java-classic-in", kafka.bootstrap, gateway, java, tmp_path)
-
-
-def test_java_group_consumer_protocol_takeover_after_kill(job, gateway, java, kafka, tmp_path):
-    group_takeover("consumer", "java-consumer-in", kafka.bootstrap, gateway, java, tmp_path)
+def test_java_groups_classic_and_consumer_protocol_take_over_after_kill(gateway, java, kafka, tmp_path):
+    """Both protocols at once: their victims die at about the same time, so that the classic group's
+    6 s session and the consumer group's 30 s one are waited out together."""
+    run_concurrently(
+        {
+            protocol: lambda protocol=protocol: group_takeover(protocol, kafka.bootstrap, gateway, java, tmp_path)
+            for protocol in GROUP_TOPICS
+        }
+    )
 
 
 # ------------------------------------------------------------------------------ Java transactions
-def test_java_transactions_commit_and_abort_for_read_committed(job, gateway, java, kafka):
-    lines = run_java(java, "produce-txn", gateway.bootstrap, "java-txn-1", "java-txn-out", "7", "5")
+def test_java_transactions_commit_and_abort_for_read_committed(gateway, java, kafka):
+    lines = run_java(java, "produce-txn", gateway.bootstrap, "gwjava-txn-1", TXN_OUT, "7", "5")
     assert lines == ["COMMITTED 7", "ABORTED 5"]
     # Java's read_committed consumer, through the gateway.
-    out = run_java(java, "read-committed", gateway.bootstrap, "java-txn-out")
+    out = run_java(java, "read-committed", gateway.bootstrap, TXN_OUT)
     assert out[-1] == "END 7"
     assert sorted(line.split(" ", 4)[4] for line in out if line.startswith("RECORD ")) == sorted(
         f"committed-{i}" for i in range(7)
     )
     # kafka-python's, straight from the broker: the markers are real control records.
     values = []
-    for p in range(TOPICS["java-txn-out"]):
-        values += read_partition(kafka.bootstrap, TopicPartition("java-txn-out", p), "read_committed")
+    for p in range(TOPICS[TXN_OUT]):
+        values += read_partition(kafka.bootstrap, TopicPartition(TXN_OUT, p), "read_committed")
     assert sorted(values) == sorted(f"committed-{i}".encode() for i in range(7))
     everything = []
-    for p in range(TOPICS["java-txn-out"]):
-        everything += read_partition(kafka.bootstrap, TopicPartition("java-txn-out", p), "read_uncommitted")
+    for p in range(TOPICS[TXN_OUT]):
+        everything += read_partition(kafka.bootstrap, TopicPartition(TXN_OUT, p), "read_uncommitted")
     assert len(everything) == 12  # the aborted records are in the log, and hidden

@@ -25,22 +25,18 @@ from client.classic_group import STABLE, ClassicGroupMember
 from client.topic_reader import events as read_events
 from coordinator import Errors
 from coordinator.group.classic.consumer_protocol import encode_subscription
-from tests.integration.harness import create_data_topics
+from tests.integration.harness import wait_topics_known
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 TOPIC = "migration-e2e-orders"
 PARTITIONS = 6
 WAIT = 120  # seconds; the machine is shared
 
 
-@pytest.fixture(scope="module")
-def job(job_factory, kafka):
-    create_data_topics(kafka.bootstrap, {TOPIC: PARTITIONS})
-    return job_factory(
-        coordinator={"group.consumer.heartbeat.interval.ms": 1000, "group.consumer.min.heartbeat.interval.ms": 500},
-        stream={"metadata_refresh_ms": 1000},
-    )
+@pytest.fixture(scope="module", autouse=True)
+def topic(job):
+    wait_topics_known(job, {TOPIC: PARTITIONS})
 
 
 class Ownership:

@@ -6,37 +6,50 @@ client record reaches the service's own topics, Kafka's internal ones or the coo
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from client.topic_reader import events, read_records
+from client.topic_reader import end_offsets, events
 from coordinator import Errors, coordinator_partition
 from coordinator.envelope import BROADCAST_KEY
 from streaming.trust import MAC_HEADER
 
+from .harness import wait_topics_known
 from .topic_audit import TopicAudit, service_records_only
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 INVALID_REQUEST = Errors.INVALID_REQUEST.code
+CLIENT_ID = "hostile"  # every answer this module looks for is to this client (or to "", see 1002)
 
 
-@pytest.fixture(scope="module")
-def job(job_factory):
-    j = job_factory(start=False)
-    admin = KafkaAdminClient(bootstrap_servers=j.bootstrap)
-    try:  # reply topics a client may use (they match the pattern and exist), one of them small
+@pytest.fixture(scope="module", autouse=True)
+def reply_topics(job):
+    """Reply topics a client may use (they match the pattern and exist), one of them small; the
+    job knows them before the first test (it checks a reply topic against its topic metadata)."""
+    admin = KafkaAdminClient(bootstrap_servers=job.bootstrap)
+    try:
         admin.create_topics(
             [
-                NewTopic(j.topics["responses"] + ".team-a", 1, 1),
-                NewTopic(j.topics["responses"] + ".small", 1, 1, topic_configs={"max.message.bytes": "3000"}),
+                NewTopic(job.topics["responses"] + ".team-a", 1, 1),
+                NewTopic(job.topics["responses"] + ".small", 1, 1, topic_configs={"max.message.bytes": "3000"}),
             ]
         )
     finally:
         admin.close()
-    return j.start()
+    wait_topics_known(job, {job.topics["responses"] + ".team-a": 1, job.topics["responses"] + ".small": 1})
+
+
+@pytest.fixture(scope="module")
+def since(job, reply_topics):
+    """Where the answer and event topics ended before this module's records: the job is shared,
+    and other clients' answers may carry the same correlation ids."""
+    topics = [job.topics["responses"], job.topics["events"]]
+    topics += [job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"]
+    return {t: end_offsets(job.bootstrap, t) for t in topics}
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +60,12 @@ def producer(job):
 
 
 @pytest.fixture(scope="module")
-def audit(job):
+def audit(job, since):
     """What every topic holds before the hostile records (checked at the end of the module)."""
     return TopicAudit(job.bootstrap)
 
 
-def envelope(cid: int, api: str, version: int, body: dict, client_id: str = "hostile", **extra) -> bytes:
+def envelope(cid: int, api: str, version: int, body: dict, client_id: str = CLIENT_ID, **extra) -> bytes:
     return json.dumps(
         {"apiKey": api, "apiVersion": version, "correlationId": cid, "clientId": client_id, "request": body, **extra}
     ).encode()
@@ -63,28 +76,43 @@ def send(job, producer, key: bytes | None, value: bytes | None, topic: str | Non
     producer.flush()
 
 
-def answers(job, cids: set[int], timeout_s: float = 90) -> dict[int, tuple[str, dict]]:
+def answers(job, since, cids: set[int], timeout_s: float = 90) -> dict[int, tuple[str, dict]]:
     """correlationId -> (topic it was written to, envelope), for every id in `cids`, from every
-    response topic a client could be answered on."""
+    response topic a client could be answered on (this module's client's answers since it began):
+    the three topics read at once until every id is found, then to their ends (an answer written
+    to two topics shows as a second entry for the same id, which the callers' unpacking refuses)."""
+    topics = [job.topics["responses"], job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"]
     found: dict[int, tuple[str, dict]] = {}
-
-    def collect(topic):
-        def until(recs):
-            for r in recs:
-                try:
-                    env = json.loads(r.value)
-                except (TypeError, ValueError):
-                    continue
-                if isinstance(env, dict) and env.get("correlationId") in cids:
-                    found[env["correlationId"]] = (topic, env)
-            return cids <= set(found)
-
-        return until
-
-    for topic in (job.topics["responses"], job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"):
-        read_records(
-            job.bootstrap, topic, timeout_s=timeout_s if topic == job.topics["responses"] else 5, until=collect(topic)
-        )
+    consumer = KafkaConsumer(bootstrap_servers=job.bootstrap, group_id=None, enable_auto_commit=False)
+    try:
+        tps = [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t) or ())]
+        consumer.assign(tps)
+        for tp in tps:
+            consumer.seek(tp, since[tp.topic].get(tp.partition, 0))
+        deadline, ends = time.monotonic() + timeout_s, None
+        while time.monotonic() < deadline:
+            for tp, records in consumer.poll(timeout_ms=200).items():
+                for r in records:
+                    try:
+                        env = json.loads(r.value)
+                    except (TypeError, ValueError):
+                        continue
+                    if (
+                        isinstance(env, dict)
+                        and env.get("correlationId") in cids
+                        and env.get("clientId") in (CLIENT_ID, "")
+                    ):
+                        cid = env["correlationId"]
+                        found[cid if cid not in found or found[cid][0] == tp.topic else (cid, tp.topic)] = (
+                            tp.topic,
+                            env,
+                        )
+            if ends is None and cids <= set(found):
+                ends = consumer.end_offsets(tps)
+            if ends is not None and all(consumer.position(tp) >= end for tp, end in ends.items()):
+                break
+    finally:
+        consumer.close()
     return found
 
 
@@ -92,24 +120,24 @@ def assert_alive(job) -> None:
     c = job.client("liveness")
     try:
         r = c.request("FindCoordinator", 3, {"key": "alive", "keyType": 0}, timeout=90)
-        assert r["errorCode"] == 0 and r["nodeId"] == coordinator_partition("alive")
+        assert r["errorCode"] == 0 and r["nodeId"] == coordinator_partition("alive", job.cfg.coordinator_partitions)
     finally:
         c.close()
     assert job.proc.poll() is None, job.tail()
 
 
-def test_a_record_key_that_is_not_utf8(job, producer, audit):
+def test_a_record_key_that_is_not_utf8(job, producer, since, audit):
     send(job, producer, b"\xff\xfe", envelope(1001, "FindCoordinator", 3, {"key": "g", "keyType": 0}))
-    [(topic, env)] = answers(job, {1001}).values()
+    [(topic, env)] = answers(job, since, {1001}).values()
     assert env["response"]["errorCode"] == INVALID_REQUEST and "UTF-8" in env["response"]["errorMessage"]
     assert_alive(job)
 
 
-def test_damaged_json_with_a_lone_surrogate_client_id(job, producer, audit):
+def test_damaged_json_with_a_lone_surrogate_client_id(job, producer, since, audit):
     send(
         job, producer, b"g", b'{"correlationId": 1002, "clientId": "\\ud800", "apiKey": "FindCoordinator", "request": {'
     )
-    [(topic, env)] = answers(job, {1002}).values()
+    [(topic, env)] = answers(job, since, {1002}).values()
     assert env["clientId"] == "" and env["response"]["errorCode"] == INVALID_REQUEST
     assert_alive(job)
 
@@ -124,30 +152,30 @@ def test_damaged_json_with_a_lone_surrogate_client_id(job, producer, audit):
         (1007, "{state_log}", "matching"),
     ],
 )
-def test_reply_to_of_an_unknown_api_is_checked(job, producer, audit, cid, reply_to, reason):
+def test_reply_to_of_an_unknown_api_is_checked(job, producer, since, audit, cid, reply_to, reason):
     reply_to = reply_to.format(**job.topics)
     send(job, producer, b"g", envelope(cid, "NoSuchApi", 0, {}, replyTo=reply_to))
-    [(topic, env)] = answers(job, {cid}).values()
+    [(topic, env)] = answers(job, since, {cid}).values()
     assert topic == job.topics["responses"]
     assert env["response"]["errorCode"] == INVALID_REQUEST and reason in env["response"]["errorMessage"]
     assert_alive(job)
 
 
-def test_an_unsupported_version_answer_never_lands_in_the_state_log(job, producer, audit):
+def test_an_unsupported_version_answer_never_lands_in_the_state_log(job, producer, since, audit):
     send(job, producer, b"g", envelope(1008, "FindCoordinator", 99, {}, replyTo=job.topics["state_log"]))
-    [(topic, env)] = answers(job, {1008}).values()
+    [(topic, env)] = answers(job, since, {1008}).values()
     assert topic == job.topics["responses"] and env["response"]["errorCode"] == INVALID_REQUEST
     assert service_records_only(job)
 
 
-def test_the_broadcast_key_on_a_client_record(job, producer, audit):
+def test_the_broadcast_key_on_a_client_record(job, producer, since, audit):
     send(job, producer, BROADCAST_KEY.encode(), envelope(1009, "FindCoordinator", 3, {"key": "g", "keyType": 0}))
-    [(topic, env)] = answers(job, {1009}).values()
+    [(topic, env)] = answers(job, since, {1009}).values()
     assert env["response"]["errorCode"] == INVALID_REQUEST and "reserved" in env["response"]["errorMessage"]
     assert_alive(job)
 
 
-def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(job, producer, audit):
+def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(job, producer, since, audit):
     empty = {"topicStates": []}
     send(job, producer, BROADCAST_KEY.encode(), envelope(1010, "UpdateMetadata", 0, empty))
     for cid, headers in ((1011, []), (1012, [(MAC_HEADER, b"0" * 64)])):
@@ -159,12 +187,13 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
             topic=job.topics["internal"],
             headers=headers,
         )
-    [(_, env)] = answers(job, {1010}).values()
+    [(_, env)] = answers(job, since, {1010}).values()
     assert env["response"]["errorCode"] == INVALID_REQUEST
     found = events(
         job.bootstrap,
         job.topics["events"],
         timeout_s=90,
+        start=since[job.topics["events"]],
         until=lambda recs: sum(b"ForgedInternalRecord" in (r.value or b"") for r in recs) >= 2,
     )
     assert sum(e["event"] == "ForgedInternalRecord" for e in found) == 2
@@ -176,11 +205,11 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
         b"g",
         envelope(1013, "FindCoordinator", 3, {"key": "g", "keyType": 0}, replyTo=job.topics["responses"] + ".team-a"),
     )
-    [(topic, env)] = answers(job, {1013}).values()
+    [(topic, env)] = answers(job, since, {1013}).values()
     assert topic == job.topics["responses"] + ".team-a" and env["response"]["errorCode"] == 0
 
 
-def test_an_answer_larger_than_the_reply_topic_takes(job, producer, audit):
+def test_an_answer_larger_than_the_reply_topic_takes(job, producer, since, audit):
     """The sink would fail on it (RecordTooLargeException), and again on every replay."""
     small = job.topics["responses"] + ".small"
     send(
@@ -195,14 +224,15 @@ def test_an_answer_larger_than_the_reply_topic_takes(job, producer, audit):
             replyTo=small,
         ),
     )
-    [(topic, env)] = answers(job, {1014}).values()
+    [(topic, env)] = answers(job, since, {1014}).values()
     assert topic == small and env["response"]["errorCode"] == Errors.UNKNOWN_SERVER_ERROR.code
     assert "larger than" in env["response"]["errorMessage"]
     assert_alive(job)
 
 
-def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audit):
-    groups = [g for g in (f"dup-proto-{i}" for i in range(50_000)) if coordinator_partition(g) == 7][:150]
+def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, since, audit):
+    partitions = job.cfg.coordinator_partitions
+    groups = [g for g in (f"dup-proto-{i}" for i in range(50_000)) if coordinator_partition(g, partitions) == 7][:150]
     for i, g in enumerate(groups):
         producer.send(
             job.topics["requests"],
@@ -224,7 +254,7 @@ def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, audi
             ),
         )
     producer.flush()
-    got = answers(job, set(range(2000, 2150)))
+    got = answers(job, since, set(range(2000, 2150)))
     assert {env["response"]["errorCode"] for _, env in got.values()} == {Errors.INCONSISTENT_GROUP_PROTOCOL.code}
     assert_alive(job)
 

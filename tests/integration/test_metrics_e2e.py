@@ -1,12 +1,14 @@
-"""Metrics end to end: the real broker and job, scraped from the job's Prometheus endpoint.
+"""Metrics end to end: the real broker and the test run's shared `observed` job, scraped from the
+job's Prometheus endpoint.
 
 A classic group forms, rebalances when a second member joins, loses that member to its session
 timeout and empties when the first leaves; a KIP-848 group forms, loses its member to its session
 timeout and, with no offsets, is expired; a simple group commits offsets. Each step is seen in the
-scraped series. Then an exporter of our own, started on the metrics topic, rebuilds the same
-totals as the job's (the newest record of every coordinator partition counts, whatever was
-written twice): `python -m streaming.metrics_exporter`, as an operator runs it. Last, the job is
-SIGKILLed and restarted: its endpoint serves the same totals (nothing counted twice).
+scraped series, as a change from a scrape taken when the test starts (this module runs first on a
+fresh job, `order=-1`, but counts nothing another module may have left). Then an exporter of our
+own, started on the metrics topic, rebuilds the same totals as the job's (the newest record of every
+coordinator partition counts, whatever was written twice): `python -m streaming.metrics_exporter`,
+as an operator runs it.
 """
 
 from __future__ import annotations
@@ -26,30 +28,94 @@ from streaming.config import ROOT
 
 from .harness import create_data_topics
 
-pytestmark = pytest.mark.integration
+# First on the observed job (fresh counts): the histogram of a job that has not rebalanced yet.
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("observed", order=-1)]
 
 TOPIC = "metrics-e2e-data"
+CLASSIC, CONSUMER, SIMPLE = "metrics-e2e-classic", "metrics-e2e-consumer", "metrics-e2e-simple"
+CONSUMER_SESSION_MS = 8000  # the consumer group's own session timeout (the job's default is 30 s)
 WAIT = 120  # seconds: the machine is shared; conditions are polled, never timed
 P = "kafka_coordinator_"
+UNKNOWN_TOPIC_OR_PARTITION, GROUP_RESOURCE = 3, 32  # GROUP_RESOURCE: ConfigResource.Type.GROUP
+
+
+def metrics_url(job) -> str:
+    return f"http://127.0.0.1:{job.cfg.metrics['port']}/metrics"
 
 
 @pytest.fixture(scope="module")
-def job(job_factory, kafka):
-    create_data_topics(kafka.bootstrap, {TOPIC: 4})
-    job = job_factory(
-        metrics={"port": free_port(), "host": "127.0.0.1"},
-        coordinator={
-            "group.consumer.session.timeout.ms": 8000,
-            "group.consumer.min.session.timeout.ms": 8000,
-            "group.consumer.heartbeat.interval.ms": 1000,
-            "group.consumer.min.heartbeat.interval.ms": 500,
-            # an Empty group without offsets is deleted at the next check
-            "offsets.retention.check.interval.ms": 2000,
-        },
-        stream={"metadata_refresh_ms": 1000},
-    )
-    job.metrics_url = f"http://127.0.0.1:{job.cfg.metrics['port']}/metrics"
-    return job
+def topic(job):
+    """The data topic, known to the coordinator partitions of this module's groups.
+
+    The probe is an OffsetCommit with generation 1 for a group that does not exist yet: a topic the
+    coordinator does not know is answered UNKNOWN_TOPIC_OR_PARTITION, a known one GROUP_ID_NOT_FOUND,
+    and nothing is stored or counted (harness.wait_topics_known commits offsets of probe groups,
+    which would move this module's totals)."""
+    create_data_topics(job.bootstrap, {TOPIC: 4})
+    client = job.client("metrics-e2e-probe")
+    try:
+        deadline = time.monotonic() + WAIT
+        for group in (CONSUMER, SIMPLE):
+            while True:
+                resp = client.request(
+                    "OffsetCommit",
+                    9,
+                    {
+                        "groupId": group,
+                        "generationIdOrMemberEpoch": 1,
+                        "memberId": "metrics-e2e-probe",
+                        "groupInstanceId": None,
+                        "topics": [
+                            {
+                                "name": TOPIC,
+                                "partitions": [
+                                    {
+                                        "partitionIndex": p,
+                                        "committedOffset": 0,
+                                        "committedLeaderEpoch": -1,
+                                        "committedMetadata": None,
+                                    }
+                                    for p in range(4)
+                                ],
+                            }
+                        ],
+                    },
+                    key=group,
+                    timeout=WAIT,
+                )
+                codes = {p["errorCode"] for t in resp["topics"] for p in t["partitions"]}
+                if UNKNOWN_TOPIC_OR_PARTITION not in codes:
+                    assert 0 not in codes, f"the probe committed offsets of {group}: {resp}"
+                    break
+                assert time.monotonic() < deadline, f"the job never learnt {TOPIC}:\n{job.tail()}"
+                time.sleep(0.2)
+        # The KIP-848 group's own session timeout, set before its member joins (as a Kafka user does).
+        resp = client.request(
+            "IncrementalAlterConfigs",
+            1,
+            {
+                "resources": [
+                    {
+                        "resourceType": GROUP_RESOURCE,
+                        "resourceName": CONSUMER,
+                        "configs": [
+                            {
+                                "name": "consumer.session.timeout.ms",
+                                "configOperation": 0,
+                                "value": str(CONSUMER_SESSION_MS),
+                            }
+                        ],
+                    }
+                ],
+                "validateOnly": False,
+            },
+            key=CONSUMER,
+            timeout=WAIT,
+        )
+        assert [(r["errorCode"], r["errorMessage"]) for r in resp["responses"]] == [(0, None)], resp
+    finally:
+        client.close()
+    return TOPIC
 
 
 def scrape_text(url: str) -> str:
@@ -66,7 +132,7 @@ def parse(text: str) -> dict:
 
 
 def scrape(job) -> dict:
-    return parse(scrape_text(job.metrics_url))
+    return parse(scrape_text(metrics_url(job)))
 
 
 def value(m: dict, name: str, **labels) -> float:
@@ -89,7 +155,7 @@ def wait_until(job, what: str, predicate, timeout: float = WAIT) -> dict:
     raise AssertionError(f"metrics never showed {what}: {shown}\n{job.tail()}")
 
 
-def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
+def test_metrics_follow_groups_forming_rebalancing_and_expiring(job, topic):
     m = wait_until(
         job,
         "the job's first batches",
@@ -97,11 +163,17 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
     )
     assert value(m, "stream_batches_total") >= 1 and value(m, "partitions_reporting") >= 1
     assert value(m, "state_bytes", partition=str(next(iter(_partitions(m))))) > 0
-    text = scrape_text(job.metrics_url)
-    assert f"# TYPE {P}group_rebalance_duration_ms histogram" not in text  # nothing rebalanced yet
+    # Every count below is a change from this scrape (nothing else runs on the job meanwhile).
+    base = m
+
+    def d(m: dict, name: str, **labels) -> float:
+        return value(m, name, **labels) - value(base, name, **labels)
+
+    if not any(k[0] == P + "group_rebalance_started_total" for k in base):  # a fresh job (order=-1)
+        text = scrape_text(metrics_url(job))
+        assert f"# TYPE {P}group_rebalance_duration_ms histogram" not in text  # nothing rebalanced yet
 
     # ---- a classic group forms
-    group = "metrics-e2e-classic"
     kw = dict(
         requests_topic=job.topics["requests"],
         responses_topic=job.topics["responses"],
@@ -109,40 +181,37 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
         heartbeat_interval_ms=1000,
         rebalance_timeout_ms=30000,
     )
-    a = ClassicGroupMember(job.bootstrap, group, [TOPIC], **kw).start()
-    b = ClassicGroupMember(job.bootstrap, group, [TOPIC], **kw)
+    a = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw).start()
+    b = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw)
     try:
         a.wait_stable(1, timeout=WAIT)
         m = wait_until(
             job,
             "a Stable classic group",
             lambda m: (
-                value(m, "classic_group_count", state="Stable") == 1
-                and value(m, "group_rebalance_completed_total", protocol="classic") == 1
-                and value(m, "requests_total", api="Heartbeat") >= 1
+                d(m, "classic_group_count", state="Stable") == 1
+                and d(m, "group_rebalance_completed_total", protocol="classic") == 1
+                and d(m, "requests_total", api="Heartbeat") >= 1
             ),
         )
         # (A JoinGroup without a member id creates the group, as in Kafka; the expiry check, every
         # 2 s here, may delete it again, Empty, before the member's second JoinGroup.)
-        assert value(m, "group_count", protocol="classic") == 1
-        assert (
-            value(m, "group_created_total", protocol="classic") - value(m, "group_deleted_total", protocol="classic")
-            == 1
-        )
-        assert value(m, "group_member_joined_total", protocol="classic") == 1
+        assert d(m, "group_count", protocol="classic") == 1
+        assert d(m, "group_created_total", protocol="classic") - d(m, "group_deleted_total", protocol="classic") == 1
+        assert d(m, "group_member_joined_total", protocol="classic") == 1
         # The initial rebalance waits group.initial.rebalance.delay.ms (3 s) of logical time.
-        assert value(m, "group_rebalance_duration_ms_count", protocol="classic") == 1
-        assert value(m, "group_rebalance_duration_ms_sum", protocol="classic") >= 3000
-        assert value(m, "group_heartbeat_latency_ms_count", api="Heartbeat") >= 1
+        assert d(m, "group_rebalance_duration_ms_count", protocol="classic") == 1
+        assert d(m, "group_rebalance_duration_ms_sum", protocol="classic") >= 3000
+        assert d(m, "group_heartbeat_latency_ms_count", api="Heartbeat") >= 1
 
         # ---- a second member: a rebalance
         b.start()
         b.wait_stable(2, timeout=WAIT)
         m = wait_until(
-            job, "the second rebalance", lambda m: value(m, "group_rebalance_completed_total", protocol="classic") >= 2
+            job, "the second rebalance", lambda m: d(m, "group_rebalance_completed_total", protocol="classic") >= 2
         )
-        assert value(m, "group_rebalance_started_total", protocol="classic") >= 2
-        assert value(m, "group_member_joined_total", protocol="classic") == 2
+        assert d(m, "group_rebalance_started_total", protocol="classic") >= 2
+        assert d(m, "group_member_joined_total", protocol="classic") == 2
 
         # ---- the second member dies: its session expires, the group rebalances without it
         b.abandon()
@@ -150,11 +219,11 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
             job,
             "the member's session expiry",
             lambda m: (
-                value(m, "group_member_left_total", protocol="classic", reason="expired") >= 1
-                and value(m, "group_rebalance_completed_total", protocol="classic") >= 3
+                d(m, "group_member_left_total", protocol="classic", reason="expired") >= 1
+                and d(m, "group_rebalance_completed_total", protocol="classic") >= 3
             ),
         )
-        assert value(m, "classic_group_count", state="Stable") == 1
+        assert d(m, "classic_group_count", state="Stable") == 1
         deleted = value(m, "group_deleted_total", protocol="classic")
     finally:
         b.abandon()
@@ -164,53 +233,54 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
         job,
         "the classic group leaving and expiring",
         lambda m: (
-            value(m, "group_member_left_total", protocol="classic", reason="left") >= 1
+            d(m, "group_member_left_total", protocol="classic", reason="left") >= 1
             and value(m, "group_deleted_total", protocol="classic") == deleted + 1
         ),
     )
-    assert value(m, "group_count", protocol="classic") == 0
+    assert d(m, "group_count", protocol="classic") == 0
     assert (
         sum(
-            value(m, "classic_group_count", state=s)
+            d(m, "classic_group_count", state=s)
             for s in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
         )
         == 0
     )
 
-    # ---- a KIP-848 group forms; its member dies; the group expires
+    # ---- a KIP-848 group forms; its member dies; the group expires (its session: 8 s, the
+    # group's config set by the `topic` fixture)
     cc = job.client("metrics-e2e-cg")
-    member = ConsumerGroupMember(cc, "metrics-e2e-consumer", [TOPIC], response_timeout_s=4).start()
+    member = ConsumerGroupMember(cc, CONSUMER, [TOPIC], response_timeout_s=4).start()
     try:
         m = wait_until(
             job,
             "a Stable consumer group",
             lambda m: (
-                value(m, "consumer_group_count", state="Stable") == 1
-                and value(m, "group_rebalance_completed_total", protocol="consumer") >= 1
+                d(m, "consumer_group_count", state="Stable") == 1
+                and d(m, "group_rebalance_completed_total", protocol="consumer") >= 1
             ),
         )
-        assert value(m, "group_created_total", protocol="consumer") == 1
-        assert value(m, "group_rebalance_started_total", protocol="consumer") >= 1
-        assert value(m, "group_assignment_changes_total", protocol="consumer") >= 1
-        assert value(m, "requests_total", api="ConsumerGroupHeartbeat") >= 1
-        assert value(m, "assignment_compute_seconds_count") >= 1  # wall clock, from the step
+        assert d(m, "group_created_total", protocol="consumer") == 1
+        assert d(m, "group_rebalance_started_total", protocol="consumer") >= 1
+        assert d(m, "group_assignment_changes_total", protocol="consumer") >= 1
+        assert d(m, "requests_total", api="ConsumerGroupHeartbeat") >= 1
+        assert d(m, "assignment_compute_seconds_count") >= 1  # wall clock, from the step
         member.kill()
         m = wait_until(
             job,
             "the consumer member's session expiry and the group's expiry",
             lambda m: (
-                value(m, "group_member_left_total", protocol="consumer", reason="expired") == 1
-                and value(m, "group_deleted_total", protocol="consumer") == 1
+                d(m, "group_member_left_total", protocol="consumer", reason="expired") == 1
+                and d(m, "group_deleted_total", protocol="consumer") == 1
             ),
         )
-        assert value(m, "group_count", protocol="consumer") == 0
+        assert d(m, "group_count", protocol="consumer") == 0
 
         # ---- offsets committed by a simple group
         resp = cc.request(
             "OffsetCommit",
             9,
             {
-                "groupId": "metrics-e2e-simple",
+                "groupId": SIMPLE,
                 "generationIdOrMemberEpoch": -1,
                 "memberId": "",
                 "groupInstanceId": None,
@@ -229,11 +299,11 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
                     }
                 ],
             },
-            key="metrics-e2e-simple",
+            key=SIMPLE,
             timeout=WAIT,
         )
         assert all(p["errorCode"] == 0 for t in resp["topics"] for p in t["partitions"])
-        m = wait_until(job, "the offset commits", lambda m: value(m, "group_offset_commit_total") == 3)
+        m = wait_until(job, "the offset commits", lambda m: d(m, "group_offset_commit_total") == 3)
     finally:
         member.kill()
         cc.close()
@@ -265,7 +335,7 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job):
                 theirs, mine = _deterministic(scrape(job)), _deterministic(parse(scrape_text(url)))
             except OSError:  # not listening yet
                 assert own.poll() is None, "the standalone exporter exited"
-            if mine and theirs == mine and value(mine, "group_offset_commit_total") == 3:
+            if mine and theirs == mine and d(mine, "group_offset_commit_total") == 3:
                 break
             assert time.monotonic() < deadline, {
                 k: (theirs.get(k), mine.get(k)) for k in set(theirs) | set(mine) if theirs.get(k) != mine.get(k)
@@ -292,28 +362,3 @@ def _deterministic(m: dict) -> dict:
         and "FindCoordinator" not in str(k[1])
         and k[0] not in (P + "state_bytes",)
     }
-
-
-def test_a_killed_and_restarted_job_counts_nothing_twice(job):
-    """SIGKILL wherever the job is; its last batch is replayed on restart and writes the same
-    record again. Once the restarted job is up, every series the metrics records carry is what it
-    was (but for the requests of the restart itself: its self-check and the topic metadata it
-    publishes at start)."""
-
-    def settled(m: dict) -> dict:
-        return {
-            k: v
-            for k, v in _deterministic(m).items()
-            if "UpdateMetadata" not in str(k[1]) and k[0] != P + "partitions_reporting"
-        }
-
-    before = settled(wait_until(job, "the job up", lambda m: value(m, "stream_up") == 1))
-    assert value(before, "group_offset_commit_total") >= 3
-    job.kill()
-    job.start()
-    after = wait_until(
-        job,
-        "the restarted job up",
-        lambda m: value(m, "stream_up") == 1 and value(m, "requests_total", api="FindCoordinator") >= 2,
-    )
-    assert settled(after) == before

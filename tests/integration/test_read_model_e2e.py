@@ -1,9 +1,13 @@
-"""The Redis read model end to end: the real broker, the real job with its projector query, a real
-redis-server. Classic members join and sync, a KIP-848 group converges, offsets are committed (by a
-member, by a simple group and by a committed transaction), and one transaction stays open. Once
-the projector has caught up with the state log, the read model says what the coordinators answer
-to DescribeGroups, ConsumerGroupDescribe, OffsetFetch and DescribeTransactions; after a FLUSHALL
-it is rebuilt from the state log and says it again."""
+"""The Redis read model end to end: the real broker, the test run's shared `observed` job with its
+projector query, a real redis-server. Classic members join and sync, a KIP-848 group converges,
+offsets are committed (by a member, by a simple group and by a committed transaction), and one
+transaction stays open. Once the projector has caught up with the state log, the read model says
+what the coordinators answer to DescribeGroups, ConsumerGroupDescribe, OffsetFetch and
+DescribeTransactions; after a FLUSHALL it is rebuilt from the state log and says it again.
+
+Other modules' groups and transactions are in the same read model: every check is about this
+module's own ids (all `rm-`). The FLUSHALL empties the shared Redis for every module of the observed
+job; the projector rebuilds all of it (what the test proves), and no other module runs meanwhile."""
 
 from __future__ import annotations
 
@@ -24,34 +28,20 @@ from tests.client.read_model_compare import (
     txn_differences,
 )
 
-from .harness import create_data_topics
+from .harness import wait_topics_known
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("observed")]
 
-PARTITIONS = 4  # coordinator partitions (and state-log partitions): a lean job
 TOPIC = "rm-e2e-orders"
 CLASSIC, CONSUMER, SIMPLE = "rm-classic", "rm-consumer", "rm-simple"
 TX_DONE, TX_OPEN = "rm-tx-committed", "rm-tx-open"
-PREFIX = "rme2e"
+GROUPS, TXNS = {CLASSIC, CONSUMER, SIMPLE}, {TX_DONE, TX_OPEN}
 WAIT = 180
 
 
 @pytest.fixture(scope="module")
-def job(job_factory, kafka, redis):
-    create_data_topics(kafka.bootstrap, {TOPIC: 4})
-    return job_factory(
-        coordinator={
-            "coordinator.partitions": PARTITIONS,
-            "group.consumer.heartbeat.interval.ms": 1000,
-            "group.consumer.min.heartbeat.interval.ms": 500,
-        },
-        stream={"metadata_refresh_ms": 1000},
-        redis={"enabled": True, "url": redis.url, "prefix": PREFIX, "trigger_interval": "200 milliseconds"},
-    )
-
-
-@pytest.fixture(scope="module")
 def client(job):
+    wait_topics_known(job, {TOPIC: 4})
     c = job.client("rm-e2e-client")
     yield c
     c.close()
@@ -119,10 +109,24 @@ def fetched_offsets(client, group: str) -> list[dict]:
     return resp["groups"][0]["topics"]
 
 
-def differences(client, rm: ReadModel) -> list[str]:
-    """Everything the read model says that the coordinators do not."""
+def own(rows: list[dict], key: str) -> list[dict]:
+    """This module's groups (key "groupId") or transactions ("transactionalId") of a listing, by id:
+    any id of ours (`rm-`), so that one the read model should not have is seen too."""
+    return sorted((r for r in rows if r[key].startswith("rm-")), key=lambda r: r[key])
+
+
+def own_model(rm: ReadModel) -> dict:
+    return {
+        "groups": own(rm.groups(), "groupId"),
+        "txns": own(rm.transactions(), "transactionalId"),
+        "offsets": {g: rm.offsets(g) for g in sorted(GROUPS)},
+    }
+
+
+def differences(job, client, rm: ReadModel) -> list[str]:
+    """Everything the read model says about this module's ids that the coordinators do not."""
     diffs = []
-    described = GroupAdmin(client, PARTITIONS).describe_groups([CLASSIC, SIMPLE])
+    described = GroupAdmin(client, job.cfg.coordinator_partitions).describe_groups([CLASSIC, SIMPLE])
     for g in (CLASSIC, SIMPLE):
         diffs += [f"{g}: {d}" for d in classic_differences(rm.group(g), described[g])]
     diffs += [f"{CONSUMER}: {d}" for d in consumer_differences(rm.group(CONSUMER), consumer_group(client))]
@@ -130,15 +134,15 @@ def differences(client, rm: ReadModel) -> list[str]:
         diffs += [f"{g}: {d}" for d in offsets_differences(rm.offsets(g), fetched_offsets(client, g))]
     for tid in (TX_DONE, TX_OPEN):
         diffs += [f"{tid}: {d}" for d in txn_differences(rm.transaction(tid), transaction(client, tid))]
-    if {g["groupId"] for g in rm.groups()} != {CLASSIC, CONSUMER, SIMPLE}:
-        diffs.append(f"groups: {[g['groupId'] for g in rm.groups()]}")
-    if {t["transactionalId"] for t in rm.transactions()} != {TX_DONE, TX_OPEN}:
-        diffs.append(f"transactions: {[t['transactionalId'] for t in rm.transactions()]}")
+    if {g["groupId"] for g in own(rm.groups(), "groupId")} != GROUPS:
+        diffs.append(f"groups: {[g['groupId'] for g in own(rm.groups(), 'groupId')]}")
+    if {t["transactionalId"] for t in own(rm.transactions(), "transactionalId")} != TXNS:
+        diffs.append(f"transactions: {[t['transactionalId'] for t in own(rm.transactions(), 'transactionalId')]}")
     return diffs
 
 
 def test_read_model_matches_the_coordinators_and_survives_a_flush(job, client, redis):
-    rm = ReadModel(redis.url, PREFIX)
+    rm = ReadModel(redis.url, job.cfg.redis["prefix"])
     assert rm.ping()
     made: list = []
     try:
@@ -260,40 +264,42 @@ def test_read_model_matches_the_coordinators_and_survives_a_flush(job, client, r
 
         # The read model, once caught up, agrees with every Describe answer.
         wait_caught_up(job, rm)
-        assert differences(client, rm) == []
+        assert differences(job, client, rm) == []
         g = rm.group(CLASSIC)
-        assert g["state"] == "Stable" and len(g["members"]) == 2 and g["stateLogPartition"] < PARTITIONS
+        assert g["state"] == "Stable" and len(g["members"]) == 2
+        assert g["stateLogPartition"] < job.cfg.coordinator_partitions
         assert rm.offsets(SIMPLE)[(TOPIC, 0)]["committedOffset"] == 41
         assert rm.transaction(TX_OPEN)["partitions"] == [{"topic": TOPIC, "partitions": [1]}]
-        before = {
-            "groups": rm.groups(),
-            "txns": rm.transactions(),
-            "offsets": {g: rm.offsets(g) for g in (CLASSIC, CONSUMER, SIMPLE)},
-        }
+        before = own_model(rm)
+        # At least one rebuild already: the projector found no model at the job's start.
+        rebuilds = job.log_file.read_text().count("read model rebuilt from the state log")
+        assert rebuilds >= 1
 
-        # Redis loses everything: the projector notices and rebuilds from the state log.
+        # Redis loses everything (every module's model): the projector notices and rebuilds all of
+        # it from the state log.
         flushed_at = int(time.time() * 1000)
         rm.redis.flushall()
-        assert rm.groups() == [] and rm.freshness()["offsets"] == {}
+        assert own(rm.groups(), "groupId") == [] and rm.freshness()["offsets"] == {}
         wait_caught_up(job, rm, rebuilt_after_ms=flushed_at)
-        assert differences(client, rm) == []
+        assert differences(job, client, rm) == []
         # The same model: compaction keeps each key's newest record, which each key reflects.
-        assert {
-            "groups": rm.groups(),
-            "txns": rm.transactions(),
-            "offsets": {g: rm.offsets(g) for g in (CLASSIC, CONSUMER, SIMPLE)},
-        } == before
-        # One rebuild when the projector found no model at its start, one after the flush.
-        assert job.log_file.read_text().count("read model rebuilt from the state log") >= 2
+        assert own_model(rm) == before
+        # A rebuild after the flush.
+        assert job.log_file.read_text().count("read model rebuilt from the state log") > rebuilds
     finally:
+        # The job goes on with other modules: members leave (no session expiries, no rebalances
+        # later) and the open transaction is aborted (not left open on the job).
         for m in made:
             try:
-                (
-                    m.abandon
-                    if isinstance(m, ClassicGroupMember)
-                    else m.kill
-                    if isinstance(m, ConsumerGroupMember)
-                    else m.close
-                )()
-            except Exception:  # noqa: BLE001 - best effort: the job is stopped with the module
+                if isinstance(m, ClassicGroupMember):
+                    m.close(leave=True)
+                elif isinstance(m, ConsumerGroupMember):
+                    m.stop()
+                else:
+                    try:
+                        if m.transactional_id == TX_OPEN:
+                            m.abort_transaction()
+                    finally:
+                        m.close()
+            except Exception:  # noqa: BLE001 - best effort
                 pass

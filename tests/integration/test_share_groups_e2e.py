@@ -17,25 +17,12 @@ from kafka.admin import NewPartitions, NewTopic
 
 from client.share_consumer import ShareConsumer
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 TOPIC = "share-e2e-orders"
 GROUP = "share-e2e-group"
 SESSION_MS = 6000
 LOCK_MS = 10000
-
-
-@pytest.fixture(scope="module")
-def job(job_factory):
-    return job_factory(
-        coordinator={
-            "group.share.session.timeout.ms": SESSION_MS,
-            "group.share.min.session.timeout.ms": SESSION_MS,
-            "group.share.heartbeat.interval.ms": 1000,
-            "group.share.min.heartbeat.interval.ms": 500,
-        },
-        stream={"metadata_refresh_ms": 1000},
-    )
 
 
 def wait_until(what: str, check, timeout: float = 120, every: float = 0.5):

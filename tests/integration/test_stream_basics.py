@@ -7,11 +7,13 @@ import json
 import pytest
 
 from client import response_partition
-from client.topic_reader import events, read_records
+from client.topic_reader import end_offsets, events, read_records
 from coordinator import Errors
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
+# Kafka's own answers (Utils.abs(hashCode) % 50). The shared job has a divisor of 50 partitions, so
+# its answer is the vector's partition modulo its count.
 VECTORS = {
     "test-group": 12,
     "my-group": 12,
@@ -23,10 +25,10 @@ VECTORS = {
 }
 
 
-@pytest.fixture(scope="module")
-def job(job_factory):
-    # A small request limit so that the oversized case needs no megabyte records.
-    return job_factory(coordinator={"coordinator.request.max.bytes": 4096})
+def expected_partition(job, key: str) -> int:
+    partitions = job.cfg.coordinator_partitions
+    assert 50 % partitions == 0, "the vectors are Kafka's answers for 50 partitions"
+    return VECTORS[key] % partitions
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,8 @@ def client(job):
 
 
 def test_find_coordinator_round_trip_single_key(client, job):
-    for key, partition in VECTORS.items():
+    for key in VECTORS:
+        partition = expected_partition(job, key)
         for key_type in (0, 1):
             r = client.request("FindCoordinator", 3, {"key": key, "keyType": key_type}, timeout=60)
             assert r == {
@@ -50,24 +53,24 @@ def test_find_coordinator_round_trip_single_key(client, job):
             }
 
 
-def test_find_coordinator_batched_v4(client):
+def test_find_coordinator_batched_v4(client, job):
     r = client.request("FindCoordinator", 4, {"keyType": 1, "coordinatorKeys": list(VECTORS)}, timeout=60)
     assert [(c["key"], c["nodeId"], c["errorCode"]) for c in r["coordinators"]] == [
-        (k, p, 0) for k, p in VECTORS.items()
+        (k, expected_partition(job, k), 0) for k in VECTORS
     ]
 
 
 def test_responses_are_keyed_by_client_and_land_on_its_partition(job, client):
-    other = job.client("another-client")
+    other = job.client("basics-another-client")
     try:
         cid = other.send("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["x"]})
         envelope = other.wait(cid, timeout=60)
-        assert envelope["clientId"] == "another-client" and envelope["correlationId"] == cid
+        assert envelope["clientId"] == "basics-another-client" and envelope["correlationId"] == cid
         assert envelope["apiKey"] == "FindCoordinator" and envelope["apiVersion"] == 4
-        expected = response_partition("another-client", job.topics["responses_partitions"])
+        expected = response_partition("basics-another-client", job.topics["responses_partitions"])
         assert other.partition.partition == expected
         raw = read_records(job.bootstrap, job.topics["responses"], timeout_s=10)
-        mine = {r.partition for r in raw if r.key == b"another-client"}
+        mine = {r.partition for r in raw if r.key == b"basics-another-client"}
         assert mine == {expected}
     finally:
         other.close()
@@ -76,6 +79,8 @@ def test_responses_are_keyed_by_client_and_land_on_its_partition(job, client):
 def test_sql_routing_matches_kafka_for_the_vectors(job, client):
     # A record without a readable correlation id becomes a RequestRejected event that names the
     # coordinator partition the stream routed it to (computed in Spark SQL from the record key).
+    # Only the events after this test's records count (the job is shared).
+    since = end_offsets(job.bootstrap, job.topics["events"])
     for key in VECTORS:
         client.send_raw(b"not json at all", key=key)
     client.send_raw(b"not json at all", key=None)
@@ -83,10 +88,11 @@ def test_sql_routing_matches_kafka_for_the_vectors(job, client):
         job.bootstrap,
         job.topics["events"],
         timeout_s=60,
+        start=since,
         until=lambda recs: sum(b"RequestRejected" in (r.value or b"") for r in recs) >= len(VECTORS) + 1,
     )
     rejected = {e.get("coordinatorPartition") for e in found if e["event"] == "RequestRejected"}
-    assert set(VECTORS.values()) | {0} <= rejected
+    assert {expected_partition(job, k) for k in VECTORS} | {0} <= rejected
 
 
 def _envelope(cid, api, version, body, client_id="basics-client"):
@@ -120,7 +126,8 @@ BAD_INPUTS = [
     ),
     (
         906,
-        _envelope(906, "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["k" * 100] * 100}),
+        # over the shared job's coordinator.request.max.bytes (20,000)
+        _envelope(906, "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["k" * 100] * 300}),
         Errors.INVALID_REQUEST.code,
         "exceeds the limit",
     ),
@@ -134,6 +141,8 @@ BAD_INPUTS = [
 
 
 def test_bad_input_gets_kafka_errors_and_the_query_keeps_running(job, client):
+    assert len(BAD_INPUTS[5][1]) > job.cfg.coordinator_config()["coordinator.request.max.bytes"]
+    since = end_offsets(job.bootstrap, job.topics["events"])
     for _, raw, _, _ in BAD_INPUTS:
         client.send_raw(raw, key="bad-input")
     client.send_raw(b"\x00\xff garbage without any id", key="bad-input")
@@ -148,6 +157,7 @@ def test_bad_input_gets_kafka_errors_and_the_query_keeps_running(job, client):
         job.bootstrap,
         job.topics["events"],
         timeout_s=60,
+        start=since,
         until=lambda recs: sum(b'"requestOffset"' in (r.value or b"") for r in recs) >= 3,
     )
     assert sum(1 for e in found if e["event"] == "RequestRejected") >= 3

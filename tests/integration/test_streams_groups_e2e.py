@@ -18,7 +18,7 @@ from kafka.admin import NewTopic
 
 from client import StreamsGroupMember
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 INPUT = "st-e2e-input"
 GROUP = "st-e2e-app"
@@ -53,19 +53,6 @@ TOPOLOGY_1 = {
         subtopology("1", rsource=[REPARTITION], changelog=[CHANGELOG]),
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def job(job_factory):
-    return job_factory(
-        coordinator={
-            "group.streams.session.timeout.ms": SESSION_MS,
-            "group.streams.min.session.timeout.ms": SESSION_MS,
-            "group.streams.heartbeat.interval.ms": 1000,
-            "group.streams.min.heartbeat.interval.ms": 500,
-        },
-        stream={"metadata_refresh_ms": 1000},
-    )
 
 
 class Ownership:
