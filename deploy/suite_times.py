@@ -11,6 +11,8 @@ import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
+SHOWN = 25  # modules listed by name
+
 
 def module_times(paths: list[str]) -> tuple[dict[str, float], dict[str, int]]:
     """(module -> seconds, outcome -> count) over the reports."""
@@ -36,9 +38,16 @@ def main(argv: list[str] | None = None) -> int:
     paths = sys.argv[1:] if argv is None else argv
     times, outcomes = module_times(paths)
     total = sum(times.values())
-    print(f"\n{'seconds':>8}  {'share':>5}  module (slowest first; the whole table: {', '.join(paths)})")
-    for module, seconds in sorted(times.items(), key=lambda kv: -kv[1]):
+    ranked = sorted(times.items(), key=lambda kv: -kv[1])
+    print(f"\n{'seconds':>8}  {'share':>5}  module (slowest first; from {', '.join(paths)})")
+    for module, seconds in ranked[:SHOWN]:
         print(f"{seconds:8.1f}  {seconds / total if total else 0:5.1%}  {module}")
+    rest = sum(seconds for _, seconds in ranked[SHOWN:])
+    if ranked[SHOWN:]:
+        print(f"{rest:8.1f}  {rest / total if total else 0:5.1%}  the {len(ranked) - SHOWN} other modules")
+    for kind in ("integration", "unit"):
+        part = sum(s for m, s in times.items() if (".integration." in m) == (kind == "integration"))
+        print(f"{part:8.1f}  {part / total if total else 0:5.1%}  {kind} tests")
     print(f"{total:8.1f}  100.0%  all {len(times)} modules")
     print(f"suite: {outcomes['passed']} passed, {outcomes['failed']} failed, {outcomes['skipped']} skipped")
     return 0
