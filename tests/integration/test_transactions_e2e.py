@@ -183,9 +183,17 @@ def test_consume_transform_produce_loop(job, client):
                 for part, off in position.items():
                     source.seek(ETL_IN, part, off)
                 buffered = []
-        # Exactly the committed transactions' records, each once; the aborted ones never.
-        time.sleep(1.0)
-        delivered = out.values()
+        # Exactly the committed transactions' records, each once; the aborted ones never: once a
+        # plain record written after them arrives in every partition, whatever of theirs a
+        # read_committed reader would deliver has been delivered (it reads each partition in order).
+        out.wait_for(expected)
+        sentinels = {b"after-the-loop-%d" % part for part in range(TOPICS[ETL_OUT])}
+        plain = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all")
+        for part in range(TOPICS[ETL_OUT]):
+            plain.send(ETL_OUT, b"after-the-loop-%d" % part, partition=part)
+        plain.close()
+        out.wait_for(sentinels)
+        delivered = [v for v in out.values() if v not in sentinels]
         assert sorted(delivered) == sorted(expected) and len(delivered) == 15
         assert not aborted & set(delivered)
         # The group's committed offsets are where the loop stands (all of it committed: stable).
@@ -234,8 +242,7 @@ def test_a_zombie_producer_is_fenced(job, topics):
         fresh.begin_transaction()
         fresh.send(ZOMBIE_OUT, b"fresh-1", partition=0)
         fresh.commit_transaction()
-        out.wait_for({b"fresh-1"})
-        time.sleep(0.5)
+        out.wait_for({b"fresh-1"})  # after zombie-2 in its partition: that one would have come first
         assert out.values() == [b"fresh-1"]
         assert out.reader.partition_state(ZOMBIE_OUT, 0).fenced == 1
         fenced = events(
@@ -268,7 +275,7 @@ def test_a_transaction_left_open_is_aborted_when_it_times_out(job, topics):
         p.flush()
         plain.send(TIMEOUT_OUT, b"plain-1", partition=0)  # held behind the open transaction
         plain.flush()
-        time.sleep(0.5)
+        time.sleep(0.5)  # a window in which nothing may arrive (an absence has no event to wait for)
         assert out.values() == []
         # Other modules' transactions may time out too: only this one's events count.
         found = events(
@@ -285,8 +292,7 @@ def test_a_transaction_left_open_is_aborted_when_it_times_out(job, topics):
             e for e in found if e["event"] == "TransactionAbortedByTimeout" and e.get("transactionalId") == TIMEOUT_TID
         ]
         assert len(aborted) >= 1 and aborted[0]["transactionTimeoutMs"] == 2000
-        out.wait_for({b"plain-1"}, timeout=30)
-        time.sleep(0.5)
+        out.wait_for({b"plain-1"}, timeout=30)  # after open-1 and open-2: they would have come first
         assert out.values() == [b"plain-1"]  # the aborted records are dropped, the LSO moved on
         with pytest.raises(TransactionalError):
             p.commit_transaction()
