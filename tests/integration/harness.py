@@ -1,7 +1,8 @@
 """Real services for integration tests: the Kafka broker and the coordinator job as a process.
 
-One broker serves the whole test run. Each test module starts its own job with its own topics and
-checkpoint, so that drills can kill and restart it without disturbing other tests.
+One broker serves the whole test run, and so does a job per shared configuration
+(tests/integration/conftest.py); a module that kills or reconfigures its job runs one of its own,
+with its own topics and checkpoint, so that it disturbs no other test.
 """
 
 from __future__ import annotations

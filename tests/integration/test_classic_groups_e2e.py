@@ -17,7 +17,6 @@ classic-group defaults; its groups, topics and client ids are its own.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from types import SimpleNamespace
 
@@ -26,7 +25,7 @@ import pytest
 from client.admin import GroupAdmin
 from client.classic_group import STABLE, ClassicGroupMember
 from client.drill.verify import CheckpointStates
-from client.topic_reader import end_offsets, read_records, state_log
+from client.topic_reader import end_offsets, state_log
 from client.topic_reader import events as read_events
 from coordinator import CoordinatorPartition, Errors, coordinator_partition
 from coordinator.group.classic.consumer_protocol import decode_assignment
@@ -34,6 +33,7 @@ from coordinator.messages import StateRecord
 from streaming.inspect_state import committed_progress
 from tests.group.test_group_replay import normalized
 
+from .flows import converge, group_events, named, start_together
 from .harness import wait_topics_known
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
@@ -85,71 +85,6 @@ def members(job, events_start):
         m.abandon()
 
 
-def start_together(ms: list[ClassicGroupMember]) -> None:
-    threads = [threading.Thread(target=m.start) for m in ms]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
-def expected_range(ms: list[ClassicGroupMember]) -> dict[str, dict[str, list[int]]]:
-    """Kafka's RangeAssignor for these members: static first by instance id, then by member id."""
-    order = sorted(ms, key=lambda m: (m.group_instance_id is None, m.group_instance_id or m.member_id))
-    out: dict[str, dict[str, list[int]]] = {m.member_id: {} for m in ms}
-    for topic, n in TOPICS.items():
-        q, extra = divmod(n, len(order))
-        start = 0
-        for i, m in enumerate(order):
-            k = q + (i < extra)
-            if k:
-                out[m.member_id][topic] = list(range(start, start + k))
-            start += k
-    return out
-
-
-def converge(ms: list[ClassicGroupMember], min_generation: int, timeout: float = WAIT) -> int:
-    """Every member Stable in one generation >= min_generation, holding the range assignment of
-    exactly these members; returns the generation."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for m in ms:
-            m.wait_stable(min_generation, timeout=max(1.0, deadline - time.monotonic()))
-        generations = {m.generation.generation_id for m in ms}
-        if len(generations) == 1 and all(m.state == STABLE for m in ms):
-            break
-        assert time.monotonic() < deadline, f"members did not converge: {[str(m.generation) for m in ms]}"
-        time.sleep(0.2)
-    assert {m.member_id: m.assignment for m in ms} == expected_range(ms)
-    assert sum(m.is_leader for m in ms) == 1
-    return generations.pop()
-
-
-def group_events(job, group_id: str, start: dict[int, int], until=None, timeout: float = 30) -> list[dict]:
-    """The group's events since `start` (until `until(events)` holds, or timeout), without the
-    copies a replayed micro-batch writes again."""
-
-    def parse(recs) -> list[dict]:
-        out = {}
-        for r in recs:
-            if r.key == group_id.encode("utf-8") and r.value:
-                out.setdefault(r.value, json.loads(r.value))
-        return list(out.values())
-
-    recs = read_records(
-        job.bootstrap,
-        job.topics["events"],
-        timeout_s=timeout,
-        start=start,
-        until=None if until is None else (lambda recs: until(parse(recs))),
-    )
-    return parse(recs)
-
-
-def named(evs: list[dict], name: str) -> list[dict]:
-    return [e for e in evs if e["event"] == name]
-
-
 # ====================================================================== scenarios
 
 
@@ -157,7 +92,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     group = "e2e-classic-three"
     ms = [members(group, start=False) for _ in range(3)]
     start_together(ms)
-    assert converge(ms, 1) == 1  # the initial delay gathered all three in one generation
+    assert converge(ms, 1, TOPICS) == 1  # the initial delay gathered all three in one generation
     leader = next(m for m in ms if m.is_leader)
     assert len(leader.last_join_response["members"]) == 3  # the leader got every subscription
     assert [m.joins_sent for m in ms] == [2, 2, 2]  # MEMBER_ID_REQUIRED, then the join with the id
@@ -184,7 +119,7 @@ def test_three_members_form_a_group_lose_one_to_its_session_timeout_and_keep_the
     victim = ms.pop(1)
     killed_at = time.monotonic()
     victim.abandon()  # a killed consumer: no LeaveGroup, its heartbeats just stop
-    assert converge(ms, 2) == 2
+    assert converge(ms, 2, TOPICS) == 2
     took = time.monotonic() - killed_at
     assert took >= SESSION_MS / 1000 - HEARTBEAT_MS / 1000 - 0.5, took
 
@@ -243,7 +178,7 @@ def test_a_static_member_restarts_without_a_rebalance(job, members, events_start
     kw = dict(session_timeout_ms=30000, heartbeat_interval_ms=2000)
     ms = [members(group, group_instance_id=f"instance-{i}", start=False, **kw) for i in range(2)]
     start_together(ms)
-    assert converge(ms, 1) == 1
+    assert converge(ms, 1, TOPICS) == 1
     assert [m.joins_sent for m in ms] == [1, 1]  # static members get no MEMBER_ID_REQUIRED
     before = {m.group_instance_id: m.assignment for m in ms}
     old_leader = next(m for m in ms if m.is_leader)

@@ -38,7 +38,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 import uuid
@@ -59,13 +58,23 @@ from client.classic_group import STABLE
 from client.drill.cli import run_drill
 from client.drill.load import LoadSpec
 from client.drill.verify import CheckpointStates, verify
-from client.topic_reader import end_offsets, read_records, state_log
+from client.topic_reader import end_offsets, state_log
 from coordinator import coordinator_partition
-from coordinator.txn.markers import parse_marker
 from deploy.kafka_local import free_port
 from streaming.checkpoint_guard import store_partitions
 from streaming.config import ROOT
 
+from .flows import (
+    Ownership,
+    committed_offsets,
+    converge,
+    describe_consumer_group,
+    group_events,
+    markers_in,
+    named,
+    start_together,
+    wait_converged,
+)
 from .harness import create_data_topics, wait_topics_known
 from .outage_drill import run_outage
 
@@ -297,57 +306,6 @@ def classic_member(job, group: str, **kw) -> ClassicGroupMember:
     )
 
 
-def start_together(ms: list[ClassicGroupMember]) -> None:
-    threads = [threading.Thread(target=m.start) for m in ms]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
-def converge(ms: list[ClassicGroupMember], min_generation: int, timeout: float = WAIT) -> int:
-    """Every member Stable in one generation >= min_generation, together owning every partition
-    once, one leader; returns the generation."""
-    deadline = time.monotonic() + timeout
-    while True:
-        for m in ms:
-            m.wait_stable(min_generation, timeout=max(1.0, deadline - time.monotonic()))
-        generations = {m.generation.generation_id for m in ms}
-        if len(generations) == 1 and all(m.state == STABLE for m in ms):
-            break
-        assert time.monotonic() < deadline, f"members did not converge: {[str(m.generation) for m in ms]}"
-        time.sleep(0.2)
-    owned = sorted(p for m in ms for p in (m.assignment or {}).get(CLASSIC_TOPIC, []))
-    assert owned == list(range(TOPICS[CLASSIC_TOPIC])), {m.member_id: m.assignment for m in ms}
-    assert sum(m.is_leader for m in ms) == 1
-    return generations.pop()
-
-
-def group_events(job, group_id: str, start: dict[int, int], until=None, timeout: float = 60) -> list[dict]:
-    """The group's events since `start` (until `until(events)` holds), without the copies a replayed
-    micro-batch writes again."""
-
-    def parse(recs) -> list[dict]:
-        out = {}
-        for r in recs:
-            if r.key == group_id.encode("utf-8") and r.value:
-                out.setdefault(r.value, json.loads(r.value))
-        return list(out.values())
-
-    recs = read_records(
-        job.bootstrap,
-        job.topics["events"],
-        timeout_s=timeout,
-        start=start,
-        until=None if until is None else (lambda recs: until(parse(recs))),
-    )
-    return parse(recs)
-
-
-def named(evs: list[dict], name: str) -> list[dict]:
-    return [e for e in evs if e["event"] == name]
-
-
 def txn_statuses(job, tid: str, timeout_s: float = 20) -> list[int]:
     """transactionStatus of every state-log record of `tid`, in log order."""
     cp = coordinator_partition(tid, job.cfg.coordinator_partitions)
@@ -357,96 +315,6 @@ def txn_statuses(job, tid: str, timeout_s: float = 20) -> list[int]:
         for k, v in state_log(job.bootstrap, job.topics["state_log"], cp, timeout_s=timeout_s)
         if k == key and v is not None
     ]
-
-
-def markers_in(bootstrap: str, topic: str) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in read_records(bootstrap, topic, timeout_s=20):
-        m = parse_marker(r.headers, r.value)
-        if m is not None:
-            out.setdefault(r.partition, []).append(m)
-    return out
-
-
-def committed_offsets(client, group: str, topic: str, partitions: list[int], timeout: float = WAIT) -> dict:
-    """OffsetFetch with requireStable, retried while a transaction's offsets are pending."""
-    deadline = time.monotonic() + timeout
-    while True:
-        r = client.request(
-            "OffsetFetch",
-            9,
-            {
-                "groups": [{"groupId": group, "topics": [{"name": topic, "partitionIndexes": partitions}]}],
-                "requireStable": True,
-            },
-            key=group,
-            timeout=WAIT,
-        )
-        parts = r["groups"][0]["topics"][0]["partitions"]
-        if all(p["errorCode"] == 0 for p in parts):
-            return {p["partitionIndex"]: p["committedOffset"] for p in parts}
-        assert {p["errorCode"] for p in parts} <= {0, 88}, r  # UNSTABLE_OFFSET_COMMIT
-        assert time.monotonic() < deadline, f"offsets of {group} still unstable: {r}"
-        time.sleep(0.1)
-
-
-class Ownership:
-    """Every assign / revoke / loss of the KIP-848 members, in order: a partition may be assigned
-    only while nobody else owns it."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.owner: dict[tuple, str] = {}
-        self.violations: list[str] = []
-
-    def callbacks(self, name: str) -> dict:
-        return {
-            "on_assign": lambda a: self._assign(name, a),
-            "on_revoke": lambda a: self._release(name, a),
-            "on_lost": lambda a: self._release(name, a),
-        }
-
-    def _assign(self, name, assignment):
-        with self.lock:
-            for t, ps in assignment.items():
-                for p in ps:
-                    holder = self.owner.get((t, p))
-                    if holder is not None and holder != name:
-                        self.violations.append(f"{t}-{p} assigned to {name} while {holder} owns it")
-                    self.owner[(t, p)] = name
-
-    def _release(self, name, assignment):
-        with self.lock:
-            for t, ps in assignment.items():
-                for p in ps:
-                    if self.owner.get((t, p)) == name:
-                        del self.owner[(t, p)]
-
-
-def describe_consumer_group(client, group: str) -> dict:
-    return client.request(
-        "ConsumerGroupDescribe", 1, {"groupIds": [group], "includeAuthorizedOperations": False}, key=group, timeout=60
-    )["groups"][0]
-
-
-def consumer_group_converged(client, names, group: str, members: dict) -> bool:
-    """Stable with exactly these members, each owning (client side) what the coordinator assigned
-    it, together every partition of the topic once."""
-    owned = {n: names.by_name(m.owned()) for n, m in members.items()}
-    flat = sorted(p for o in owned.values() for p in o.get(CG_TOPIC, []))
-    if flat != list(range(TOPICS[CG_TOPIC])):
-        return False
-    g = describe_consumer_group(client, group)
-    server = {
-        m["memberId"]: {tp["topicName"]: sorted(tp["partitions"]) for tp in m["assignment"]["topicPartitions"]}
-        for m in g["members"]
-    }
-    ids = {m.member_id: n for n, m in members.items()}
-    return (
-        g["groupState"] == "Stable"
-        and set(server) == set(ids)
-        and all(server[mid] == {t: p for t, p in owned[n].items() if p} for mid, n in ids.items())
-    )
 
 
 def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebalancing(running, job, client):
@@ -472,13 +340,13 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
         # A KIP-848 group of two, converged.
         for name in ("x", "y"):
             join_consumer(name)
-        wait_until(lambda: consumer_group_converged(client, names, cg_group, consumers), "no KIP-848 convergence")
+        wait_converged(client, names, cg_group, CG_TOPIC, consumers, TOPICS[CG_TOPIC], timeout=WAIT)
 
         # A classic group of two; then b's poll loop stalls (heartbeats go on, it does not rejoin),
         # c joins and a rejoins on its next heartbeat: a's and c's JoinGroup answers are parked
         # until b rejoins, and the job has committed them in its state.
         start_together([a, b])
-        assert converge([a, b], 1) == 1
+        assert converge([a, b], 1, {CLASSIC_TOPIC: TOPICS[CLASSIC_TOPIC]}) == 1
         b.stall()
         c.start()
         a.wait_for(lambda m: m.state != STABLE, timeout=WAIT)
@@ -528,7 +396,7 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
 
         # The classic rebalance completes: a and c got the answers to the JoinGroups they sent before
         # the kill (no retry), no extra rebalance, nobody expired.
-        assert converge([a, b, c], 2) == 2
+        assert converge([a, b, c], 2, {CLASSIC_TOPIC: TOPICS[CLASSIC_TOPIC]}) == 2
         assert (a.joins_sent, c.joins_sent) == joins
         evs = group_events(
             job,
@@ -562,13 +430,10 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
             assert sorted(got) == [b"kill-1", b"kill-2"]
         finally:
             reader.close()
-        assert committed_offsets(client, txn_group, TXN_IN, [0]) == {0: 3}
+        assert committed_offsets(client, txn_group, TXN_IN, [0], timeout=WAIT) == {0: 3}
 
         # The KIP-848 group converges on all three members; no partition was ever owned twice.
-        wait_until(
-            lambda: consumer_group_converged(client, names, cg_group, consumers),
-            lambda: f"no KIP-848 convergence after the restart: {describe_consumer_group(client, cg_group)}",
-        )
+        wait_converged(client, names, cg_group, CG_TOPIC, consumers, TOPICS[CG_TOPIC], timeout=WAIT)
         assert describe_consumer_group(client, cg_group)["assignorName"] == "uniform"
         assert all(m.fatal is None for m in consumers.values())
         assert not ownership.violations, ownership.violations

@@ -17,10 +17,10 @@ import pytest
 from kafka import KafkaProducer
 
 from client import ProducerFencedError, ReadCommittedConsumer, TransactionalError, TransactionalProducer
-from client.topic_reader import end_offsets, events, read_records
+from client.topic_reader import end_offsets, events
 from coordinator import coordinator_partition
-from coordinator.txn.markers import parse_marker
 
+from .flows import committed_offsets, markers_in
 from .harness import wait_topics_known
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
@@ -91,39 +91,6 @@ class Collector(threading.Thread):
         self._halt.set()
         self.join(timeout=10)
         self.reader.close()
-
-
-def committed_offsets(client, group: str, topic: str, partitions: list[int], timeout: float = 60) -> dict:
-    """OffsetFetch with requireStable, retried while a transaction's offsets are pending
-    (UNSTABLE_OFFSET_COMMIT), as Kafka's consumer does."""
-    deadline = time.monotonic() + timeout
-    while True:
-        r = client.request(
-            "OffsetFetch",
-            9,
-            {
-                "groups": [{"groupId": group, "topics": [{"name": topic, "partitionIndexes": partitions}]}],
-                "requireStable": True,
-            },
-            key=group,
-            timeout=60,
-        )
-        parts = r["groups"][0]["topics"][0]["partitions"]
-        if all(p["errorCode"] == 0 for p in parts):
-            return {p["partitionIndex"]: p["committedOffset"] for p in parts}
-        assert {p["errorCode"] for p in parts} <= {0, 88}, r  # UNSTABLE_OFFSET_COMMIT
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"offsets of {group} still unstable: {r}")
-        time.sleep(0.1)
-
-
-def markers_in(bootstrap: str, topic: str) -> dict[int, list[dict]]:
-    out: dict[int, list[dict]] = {}
-    for r in read_records(bootstrap, topic, timeout_s=20):
-        m = parse_marker(r.headers, r.value)
-        if m is not None:
-            out.setdefault(r.partition, []).append(m)
-    return out
 
 
 # ---------------------------------------------------------------------------------- the loop
