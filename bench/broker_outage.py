@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
-from tests.integration.harness import StreamJob  # noqa: E402
+from tests.integration.harness import broker_and_job  # noqa: E402
 from tests.integration.outage_drill import run_outage  # noqa: E402
 
 
@@ -34,26 +31,15 @@ def main() -> int:
     ap.add_argument("--outage", type=float, default=30, help="seconds the broker stays down")
     ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="broker-outage-"))
-    broker = LocalKafka(work / "kafka", free_port(), free_port())
-    broker.start()
     failed = 0
-    try:
-        job = StreamJob(broker.bootstrap, work / "job", "outage", coordinator={"coordinator.partitions": 10})
-        job.start()
-        try:
-            for n in range(args.rounds):
-                try:
-                    figures = run_outage(broker, job, outage_s=args.outage, tag=f"-{n}")
-                    print(f"round {n + 1}: {figures}: the job healed, nothing lost", flush=True)
-                except AssertionError as e:
-                    failed += 1
-                    print(f"round {n + 1}: FAILED {str(e)[:2000]}", flush=True)
-        finally:
-            job.stop()
-    finally:
-        broker.stop(timeout=3)
-        shutil.rmtree(work, ignore_errors=True)
+    with broker_and_job("broker-outage", coordinator={"coordinator.partitions": 10}) as (broker, job):
+        for n in range(args.rounds):
+            try:
+                figures = run_outage(broker, job, outage_s=args.outage, tag=f"-{n}")
+                print(f"round {n + 1}: {figures}: the job healed, nothing lost", flush=True)
+            except AssertionError as e:
+                failed += 1
+                print(f"round {n + 1}: FAILED {str(e)[:2000]}", flush=True)
     return 1 if failed else 0
 
 

@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from tests.integration.fuzz_drill import run_fuzz  # noqa: E402
-from tests.integration.harness import StreamJob  # noqa: E402
+from tests.integration.harness import broker_and_job  # noqa: E402
 
 
 def main() -> int:
@@ -33,26 +30,15 @@ def main() -> int:
     ap.add_argument("--hostile", type=int, default=3000)
     ap.add_argument("--good", type=int, default=600)
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="fuzz-service-"))
-    broker = LocalKafka(work / "kafka", free_port(), free_port())
-    broker.start()
     failed = 0
-    try:
-        job = StreamJob(broker.bootstrap, work / "job", "fuzz", coordinator={"coordinator.request.max.bytes": 100_000})
-        job.start()
-        try:
-            for seed in args.seeds:
-                try:
-                    figures = run_fuzz(job, seed=seed, hostile=args.hostile, good=args.good, timeout_s=900)
-                    print(f"seed {seed}: {figures} all properties held", flush=True)
-                except AssertionError as e:
-                    failed += 1
-                    print(f"seed {seed}: FAILED {str(e)[:2000]}", flush=True)
-        finally:
-            job.stop()
-    finally:
-        broker.stop(timeout=3)
-        shutil.rmtree(work, ignore_errors=True)
+    with broker_and_job("fuzz-service", coordinator={"coordinator.request.max.bytes": 100_000}) as (_, job):
+        for seed in args.seeds:
+            try:
+                figures = run_fuzz(job, seed=seed, hostile=args.hostile, good=args.good, timeout_s=900)
+                print(f"seed {seed}: {figures} all properties held", flush=True)
+            except AssertionError as e:
+                failed += 1
+                print(f"seed {seed}: FAILED {str(e)[:2000]}", flush=True)
     return 1 if failed else 0
 
 

@@ -9,6 +9,18 @@ from collections.abc import Callable, Iterator
 from kafka import KafkaConsumer, TopicPartition
 
 
+def _partitions(consumer: KafkaConsumer, topic: str, deadline: float) -> set[int]:
+    """The topic's partitions, waited for until `deadline` (time.time()): a topic just created may
+    not be in the consumer's metadata yet."""
+    while True:
+        parts = consumer.partitions_for_topic(topic)
+        if parts:
+            return parts
+        if time.time() >= deadline:
+            raise RuntimeError(f"topic {topic} not found")
+        time.sleep(0.2)
+
+
 def read_records(
     bootstrap_servers: str,
     topic: str,
@@ -26,13 +38,7 @@ def read_records(
     )
     try:
         deadline = time.time() + timeout_s
-        parts = None
-        while time.time() < deadline and not parts:
-            parts = consumer.partitions_for_topic(topic)
-            if not parts:
-                time.sleep(0.2)
-        if not parts:
-            raise RuntimeError(f"topic {topic} not found")
+        parts = _partitions(consumer, topic, deadline)
         tps = [TopicPartition(topic, p) for p in sorted(parts) if partitions is None or p in partitions]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
@@ -59,13 +65,7 @@ def end_offsets(bootstrap_servers: str, topic: str, timeout_s: float = 10.0) -> 
     comes after now (a test on a shared job reads just its own part of the service's topics)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, group_id=None, enable_auto_commit=False)
     try:
-        deadline = time.time() + timeout_s
-        parts = consumer.partitions_for_topic(topic)
-        while not parts and time.time() < deadline:
-            time.sleep(0.2)
-            parts = consumer.partitions_for_topic(topic)
-        if not parts:
-            raise RuntimeError(f"topic {topic} not found")
+        parts = _partitions(consumer, topic, time.time() + timeout_s)
         return {tp.partition: o for tp, o in consumer.end_offsets([TopicPartition(topic, p) for p in parts]).items()}
     finally:
         consumer.close()

@@ -28,12 +28,17 @@ from .load import LoadSpec, MixedLoad, ensure_data_topics
 from .verify import CheckpointStates, verify
 
 
-def wait_until(condition, what, timeout: float) -> None:
+def wait_until(condition, what, timeout: float, every: float = 0.1):
+    """`condition()`'s first truthy value; TimeoutError(`what`, a string or a function describing
+    the situation) if there is none within `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        result = condition()
+        if result:
+            return result
         if time.monotonic() > deadline:
             raise TimeoutError(what() if callable(what) else what)
-        time.sleep(0.1)
+        time.sleep(every)
 
 
 def first_answer_after(load: MixedLoad, t_kill: float, timeout: float, alive=lambda: True) -> float | None:

@@ -73,17 +73,17 @@ def pytest_collection_modifyitems(session, config, items):
     """Group the integration modules by shared job (stable within a group): each shared job is
     started once, and no two jobs run at the same time."""
 
-    def rank(item) -> int:
+    def rank(item) -> tuple[int, int]:
+        """(which job, order within it): unit tests, then the shared jobs in SHARED_ORDER (a module
+        that must run first or last on its job says so with `order`), then modules with their own."""
         if item.get_closest_marker("integration") is None:
-            return -1  # unit tests first, as they were
+            return (-1, 0)
         marker = item.get_closest_marker("shared_job")
         if marker is None:
-            return len(SHARED_ORDER) * 10 + 5  # after every shared job
-        name = marker.args[0]
-        if name not in SHARED_ORDER:
-            raise pytest.UsageError(f"{item.nodeid}: unknown shared job {name!r}")
-        order = marker.kwargs.get("order", 0)  # a module that must run first (fresh counts) says so
-        return SHARED_ORDER.index(name) * 10 + 5 + order
+            return (len(SHARED_ORDER), 0)
+        if marker.args[0] not in SHARED_ORDER:
+            raise pytest.UsageError(f"{item.nodeid}: unknown shared job {marker.args[0]!r}")
+        return (SHARED_ORDER.index(marker.args[0]), marker.kwargs.get("order", 0))
 
     items[:] = [item for _, _, item in sorted((rank(item), i, item) for i, item in enumerate(items))]
 

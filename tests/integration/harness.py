@@ -8,22 +8,72 @@ with its own topics and checkpoint, so that it disturbs no other test.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from client import CoordinatorClient
 from client.drill.load import ensure_data_topics
+from deploy.kafka_local import LocalKafka, free_port
 from deploy.topics import ensure_topics
 from streaming.config import ROOT, StreamConfig
+
+
+@contextmanager
+def broker_and_job(prefix: str, **job_config) -> Iterator[tuple[LocalKafka, StreamJob]]:
+    """A broker and a started job of their own in a temporary directory, for a bench's drill; both
+    stopped and the directory removed afterwards."""
+    work = Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    broker = LocalKafka(work / "kafka", free_port(), free_port())
+    broker.start()
+    try:
+        job = StreamJob(broker.bootstrap, work / "job", prefix, **job_config)
+        job.start()
+        try:
+            yield broker, job
+        finally:
+            job.stop()
+    finally:
+        broker.stop(timeout=3)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def create_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     """Create data topics (name -> partition count) a test's requests name; existing ones are kept.
     Offsets are only stored for topics that exist (Kafka answers UNKNOWN_TOPIC_OR_PARTITION)."""
     ensure_data_topics(bootstrap, partitions)
+
+
+def simple_commit(group: str, offsets: dict[str, dict[int, int]], metadata: str | None = None) -> dict:
+    """An OffsetCommit v9 body of a simple group (generation -1, no member: as an admin client or a
+    standalone consumer commits): topic -> partition -> offset."""
+    return {
+        "groupId": group,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partitionIndex": p,
+                        "committedOffset": o,
+                        "committedLeaderEpoch": -1,
+                        "committedMetadata": metadata,
+                    }
+                    for p, o in sorted(parts.items())
+                ],
+            }
+            for topic, parts in sorted(offsets.items())
+        ],
+    }
 
 
 def probe_keys(partitions: int, prefix: str = "topic-probe") -> list[str]:
@@ -46,36 +96,13 @@ def wait_topics_known(job: StreamJob, partitions: dict[str, int], timeout: float
     OffsetCommit of a probe group on every coordinator partition (generation -1, as an admin client
     commits), repeated until none of them answers an error."""
     create_data_topics(job.bootstrap, partitions)
-    body_topics = [
-        {
-            "name": name,
-            "partitions": [
-                {"partitionIndex": p, "committedOffset": 0, "committedLeaderEpoch": -1, "committedMetadata": None}
-                for p in range(count)
-            ],
-        }
-        for name, count in sorted(partitions.items())
-    ]
+    offsets = {name: dict.fromkeys(range(count), 0) for name, count in partitions.items()}
     client = job.client()
     try:
         deadline = time.monotonic() + timeout
         pending = probe_keys(job.cfg.coordinator_partitions)
         while pending:
-            cids = {
-                client.send(
-                    "OffsetCommit",
-                    9,
-                    {
-                        "groupId": key,
-                        "generationIdOrMemberEpoch": -1,
-                        "memberId": "",
-                        "groupInstanceId": None,
-                        "topics": body_topics,
-                    },
-                    key=key,
-                ): key
-                for key in pending
-            }
+            cids = {client.send("OffsetCommit", 9, simple_commit(key, offsets), key=key): key for key in pending}
             answers = {
                 key: client.wait(cid, timeout=max(1.0, deadline - time.monotonic())) for cid, key in cids.items()
             }
@@ -141,6 +168,10 @@ class StreamJob:
     @property
     def topics(self) -> dict:
         return self.cfg.topics
+
+    def ensure_running(self) -> StreamJob:
+        """Started, unless its process runs already."""
+        return self if self.proc is not None and self.proc.poll() is None else self.start()
 
     def start(self, timeout: float = 120) -> StreamJob:
         return self.wait_for_line(self.launch(), b"COORDINATOR-STREAM-STARTED", timeout)

@@ -15,10 +15,11 @@ import time
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from client.drill.cli import wait_until
 from client.drill.load import Load
 from client.topic_reader import read_records
 
-from .harness import wait_topics_known
+from .harness import simple_commit, wait_topics_known
 
 TOPIC = "outage-orders"
 GROUPS = [f"outage-group-{g}" for g in range(5)]
@@ -28,38 +29,7 @@ def make_request(i: int, group: str | None = None):
     group = group or GROUPS[i % len(GROUPS)]
     if i % 2:
         return "FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [group]}, group
-    return (
-        "OffsetCommit",
-        9,
-        {
-            "groupId": group,
-            "generationIdOrMemberEpoch": -1,
-            "memberId": "",
-            "groupInstanceId": None,
-            "topics": [
-                {
-                    "name": TOPIC,
-                    "partitions": [
-                        {
-                            "partitionIndex": 0,
-                            "committedOffset": i,
-                            "committedLeaderEpoch": -1,
-                            "committedMetadata": None,
-                        }
-                    ],
-                }
-            ],
-        },
-        group,
-    )
-
-
-def wait_until(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.2)
+    return "OffsetCommit", 9, simple_commit(group, {TOPIC: {0: i}}), group
 
 
 def newest_commit_mtime(checkpoint) -> float:
@@ -98,7 +68,7 @@ def run_outage(kafka, job, *, outage_s: float, wait_s: float = 240, tag: str = "
     before.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["warm-up"]}, timeout=wait_s)
     load = Load(before, make_request, rate_per_s=5)
     load.start()
-    wait_until(lambda: len(before.responses()) >= 10, wait_s, "no answers before the outage")
+    wait_until(lambda: len(before.responses()) >= 10, "no answers before the outage", wait_s)
     load.stop()
     assert load.error is None, load.error
     sent = dict(load.sent)
@@ -121,14 +91,14 @@ def run_outage(kafka, job, *, outage_s: float, wait_s: float = 240, tag: str = "
         kafka.start()  # the broker is shared with the other modules: always back
     up_at, up_wall = time.monotonic(), time.time()
     start_s = up_at - starting_at
-    wait_until(lambda: newest_commit_mtime(job.cfg.checkpoint) > up_wall, wait_s, "no micro-batch after the outage")
+    wait_until(lambda: newest_commit_mtime(job.cfg.checkpoint) > up_wall, "no micro-batch after the outage", wait_s)
     first_commit_s = time.monotonic() - up_at
     after = job.client(f"outage-after{tag}")
     after.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["after"]}, timeout=wait_s)
     new_request_s = time.monotonic() - up_at
     load = Load(after, lambda i: make_request(i, group=f"outage-after{tag}-{i % 3}"), rate_per_s=5)
     load.start()
-    wait_until(lambda: len(load.sent) >= 10, wait_s, "the load after the outage stalled")
+    wait_until(lambda: len(load.sent) >= 10, "the load after the outage stalled", wait_s)
     load.stop()
     assert load.error is None, load.error
 
@@ -168,8 +138,8 @@ def run_outage(kafka, job, *, outage_s: float, wait_s: float = 240, tag: str = "
         admin.close()
     wait_until(
         lambda: job.log_file.read_text(errors="replace").count("published topic metadata") > published,
-        60,
         "the metadata publisher did not publish after the outage",
+        60,
     )
     before.close()
     after.close()

@@ -79,8 +79,8 @@ def send(job, producer, key: bytes | None, value: bytes | None, topic: str | Non
 def answers(job, since, cids: set[int], timeout_s: float = 90) -> dict[int, tuple[str, dict]]:
     """correlationId -> (topic it was written to, envelope), for every id in `cids`, from every
     response topic a client could be answered on (this module's client's answers since it began):
-    the three topics read at once until every id is found, then to their ends (an answer written
-    to two topics shows as a second entry for the same id, which the callers' unpacking refuses)."""
+    the three topics read at once until every id is found, then to their ends (no id may be answered
+    on two topics)."""
     topics = [job.topics["responses"], job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"]
     found: dict[int, tuple[str, dict]] = {}
     consumer = KafkaConsumer(bootstrap_servers=job.bootstrap, group_id=None, enable_auto_commit=False)
@@ -103,10 +103,8 @@ def answers(job, since, cids: set[int], timeout_s: float = 90) -> dict[int, tupl
                         and env.get("clientId") in (CLIENT_ID, "")
                     ):
                         cid = env["correlationId"]
-                        found[cid if cid not in found or found[cid][0] == tp.topic else (cid, tp.topic)] = (
-                            tp.topic,
-                            env,
-                        )
+                        assert found.get(cid, (tp.topic,))[0] == tp.topic, f"{cid} answered on two topics"
+                        found[cid] = (tp.topic, env)
             if ends is None and cids <= set(found):
                 ends = consumer.end_offsets(tps)
             if ends is not None and all(consumer.position(tp) >= end for tp, end in ends.items()):

@@ -55,7 +55,7 @@ from client import (
     TransactionalProducer,
 )
 from client.classic_group import STABLE
-from client.drill.cli import run_drill
+from client.drill.cli import run_drill, wait_until
 from client.drill.load import LoadSpec
 from client.drill.verify import CheckpointStates, verify
 from client.topic_reader import end_offsets, state_log
@@ -75,7 +75,7 @@ from .flows import (
     start_together,
     wait_converged,
 )
-from .harness import create_data_topics, wait_topics_known
+from .harness import create_data_topics, simple_commit, wait_topics_known
 from .outage_drill import run_outage
 
 # Many Spark starts on a 2-core machine take minutes; every wait inside is bounded.
@@ -115,9 +115,7 @@ def job(job_factory, kafka):
 @pytest.fixture
 def running(job):
     """The job, started if it is not running (each test can also run on its own, `-k`)."""
-    if job.proc is None or job.proc.poll() is not None:
-        job.start()
-    return job
+    return job.ensure_running()
 
 
 @pytest.fixture(scope="module")
@@ -125,18 +123,6 @@ def client(job):
     c = job.client("recovery-client")
     yield c
     c.close()
-
-
-def wait_until(condition, what, timeout: float = WAIT, every: float = 0.2):
-    """`what` (a string, or a function describing the situation) if `condition()` never holds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise TimeoutError(what() if callable(what) else what)
-        time.sleep(every)
 
 
 # ============================================================================ 1. the first minute
@@ -233,8 +219,7 @@ DRILL = LoadSpec(rate_per_s=8, prefix="rec-drill", wait_s=WAIT, run_id=uuid.uuid
 
 @pytest.fixture(scope="module")
 def drill_report(job):
-    if job.proc is None or job.proc.poll() is not None:
-        job.start()
+    job.ensure_running()
     wait_topics_known(job, DRILL.topics)  # the job runs: the load's first commits must find them
     return run_drill(job.cfg, HarnessKiller(job), DRILL, kills=3, seed=11, max_delay_s=3.0).to_json()
 
@@ -371,7 +356,7 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
 
         # A third KIP-848 member joins; SIGKILL while the group rebalances.
         join_consumer("z")
-        wait_until(lambda: describe_consumer_group(client, cg_group)["groupState"] != "Stable", "no rebalance")
+        wait_until(lambda: describe_consumer_group(client, cg_group)["groupState"] != "Stable", "no rebalance", WAIT)
         requests_at_kill = sum(end_offsets(job.bootstrap, job.topics["requests"]).values())
         job.kill()
     finally:
@@ -390,6 +375,7 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
         wait_until(
             lambda: sum(end_offsets(job.bootstrap, job.topics["requests"]).values()) >= requests_at_kill + 3,
             "no requests while the job was down",
+            WAIT,
         )
         job.start()
         b.resume()
@@ -412,7 +398,7 @@ def test_one_kill_with_a_join_parked_a_commit_decided_and_a_consumer_group_rebal
             r = client.request("DescribeTransactions", 0, {"transactionalIds": [tid]}, key=tid, timeout=WAIT)
             return r if r["transactionStates"][0]["transactionState"] == "CompleteCommit" else None
 
-        described = wait_until(complete, "the transaction never completed", every=0.5)
+        described = wait_until(complete, "the transaction never completed", WAIT, every=0.5)
         state = described["transactionStates"][0]
         assert state["topics"] == [] and (state["producerId"], state["producerEpoch"]) == (pid, epoch), state
         after = txn_statuses(job, tid)
@@ -456,25 +442,7 @@ def commit_round(client, tag: int) -> None:
     sent = {}
     for g, group in enumerate(DAMAGE_GROUPS):
         offset = 100 * tag + g
-        body = {
-            "groupId": group,
-            "generationIdOrMemberEpoch": -1,
-            "memberId": "",
-            "groupInstanceId": None,
-            "topics": [
-                {
-                    "name": DAMAGE_TOPIC,
-                    "partitions": [
-                        {
-                            "partitionIndex": 0,
-                            "committedOffset": offset,
-                            "committedLeaderEpoch": -1,
-                            "committedMetadata": None,
-                        }
-                    ],
-                }
-            ],
-        }
+        body = simple_commit(group, {DAMAGE_TOPIC: {0: offset}})
         sent[client.send("OffsetCommit", 9, body, key=group, flush=False)] = (group, offset)
     client.flush()
     for cid, (group, offset) in sent.items():
@@ -626,7 +594,7 @@ def scrape_until(job, what: str, predicate) -> dict:
             return None
         return m if predicate(m) else None
 
-    return wait_until(attempt, f"metrics never showed {what}", every=0.5)
+    return wait_until(attempt, f"metrics never showed {what}", WAIT, every=0.5)
 
 
 @pytest.mark.parametrize("damage", list(DAMAGE))
@@ -661,7 +629,9 @@ def test_damaged_newest_file_is_rolled_back_nothing_committed_is_lost_nothing_co
         except OSError:  # the endpoint is not up yet
             return False
 
-    wait_until(same, lambda: f"metrics differ after the restart: {diff(comparable(scrape(job)), comparable(before))}")
+    wait_until(
+        same, lambda: f"metrics differ after the restart: {diff(comparable(scrape(job)), comparable(before))}", WAIT
+    )
 
 
 def diff(after: dict, before: dict) -> dict:
@@ -727,7 +697,7 @@ def test_a_failed_query_is_restarted_by_the_supervisor(running, job, client):
                 pass
         return False
 
-    wait_until(failed, "no query failure after killing Python workers", every=0.3)
+    wait_until(failed, "no query failure after killing Python workers", WAIT, every=0.3)
     failed_at = time.monotonic()
     commit_round(client, 61)
     answered_s = time.monotonic() - failed_at
