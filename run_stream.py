@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.session import build_session
     from streaming.status import StatusReporter, status_path
     from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor, summary
+    from streaming.timer_waker import TimerWaker
     from streaming.trust import load_or_create_key
 
     status = StatusReporter(status_path(cfg.checkpoint))
@@ -89,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
+    waker = None
+    if cfg.stream["timer_wakeups"]:  # micro-batches run only for records: this starts the ones timers need
+        waker = TimerWaker(
+            cfg.bootstrap, cfg.topics["timers"], cfg.topics["internal"], cfg.coordinator_partitions, internal_key
+        )
+        waker.start()
     exporter = start_metrics_exporter(cfg, status, log)
     quarantined: list[str] = []  # output topics the sink failed on that do not exist
 
@@ -148,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         projector.join(timeout=60)
     status.lifecycle("stopped" if code == 0 else "failed")
     publisher.stop()
+    if waker is not None:
+        waker.stop()
     if exporter is not None:
         exporter.stop()
     spark.stop()
@@ -241,11 +250,10 @@ def quarantine_missing_topics(cfg: StreamConfig, quarantined: list[str], log):
     is gone, never for the service's own topics: a broker outage is waited out, not quarantined."""
     import re
 
+    from streaming.config import SERVICE_TOPICS
     from streaming.supervisor import Decision
 
-    own = {
-        cfg.topics[t] for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
-    }
+    own = {cfg.topics[t] for t in SERVICE_TOPICS}
     missing = re.compile(r"Topic (\S+?)\.? not present in metadata|InvalidTopicException: .*?([A-Za-z0-9._-]+)$", re.M)
 
     def handle(text: str):

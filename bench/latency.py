@@ -53,7 +53,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from client import CoordinatorClient  # noqa: E402
 from client.request_client import response_partition  # noqa: E402
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
-from streaming.config import StreamConfig  # noqa: E402
+from streaming.config import SERVICE_TOPICS, StreamConfig  # noqa: E402
 from streaming.status import iso_ms, read_status, status_path  # noqa: E402
 
 # Settings compared with --variants, each a change from the defaults (TOML lines added to the
@@ -87,7 +87,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, variant: str = "") -> StreamConfig:
     """The bench's configuration file; `variant` adds TOML tables ([stream] keys merge with ours)."""
-    names = ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
+    names = SERVICE_TOPICS
     topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
     stream_extra, other = "", variant
     if variant.startswith("[stream]\n"):

@@ -5,7 +5,7 @@
 - requests, internal: message.timestamp.type=LogAppendTime, so a request's time is the broker's;
 - responses, events, dead letters: plain;
 - state log: cleanup.policy=compact, one partition per coordinator partition (as __consumer_offsets);
-- metrics: cleanup.policy=compact (keyed by coordinator partition).
+- metrics, timers: cleanup.policy=compact (keyed by coordinator partition).
 Existing topics are checked: a request topic without LogAppendTime or a state log with the wrong
 partition count is an error, not something to silently run with.
 """
@@ -51,6 +51,13 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
                 "segment.ms": "600000",
                 **big,
             },
+        ),
+        # Each coordinator partition's newest deadline is what counts (streaming/timer_waker.py).
+        NewTopic(
+            t["timers"],
+            1,
+            1,
+            topic_configs={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": "600000"},
         ),
         NewTopic(
             t["state_log"],

@@ -20,6 +20,8 @@ from coordinator.config import CoordinatorConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS_FILE = ROOT / "conf" / "defaults.toml"
+# The service's own topics by their [topics] name: no client answer or marker may go there.
+SERVICE_TOPICS = ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics", "timers")
 
 
 def _merge(base: dict, over: Mapping) -> dict:
@@ -133,10 +135,7 @@ class StreamConfig:
         settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
         settings.setdefault(
             "coordinator.internal.topics",
-            [
-                self.topics[t]
-                for t in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
-            ],
+            [self.topics[t] for t in SERVICE_TOPICS],
         )
         settings.setdefault(
             "coordinator.reply.to.pattern", re.escape(self.topics["responses"]) + r"(\.[A-Za-z0-9._-]{1,200})?"

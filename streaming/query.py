@@ -26,6 +26,7 @@ def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tu
         internal_topic=t["internal"],
         dead_letters_topic=t["dead_letters"],
         metrics_topic=t["metrics"],
+        timers_topic=t["timers"],
         internal_key=internal_key,
         max_record_bytes=int(cfg.stream["max_record_bytes"]),
         quarantined_topics=tuple(quarantined_topics),

@@ -44,6 +44,10 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         .config("spark.sql.streaming.stateStore.providerClass", provider)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         .config("spark.sql.streaming.minBatchesToRetain", "20")
+        # No micro-batch without a new record: processing-time timeouts would otherwise make Spark
+        # run one at every trigger (~1 core when idle). Timers are started by the driver's timer
+        # waker instead (streaming/timer_waker.py).
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false" if stream["timer_wakeups"] else "true")
         .config("spark.sql.adaptive.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)

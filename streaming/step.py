@@ -24,6 +24,7 @@ from coordinator.messages import Outputs, response_envelope
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
 
+from .timer_waker import deadline_value, is_wake
 from .trust import MAC_HEADER, safe_text, sign
 
 # The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
@@ -42,6 +43,8 @@ class StepSettings:
     internal_topic: str = "coordinator-internal"
     dead_letters_topic: str = "coordinator-dead-letters"
     metrics_topic: str = "coordinator-metrics"
+    # Each call's next deadline, for the driver's timer waker (streaming/timer_waker.py).
+    timers_topic: str = "coordinator-timers"
     internal_key: bytes = b""  # signs what the service writes to its internal channel (trust.py)
     # Largest record the sink may write (the sink's max.request.size and the topics'
     # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
@@ -189,7 +192,15 @@ def output_rows(
 def _is_response_topic(topic: str, s: StepSettings) -> bool:
     if topic == s.responses_topic:
         return True
-    own = {s.requests_topic, s.events_topic, s.state_log_topic, s.internal_topic, s.dead_letters_topic, s.metrics_topic}
+    own = {
+        s.requests_topic,
+        s.events_topic,
+        s.state_log_topic,
+        s.internal_topic,
+        s.dead_letters_topic,
+        s.metrics_topic,
+        s.timers_topic,
+    }
     return (
         topic.startswith(s.responses_topic + ".")
         and topic not in own
@@ -222,6 +233,18 @@ def metrics_row(
     if wall:
         body["wallClock"] = {name: {"count": count, "totalNs": ns} for name, (count, ns) in sorted(wall.items())}
     return (s.metrics_topic, str(coordinator_partition), _json_bytes(body), None, [])
+
+
+def deadline_row(s: StepSettings, coordinator_partition: int, deadline: int | None, batch_time: int) -> tuple:
+    """The partition's next deadline after this call (none: no timer), for the timer waker; written
+    by every call, so the waker never acts on a deadline the partition has since passed."""
+    return (
+        s.timers_topic,
+        str(coordinator_partition),
+        deadline_value(coordinator_partition, deadline, batch_time),
+        None,
+        [],
+    )
 
 
 def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord], list[dict]]:
@@ -351,6 +374,8 @@ def make_step(settings: StepSettings):
         cp = int(key[0])
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs)
+        # A wake record only starts the batch (its partition's timers are due): no request.
+        records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
         # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.
         stored = None if blob is None else state_codec.StoredState(int(blob[0]), bytes(blob[1]))
@@ -370,6 +395,7 @@ def make_step(settings: StepSettings):
         if deadline is not None:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
         rows = output_rows(out, cp, settings, partition.component("metadata").max_message_bytes)
+        rows.append(deadline_row(settings, cp, deadline, batch_time))
         if settings.txn_markers != "json":
             rows.extend(write_broker_markers(out, cp, settings, batch_time))
         for f in forged:

@@ -9,6 +9,7 @@ import time
 from kafka import KafkaProducer
 
 from client.topic_reader import end_offsets, read_records
+from streaming.config import SERVICE_TOPICS
 from streaming.trust import MAC_HEADER
 from tests.runtime.fuzz_records import HostileRecords, check_answer
 
@@ -73,9 +74,7 @@ def run_fuzz(job, *, seed: int, hostile: int, good: int, timeout_s: float = 300)
         client.close()
     assert job.proc.poll() is None, job.tail()
     job.wait_caught_up()
-    allowed = {
-        job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters", "metrics")
-    }
+    allowed = {job.topics[t] for t in SERVICE_TOPICS}
     grown = audit.grown_topics()
     assert grown <= allowed, grown - allowed
     assert service_records_only(job)

@@ -22,7 +22,7 @@ from client import CoordinatorClient
 from client.drill.load import ensure_data_topics
 from deploy.kafka_local import LocalKafka, free_port
 from deploy.topics import ensure_topics
-from streaming.config import ROOT, StreamConfig
+from streaming.config import ROOT, SERVICE_TOPICS, StreamConfig
 
 
 @contextmanager
@@ -144,10 +144,7 @@ class StreamJob:
         self.log_file = self.workdir / "job.log"
         overrides = {
             "kafka": {"bootstrap_servers": bootstrap},
-            "topics": {
-                name: f"{prefix}-coordinator-{name.replace('_', '-')}"
-                for name in ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics")
-            },
+            "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}" for name in SERVICE_TOPICS},
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},

@@ -15,6 +15,7 @@ from kafka.admin import NewTopic
 from client.topic_reader import end_offsets, events
 from coordinator import Errors, coordinator_partition
 from coordinator.envelope import BROADCAST_KEY
+from streaming.config import SERVICE_TOPICS
 from streaming.trust import MAC_HEADER
 
 from .harness import wait_topics_known
@@ -260,9 +261,7 @@ def test_150_joins_listing_a_protocol_twice_in_one_partition(job, producer, sinc
 def test_nothing_was_written_outside_the_services_answer_topics(job, audit):
     """Last in the module: the audit of every topic against what it held at the start."""
     job.wait_caught_up()
-    allowed = {
-        job.topics[t] for t in ("requests", "internal", "responses", "events", "state_log", "dead_letters", "metrics")
-    }
+    allowed = {job.topics[t] for t in SERVICE_TOPICS}
     allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"}
     assert audit.grown_topics() <= allowed, audit.grown_topics() - allowed
     assert service_records_only(job)

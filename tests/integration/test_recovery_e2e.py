@@ -490,8 +490,8 @@ def kill_with_newest_batch_committed(job) -> int:
     """SIGKILL the job and leave a checkpoint whose newest batch N is committed (commits/N, nothing
     planned after it), so that the file damaged next is the committed batch's; returns N.
 
-    A kill cannot be aimed there. Micro-batches run back to back (one every trigger even when idle:
-    timers), so Spark writes offsets/N+1 some 15-200 ms after committing batch N, while
+    A kill cannot be aimed there. When micro-batches run back to back (requests, wake records of
+    timers), Spark writes offsets/N+1 some 15-200 ms after committing batch N, while
     `wait_caught_up` notices the commit only at its next poll: most kills land with batch N+1
     planned and not committed, some of them between the rename of offsets/N+1 and that of its .crc
     (then deleting offsets/N+1 leaves nothing to repair). So this establishes the situation
