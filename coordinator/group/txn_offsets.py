@@ -50,7 +50,8 @@ the transaction's markers, ahead of them. The partition records it, and a TxnOff
 transactional id, producer id and epoch is verified locally with the answer the transaction
 coordinator would give (the partition is in the ongoing transaction: NONE, for v0-4 and v5 alike).
 The producer's marker deletes the notice. Without a matching notice (it is still on its way, or
-the commit is another producer's or epoch's) the request is verified by asking, as above.
+the commit is another producer's or epoch's) the request is verified by asking, as above; a request
+parked that way goes on when its transaction's notice arrives.
 """
 
 from __future__ import annotations
@@ -315,8 +316,13 @@ def _added_by_notice(comp, body: dict) -> bool:
 def txn_offsets_added(comp, request: Request) -> CoordinatorResult | None:
     """The transaction coordinator's notice that AddOffsetsToTxn added this partition to the
     producer's transaction: recorded, so that its TxnOffsetCommit is verified locally. A notice for
-    another partition (only a coordinator partition sends it, about the partition it routes to) or
-    one already recorded changes nothing."""
+    another partition (only a coordinator partition sends it, about the partition it routes to)
+    changes nothing.
+
+    The stream's sink may append the notice after the AddOffsetsToTxn answer, so the client's
+    TxnOffsetCommit can come first and be parked to ask. Such a request goes on now, with the
+    answer the question would get (NONE: T answers it after it added the partition, as the notice
+    says); the question's later answer finds nothing parked and is dropped."""
     b = request.body
     if b["partitionIndex"] != comp.p.partition_id:
         return CoordinatorResult().emit(
@@ -326,17 +332,42 @@ def txn_offsets_added(comp, request: Request) -> CoordinatorResult | None:
             producerId=b["producerId"],
             partitionIndex=b["partitionIndex"],
         )
-    if _state(comp).get("added", {}).get(str(b["producerId"])) == [b["transactionalId"], b["producerEpoch"]]:
-        return None
-    return CoordinatorResult().record(
-        added_key(b["producerId"]),
-        {
-            "type": ADDED_RECORD,
-            "transactionalId": b["transactionalId"],
-            "producerId": b["producerId"],
-            "producerEpoch": b["producerEpoch"],
-        },
-    )
+    notice = [b["transactionalId"], b["producerEpoch"]]
+    waiting = [
+        vid
+        for vid, parked in sorted(_state(comp).get("verifying", {}).items(), key=lambda kv: int(kv[0]))
+        if [parked["body"]["transactionalId"], parked["body"]["producerEpoch"]] == notice
+        and parked["body"]["producerId"] == b["producerId"]
+    ]
+    record = None
+    if _state(comp).get("added", {}).get(str(b["producerId"])) != notice:
+        record = CoordinatorResult().record(
+            added_key(b["producerId"]),
+            {
+                "type": ADDED_RECORD,
+                "transactionalId": b["transactionalId"],
+                "producerId": b["producerId"],
+                "producerEpoch": b["producerEpoch"],
+            },
+        )
+    if not waiting:
+        return record
+    return CoordinatorResult(steps=_resume_steps(comp, record, [int(v) for v in waiting]))
+
+
+def _resume_steps(comp, record: CoordinatorResult | None, waiting: list[int]) -> Iterator[CoordinatorResult]:
+    """The notice's record, then each parked request as if the verification had answered NONE,
+    each computed from the state the previous one left (a first commit may create the group)."""
+    if record is not None:
+        yield record
+    for vid in waiting:
+        result = CoordinatorResult()
+        unparked = _unpark(comp, vid, result)
+        if unparked is None:
+            continue
+        reply, body, response, valid = unparked
+        result.reply(reply, _finish(comp, body, reply.api_version, response, valid, None, result))
+        yield result
 
 
 def _verification_error(version: int, error: Error) -> Error | None:

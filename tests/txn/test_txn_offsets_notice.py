@@ -6,6 +6,8 @@ the group's partition are two CoreDrivers (tests/txn/test_txn_cross_partition.py
 
 from __future__ import annotations
 
+import json
+
 from coordinator.errors import Errors
 from coordinator.group import txn_offsets
 from tests.txn.test_txn_cross_partition import GROUP, TID, Cluster
@@ -198,3 +200,37 @@ def test_a_rebuilt_partition_has_the_notices_and_answers_the_same():
     rebuilt = c.grp.rebuilt().component("groups")
     assert "added" not in txn_offsets._state(rebuilt) and "added" not in txn_offsets._state(c.grp.component("groups"))
     assert c.fetch() == {0: 9, 1: -1}
+
+
+def test_a_parked_commit_goes_on_when_the_notice_arrives_and_the_late_answer_is_dropped():
+    # The stream's sink may append the notice after AddOffsetsToTxn's answer: the client's commit
+    # comes first, is parked to ask, and goes on when the notice is read.
+    c = Cluster()
+    p = Producer(c.txn, TID)
+    p.init()
+    assert p.add_offsets(GROUP)["errorCode"] == 0
+    [(key, notice)] = [(k, e) for k, e in c.txn.internal_requests if e["apiKey"] == "TxnOffsetsAdded"]
+    assert commit_now(c, p, {("in", 0): 4}) is None and questions(c) == 1
+    c.grp.send_raw(json.dumps(notice).encode(), key=key)
+    [(_, answer)] = c.grp.response_envelopes
+    assert commit_errors(answer) == {0}
+    assert c.fetch() == {0: "UNSTABLE", 1: -1}
+    # The question's answer comes later and finds nothing parked: no second response.
+    answered = len(c.grp.response_envelopes)
+    c.deliver()
+    assert len(c.grp.response_envelopes) == answered
+    end(c, p, True)
+    assert c.fetch() == {0: 4, 1: -1}
+
+
+def test_a_notice_resumes_only_the_commits_of_its_own_producer_and_epoch():
+    c = Cluster()
+    p = Producer(c.txn, TID)
+    p.init()
+    assert p.add_offsets(GROUP)["errorCode"] == 0
+    [(key, notice)] = [(k, e) for k, e in c.txn.internal_requests if e["apiKey"] == "TxnOffsetsAdded"]
+    assert commit_now(c, p, {("in", 0): 4}, epoch=p.epoch + 1) is None
+    c.grp.send_raw(json.dumps(notice).encode(), key=key)
+    assert c.grp.response_envelopes == []  # still waiting for the transaction coordinator
+    c.deliver()
+    assert commit_errors(c.grp.response_envelopes[-1][1]) == {E.INVALID_PRODUCER_EPOCH.code}
