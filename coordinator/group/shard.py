@@ -90,6 +90,7 @@ class GroupCoordinator(Component):
         "TxnOffsetCommit": lambda g, request: g.txn_offsets.txn_offset_commit(request),
         "WriteTxnMarkers": lambda g, request: g.txn_offsets.write_txn_markers(request),
         "TxnVerificationResult": lambda g, request: g.txn_offsets.txn_verification_result(request),
+        "TxnOffsetsAdded": lambda g, request: g.txn_offsets.txn_offsets_added(request),
     }
     TIMER_HANDLERS = {
         T_JOIN: lambda g, timer: g.classic.on_join_timer(timer),
@@ -115,6 +116,7 @@ class GroupCoordinator(Component):
         group_configs.RECORD: lambda g, kind, ids, value: g.configs.replay(kind, ids, value),
         txn_offsets.TXN_OFFSET_RECORD: lambda g, kind, ids, value: g.txn_offsets.replay(kind, ids, value),
         txn_offsets.MARKER_RECORD: lambda g, kind, ids, value: g.txn_offsets.replay(kind, ids, value),
+        txn_offsets.ADDED_RECORD: lambda g, kind, ids, value: g.txn_offsets.replay(kind, ids, value),
         **{
             kind: lambda g, kind, ids, value: g.consumer.replay(kind, ids, value)
             for kind in consumer_group.RECORD_TYPES

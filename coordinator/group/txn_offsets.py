@@ -21,6 +21,10 @@ State-log records (keys from `coordinator.records.record_key`):
             "transactionResult": "COMMIT"|"ABORT", "coordinatorEpoch": 0, "transactionVersion",
             "timestamp"}                       (Kafka's control record in __consumer_offsets)
            or null when the producer's state expires (producer.id.expiration.ms)
+    ["TxnOffsetsAdded", producerId]
+        -> {"type": "TxnOffsetsAdded", "transactionalId", "producerId", "producerEpoch"}
+           the transaction coordinator said (TxnOffsetsAdded, below) that the producer's ongoing
+           transaction includes this partition; null once the producer's marker came
 
 Why pending offsets have keys of their own: the state log is compacted, and Kafka's log cleaner
 never cleans past the last stable offset of `__consumer_offsets`, so an open transaction's records
@@ -39,6 +43,15 @@ coordinator (KIP-890; for v5 it adds the partition to the transaction). So does 
 group partition asks the transactional id's partition with a TxnVerification internal request,
 parks the TxnOffsetCommit in its state and goes on when the TxnVerificationResult arrives (or
 answers it at once when both ids live on this partition). See docs/architecture.md.
+
+The usual case asks nothing: when AddOffsetsToTxn adds this partition to a transaction, the
+transaction's partition sends a TxnOffsetsAdded notice (internal) on the same ordered channel as
+the transaction's markers, ahead of them. The partition records it, and a TxnOffsetCommit of that
+transactional id, producer id and epoch is verified locally with the answer the transaction
+coordinator would give (the partition is in the ongoing transaction: NONE, for v0-4 and v5 alike).
+The producer's marker deletes the notice. Without a matching notice (it is still on its way, or
+the commit is another producer's or epoch's) the request is verified by asking, as above; a request
+parked that way goes on when its transaction's notice arrives.
 """
 
 from __future__ import annotations
@@ -58,6 +71,7 @@ from .offsets import OffsetAndMetadata
 CONSUMER_OFFSETS = "__consumer_offsets"
 TXN_OFFSET_RECORD = "TxnOffsetCommit"
 MARKER_RECORD = "EndTransactionMarker"
+ADDED_RECORD = "TxnOffsetsAdded"
 EXT = "txnOffsets"  # key of this extension's state in component.extensions
 T_PRODUCER_EXPIRATION = "txn-producer-expiration"
 T_VERIFICATION_TIMEOUT = "txn-verification-timeout"
@@ -69,10 +83,15 @@ def marker_key(producer_id: int) -> str:
     return record_key(MARKER_RECORD, producer_id)
 
 
+def added_key(producer_id: int) -> str:
+    return record_key(ADDED_RECORD, producer_id)
+
+
 # ====================================================================== extension state
 # component.extensions[EXT] = {
 #   "producers": {"<producerId>": [epoch, lastTimestampMs]},   the partition's producer state
 #   "keys": {"<producerId>": [TxnOffsetCommit record keys not yet deleted]},
+#   "added": {"<producerId>": [transactionalId, epoch]},  TxnOffsetsAdded notices (optional key)
 # }
 def _state(comp, create: bool = False) -> dict:
     st = comp.extensions.get(EXT)
@@ -86,7 +105,13 @@ def _state(comp, create: bool = False) -> dict:
 def _prune(comp) -> None:
     st = comp.extensions.get(EXT)
     # (A partition that ever verified keeps its verification counter: ids are never reused.)
-    if st is not None and not st["producers"] and not st["keys"] and "nextVerificationId" not in st:
+    if (
+        st is not None
+        and not st["producers"]
+        and not st["keys"]
+        and not st.get("added")
+        and "nextVerificationId" not in st
+    ):
         del comp.extensions[EXT]
 
 
@@ -112,7 +137,19 @@ def txn_offset_key(producer_id: int, group_id: str, topic: str, partition: int) 
 
 # ====================================================================== replay
 def replay(comp, kind: str, ids: list, value: dict | None) -> None:
-    """Replay a TxnOffsetCommit or EndTransactionMarker record."""
+    """Replay a TxnOffsetCommit, EndTransactionMarker or TxnOffsetsAdded record."""
+    if kind == ADDED_RECORD:
+        producer_id = str(ids[0])
+        if value is None:
+            added = _state(comp).get("added", {})
+            added.pop(producer_id, None)
+            if not added:
+                _state(comp).pop("added", None)
+            _prune(comp)
+        else:
+            st = _state(comp, create=True)
+            st.setdefault("added", {})[producer_id] = [value["transactionalId"], value["producerEpoch"]]
+        return
     if kind == TXN_OFFSET_RECORD:
         record_key_ = txn_offset_key(*ids)
         producer_id, group_id, topic, partition = ids
@@ -198,7 +235,7 @@ def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
         return result
     # GroupCoordinatorService.commitTransactionalOffsets: the group id, before the verification.
     error = _early_error(body)
-    if error is None and _needs_verification(comp, body):
+    if error is None and _needs_verification(comp, body) and not _added_by_notice(comp, body):
         # The log layer's transaction verification (KIP-890): ask the transaction coordinator.
         n = comp.p.config["coordinator.partitions"]
         if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
@@ -262,6 +299,75 @@ def _needs_verification(comp, body: dict) -> bool:
         return False
     pid = body["producerId"]
     return not (_state(comp)["keys"].get(str(pid)) and producer_epoch(comp, pid) == body["producerEpoch"])
+
+
+def _added_by_notice(comp, body: dict) -> bool:
+    """Whether a TxnOffsetsAdded notice says that this transaction (transactional id, producer id
+    and epoch) includes this partition: then the transaction coordinator's answer is NONE and is
+    not asked for. A notice older than the producer's last epoch here is not trusted."""
+    pid = body["producerId"]
+    notice = _state(comp).get("added", {}).get(str(pid))
+    if notice is None or notice != [body["transactionalId"], body["producerEpoch"]]:
+        return False
+    last = producer_epoch(comp, pid)
+    return last is None or last <= body["producerEpoch"]
+
+
+def txn_offsets_added(comp, request: Request) -> CoordinatorResult | None:
+    """The transaction coordinator's notice that AddOffsetsToTxn added this partition to the
+    producer's transaction: recorded, so that its TxnOffsetCommit is verified locally. A notice for
+    another partition (only a coordinator partition sends it, about the partition it routes to)
+    changes nothing.
+
+    The stream's sink may append the notice after the AddOffsetsToTxn answer, so the client's
+    TxnOffsetCommit can come first and be parked to ask. Such a request goes on now, with the
+    answer the question would get (NONE: T answers it after it added the partition, as the notice
+    says); the question's later answer finds nothing parked and is dropped."""
+    b = request.body
+    if b["partitionIndex"] != comp.p.partition_id:
+        return CoordinatorResult().emit(
+            b["transactionalId"],
+            "TxnOffsetsAddedDropped",
+            transactionalId=b["transactionalId"],
+            producerId=b["producerId"],
+            partitionIndex=b["partitionIndex"],
+        )
+    notice = [b["transactionalId"], b["producerEpoch"]]
+    waiting = [
+        vid
+        for vid, parked in sorted(_state(comp).get("verifying", {}).items(), key=lambda kv: int(kv[0]))
+        if [parked["body"]["transactionalId"], parked["body"]["producerEpoch"]] == notice
+        and parked["body"]["producerId"] == b["producerId"]
+    ]
+    record = None
+    if _state(comp).get("added", {}).get(str(b["producerId"])) != notice:
+        record = CoordinatorResult().record(
+            added_key(b["producerId"]),
+            {
+                "type": ADDED_RECORD,
+                "transactionalId": b["transactionalId"],
+                "producerId": b["producerId"],
+                "producerEpoch": b["producerEpoch"],
+            },
+        )
+    if not waiting:
+        return record
+    return CoordinatorResult(steps=_resume_steps(comp, record, [int(v) for v in waiting]))
+
+
+def _resume_steps(comp, record: CoordinatorResult | None, waiting: list[int]) -> Iterator[CoordinatorResult]:
+    """The notice's record, then each parked request as if the verification had answered NONE,
+    each computed from the state the previous one left (a first commit may create the group)."""
+    if record is not None:
+        yield record
+    for vid in waiting:
+        result = CoordinatorResult()
+        unparked = _unpark(comp, vid, result)
+        if unparked is None:
+            continue
+        reply, body, response, valid = unparked
+        result.reply(reply, _finish(comp, body, reply.api_version, response, valid, None, result))
+        yield result
 
 
 def _verification_error(version: int, error: Error) -> Error | None:
@@ -534,6 +640,8 @@ def _marker_steps(
     done = CoordinatorResult()
     for key in list(_state(comp)["keys"].get(str(producer_id), [])):
         done.record(key, None)
+    if str(producer_id) in _state(comp).get("added", {}):
+        done.record(added_key(producer_id), None)  # the transaction ended: its notice with it
     for group_id, summary in by_group.items():
         if committed:
             comp.event(
@@ -612,6 +720,9 @@ class TxnOffsetManager:
 
     def txn_verification_result(self, request: Request):
         return txn_verification_result(self.c, request)
+
+    def txn_offsets_added(self, request: Request):
+        return txn_offsets_added(self.c, request)
 
     def on_producer_expiration(self, timer: Timer):
         return on_producer_expiration(self.c, timer)

@@ -298,6 +298,8 @@ APIS: tuple[Api, ...] = (
     # transaction coordinator's broker; here question and answer are internal requests).
     Api("TxnVerification", 1001, 0, 0, TRANSACTIONS, internal=True),
     Api("TxnVerificationResult", 1002, 0, 0, GROUPS, internal=True),
+    # AddOffsetsToTxn's notice to the group partition, so its TxnOffsetCommit verifies locally.
+    Api("TxnOffsetsAdded", 1003, 0, 0, GROUPS, internal=True),
     # DescribeShareGroupOffsets / AlterShareGroupOffsets asking other partitions' share-partitions.
     Api("ShareStateSummaryQuery", 1011, 0, 0, SHARE, internal=True),
     Api("ShareStateSummaryAnswer", 1012, 0, 0, SHARE, internal=True),

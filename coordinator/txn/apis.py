@@ -30,6 +30,10 @@ ask on a partition's behalf or answer for the transaction coordinator):
     (TxnOffsetCommit v0-4) or not (v5: add it), and `verificationId` to match the answer.
   TxnVerificationResult (back to G, keyed by key_for_partition(G)): `verificationId`,
     `errorCode` (the partition's AddPartitionsToTxn error).
+and a third spares the question in the usual case:
+  TxnOffsetsAdded (the transactionalId's partition -> G, keyed by key_for_partition(G)), sent by
+    AddOffsetsToTxn: `transactionalId`, `producerId`, `producerEpoch` of the ongoing transaction
+    that now includes `__consumer_offsets-<partitionIndex>`.
 """
 
 from __future__ import annotations

@@ -469,8 +469,31 @@ class TransactionCoordinator(Component):
             [(CONSUMER_OFFSETS, offsets_partition)],
             TV_0,
         )
+        if error == Errors.NONE and offsets_partition != self.p.partition_id:
+            self._notify_offsets_added(result, body, offsets_partition)
         result.response = {"throttleTimeMs": 0, "errorCode": apis.producer_fenced_for(version, 2, error).code}
         return result
+
+    def _notify_offsets_added(self, result: CoordinatorResult, body: dict, offsets_partition: int) -> None:
+        """Tell the group's partition that this transaction (producer id and epoch) includes its
+        `__consumer_offsets` partition: the TxnOffsetCommit the client sends next is then verified
+        there without asking back (two micro-batches saved). Sent before any marker of the
+        transaction on the same ordered channel, so it never outlives the transaction there; a
+        TxnOffsetCommit that comes first is verified by asking, as before."""
+        n = self.p.config["coordinator.partitions"]
+        result.send_request(
+            key_for_partition(offsets_partition, n),
+            "TxnOffsetsAdded",
+            0,
+            {
+                "transactionalId": body["transactionalId"],
+                "producerId": body["producerId"],
+                "producerEpoch": body["producerEpoch"],
+                "partitionIndex": offsets_partition,
+            },
+            self.markers.correlation_id(),
+            self.markers.client_id,
+        )
 
     # ======================================================================== EndTxn
     def end_txn(self, request: Request) -> CoordinatorResult:

@@ -65,6 +65,7 @@ API_NAMES = [
     "UpdateMetadata",
     "TxnVerification",
     "TxnVerificationResult",
+    "TxnOffsetsAdded",
     "NoSuchApi",
     "StreamsGroupHeartbeat",
     "StreamsGroupDescribe",

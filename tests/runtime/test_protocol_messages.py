@@ -68,6 +68,7 @@ def test_the_services_own_apis_are_marked_internal_and_their_files_as_ours():
         "UpdateMetadata",
         "TxnVerification",
         "TxnVerificationResult",
+        "TxnOffsetsAdded",
         "ShareStateSummaryQuery",
         "ShareStateSummaryAnswer",
     } <= ours

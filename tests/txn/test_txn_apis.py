@@ -132,8 +132,13 @@ def test_write_txn_markers_request_is_the_contract_with_the_group_side():
     p.end(True, version=4)
     spec = lookup("WriteTxnMarkers")
     partitions = sorted({coordinator_partition(g, 50) for g in groups})
-    assert len(d.internal_requests) == len(partitions)  # one request per group coordinator partition
-    for (key, env), gp in zip(d.internal_requests, partitions, strict=True):
+    # AddOffsetsToTxn's notices to the group partitions come first, on the markers' channel.
+    notices = [(k, e) for k, e in d.internal_requests if e["apiKey"] == "TxnOffsetsAdded"]
+    assert [e["request"]["partitionIndex"] for _, e in notices] == [coordinator_partition(g, 50) for g in groups]
+    assert d.internal_requests[: len(notices)] == notices
+    markers = d.internal_requests[len(notices) :]
+    assert len(markers) == len(partitions)  # one request per group coordinator partition
+    for (key, env), gp in zip(markers, partitions, strict=True):
         assert coordinator_partition(key, 50) == gp  # routed to the group coordinator partition
         assert (env["apiKey"], env["apiVersion"], env["clientId"]) == (
             "WriteTxnMarkers",
@@ -154,7 +159,7 @@ def test_write_txn_markers_request_is_the_contract_with_the_group_side():
                 }
             ]
         }
-    assert len({env["correlationId"] for _, env in d.internal_requests}) == len(partitions)
+    assert len({env["correlationId"] for _, env in d.internal_requests}) == len(d.internal_requests)
 
 
 def test_write_txn_markers_and_txn_offset_commit_schemas():

@@ -151,7 +151,8 @@ def test_timed_out_transaction_with_a_group_sends_write_txn_markers():
     p.init()
     p.add_offsets("g1")
     d.advance(ABORT_INTERVAL + 2000)
-    [(key, env)] = d.internal_requests
+    [(_, notice), (key, env)] = d.internal_requests  # AddOffsetsToTxn's notice, then the marker
+    assert notice["apiKey"] == "TxnOffsetsAdded"
     marker = env["request"]["markers"][0]
     assert env["apiKey"] == "WriteTxnMarkers" and marker["transactionResult"] is False
     assert marker["producerEpoch"] == p.epoch + 1

@@ -162,9 +162,11 @@ def test_verification_errors_of_the_transaction_coordinator():
     other = Producer(c.txn, TID)
     other.producer_id, other.epoch = p.producer_id + 1000, p.epoch
     assert commit_error(c.txn_offset_commit(other, {("in", 0): 1})) == E.INVALID_PRODUCER_ID_MAPPING.code
-    # Once the transaction ended (the question arrives a batch later, when it is complete): the
+    # Once the transaction ended (its marker reached the group's partition before the client,
+    # answered, can send anything; the question arrives a batch later, when it is complete): the
     # offsets partition is no longer in a transaction.
     assert p.end(True, version=4)["errorCode"] == 0
+    c.deliver()
     assert commit_error(c.txn_offset_commit(p, {("in", 0): 1})) == E.TRANSACTION_ABORTABLE.code
     assert not c.grp.component("groups").offsets.has_pending(GROUP)
 
