@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What an idle service costs, and how late its timers fire with no traffic.
 
-    .venv/bin/python bench/idle_cost.py [--settle 20] [--measure 30] [--timers 20]
+    .venv/bin/python bench/idle_cost.py [--settle 60] [--measure 30] [--timers 20]
                                         [--modes wakeups,spark-timeouts,identity]
 
 Each mode starts the whole service the way a user does, `deploy/run-local.sh --config <bench
@@ -61,7 +61,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 def tree_cpu_s(root_pid: int) -> dict[str, float]:
     """CPU seconds (user + system, and of reaped children) of `root_pid` and its descendants, by
-    kind of process: the Spark JVM, the driver's Python, the Python workers."""
+    kind of process: the Spark JVM, the driver's Python, the Python workers (the broker and Redis
+    that run-local.sh starts are left out)."""
     parents, stats, cmds = {}, {}, {}
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -86,6 +87,8 @@ def tree_cpu_s(root_pid: int) -> dict[str, float]:
     out = {"jvm": 0.0, "driver": 0.0, "workers": 0.0, "other": 0.0}
     for pid in tree & set(stats):
         cmd = cmds[pid]
+        if "kafka.Kafka " in cmd or "redis-server" in cmd:
+            continue  # run-local.sh's broker and Redis: not the service
         kind = (
             "jvm"
             if "java" in cmd.split(" ")[0]
@@ -264,7 +267,7 @@ class ServiceHandle:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--settle", type=float, default=20.0, help="seconds idle before measuring")
+    ap.add_argument("--settle", type=float, default=60.0, help="seconds idle before measuring (JIT warm-up)")
     ap.add_argument("--measure", type=float, default=30.0, help="seconds of CPU measured")
     ap.add_argument("--timers", type=int, default=20, help="transactions and classic members left to time out")
     ap.add_argument("--modes", default="wakeups,spark-timeouts,identity")
