@@ -40,6 +40,11 @@ from .upstream import SharedUpstreams, Upstream, UpstreamClosed
 
 log = logging.getLogger("gateway")
 REWRITTEN = (apis.API_VERSIONS, apis.METADATA, apis.DESCRIBE_CLUSTER)
+# Rewritten answers kept by the broker's answer (bytes after the correlation id): every client asks
+# the same ApiVersions and mostly the same Metadata, and decoding, rewriting and encoding them was
+# most of the gateway's time in a burst of connecting clients.
+REWRITE_CACHE_ENTRIES = 64
+REWRITE_CACHE_MAX_BYTES = 1 << 20  # per answer
 
 
 def kio_versions(api_key: int) -> tuple[int, int] | None:
@@ -85,6 +90,7 @@ class Gateway:
         self.shared: dict[int, SharedUpstreams] = {}  # node id -> its shared connections
         self.connects = asyncio.Semaphore(cfg.upstream_connects)  # broker connections being opened
         self._clients = itertools.count()
+        self.rewritten: dict[tuple[int, int, bytes], bytes] = {}  # (api key, version, answer) -> rewritten
         self._listen_lock = asyncio.Lock()
         self._explicit_ports = dict(cfg.broker_ports)
 
@@ -318,6 +324,18 @@ class ClientConnection:
     # ------------------------------------------------------------ handlers
     async def _rewrite(self, future: asyncio.Future, api_key: int, version: int, cid: int) -> bytes:
         frame = await future
+        key = (api_key, version, frame[4:])
+        cached = self.gw.rewritten.get(key)
+        if cached is not None:
+            return frame[:4] + cached
+        answer = await self._rewrite_answer(frame, api_key, version, cid)
+        if len(answer) <= REWRITE_CACHE_MAX_BYTES:
+            if len(self.gw.rewritten) >= REWRITE_CACHE_ENTRIES:
+                del self.gw.rewritten[next(iter(self.gw.rewritten))]  # the oldest
+            self.gw.rewritten[key] = answer[4:]
+        return answer
+
+    async def _rewrite_answer(self, frame: bytes, api_key: int, version: int, cid: int) -> bytes:
         try:
             _, body = decode_response(frame, api_key, version)
         except Exception:  # noqa: BLE001 - e.g. ApiVersions answered in v0 for an unknown version
