@@ -204,10 +204,18 @@ def main() -> None:
                 result = asyncio.run(storm(host, int(port), clients))
                 lost = gateway_log_counts(log)[0] - lost_before if path == "gateway" else None
                 rows.append((clients, path, result, lost))
-                print(f"{clients} clients, {path}: {result}" + (f", closed on broker failure {lost}" if lost is not None else ""), flush=True)
+                print(
+                    f"{clients} clients, {path}: {result}"
+                    + (f", closed on broker failure {lost}" if lost is not None else ""),
+                    flush=True,
+                )
                 time.sleep(2)  # the closed connections drain
-        print(f"\nconnection storm (ApiVersions, Metadata, FindCoordinator per client), gateway from {args.gateway_checkout}:")
-        print(f"{'clients':>7s} {'path':8s} {'connected':>9s} {'saw an error':>12s} {'errors':30s} {'p50 (s)':>8s} {'all (s)':>8s} {'broker conns lost':>17s}")
+        print(
+            f"\nconnection storm (ApiVersions, Metadata, FindCoordinator per client), gateway from {args.gateway_checkout}:"
+        )
+        print(
+            f"{'clients':>7s} {'path':8s} {'connected':>9s} {'saw an error':>12s} {'errors':30s} {'p50 (s)':>8s} {'all (s)':>8s} {'broker conns lost':>17s}"
+        )
         for clients, path, r, lost in rows:
             errs = ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "none"
             print(
