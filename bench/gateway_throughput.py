@@ -34,6 +34,7 @@ import sys
 import tempfile
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -247,11 +248,10 @@ class EchoService:
 def echo_gateway(job: StreamJob, work: Path) -> Gateway:
     """A gateway of its own whose request topic the echo service serves."""
     config = work / "echo.toml"
-    config.write_text(
-        job.config_file.read_text()
-        + "\n"
-        + _to_toml({"topics": {"requests": EchoService.TOPIC}, "gateway": {"reply_to": "bench-echo-replies"}})
-    )
+    settings = tomllib.loads(job.config_file.read_text())
+    # (the reply topic is "<responses>.gateway": one of its own, not the other gateway's)
+    settings["topics"].update(requests=EchoService.TOPIC, responses="bench-echo-responses")
+    config.write_text(_to_toml(settings))
     return Gateway(config, work / "echo-gateway", client_id="bench-echo-gateway")
 
 
