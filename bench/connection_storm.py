@@ -14,7 +14,8 @@ Printed per path: clients connected, clients that saw an error (and which), time
 client was connected; for the gateway also the broker connections it opened and lost (its log).
 All clients keep their connections open until the round ends (the storm's peak holds N at once).
 `--gateway-checkout` runs the gateway of another checkout (e.g. an older commit's `git archive`)
-to compare.
+to compare; `--gateway-open-files 1024` starts the gateway with that soft limit of open files (a
+common default: the gateway raises it to the hard limit itself, older ones did not).
 """
 
 from __future__ import annotations
@@ -154,7 +155,9 @@ def gateway_log_counts(log: Path) -> tuple[int, int]:
     return lost, text.count("Traceback")
 
 
-def start_gateway(checkout: Path, broker: LocalKafka, work: Path) -> tuple[subprocess.Popen, str, Path]:
+def start_gateway(
+    checkout: Path, broker: LocalKafka, work: Path, open_files: int | None
+) -> tuple[subprocess.Popen, str, Path]:
     config = work / "gateway.toml"
     config.write_text(
         f'[kafka]\nbootstrap_servers = "{broker.bootstrap}"\n'
@@ -167,6 +170,11 @@ def start_gateway(checkout: Path, broker: LocalKafka, work: Path) -> tuple[subpr
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
         stdout=open(log, "ab"),
         stderr=subprocess.STDOUT,
+        preexec_fn=None
+        if open_files is None
+        else lambda: resource.setrlimit(
+            resource.RLIMIT_NOFILE, (open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        ),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -184,6 +192,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", default="500,2000")
     ap.add_argument("--gateway-checkout", type=Path, default=ROOT)
+    ap.add_argument("--gateway-open-files", type=int, help="the gateway's soft limit of open files")
     args = ap.parse_args()
     counts = [int(c) for c in args.clients.split(",")]
     raise_fd_limit(max(counts) + 1024)
@@ -194,7 +203,7 @@ def main() -> None:
         admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         admin.create_topics([NewTopic("coordinator-requests", 2, 1)])
         admin.close()
-        gateway, bootstrap, log = start_gateway(args.gateway_checkout.resolve(), broker, work)
+        gateway, bootstrap, log = start_gateway(args.gateway_checkout.resolve(), broker, work, args.gateway_open_files)
         paths = {"gateway": bootstrap, "broker": broker.bootstrap}
         rows = []
         for clients in counts:
