@@ -223,13 +223,13 @@ def main() -> None:
             f"\nconnection storm (ApiVersions, Metadata, FindCoordinator per client), gateway from {args.gateway_checkout}:"
         )
         print(
-            f"{'clients':>7s} {'path':8s} {'connected':>9s} {'saw an error':>12s} {'errors':30s} {'p50 (s)':>8s} {'all (s)':>8s} {'broker conns lost':>17s}"
+            f"{'clients':>7s} {'path':8s} {'connected':>9s} {'saw an error':>12s} {'errors':30s} {'p50 (s)':>8s} {'all (s)':>8s} {'closed: broker conn failed':>26s}"
         )
         for clients, path, r, lost in rows:
             errs = ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "none"
             print(
                 f"{clients:7d} {path:8s} {r['connected']:9d} {r['failed_once']:12d} {errs:30s} "
-                f"{r['p50']:8.2f} {r['all']:8.2f} {'' if lost is None else lost:>17}"
+                f"{r['p50']:8.2f} {r['all']:8.2f} {'' if lost is None else lost:>26}"
             )
     finally:
         if gateway is not None:
