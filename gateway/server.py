@@ -246,8 +246,11 @@ class ClientConnection:
                 frame = await slot
                 if frame is None:
                     continue
-                self.writer.write(len(frame).to_bytes(4, "big"))
-                self.writer.write(frame)
+                if len(frame) < 1 << 16:  # one send for the usual small answer
+                    self.writer.write(len(frame).to_bytes(4, "big") + frame)
+                else:  # (no copy of a large Fetch answer)
+                    self.writer.write(len(frame).to_bytes(4, "big"))
+                    self.writer.write(frame)
                 await self.writer.drain()
         except asyncio.CancelledError:
             raise
@@ -397,20 +400,20 @@ class ClientConnection:
             timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
         try:
-            answers = await asyncio.gather(
-                *(
-                    self.gw.bridge.call(
-                        spec.name,
-                        version,
-                        sub.body,
-                        key=sub.key,
-                        client_id=client_id or "",
-                        client_host=self.client_host,
-                        timeout_s=timeout_s,
-                    )
-                    for sub in subs
+            calls = [
+                self.gw.bridge.call(
+                    spec.name,
+                    version,
+                    sub.body,
+                    key=sub.key,
+                    client_id=client_id or "",
+                    client_host=self.client_host,
+                    timeout_s=timeout_s,
                 )
-            )
+                for sub in subs
+            ]
+            # (one coordinator partition, the usual case: no task per call)
+            answers = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
             response = apis.merge(spec, subs, list(answers))
         except BridgeTimeout as e:
             response = _error_body(spec, version, body, str(e))
