@@ -183,3 +183,31 @@ def test_a_burst_of_clients_opens_at_most_upstream_connects_broker_connections_a
             w.close()
 
     run(test, upstream_connects=4)
+
+
+def test_a_kept_rewritten_answer_goes_to_each_client_with_its_own_correlation_id():
+    from .test_gateway_server import TwoBrokerCluster, _request, read_response
+
+    async def main():
+        cluster = await TwoBrokerCluster().start()
+        gw = Gateway(
+            GatewayConfig(bootstrap_servers=f"127.0.0.1:{cluster.ports[0]}", base_port=0), bridge=StandInBridge()
+        )
+        try:
+            port = await gw.ensure_listener(1, "127.0.0.1", cluster.ports[0])
+            answers = []
+            for cid in (5, 6, 7):  # three clients; the second and third get the kept rewrite
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(_request(18, 3, cid, {"clientSoftwareName": "t", "clientSoftwareVersion": "1"}))
+                header, body = await read_response(reader, 18, 3)
+                answers.append((header.correlation_id, {int(k.api_key) for k in body.api_keys}))
+                writer.close()
+            narrowed = {0, 3, 11, 10, 18, 60, 68}  # 76 (ShareGroupHeartbeat) left out
+            assert answers == [(5, narrowed), (6, narrowed), (7, narrowed)]
+            assert len(gw.rewritten) == 1
+        finally:
+            await gw.close()
+            cluster.close()
+            assert cluster.error is None
+
+    asyncio.run(main())
