@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 
 from streaming.config import StreamConfig
@@ -29,6 +30,14 @@ async def _run(cfg: GatewayConfig) -> None:
     await gateway.close()
 
 
+def raise_open_files_limit() -> None:
+    """Each client connection costs a file descriptor, and its Produce/Fetch broker connection another:
+    take the hard limit (a soft limit of 1024 would refuse clients from about 500 on)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard and hard != resource.RLIM_INFINITY:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="coordinator-gateway", description=__doc__)
     parser.add_argument("--config", help="a TOML file overriding conf/defaults.toml")
@@ -36,6 +45,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)
+    raise_open_files_limit()
     asyncio.run(_run(GatewayConfig.from_stream_config(StreamConfig.load(args.config))))
 
 

@@ -19,6 +19,12 @@ API_VERSIONS = 18
 METADATA = 3
 DESCRIBE_CLUSTER = 60
 PRODUCE = 0
+FETCH = 1
+
+# Passed through on the client's own broker connection, not a shared one: the broker holds a Fetch
+# up to its max wait and a Produce until its acks, throttles both by bytes (muting the connection),
+# and both carry the large payloads; on a shared connection every other client would wait behind them.
+OWN_UPSTREAM_APIS = frozenset({PRODUCE, FETCH})
 
 # Share-group APIs: a share group's records are handed out by the partition leader (ShareFetch), which
 # the service is not, so none of them is advertised and no client reaches the broker's share coordinator.

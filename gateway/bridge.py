@@ -100,7 +100,7 @@ class CoordinatorBridge:
             bootstrap_servers=cfg.bootstrap_servers,
             group_id=None,
             enable_auto_commit=False,
-            fetch_max_wait_ms=20,
+            fetch_max_wait_ms=500,  # the broker answers as soon as a reply arrives: this only paces polling while idle
             client_id=f"{cfg.client_id}-consumer",
         )
         deadline = time.monotonic() + 60

@@ -187,10 +187,14 @@ def from_json(cls: type, data: dict) -> Any:
 
 
 # ------------------------------------------------------------------ frames
+# kio resolves a schema by importing its module path on every call: a few percent of the gateway's
+# time per request, kept once per (api key, version).
+@functools.cache
 def request_class(api_key: int, version: int) -> type[Any]:
     return load_request_schema(api_key, version)
 
 
+@functools.cache
 def response_class(api_key: int, version: int) -> type[Any]:
     return load_response_schema(api_key, version)
 

@@ -15,6 +15,8 @@ class GatewayConfig:
     base_port: int = 19092
     broker_ports: tuple[tuple[int, int], ...] = ()  # (broker node id, gateway port) overrides
     max_in_flight: int = 100
+    upstream_connections: int = 4  # shared connections per broker (Produce and Fetch: one per client)
+    upstream_connects: int = 16  # broker connections being opened at once (the broker's backlog is 50)
     max_frame_bytes: int = 100 * 1024 * 1024
     request_timeout_ms: int = 30000
     requests_topic: str = "coordinator-requests"
@@ -37,6 +39,8 @@ class GatewayConfig:
             base_port=int(g.get("base_port", cls.base_port)),
             broker_ports=tuple(sorted((int(k), int(v)) for k, v in g.get("broker_ports", {}).items())),
             max_in_flight=int(g.get("max_in_flight", cls.max_in_flight)),
+            upstream_connections=int(g.get("upstream_connections", cls.upstream_connections)),
+            upstream_connects=int(g.get("upstream_connects", cls.upstream_connects)),
             max_frame_bytes=int(g.get("max_frame_bytes", cls.max_frame_bytes)),
             request_timeout_ms=int(g.get("request_timeout_ms", cls.request_timeout_ms)),
             requests_topic=cfg.topics["requests"],

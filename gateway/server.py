@@ -1,8 +1,10 @@
 """The gateway's listeners and client connections (asyncio).
 
-Each broker of the cluster gets one gateway port; a client connection on that port is served by
-one upstream connection to that broker (opened on first use), so passed-through requests keep the
-client's order. Requests in flight on a connection are answered in the order they arrived, as
+Each broker of the cluster gets one gateway port; a client connection on that port passes its
+requests through to that broker on one of the broker's few shared connections, or, for Produce and
+Fetch, on a connection of its own (gateway/upstream.py); it moves from one to the other only once
+its requests on the first are answered, so the broker serves a client's requests in the client's
+order. Requests in flight on a connection are answered in the order they arrived, as
 Kafka requires, whatever order their answers come in: each request takes a slot in the
 connection's bounded queue, and the writer sends the slots' answers in order. When the queue is
 full the connection is not read any further (a slow client costs at most `max_in_flight`
@@ -13,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
-from collections import deque
-from typing import Literal, overload
 
 from kio.schema.index import api_key_map, schema_name_map
 
@@ -35,10 +36,15 @@ from .codec import (
 )
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
+from .upstream import SharedUpstreams, Upstream, UpstreamClosed
 
 log = logging.getLogger("gateway")
-UPSTREAM_MAX_FRAME = 2**31 - 1
 REWRITTEN = (apis.API_VERSIONS, apis.METADATA, apis.DESCRIBE_CLUSTER)
+# Rewritten answers kept by the broker's answer (bytes after the correlation id): every client asks
+# the same ApiVersions and mostly the same Metadata, and decoding, rewriting and encoding them was
+# most of the gateway's time in a burst of connecting clients.
+REWRITE_CACHE_ENTRIES = 64
+REWRITE_CACHE_MAX_BYTES = 1 << 20  # per answer
 
 
 def kio_versions(api_key: int) -> tuple[int, int] | None:
@@ -47,69 +53,6 @@ def kio_versions(api_key: int) -> tuple[int, int] | None:
         return None
     versions = sorted(schema_name_map[name])
     return versions[0], versions[-1]
-
-
-class UpstreamClosed(ConnectionError):
-    pass
-
-
-class Upstream:
-    """One connection to a broker; its answers come back in request order."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader, self.writer = reader, writer
-        self.pending: deque[tuple[int, asyncio.Future]] = deque()
-        self.task = asyncio.create_task(self._read_loop())
-
-    @classmethod
-    async def open(cls, host: str, port: int) -> Upstream:
-        reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer)
-
-    @overload
-    def send(self, frame: bytes, correlation_id: int, expects_response: Literal[True]) -> asyncio.Future: ...
-
-    @overload
-    def send(self, frame: bytes, correlation_id: int, expects_response: bool) -> asyncio.Future | None: ...
-
-    def send(self, frame: bytes, correlation_id: int, expects_response: bool) -> asyncio.Future | None:
-        if self.task.done():
-            raise UpstreamClosed("the broker closed the connection")
-        self.writer.write(len(frame).to_bytes(4, "big"))
-        self.writer.write(frame)
-        if not expects_response:
-            return None
-        future = asyncio.get_running_loop().create_future()
-        self.pending.append((correlation_id, future))
-        return future
-
-    async def _read_loop(self) -> None:
-        error: Exception = UpstreamClosed("the broker closed the connection")
-        try:
-            while True:
-                prefix = await self.reader.readexactly(4)
-                size = int.from_bytes(prefix, "big", signed=True)
-                if not 4 <= size <= UPSTREAM_MAX_FRAME:
-                    raise UpstreamClosed(f"the broker sent a frame of {size} bytes")
-                frame = await self.reader.readexactly(size)
-                cid = int.from_bytes(frame[:4], "big", signed=True)
-                if not self.pending or self.pending[0][0] != cid:
-                    raise UpstreamClosed(f"the broker answered correlation id {cid} out of order")
-                _, future = self.pending.popleft()
-                if not future.done():
-                    future.set_result(frame)
-        except (asyncio.IncompleteReadError, ConnectionError, UpstreamClosed) as e:
-            error = e if isinstance(e, UpstreamClosed) else UpstreamClosed(f"broker connection lost: {e}")
-        finally:
-            while self.pending:
-                _, future = self.pending.popleft()
-                if not future.done():
-                    future.set_exception(error)
-            self.writer.close()
-
-    def close(self) -> None:
-        self.task.cancel()
-        self.writer.close()
 
 
 async def fetch_brokers(bootstrap_servers: str, client_id: str) -> dict[int, tuple[str, int]]:
@@ -144,6 +87,10 @@ class Gateway:
         self.ports: dict[int, int] = {}  # node id -> the gateway's port for it
         self.servers: dict[int, asyncio.base_events.Server] = {}
         self.connections: set[ClientConnection] = set()
+        self.shared: dict[int, SharedUpstreams] = {}  # node id -> its shared connections
+        self.connects = asyncio.Semaphore(cfg.upstream_connects)  # broker connections being opened
+        self._clients = itertools.count()
+        self.rewritten: dict[tuple[int, int, bytes], bytes] = {}  # (api key, version, answer) -> rewritten
         self._listen_lock = asyncio.Lock()
         self._explicit_ports = dict(cfg.broker_ports)
 
@@ -196,8 +143,16 @@ class Gateway:
             self.ports[node_id] = server.sockets[0].getsockname()[1]
             return self.ports[node_id]
 
+    def shared_upstreams(self, node_id: int) -> SharedUpstreams:
+        shared = self.shared.get(node_id)
+        if shared is None:
+            shared = self.shared[node_id] = SharedUpstreams(
+                lambda: self.brokers[node_id], self.cfg.upstream_connections, self.connects
+            )
+        return shared
+
     async def _serve(self, node_id: int, reader, writer) -> None:
-        conn = ClientConnection(self, node_id, reader, writer)
+        conn = ClientConnection(self, node_id, reader, writer, next(self._clients))
         self.connections.add(conn)
         try:
             await conn.serve()
@@ -229,17 +184,21 @@ class Gateway:
             server.close()
         for conn in list(self.connections):
             conn.abort()
+        for shared in self.shared.values():
+            shared.close()
         await asyncio.get_running_loop().run_in_executor(None, self.bridge.close)
 
 
 class ClientConnection:
-    def __init__(self, gateway: Gateway, node_id: int, reader, writer):
-        self.gw, self.node_id = gateway, node_id
+    def __init__(self, gateway: Gateway, node_id: int, reader, writer, serial: int = 0):
+        self.gw, self.node_id, self.serial = gateway, node_id, serial
         self.reader, self.writer = reader, writer
         peer = writer.get_extra_info("peername")
         self.client_host = f"/{peer[0]}" if peer else "/"
         self.slots: asyncio.Queue[asyncio.Future] = asyncio.Queue(gateway.cfg.max_in_flight)
-        self.upstream: Upstream | None = None
+        self.upstream: Upstream | None = None  # its own, for OWN_UPSTREAM_APIS
+        # the connection the latest passed-through request went to and its answer (None: acks=0)
+        self._last_sent: tuple[Upstream, asyncio.Future | None] | None = None
         self.tasks: set[asyncio.Task] = set()
         self._writer_task: asyncio.Task | None = None
         self._serve_task: asyncio.Task | None = None
@@ -287,8 +246,11 @@ class ClientConnection:
                 frame = await slot
                 if frame is None:
                     continue
-                self.writer.write(len(frame).to_bytes(4, "big"))
-                self.writer.write(frame)
+                if len(frame) < 1 << 16:  # one send for the usual small answer
+                    self.writer.write(len(frame).to_bytes(4, "big") + frame)
+                else:  # (no copy of a large Fetch answer)
+                    self.writer.write(len(frame).to_bytes(4, "big"))
+                    self.writer.write(frame)
                 await self.writer.drain()
         except asyncio.CancelledError:
             raise
@@ -320,17 +282,32 @@ class ClientConnection:
                 expects = produce_expects_response(frame, version, end)
             except (FrameError, ValueError, IndexError) as e:
                 raise FrameError(f"malformed Produce request: {e}") from None
-        if self.upstream is None:
-            host, port = self.gw.brokers[self.node_id]
-            self.upstream = await Upstream.open(host, port)
-        future = self.upstream.send(frame, cid, expects)
-        await self.upstream.writer.drain()
+        upstream = await self._upstream_for(api_key)
+        if self._last_sent is not None and self._last_sent[0] is not upstream:
+            # Moving to another broker connection: the broker must have answered this client's
+            # requests on the other one first, or it might serve them out of the client's order.
+            last = self._last_sent[1]
+            if last is not None and not last.done():
+                await asyncio.wait([last])
+        future = upstream.send(frame, cid, expects)
+        self._last_sent = (upstream, future)
+        await upstream.writer.drain()
         if future is None:
             slot.set_result(None)
         elif api_key in REWRITTEN:
             self._spawn(self._answer(slot, self._rewrite, future, api_key, version, cid))
         else:
             future.add_done_callback(lambda f: _copy_outcome(f, slot))
+
+    async def _upstream_for(self, api_key: int) -> Upstream:
+        if api_key not in apis.OWN_UPSTREAM_APIS:
+            return await self.gw.shared_upstreams(self.node_id).get(self.serial)
+        if self.upstream is None or self.upstream.closed:
+            if self.upstream is not None:  # the broker closed it: the requests on it failed already
+                raise UpstreamClosed("the broker closed the connection")
+            host, port = self.gw.brokers[self.node_id]
+            self.upstream = await Upstream.open(host, port, connects=self.gw.connects)
+        return self.upstream
 
     async def _answer(self, slot: asyncio.Future, handler, *args) -> None:
         try:
@@ -350,6 +327,18 @@ class ClientConnection:
     # ------------------------------------------------------------ handlers
     async def _rewrite(self, future: asyncio.Future, api_key: int, version: int, cid: int) -> bytes:
         frame = await future
+        key = (api_key, version, frame[4:])
+        cached = self.gw.rewritten.get(key)
+        if cached is not None:
+            return frame[:4] + cached
+        answer = await self._rewrite_answer(frame, api_key, version, cid)
+        if len(answer) <= REWRITE_CACHE_MAX_BYTES:
+            if len(self.gw.rewritten) >= REWRITE_CACHE_ENTRIES:
+                del self.gw.rewritten[next(iter(self.gw.rewritten))]  # the oldest
+            self.gw.rewritten[key] = answer[4:]
+        return answer
+
+    async def _rewrite_answer(self, frame: bytes, api_key: int, version: int, cid: int) -> bytes:
         try:
             _, body = decode_response(frame, api_key, version)
         except Exception:  # noqa: BLE001 - e.g. ApiVersions answered in v0 for an unknown version
@@ -411,20 +400,20 @@ class ClientConnection:
             timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
         try:
-            answers = await asyncio.gather(
-                *(
-                    self.gw.bridge.call(
-                        spec.name,
-                        version,
-                        sub.body,
-                        key=sub.key,
-                        client_id=client_id or "",
-                        client_host=self.client_host,
-                        timeout_s=timeout_s,
-                    )
-                    for sub in subs
+            calls = [
+                self.gw.bridge.call(
+                    spec.name,
+                    version,
+                    sub.body,
+                    key=sub.key,
+                    client_id=client_id or "",
+                    client_host=self.client_host,
+                    timeout_s=timeout_s,
                 )
-            )
+                for sub in subs
+            ]
+            # (one coordinator partition, the usual case: no task per call)
+            answers = [await calls[0]] if len(calls) == 1 else await asyncio.gather(*calls)
             response = apis.merge(spec, subs, list(answers))
         except BridgeTimeout as e:
             response = _error_body(spec, version, body, str(e))
