@@ -254,7 +254,9 @@ def main() -> int:
         "client send rate in the burst (req/s): "
         + ", ".join(f"{m} {results[m]['burst']['send_rate']:.0f}" for m in steps)
         + "; error responses: "
-        + ", ".join(f"{m} {results[m]['burst']['errors'] + sum(r['errors'] for r in results[m]['paced'])}" for m in steps)
+        + ", ".join(
+            f"{m} {results[m]['burst']['errors'] + sum(r['errors'] for r in results[m]['paced'])}" for m in steps
+        )
     )
     return 0
 

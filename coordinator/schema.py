@@ -66,10 +66,12 @@ class F:
 @dataclass(frozen=True)
 class Struct:
     fields: tuple[F, ...] = field(default_factory=tuple)
+    # version -> validator (_compile_struct); not part of the value
+    _compiled: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __init__(self, *fields: F):
         object.__setattr__(self, "fields", tuple(fields))
-        object.__setattr__(self, "_compiled", {})  # version -> validator (_compile_struct)
+        object.__setattr__(self, "_compiled", {})
 
     def __getstate__(self) -> dict:
         return {"fields": self.fields}  # compiled validators are closures: built again on use
