@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/throughput.py [--burst 20000] [--rates 1000,2000,3000,4000,5000]
                                          [--seconds 20] [--groups 1000] [--steps identity,coordinator]
+    .venv/bin/python bench/throughput.py --in-process [--batch 400] [--batches 40]
 
 One broker; the two jobs run one after the other, never together (the machine has 2 cores): the
 real coordinator step and the identity step (`[stream] step = "identity"`: the same Spark pipeline
@@ -17,7 +18,14 @@ all coordinator partitions) from one client:
   trip p50 of the requests sent in the second half of the window is at most `--max-rtt-ms`: a job
   that falls behind builds a backlog, and the round trips grow through the window.
 
-Printed: both steps' figures side by side, the ratios, and the highest rate that keeps up.
+Printed: both steps' figures side by side, the ratios, the highest rate that keeps up, and the CPU
+time per request of the job's processes (driver, JVM, Python workers), the broker's and the client's
+during the burst: on a machine shared with other work the rates move with its load, the CPU per
+request much less.
+
+`--in-process`: the two state functions alone, called as Spark calls them (one coordinator
+partition, frames of `--batch` OffsetCommit records, the state carried from batch to batch), CPU
+time per request: the Python part of the difference, without Spark, the broker or the client.
 """
 
 from __future__ import annotations
@@ -204,6 +212,96 @@ def measure(broker: LocalKafka, work: Path, mode: str, args) -> dict:
         job.stop()
 
 
+class FakeGroupState:
+    """The parts of Spark's GroupState the state functions use."""
+
+    def __init__(self, now_ms: int):
+        self.blob, self.now = None, now_ms
+
+    exists = property(lambda self: self.blob is not None)
+    get = property(lambda self: self.blob)
+
+    def update(self, blob) -> None:
+        self.blob = blob
+
+    def setTimeoutDuration(self, ms: int) -> None:
+        pass
+
+    def getCurrentProcessingTimeMs(self) -> int:
+        return self.now
+
+
+def in_process(args) -> int:
+    import pandas as pd
+
+    from coordinator import coordinator_partition
+    from streaming.step import StepSettings, make_identity_step, make_step
+
+    partition = 7
+    groups = [
+        g for g in (f"throughput-group-{i}" for i in range(args.groups * 60)) if coordinator_partition(g) == partition
+    ]
+    groups = groups[: max(1, args.groups // 50)]  # the share of one of the 50 partitions
+
+    def frame(batch: int, now: int) -> pd.DataFrame:
+        first = batch * args.batch
+        keys = [groups[i % len(groups)] for i in range(first, first + args.batch)]
+        values = [
+            json.dumps(
+                {
+                    "apiKey": "OffsetCommit",
+                    "apiVersion": 9,
+                    "correlationId": i,
+                    "clientId": "bench",
+                    "request": simple_commit(key, {TOPIC: {i % TOPIC_PARTITIONS: i}}),
+                }
+            ).encode()
+            for i, key in zip(range(first, first + args.batch), keys, strict=True)
+        ]
+        n = len(values)
+        return pd.DataFrame(
+            {
+                "key": keys,
+                "value": values,
+                "value_size": [len(v) for v in values],
+                "ts_ms": [now] * n,
+                "src_partition": [0] * n,
+                "src_offset": list(range(first, first + n)),
+                "key_valid": [True] * n,
+                "internal": [False] * n,
+                "verified": [False] * n,
+            }
+        )
+
+    settings = StepSettings(
+        coordinator={"coordinator.timer.grace.ms": 1000},
+        responses_topic="r",
+        events_topic="e",
+        state_log_topic="s",
+        requests_topic="q",
+    )
+    steps = {"identity": make_identity_step(settings), "coordinator": make_step(settings)}
+    frames = [frame(b, 1_000_000 + 200 * b) for b in range(args.batches)]
+    cpu: dict[str, list[float]] = {name: [] for name in steps}
+    states = {name: FakeGroupState(1_000_000) for name in steps}
+    for b, pdf in enumerate(frames):  # alternating, so that the machine's load falls on both
+        for name, step in steps.items():
+            gs = states[name]
+            gs.now = 1_000_000 + 200 * (b + 1)
+            t = time.process_time()
+            for out in step((partition,), iter([pdf]), gs):
+                assert len(out) >= len(pdf)
+            if b >= 2:  # warm-up batches
+                cpu[name].append((time.process_time() - t) / len(pdf) * 1e6)
+    ident, coord = statistics.median(cpu["identity"]), statistics.median(cpu["coordinator"])
+    print(
+        f"state function alone, one partition, batches of {args.batch} OffsetCommits "
+        f"(median of {len(cpu['identity'])} batches), CPU us per request:"
+    )
+    print(f"identity {ident:.1f}, coordinator {coord:.1f}, identity / coordinator {ident / coord:.2f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--burst", type=int, default=20000)
@@ -212,7 +310,12 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--max-rtt-ms", type=float, default=1500)
     ap.add_argument("--steps", default="identity,coordinator")
+    ap.add_argument("--in-process", action="store_true")
+    ap.add_argument("--batch", type=int, default=400)
+    ap.add_argument("--batches", type=int, default=40)
     args = ap.parse_args()
+    if args.in_process:
+        return in_process(args)
     args.rates = sorted(int(r) for r in args.rates.split(","))
     steps = args.steps.split(",")
     work = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
