@@ -67,6 +67,19 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
+# json.loads with a keyword argument builds a decoder on every call; this is the same decoder, once.
+_ENVELOPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads_envelope(raw: bytes | bytearray | str):
+    """json.loads(raw, parse_constant=_reject_constant), with the same errors."""
+    if isinstance(raw, str):
+        if raw.startswith("\ufeff"):
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
+        return _ENVELOPE_DECODER.decode(raw)
+    return _ENVELOPE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+
+
 def scan_reply(raw: bytes | None) -> ReplyTo | None:
     """Best effort: find the correlation id (and client id, api, version) in a damaged envelope.
     Never a replyTo: an answer to a damaged request goes to the service's response topic, and a
@@ -160,7 +173,7 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
             Errors.INVALID_REQUEST, f"request of {size} bytes exceeds the limit of {max_bytes} bytes", scan_reply(raw)
         )
     try:
-        envelope = json.loads(raw, parse_constant=_reject_constant)
+        envelope = _loads_envelope(raw)
     except (ValueError, RecursionError) as e:
         reason = "request nesting is too deep" if isinstance(e, RecursionError) else f"malformed JSON: {e}"
         return Rejection(Errors.INVALID_REQUEST, reason, scan_reply(raw))

@@ -27,6 +27,7 @@ from coordinator.config import CoordinatorConfig
 from coordinator.runtime import PARTITION_CHUNK, SNAPSHOT_SCHEMA, CoordinatorPartition
 
 from . import chunked
+from .memory import large_payload
 
 FORMAT_JSON = 1
 FORMAT_ZLIB_JSON = 2
@@ -60,6 +61,7 @@ class StoredState:
 
     def __init__(self, fmt: int, payload: bytes):
         self.fmt, self.payload = fmt, payload
+        large_payload(len(payload))
         self.reader = chunked.ChunkReader(payload) if fmt == FORMAT_CHUNKED else None
         self._snapshot_json: bytes | None = None
 
@@ -82,6 +84,8 @@ def encode_partition(partition: CoordinatorPartition) -> tuple[int, bytes]:
         changes = {**chunks.changes(), **changes}
         chunks = chunks.base
     base = chunks if isinstance(chunks, chunked.ChunkReader) else None
+    if base is not None:
+        large_payload(len(base.payload))
     return FORMAT_CHUNKED, chunked.write(base, changes)
 
 

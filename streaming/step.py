@@ -63,9 +63,13 @@ class StepSettings:
 MAX_EVENT_KEY_CHARS = 1024
 
 
+# json.dumps with options builds an encoder on every call; this is the same encoder, once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _json_bytes(obj) -> bytes:
     # backslashreplace turns a stray lone surrogate into a JSON \u escape instead of failing.
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
+    return _ENCODER.encode(obj).encode("utf-8", "backslashreplace")
 
 
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
@@ -255,9 +259,11 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
     for pdf in pdfs:
         if pdf.empty:
             continue
-        columns = [pdf[c] for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
+        n = len(pdf)
+        # Columns as Python lists at once (iterating a Series goes through pandas per element).
+        columns = [pdf[c].tolist() for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
         flags = [
-            pdf[c] if c in pdf else [d] * len(pdf)
+            pdf[c].tolist() if c in pdf else [d] * n
             for c, d in (("key_valid", True), ("internal", False), ("verified", False))
         ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
@@ -279,7 +285,7 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
                     time_ms=int(ts),
                     partition=int(part),
                     offset=int(off),
-                    value_size=None if size is None or pd.isna(size) else int(size),
+                    value_size=None if size is None or (type(size) is not int and pd.isna(size)) else int(size),
                     internal=bool(internal),
                     key_valid=bool(key_valid),
                 )
