@@ -59,7 +59,7 @@ MODES = {
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_s(root_pid: int) -> dict[str, float]:
+def tree_cpu_s(root_pid: int) -> dict[int, tuple[str, float]]:
     """CPU seconds (user + system, and of reaped children) of `root_pid` and its descendants, by
     kind of process: the Spark JVM, the driver's Python, the Python workers (the broker and Redis
     that run-local.sh starts are left out)."""
@@ -84,7 +84,7 @@ def tree_cpu_s(root_pid: int) -> dict[str, float]:
             if parent == p and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    out = {"jvm": 0.0, "driver": 0.0, "workers": 0.0, "other": 0.0}
+    out = {}
     for pid in tree & set(stats):
         cmd = cmds[pid]
         if "kafka.Kafka " in cmd or "redis-server" in cmd:
@@ -98,7 +98,17 @@ def tree_cpu_s(root_pid: int) -> dict[str, float]:
             if "run_stream.py" in cmd
             else "other"
         )
-        out[kind] += stats[pid]
+        out[pid] = (kind, stats[pid])
+    return out
+
+
+def cores_between(before: dict, after: dict, elapsed_s: float) -> dict[str, float]:
+    """Cores used per kind of process between two `tree_cpu_s` readings. A process that ended in
+    between (an idle Python worker Spark retires after a minute) takes its last CPU with it."""
+    out = {"jvm": 0.0, "driver": 0.0, "workers": 0.0, "other": 0.0}
+    for pid, (kind, cpu) in after.items():
+        out[kind] += max(0.0, cpu - before.get(pid, (kind, 0.0))[1]) / elapsed_s
+    out["total"] = sum(out.values())
     return out
 
 
@@ -215,8 +225,7 @@ def run_mode(name: str, work: Path, port: int, args) -> dict:
         before, first_batch, t0 = tree_cpu_s(proc.pid), last_batch_id(cfg), time.monotonic()
         time.sleep(args.measure)
         after, elapsed = tree_cpu_s(proc.pid), time.monotonic() - t0
-        out["cores"] = {k: (after[k] - before[k]) / elapsed for k in after}
-        out["cores"]["total"] = sum(out["cores"].values())
+        out["cores"] = cores_between(before, after, elapsed)
         time.sleep(1.5)  # the status file is written every second
         out["idle_batches"] = len(batches_since(cfg, first_batch))
         out["idle_s"] = elapsed
