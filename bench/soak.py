@@ -13,8 +13,9 @@ ports, topics and checkpoint), waits for READY, then keeps up, for `--duration-m
   TxnOffsetCommit for a group, EndTxn with its markers).
 
 Every `--interval-min` it prints a row: the driver's RSS (run_stream.py), the Spark JVM's RSS, the
-Python workers' RSS (the daemon and its forked workers), the checkpoint directory's size, the state
-log's size on the broker's disk, and the commits' round trip p50/p99 over the interval.
+Python workers' memory (PSS of the daemon and its forked workers, so shared pages count once), the
+checkpoint directory's and the state log's blocks on disk, and the commits' round trip p50/p99 over
+the interval.
 
 At the end each column is judged **flat** or **grows**: a least-squares line through the rows after
 the first (the first includes the warm-up), extended to one hour, must change the value by at most
@@ -53,7 +54,7 @@ DATA_TOPIC = "soak-data"
 COLUMNS = (
     ("driver RSS MB", 20.0),
     ("JVM RSS MB", 20.0),
-    ("workers RSS MB", 20.0),
+    ("workers PSS MB", 20.0),
     ("checkpoint MB", 20.0),
     ("state log MB", 20.0),
     ("commit p50 ms", 100.0),
@@ -61,10 +62,12 @@ COLUMNS = (
 )
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, field: str = "Rss") -> float:
+    """A process's resident memory; field "Pss" shares the pages it shares with other processes
+    among them (the forked Python workers share most of the daemon's), so that a sum counts them once."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -92,8 +95,8 @@ def dir_mb(path: Path, prefix: str = "") -> float:
         if prefix and not Path(root).name.startswith(prefix):
             continue
         for f in files:
-            try:
-                total += os.path.getsize(os.path.join(root, f))
+            try:  # blocks on disk: the broker's index files are preallocated sparse files
+                total += os.stat(os.path.join(root, f)).st_blocks * 512
             except OSError:
                 pass
     return total / 2**20
@@ -273,7 +276,7 @@ def main() -> int:
             row = {
                 "driver RSS MB": rss_mb(proc.pid),
                 "JVM RSS MB": sum(rss_mb(p) for p, c in procs if "SparkSubmit" in c),
-                "workers RSS MB": sum(rss_mb(p) for p, c in procs if "worker_daemon" in c),
+                "workers PSS MB": sum(rss_mb(p, "Pss") for p, c in procs if "worker_daemon" in c),
                 "checkpoint MB": dir_mb(cfg.checkpoint),
                 "state log MB": dir_mb(broker_data, prefix=t["state_log"] + "-"),
                 "commit p50 ms": statistics.median(rtts) if rtts else float("nan"),
