@@ -194,7 +194,7 @@ def transactions(cfg: StreamConfig, stop: threading.Event, counts: dict) -> None
 
 
 def flatness(rows: list[dict], column: str, floor: float, interval_s: float) -> str:
-    """'flat' or 'grows' (see the module's docstring), with the hourly change of the fitted line."""
+    """'flat', 'grows' or 'falls' (see the module's docstring), with the fitted line's hourly change."""
     values = [r[column] for r in rows[1:]]
     if len(values) < 2:
         return "too few rows"
@@ -202,7 +202,8 @@ def flatness(rows: list[dict], column: str, floor: float, interval_s: float) -> 
     mx, my = statistics.mean(xs), statistics.mean(values)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, values, strict=True)) / sum((x - mx) ** 2 for x in xs)
     median = statistics.median(values)
-    verdict = "flat" if abs(slope) <= max(0.10 * abs(median), floor) else "grows"
+    limit = max(0.10 * abs(median), floor)
+    verdict = "flat" if abs(slope) <= limit else ("grows" if slope > 0 else "falls")
     return f"{verdict} ({slope:+.1f} per hour, median {median:.1f})"
 
 
