@@ -148,7 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.redis.get("enabled"):  # the Redis read model: a second query, supervised on its own
         from streaming.projector import run_projector
 
-        projector = run_projector(spark, cfg, stopping)
+        # Once the coordinator answers: the projector's start and first batch (the rebuild of an
+        # empty read model reads every state-log partition) would take the cores from the
+        # coordinator's first micro-batch (docs/operations.md, *Start-up*).
+        projector = after_ready(status, stopping, lambda: run_projector(spark, cfg, stopping))
     code = supervisor.run()
     if projector is not None:
         stopping.set()  # also when the coordinator query gave up
@@ -162,6 +165,22 @@ def main(argv: list[str] | None = None) -> int:
     spark.stop()
     log.info("stopped (exit code %d)", code)
     return code
+
+
+def after_ready(status, stopping: threading.Event, start, max_wait_s: float = 120.0) -> threading.Thread:
+    """A thread that calls `start` (which returns a thread) once the job is READY, or after
+    `max_wait_s` whatever the coordinator query does, and then waits for what it started."""
+
+    def run() -> None:
+        deadline = time.monotonic() + max_wait_s
+        while status.state != "ready" and time.monotonic() < deadline:
+            if stopping.wait(0.1):
+                return
+        start().join()
+
+    thread = threading.Thread(target=run, name="after-ready", daemon=True)
+    thread.start()
+    return thread
 
 
 def start_metrics_exporter(cfg: StreamConfig, status, log):

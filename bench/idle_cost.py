@@ -202,12 +202,9 @@ def fired_timers(cfg: StreamConfig, bootstrap: str, start: dict, expected: set, 
 def run_mode(name: str, work: Path, port: int, args) -> dict:
     step, extra = MODES[name]
     prefix = f"idle-{name}"
-    redis_port, metrics_port = free_port(), free_port()
-    variant = (
-        f'{extra}[redis]\nurl = "redis://127.0.0.1:{redis_port}/0"\n'
-        f'[metrics]\nport = {metrics_port}\nhost = "127.0.0.1"\n'
-    )
+    variant = extra  # write_config gives Redis, the gateway and the metrics endpoint free ports
     cfg = write_config(work / f"{prefix}.toml", port, prefix, step, "200 milliseconds", variant)
+    redis_port = int(cfg.redis["url"].rsplit(":", 1)[1].split("/")[0])
     log_file = work / f"{prefix}.log"
     out: dict = {"mode": name}
     with open(log_file, "wb") as log:

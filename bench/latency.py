@@ -8,9 +8,12 @@ For each step (the real coordinator step and the identity step, one after the ot
 together: the machine has 2 cores), the service is started the way a new user starts it,
 `deploy/run-local.sh --config <bench config>` (its own broker port, topics and checkpoint), and:
 
-1. **First answer**: a client is created the moment run-local.sh is launched and sends the README's
-   FindCoordinator request at once; printed: seconds from launch to the answer, and to the job's
-   READY line.
+1. **First answer**, cold: each step starts its own broker (a new data directory, so formatted too),
+   Redis and gateway on free ports, and stops them after. A client is created the moment run-local.sh
+   is launched and sends the README's FindCoordinator request at once; printed: seconds from launch
+   to the answer, to the job's milestones (Spark session, topics, query started, READY) and to the
+   end of its first micro-batches, and the CPU seconds each process spent until the answer (less
+   sensitive to other load on the machine than the wall clock).
 2. **Round trips**: `--requests` FindCoordinator requests one at a time, each timed from the client's
    send to its receipt of the answer, and split using the request's broker append time
    (LogAppendTime), the micro-batch that read it (from its offset and the batches' end offsets in
@@ -36,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -86,7 +90,9 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, variant: str = "") -> StreamConfig:
-    """The bench's configuration file; `variant` adds TOML tables ([stream] keys merge with ours)."""
+    """The bench's configuration file; `variant` adds TOML tables ([stream] keys merge with ours).
+    Redis, the gateway and the metrics endpoint get free ports of their own, so the bench neither
+    meets nor stops another setup's."""
     names = SERVICE_TOPICS
     topics = "\n".join(f'{n} = "{prefix}-{n.replace("_", "-")}"' for n in names)
     stream_extra, other = "", variant
@@ -101,7 +107,9 @@ def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, va
     path.write_text(
         f'[kafka]\nbootstrap_servers = "127.0.0.1:{port}"\n[topics]\n{topics}\n'
         f'[stream]\ncheckpoint = "{path.parent / (prefix + "-checkpoint")}"\nstep = "{step}"\n'
-        f"{trigger_line}{stream_extra}{other}"
+        f"{trigger_line}{stream_extra}"
+        f'[redis]\nurl = "redis://127.0.0.1:{free_port()}/0"\n[gateway]\nbase_port = {free_port()}\n'
+        f"[metrics]\nport = {free_port()}\n{other}"
     )
     return StreamConfig.load(path, environ={})
 
@@ -111,7 +119,8 @@ class BatchLog(threading.Thread):
 
     def __init__(self, path: Path):
         super().__init__(daemon=True)
-        self.path, self.batches, self.halt = path, {}, threading.Event()
+        self.path, self.halt = path, threading.Event()
+        self.batches: dict = {}
         self.start()
 
     def run(self) -> None:
@@ -124,6 +133,45 @@ class BatchLog(threading.Thread):
             self.batches.setdefault(b["batchId"], b)
 
 
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def session_cpu() -> dict[int, float]:
+    """CPU seconds by session id of every live process, each with its reaped children's (so a
+    launcher that exec'd or waited for a finished helper counts it too)."""
+    by_session: dict[int, float] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        sid = int(fields[3])
+        by_session[sid] = by_session.get(sid, 0.0) + sum(int(f) for f in fields[11:15]) / CLOCK_TICK
+    return by_session
+
+
+def startup_cpu(proc_pid: int, cfg: StreamConfig, port: int) -> dict[str, float]:
+    """CPU seconds spent so far by what run-local.sh started: the job (its launcher, Spark's JVM,
+    the Python workers), the broker, the gateway and Redis (each in a session of its own).
+    Less sensitive to other load on the machine than the wall-clock times."""
+    from urllib.parse import urlparse
+
+    from deploy import gateway_local
+    from deploy.pidfile import running_pid
+
+    cpu = session_cpu()
+    redis_port = urlparse(cfg.redis["url"]).port
+    pids = {
+        "job (driver, Spark JVM, Python workers)": proc_pid,
+        "broker": running_pid(ROOT / ".run" / f"kafka-{port}" / "broker.pid"),
+        "gateway": running_pid(gateway_local.PIDFILE),
+        "redis": running_pid(ROOT / ".run" / f"redis-{redis_port}" / "redis.pid"),
+    }
+    return {name: cpu.get(pid, 0.0) for name, pid in pids.items() if pid is not None}
+
+
 def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> None:
     """The README example, run the moment the service is launched."""
     try:
@@ -133,8 +181,10 @@ def first_answer(port: int, cfg: StreamConfig, launched: float, out: dict) -> No
             requests_topic=cfg.topics["requests"],
             responses_topic=cfg.topics["responses"],
         ) as c:
+            out["client_ready_s"] = time.monotonic() - launched  # the broker and its response topic found
             c.request("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["my-group"]})
             out["first_answer_s"] = time.monotonic() - launched
+            out["cpu_at_first_answer"] = startup_cpu(out["pid"], cfg, port)
     except Exception as e:  # noqa: BLE001 - reported in the table
         out["first_answer_error"] = repr(e)
 
@@ -149,26 +199,25 @@ MILESTONES = (
 )
 
 
-def startup_timeline(log_text: str, status: dict | None) -> list[tuple[str, float]]:
-    """Seconds from the job process's start to each milestone it logs, then the first
-    micro-batches' durations."""
+def startup_timeline(log_text: str, status: dict | None, launched_at: float) -> list[tuple[str, float | None]]:
+    """Seconds from the launch of run-local.sh (`launched_at`, epoch seconds) to each milestone the
+    job logs, then the first micro-batches: when each ended, and its phases."""
     from datetime import datetime
 
     stamps = [(datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp(), msg) for t, msg in LOG_TIME.findall(log_text)]
-    if not stamps:
-        return []
-    t0, out = stamps[0][0], []
+    out: list[tuple[str, float | None]] = []
     for needle, label in MILESTONES:
         hit = next((t for t, msg in stamps if msg.startswith(needle) or needle in msg), None)
         if hit is not None:
-            out.append((label, hit - t0))
+            out.append((label, hit - launched_at))
     for b in ((status or {}).get("batches") or [])[:3]:
         d = b["durationMs"]
+        ended = iso_ms(b["timestamp"]) / 1000 + d.get("triggerExecution", 0) / 1000 - launched_at
         out.append(
             (
-                f"batch {b['batchId']}: {d.get('triggerExecution', 0) / 1000:.2f} s (addBatch "
+                f"batch {b['batchId']} ended: {d.get('triggerExecution', 0) / 1000:.2f} s long (addBatch "
                 f"{d.get('addBatch', 0) / 1000:.2f}, planning {d.get('queryPlanning', 0) / 1000:.2f})",
-                None,
+                ended,
             )
         )
     return out
@@ -313,11 +362,14 @@ def breakdown(samples: list[dict], batches_by_id: dict) -> dict:
     }
 
 
-def run_step(step: str, work: Path, port: int, args, variant: str = "", name: str = "", requests: int = 0) -> dict:
+def run_step(step: str, work: Path, args, variant: str = "", name: str = "", requests: int = 0) -> dict:
+    """One cold start (a broker of its own, on a free port) and the round trips; everything it
+    started is stopped before it returns."""
+    port = free_port()
     prefix = f"bench-{step}" + ("-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") if name else "")
     cfg = write_config(work / f"{prefix}.toml", port, prefix, step, args.trigger, variant)
     log_file = work / f"{prefix}.log"
-    launched = time.monotonic()
+    launched, launched_at = time.monotonic(), time.time()
     out: dict = {}
     with open(log_file, "wb") as log:
         proc = subprocess.Popen(
@@ -328,6 +380,7 @@ def run_step(step: str, work: Path, port: int, args, variant: str = "", name: st
             start_new_session=True,
             env=dict(os.environ, PYTHONUNBUFFERED="1"),
         )
+    out["pid"] = proc.pid
     asker = threading.Thread(target=first_answer, args=(port, cfg, launched, out), daemon=True)
     asker.start()
     batches = None
@@ -337,10 +390,11 @@ def run_step(step: str, work: Path, port: int, args, variant: str = "", name: st
         asker.join(timeout=300)
         text = log_file.read_text(errors="replace")
         out["log_lines"] = len(text.splitlines())
-        out["timeline"] = startup_timeline(text, read_status(status_path(cfg.checkpoint)))
+        out["timeline"] = startup_timeline(text, read_status(status_path(cfg.checkpoint)), launched_at)
         batches = BatchLog(status_path(cfg.checkpoint))
         out.update(round_trips(cfg, port, requests or args.requests, batches))
     finally:
+        out["load"] = os.getloadavg()[0]
         if batches:
             batches.halt.set()
         if proc.poll() is None:
@@ -349,7 +403,29 @@ def run_step(step: str, work: Path, port: int, args, variant: str = "", name: st
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+        stop_local(cfg, port)
     return out
+
+
+def load_seen(results: dict) -> str:
+    loads = [r["load"] for r in results.values() if "load" in r]
+    return f"{min(loads):.1f}-{max(loads):.1f} (1-minute, at each step's end)" if loads else "?"
+
+
+def stop_local(cfg: StreamConfig, port: int) -> None:
+    """The broker, Redis and gateway run-local.sh started for this step (it leaves them running)."""
+    from urllib.parse import urlparse
+
+    from deploy import gateway_local
+    from deploy.pidfile import terminate
+    from deploy.redis_local import LocalRedis
+
+    terminate(gateway_local.PIDFILE, 10)
+    redis_port = urlparse(cfg.redis["url"]).port
+    LocalRedis(ROOT / ".run" / f"redis-{redis_port}", redis_port).stop()
+    broker_dir = ROOT / ".run" / f"kafka-{port}"
+    LocalKafka(broker_dir, port).stop(timeout=30)
+    shutil.rmtree(broker_dir, ignore_errors=True)
 
 
 def main() -> int:
@@ -367,14 +443,8 @@ def main() -> int:
     args = ap.parse_args()
     variants = list(VARIANTS) if args.variants == "all" else [v for v in args.variants.split(",") if v]
     work = Path(tempfile.mkdtemp(prefix="bench-latency-"))
-    port = free_port()
-    results, varied = {}, {}
-    try:
-        for step in args.steps.split(","):
-            results[step] = run_step(step, work, port, args)
-        varied = {v: run_step("coordinator", work, port, args, VARIANTS[v], v, args.variant_requests) for v in variants}
-    finally:
-        LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
+    results = {step: run_step(step, work, args) for step in args.steps.split(",")}
+    varied = {v: run_step("coordinator", work, args, VARIANTS[v], v, args.variant_requests) for v in variants}
     steps = list(results)
     print(
         f"\nRound trip of a FindCoordinator, local[2], trigger {args.trigger}, {args.requests} requests "
@@ -404,8 +474,8 @@ def main() -> int:
     for k in ("allUpdatesTimeMs", "allRemovalsTimeMs", "commitTimeMs"):
         print(f"{k:24}" + "".join(f"{results[s]['state_ms'].get(k, float('nan')):14.1f}" for s in steps))
     print(
-        "\nFirst answer (the README example sent the moment deploy/run-local.sh is launched; broker "
-        "already running for the second step)"
+        "\nFirst answer (the README example sent the moment deploy/run-local.sh is launched; each step "
+        f"cold: a new broker, Redis and gateway). Load average during the run: {load_seen(results)}"
     )
     for s in steps:
         r = results[s]
@@ -414,8 +484,17 @@ def main() -> int:
             f"  {s:12} READY after {r['ready_s']:.1f} s, first answer after {first}, "
             f"{r['log_lines']} console lines until then; {r['attributed']}/{r['n']} requests attributed"
         )
+        if "client_ready_s" in r:
+            print(f"      the README client found the broker and the response topic at {r['client_ready_s']:.1f} s")
         for label, at in r.get("timeline", []):
             print(f"      {label}" + ("" if at is None else f" at {at:.1f} s"))
+        cpu = r.get("cpu_at_first_answer") or {}
+        if cpu:
+            print(
+                f"      CPU seconds until the first answer: {sum(cpu.values()):.1f} ("
+                + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
+                + ")"
+            )
     if varied:
         print(
             f"\nCoordinator step with other settings ({args.variant_requests} requests each, same broker, "

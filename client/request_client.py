@@ -33,6 +33,9 @@ NO_BROKER = tuple(
 )
 
 
+RECONNECT_BACKOFF_MAX_MS = 1000  # Kafka's default reconnect.backoff.max.ms
+
+
 class ResponseTimeout(TimeoutError):
     pass
 
@@ -68,9 +71,15 @@ class CoordinatorClient:
         self._responses: dict[int, dict] = {}
         self._startup_deadline = time.monotonic() + startup_timeout
         self.startup_timeout = startup_timeout
+        # kafka-python backs off up to 30 s between attempts to reach a broker that is not up yet
+        # (Kafka's Java clients: 1 s); a client started with the service would then find it late.
         self._producer = self._until_broker(
             lambda: KafkaProducer(
-                bootstrap_servers=bootstrap_servers, acks="all", linger_ms=0, client_id=f"{self.client_id}-producer"
+                bootstrap_servers=bootstrap_servers,
+                acks="all",
+                linger_ms=0,
+                client_id=f"{self.client_id}-producer",
+                reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
             )
         )
         self._consumer = self._until_broker(
@@ -80,6 +89,7 @@ class CoordinatorClient:
                 enable_auto_commit=False,
                 client_id=f"{self.client_id}-consumer",
                 fetch_max_wait_ms=100,
+                reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
             )
         )
         partitions = self._wait_partitions(self.responses_topic, max(5.0, self._startup_deadline - time.monotonic()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -128,31 +129,28 @@ transaction.partition.verification.enable=false
         (self.dir / "log4j2.properties").write_text(LOG4J2)
         return props
 
-    def _format(self, props: Path) -> None:
+    def _format_command(self, props: Path) -> list[str] | None:
+        """The storage tool's command that formats a new data directory (None: formatted)."""
         if (self.dir / "data" / "meta.properties").exists():
-            return
+            return None
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         # "--cluster-id=ID": a random id starting with "-" (one in 64) would be read as an option.
         # transaction.version=1: a Kafka 4.1 broker verifies every transactional Produce v12+ (what
         # clients send once transaction.version 2 is finalized) with its own transaction coordinator,
         # whatever transaction.partition.verification.enable says; at level 1 clients use
         # AddPartitionsToTxn and Produce <= v11, which the service's coordinator serves.
-        subprocess.run(
-            [
-                "java",
-                "-cp",
-                self._classpath(),
-                "kafka.tools.StorageTool",
-                "format",
-                f"--cluster-id={cluster_id}",
-                "-c",
-                str(props),
-                "--feature",
-                "transaction.version=1",
-            ],
-            check=True,
-            capture_output=True,
-        )
+        return [
+            "java",
+            "-cp",
+            self._classpath(),
+            "kafka.tools.StorageTool",
+            "format",
+            f"--cluster-id={cluster_id}",
+            "-c",
+            str(props),
+            "--feature",
+            "transaction.version=1",
+        ]
 
     def pid(self) -> int | None:
         return running_pid(self.pidfile)
@@ -166,22 +164,27 @@ transaction.partition.verification.enable=false
         if self.pid() is not None and _port_open(self.port):
             return self
         props = self._write_config()
-        self._format(props)
+        broker = [
+            "java",
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.dir}",
+            "-cp",
+            self._classpath(),
+            "kafka.Kafka",
+            str(props),
+        ]
+        format_command = self._format_command(props)
+        if format_command is not None:
+            # Formatting (a JVM of its own, seconds) happens in the background too, right before the
+            # broker, in the same process: nothing waits for it but `wait_ready`.
+            broker = ["sh", "-c", f'{shlex.join(format_command)} >/dev/null && exec "$@"', "sh", *broker]
         log = open(self.logfile, "ab")
         self._proc = subprocess.Popen(
-            [
-                "java",
-                f"-Xms{self.heap}",
-                f"-Xmx{self.heap}",
-                "-XX:+UseG1GC",
-                "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-                f"-Dkafka.logs.dir={self.dir}",
-                "-cp",
-                self._classpath(),
-                "kafka.Kafka",
-                str(props),
-            ],
+            broker,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -75,9 +75,11 @@ fetch_jars deploy/spark-kafka.pom.xml .cache/jars/spark
 # --- The service's own JVM classes (deploy/java): compiled against the installed Spark's Hadoop --
 # NoForkLocalFileSystem: Hadoop's local file system without a chmod process per created file
 # (streaming/session.py uses it for file: checkpoints).
+# The installed pyspark's jars, found without importing pyspark (a second of CPU on every run).
+pyspark_jars() { ls -d "$ROOT"/.venv/lib/python3*/site-packages/pyspark/jars | head -n 1; }
 build_own_jar() {
   local out=.cache/jars/own/coordinator-jvm.jar stamp=.cache/jars/own.stamp
-  local jars; jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  local jars; jars="$(pyspark_jars)"
   local want; want="$( (find deploy/java -name '*.java' -print0 | sort -z | xargs -0 cat; ls "$jars") | sha256sum | cut -d' ' -f1)"
   if [ -f "$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
   echo "setup: compiling deploy/java into $out" >&2
@@ -89,3 +91,22 @@ build_own_jar() {
 }
 need javac; need jar
 build_own_jar
+
+# --- The Spark driver's class-data archive (deploy/jvm_archive.py): every job's JVM starts with the
+# classes already parsed and verified. Remade when a jar, the JDK or the training changes; a failure
+# only costs the speed-up (drivers run without the archive).
+build_jvm_archive() {
+  local stamp=.cache/jvm/spark-driver.stamp
+  local want; want="$( (stat -c '%n %s %Y' "$(pyspark_jars)"/*.jar .cache/jars/spark/*.jar .cache/jars/own/*.jar; \
+    java -version 2>&1; cat deploy/jvm_archive.py) | sha256sum | cut -d' ' -f1)"
+  if [ -f .cache/jvm/spark-driver.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: writing the Spark driver's class-data archive into .cache/jvm (once, ~1 min)" >&2
+  mkdir -p .cache/jvm
+  rm -f .cache/jvm/spark-driver.jsa
+  if .venv/bin/python -m deploy.jvm_archive > .cache/jvm/archive.log 2>&1; then
+    echo "$want" > "$stamp"
+  else
+    echo "setup: no class-data archive (see .cache/jvm/archive.log); Spark starts without it" >&2
+  fi
+}
+build_jvm_archive

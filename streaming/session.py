@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -17,6 +19,10 @@ LOG4J_CONFIG = ROOT / "conf" / "log4j2.properties"
 # deploy/java, compiled by deploy/setup.sh against the installed Spark's Hadoop.
 OWN_JAR = ROOT / ".cache" / "jars" / "own" / "coordinator-jvm.jar"
 NO_FORK_LOCAL_FS = "coordinator.hadoop.NoForkLocalFileSystem"
+# The driver JVM's class-data archive (deploy/jvm_archive.py, made by deploy/setup.sh): the classes
+# a job loads, already parsed and verified. Measured: a driver's CPU until its first micro-batch
+# ~40 % lower (docs/operations.md, *Start-up*).
+JVM_ARCHIVE = ROOT / ".cache" / "jvm" / "spark-driver.jsa"
 
 
 def connector_jars(jars_dir: Path = SPARK_JARS_DIR) -> list[str]:
@@ -26,7 +32,19 @@ def connector_jars(jars_dir: Path = SPARK_JARS_DIR) -> list[str]:
     return jars
 
 
-def build_session(cfg: StreamConfig) -> SparkSession:
+def driver_java_options(archive_at_exit: Path | None = None) -> str:
+    """The driver JVM's options: the log4j configuration, and the class-data archive to use (when
+    deploy/setup.sh made one) or to write at exit (deploy/jvm_archive.py). A JVM whose jars or JDK
+    differ from the archive's ignores it; its messages about that are off (-Xlog:cds)."""
+    options = [f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
+    if archive_at_exit is not None:
+        options += [f"-XX:ArchiveClassesAtExit={archive_at_exit}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    elif JVM_ARCHIVE.exists():
+        options += [f"-XX:SharedArchiveFile={JVM_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    return " ".join(options)
+
+
+def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> SparkSession:
     # Spark's Python workers must use this interpreter (and its packages), not the system one.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -35,6 +53,9 @@ def build_session(cfg: StreamConfig) -> SparkSession:
     jars = connector_jars()
     if OWN_JAR.exists():
         jars.append(str(OWN_JAR))
+    # Also on the driver's class path (local mode runs the tasks there): classes loaded by the
+    # application class loader can be archived, those of spark.jars' loader cannot.
+    class_path = ":".join(jars)
     builder = (
         SparkSession.builder.master(spark["master"])
         .appName(spark["app_name"])
@@ -63,14 +84,13 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         .config("spark.python.daemon.module", "streaming.worker_daemon")
         # Quiet by default: no console progress bar, the JVM's log level WARN from its first line.
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}")
+        .config("spark.driver.extraJavaOptions", driver_java_options(archive_at_exit))
+        .config("spark.driver.extraClassPath", class_path)
     )
     if OWN_JAR.exists():
-        # Local checkpoints without a chmod process per file (deploy/java); the jar is also on
-        # the driver's class path because Hadoop resolves file systems with its own loader.
-        builder = builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS).config(
-            "spark.driver.extraClassPath", str(OWN_JAR)
-        )
+        # Local checkpoints without a chmod process per file (deploy/java); the jar is on the
+        # driver's class path because Hadoop resolves file systems with its own loader.
+        builder = builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS)
     if cfg.raw.get("redis", {}).get("enabled"):
         # The read-model projector runs its jobs in a pool of its own (streaming/projector.py):
         # pools share the executors' slots, so neither query's jobs wait for all of the other's.
@@ -79,4 +99,25 @@ def build_session(cfg: StreamConfig) -> SparkSession:
         builder = builder.config(key, str(value))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(spark.get("log_level", "WARN"))
+    warm_up(session)
     return session
+
+
+def warm_up(session: SparkSession) -> threading.Thread:
+    """In the background, what a new job's first micro-batch would otherwise wait for: the Python
+    worker daemon (its imports: pandas, pyarrow, the coordinator core) and one worker per shuffle
+    partition, forked and left idle for the query's tasks (Spark reuses them), and RocksDB's native
+    library. Runs while the driver waits for the broker, creates the topics and starts the query."""
+
+    def run() -> None:
+        try:
+            jvm: Any = session.sparkContext._jvm
+            jvm.org.rocksdb.RocksDB.loadLibrary()
+            frame = session.range(64).selectExpr("id % 64 as k")
+            frame.groupBy("k").applyInPandas(lambda pdf: pdf, "k long").collect()
+        except Exception:  # noqa: BLE001 - only a head start: the query does the same when it needs it
+            pass
+
+    thread = threading.Thread(target=run, name="spark-warm-up", daemon=True)
+    thread.start()
+    return thread

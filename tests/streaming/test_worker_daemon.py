@@ -32,3 +32,40 @@ def test_an_unreadable_archive_leaves_the_path_alone(tmp_path):
     broken.write_bytes(b"not a zip")
     path = [str(broken), *sys.path]
     assert drop_redundant_archives(path) == path
+
+
+def concat_as_in(module: str):
+    """pandas.concat of a state function's output frame (its `partition` column Int32) with the
+    all-None padding frame applyInPandasWithState's serializer adds, called from `module`."""
+    import pandas as pd
+
+    code = (
+        "def pad_and_concat():\n"
+        "    out = pd.DataFrame([('t', 'k', b'v', 3, [])], columns=COLUMNS)\n"
+        "    out['partition'] = out['partition'].astype('Int32')\n"
+        "    padding = pd.DataFrame(dict.fromkeys(COLUMNS), index=[0, 1])\n"
+        "    return pd.concat([out, padding], ignore_index=True)\n"
+    )
+    scope = {"__name__": module, "pd": pd, "COLUMNS": ["topic", "key", "value", "partition", "headers"]}
+    exec(code, scope)
+    return scope["pad_and_concat"]
+
+
+def test_only_pysparks_own_concat_warning_is_ignored():
+    import warnings
+
+    from streaming.worker_daemon import quiet_pyspark_concat_warning
+
+    in_pyspark = concat_as_in("pyspark.sql.pandas.serializers")
+    elsewhere = concat_as_in("streaming.elsewhere")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        in_pyspark()
+    assert any("concatenation with empty or all-NA" in str(w.message) for w in seen)  # what the console showed
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_pyspark_concat_warning()
+        in_pyspark()
+        assert seen == []
+        elsewhere()
+        assert any("concatenation with empty or all-NA" in str(w.message) for w in seen)
