@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,6 +251,7 @@ def run_mode(name: str, work: Path, port: int, args) -> dict:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
         LocalRedis(ROOT / ".run" / f"redis-{redis_port}", redis_port).stop()
+        shutil.rmtree(ROOT / ".run" / f"redis-{redis_port}", ignore_errors=True)
     return out
 
 
@@ -286,6 +288,8 @@ def main() -> int:
             results.append(run_mode(name, work, port, args))
     finally:
         LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
+        shutil.rmtree(ROOT / ".run" / f"kafka-{port}", ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     load = os.getloadavg()
     print(f"\nIdle service, {args.measure:.0f} s measured after {args.settle:.0f} s idle (load average {load[0]:.1f})")
     print(f"{'mode':16}{'cores':>8}{'jvm':>8}{'driver':>8}{'workers':>9}{'batches':>9}")
