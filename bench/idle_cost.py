@@ -289,7 +289,7 @@ def main() -> int:
     finally:
         LocalKafka(ROOT / ".run" / f"kafka-{port}", port).stop(timeout=10)
         shutil.rmtree(ROOT / ".run" / f"kafka-{port}", ignore_errors=True)
-        shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)  # kept (with the jobs' logs) when a mode failed
     load = os.getloadavg()
     print(f"\nIdle service, {args.measure:.0f} s measured after {args.settle:.0f} s idle (load average {load[0]:.1f})")
     print(f"{'mode':16}{'cores':>8}{'jvm':>8}{'driver':>8}{'workers':>9}{'batches':>9}")
