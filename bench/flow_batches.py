@@ -105,26 +105,16 @@ class HopClient(CoordinatorClient):
         future = self._producer.send(self.requests_topic, key=None if key is None else key.encode("utf-8"), value=value)
         self._last_meta = future.get(timeout=30)
 
-    def _poll(self) -> None:
-        while not self._stop.is_set():
+    def _on_record(self, rec) -> None:
+        if rec.key is not None and rec.key.decode("utf-8", "replace") == self.client_id and rec.value:
             try:
-                batches = self._consumer.poll(timeout_ms=50)
-            except Exception:  # noqa: BLE001 - closed underneath us
-                if self._stop.is_set():
-                    return
-                raise
-            for records in batches.values():
-                for rec in records:
-                    if rec.key is not None and rec.key.decode("utf-8", "replace") == self.client_id and rec.value:
-                        try:
-                            env = json.loads(rec.value)
-                            self.answered.setdefault(
-                                env["correlationId"],
-                                {"ts": rec.timestamp, "at": time.time(), "response": env.get("response")},
-                            )
-                        except (ValueError, KeyError, TypeError):
-                            pass
-                    self._accept(rec.key, rec.value)
+                env = json.loads(rec.value)
+                self.answered.setdefault(
+                    env["correlationId"], {"ts": rec.timestamp, "at": time.time(), "response": env.get("response")}
+                )
+            except (ValueError, KeyError, TypeError):
+                pass
+        super()._on_record(rec)
 
     def hops(self, cids: list[int]) -> list[dict]:
         """The requests `cids` as `measure` takes them."""

@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -44,13 +43,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.latency import wait_line, write_config  # noqa: E402
+from bench.latency import percentile, stop_job, wait_line, write_config  # noqa: E402
 from client import CoordinatorClient  # noqa: E402
 from client.topic_reader import end_offsets, read_records  # noqa: E402
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from deploy.redis_local import LocalRedis  # noqa: E402
 from streaming.config import StreamConfig  # noqa: E402
 from streaming.status import read_status, status_path  # noqa: E402
+from tests.integration.harness import new_member_join, wait_topics_known  # noqa: E402
 
 MODES = {
     "wakeups": ("coordinator", ""),
@@ -123,11 +123,6 @@ def last_batch_id(cfg: StreamConfig) -> int:
     return max((b["batchId"] for b in doc.get("batches", [])), default=-1)
 
 
-def percentile(values: list[float], p: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
-
-
 def start_timers(cfg: StreamConfig, bootstrap: str, n: int, data_topic: str) -> set[tuple[str, str]]:
     """`n` open transactions and `n` static classic members left to expire; the events expected."""
     tag = uuid.uuid4().hex[:6]
@@ -161,16 +156,7 @@ def start_timers(cfg: StreamConfig, bootstrap: str, n: int, data_topic: str) -> 
         joins = {}
         for i in range(n):  # MEMBER_ID_REQUIRED: each member stays pending until its session expires
             group = f"idle-group-{tag}-{i}"
-            body = {
-                "groupId": group,
-                "sessionTimeoutMs": 6000,
-                "rebalanceTimeoutMs": 6000,
-                "memberId": "",
-                "groupInstanceId": None,
-                "protocolType": "consumer",
-                "protocols": [{"name": "range", "metadata": ""}],
-                "reason": None,
-            }
+            body = new_member_join(group)
             joins[group] = c.send("JoinGroup", 9, body, key=group)
         for group, cid in joins.items():
             c.wait(cid, timeout=120)
@@ -229,8 +215,6 @@ def run_mode(name: str, work: Path, port: int, args) -> dict:
         out["idle_s"] = elapsed
         if step == "coordinator" and args.timers:
             bootstrap = f"127.0.0.1:{port}"
-            from tests.integration.harness import wait_topics_known
-
             data_topic = f"{prefix}-data"
             wait_topics_known(ServiceHandle(cfg, bootstrap), {data_topic: 1})  # type: ignore[arg-type]
             start = end_offsets(bootstrap, cfg.topics["events"])
@@ -244,12 +228,7 @@ def run_mode(name: str, work: Path, port: int, args) -> dict:
                 "after_deadline_ms": [e["writtenMs"] - e["timeMs"] for e in fired],
             }
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_job(proc)
         LocalRedis(ROOT / ".run" / f"redis-{redis_port}", redis_port).stop()
         shutil.rmtree(ROOT / ".run" / f"redis-{redis_port}", ignore_errors=True)
     return out

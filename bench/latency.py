@@ -86,7 +86,7 @@ PARTS = ("produce", "wait for a batch", "latestOffset", "walCommit", "plan", "ru
 
 def percentile(values: list[float], p: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
 
 
 def write_config(path: Path, port: int, prefix: str, step: str, trigger: str, variant: str = "") -> StreamConfig:
@@ -397,12 +397,7 @@ def run_step(step: str, work: Path, args, variant: str = "", name: str = "", req
         out["load"] = os.getloadavg()[0]
         if batches:
             batches.halt.set()
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # the driver stops the query and Spark
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_job(proc)
         stop_local(cfg, port)
     return out
 
@@ -410,6 +405,17 @@ def run_step(step: str, work: Path, args, variant: str = "", name: str = "", req
 def load_seen(results: dict) -> str:
     loads = [r["load"] for r in results.values() if "load" in r]
     return f"{min(loads):.1f}-{max(loads):.1f} (1-minute, at each step's end)" if loads else "?"
+
+
+def stop_job(proc: subprocess.Popen) -> None:
+    """Stop the job run-local.sh became: SIGTERM (the driver stops the query and Spark), then its
+    whole process group if it is still there after a minute."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def stop_local(cfg: StreamConfig, port: int) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -41,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
-from latency import percentile, stop_local, wait_line, write_config  # noqa: E402
+from latency import percentile, stop_job, stop_local, wait_line, write_config  # noqa: E402
 
 from client import CoordinatorClient  # noqa: E402
 from client.classic_group import ClassicGroupMember  # noqa: E402
@@ -305,12 +304,7 @@ def main() -> int:
                 m.close() if isinstance(m, ClassicGroupMember) else m.stop()
             except Exception:  # noqa: BLE001 - shutting down
                 pass
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_job(proc)
         stop_local(cfg, port)
 
 

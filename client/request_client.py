@@ -136,7 +136,11 @@ class CoordinatorClient:
                 raise
             for records in batches.values():
                 for rec in records:
-                    self._accept(rec.key, rec.value)
+                    self._on_record(rec)
+
+    def _on_record(self, rec) -> None:
+        """A record of the response partition (a bench that times answers looks at it here)."""
+        self._accept(rec.key, rec.value)
 
     def _accept(self, key: bytes | None, value: bytes | None) -> None:
         if key is None or key.decode("utf-8", "replace") != self.client_id or value is None:

@@ -76,6 +76,21 @@ def simple_commit(group: str, offsets: dict[str, dict[int, int]], metadata: str 
     }
 
 
+def new_member_join(group: str, session_timeout_ms: int = 6000) -> dict:
+    """A JoinGroup v9 body of a classic consumer without a member id: answered MEMBER_ID_REQUIRED,
+    the member then stays pending until it joins again or its session expires."""
+    return {
+        "groupId": group,
+        "sessionTimeoutMs": session_timeout_ms,
+        "rebalanceTimeoutMs": session_timeout_ms,
+        "memberId": "",
+        "groupInstanceId": None,
+        "protocolType": "consumer",
+        "protocols": [{"name": "range", "metadata": ""}],
+        "reason": None,
+    }
+
+
 def probe_keys(partitions: int, prefix: str = "topic-probe") -> list[str]:
     """One group id per coordinator partition (the i-th lands on partition i)."""
     from coordinator import coordinator_partition

@@ -15,7 +15,7 @@ from client.topic_reader import end_offsets, read_records
 from coordinator import Errors
 from streaming.timer_waker import WAKE_KEY_PREFIX
 
-from .harness import create_data_topics, simple_commit, wait_topics_known
+from .harness import new_member_join, simple_commit, wait_topics_known
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_job("observed")]
 
@@ -33,7 +33,6 @@ def timers_topic(job) -> dict[str, dict]:
 def test_timers_fire_without_traffic_and_no_batch_runs_without_a_record(job):
     tag = uuid.uuid4().hex[:8]
     group, offsets_group, tid, topic = f"timers-{tag}", f"timers-offsets-{tag}", f"timers-tx-{tag}", f"timers-{tag}"
-    create_data_topics(job.bootstrap, {topic: 1})
     wait_topics_known(job, {topic: 1})
     events_start = end_offsets(job.bootstrap, job.topics["events"])
     client = job.client(f"timers-client-{tag}")
@@ -47,16 +46,7 @@ def test_timers_fire_without_traffic_and_no_batch_runs_without_a_record(job):
         joined = client.request(
             "JoinGroup",
             9,
-            {
-                "groupId": group,
-                "sessionTimeoutMs": 6000,
-                "rebalanceTimeoutMs": 6000,
-                "memberId": "",
-                "groupInstanceId": None,
-                "protocolType": "consumer",
-                "protocols": [{"name": "range", "metadata": ""}],
-                "reason": None,
-            },
+            new_member_join(group),
             timeout=60,
         )
         assert joined["errorCode"] == Errors.MEMBER_ID_REQUIRED.code, joined

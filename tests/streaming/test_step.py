@@ -22,6 +22,19 @@ SETTINGS = StepSettings(
 )
 
 
+# A classic consumer's first JoinGroup (no member id: MEMBER_ID_REQUIRED, then pending for 6 s).
+JOIN = {
+    "groupId": "my-group",
+    "sessionTimeoutMs": 6000,
+    "rebalanceTimeoutMs": 6000,
+    "memberId": "",
+    "groupInstanceId": None,
+    "protocolType": "consumer",
+    "protocols": [{"name": "range", "metadata": ""}],
+    "reason": None,
+}
+
+
 class GroupStateStandIn:
     """What the state function uses of pyspark's GroupState."""
 
@@ -102,17 +115,7 @@ def test_responses_events_and_state_log_rows():
 def test_timeout_call_fires_due_timers_and_replays_identically():
     step = make_step(SETTINGS)
     g = GroupStateStandIn(now=10_000)
-    join = {
-        "groupId": "my-group",
-        "sessionTimeoutMs": 6000,
-        "rebalanceTimeoutMs": 6000,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": [{"name": "range", "metadata": ""}],
-        "reason": None,
-    }
-    out = run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, join), 100, 9_000, 0, 0))], g)
+    out = run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, JOIN), 100, 9_000, 0, 0))], g)
     assert (
         json.loads(out[out.topic == "resp"].iloc[0]["value"])["response"]["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     )

@@ -12,18 +12,7 @@ from coordinator.routing import coordinator_partition
 from streaming.step import make_step
 from streaming.timer_waker import REWAKE_MS, Deadlines, is_wake, wake_key
 
-from .test_step import TRUSTED, GroupStateStandIn, channel_frame, env, frame, run
-
-JOIN = {
-    "groupId": "my-group",
-    "sessionTimeoutMs": 6000,
-    "rebalanceTimeoutMs": 6000,
-    "memberId": "",
-    "groupInstanceId": None,
-    "protocolType": "consumer",
-    "protocols": [{"name": "range", "metadata": ""}],
-    "reason": None,
-}
+from .test_step import JOIN, TRUSTED, GroupStateStandIn, channel_frame, env, frame, run
 
 
 def deadline_rows(out: pd.DataFrame) -> list[dict]:
