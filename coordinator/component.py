@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from .result import CoordinatorResult
     from .runtime import CoordinatorPartition
 
 # handler(component, request) -> CoordinatorResult | response body | None
@@ -40,5 +41,7 @@ class Component:
     def load_json(self, data: dict) -> None:
         pass
 
-    def after_replay(self) -> None:
-        pass
+    def after_replay(self) -> CoordinatorResult | None:
+        """What a loaded partition must do that its records do not (Kafka's onLoaded: timers it
+        keeps only in memory, markers to resend): a result the runtime applies, never done here."""
+        return None

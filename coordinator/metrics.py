@@ -108,9 +108,6 @@ class Metrics(Component):
         for k, v in data.get("rebalances", {}).items():
             self.rebalances[k] = v
 
-    def after_replay(self) -> None:
-        pass
-
     # ---------------------------------------------------------------- updating
     def _add(self, name: str, value: float = 1, **labels) -> None:
         c = self.data["counters"]

@@ -18,7 +18,7 @@ A component is a class with (coordinator/component.py):
     rest_json() / load_rest(d) (optional)  the rest, one partition-wide chunk (default: to_json)
     bind_rest(fetch) (optional)  instead of load_rest: read that chunk (fetch()) only when needed,
                               and return UNCHANGED from rest_json if it was not read
-    after_replay()            rebuild what Kafka keeps only in memory (timers) after a load
+    after_replay()            what Kafka keeps only in memory (timers) after a load, as a result
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ class CoordinatorPartition:
     # tests' driver rebuilds the partition per batch, so every request it sends is checked).
     verify_api_errors = False
     verify_api_errors_budget = 4_000_000
+    # Tests set this too: a handler, timer handler, replayer or load hook that queues an output,
+    # sets a timer or defers work itself, instead of returning it in its result, fails.
+    verify_effects = False
     # Component classes added after the coordinators (tests plug in components of their own).
     extra_components: tuple[type[Component], ...] = ()
 
@@ -181,6 +184,9 @@ class CoordinatorPartition:
         return snap["components"]
 
     # ----------------------------------------------------------------- context for components
+    # Components read the partition (its clock, config, timers, metadata) but change it only by
+    # returning a `CoordinatorResult`: `apply` is the one way an effect happens. `respond` and
+    # `emit_event` below are the runtime's own (answers to rejected input, failures in batch.py).
     def owns(self, key: str | None) -> bool:
         return coordinator_partition(key, self.config["coordinator.partitions"]) == self.partition_id
 
@@ -213,39 +219,6 @@ class CoordinatorPartition:
         body = {"event": event, "timeMs": self.clock_ms, "coordinatorPartition": self.partition_id}
         body.update(fields)
         self.out.events.append(Event(key, body))
-
-    def append_record(self, key: str, value: dict | None) -> None:
-        self.out.records.append(StateRecord(key, value))
-
-    def send_request(
-        self, routing_key: str, api_key: str, api_version: int, body: dict, correlation_id: int, client_id: str
-    ) -> None:
-        self.out.requests.append(
-            InternalRequest(
-                routing_key,
-                {
-                    "apiKey": api_key,
-                    "apiVersion": api_version,
-                    "correlationId": correlation_id,
-                    "clientId": client_id,
-                    "request": body,
-                },
-            )
-        )
-
-    def write_data(self, record: DataRecord) -> None:
-        self.out.data.append(record)
-
-    def schedule(self, key: str, deadline_ms: int, kind: str, payload: dict | None = None) -> None:
-        self.timers.schedule(key, deadline_ms, kind, payload)
-
-    def cancel(self, key: str) -> None:
-        self.timers.cancel(key)
-
-    def defer(self, key: str, kind: str, payload: dict | None = None) -> None:
-        """Run timer handler `kind` at the start of the next micro-batch: by then everything this
-        batch emitted (markers, internal requests) has been written. Same key replaces."""
-        self.deferred[key] = [kind, payload or {}]
 
     def run_deferred(self, skip: Callable[[Timer], bool] = lambda t: False) -> None:
         # Only the work deferred by earlier batches: work a deferred handler defers in turn waits
@@ -301,7 +274,10 @@ class CoordinatorPartition:
             raise KeyError(f"no handler for timer kind {timer.kind!r}")
         owner = self.components[name]
         self.firing = timer
+        before = self._effects() if self.verify_effects else None
         result = owner.TIMER_HANDLERS[timer.kind](owner, timer)
+        if before is not None:
+            self._check_no_effects(before, f"timer handler {timer.kind!r}")
         if result is not None:
             self.apply(result)
         self.firing = None
@@ -342,8 +318,11 @@ class CoordinatorPartition:
         if self.verify_api_errors and self._verified < self.verify_api_errors_budget:
             before = self._fingerprint()
             self._verified += sum(len(v) for v in before.values())
+        effects = self._effects() if self.verify_effects else None
         try:
             result = handler(owner, request)
+            if effects is not None:
+                self._check_no_effects(effects, f"{spec.name}'s handler")
         except ApiError as e:
             # A handler that raises has returned no result, so nothing of it was applied.
             self.out.rollback(mark)
@@ -403,7 +382,19 @@ class CoordinatorPartition:
         if name is None:
             raise ValueError(f"no component replays state-log record {record.key!r}")
         owner = self.components[name]
+        before = self._effects() if self.verify_effects else None
         owner.REPLAYERS[kind](owner, kind, ids, record.value)
+        if before is not None:
+            self._check_no_effects(before, f"the replayer of {kind!r} records")
+
+    def _effects(self) -> tuple:
+        """What a component could change at once without a result: the queued outputs, the timers
+        (every schedule takes a new sequence number, every cancel shrinks them) and deferred work."""
+        return self.out.mark(), self.timers.next_seq, len(self.timers), _canonical(self.deferred)
+
+    def _check_no_effects(self, before: tuple, who: str) -> None:
+        if self._effects() != before:
+            raise AssertionError(f"{who} applied an effect itself instead of returning it in its result")
 
     def _owners_of(self) -> _Owners:
         """Which component handles each timer kind and replays each record kind: the same for every
@@ -482,7 +473,12 @@ class CoordinatorPartition:
         for record in records:
             part.replay(record)
         for c in part.components.values():
-            c.after_replay()
+            before = part._effects() if part.verify_effects else None
+            loaded = c.after_replay()
+            if before is not None:
+                part._check_no_effects(before, f"{c.name}'s after_replay")
+            if loaded is not None:
+                part.apply(loaded)
         return part
 
 

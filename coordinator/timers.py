@@ -54,6 +54,10 @@ class Timers:
         self._next_seq = meta.get("nextSeq", 0)
         self._next_page = meta.get("nextPage", 0)
 
+    @property
+    def next_seq(self) -> int:
+        return self._next_seq
+
     def meta(self) -> dict:
         return {"dir": self._dir.packed(), "nextSeq": self._next_seq, "nextPage": self._next_page}
 

@@ -1,5 +1,6 @@
-"""Every core test runs with the runtime's ApiError check on: a request answered with an
-ApiError must leave the partition's state exactly as it found it (coordinator/result.py)."""
+"""Every core test runs with the runtime's checks on: a request answered with an ApiError must
+leave the partition's state exactly as it found it, and no handler, timer handler, replayer or load
+hook may apply an effect itself rather than return it in its result (coordinator/result.py)."""
 
 from __future__ import annotations
 
@@ -11,3 +12,4 @@ from coordinator.runtime import CoordinatorPartition
 @pytest.fixture(autouse=True)
 def _api_errors_change_nothing(monkeypatch):
     monkeypatch.setattr(CoordinatorPartition, "verify_api_errors", True)
+    monkeypatch.setattr(CoordinatorPartition, "verify_effects", True)

@@ -21,7 +21,6 @@ state).
 
 Public methods for the transaction coordinator's TxnOffsetCommit and marker handling:
     validate_transactional_offset_commit(...)   checks a TxnOffsetCommit like Kafka
-    append_transactional_offset(...)            writes and stores one pending offset
     complete_transaction(producer_id, committed) applies a COMMIT/ABORT marker to the store
     has_pending_transactional_offsets(group, topic=None, partition=None)
 """
@@ -148,16 +147,12 @@ class GroupCoordinator(Component):
         self.streams = StreamsGroupManager(self)
 
     # ================================================================ timers
-    def ensure_expiration_timer(self, result: CoordinatorResult | None = None) -> None:
+    def ensure_expiration_timer(self, result: CoordinatorResult) -> None:
         """Kafka runs the expiry every offsets.retention.check.interval.ms from coordinator load;
-        here the cycle runs while the partition has groups (it finds nothing to do otherwise).
-        Into `result` when given (else at once: for callers not yet returning results)."""
+        here the cycle runs while the partition has groups (it finds nothing to do otherwise)."""
         if EXPIRATION_TIMER_KEY not in self.p.timers:
             deadline = self.p.clock_ms + self.p.config["offsets.retention.check.interval.ms"]
-            if result is None:
-                self.p.schedule(EXPIRATION_TIMER_KEY, deadline, T_EXPIRATION)
-            else:
-                result.schedule(EXPIRATION_TIMER_KEY, deadline, T_EXPIRATION)
+            result.schedule(EXPIRATION_TIMER_KEY, deadline, T_EXPIRATION)
 
     def cleanup_group_metadata(self) -> CoordinatorResult:
         """GroupCoordinatorShard.cleanupGroupMetadata: expire offsets, and delete Empty groups
@@ -174,24 +169,17 @@ class GroupCoordinator(Component):
         return result
 
     # ================================================================ groups
-    def emit(self, group_id: str, event: str, **fields) -> None:
-        """An event at once (for callers not yet returning results; see `event`)."""
-        self.p.emit_event(group_id, event, groupId=group_id, **fields)
-
     @staticmethod
     def event(result: CoordinatorResult, group_id: str, event: str, **fields) -> None:
         """A group event, into `result`."""
         result.emit(group_id, event, groupId=group_id, **fields)
 
-    def create_classic_group(self, group_id: str, reason: str, result: CoordinatorResult | None = None) -> ClassicGroup:
+    def create_classic_group(self, group_id: str, reason: str, result: CoordinatorResult) -> ClassicGroup:
         """A new classic group, in the groups map at once (Kafka keeps classic groups in memory only:
-        its in-memory exception); its event and the expiry timer go into `result` when given."""
+        its in-memory exception); its event and the expiry timer go into `result`."""
         group = ClassicGroup(group_id, now_ms=self.p.clock_ms)
         self.groups[group_id] = group
-        if result is None:
-            self.emit(group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
-        else:
-            self.event(result, group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
+        self.event(result, group_id, "GroupCreated", groupType=CLASSIC, reason=reason)
         self.ensure_expiration_timer(result)
         return group
 
@@ -225,15 +213,6 @@ class GroupCoordinator(Component):
         return result
 
     # ================================================================ records
-    def append_group_metadata(self, group_id: str, value: dict) -> None:
-        """A GroupMetadata record of the live classic group. Kafka does not replay these into the
-        live state (the group in memory is the truth); they serve coordinator load."""
-        self.p.append_record(record_key("GroupMetadata", group_id), value)
-
-    def append_and_replay(self, key: str, value: dict | None) -> None:
-        self.p.append_record(key, value)
-        self.p.replay(StateRecord(key, value))
-
     @staticmethod
     def offset_commit_record(
         group_id: str, topic: str, partition: int, value: OffsetAndMetadata, producer_id: int | None = None
@@ -247,13 +226,6 @@ class GroupCoordinator(Component):
     def offset_tombstone(group_id: str, topic: str, partition: int) -> StateRecord:
         return StateRecord(record_key("OffsetCommit", group_id, topic, partition), None)
 
-    def append_offset_commit(
-        self, group_id: str, topic: str, partition: int, value: OffsetAndMetadata, producer_id: int | None = None
-    ) -> None:
-        """At once: the tests' seeding of transactional offsets (append_transactional_offset)."""
-        record = self.offset_commit_record(group_id, topic, partition, value, producer_id)
-        self.append_and_replay(record.key, record.value)
-
     # ================================================================ transactional offsets
     def validate_transactional_offset_commit(
         self,
@@ -262,7 +234,7 @@ class GroupCoordinator(Component):
         instance_id: str | None,
         generation_id: int,
         api_version: int,
-        result: CoordinatorResult | None = None,
+        result: CoordinatorResult,
     ) -> Group:
         """OffsetMetadataManager.validateTransactionalOffsetCommit: raises ApiError, or returns the
         group (creating a simple group for generation -1, as Kafka does; its event and timer into
@@ -282,23 +254,6 @@ class GroupCoordinator(Component):
 
     def is_offset_metadata_invalid(self, metadata: str | None) -> bool:
         return self.offset_manager.is_metadata_invalid(metadata)
-
-    def append_transactional_offset(
-        self,
-        producer_id: int,
-        group_id: str,
-        topic: str,
-        partition: int,
-        offset: int,
-        leader_epoch: int = -1,
-        metadata: str | None = "",
-    ) -> None:
-        """Write one TxnOffsetCommit offset (an OffsetCommit record tagged with the producer id) and
-        keep it pending until the transaction's marker."""
-        value = OffsetAndMetadata(
-            offset, None if leader_epoch == -1 else leader_epoch, metadata or "", self.p.clock_ms, None
-        )
-        self.append_offset_commit(group_id, topic, partition, value, producer_id=producer_id)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> list[tuple[str, str, int]]:
         """Apply a COMMIT or ABORT marker for `producer_id` to the offset store
@@ -348,18 +303,22 @@ class GroupCoordinator(Component):
         else:
             self.offsets.put(group_id, topic, partition, offset)
 
-    def after_replay(self) -> None:
+    def after_replay(self) -> CoordinatorResult:
         """onLoaded: session timers for every classic member (from now), rebalance groups over
         group.max.size, and the expiry cycle."""
+        result = CoordinatorResult()
         for group in list(self.groups.values()):
             if isinstance(group, ClassicGroup):
-                self.classic.on_loaded(group)
-        self.consumer.on_loaded()
-        self.share.on_loaded()
-        self.streams.on_loaded()
-        self.txn_offsets.on_loaded()
+                loaded = CoordinatorResult(replay_records=False)  # a classic path: in memory only
+                self.classic.on_loaded(loaded, group)
+                result.merge(loaded)
+        self.consumer.on_loaded(result)
+        self.share.on_loaded(result)
+        self.streams.on_loaded(result)
+        self.txn_offsets.on_loaded(result)
         if self.groups:
-            self.ensure_expiration_timer()
+            self.ensure_expiration_timer(result)
+        return result
 
     # ================================================================ snapshot
     def to_json(self) -> dict:

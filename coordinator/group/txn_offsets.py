@@ -128,7 +128,6 @@ def _update_producer(comp, producer_id: int, epoch: int, timestamp: int) -> None
         producers[str(producer_id)] = [epoch, timestamp]
     else:
         entry[1] = max(entry[1], timestamp)
-    _ensure_expiration_timer(comp)
 
 
 def txn_offset_key(producer_id: int, group_id: str, topic: str, partition: int) -> str:
@@ -184,9 +183,9 @@ def replay(comp, kind: str, ids: list, value: dict | None) -> None:
     return
 
 
-def on_load(comp) -> None:
+def on_load(comp, result: CoordinatorResult) -> None:
     if _state(comp)["producers"]:
-        _ensure_expiration_timer(comp)
+        _ensure_expiration_timer(comp, result)
 
 
 def _pending_of(comp, producer_id: int) -> list[tuple[str, str, int, OffsetAndMetadata]]:
@@ -240,12 +239,12 @@ def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
         n = comp.p.config["coordinator.partitions"]
         if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
             answer = comp.p.component("transactions").verify_offsets_partition(
+                result,
                 body["transactionalId"],
                 body["producerId"],
                 body["producerEpoch"],
                 comp.p.partition_id,
                 verify_only=version < 5,
-                result=result,
             )
             error = _verification_error(version, answer)
         else:
@@ -533,6 +532,8 @@ def _commit_transactional_offsets(
             )
         )
         out.add(name, index, Errors.NONE)
+    if accepted:  # the producer's state, which these records start or update, expires
+        _ensure_expiration_timer(comp, result)
 
 
 def _pending_record(
@@ -600,7 +601,9 @@ def _marker_steps(
         )
         return Errors.INVALID_PRODUCER_EPOCH
     before = _pending_of(comp, producer_id)
-    yield CoordinatorResult().record(
+    marker = CoordinatorResult()
+    _ensure_expiration_timer(comp, marker)  # the producer's state, which the marker updates, expires
+    yield marker.record(
         marker_key(producer_id),
         {
             "type": MARKER_RECORD,
@@ -673,9 +676,9 @@ def _copy(value: OffsetAndMetadata) -> OffsetAndMetadata:
 
 
 # ====================================================================== producer expiration
-def _ensure_expiration_timer(comp) -> None:
+def _ensure_expiration_timer(comp, result: CoordinatorResult) -> None:
     if PRODUCER_EXPIRATION_KEY not in comp.p.timers:
-        comp.p.schedule(
+        result.schedule(
             PRODUCER_EXPIRATION_KEY,
             comp.p.clock_ms + comp.p.config["producer.id.expiration.check.interval.ms"],
             T_PRODUCER_EXPIRATION,
@@ -733,5 +736,5 @@ class TxnOffsetManager:
     def replay(self, kind: str, ids: list, value: dict | None) -> None:
         replay(self.c, kind, ids, value)
 
-    def on_loaded(self) -> None:
-        on_load(self.c)
+    def on_loaded(self, result: CoordinatorResult) -> None:
+        on_load(self.c, result)

@@ -386,7 +386,7 @@ class TransactionCoordinator(Component):
 
     # ======================================================================== KIP-890 verification
     def verify_offsets_partition(
-        self, tid: str, pid: int, epoch: int, partition: int, verify_only: bool, result: CoordinatorResult | None = None
+        self, result: CoordinatorResult, tid: str, pid: int, epoch: int, partition: int, verify_only: bool
     ) -> Error:
         """What AddPartitionsToTxn v5 (the broker form) answers for `__consumer_offsets-<partition>`
         of one transaction: verified (verifyOnly, for TxnOffsetCommit v0-4: NONE if the partition is
@@ -394,15 +394,9 @@ class TransactionCoordinator(Component):
 
         Called by the group side of the same partition while it handles TxnOffsetCommit (the
         transaction is coordinated here, so no request goes out). The addition goes into the
-        caller's `result`; without one (a caller not yet returning results) the runtime applies
-        it at once."""
-        own = result is None
-        result = CoordinatorResult() if result is None else result
+        caller's `result`."""
         tp = (CONSUMER_OFFSETS, partition)
-        error = self._add_or_verify(result, tid, pid, epoch, [tp], verify_only, 5)[tp]
-        if own:
-            self.p.apply(result)
-        return error
+        return self._add_or_verify(result, tid, pid, epoch, [tp], verify_only, 5)[tp]
 
     def txn_verification(self, request: Request) -> CoordinatorResult:
         """A group coordinator partition's question (internal): answered with a
@@ -853,7 +847,7 @@ class TransactionCoordinator(Component):
         self.pids.load_json(data.get("producerIds", {}))
         self.markers.next_correlation_id = data.get("nextCorrelationId", 0)
 
-    def after_replay(self) -> None:
+    def after_replay(self) -> CoordinatorResult:
         """loadTransactionsForTxnTopicPartition: the rest of the producer-id block is lost, the
         timers are back, and the markers of every transaction caught in Prepare* (its Complete*
         prepared by the replay) go out at the start of the next batch."""
@@ -861,7 +855,7 @@ class TransactionCoordinator(Component):
         self.pids.forget_block()
         for tid in self.state.loaded(result):
             self.markers.resend_after_load(result, tid)
-        self.p.apply(result)
+        return result
 
     def persistent_view(self) -> dict:
         """What the state log carries: the TransactionLog value of every transactional id and the

@@ -9,6 +9,7 @@ import pytest
 from coordinator.errors import Errors
 from coordinator.group.admin import GROUP_AUTHORIZED_OPERATIONS
 from coordinator.records import record_key
+from coordinator.result import CoordinatorResult
 from tests.consumer.consumer_group_helpers import GROUP, ConsumerGroupTestClient, topic_id
 from tests.group.group_helpers import GroupTestClient, group_on_partition
 
@@ -247,9 +248,9 @@ def test_offset_commit_to_an_unknown_group_v9_and_txn_offset_commit_epochs():
     from coordinator.errors import ApiError
 
     with pytest.raises(ApiError) as e:
-        groups.validate_transactional_offset_commit(GROUP, "m1", None, 7, 4)
+        groups.validate_transactional_offset_commit(GROUP, "m1", None, 7, 4, CoordinatorResult())
     assert e.value.error.name == "ILLEGAL_GENERATION"
-    assert groups.validate_transactional_offset_commit(GROUP, "m1", None, 1, 4) is not None
+    assert groups.validate_transactional_offset_commit(GROUP, "m1", None, 1, 4, CoordinatorResult()) is not None
 
 
 def test_offset_delete_refuses_subscribed_topics():

@@ -10,6 +10,8 @@ from typing import Any
 
 from coordinator.errors import Errors
 from coordinator.group.classic.consumer_protocol import encode_subscription
+from coordinator.group.offsets import OffsetAndMetadata
+from coordinator.result import CoordinatorResult
 from tests.core_driver import CoreDriver
 
 GROUP = "group-id"
@@ -24,6 +26,28 @@ def protocols(*names: str, topics: list[str] | None = None) -> list[dict]:
 
 def b64(*data: int) -> str:
     return base64.b64encode(bytes(data)).decode()
+
+
+# ---------------------------------------------------------------- test-only seeding
+# Kafka's tests reach into the shard (replay a record, call a manager's method); here that goes
+# through the same path as a handler: build a result, and the runtime applies it.
+def seed_transactional_offset(
+    comp, producer_id: int, group_id: str, topic: str, partition: int, offset: int, metadata: str = ""
+) -> None:
+    """Tests only: one offset of an open transaction, as an OffsetCommit record tagged with the
+    producer id (what Kafka's tests replay), applied by the runtime."""
+    value = OffsetAndMetadata(offset, None, metadata, comp.p.clock_ms, None)
+    record = comp.offset_commit_record(group_id, topic, partition, value, producer_id)
+    comp.p.apply(CoordinatorResult(records=[record]))
+
+
+def run_classic(comp, helper: Callable[..., Any], *args: Any) -> Any:
+    """Tests only: a classic-group helper (`helper(r, *args)`) into an in-memory-only result, as a
+    classic handler runs it, then applied by the runtime."""
+    result = CoordinatorResult(replay_records=False)
+    out = helper(result, *args)
+    comp.p.apply(result)
+    return out
 
 
 class GroupTestClient:

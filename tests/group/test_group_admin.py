@@ -19,6 +19,7 @@ from tests.group.group_helpers import (
     join_and_complete,
     join_and_rebalance,
     protocols,
+    seed_transactional_offset,
 )
 
 
@@ -183,7 +184,7 @@ def test_delete_groups_deletes_pending_transactional_offsets_too():
     c.commit({("t", 0): 1})
 
     def add(comp):
-        comp.append_transactional_offset(3, c.group_id, "t", 1, 10)
+        seed_transactional_offset(comp, 3, c.group_id, "t", 1, 10)
 
     c.mutate(add)
     mark = len(c.records())

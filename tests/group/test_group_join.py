@@ -16,6 +16,7 @@ from tests.group.group_helpers import (
     join_and_complete,
     join_and_rebalance,
     protocols,
+    run_classic,
     static_members_join_and_rebalance,
 )
 
@@ -183,7 +184,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
                     [("range", protocols("range")[0]["metadata"])],
                 )
             )
-        comp.classic.prepare_rebalance(g, "test")
+        run_classic(comp, comp.classic.prepare_rebalance, g, "test")
 
     c.mutate(setup)
     cids = [c.join(m, version=DYN, rebalance_timeout=10000)[0] for m in member_ids]
@@ -562,7 +563,9 @@ def test_complete_join_phase_no_members_rejoined_extends_join_phase():
     assert c.group().num_members() == 2 and c.group().generation_id == 2
     second_id = c.response(second_cid)["memberId"]
 
-    c.mutate(lambda comp: comp.classic.prepare_rebalance(comp.groups[c.group_id], "trigger rebalance"))
+    c.mutate(
+        lambda comp: run_classic(comp, comp.classic.prepare_rebalance, comp.groups[c.group_id], "trigger rebalance")
+    )
     g = c.group()
     assert g.num_members() == 2 and g.state == PREPARING_REBALANCE and g.num_awaiting_join_response() == 0
     join_key = '["classic-join","group-id"]'

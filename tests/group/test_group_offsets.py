@@ -7,12 +7,14 @@ import pytest
 
 from coordinator.errors import Errors
 from coordinator.group.classic.group import COMPLETING_REBALANCE, DEAD, EMPTY, STABLE, ClassicGroup, ClassicGroupMember
+from coordinator.result import CoordinatorResult
 from tests.group.group_helpers import (
     GroupTestClient,
     group_on_partition,
     join_and_complete,
     join_and_rebalance,
     protocols,
+    seed_transactional_offset,
 )
 
 MINUTE = 60_000
@@ -304,8 +306,10 @@ def test_fetch_offsets_of_dead_group_are_unknown():
 # ====================================================================== transactional offsets
 def add_pending(c: GroupTestClient, producer_id: int, topic: str, partition: int, offset: int) -> None:
     def add(comp):
-        comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4)
-        comp.append_transactional_offset(producer_id, c.group_id, topic, partition, offset)
+        created = CoordinatorResult()
+        comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4, created)
+        comp.p.apply(created)
+        seed_transactional_offset(comp, producer_id, c.group_id, topic, partition, offset)
 
     c.mutate(add)
 
@@ -363,14 +367,14 @@ def test_transactional_offset_commit_validation():
 
     def check(comp):
         with pytest.raises(Exception) as e:
-            comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 5, 4)
+            comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 5, 4, CoordinatorResult())
         assert e.value.error.code == Errors.ILLEGAL_GENERATION.code
         with pytest.raises(Exception) as e:
-            comp.validate_transactional_offset_commit("missing-group", "", None, 3, 4)
+            comp.validate_transactional_offset_commit("missing-group", "", None, 3, 4, CoordinatorResult())
         assert e.value.error.code == Errors.ILLEGAL_GENERATION.code
         # Transactional commits skip the state checks (no REBALANCE_IN_PROGRESS, no identity needed).
-        comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4)
-        comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 1, 4)
+        comp.validate_transactional_offset_commit(c.group_id, "", None, -1, 4, CoordinatorResult())
+        comp.validate_transactional_offset_commit(c.group_id, leader["memberId"], None, 1, 4, CoordinatorResult())
         assert comp.is_offset_metadata_invalid("x" * 4097) and not comp.is_offset_metadata_invalid(None)
 
     c.mutate(check)

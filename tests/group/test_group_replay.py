@@ -16,6 +16,7 @@ from tests.group.group_helpers import (
     group_on_partition,
     join_and_rebalance,
     protocols,
+    seed_transactional_offset,
     static_members_join_and_rebalance,
 )
 
@@ -250,7 +251,7 @@ def scenario() -> GroupTestClient:
     e.commit({("bar", 0): 1}, member_id=el["memberId"], generation=1)
     e.leave({"memberId": el["memberId"]})
 
-    c.mutate(lambda comp: comp.append_transactional_offset(77, c.group_id, "foo", 2, 99))
+    c.mutate(lambda comp: seed_transactional_offset(comp, 77, c.group_id, "foo", 2, 99))
     # Keep the Stable groups' members alive.
     c.heartbeat(leader["memberId"], 1)
     return c

@@ -297,11 +297,11 @@ def test_paged_timers_match_a_model_and_survive_encoding():
         for _ in range(2 * PAGE_MAX):
             key = f"k{rng.randint(0, 3 * PAGE_MAX)}"
             if rng.random() < 0.2:
-                part.cancel(key)
+                part.timers.cancel(key)
                 model.pop(key, None)
             else:
                 deadline = rng.choice([5_000, 10_000, rng.randint(0, 50_000)])
-                part.schedule(key, deadline, "groups-expiration", {"k": key})
+                part.timers.schedule(key, deadline, "groups-expiration", {"k": key})
                 model[key] = (deadline, seq)
                 seq += 1
         # Round trip through format 3, then keep going on the lazily loaded timers.

@@ -11,6 +11,7 @@ from coordinator.errors import ApiError, Errors
 from coordinator.group.classic.group import EMPTY, ClassicGroup, ClassicGroupMember
 from coordinator.group.group import Group, register_group_type
 from coordinator.records import record_key
+from coordinator.result import CoordinatorResult
 from tests.core_driver import call_handler
 from tests.group.group_helpers import GroupTestClient, join_and_rebalance
 from tests.group.test_group_replay import compacted
@@ -18,6 +19,13 @@ from tests.group.test_group_replay import compacted
 E = Errors
 PID = 5
 MINUTE = 60_000
+
+
+def _created(comp, group_id: str) -> CoordinatorResult:
+    """Tests only: a new classic group, its event and timer in a result for the runtime."""
+    result = CoordinatorResult()
+    comp.create_classic_group(group_id, "test", result)
+    return result
 
 
 def client(**overrides) -> GroupTestClient:
@@ -168,7 +176,7 @@ def test_generic_group_transactional_offset_commit_with_unknown_group_id():
 
 def test_generic_group_transactional_offset_commit_with_unknown_member_id():
     c = client()
-    c.mutate(lambda comp: comp.create_classic_group("foo", reason="test"))
+    c.mutate(lambda comp: comp.p.apply(_created(comp, "foo")))
     resp = txn_commit(c, {("bar", 0): 100}, member_id="member", generation=10)
     assert errors(resp) == [E.UNKNOWN_MEMBER_ID.code] and c.records() == []
 

@@ -3,7 +3,7 @@
 Differences that come from the architecture, not from choice:
 - Handlers and timer handlers return a `CoordinatorResult(replay_records=False)`, as Kafka's
   classic paths do: the group is mutated in memory in the handler, and its GroupMetadata records
-  (not replayed: they serve load), timers, events and answers go into the result (`self.r`).
+  (not replayed: they serve load), timers, events and answers go into the result (`r`, passed to every helper).
 - A parked JoinGroup / SyncGroup response is the request's `ReplyTo`, kept in the member;
   completing Kafka's future puts the answer into the result (`result.reply`).
 - Appending to the state log cannot fail, so Kafka's append-failure branches
@@ -20,8 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import ApiError, Error, Errors
@@ -75,90 +74,54 @@ class ClassicGroupManager:
         self.c = coordinator
         self.p = coordinator.p
         self.config = coordinator.p.config
-        self._result: CoordinatorResult | None = None  # the result the running handler builds
 
     # ================================================================ results
     # Kafka mutates a classic group in memory in the handler and returns
-    # `CoordinatorResult(records, response, replayRecords=false)`: the helpers below mutate the group
-    # and put their records (GroupMetadata, not replayed), timers, events and the answers to parked
-    # requests into the running handler's result, `self.r`.
-    @property
-    def r(self) -> CoordinatorResult:
-        if self._result is None:
-            raise RuntimeError("a classic-group helper ran outside a handler's result")
-        return self._result
-
-    def _run(self, handler: Callable[[Any], dict | CoordinatorResult | None], arg: Any) -> CoordinatorResult:
-        """Run `handler` collecting into a fresh in-memory-only result; a bare response body it
-        returns becomes the result's response (a result from a consumer-group path is merged)."""
-        result = CoordinatorResult(replay_records=False)
-        previous, self._result = self._result, result
-        try:
-            out = handler(arg)
-        finally:
-            self._result = previous
+    # `CoordinatorResult(records, response, replayRecords=false)`: each handler makes that result,
+    # `r`, and passes it to the helpers below, which mutate the group and put their records
+    # (GroupMetadata, not replayed), timers, events and the answers to parked requests into it.
+    def _handle(
+        self, handler: Callable[[CoordinatorResult, Any], dict | CoordinatorResult | None], arg: Any
+    ) -> CoordinatorResult:
+        """`handler(r, arg)` with a fresh in-memory-only result `r`; a bare response body it returns
+        becomes the result's response (a result from a consumer-group path is merged)."""
+        r = CoordinatorResult(replay_records=False)
+        out = handler(r, arg)
         if isinstance(out, CoordinatorResult):
-            result.merge(out)
+            r.merge(out)
         elif out is not None:
-            result.response = out
-        return result
+            r.response = out
+        return r
 
-    @contextmanager
-    def collecting(self, result: CoordinatorResult | None = None) -> Iterator[CoordinatorResult]:
-        """For the helpers other modules call (the online downgrade, load, the online upgrade's
-        parked answers, tests): into `result` when given, else into the running handler's result;
-        outside any handler the effects are applied at once through `self.p.apply` (on load, as
-        Kafka's onLoaded, which runs outside any request)."""
-        if result is None and self._result is not None:
-            yield self._result
-            return
-        own = result is None
-        target = CoordinatorResult(replay_records=False) if result is None else result
-        previous, self._result = self._result, target
-        try:
-            yield target
-        finally:
-            self._result = previous
-        if own:
-            self.p.apply(target)
-
-    def _into(self, result: CoordinatorResult | None, helper: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        """`helper(*args)` collecting into `result` (see `collecting`); inside a handler, with no
-        `result` given (the usual case), straight into the running handler's result."""
-        if result is None and self._result is not None:
-            return helper(*args, **kw)
-        with self.collecting(result):
-            return helper(*args, **kw)
-
-    def append_group_metadata(self, group_id: str, value: dict) -> None:
+    def append_group_metadata(self, r: CoordinatorResult, group_id: str, value: dict) -> None:
         """A GroupMetadata record of the live classic group: not replayed (the group in memory is
         the truth), it serves coordinator load."""
-        self.r.record(record_key("GroupMetadata", group_id), value)
+        r.record(record_key("GroupMetadata", group_id), value)
 
     # ================================================================ handlers
     def join_group(self, request: Request) -> CoordinatorResult:
-        return self._run(self._join_group, request)
+        return self._handle(self._join_group, request)
 
     def sync_group(self, request: Request) -> CoordinatorResult:
-        return self._run(self._sync_group, request)
+        return self._handle(self._sync_group, request)
 
     def heartbeat(self, request: Request) -> CoordinatorResult:
-        return self._run(self._heartbeat, request)
+        return self._handle(self._heartbeat, request)
 
     def leave_group(self, request: Request) -> CoordinatorResult:
-        return self._run(self._leave_group, request)
+        return self._handle(self._leave_group, request)
 
     def on_join_timer(self, timer: Timer) -> CoordinatorResult:
-        return self._run(self._on_join_timer, timer)
+        return self._handle(self._on_join_timer, timer)
 
     def on_initial_join_timer(self, timer: Timer) -> CoordinatorResult:
-        return self._run(self._on_initial_join_timer, timer)
+        return self._handle(self._on_initial_join_timer, timer)
 
     def on_sync_timer(self, timer: Timer) -> CoordinatorResult:
-        return self._run(self._on_sync_timer, timer)
+        return self._handle(self._on_sync_timer, timer)
 
     def on_session_timer(self, timer: Timer) -> CoordinatorResult:
-        return self._run(self._on_session_timer, timer)
+        return self._handle(self._on_session_timer, timer)
 
     # ================================================================ helpers
     @property
@@ -188,10 +151,10 @@ class ClassicGroupManager:
         # carries it (envelope `clientHost`); one written to the request topic directly has none.
         return request.client_host
 
-    def transition(self, group: ClassicGroup, target: str) -> None:
+    def transition(self, r: CoordinatorResult, group: ClassicGroup, target: str) -> None:
         previous = group.transition_to(target, self.now)
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "GroupStateChanged",
             groupType=CLASSIC,
@@ -201,53 +164,41 @@ class ClassicGroupManager:
         )
 
     def reschedule_session(
-        self,
-        group: ClassicGroup,
-        member: ClassicGroupMember,
-        timeout_ms: int | None = None,
-        result: CoordinatorResult | None = None,
+        self, r: CoordinatorResult, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None = None
     ) -> None:
-        self._into(result, self._reschedule_session, group, member, timeout_ms)
-
-    def _reschedule_session(self, group: ClassicGroup, member: ClassicGroupMember, timeout_ms: int | None) -> None:
         delay = member.session_timeout_ms if timeout_ms is None else timeout_ms
-        self.r.schedule(
+        r.schedule(
             session_timer_key(group.group_id, member.member_id),
             self.now + delay,
             T_SESSION,
             {"groupId": group.group_id, "memberId": member.member_id},
         )
 
-    def cancel_session(self, group_id: str, member_id: str) -> None:
-        self.r.cancel(session_timer_key(group_id, member_id))
+    def cancel_session(self, r: CoordinatorResult, group_id: str, member_id: str) -> None:
+        r.cancel(session_timer_key(group_id, member_id))
 
     def complete_join_future(
-        self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
+        self, r: CoordinatorResult, member: ClassicGroupMember, error: Error = Errors.NONE, **fields
     ) -> bool:
-        return self._into(result, self._complete_join_future, member, error, **fields)
-
-    def _complete_join_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_join is None:
             return False
         reply, member.awaiting_join = member.awaiting_join, None
-        self.r.reply(reply, join_response(reply.api_version, error, **fields))
+        r.reply(reply, join_response(reply.api_version, error, **fields))
         return True
 
     def complete_sync_future(
-        self, member: ClassicGroupMember, error: Error = Errors.NONE, result: CoordinatorResult | None = None, **fields
+        self, r: CoordinatorResult, member: ClassicGroupMember, error: Error = Errors.NONE, **fields
     ) -> bool:
-        return self._into(result, self._complete_sync_future, member, error, **fields)
-
-    def _complete_sync_future(self, member: ClassicGroupMember, error: Error, **fields) -> bool:
         if member.awaiting_sync is None:
             return False
         reply, member.awaiting_sync = member.awaiting_sync, None
-        self.r.reply(reply, sync_response(reply.api_version, error, **fields))
+        r.reply(reply, sync_response(reply.api_version, error, **fields))
         return True
 
-    def fence_member(self, member: ClassicGroupMember) -> None:
+    def fence_member(self, r: CoordinatorResult, member: ClassicGroupMember) -> None:
         """replaceStaticMember: the replaced member's parked join and sync get FENCED_INSTANCE_ID."""
         self.complete_join_future(
+            r,
             member,
             Errors.FENCED_INSTANCE_ID,
             member_id=member.member_id,
@@ -255,17 +206,17 @@ class ClassicGroupManager:
             protocol_type=None,
             leader=NO_LEADER,
         )
-        self.complete_sync_future(member, Errors.FENCED_INSTANCE_ID, assignment=EMPTY_ASSIGNMENT)
+        self.complete_sync_future(r, member, Errors.FENCED_INSTANCE_ID, assignment=EMPTY_ASSIGNMENT)
 
     def classic_group(self, group_id: str) -> ClassicGroup | None:
         group = self.c.groups.get(group_id)
         return group if isinstance(group, ClassicGroup) else None
 
-    def respond_join(self, reply: ReplyTo, error: Error = Errors.NONE, **fields) -> None:
-        self.r.reply(reply, join_response(reply.api_version, error, **fields))
+    def respond_join(self, r: CoordinatorResult, reply: ReplyTo, error: Error = Errors.NONE, **fields) -> None:
+        r.reply(reply, join_response(reply.api_version, error, **fields))
 
     # ================================================================ JoinGroup
-    def _join_group(self, request: Request) -> dict | CoordinatorResult | None:
+    def _join_group(self, r: CoordinatorResult, request: Request) -> dict | CoordinatorResult | None:
         body, version, reply = request.body, request.api_version, request.reply
         group_id, member_id = body["groupId"], body["memberId"]
         if version == 0:
@@ -308,27 +259,25 @@ class ClassicGroupManager:
             # in-memory-only result and are not replayed; the group leaves memory directly
             # (delete_group removes it), as Kafka's removeGroup. A rebuild replays them before the
             # classic group's record, to the same state. Nothing below raises an ApiError.
-            self.r.merge(
-                self.c.delete_group(existing, reason="converted to a classic group by JoinGroup", in_memory=True)
-            )
-        written_before_join = len(self.r.records)
+            r.merge(self.c.delete_group(existing, reason="converted to a classic group by JoinGroup", in_memory=True))
+        written_before_join = len(r.records)
         is_new_group = group_id not in self.c.groups
         group = self.classic_group(group_id)
         if group is None:
-            group = self.c.create_classic_group(group_id, reason="JoinGroup", result=self.r)
+            group = self.c.create_classic_group(group_id, reason="JoinGroup", result=r)
 
         if not self.accept_joining_member(group, member_id):
             group.remove(member_id)
-            self.cancel_session(group_id, member_id)
-            self.respond_join(reply, Errors.GROUP_MAX_SIZE_REACHED, member_id=UNKNOWN_MEMBER_ID)
+            self.cancel_session(r, group_id, member_id)
+            self.respond_join(r, reply, Errors.GROUP_MAX_SIZE_REACHED, member_id=UNKNOWN_MEMBER_ID)
         elif is_unknown:
-            self.join_new_member(request, group)
+            self.join_new_member(r, request, group)
         else:
-            self.join_existing_member(request, group)
+            self.join_existing_member(r, request, group)
 
-        if is_new_group and len(self.r.records) == written_before_join:
+        if is_new_group and len(r.records) == written_before_join:
             # A newly created group is committed to the log even when the join wrote nothing.
-            self.append_group_metadata(group_id, group.empty_metadata_record_value())
+            self.append_group_metadata(r, group_id, group.empty_metadata_record_value())
         return None
 
     def accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
@@ -340,41 +289,43 @@ class ClassicGroupManager:
             return (member is not None and member.is_awaiting_join) or group.num_awaiting_join_response() < max_size
         return group.has_member(member_id) or group.num_members() < max_size
 
-    def join_new_member(self, request: Request, group: ClassicGroup) -> None:
+    def join_new_member(self, r: CoordinatorResult, request: Request, group: ClassicGroup) -> None:
         body, reply = request.body, request.reply
         if group.state == DEAD:
-            self.respond_join(reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID)
+            self.respond_join(r, reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=UNKNOWN_MEMBER_ID)
         elif not group.supports_protocols(body["protocolType"], {p["name"] for p in body["protocols"]}):
-            self.respond_join(reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)
+            self.respond_join(r, reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=UNKNOWN_MEMBER_ID)
         else:
             instance_id = body.get("groupInstanceId")
             new_member_id = self.generate_member_id(request, group.group_id, instance_id)
             if instance_id is not None:
                 existing = group.static_member_id(instance_id)
                 if existing is not None:
-                    self.update_static_member_then_rebalance_or_complete_join(request, group, existing, new_member_id)
+                    self.update_static_member_then_rebalance_or_complete_join(
+                        r, request, group, existing, new_member_id
+                    )
                 else:
-                    self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
+                    self.add_member_then_rebalance_or_complete_join(r, request, group, new_member_id)
             elif request.api_version >= 4:  # JoinGroupRequest.requiresKnownMemberId
                 group.add_pending_member(new_member_id)
-                self.r.schedule(
+                r.schedule(
                     session_timer_key(group.group_id, new_member_id),
                     self.now + body["sessionTimeoutMs"],
                     T_SESSION,
                     {"groupId": group.group_id, "memberId": new_member_id},
                 )
-                self.respond_join(reply, Errors.MEMBER_ID_REQUIRED, member_id=new_member_id)
+                self.respond_join(r, reply, Errors.MEMBER_ID_REQUIRED, member_id=new_member_id)
             else:
-                self.add_member_then_rebalance_or_complete_join(request, group, new_member_id)
+                self.add_member_then_rebalance_or_complete_join(r, request, group, new_member_id)
 
-    def join_existing_member(self, request: Request, group: ClassicGroup) -> None:
+    def join_existing_member(self, r: CoordinatorResult, request: Request, group: ClassicGroup) -> None:
         body, reply = request.body, request.reply
         member_id, instance_id = body["memberId"], body.get("groupInstanceId")
         if group.state == DEAD:
-            self.respond_join(reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
+            self.respond_join(r, reply, Errors.COORDINATOR_NOT_AVAILABLE, member_id=member_id)
             return
         if not group.supports_protocols(body["protocolType"], {p["name"] for p in body["protocols"]}):
-            self.respond_join(reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
+            self.respond_join(r, reply, Errors.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id)
             return
         if group.is_pending_member(member_id):
             if instance_id is not None:
@@ -382,18 +333,19 @@ class ClassicGroupManager:
                     f"Received unexpected JoinGroup with groupInstanceId={instance_id} "
                     f"for pending member with memberId={member_id}"
                 )
-            self.add_member_then_rebalance_or_complete_join(request, group, member_id)
+            self.add_member_then_rebalance_or_complete_join(r, request, group, member_id)
             return
         try:
             group.validate_member(member_id, instance_id)
         except ApiError as e:
-            self.respond_join(reply, e.error, member_id=member_id, protocol_type=None, protocol_name=None)
+            self.respond_join(r, reply, e.error, member_id=member_id, protocol_type=None, protocol_name=None)
             return
         member = group.existing_member(member_id)
         protocols = request_protocols(body)
         reason = join_reason(body)
         if group.state == PREPARING_REBALANCE:
             self.update_member_then_rebalance_or_complete_join(
+                r,
                 request,
                 group,
                 member,
@@ -403,6 +355,7 @@ class ClassicGroupManager:
             if member.matches(protocols):
                 # The member lost its JoinGroup response: answer with the current generation.
                 self.respond_join(
+                    r,
                     reply,
                     member_id=member_id,
                     generation_id=group.generation_id,
@@ -413,6 +366,7 @@ class ClassicGroupManager:
                 )
             else:
                 self.update_member_then_rebalance_or_complete_join(
+                    r,
                     request,
                     group,
                     member,
@@ -422,6 +376,7 @@ class ClassicGroupManager:
             if group.is_leader(member_id):
                 # A leader's JoinGroup always rebalances: it may know of changes the metadata hides.
                 self.update_member_then_rebalance_or_complete_join(
+                    r,
                     request,
                     group,
                     member,
@@ -429,6 +384,7 @@ class ClassicGroupManager:
                 )
             elif not member.matches(protocols):
                 self.update_member_then_rebalance_or_complete_join(
+                    r,
                     request,
                     group,
                     member,
@@ -436,6 +392,7 @@ class ClassicGroupManager:
                 )
             else:
                 self.respond_join(
+                    r,
                     reply,
                     member_id=member_id,
                     generation_id=group.generation_id,
@@ -446,9 +403,11 @@ class ClassicGroupManager:
                 )
         else:
             # Empty: let the member reset its generation and rejoin.
-            self.respond_join(reply, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
+            self.respond_join(r, reply, Errors.UNKNOWN_MEMBER_ID, member_id=member_id)
 
-    def add_member_then_rebalance_or_complete_join(self, request: Request, group: ClassicGroup, member_id: str) -> None:
+    def add_member_then_rebalance_or_complete_join(
+        self, r: CoordinatorResult, request: Request, group: ClassicGroup, member_id: str
+    ) -> None:
         body = request.body
         member = ClassicGroupMember(
             member_id,
@@ -466,9 +425,9 @@ class ClassicGroupManager:
         group.add(member, request.reply)
         # A new member cannot heartbeat while its JoinGroup is parked: a retried and abandoned join
         # must not keep it in the group for ever (KAFKA-7610).
-        self.reschedule_session(group, member, self.config["group.classic.new.member.join.timeout.ms"])
+        self.reschedule_session(r, group, member, self.config["group.classic.new.member.join.timeout.ms"])
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "MemberJoined",
             memberId=member_id,
@@ -476,35 +435,38 @@ class ClassicGroupManager:
             clientId=member.client_id,
         )
         self.maybe_prepare_rebalance_or_complete_join(
+            r,
             group,
             f"Adding new member {member_id} with group instance id {member.group_instance_id}; "
             f"client reason: {join_reason(body)}",
         )
 
     def update_member_then_rebalance_or_complete_join(
-        self, request: Request, group: ClassicGroup, member: ClassicGroupMember, reason: str
+        self, r: CoordinatorResult, request: Request, group: ClassicGroup, member: ClassicGroupMember, reason: str
     ) -> None:
         body = request.body
         group.update_member(
             member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"], request.reply
         )
-        self.maybe_prepare_rebalance_or_complete_join(group, reason)
+        self.maybe_prepare_rebalance_or_complete_join(r, group, reason)
 
     def update_static_member_then_rebalance_or_complete_join(
-        self, request: Request, group: ClassicGroup, old_member_id: str, new_member_id: str
+        self, r: CoordinatorResult, request: Request, group: ClassicGroup, old_member_id: str, new_member_id: str
     ) -> None:
         body, reply, version = request.body, request.reply, request.api_version
         instance_id = body["groupInstanceId"]
         current_leader = group.leader_id
-        new_member = group.replace_static_member(instance_id, old_member_id, new_member_id, self.fence_member)
+        new_member = group.replace_static_member(
+            instance_id, old_member_id, new_member_id, lambda m: self.fence_member(r, m)
+        )
         # The old id's session timer would expire without effect; it goes now.
-        self.cancel_session(group.group_id, old_member_id)
-        self.reschedule_session(group, new_member)
+        self.cancel_session(r, group.group_id, old_member_id)
+        self.reschedule_session(r, group, new_member)
         group.update_member(
             new_member, request_protocols(body), body["rebalanceTimeoutMs"], body["sessionTimeoutMs"], reply
         )
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "StaticMemberReplaced",
             groupInstanceId=instance_id,
@@ -515,11 +477,12 @@ class ClassicGroupManager:
         if group.state == STABLE:
             # Rebalance only if the group's selected protocol would change.
             if (group.protocol_name or "") == group.select_protocol():
-                self.append_group_metadata(group.group_id, group.metadata_record_value(group.group_assignment()))
+                self.append_group_metadata(r, group.group_id, group.metadata_record_value(group.group_assignment()))
                 # The append cannot fail here, so Kafka's success callback runs at once.
                 if version >= 9:  # JoinGroupRequest.supportsSkippingAssignment
                     is_leader = group.is_leader(new_member_id)
                     self.complete_join_future(
+                        r,
                         new_member,
                         member_id=new_member_id,
                         generation_id=group.generation_id,
@@ -531,6 +494,7 @@ class ClassicGroupManager:
                     )
                 else:
                     self.complete_join_future(
+                        r,
                         new_member,
                         member_id=new_member_id,
                         generation_id=group.generation_id,
@@ -541,6 +505,7 @@ class ClassicGroupManager:
                     )
             else:
                 self.maybe_prepare_rebalance_or_complete_join(
+                    r,
                     group,
                     f"Group's selectedProtocol will change because static member {new_member_id} with "
                     f"instance id {instance_id} joined with change of protocol; client reason: {reason}",
@@ -548,6 +513,7 @@ class ClassicGroupManager:
         elif group.state == COMPLETING_REBALANCE:
             # The old member id may already be in the leader's hands: rebalance.
             self.prepare_rebalance(
+                r,
                 group,
                 f"Updating metadata for static member {new_member_id} with instance id "
                 f"{instance_id}; client reason: {reason}",
@@ -558,37 +524,33 @@ class ClassicGroupManager:
                 f"when the unknown static member {instance_id} rejoins."
             )
         else:
-            self.maybe_complete_join_phase(group)
+            self.maybe_complete_join_phase(r, group)
 
     # ================================================================ rebalance
-    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
+    def maybe_prepare_rebalance_or_complete_join(self, r: CoordinatorResult, group: ClassicGroup, reason: str) -> None:
         if group.can_rebalance():
-            self.prepare_rebalance(group, reason)
+            self.prepare_rebalance(r, group, reason)
         else:
-            self.maybe_complete_join_phase(group)
+            self.maybe_complete_join_phase(r, group)
 
-    def prepare_rebalance(self, group: ClassicGroup, reason: str, result: CoordinatorResult | None = None) -> None:
-        with self.collecting(result):
-            self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str) -> None:
+    def prepare_rebalance(self, r: CoordinatorResult, group: ClassicGroup, reason: str) -> None:
         if group.state == COMPLETING_REBALANCE:
             # Members parked in SyncGroup must rejoin.
-            self.reset_and_propagate_assignment_with_error(group, Errors.REBALANCE_IN_PROGRESS)
-        self.remove_sync_expiration(group)
+            self.reset_and_propagate_assignment_with_error(r, group, Errors.REBALANCE_IN_PROGRESS)
+        self.remove_sync_expiration(r, group)
         initial = group.state == EMPTY
         if initial:
             delay = self.config["group.initial.rebalance.delay.ms"]
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
-            self.r.schedule(
+            r.schedule(
                 join_timer_key(group.group_id),
                 self.now + delay,
                 T_INITIAL_JOIN,
                 {"groupId": group.group_id, "delayMs": delay, "remainingMs": remaining},
             )
-        self.transition(group, PREPARING_REBALANCE)
+        self.transition(r, group, PREPARING_REBALANCE)
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "RebalanceStarted",
             reason=reason,
@@ -597,38 +559,38 @@ class ClassicGroupManager:
             initial=initial,
         )
         if not initial:
-            self.maybe_complete_join_else_schedule(group)
+            self.maybe_complete_join_else_schedule(r, group)
 
-    def maybe_complete_join_else_schedule(self, group: ClassicGroup) -> None:
+    def maybe_complete_join_else_schedule(self, r: CoordinatorResult, group: ClassicGroup) -> None:
         if group.has_all_members_joined():
-            self.complete_join(group)
+            self.complete_join(r, group)
         else:
-            self.r.schedule(
+            r.schedule(
                 join_timer_key(group.group_id),
                 self.now + group.rebalance_timeout_ms(),
                 T_JOIN,
                 {"groupId": group.group_id},
             )
 
-    def maybe_complete_join_phase(self, group: ClassicGroup) -> None:
+    def maybe_complete_join_phase(self, r: CoordinatorResult, group: ClassicGroup) -> None:
         if group.state != PREPARING_REBALANCE:
             return
         if group.previous_state == EMPTY:
             return  # the initial rebalance waits for its delay
         if not group.has_all_members_joined():
             return
-        self.complete_join(group)
+        self.complete_join(r, group)
 
-    def complete_join(self, group: ClassicGroup) -> None:
+    def complete_join(self, r: CoordinatorResult, group: ClassicGroup) -> None:
         """completeClassicGroupJoin."""
-        self.r.cancel(join_timer_key(group.group_id))
+        r.cancel(join_timer_key(group.group_id))
         gone = [m for m in group.not_yet_rejoined_members() if not m.is_static]
         for m in gone:
             group.remove(m.member_id)
-            self.cancel_session(group.group_id, m.member_id)
+            self.cancel_session(r, group.group_id, m.member_id)
         if gone:
             self.c.event(
-                self.r,
+                r,
                 group.group_id,
                 "MembersRemoved",
                 memberIds=[m.member_id for m in gone],
@@ -639,14 +601,14 @@ class ClassicGroupManager:
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Nobody rejoined (only static members that did not rejoin are left): wait another
             # rebalance timeout until session timeouts remove them.
-            self.r.schedule(
+            r.schedule(
                 join_timer_key(group.group_id),
                 self.now + group.rebalance_timeout_ms(),
                 T_JOIN,
                 {"groupId": group.group_id},
             )
             self.c.event(
-                self.r,
+                r,
                 group.group_id,
                 "JoinPhaseExtended",
                 reason="no member rejoined",
@@ -656,7 +618,7 @@ class ClassicGroupManager:
         previous = group.state
         group.init_next_generation(self.now)
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "GroupStateChanged",
             groupType=CLASSIC,
@@ -665,9 +627,9 @@ class ClassicGroupManager:
             generationId=group.generation_id,
         )
         if group.state == EMPTY:
-            self.append_group_metadata(group.group_id, group.metadata_record_value({}))
+            self.append_group_metadata(r, group.group_id, group.metadata_record_value({}))
             self.c.event(
-                self.r,
+                r,
                 group.group_id,
                 "JoinCompleted",
                 generationId=group.generation_id,
@@ -678,6 +640,7 @@ class ClassicGroupManager:
             return
         for member in list(group.members.values()):
             self.complete_join_future(
+                r,
                 member,
                 member_id=member.member_id,
                 generation_id=group.generation_id,
@@ -687,17 +650,17 @@ class ClassicGroupManager:
                 skip_assignment=False,
                 members=group.current_members_for_join() if group.is_leader(member.member_id) else [],
             )
-            self.reschedule_session(group, member)
+            self.reschedule_session(r, group, member)
             member.is_new = False
             group.add_pending_sync_member(member.member_id)
-        self.r.schedule(
+        r.schedule(
             sync_timer_key(group.group_id),
             self.now + group.rebalance_timeout_ms(),
             T_SYNC,
             {"groupId": group.group_id, "generationId": group.generation_id},
         )
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "JoinCompleted",
             generationId=group.generation_id,
@@ -706,43 +669,47 @@ class ClassicGroupManager:
             leaderId=group.leader_id,
         )
 
-    def reset_and_propagate_assignment_with_error(self, group: ClassicGroup, error: Error) -> None:
+    def reset_and_propagate_assignment_with_error(
+        self, r: CoordinatorResult, group: ClassicGroup, error: Error
+    ) -> None:
         if group.state != COMPLETING_REBALANCE:
             raise IllegalStateError(
                 f"Group {group.group_id} must be in CompletingRebalance state but is in {group.state}."
             )
         for m in group.members.values():
             m.assignment = EMPTY_ASSIGNMENT
-        self.propagate_assignment(group, error)
+        self.propagate_assignment(r, group, error)
 
-    def set_and_propagate_assignment(self, group: ClassicGroup, assignment: dict[str, str]) -> None:
+    def set_and_propagate_assignment(
+        self, r: CoordinatorResult, group: ClassicGroup, assignment: dict[str, str]
+    ) -> None:
         if group.state != COMPLETING_REBALANCE:
             raise IllegalStateError("The group must be in CompletingRebalance state to set and propagate assignment.")
         for m in group.members.values():
             m.assignment = assignment.get(m.member_id, EMPTY_ASSIGNMENT)
-        self.propagate_assignment(group, Errors.NONE)
+        self.propagate_assignment(r, group, Errors.NONE)
 
-    def propagate_assignment(self, group: ClassicGroup, error: Error) -> None:
+    def propagate_assignment(self, r: CoordinatorResult, group: ClassicGroup, error: Error) -> None:
         protocol_name = group.protocol_name if error is Errors.NONE else None
         protocol_type = group.protocol_type if error is Errors.NONE else None
         for m in list(group.members.values()):
             if self.complete_sync_future(
-                m, error, protocol_name=protocol_name, protocol_type=protocol_type, assignment=m.assignment
+                r, m, error, protocol_name=protocol_name, protocol_type=protocol_type, assignment=m.assignment
             ):
                 # Expirations while the member waited were ignored: expect heartbeats again.
-                self.reschedule_session(group, m)
+                self.reschedule_session(r, group, m)
 
-    def remove_sync_expiration(self, group: ClassicGroup) -> None:
+    def remove_sync_expiration(self, r: CoordinatorResult, group: ClassicGroup) -> None:
         group.pending_sync_members.clear()
-        self.r.cancel(sync_timer_key(group.group_id))
+        r.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ timers
-    def _on_join_timer(self, timer: Timer) -> None:
+    def _on_join_timer(self, r: CoordinatorResult, timer: Timer) -> None:
         group = self.classic_group(timer.payload["groupId"])
         if group is not None:
-            self.complete_join(group)
+            self.complete_join(r, group)
 
-    def _on_initial_join_timer(self, timer: Timer) -> None:
+    def _on_initial_join_timer(self, r: CoordinatorResult, timer: Timer) -> None:
         """tryCompleteInitialRebalanceElseSchedule: while members keep arriving, wait another delay,
         up to the rebalance timeout in total."""
         payload = timer.payload
@@ -754,16 +721,16 @@ class ClassicGroupManager:
             group.new_member_added = False
             new_delay = min(self.config["group.initial.rebalance.delay.ms"], remaining)
             new_remaining = max(remaining - delay, 0)
-            self.r.schedule(
+            r.schedule(
                 join_timer_key(group.group_id),
                 self.now + new_delay,
                 T_INITIAL_JOIN,
                 {"groupId": group.group_id, "delayMs": new_delay, "remainingMs": new_remaining},
             )
         else:
-            self.complete_join(group)
+            self.complete_join(r, group)
 
-    def _on_sync_timer(self, timer: Timer) -> None:
+    def _on_sync_timer(self, r: CoordinatorResult, timer: Timer) -> None:
         """expirePendingSync: members that did not send SyncGroup in time are removed."""
         payload = timer.payload
         group = self.classic_group(payload["groupId"])
@@ -774,17 +741,17 @@ class ClassicGroupManager:
         pending = list(group.pending_sync_members)
         for member_id in pending:
             group.remove(member_id)
-            self.cancel_session(group.group_id, member_id)
+            self.cancel_session(r, group.group_id, member_id)
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "MembersRemoved",
             memberIds=pending,
             reason="members did not send SyncGroup before the rebalance timeout",
         )
-        self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
+        self.prepare_rebalance(r, group, f"Removing {pending} on pending sync request expiration")
 
-    def _on_session_timer(self, timer: Timer) -> None:
+    def _on_session_timer(self, r: CoordinatorResult, timer: Timer) -> None:
         """expireClassicGroupMemberHeartbeat."""
         payload = timer.payload
         group = self.classic_group(payload["groupId"])
@@ -793,36 +760,38 @@ class ClassicGroupManager:
             return
         if group.is_pending_member(member_id):
             self.c.event(
-                self.r, group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None, pending=True
+                r, group.group_id, "MemberSessionExpired", memberId=member_id, groupInstanceId=None, pending=True
             )
             group.remove(member_id)
             if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
-                self.complete_join(group)
+                self.complete_join(r, group)
             return
         member = group.member(member_id)
         if member is None or member.has_satisfied_heartbeat():
             return
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "MemberSessionExpired",
             memberId=member_id,
             groupInstanceId=member.group_instance_id,
             pending=False,
         )
-        self.remove_member_and_update_group(group, member, f"removing member {member_id} on heartbeat expiration.")
+        self.remove_member_and_update_group(r, group, member, f"removing member {member_id} on heartbeat expiration.")
 
-    def remove_member_and_update_group(self, group: ClassicGroup, member: ClassicGroupMember, reason: str) -> None:
+    def remove_member_and_update_group(
+        self, r: CoordinatorResult, group: ClassicGroup, member: ClassicGroupMember, reason: str
+    ) -> None:
         # A new member may time out with a parked JoinGroup: it retries after UNKNOWN_MEMBER_ID.
-        self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+        self.complete_join_future(r, member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
         group.remove(member.member_id)
         if group.state in (STABLE, COMPLETING_REBALANCE):
-            self.maybe_prepare_rebalance_or_complete_join(group, reason)
+            self.maybe_prepare_rebalance_or_complete_join(r, group, reason)
         elif group.state == PREPARING_REBALANCE and group.has_all_members_joined():
-            self.complete_join(group)
+            self.complete_join(r, group)
 
     # ================================================================ SyncGroup
-    def _sync_group(self, request: Request) -> dict | CoordinatorResult | None:
+    def _sync_group(self, r: CoordinatorResult, request: Request) -> dict | CoordinatorResult | None:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return sync_response(version, Errors.INVALID_GROUP_ID)
@@ -830,7 +799,7 @@ class ClassicGroupManager:
         if group is None or group.is_empty():
             return sync_response(version, Errors.UNKNOWN_MEMBER_ID)
         if group.type == CLASSIC:
-            return self.classic_sync(request, group)
+            return self.classic_sync(r, request, group)
         if group.type == CONSUMER:
             return group.classic_sync(self.c, request)
         return sync_response(version, Errors.UNKNOWN_MEMBER_ID)
@@ -850,7 +819,7 @@ class ClassicGroupManager:
             return Errors.INCONSISTENT_GROUP_PROTOCOL
         return None
 
-    def classic_sync(self, request: Request, group: ClassicGroup) -> dict | None:
+    def classic_sync(self, r: CoordinatorResult, request: Request, group: ClassicGroup) -> dict | None:
         body, version, reply = request.body, request.api_version, request.reply
         member_id = body["memberId"]
         error = self.validate_sync(group, body)
@@ -860,7 +829,7 @@ class ClassicGroupManager:
             return sync_response(version, Errors.REBALANCE_IN_PROGRESS)
         if group.state == COMPLETING_REBALANCE:
             group.existing_member(member_id).awaiting_sync = reply
-            self.remove_pending_sync_member(group, member_id)
+            self.remove_pending_sync_member(r, group, member_id)
             if group.is_leader(member_id):
                 assignment: dict[str, str] = {}
                 for a in body["assignments"]:
@@ -868,13 +837,13 @@ class ClassicGroupManager:
                 missing = [m for m in group.members if m not in assignment]
                 for m in missing:
                     assignment[m] = EMPTY_ASSIGNMENT
-                self.append_group_metadata(group.group_id, group.metadata_record_value(assignment))
+                self.append_group_metadata(r, group.group_id, group.metadata_record_value(assignment))
                 # The append succeeded (it cannot fail): Kafka's callback runs now.
                 if group.state == COMPLETING_REBALANCE and body["generationId"] == group.generation_id:
-                    self.set_and_propagate_assignment(group, assignment)
-                    self.transition(group, STABLE)
+                    self.set_and_propagate_assignment(r, group, assignment)
+                    self.transition(r, group, STABLE)
                     self.c.event(
-                        self.r,
+                        r,
                         group.group_id,
                         "RebalanceCompleted",
                         generationId=group.generation_id,
@@ -885,7 +854,7 @@ class ClassicGroupManager:
                     )
             return None
         if group.state == STABLE:
-            self.remove_pending_sync_member(group, member_id)
+            self.remove_pending_sync_member(r, group, member_id)
             member = group.existing_member(member_id)
             return sync_response(
                 version,
@@ -896,13 +865,13 @@ class ClassicGroupManager:
             )
         raise IllegalStateError(f"Reached unexpected condition for Dead group {group.group_id}")
 
-    def remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+    def remove_pending_sync_member(self, r: CoordinatorResult, group: ClassicGroup, member_id: str) -> None:
         group.remove_pending_sync_member(member_id)
         if group.state in (DEAD, EMPTY, PREPARING_REBALANCE) or group.has_received_sync_from_all_members():
-            self.r.cancel(sync_timer_key(group.group_id))
+            r.cancel(sync_timer_key(group.group_id))
 
     # ================================================================ Heartbeat
-    def _heartbeat(self, request: Request) -> dict | CoordinatorResult:
+    def _heartbeat(self, r: CoordinatorResult, request: Request) -> dict | CoordinatorResult:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return heartbeat_response(version, Errors.INVALID_GROUP_ID)
@@ -920,13 +889,13 @@ class ClassicGroupManager:
             raise ApiError(Errors.ILLEGAL_GENERATION)
         if group.state == EMPTY:
             return heartbeat_response(version, Errors.UNKNOWN_MEMBER_ID)
-        self.reschedule_session(group, group.existing_member(body["memberId"]))
+        self.reschedule_session(r, group, group.existing_member(body["memberId"]))
         if group.state == PREPARING_REBALANCE:
             return heartbeat_response(version, Errors.REBALANCE_IN_PROGRESS)
         return heartbeat_response(version, Errors.NONE)
 
     # ================================================================ LeaveGroup
-    def _leave_group(self, request: Request) -> dict | CoordinatorResult:
+    def _leave_group(self, r: CoordinatorResult, request: Request) -> dict | CoordinatorResult:
         body, version = request.body, request.api_version
         if body["groupId"] == "":
             return leave_response(version, Errors.INVALID_GROUP_ID)
@@ -964,14 +933,14 @@ class ClassicGroupManager:
                 # Administrative removal of a static member by instance id.
                 static_id = group.static_member_id(instance_id) if instance_id is not None else None
                 if static_id is not None:
-                    self.remove_current_member(group, static_id, reason)
+                    self.remove_current_member(r, group, static_id, reason)
                 else:
                     entry["errorCode"] = Errors.UNKNOWN_MEMBER_ID.code
             elif group.is_pending_member(member_id):
                 group.remove(member_id)
-                self.cancel_session(group.group_id, member_id)
+                self.cancel_session(r, group.group_id, member_id)
                 self.c.event(
-                    self.r,
+                    r,
                     group.group_id,
                     "MemberLeft",
                     memberId=member_id,
@@ -982,7 +951,7 @@ class ClassicGroupManager:
             else:
                 try:
                     group.validate_member(member_id, instance_id)
-                    self.remove_current_member(group, member_id, reason)
+                    self.remove_current_member(r, group, member_id, reason)
                 except ApiError as e:
                     entry["errorCode"] = e.error.code
             responses.append(entry)
@@ -991,18 +960,18 @@ class ClassicGroupManager:
         if left:
             reason = f"explicit `LeaveGroup` request for ({', '.join(left)}) members."
             if group.state in (STABLE, COMPLETING_REBALANCE):
-                self.maybe_prepare_rebalance_or_complete_join(group, reason)
+                self.maybe_prepare_rebalance_or_complete_join(r, group, reason)
             elif group.state == PREPARING_REBALANCE:
-                self.maybe_complete_join_phase(group)
+                self.maybe_complete_join_phase(r, group)
         return leave_response(version, Errors.NONE, responses)
 
-    def remove_current_member(self, group: ClassicGroup, member_id: str, reason: str) -> None:
+    def remove_current_member(self, r: CoordinatorResult, group: ClassicGroup, member_id: str, reason: str) -> None:
         member = group.existing_member(member_id)
-        self.cancel_session(group.group_id, member_id)
-        self.complete_join_future(member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+        self.cancel_session(r, group.group_id, member_id)
+        self.complete_join_future(r, member, Errors.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
         group.remove(member_id)
         self.c.event(
-            self.r,
+            r,
             group.group_id,
             "MemberLeft",
             memberId=member_id,
@@ -1012,17 +981,14 @@ class ClassicGroupManager:
         )
 
     # ================================================================ load
-    def on_loaded(self, group: ClassicGroup, result: CoordinatorResult | None = None) -> None:
+    def on_loaded(self, r: CoordinatorResult, group: ClassicGroup) -> None:
         """GroupMetadataManager.onLoaded for a classic group: session timers for every member, and a
         rebalance if the group is larger than group.max.size now allows."""
-        with self.collecting(result):
-            self._on_loaded(group)
-
-    def _on_loaded(self, group: ClassicGroup) -> None:
         for member in group.members.values():
-            self.reschedule_session(group, member)
+            self.reschedule_session(r, group, member)
         if group.num_members() > self.config["group.max.size"]:
             self.prepare_rebalance(
+                r,
                 group,
                 f"Freshly-loaded group {group.group_id} (size {group.num_members()}) "
                 f"is over capacity {self.config['group.max.size']}. Rebalancing in "

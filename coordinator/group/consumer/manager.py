@@ -356,9 +356,9 @@ class ConsumerGroupManager:
             client_host=request.client_host,
         )
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
-        regex_status = self._maybe_update_regular_expressions(group, member, updated, records)
+        after: list = []  # soft-state changes and timers, made once nothing can fail
+        regex_status = self._maybe_update_regular_expressions(group, member, updated, records, after)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
-        after: list = []  # soft-state changes, made once nothing can fail
 
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
@@ -401,10 +401,10 @@ class ConsumerGroupManager:
             )
         result.records += [StateRecord(key, value) for key, value in records]
         for cm in upgraded:
-            self._schedule_session_timeout(group_id, cm.member_id, cm.session_timeout_ms, result)
+            self._schedule_session_timeout(result, group_id, cm.member_id, cm.session_timeout_ms)
         for fn in after:
             fn(result)
-        self._schedule_session_timeout(group_id, member_id, result=result)
+        self._schedule_session_timeout(result, group_id, member_id)
         if is_new_group:
             self.c.event(result, group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
             self.c.ensure_expiration_timer(result)
@@ -477,11 +477,11 @@ class ConsumerGroupManager:
         updated: ConsumerGroupMember,
         reconciled: ConsumerGroupMember,
         is_new_member: bool,
-        result: CoordinatorResult | None = None,
+        result: CoordinatorResult,
     ) -> None:
         if reconciled != updated or is_new_member:
-            emit = self.c.emit if result is None else (lambda gid, name, **f: self.c.event(result, gid, name, **f))
-            emit(
+            self.c.event(
+                result,
                 group_id,
                 "MemberAssignmentChanged",
                 memberId=reconciled.member_id,
@@ -741,11 +741,11 @@ class ConsumerGroupManager:
                 if new.state == MemberState.UNREVOKED_PARTITIONS:
                     after.append(
                         lambda result: self._schedule_rebalance_timeout(
-                            gid, new.member_id, new.member_epoch, new.rebalance_timeout_ms, result
+                            result, gid, new.member_id, new.member_epoch, new.rebalance_timeout_ms
                         )
                     )
                 else:
-                    after.append(lambda result: self._cancel(rebalance_timer_key(gid, new.member_id), result))
+                    after.append(lambda result: result.cancel(rebalance_timer_key(gid, new.member_id)))
         return new
 
     # ================================================================ leaving and fencing
@@ -820,7 +820,7 @@ class ConsumerGroupManager:
             # validateOnlineDowngradeWithFencedMembers: the group becomes a classic group (an
             # in-memory-only result, as Kafka's convertToClassicGroup).
             for m in members:
-                self._cancel_timers(group.group_id, m.member_id, result)
+                self._cancel_timers(result, group.group_id, m.member_id)
             return result.merge(self.classic_members.convert_to_classic_group(group, members, event, reason))
         gid = group.group_id
         for name, fields in skipped:
@@ -846,7 +846,7 @@ class ConsumerGroupManager:
         before = self._state(gid)
         result.records += [StateRecord(key, value) for key, value in records]
         for m in members:
-            self._cancel_timers(gid, m.member_id, result)
+            self._cancel_timers(result, gid, m.member_id)
             self.c.event(
                 result,
                 gid,
@@ -911,28 +911,14 @@ class ConsumerGroupManager:
         return result
 
     # ================================================================ timers
-    def _schedule(self, result: CoordinatorResult | None, key: str, deadline_ms: int, kind: str, payload: dict) -> None:
-        """Into `result`, or at once for the paths not yet returning results."""
-        if result is None:
-            self.p.schedule(key, deadline_ms, kind, payload)
-        else:
-            result.schedule(key, deadline_ms, kind, payload)
-
-    def _cancel(self, key: str, result: CoordinatorResult | None) -> None:
-        if result is None:
-            self.p.cancel(key)
-        else:
-            result.cancel(key)
-
     def _schedule_session_timeout(
-        self, group_id: str, member_id: str, timeout_ms: int | None = None, result: CoordinatorResult | None = None
+        self, result: CoordinatorResult, group_id: str, member_id: str, timeout_ms: int | None = None
     ) -> None:
         """The member's session: the group's consumer.session.timeout.ms (its config, else
         group.consumer.session.timeout.ms), or a classic member's own."""
         if timeout_ms is None:
             timeout_ms = self.c_configs.consumer_session_timeout_ms(group_id)
-        self._schedule(
-            result,
+        result.schedule(
             session_timer_key(group_id, member_id),
             self.now + timeout_ms,
             T_SESSION,
@@ -940,15 +926,9 @@ class ConsumerGroupManager:
         )
 
     def _schedule_rebalance_timeout(
-        self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        rebalance_timeout_ms: int,
-        result: CoordinatorResult | None = None,
+        self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, rebalance_timeout_ms: int
     ) -> None:
-        self._schedule(
-            result,
+        result.schedule(
             rebalance_timer_key(group_id, member_id),
             self.now + rebalance_timeout_ms,
             T_REBALANCE,
@@ -960,14 +940,14 @@ class ConsumerGroupManager:
             },
         )
 
-    def _cancel_timers(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
+    def _cancel_timers(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         for key in (
             session_timer_key(group_id, member_id),
             rebalance_timer_key(group_id, member_id),
             join_timer_key(group_id, member_id),
             sync_timer_key(group_id, member_id),
         ):
-            self._cancel(key, result)
+            result.cancel(key)
 
     def fence_member_operation(self, payload: dict, reason: str) -> CoordinatorResult | None:
         """consumerGroupFenceMemberOperation: nothing if the group or the member is gone."""
@@ -1001,7 +981,12 @@ class ConsumerGroupManager:
 
     # ================================================================ regular expressions
     def _maybe_update_regular_expressions(
-        self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember, records: list
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        records: list,
+        after: list,
     ) -> str:
         """maybeUpdateRegularExpressions: whether the member's regex changed (and is already
         resolved), and whether the group's regexes must be (re)resolved; resolution runs at the start
@@ -1051,11 +1036,8 @@ class ConsumerGroupManager:
         require_refresh |= (first.version if first is not None else 0) < self.ext().get("newTopicsVersion", -1)
         require_refresh |= now > last_refresh + self.config["group.consumer.regex.refresh.interval.ms"]
         if require_refresh and subscribed:
-            self.p.defer(
-                key,
-                T_REGEX,
-                {"groupId": gid, "memberId": updated.member_id, "regexes": sorted(subscribed, key=order_key)},
-            )
+            payload = {"groupId": gid, "memberId": updated.member_id, "regexes": sorted(subscribed, key=order_key)}
+            after.append(lambda result: result.defer(key, T_REGEX, payload))
         return status
 
     def on_resolve_regexes(self, timer: Timer) -> CoordinatorResult | None:
@@ -1325,7 +1307,7 @@ class ConsumerGroupManager:
                 regex, None if value is None else ResolvedRegularExpression.from_json(value)
             )
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, result: CoordinatorResult) -> None:
         """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
         members with partitions to revoke."""
         for group in self.c.groups.values():
@@ -1335,8 +1317,8 @@ class ConsumerGroupManager:
                 # Kafka's onLoaded: the group's session timeout (its consumer.session.timeout.ms,
                 # else the coordinator's) for every member, classic ones included (their next
                 # heartbeat restores their own).
-                self._schedule_session_timeout(group.group_id, member.member_id)
+                self._schedule_session_timeout(result, group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_rebalance_timeout(
-                        group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                        result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
                     )

@@ -245,7 +245,7 @@ class ClassicMembers:
             return result
         # Timers and events, as ConsumerGroupHeartbeat's.
         result.cancel(join_timer_key(gid, member_id))
-        m._schedule_session_timeout(gid, member_id, session_timeout_ms, result)
+        m._schedule_session_timeout(result, gid, member_id, session_timeout_ms)
         self.schedule_sync_timeout(gid, member_id, body["rebalanceTimeoutMs"], result)
         if is_new_member:
             self.c.event(
@@ -300,7 +300,7 @@ class ClassicMembers:
             result.response = sync_response(version, e.error)
             return result
         result.cancel(sync_timer_key(gid, member.member_id))
-        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms, result)
+        self.m._schedule_session_timeout(result, gid, member.member_id, member.classic_session_timeout_ms)
         result.response = sync_response(
             version,
             protocol_type=body.get("protocolType"),
@@ -330,7 +330,7 @@ class ClassicMembers:
         gid = group.group_id
         member = self.validate_member(group, body)
         result = CoordinatorResult()
-        self.m._schedule_session_timeout(gid, member.member_id, member.classic_session_timeout_ms, result)
+        self.m._schedule_session_timeout(result, gid, member.member_id, member.classic_session_timeout_ms)
         if (
             member.member_epoch < group.group_epoch
             or member.state == MemberState.UNREVOKED_PARTITIONS
@@ -540,7 +540,7 @@ class ClassicMembers:
         )
         self.c.ensure_expiration_timer(result)
         for cm in classic.members.values():
-            self.c.classic.reschedule_session(classic, cm, result=result)
+            self.c.classic.reschedule_session(result, classic, cm)
         if rebalance:
-            self.c.classic.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic.", result)
+            self.c.classic.prepare_rebalance(result, classic, f"Downgrade group {gid} from consumer to classic.")
         return result

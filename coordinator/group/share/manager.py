@@ -309,7 +309,7 @@ class ShareGroupManager:
         if refresh_deadline is not None:
             group.set_metadata_refresh_deadline(*refresh_deadline)
         result.records += [StateRecord(key, value) for key, value in records]
-        self._schedule_session_timeout(group_id, member_id, result)
+        self._schedule_session_timeout(result, group_id, member_id)
         if init_map:
             # The local share-partitions' initialization reads the group's partition metadata as the
             # records leave it (the last metadata record, as replay would read it).
@@ -696,13 +696,9 @@ class ShareGroupManager:
         return result
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, group_id: str, member_id: str, result: CoordinatorResult | None = None) -> None:
+    def _schedule_session_timeout(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         key, deadline = session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id)
-        payload = {"groupId": group_id, "memberId": member_id}
-        if result is None:  # (the paths not returning results yet)
-            self.p.schedule(key, deadline, T_SESSION, payload)
-        else:
-            result.schedule(key, deadline, T_SESSION, payload)
+        result.schedule(key, deadline, T_SESSION, {"groupId": group_id, "memberId": member_id})
 
     def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
@@ -822,9 +818,9 @@ class ShareGroupManager:
                     )
                 )
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, result: CoordinatorResult) -> None:
         """onLoaded: a session timeout for every member, from now."""
         for group in self.c.groups.values():
             if isinstance(group, ShareGroup):
                 for member_id in group.members:
-                    self._schedule_session_timeout(group.group_id, member_id)
+                    self._schedule_session_timeout(result, group.group_id, member_id)

@@ -669,19 +669,13 @@ class StreamsGroupManager:
         return result
 
     # ================================================================ timers
-    def _schedule_session_timeout(self, result: CoordinatorResult | None, group_id: str, member_id: str) -> None:
-        """Into `result`, or at once when None (coordinator load)."""
+    def _schedule_session_timeout(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         key, deadline = session_timer_key(group_id, member_id), self.now + self.session_timeout_ms(group_id)
-        payload = {"groupId": group_id, "memberId": member_id}
-        if result is None:
-            self.p.schedule(key, deadline, T_SESSION, payload)
-        else:
-            result.schedule(key, deadline, T_SESSION, payload)
+        result.schedule(key, deadline, T_SESSION, {"groupId": group_id, "memberId": member_id})
 
     def _schedule_rebalance_timeout(
-        self, result: CoordinatorResult | None, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
+        self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
     ) -> None:
-        """Into `result`, or at once when None (coordinator load)."""
         key, deadline = rebalance_timer_key(group_id, member_id), self.now + timeout_ms
         payload = {
             "groupId": group_id,
@@ -689,10 +683,7 @@ class StreamsGroupManager:
             "memberEpoch": member_epoch,
             "rebalanceTimeoutMs": timeout_ms,
         }
-        if result is None:
-            self.p.schedule(key, deadline, T_REBALANCE, payload)
-        else:
-            result.schedule(key, deadline, T_REBALANCE, payload)
+        result.schedule(key, deadline, T_REBALANCE, payload)
 
     def _cancel_timers(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         result.cancel(session_timer_key(group_id, member_id))
@@ -864,15 +855,17 @@ class StreamsGroupManager:
                         )
                     )
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, result: CoordinatorResult) -> None:
+        """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
+        members with tasks to revoke."""
         for group in self.c.groups.values():
             if not isinstance(group, StreamsGroup):
                 continue
             for member in group.members.values():
-                self._schedule_session_timeout(None, group.group_id, member.member_id)
+                self._schedule_session_timeout(result, group.group_id, member.member_id)
                 if member.state == MemberState.UNREVOKED_TASKS:
                     self._schedule_rebalance_timeout(
-                        None, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                        result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
                     )
 
 
