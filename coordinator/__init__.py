@@ -8,9 +8,9 @@ coordinator/protocol/table.py.
 
 from .batch import InputRecord, run_batch
 from .config import CoordinatorConfig
+from .coordinators import CoordinatorPartition
 from .errors import ApiError, Error, Errors
 from .routing import coordinator_partition, java_string_hashcode
-from .runtime import CoordinatorPartition
 
 __all__ = [
     "ApiError",

@@ -4,7 +4,7 @@ Order: requests are applied by append time, then source (client or internal chan
 partition and offset (append times are made non-decreasing within each source partition first, so a
 partition's own order is never changed). Before each request, timers due by its time fire; after the
 last one, timers due by the batch time fire. Timers never fire past the batch time less
-`coordinator.timer.grace.ms` (0 in the pure core): see `CoordinatorPartition.advance_to`.
+`coordinator.timer.grace.ms` (0 in the pure core): see `PartitionRuntime.advance_to`.
 
 Crash isolation: if parsing, a handler or a timer raises anything but `ApiError`, that is a bug, and
 the partition may be half-changed. The batch is then re-run without the failing item (its request
@@ -25,7 +25,7 @@ from .chunks import ChunkCorrupt, ChunkSource
 from .envelope import parse_request, scan_reply
 from .errors import Errors
 from .messages import Event, Outputs, Request
-from .runtime import CoordinatorPartition
+from .runtime import PartitionRuntime
 from .timers import Timer
 
 
@@ -80,8 +80,8 @@ class _Resume:
 
 
 def run_batch(
-    load: Callable[[], CoordinatorPartition], records: list[InputRecord], batch_time_ms: int
-) -> tuple[CoordinatorPartition, Outputs]:
+    load: Callable[[], PartitionRuntime], records: list[InputRecord], batch_time_ms: int
+) -> tuple[PartitionRuntime, Outputs]:
     """Apply `records` and the timers due by `batch_time_ms` to the partition `load()` returns.
 
     `load` must return a fresh partition from the same starting state each time it is called.
@@ -95,13 +95,13 @@ def run_batch(
         if resume is None:
             partition = load()
         else:
-            partition = CoordinatorPartition.restore(resume.snapshot, partition.config)
+            partition = type(partition).restore(resume.snapshot, partition.config)
             partition.out = _copy_outputs(resume.outputs)
         captured: list[_Resume] = []
 
         def capture(
             position: int,
-            p: CoordinatorPartition = partition,
+            p: PartitionRuntime = partition,
             at: int | None = capture_at,
             into: list[_Resume] = captured,
         ) -> None:
@@ -126,7 +126,7 @@ def run_batch(
             capture_at = failed.position
 
 
-def _finish_metrics(partition: CoordinatorPartition, out: Outputs, batch_time_ms: int) -> dict | None:
+def _finish_metrics(partition: PartitionRuntime, out: Outputs, batch_time_ms: int) -> dict | None:
     """The batch's metrics record. A bug in the metrics must not cost the batch: it is reported by
     an event and the batch goes on without a record."""
     try:
@@ -155,7 +155,7 @@ def _copy_outputs(out: Outputs) -> Outputs:
 
 
 def _apply(
-    partition: CoordinatorPartition,
+    partition: PartitionRuntime,
     ordered,
     batch_time_ms: int,
     poisoned: dict,
@@ -217,15 +217,13 @@ def _apply(
             partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2], detail=detail)
 
 
-def _current_timer(partition: CoordinatorPartition):
+def _current_timer(partition: PartitionRuntime):
     timer = getattr(partition, "firing", None)
     partition.firing = None
     return ("timer", timer.key, timer.deadline_ms) if timer else ("timer", "?", -1)
 
 
-def _answer_crashed(
-    partition: CoordinatorPartition, rec: InputRecord, time_ms: int, max_bytes: int, detail: str
-) -> None:
+def _answer_crashed(partition: PartitionRuntime, rec: InputRecord, time_ms: int, max_bytes: int, detail: str) -> None:
     """A request whose handling (or parsing) raised: an event, and UNKNOWN_SERVER_ERROR where the
     request can be answered safely."""
     try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
+    from .chunks import ChunkSource
+    from .config import CoordinatorConfig
     from .result import CoordinatorResult
-    from .runtime import CoordinatorPartition
+    from .timers import Timers
 
 # handler(component, request) -> CoordinatorResult | response body | None
 Handler = Callable[[Any, Any], Any]
@@ -15,6 +18,32 @@ Handler = Callable[[Any, Any], Any]
 TimerHandler = Callable[[Any, Any], Any]
 # replayer(component, record kind, record key's ids, record value or None for a tombstone)
 Replayer = Callable[[Any, str, list, Any], None]
+
+
+class Partition(Protocol):
+    """What a component sees of its coordinator partition (the runtime, runtime.PartitionRuntime):
+    it reads it, and changes it only through the results it returns."""
+
+    partition_id: int
+    config: CoordinatorConfig
+    clock_ms: int
+    chunks: ChunkSource
+    timers: Timers
+    deferred: dict[str, list]
+    components: dict[str, Any]
+
+    @property
+    def reply_to_re(self) -> re.Pattern: ...
+
+    def owns(self, key: str | None) -> bool: ...
+
+    def reply_target_problem(self, reply_to: str | None) -> str | None: ...
+
+    def component(self, name: str) -> Any: ...
+
+
+# Builds a partition's components, in the partition's order (coordinators.py `build_components`).
+ComponentsBuilder = Callable[[Partition], "dict[str, Component]"]
 
 
 class Component:
@@ -32,7 +61,7 @@ class Component:
     TIMER_HANDLERS: ClassVar[dict[str, TimerHandler]] = {}
     REPLAYERS: ClassVar[dict[str, Replayer]] = {}
 
-    def __init__(self, partition: CoordinatorPartition):
+    def __init__(self, partition: Partition):
         self.p = partition
 
     def to_json(self) -> dict:

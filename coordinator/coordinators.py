@@ -1,4 +1,4 @@
-"""The coordinators of one coordinator partition, built in one place.
+"""The coordinators of one coordinator partition, built in one place, and the runtime given them.
 
 The order is the partition's: it is the order of the snapshot's components, of the search for a
 timer kind's owner and of the replay of a state-log record.
@@ -6,21 +6,17 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .component import Component
+from .component import Component, Partition
 from .find_coordinator import FindCoordinator
 from .group.shard import GroupCoordinator
 from .metadata import TopicMetadata
 from .metrics import Metrics
+from .runtime import PartitionRuntime
 from .share.coordinator import ShareCoordinator
 from .txn.coordinator import TransactionCoordinator
 
-if TYPE_CHECKING:
-    from .runtime import CoordinatorPartition
 
-
-def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
+def build_components(partition: Partition) -> dict[str, Component]:
     metadata = TopicMetadata(partition)
     groups = GroupCoordinator(partition)
     # Kafka's GroupMetadataManager.onMetadataUpdate: the groups hear of topic changes.
@@ -33,3 +29,9 @@ def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
         ShareCoordinator.name: ShareCoordinator(partition),
         Metrics.name: Metrics(partition),
     }
+
+
+class CoordinatorPartition(PartitionRuntime):
+    """A coordinator partition of the service: the runtime given these coordinators."""
+
+    build_components = staticmethod(build_components)

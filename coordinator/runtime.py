@@ -4,8 +4,9 @@ This is the sans-IO core's centre (Kafka's CoordinatorRuntime for one partition)
 and a time it calls the handler that owns the API; the handler returns a `CoordinatorResult`
 (coordinator/result.py) and `apply` applies it: records are appended and replayed, timer operations
 applied, outputs queued. Nothing here reads a clock or does I/O: time comes in with each request
-(its append time) and with each batch (the batch time). The coordinators are built in
-coordinators.py.
+(its append time) and with each batch (the batch time). The runtime is given a builder of its
+coordinators, as Kafka's runtime is given a shard builder: coordinators.py builds the service's and
+binds them (`coordinators.CoordinatorPartition`, what the rest of the project uses).
 
 A component is a class with (coordinator/component.py):
     name                      key of its state in the snapshot
@@ -30,9 +31,8 @@ from typing import Any, NamedTuple
 
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkCorrupt, ChunkSource, OverlaySource, chunk_key
-from .component import Component
+from .component import Component, ComponentsBuilder, Partition
 from .config import CoordinatorConfig
-from .coordinators import build_components
 from .envelope import Rejection
 from .errors import ApiError, Errors
 from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
@@ -53,7 +53,7 @@ def component_chunk(name: str) -> str:
     return chunk_key("Component", name)
 
 
-class CoordinatorPartition:
+class PartitionRuntime:
     # Tests set this: a request answered with an ApiError is checked to have left the partition's
     # state exactly as it was. The check encodes what the partition touched, twice per request, so
     # it stops once a partition object has encoded `verify_api_errors_budget` bytes that way (the
@@ -63,6 +63,13 @@ class CoordinatorPartition:
     # Tests set this too: a handler, timer handler, replayer or load hook that queues an output,
     # sets a timer or defers work itself, instead of returning it in its result, fails.
     verify_effects = False
+
+    # What makes the coordinators, given by a subclass (as Kafka's runtime is given a shard
+    # builder): coordinators.CoordinatorPartition gives the service's.
+    @staticmethod
+    def build_components(partition: Partition) -> dict[str, Component]:
+        raise NotImplementedError("a subclass gives the runtime its coordinators")
+
     # Component classes added after the coordinators (tests plug in components of their own).
     extra_components: tuple[type[Component], ...] = ()
 
@@ -87,7 +94,7 @@ class CoordinatorPartition:
         self.out = Outputs()
         self.firing: Timer | None = None  # the timer being fired, for crash reports
         self._verified = 0  # bytes encoded by verify_api_errors
-        self.components: dict[str, Any] = build_components(self)
+        self.components: dict[str, Any] = self.build_components(self)
         for cls in self.extra_components:
             self.components[cls.name] = cls(self)
         self._owners: _Owners | None = None  # timer and record kind -> component (see _owners_of)
@@ -170,7 +177,7 @@ class CoordinatorPartition:
         return self.checkpoint()
 
     @classmethod
-    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> CoordinatorPartition:
+    def restore(cls, snapshot: ChunkSource, config: CoordinatorConfig) -> PartitionRuntime:
         head = snapshot.get(PARTITION_CHUNK)
         if head is None:  # a snapshot always has it
             raise ChunkCorrupt(PARTITION_CHUNK, "the snapshot has no partition chunk")
@@ -196,6 +203,11 @@ class CoordinatorPartition:
             # goes to the service's response topic rather than nowhere (or into the wrong topic).
             reply = _default_target(reply)
         self.out.responses.append(Response(reply, body))
+
+    @property
+    def reply_to_re(self) -> re.Pattern:
+        """`coordinator.reply.to.pattern`: the topics clients may name for their answers."""
+        return self._reply_to_re
 
     def reply_target_problem(self, reply_to: str | None) -> str | None:
         """Why `reply_to` may not receive answers, or None if it may (None = the service's own
@@ -398,11 +410,12 @@ class CoordinatorPartition:
 
     def _owners_of(self) -> _Owners:
         """Which component handles each timer kind and replays each record kind: the same for every
-        partition with the same extra components (build_components builds the same classes every
-        time), so computed once per set of them."""
-        owners = _OWNERS.get(self.extra_components)
+        partition with the same builder and extra components (a builder builds the same classes
+        every time), so computed once per pair of them."""
+        key = (type(self).build_components, self.extra_components)
+        owners = _OWNERS.get(key)
         if owners is None:
-            owners = _OWNERS[self.extra_components] = _Owners(
+            owners = _OWNERS[key] = _Owners(
                 {kind: name for name, c in reversed(self.components.items()) for kind in c.TIMER_HANDLERS},
                 {kind: name for name, c in reversed(self.components.items()) for kind in c.REPLAYERS},
             )
@@ -465,7 +478,7 @@ class CoordinatorPartition:
     @classmethod
     def from_records(
         cls, partition_id: int, records: list[StateRecord], config: CoordinatorConfig | None = None, now_ms: int = 0
-    ) -> CoordinatorPartition:
+    ) -> PartitionRuntime:
         """Rebuild a partition by replaying its state-log records in log order, as a Kafka
         coordinator loads __consumer_offsets / __transaction_state."""
         part = cls(partition_id, config)
@@ -487,7 +500,7 @@ class _Owners(NamedTuple):
     records: dict[str, str]  # state-log record kind -> component name
 
 
-_OWNERS: dict[tuple[type[Component], ...], _Owners] = {}  # by CoordinatorPartition.extra_components
+_OWNERS: dict[tuple[ComponentsBuilder, tuple[type[Component], ...]], _Owners] = {}  # by builder and extra components
 
 
 def _canonical(value) -> str:
@@ -508,7 +521,7 @@ def _default_target(reply: ReplyTo) -> ReplyTo:
 
 
 __all__ = [
-    "CoordinatorPartition",
+    "PartitionRuntime",
     "SNAPSHOT_SCHEMA",
     "ApiSpec",
     "StateRecord",

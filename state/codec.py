@@ -24,7 +24,8 @@ from collections.abc import Callable
 
 from coordinator.chunks import OverlaySource
 from coordinator.config import CoordinatorConfig
-from coordinator.runtime import PARTITION_CHUNK, SNAPSHOT_SCHEMA, CoordinatorPartition
+from coordinator.coordinators import CoordinatorPartition
+from coordinator.runtime import PARTITION_CHUNK, SNAPSHOT_SCHEMA
 
 from . import chunked
 from .memory import large_payload

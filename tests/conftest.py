@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator.runtime import CoordinatorPartition
+from coordinator import CoordinatorPartition
 
 
 @pytest.fixture(autouse=True)

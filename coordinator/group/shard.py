@@ -55,7 +55,7 @@ from .streams.manager import StreamsGroupManager
 from .txn_offsets import TxnOffsetManager
 
 if TYPE_CHECKING:
-    from ..runtime import CoordinatorPartition
+    from ..component import Partition
 
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
@@ -124,7 +124,7 @@ class GroupCoordinator(Component):
         **{kind: lambda g, kind, ids, value: g.streams.replay(kind, ids, value) for kind in streams_group.RECORD_TYPES},
     }
 
-    def __init__(self, partition: CoordinatorPartition):
+    def __init__(self, partition: Partition):
         super().__init__(partition)
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
         self.groups: LazyMap[str, Group] = LazyMap(

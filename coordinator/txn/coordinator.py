@@ -347,7 +347,7 @@ class TransactionCoordinator(Component):
     def _is_service_topic(self, topic: str) -> bool:
         """The service's requests, responses, events and state-log topics (and the response topics
         a request may name in replyTo): a marker written into them would corrupt them."""
-        return topic in self.p.config["coordinator.internal.topics"] or self.p._reply_to_re.fullmatch(topic) is not None
+        return topic in self.p.config["coordinator.internal.topics"] or self.p.reply_to_re.fullmatch(topic) is not None
 
     def _add_partitions(
         self, result: CoordinatorResult, tid: str, pid: int, epoch: int, parts, client_tv: int
