@@ -6,7 +6,6 @@
 - `simple_assignor.py`: Kafka's SimpleAssignor (the share group assignor: a partition may be
   assigned to several members).
 
-Importing this package registers the share coordinator component and its APIs.
+Importing this package registers nothing: coordinator/coordinators.py builds the share component
+with the others, and coordinator/protocol/table.py lists its APIs.
 """
-
-from . import coordinator  # noqa: F401  (registers the "share" component)

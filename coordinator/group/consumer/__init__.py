@@ -1,4 +1,4 @@
-"""KIP-848 consumer groups, phase 1: the pure algorithmic core (no Spark, no I/O, stdlib only).
+"""KIP-848 consumer groups: the algorithms (sans-IO, stdlib only) and their coordinator wiring.
 
 Modules
     assignors/           server-side assignors `uniform` (default) and `range`
@@ -10,20 +10,19 @@ Modules
     heartbeat            ConsumerGroupHeartbeat request / epoch / static-member checks
     topic_partitions     assignment helpers ({topic: frozenset} <-> {topic: [sorted]})
     regex                subscription regexes matched in linear time (RE2's guarantee)
+    apis                 ConsumerGroupHeartbeat / ConsumerGroupDescribe response builders
+    manager              the wiring: ConsumerGroupHeartbeat, ConsumerGroupDescribe, records, timers
+    migration            classic members in a consumer group (online upgrade and downgrade)
 
-The coordinator wiring (ConsumerGroupHeartbeat, ConsumerGroupDescribe, records, timers) is
-`coordinator/group/consumer/manager.py`.
+Behaviour follows Apache Kafka 4.1.1's group coordinator, the version the project follows (see
+docs/protocol.md; each module names the Kafka code it tracks).
 
-Behaviour follows Apache Kafka 4.2's group coordinator (see each module for the exact Kafka
-change it tracks).
-
-Topic identity: topics are identified by NAME, where Kafka uses topic ids (Uuid). Our requests,
-records and snapshots are JSON and clients name topics; ids would add a name<->id map to keep in
-sync with the cluster without changing any algorithm. Nothing in these modules interprets the
-string, so switching to ids is a matter of passing ids where names are passed now. Two places
-depend on the choice and are documented where they occur: iteration order (Kafka's follows
-HashSet order of random ids, here name order) and re-created topics (a new id in Kafka, the same
-name here: `topic_partitions.restrict_to_topics` drops partitions that no longer exist).
+Topic identity: requests carry topic ids (as Kafka's); inside the core, assignments are keyed by
+topic NAME, resolved through the broker's metadata (coordinator/metadata.py), which knows each
+name's current id. A topic deleted and re-created under its name gets a new id, and the metadata
+change revokes the old topic's partitions and assigns the new one's, as Kafka does with ids
+(`ConsumerGroupManager.on_metadata_change`). What the choice still shows is iteration order (Kafka
+follows the HashSet order of random ids, here name order).
 """
 
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNORS, PartitionAssignorException, assign

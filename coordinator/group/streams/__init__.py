@@ -1,4 +1,4 @@
-"""KIP-1071 streams groups: the algorithms (sans-IO, no coordinator state).
+"""KIP-1071 streams groups: the algorithms (sans-IO) and their coordinator wiring.
 
     tasks.py           TasksTuple (active, standby, warm-up tasks by subtopology)
     topology.py        StreamsTopology and InternalTopicManager.configureTopics (ConfiguredTopology)
@@ -6,5 +6,6 @@
     member.py          StreamsGroupMember and its MemberState
     reconciliation.py  CurrentAssignmentBuilder (revoke before assign)
 
-The group coordinator's wiring is in `coordinator/group/streams_*.py`.
+The group coordinator's wiring (StreamsGroupHeartbeat, StreamsGroupDescribe, records, timers) is
+`manager.py`; the group itself is `group.py`, the response builders `apis.py`.
 """
