@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .channel import InternalChannel
 from .component import Component
 from .find_coordinator import FindCoordinator
 from .group.shard import GroupCoordinator
@@ -32,4 +33,5 @@ def build_components(partition: CoordinatorPartition) -> dict[str, Component]:
         GroupCoordinator.name: groups,
         ShareCoordinator.name: ShareCoordinator(partition),
         Metrics.name: Metrics(partition),
+        InternalChannel.name: InternalChannel(partition),
     }
