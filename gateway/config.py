@@ -26,6 +26,9 @@ class GatewayConfig:
     startup_timeout_s: float = 300.0  # how long to wait for the broker and the request topic
     client_id: str = "coordinator-gateway"
     coordinator_partitions: int = 50
+    # The largest request envelope the service takes (coordinator.request.max.bytes): a bridged
+    # request larger than this is answered INVALID_REQUEST without being sent.
+    request_max_bytes: int = 1048576
 
     @classmethod
     def from_stream_config(cls, cfg: StreamConfig, **overrides) -> GatewayConfig:
@@ -49,6 +52,7 @@ class GatewayConfig:
             reply_to_max_bytes=int(cfg.stream.get("max_record_bytes", cls.reply_to_max_bytes)),
             client_id=g.get("client_id", cls.client_id),
             coordinator_partitions=cfg.coordinator_partitions,
+            request_max_bytes=int(cfg.coordinator_config()["coordinator.request.max.bytes"]),
         )
         values.update(overrides)
         return cls(**values)

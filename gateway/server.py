@@ -23,7 +23,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from coordinator.errors import Errors
 
 from . import apis
-from .bridge import BridgeTimeout, CoordinatorBridge
+from .bridge import BridgeRequestTooLarge, BridgeTimeout, CoordinatorBridge
 from .codec import (
     decode_request,
     decode_response,
@@ -417,6 +417,8 @@ class ClientConnection:
             response = apis.merge(spec, subs, list(answers))
         except BridgeTimeout as e:
             response = _error_body(spec, version, body, str(e))
+        except BridgeRequestTooLarge as e:  # as the service answers an oversized request
+            response = _error_body(spec, version, body, str(e), Errors.INVALID_REQUEST)
         return encode_response(cid, from_json(response_class(spec.api_key, version), response))
 
 
@@ -427,14 +429,14 @@ def _decode(frame: bytes, api_key: int, version: int):
         raise FrameError(f"malformed request (api key {api_key} v{version}): {e}") from None
 
 
-def _error_body(spec, version: int, body: dict, message: str) -> dict:
-    """The API's own error shape (as the service builds it), with a retriable error: the client
-    looks for its coordinator again and retries."""
+def _error_body(spec, version: int, body: dict, message: str, error: Errors = Errors.COORDINATOR_NOT_AVAILABLE) -> dict:
+    """The API's own error shape (as the service builds it), by default with a retriable error (the
+    client looks for its coordinator again and retries)."""
     try:
         validated = spec.request.validate(body, version)
     except Exception:  # noqa: BLE001
         validated = None
-    response = spec.error_response(version, validated, Errors.COORDINATOR_NOT_AVAILABLE, message)
+    response = spec.error_response(version, validated, error, message)
     response.setdefault("throttleTimeMs", 0)
     return response
 

@@ -151,8 +151,9 @@ def verify(
 
 
 def header_sql(name: str = MAC_HEADER, headers_col: str = "headers") -> str:
-    """The value of header `name` as a string, or null."""
-    return f"cast(element_at(filter({headers_col}, h -> h.key = '{name}'), 1).value as string)"
+    """The value of header `name` as a string, or null (also when the record has no such header:
+    try_element_at, as element_at fails on an empty array under ANSI mode)."""
+    return f"cast(try_element_at(filter({headers_col}, h -> h.key = '{name}'), 1).value as string)"
 
 
 @overload

@@ -68,3 +68,19 @@ def test_the_internal_key_is_in_no_plan_of_the_coordinator_query(spark, tmp_path
     assert "FlatMapGroupsInPandasWithState" in plan and "kafka" in plan  # the whole query
     for secret in secrets:
         assert secret not in plan.lower() and secret.upper() not in plan
+
+
+def test_header_values_of_records_with_and_without_the_header(spark):
+    """A wake record has a MAC and no stamp, a client's record on the internal topic may have no
+    headers at all: reading a missing header is null, never an error that stops the query."""
+    from streaming.trust import MAC_HEADER, STAMP_HEADER, header_sql
+
+    rows = [
+        (None,),
+        ([],),
+        ([(MAC_HEADER, b"m1")],),
+        ([(MAC_HEADER, b"m2"), (STAMP_HEADER, b"p/1/2")],),
+    ]
+    df = spark.createDataFrame(rows, "headers array<struct<key:string,value:binary>>")
+    got = [tuple(r) for r in df.selectExpr(header_sql(MAC_HEADER), header_sql(STAMP_HEADER)).collect()]
+    assert got == [(None, None), (None, None), ("m1", None), ("m2", "p/1/2")]
