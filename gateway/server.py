@@ -36,6 +36,7 @@ from .codec import (
 )
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
+from .limits import ConnectionQuotas, RequestMemory
 from .upstream import SharedUpstreams, Upstream, UpstreamClosed
 
 log = logging.getLogger("gateway")
@@ -93,6 +94,10 @@ class Gateway:
         self.rewritten: dict[tuple[int, int, bytes], bytes] = {}  # (api key, version, answer) -> rewritten
         self._listen_lock = asyncio.Lock()
         self._explicit_ports = dict(cfg.broker_ports)
+        self.memory = RequestMemory(cfg.queued_max_request_bytes)  # request bytes being read, all connections
+        self.quotas = ConnectionQuotas(cfg.max_connections_per_ip, dict(cfg.max_connections_per_ip_overrides))
+        self._reaper: asyncio.Task | None = None
+        self.idle_closed = 0
 
     async def start(self) -> None:
         await self.bridge.start()
@@ -152,12 +157,42 @@ class Gateway:
         return shared
 
     async def _serve(self, node_id: int, reader, writer) -> None:
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if peer else ""
+        if not self.quotas.admit(address):
+            # Kafka's acceptor closes a connection past max.connections.per.ip at once.
+            log.info(
+                "refused a connection from %s: it has %d open (max_connections_per_ip)",
+                address,
+                self.quotas.limit(address),
+            )
+            writer.close()
+            return
+        if self._reaper is None and self.cfg.connections_max_idle_ms > 0:
+            self._reaper = asyncio.create_task(self._close_idle())
         conn = ClientConnection(self, node_id, reader, writer, next(self._clients))
         self.connections.add(conn)
         try:
             await conn.serve()
         finally:
             self.connections.discard(conn)
+            self.quotas.closed(address)
+
+    async def _close_idle(self) -> None:
+        """Close connections idle longer than connections_max_idle_ms (Kafka's Selector does the
+        same): no request read, no answer written, and nothing in flight."""
+        idle_s = self.cfg.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.01), 5.0))
+            now = loop.time()
+            for conn in list(self.connections):
+                if conn.in_flight == 0 and now - conn.last_active > idle_s:
+                    log.info(
+                        "closing the connection from %s: idle for %.1f s", conn.client_host, now - conn.last_active
+                    )
+                    self.idle_closed += 1
+                    conn.abort()
 
     def advertised_versions(self, entries) -> tuple:
         """The broker's ApiVersions entries, narrowed to what the gateway can serve."""
@@ -186,6 +221,8 @@ class Gateway:
             conn.abort()
         for shared in self.shared.values():
             shared.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
         await asyncio.get_running_loop().run_in_executor(None, self.bridge.close)
 
 
@@ -202,6 +239,8 @@ class ClientConnection:
         self.tasks: set[asyncio.Task] = set()
         self._writer_task: asyncio.Task | None = None
         self._serve_task: asyncio.Task | None = None
+        self.last_active = asyncio.get_running_loop().time()  # a request read or an answer written
+        self.in_flight = 0  # requests read whose answers are not written yet
 
     async def serve(self) -> None:
         self._serve_task = asyncio.current_task()
@@ -209,12 +248,17 @@ class ClientConnection:
         loop = asyncio.get_running_loop()
         try:
             while not self._writer_task.done():
-                frame = await read_frame(self.reader, self.gw.cfg.max_frame_bytes)
+                frame = await read_frame(self.reader, self.gw.cfg.max_frame_bytes, self.gw.memory)
                 if frame is None:
                     break
-                slot = loop.create_future()
-                await self.slots.put(slot)  # blocks while max_in_flight answers are pending
-                await self._dispatch(frame, slot)
+                self.last_active = loop.time()
+                try:
+                    slot = loop.create_future()
+                    self.in_flight += 1
+                    await self.slots.put(slot)  # blocks while max_in_flight answers are pending
+                    await self._dispatch(frame, slot)
+                finally:
+                    self.gw.memory.release(len(frame))  # passed on (or failed)
         except FrameError as e:
             log.info("closing the connection from %s: %s", self.client_host, e)
         except (OSError, UpstreamClosed) as e:
@@ -244,7 +288,9 @@ class ClientConnection:
             while True:
                 slot = await self.slots.get()
                 frame = await slot
+                self.in_flight -= 1
                 if frame is None:
+                    self.last_active = asyncio.get_running_loop().time()
                     continue
                 if len(frame) < 1 << 16:  # one send for the usual small answer
                     self.writer.write(len(frame).to_bytes(4, "big") + frame)
@@ -252,6 +298,7 @@ class ClientConnection:
                     self.writer.write(len(frame).to_bytes(4, "big"))
                     self.writer.write(frame)
                 await self.writer.drain()
+                self.last_active = asyncio.get_running_loop().time()
         except asyncio.CancelledError:
             raise
         except (FrameError, UpstreamClosed, ConnectionError) as e:
