@@ -673,7 +673,9 @@ def list_transactions(ctx: Context) -> int:
 
 def _txn_not_found(tid: str) -> CommandError:
     e = Errors.TRANSACTIONAL_ID_NOT_FOUND
-    return CommandError(f"Failed to describe transaction state of transactional-id `{fmt.visible(tid)}`: {e.name}: {e.message}.")
+    return CommandError(
+        f"Failed to describe transaction state of transactional-id `{fmt.visible(tid)}`: {e.name}: {e.message}."
+    )
 
 
 def describe_transaction(ctx: Context) -> int:
@@ -718,7 +720,9 @@ def abort_transaction(ctx: Context) -> int:
     if before is None:
         raise _txn_not_found(tid)
     if before["state"] not in fmt.OPEN_STATES:
-        raise CommandError(f"Transactional id `{fmt.visible(tid)}` has no open transaction to abort (state {before['state']}).")
+        raise CommandError(
+            f"Transactional id `{fmt.visible(tid)}` has no open transaction to abort (state {before['state']})."
+        )
     deadline = time.monotonic() + ctx.timeout_s
     backoff = 0.05
     while True:
@@ -748,7 +752,9 @@ def abort_transaction(ctx: Context) -> int:
     after = ctx.service.describe_transaction(tid)
     state = after["state"] if after else "Dead"
     if state not in ("Empty", "CompleteAbort", "CompleteCommit"):
-        raise CommandError(f"Transactional id `{fmt.visible(tid)}` was fenced but its transaction has not ended (state {state})")
+        raise CommandError(
+            f"Transactional id `{fmt.visible(tid)}` was fenced but its transaction has not ended (state {state})"
+        )
     ended = "completed its commit" if before["state"] == "PrepareCommit" else "aborted"
     ctx.print(
         f"Transaction of transactional-id `{fmt.visible(tid)}` (producer id {before['producerId']}, epoch "

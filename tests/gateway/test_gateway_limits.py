@@ -11,7 +11,8 @@ import pytest
 from coordinator.errors import Errors
 from gateway.limits import ConnectionQuotas, RequestMemory, parse_overrides
 
-from .test_gateway_server import frame, heartbeat, join_group, read_response, run, until  # noqa: F401 - fixture
+from .test_gateway_server import frame, heartbeat, join_group, read_response, until
+from .test_gateway_server import run as run  # noqa: F401 - the fixture
 
 MiB = 1 << 20
 
@@ -80,7 +81,7 @@ def test_idle_connections_are_closed_busy_ones_and_ones_awaiting_an_answer_are_n
         closed = asyncio.ensure_future(idle_r.read())
         while not closed.done():  # the busy client sends a request every 50 ms until the idle one is closed
             busy_w.write(frame(heartbeat(cid)))
-            await until(lambda: len(bridge.calls) == cid - 98)
+            await until(lambda n=cid - 98: len(bridge.calls) == n)
             bridge.calls[-1][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
             assert (await read_response(busy_r))[0].correlation_id == cid
             cid += 1

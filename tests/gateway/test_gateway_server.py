@@ -418,7 +418,9 @@ def test_the_error_answer_of_an_oversized_request_has_its_apis_shape():
         "generationIdOrMemberEpoch": -1,
         "memberId": "",
         "groupInstanceId": None,
-        "topics": [{"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "x"}]}],
+        "topics": [
+            {"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "x"}]}
+        ],
     }
     answer = _error_body(lookup("OffsetCommit"), 9, commit, message, Errors.INVALID_REQUEST)
     assert [p["errorCode"] for t in answer["topics"] for p in t["partitions"]] == [Errors.INVALID_REQUEST.code]
