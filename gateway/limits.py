@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 from collections import Counter, deque
+
+log = logging.getLogger("gateway")
 
 
 class RequestMemory:
@@ -41,6 +44,14 @@ class RequestMemory:
         if not self._waiting and self.used + size <= self.limit:
             self._take(size)
             return
+        if not self.waiting:  # once per episode: the pool just filled up
+            log.info(
+                "request memory full: %d of %d bytes granted, a frame of %d bytes waits; connections "
+                "are not read until requests are passed on (queued_max_request_bytes)",
+                self.used,
+                self.limit,
+                size,
+            )
         future = asyncio.get_running_loop().create_future()
         self._waiting.append((size, future))
         try:
