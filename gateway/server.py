@@ -282,6 +282,9 @@ class ClientConnection:
         if self.upstream is not None:
             self.upstream.close()
         self.writer.close()
+        serve = self._serve_task
+        if serve is not None and serve is not asyncio.current_task() and not serve.done():
+            serve.cancel()  # e.g. waiting for request memory: closed from outside (idle, shutdown)
 
     async def _write_loop(self) -> None:
         try:

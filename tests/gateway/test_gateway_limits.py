@@ -95,6 +95,19 @@ def test_idle_connections_are_closed_busy_ones_and_ones_awaiting_an_answer_are_n
     run(test, connections_max_idle_ms=300)
 
 
+def test_an_idle_connection_waiting_for_request_memory_is_closed_and_gives_up_its_place(run):
+    async def test(gw, bridge, port):
+        clients = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        for _, w in clients:  # the first is granted its frame's bytes, the second waits
+            w.write((800_000).to_bytes(4, "big") + b"\0" * 1000)
+        await until(lambda: gw.memory.used == 800_000 and gw.memory.waiting == 1)
+        for r, _ in clients:  # neither sends more: both idle
+            assert await r.read() == b""
+        await until(lambda: gw.memory.used == 0 and gw.memory.waiting == 0 and not gw.connections)
+
+    run(test, queued_max_request_bytes=MiB, connections_max_idle_ms=300)
+
+
 def test_connections_past_the_per_address_limit_are_closed_at_once(run):
     async def test(gw, bridge, port):
         first = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
