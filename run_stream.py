@@ -63,12 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.status import StatusReporter, status_path
     from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor, summary
     from streaming.timer_waker import TimerWaker
-    from streaming.trust import load_or_create_key
+    from streaming.trust import load_or_create_key, next_epoch
 
     status = StatusReporter(status_path(cfg.checkpoint))
     status.start_heartbeat()
     log.info("starting: checkpoint %s, broker %s, status file %s", cfg.checkpoint, cfg.bootstrap, status.path)
     internal_key = load_or_create_key(cfg.checkpoint)
+    # This driver's publishers stamp their internal records with a new epoch (streaming/trust.py).
+    publisher_epoch = next_epoch(cfg.checkpoint)
     spark = build_session(cfg)  # needs no broker: started first, while a local broker may be starting
     log.info("Spark session up (%s, %.1f s after start)", cfg.spark["master"], time.time() - status.started_at)
     if args.ensure_topics:
@@ -87,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         int(cfg.stream["metadata_refresh_ms"]),
         internal_key,
         reply_topic_prefix=cfg.topics["responses"] + ".",
+        epoch=publisher_epoch,
     )
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             check_before_start(cfg.checkpoint, repair_damage=bool(cfg.stream["checkpoint_repair"]))
         except CheckpointDamaged as e:
             raise PermanentFailure(str(e)) from e  # restarting cannot help: an operator must act
-        query = start(spark, cfg, step_settings(cfg, internal_key, tuple(quarantined)))
+        query = start(spark, cfg, step_settings(cfg, tuple(quarantined)))
         log.info(
             "coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s",
             query.id,

@@ -269,7 +269,8 @@ def in_process(args) -> int:
                 "src_offset": list(range(first, first + n)),
                 "key_valid": [True] * n,
                 "internal": [False] * n,
-                "verified": [False] * n,
+                "mac": [None] * n,  # the internal channel's headers (null for a client's record)
+                "stamp": [None] * n,
             }
         )
 

@@ -18,6 +18,10 @@ coordinator request (OffsetCommit as an admin, DeleteGroups, OffsetDelete, InitP
 state machines stay the only writers. Log-end offsets come from the broker. Exit code 0 on
 success, 1 on any error (unknown group, a reset refused, the service not answering), 2 on bad
 arguments. docs/operations.md (*Admin CLI*) describes every command and where it differs from Kafka.
+
+Names (group, transactional, member, client and instance ids, hosts, topics) are printed with
+control characters as visible escapes (`\\n`, `\\t`, `\\x1b`, `\\u2028`, ...): a name cannot forge
+a row or drive the terminal. Kafka's tools print them raw.
 """
 
 from __future__ import annotations
@@ -79,11 +83,22 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
+ESCAPING_NOTE = (
+    "Names (group, transactional, member, client and instance ids, hosts, topics) are printed with "
+    "control characters as visible escapes (\\n, \\r, \\t, \\x1b, \\u2028, ...), so that a name "
+    "cannot forge a row or drive the terminal; Kafka's tools print them raw."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="coordinator-admin", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="coordinator-admin", description=__doc__.split("\n\n")[0], epilog=ESCAPING_NOTE
+    )
     sub = parser.add_subparsers(dest="tool", required=True, metavar="{groups,transactions}")
 
-    g = sub.add_parser("groups", help="kafka-consumer-groups.sh: list, describe, reset offsets, delete")
+    g = sub.add_parser(
+        "groups", help="kafka-consumer-groups.sh: list, describe, reset offsets, delete", epilog=ESCAPING_NOTE
+    )
     _common(g)
     actions = g.add_mutually_exclusive_group(required=True)
     actions.add_argument("--list", action="store_true", help="List all consumer groups.")
@@ -132,7 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--dry-run", action="store_true", help="Only show the new offsets (the default).")
     g.add_argument("--execute", action="store_true", help="Commit the new offsets.")
 
-    t = sub.add_parser("transactions", help="kafka-transactions.sh: list, describe, find-hanging, abort")
+    t = sub.add_parser(
+        "transactions", help="kafka-transactions.sh: list, describe, find-hanging, abort", epilog=ESCAPING_NOTE
+    )
     _common(t)
     tsub = t.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lst = tsub.add_parser("list", help="list transactions")
@@ -261,10 +278,10 @@ class Context:
         self._reads: RedisReads | ServiceReads | None = None
 
     def print(self, text: str = "") -> None:
-        print(text, file=self.out)
+        print(fmt.printable(text), file=self.out)
 
     def warn(self, text: str) -> None:
-        print(text, file=self.err)
+        print(fmt.printable(text), file=self.err)
 
     @property
     def client(self) -> CoordinatorClient:
@@ -415,7 +432,7 @@ def list_groups(ctx: Context) -> int:
     groups.sort(key=lambda g: g["groupId"])
     if ns.state is None and ns.type is None:
         for g in groups:
-            ctx.print(g["groupId"])
+            ctx.print(fmt.visible(g["groupId"]))
     else:
         ctx.print(fmt.list_table(groups, ns.type is not None, ns.state is not None))
     return 0
@@ -431,12 +448,12 @@ def _announce_state(ctx: Context, group_id: str, group: dict | None) -> bool:
     """shouldPrintMemberState: False (and an error) for a group that does not exist; notes on
     stderr for an empty or rebalancing group."""
     if group is None or group["state"] == "Dead":
-        ctx.warn(f"\nError: Consumer group '{group_id}' does not exist.")
+        ctx.warn(f"\nError: Consumer group '{fmt.visible(group_id)}' does not exist.")
         return False
     if group["state"] == "Empty":
-        ctx.warn(f"\nConsumer group '{group_id}' has no active members.")
+        ctx.warn(f"\nConsumer group '{fmt.visible(group_id)}' has no active members.")
     elif group["state"] in REBALANCING:
-        ctx.warn(f"\nWarning: Consumer group '{group_id}' is rebalancing.")
+        ctx.warn(f"\nWarning: Consumer group '{fmt.visible(group_id)}' is rebalancing.")
     return True
 
 
@@ -475,7 +492,7 @@ def _partitions_to_reset(ctx: Context, group_id: str, committed: dict) -> list[t
         if parts is None:
             parts = ctx.topic_partitions(topic)
             if parts is None:
-                raise CommandError(f"Topic '{topic}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
+                raise CommandError(f"Topic '{fmt.visible(topic)}' does not exist (UNKNOWN_TOPIC_OR_PARTITION)")
         out += [(topic, p) for p in parts]
     return sorted(dict.fromkeys(out))
 
@@ -497,7 +514,7 @@ def reset_offsets(ctx: Context) -> int:
         state = "Dead" if group is None else group["state"]
         if state not in ("Empty", "Dead"):
             ctx.warn(
-                f"\nError: Assignments can only be reset if the group '{gid}' is inactive, but the current "
+                f"\nError: Assignments can only be reset if the group '{fmt.visible(gid)}' is inactive, but the current "
                 f"state is {state}."
             )
             rc = 1
@@ -544,21 +561,21 @@ def _commit_as_admin(ctx: Context, group_id: str, offsets: dict) -> None:
     }
     if failed:
         first = next(iter(failed.values()))
-        where = ", ".join(f"{t}-{p}: {e.name}" for (t, p), e in sorted(failed.items()))
+        where = ", ".join(f"{fmt.visible(t)}-{p}: {e.name}" for (t, p), e in sorted(failed.items()))
         raise CommandError(f"Executing consumer group command failed due to {first.name}: {first.message} ({where})")
 
 
 def delete_groups(ctx: Context) -> int:
     ids = [g["groupId"] for g in ctx.service.list_groups()] if ctx.ns.all_groups else list(dict.fromkeys(ctx.ns.group))
     results = ctx.service.admin.delete_groups(ids)
-    ok = [g for g in ids if results.get(g) == 0]
+    ok = [fmt.visible(g) for g in ids if results.get(g) == 0]
     failed = {g: Errors.for_code(results[g]) for g in ids if results.get(g, 0) != 0}
     if not failed:
         ctx.print(f"Deletion of requested consumer groups ('{', '.join(ok)}') was successful.")
         return 0
     ctx.warn("\nError: Deletion of some consumer groups failed:")
     for g, e in failed.items():
-        ctx.print(f"* Group '{g}' could not be deleted due to: {e.name}: {e.message}")
+        ctx.print(f"* Group '{fmt.visible(g)}' could not be deleted due to: {e.name}: {e.message}")
     if ok:
         ctx.print(f"\nThese consumer groups were deleted successfully: '{', '.join(ok)}'")
     return 1
@@ -607,14 +624,15 @@ def delete_offsets(ctx: Context) -> int:
     if top == Errors.NONE and any(results.values()):
         top = Errors.UNKNOWN_TOPIC_OR_PARTITION
     if top == Errors.NONE:
-        ctx.print(f"Request succeed for deleting offsets with topic {', '.join(ctx.ns.topic)} group {gid}")
+        topics = ", ".join(fmt.visible(t) for t in ctx.ns.topic)
+        ctx.print(f"Request succeed for deleting offsets with topic {topics} group {fmt.visible(gid)}")
     else:
-        text = DELETE_OFFSETS_TOP.get(top.name, f"Encounter some unknown error: {top.name}").format(g=gid)
+        text = DELETE_OFFSETS_TOP.get(top.name, f"Encounter some unknown error: {top.name}").format(g=fmt.visible(gid))
         ctx.warn(f"\nError: {text}")
     lines = ["", " ".join([f"{'TOPIC':<30}", f"{'PARTITION':<15}", f"{'STATUS':<15}"])]
     for (t, p), error in sorted(results.items(), key=lambda kv: kv[0][0] + str(kv[0][1])):
         status = "Successful" if error is None else f"Error: :{error}"
-        lines.append(" ".join([f"{t:<30}", f"{(p if p >= 0 else 'Not Provided')!s:<15}", f"{status:<15}"]))
+        lines.append(" ".join([f"{fmt.visible(t):<30}", f"{(p if p >= 0 else 'Not Provided')!s:<15}", f"{status:<15}"]))
     ctx.print("\n".join(lines))
     return 0 if top == Errors.NONE else 1
 
@@ -655,7 +673,9 @@ def list_transactions(ctx: Context) -> int:
 
 def _txn_not_found(tid: str) -> CommandError:
     e = Errors.TRANSACTIONAL_ID_NOT_FOUND
-    return CommandError(f"Failed to describe transaction state of transactional-id `{tid}`: {e.name}: {e.message}.")
+    return CommandError(
+        f"Failed to describe transaction state of transactional-id `{fmt.visible(tid)}`: {e.name}: {e.message}."
+    )
 
 
 def describe_transaction(ctx: Context) -> int:
@@ -700,7 +720,9 @@ def abort_transaction(ctx: Context) -> int:
     if before is None:
         raise _txn_not_found(tid)
     if before["state"] not in fmt.OPEN_STATES:
-        raise CommandError(f"Transactional id `{tid}` has no open transaction to abort (state {before['state']}).")
+        raise CommandError(
+            f"Transactional id `{fmt.visible(tid)}` has no open transaction to abort (state {before['state']})."
+        )
     deadline = time.monotonic() + ctx.timeout_s
     backoff = 0.05
     while True:
@@ -723,17 +745,19 @@ def abort_transaction(ctx: Context) -> int:
             or time.monotonic() >= deadline
         ):
             raise CommandError(
-                f"Failed to abort the transaction of transactional-id `{tid}`: {error.name}: {error.message}"
+                f"Failed to abort the transaction of transactional-id `{fmt.visible(tid)}`: {error.name}: {error.message}"
             )
         time.sleep(backoff)
         backoff = min(backoff * 2, 1.0)
     after = ctx.service.describe_transaction(tid)
     state = after["state"] if after else "Dead"
     if state not in ("Empty", "CompleteAbort", "CompleteCommit"):
-        raise CommandError(f"Transactional id `{tid}` was fenced but its transaction has not ended (state {state})")
+        raise CommandError(
+            f"Transactional id `{fmt.visible(tid)}` was fenced but its transaction has not ended (state {state})"
+        )
     ended = "completed its commit" if before["state"] == "PrepareCommit" else "aborted"
     ctx.print(
-        f"Transaction of transactional-id `{tid}` (producer id {before['producerId']}, epoch "
+        f"Transaction of transactional-id `{fmt.visible(tid)}` (producer id {before['producerId']}, epoch "
         f"{before['producerEpoch']}, {before['state']}) {ended}; the producer is fenced: now producer id "
         f"{resp['producerId']}, epoch {resp['producerEpoch']}, state {state}."
     )
@@ -752,10 +776,10 @@ def main(argv: list[str] | None = None, out=None, err=None, make_context=Context
         ctx = make_context(ns, out, err)
     except (UsageError, fmt.ResetError) as e:
         parser.print_usage(err)
-        print(f"{parser.prog}: error: {e}", file=err)
+        print(fmt.printable(f"{parser.prog}: error: {e}"), file=err)
         return 2
     except (OSError, ValueError) as e:  # an unreadable or invalid --config
-        print(f"Error: {e}", file=err)
+        print(fmt.printable(f"Error: {e}"), file=err)
         return 2
     command = groups_command if ns.tool == "groups" else transactions_command
     try:
@@ -768,19 +792,19 @@ def main(argv: list[str] | None = None, out=None, err=None, make_context=Context
                 ctx.redis_failed(e)
         return 1
     except (UsageError, fmt.ResetError) as e:
-        print(f"Error: {e}", file=err)
+        print(fmt.printable(f"Error: {e}"), file=err)
         return 2 if isinstance(e, UsageError) else 1
     except CommandError as e:
-        print(f"Error: {e}", file=err)
+        print(fmt.printable(f"Error: {e}"), file=err)
         return 1
     except ResponseTimeout as e:  # also ServiceUnavailable
-        print(f"Error: the coordinator service did not answer: {e}", file=err)
+        print(fmt.printable(f"Error: the coordinator service did not answer: {e}"), file=err)
         return 1
     except ServiceError as e:
-        print(f"Error: the coordinator service answered with an error: {e}", file=err)
+        print(fmt.printable(f"Error: the coordinator service answered with an error: {e}"), file=err)
         return 1
     except NO_BROKER as e:
-        print(f"Error: no Kafka broker answers at {ctx.bootstrap}: {e}", file=err)
+        print(fmt.printable(f"Error: no Kafka broker answers at {ctx.bootstrap}: {e}"), file=err)
         return 1
     except KeyboardInterrupt:
         return 130

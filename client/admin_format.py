@@ -4,19 +4,51 @@ offset-reset plan. No I/O: inputs are plain dicts, outputs strings.
 The table layouts are those of Kafka's `ConsumerGroupCommand` (printf formats with a width per
 column, "-" for a missing value) and `ToolsUtils.prettyPrintTable` (kafka-transactions.sh: each
 cell padded to its column's width, followed by a tab).
+
+Names come from clients (a group id, a transactional id, a member's client id and host are any
+strings), so every name is printed through `visible`: control characters become visible escapes
+(`\n`, `\r`, `\t`, `\x1b`, `\u2028`, ...), so that a group id with a newline cannot forge a row
+and one with an escape sequence cannot drive the terminal. Kafka's tools print names raw.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 MISSING = "-"
 TopicPartition = tuple  # (topic, partition)
 
+# C0 and C1 controls, DEL, the Unicode line and paragraph separators and the bidirectional
+# overrides and isolates (which reorder what a terminal shows).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m: re.Match) -> str:
+    c = m.group()
+    named = _NAMED.get(c)
+    if named is not None:
+        return named
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def visible(name) -> str:
+    """A client-chosen name as one line of printable text: control characters as escapes."""
+    text = str(name)
+    return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
+
+
+def printable(text: str) -> str:
+    """Whole output text (whose own newlines and tabs are layout): every other control character
+    as an escape, the last line of defence for a name a message did not pass through `visible`."""
+    return _CONTROL_BUT_LAYOUT.sub(_escape, text) if _CONTROL_BUT_LAYOUT.search(text) else text
+
 
 def _cell(v) -> str:
-    return MISSING if v is None else str(v)
+    return MISSING if v is None else visible(v)
 
 
 def _row(widths: Sequence[int | None], values: list) -> str:
@@ -27,7 +59,7 @@ def _row(widths: Sequence[int | None], values: list) -> str:
 # ---------------------------------------------------------------------------------- groups --list
 def list_table(groups: list[dict], include_type: bool, include_state: bool) -> str:
     """`--list` with `--type` and/or `--state`: GROUP [TYPE] [STATE] (ConsumerGroupCommand.printGroupInfo)."""
-    width = max([15] + [len(g["groupId"]) for g in groups]) + 10
+    width = max([15] + [len(_cell(g["groupId"])) for g in groups]) + 10
     header, keys, widths = ["GROUP"], ["groupId"], [width]
     if include_type:
         header, keys, widths = header + ["TYPE"], keys + ["type"], widths + [20]
@@ -98,11 +130,11 @@ def members_table(group: dict, verbose: bool) -> str:
     members = group.get("members") or []
     gid = group["groupId"]
     with_instance = any(m.get("groupInstanceId") for m in members)
-    g = max([15, len(gid)])
-    c = max([15] + [len(m["memberId"]) for m in members])
-    i = max([17] + [len(m.get("groupInstanceId") or "") for m in members])
-    h = max([15] + [len(m.get("clientHost") or "") for m in members])
-    cl = max([15] + [len(m.get("clientId") or "") for m in members])
+    g = max([15, len(_cell(gid))])
+    c = max([15] + [len(_cell(m["memberId"])) for m in members])
+    i = max([17] + [len(_cell(m.get("groupInstanceId") or "")) for m in members])
+    h = max([15] + [len(_cell(m.get("clientHost") or "")) for m in members])
+    cl = max([15] + [len(_cell(m.get("clientId") or "")) for m in members])
     widths = [g, c] + ([i] if with_instance else []) + [h, cl, 15]
     header = (
         ["GROUP", "CONSUMER-ID"]
@@ -126,13 +158,13 @@ def members_table(group: dict, verbose: bool) -> str:
 
 def assignment_text(assignment: dict[str, list[int]]) -> str:
     """topic(0,1), other(2): each topic's partitions sorted, topics sorted; "-" when none."""
-    parts = sorted(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in assignment.items() if ps)
+    parts = sorted(f"{visible(t)}({','.join(str(p) for p in sorted(ps))})" for t, ps in assignment.items() if ps)
     return ", ".join(parts) if parts else MISSING
 
 
 def state_table(group: dict, coordinator: str) -> str:
     """printStates: GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS, each line after a newline."""
-    width = max(25, len(coordinator))
+    width = max(25, len(_cell(coordinator)))
     fmt = [width, 25, 20, 15, None]
     members = group.get("members") or []
     return (

@@ -42,6 +42,8 @@ class InputRecord:
     internal: bool = False
     # False when the record key was not valid UTF-8 (the stream passes a repaired copy).
     key_valid: bool = True
+    # An internal record's (publisher, epoch, sequence), covered by its MAC (coordinator/channel.py).
+    stamp: tuple[str, int, int] | None = None
 
     @property
     def source(self) -> tuple[int, int]:
@@ -113,6 +115,7 @@ def run_batch(
                 partition, ordered, batch_time_ms, poisoned, start=resume.position if resume else None, capture=capture
             )
             out = partition.drain()
+            partition.component("channel").stamp(out.requests, batch_time_ms)
             out.metrics = _finish_metrics(partition, out, batch_time_ms)
             return partition, out
         except _ItemFailed as failed:
@@ -190,6 +193,8 @@ def _apply(
         t, rec = ordered[position]
         advance(t, position)
         ident = ("request", rec.source, rec.offset)
+        if rec.internal and _replayed(partition, rec):
+            continue
         if ident in poisoned:
             _answer_crashed(partition, rec, t, max_bytes, poisoned[ident])
             continue
@@ -215,6 +220,31 @@ def _apply(
     for ident, detail in poisoned.items():
         if ident[0] == "timer":
             partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2], detail=detail)
+
+
+def _replayed(partition: PartitionRuntime, rec: InputRecord) -> bool:
+    """Whether an internal record is older than what its publisher sent before (dropped, and
+    reported by the partition that owns its key: a broadcast reaches every partition)."""
+    channel = partition.component("channel")
+    problem = channel.admit(rec.stamp)
+    if problem is None:
+        return False
+    if partition.owns(rec.key):
+        publisher, epoch, sequence = rec.stamp or (None, None, None)
+        last = channel.last_seen(publisher) if publisher is not None else None
+        partition.emit_event(
+            (rec.key or "")[:1024],
+            "ReplayedInternalRecord",
+            reason=problem,
+            publisher=publisher,
+            epoch=epoch,
+            sequence=sequence,
+            lastEpoch=last and last[0],
+            lastSequence=last and last[1],
+            requestPartition=rec.partition,
+            requestOffset=rec.offset,
+        )
+    return True
 
 
 def _current_timer(partition: PartitionRuntime):

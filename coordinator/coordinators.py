@@ -6,6 +6,7 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
+from .channel import InternalChannel
 from .component import Component, Partition
 from .find_coordinator import FindCoordinator
 from .group.shard import GroupCoordinator
@@ -28,6 +29,7 @@ def build_components(partition: Partition) -> dict[str, Component]:
         GroupCoordinator.name: groups,
         ShareCoordinator.name: ShareCoordinator(partition),
         Metrics.name: Metrics(partition),
+        InternalChannel.name: InternalChannel(partition),
     }
 
 

@@ -84,6 +84,8 @@ class InternalRequest:
 
     key: str
     envelope: dict
+    # (publisher, epoch, sequence), set when the batch ends (coordinator/channel.py)
+    stamp: tuple[str, int, int] | None = None
 
 
 @dataclass

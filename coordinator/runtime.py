@@ -188,6 +188,7 @@ class PartitionRuntime:
         killed and restarted and one that was not (their batch boundaries differ)."""
         snap = self.to_json()
         snap["components"].pop("metrics", None)  # counts batches and their times
+        snap["components"].pop("channel", None)  # its epochs are batch times
         return snap["components"]
 
     # ----------------------------------------------------------------- context for components

@@ -36,11 +36,10 @@ def train(cfg: StreamConfig, archive: Path, seconds: float = 120) -> None:
     from streaming.query import coordinator_outputs, step_settings
     from streaming.routing import with_coordinator_partition
     from streaming.step import OUTPUT_SCHEMA, STATE_SCHEMA, make_step
-    from streaming.trust import header_sql, mac_sql
+    from streaming.trust import STAMP_HEADER, header_sql
 
     spark = build_session(cfg, archive_at_exit=archive)
-    key = b"\0" * 32
-    settings = step_settings(cfg, key)
+    settings = step_settings(cfg)
     with tempfile.TemporaryDirectory(prefix="jvm-archive-") as work:
         rows = spark.readStream.format("rate").option("rowsPerSecond", 20).load()
         records = rows.select(
@@ -54,9 +53,11 @@ def train(cfg: StreamConfig, archive: Path, seconds: float = 120) -> None:
             F.lit(False).alias("internal"),
             F.lit(None).cast("array<struct<key:string,value:binary>>").alias("headers"),
         )
-        records = records.withColumn(
-            "verified", F.coalesce(F.expr(header_sql()) == F.expr(mac_sql(key)), F.lit(False))
-        ).drop("headers")
+        records = (
+            records.withColumn("mac", F.expr(header_sql()))
+            .withColumn("stamp", F.expr(header_sql(STAMP_HEADER)))
+            .drop("headers")
+        )
         routed = with_coordinator_partition(records, "key", cfg.coordinator_partitions)
         out = routed.groupBy("cp").applyInPandasWithState(
             make_step(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import KafkaError, MessageSizeTooLargeError, TopicAlreadyExistsError
 
 from deploy.topics import wait_for_broker
 
@@ -39,6 +39,20 @@ def _started(part: T | None) -> T:
 
 class BridgeTimeout(TimeoutError):
     pass
+
+
+class BridgeRequestTooLarge(ValueError):
+    """A request the service cannot carry: its envelope is larger than the service takes
+    (`coordinator.request.max.bytes`). Answered INVALID_REQUEST with the message the service gives
+    an oversized request on the JSON path, never sent."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"request of {size} bytes exceeds the limit of {limit} bytes")
+        self.size, self.limit = size, limit
+
+
+# Room for the record's key and framing above the largest envelope, in the producer's request.
+PRODUCE_OVERHEAD_BYTES = 64 * 1024
 
 
 class CoordinatorBridge:
@@ -94,7 +108,12 @@ class CoordinatorBridge:
         finally:
             admin.close()
         self._producer = KafkaProducer(
-            bootstrap_servers=cfg.bootstrap_servers, acks="all", linger_ms=1, client_id=f"{cfg.client_id}-producer"
+            bootstrap_servers=cfg.bootstrap_servers,
+            acks="all",
+            linger_ms=1,
+            client_id=f"{cfg.client_id}-producer",
+            # Every envelope the service takes fits (call() refuses larger ones before sending).
+            max_request_size=max(1 << 20, cfg.request_max_bytes + PRODUCE_OVERHEAD_BYTES),
         )
         self._consumer = KafkaConsumer(
             bootstrap_servers=cfg.bootstrap_servers,
@@ -182,12 +201,22 @@ class CoordinatorBridge:
         }
         if client_host is not None:
             envelope["clientHost"] = client_host
+        value = json.dumps(envelope, separators=(",", ":")).encode()
+        if len(value) > self.cfg.request_max_bytes:
+            raise BridgeRequestTooLarge(len(value), self.cfg.request_max_bytes)
         future: asyncio.Future[dict] = loop.create_future()
         self._pending[cid] = future
         try:
-            value = json.dumps(envelope, separators=(",", ":")).encode()
-            sent = _started(self._producer).send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
-            sent.add_errback(lambda e: loop.call_soon_threadsafe(self._fail, cid, e))
+            try:
+                sent = _started(self._producer).send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
+            except KafkaError as e:  # raised by send() itself: e.g. a key too large for a record
+                raise (
+                    BridgeRequestTooLarge(len(value) + len(key), self.cfg.request_max_bytes)
+                    if isinstance(e, MessageSizeTooLargeError)
+                    else BridgeTimeout(f"request not written: {e}")
+                ) from None
+            size = len(value)
+            sent.add_errback(lambda e: loop.call_soon_threadsafe(self._fail, cid, e, size))
             left = deadline - loop.time()
             try:
                 answer = await asyncio.wait_for(future, max(left, 0.001))
@@ -197,11 +226,14 @@ class CoordinatorBridge:
             self._pending.pop(cid, None)
         return answer["response"]
 
-    def _fail(self, cid: int, error: Exception) -> None:
+    def _fail(self, cid: int, error: Exception, size: int = 0) -> None:
         future = self._pending.get(cid)
         if future is not None and not future.done():
             log.warning("request %d not written: %s", cid, error)
-            future.set_exception(BridgeTimeout(f"request not written: {error}"))
+            if isinstance(error, MessageSizeTooLargeError):  # the broker's limit: retrying cannot help
+                future.set_exception(BridgeRequestTooLarge(size, self.cfg.request_max_bytes))
+            else:
+                future.set_exception(BridgeTimeout(f"request not written: {error}"))
 
     def _deliver(self, cid: int, envelope: dict) -> None:
         future = self._pending.get(cid)

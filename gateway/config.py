@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from streaming.config import StreamConfig
 
+from .limits import parse_overrides
+
 
 @dataclass(frozen=True)
 class GatewayConfig:
@@ -18,6 +20,13 @@ class GatewayConfig:
     upstream_connections: int = 4  # shared connections per broker (Produce and Fetch: one per client)
     upstream_connects: int = 16  # broker connections being opened at once (the broker's backlog is 50)
     max_frame_bytes: int = 100 * 1024 * 1024
+    # Request bytes buffered across every client connection (Kafka's queued.max.request.bytes, whose
+    # default -1 is unbounded): reading stops while a frame does not fit; a frame larger than this
+    # closes its connection.
+    queued_max_request_bytes: int = 200 * 1024 * 1024
+    connections_max_idle_ms: int = 600000  # Kafka's connections.max.idle.ms
+    max_connections_per_ip: int = 2**31 - 1  # Kafka's max.connections.per.ip (unlimited)
+    max_connections_per_ip_overrides: tuple[tuple[str, int], ...] = ()  # (address, limit)
     request_timeout_ms: int = 30000
     requests_topic: str = "coordinator-requests"
     reply_to: str = "coordinator-responses.gateway"
@@ -26,6 +35,9 @@ class GatewayConfig:
     startup_timeout_s: float = 300.0  # how long to wait for the broker and the request topic
     client_id: str = "coordinator-gateway"
     coordinator_partitions: int = 50
+    # The largest request envelope the service takes (coordinator.request.max.bytes): a bridged
+    # request larger than this is answered INVALID_REQUEST without being sent.
+    request_max_bytes: int = 1048576
 
     @classmethod
     def from_stream_config(cls, cfg: StreamConfig, **overrides) -> GatewayConfig:
@@ -42,6 +54,12 @@ class GatewayConfig:
             upstream_connections=int(g.get("upstream_connections", cls.upstream_connections)),
             upstream_connects=int(g.get("upstream_connects", cls.upstream_connects)),
             max_frame_bytes=int(g.get("max_frame_bytes", cls.max_frame_bytes)),
+            queued_max_request_bytes=int(g.get("queued_max_request_bytes", cls.queued_max_request_bytes)),
+            connections_max_idle_ms=int(g.get("connections_max_idle_ms", cls.connections_max_idle_ms)),
+            max_connections_per_ip=int(g.get("max_connections_per_ip", cls.max_connections_per_ip)),
+            max_connections_per_ip_overrides=tuple(
+                sorted(parse_overrides(g.get("max_connections_per_ip_overrides")).items())
+            ),
             request_timeout_ms=int(g.get("request_timeout_ms", cls.request_timeout_ms)),
             requests_topic=cfg.topics["requests"],
             reply_to=g.get("reply_to") or f"{cfg.topics['responses']}.gateway",
@@ -49,6 +67,7 @@ class GatewayConfig:
             reply_to_max_bytes=int(cfg.stream.get("max_record_bytes", cls.reply_to_max_bytes)),
             client_id=g.get("client_id", cls.client_id),
             coordinator_partitions=cfg.coordinator_partitions,
+            request_max_bytes=int(cfg.coordinator_config()["coordinator.request.max.bytes"]),
         )
         values.update(overrides)
         return cls(**values)

@@ -10,8 +10,10 @@ class FrameError(ValueError):
     """A frame the gateway cannot accept: the connection is closed, as a broker closes it."""
 
 
-async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | None:
-    """The next frame without its size prefix; None at a clean end of stream."""
+async def read_frame(reader: asyncio.StreamReader, max_bytes: int, memory=None) -> bytes | None:
+    """The next frame without its size prefix; None at a clean end of stream. With `memory` (a
+    gateway.limits.RequestMemory) the frame's bytes are taken from it before the frame is read
+    (waiting, and so reading nothing, until they fit); the caller gives them back."""
     try:
         prefix = await reader.readexactly(4)
     except asyncio.IncompleteReadError as e:
@@ -23,10 +25,18 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> bytes | No
         raise FrameError(f"frame of {size} bytes is too short for a request header")
     if size > max_bytes:
         raise FrameError(f"frame of {size} bytes exceeds the limit of {max_bytes} bytes")
+    if memory is not None:
+        if not memory.fits_ever(size):
+            raise FrameError(f"frame of {size} bytes exceeds the gateway's request memory of {memory.limit} bytes")
+        await memory.acquire(size)
     try:
         return await reader.readexactly(size)
-    except asyncio.IncompleteReadError:
-        raise FrameError("the connection closed inside a frame") from None
+    except BaseException as e:
+        if memory is not None:
+            memory.release(size)
+        if isinstance(e, asyncio.IncompleteReadError):
+            raise FrameError("the connection closed inside a frame") from None
+        raise
 
 
 def request_header(frame: bytes) -> tuple[int, int, int, str | None, int]:

@@ -23,7 +23,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from coordinator.errors import Errors
 
 from . import apis
-from .bridge import BridgeTimeout, CoordinatorBridge
+from .bridge import BridgeRequestTooLarge, BridgeTimeout, CoordinatorBridge
 from .codec import (
     decode_request,
     decode_response,
@@ -36,6 +36,7 @@ from .codec import (
 )
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
+from .limits import ConnectionQuotas, RequestMemory
 from .upstream import SharedUpstreams, Upstream, UpstreamClosed
 
 log = logging.getLogger("gateway")
@@ -93,6 +94,10 @@ class Gateway:
         self.rewritten: dict[tuple[int, int, bytes], bytes] = {}  # (api key, version, answer) -> rewritten
         self._listen_lock = asyncio.Lock()
         self._explicit_ports = dict(cfg.broker_ports)
+        self.memory = RequestMemory(cfg.queued_max_request_bytes)  # request bytes being read, all connections
+        self.quotas = ConnectionQuotas(cfg.max_connections_per_ip, dict(cfg.max_connections_per_ip_overrides))
+        self._reaper: asyncio.Task | None = None
+        self.idle_closed = 0
 
     async def start(self) -> None:
         await self.bridge.start()
@@ -152,12 +157,42 @@ class Gateway:
         return shared
 
     async def _serve(self, node_id: int, reader, writer) -> None:
+        peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if peer else ""
+        if not self.quotas.admit(address):
+            # Kafka's acceptor closes a connection past max.connections.per.ip at once.
+            log.info(
+                "refused a connection from %s: it has %d open (max_connections_per_ip)",
+                address,
+                self.quotas.limit(address),
+            )
+            writer.close()
+            return
+        if self._reaper is None and self.cfg.connections_max_idle_ms > 0:
+            self._reaper = asyncio.create_task(self._close_idle())
         conn = ClientConnection(self, node_id, reader, writer, next(self._clients))
         self.connections.add(conn)
         try:
             await conn.serve()
         finally:
             self.connections.discard(conn)
+            self.quotas.closed(address)
+
+    async def _close_idle(self) -> None:
+        """Close connections idle longer than connections_max_idle_ms (Kafka's Selector does the
+        same): no request read, no answer written, and nothing in flight."""
+        idle_s = self.cfg.connections_max_idle_ms / 1000
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(min(max(idle_s / 4, 0.01), 5.0))
+            now = loop.time()
+            for conn in list(self.connections):
+                if conn.in_flight == 0 and now - conn.last_active > idle_s:
+                    log.info(
+                        "closing the connection from %s: idle for %.1f s", conn.client_host, now - conn.last_active
+                    )
+                    self.idle_closed += 1
+                    conn.abort()
 
     def advertised_versions(self, entries) -> tuple:
         """The broker's ApiVersions entries, narrowed to what the gateway can serve."""
@@ -186,6 +221,8 @@ class Gateway:
             conn.abort()
         for shared in self.shared.values():
             shared.close()
+        if self._reaper is not None:
+            self._reaper.cancel()
         await asyncio.get_running_loop().run_in_executor(None, self.bridge.close)
 
 
@@ -202,6 +239,8 @@ class ClientConnection:
         self.tasks: set[asyncio.Task] = set()
         self._writer_task: asyncio.Task | None = None
         self._serve_task: asyncio.Task | None = None
+        self.last_active = asyncio.get_running_loop().time()  # a request read or an answer written
+        self.in_flight = 0  # requests read whose answers are not written yet
 
     async def serve(self) -> None:
         self._serve_task = asyncio.current_task()
@@ -209,12 +248,17 @@ class ClientConnection:
         loop = asyncio.get_running_loop()
         try:
             while not self._writer_task.done():
-                frame = await read_frame(self.reader, self.gw.cfg.max_frame_bytes)
+                frame = await read_frame(self.reader, self.gw.cfg.max_frame_bytes, self.gw.memory)
                 if frame is None:
                     break
-                slot = loop.create_future()
-                await self.slots.put(slot)  # blocks while max_in_flight answers are pending
-                await self._dispatch(frame, slot)
+                self.last_active = loop.time()
+                try:
+                    slot = loop.create_future()
+                    self.in_flight += 1
+                    await self.slots.put(slot)  # blocks while max_in_flight answers are pending
+                    await self._dispatch(frame, slot)
+                finally:
+                    self.gw.memory.release(len(frame))  # passed on (or failed)
         except FrameError as e:
             log.info("closing the connection from %s: %s", self.client_host, e)
         except (OSError, UpstreamClosed) as e:
@@ -238,13 +282,18 @@ class ClientConnection:
         if self.upstream is not None:
             self.upstream.close()
         self.writer.close()
+        serve = self._serve_task
+        if serve is not None and serve is not asyncio.current_task() and not serve.done():
+            serve.cancel()  # e.g. waiting for request memory: closed from outside (idle, shutdown)
 
     async def _write_loop(self) -> None:
         try:
             while True:
                 slot = await self.slots.get()
                 frame = await slot
+                self.in_flight -= 1
                 if frame is None:
+                    self.last_active = asyncio.get_running_loop().time()
                     continue
                 if len(frame) < 1 << 16:  # one send for the usual small answer
                     self.writer.write(len(frame).to_bytes(4, "big") + frame)
@@ -252,6 +301,7 @@ class ClientConnection:
                     self.writer.write(len(frame).to_bytes(4, "big"))
                     self.writer.write(frame)
                 await self.writer.drain()
+                self.last_active = asyncio.get_running_loop().time()
         except asyncio.CancelledError:
             raise
         except (FrameError, UpstreamClosed, ConnectionError) as e:
@@ -417,6 +467,8 @@ class ClientConnection:
             response = apis.merge(spec, subs, list(answers))
         except BridgeTimeout as e:
             response = _error_body(spec, version, body, str(e))
+        except BridgeRequestTooLarge as e:  # as the service answers an oversized request
+            response = _error_body(spec, version, body, str(e), Errors.INVALID_REQUEST)
         return encode_response(cid, from_json(response_class(spec.api_key, version), response))
 
 
@@ -427,14 +479,14 @@ def _decode(frame: bytes, api_key: int, version: int):
         raise FrameError(f"malformed request (api key {api_key} v{version}): {e}") from None
 
 
-def _error_body(spec, version: int, body: dict, message: str) -> dict:
-    """The API's own error shape (as the service builds it), with a retriable error: the client
-    looks for its coordinator again and retries."""
+def _error_body(spec, version: int, body: dict, message: str, error: Errors = Errors.COORDINATOR_NOT_AVAILABLE) -> dict:
+    """The API's own error shape (as the service builds it), by default with a retriable error (the
+    client looks for its coordinator again and retries)."""
     try:
         validated = spec.request.validate(body, version)
     except Exception:  # noqa: BLE001
         validated = None
-    response = spec.error_response(version, validated, Errors.COORDINATOR_NOT_AVAILABLE, message)
+    response = spec.error_response(version, validated, error, message)
     response.setdefault("throttleTimeMs", 0)
     return response
 

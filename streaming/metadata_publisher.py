@@ -4,7 +4,9 @@ Every `[stream] metadata_refresh_ms` it lists the broker's topics and partition 
 differ from what it last published (and once at start), it appends one UpdateMetadata request with
 the broadcast key, signed with the internal key (streaming/trust.py), which the query delivers to
 every coordinator partition. Going through a topic keeps the core deterministic: a replayed batch
-sees the same metadata.
+sees the same metadata. Each broadcast is stamped (`metadata-publisher`, the driver's epoch, a
+sequence): a coordinator partition refuses one older than the newest it applied, so a copy of an
+old broadcast written again cannot move the metadata back (coordinator/channel.py).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from kafka import KafkaAdminClient, KafkaProducer
 
 from coordinator.metadata import BROADCAST_KEY
 
-from .trust import MAC_HEADER, sign
+from .trust import Stamper, signed_headers
 
 log = logging.getLogger(__name__)
+PUBLISHER = "metadata-publisher"
 
 
 def read_topic_metadata(admin: KafkaAdminClient, reply_topic_prefix: str | None = None) -> list[dict]:
@@ -96,6 +99,7 @@ class MetadataPublisher(threading.Thread):
         interval_ms: int,
         internal_key: bytes,
         reply_topic_prefix: str | None = None,
+        epoch: int = 0,
     ):
         super().__init__(name="metadata-publisher", daemon=True)
         self.reply_topic_prefix = reply_topic_prefix
@@ -105,6 +109,7 @@ class MetadataPublisher(threading.Thread):
         self._last: list[dict] | None = None
         self._admin, self._producer = self._connect()
         self._sent = 0
+        self._stamps = Stamper(PUBLISHER, epoch)
 
     def _connect(self) -> tuple[KafkaAdminClient, KafkaProducer]:
         return (
@@ -128,9 +133,8 @@ class MetadataPublisher(threading.Thread):
             return False
         self._sent += 1
         key, value = BROADCAST_KEY.encode(), update_metadata_request(topics, self._sent)
-        self._producer.send(
-            self.internal_topic, key=key, value=value, headers=[(MAC_HEADER, sign(self._key, key, value))]
-        )
+        headers = signed_headers(self._key, key, value, self._stamps.next())
+        self._producer.send(self.internal_topic, key=key, value=value, headers=headers)
         self._producer.flush()
         self._last = topics
         log.info("published topic metadata: %d topics", len(topics))

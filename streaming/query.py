@@ -12,10 +12,10 @@ from coordinator.metadata import BROADCAST_KEY
 from .config import StreamConfig
 from .routing import with_coordinator_partition
 from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_identity_step, make_step
-from .trust import header_sql, mac_sql
+from .trust import MAC_HEADER, STAMP_HEADER, header_sql, key_path
 
 
-def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tuple = ()) -> StepSettings:
+def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSettings:
     t = cfg.topics
     return StepSettings(
         coordinator=cfg.coordinator_config().to_json(),
@@ -27,7 +27,7 @@ def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tu
         dead_letters_topic=t["dead_letters"],
         metrics_topic=t["metrics"],
         timers_topic=t["timers"],
-        internal_key=internal_key,
+        internal_key_file=str(key_path(cfg.checkpoint).resolve()),  # absolute: executors have their own cwd
         max_record_bytes=int(cfg.stream["max_record_bytes"]),
         quarantined_topics=tuple(quarantined_topics),
         txn_markers=cfg.txn_markers,
@@ -35,10 +35,12 @@ def step_settings(cfg: StreamConfig, internal_key: bytes, quarantined_topics: tu
     )
 
 
-def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes) -> DataFrame:
+def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
     """The request topic and the internal channel as rows ready for the state function, with their
     coordinator partition. Everything client-controlled is made safe here, in the JVM, before it
-    reaches Python: keys of any bytes, values of any size, forged internal records."""
+    reaches Python: keys of any bytes, values of any size. An internal record's MAC and stamp
+    headers go along; the state function verifies them (streaming/trust.py: the key stays out of
+    the plan)."""
     max_bytes = int(cfg.coordinator_config()["coordinator.request.max.bytes"])
     internal_topic = cfg.topics["internal"]
     raw = (
@@ -72,19 +74,19 @@ def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes)
         F.col("partition").alias("src_partition"),
         F.col("offset").alias("src_offset"),
         from_internal.alias("internal"),
-        # Verified only for the internal channel's records (the MAC costs two SHA-256s).
-        F.when(from_internal, F.coalesce(F.expr(header_sql()) == F.expr(mac_sql(internal_key)), F.lit(False)))
-        .otherwise(F.lit(False))
-        .alias("verified"),
+        # Only the internal channel's records carry these (null for a client's record).
+        F.when(from_internal, F.expr(header_sql(MAC_HEADER))).alias("mac"),
+        F.when(from_internal, F.expr(header_sql(STAMP_HEADER))).alias("stamp"),
     )
     n = cfg.coordinator_partitions
     routed = with_coordinator_partition(rows, "key", n, out_col="owner")
-    # A verified broadcast (the metadata publisher's UpdateMetadata) goes to every partition; a
-    # client record with the broadcast key goes where its key hashes, to be rejected there.
+    # A broadcast on the internal channel (the metadata publisher's UpdateMetadata) goes to every
+    # partition, each of which verifies it (only its key's owner reports a forged one); a client
+    # record with the broadcast key goes where its key hashes, to be rejected there.
     return routed.withColumn(
         "cp",
         F.explode(
-            F.when(F.col("verified") & (F.col("key") == BROADCAST_KEY), F.sequence(F.lit(0), F.lit(n - 1))).otherwise(
+            F.when(F.col("internal") & (F.col("key") == BROADCAST_KEY), F.sequence(F.lit(0), F.lit(n - 1))).otherwise(
                 F.array(F.col("owner"))
             )
         ),
@@ -94,7 +96,7 @@ def request_records(spark: SparkSession, cfg: StreamConfig, internal_key: bytes)
 def coordinator_outputs(spark: SparkSession, cfg: StreamConfig, settings: StepSettings) -> DataFrame:
     factory = {"coordinator": make_step, "identity": make_identity_step}[cfg.stream.get("step", "coordinator")]
     return (
-        request_records(spark, cfg, settings.internal_key)
+        request_records(spark, cfg)
         .groupBy("cp")
         .applyInPandasWithState(
             factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout

@@ -21,11 +21,12 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
 from coordinator.messages import Outputs, response_envelope
+from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
 
 from .timer_waker import deadline_value, is_wake
-from .trust import MAC_HEADER, safe_text, sign
+from .trust import MAC_HEADER, cached_key, format_stamp, parse_stamp, safe_text, signed_headers, verify
 
 # The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
 STATE_SCHEMA = "format int, payload binary"
@@ -45,7 +46,9 @@ class StepSettings:
     metrics_topic: str = "coordinator-metrics"
     # Each call's next deadline, for the driver's timer waker (streaming/timer_waker.py).
     timers_topic: str = "coordinator-timers"
-    internal_key: bytes = b""  # signs what the service writes to its internal channel (trust.py)
+    # The file holding the key that signs and verifies the internal channel (trust.py): each Python
+    # worker reads it, so the key is never part of the plan, nor pickled into it.
+    internal_key_file: str = ""
     # Largest record the sink may write (the sink's max.request.size and the topics'
     # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
     max_record_bytes: int = 16 << 20
@@ -162,8 +165,9 @@ def output_rows(
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
         if fits(key, value, {"what": "internal request", "apiKey": q.envelope.get("apiKey")}):
-            mac = sign(s.internal_key, key.encode("utf-8"), value)
-            rows.append((s.internal_topic, key, value, None, [{"key": MAC_HEADER, "value": mac}]))
+            stamp = None if q.stamp is None else format_stamp(*q.stamp)
+            headers = signed_headers(cached_key(s.internal_key_file), key.encode("utf-8"), value, stamp)
+            rows.append((s.internal_topic, key, value, None, [{"key": k, "value": v} for k, v in headers]))
     for d in out.data:
         if sent_by_broker(d, s.txn_markers):
             continue  # write_broker_markers sends it
@@ -251,11 +255,16 @@ def deadline_row(s: StepSettings, coordinator_partition: int, deadline: int | No
     )
 
 
-def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord], list[dict]]:
+def records_from_frames(
+    pdfs: Iterator[pd.DataFrame], s: StepSettings | None = None, coordinator_partition_id: int | None = None
+) -> tuple[list[InputRecord], list[dict]]:
     """The batch's records for the core, and the internal-channel records whose MAC did not verify
-    (forged: never handed to the core)."""
+    (forged: never handed to the core; listed only by the partition that owns their key, as a
+    broadcast reaches every partition). The MAC is verified here, with the key the worker reads
+    from the checkpoint directory (`s.internal_key_file`)."""
     records: list[InputRecord] = []
     forged: list[dict] = []
+    secret: bytes | None = None
     for pdf in pdfs:
         if pdf.empty:
             continue
@@ -264,33 +273,65 @@ def records_from_frames(pdfs: Iterator[pd.DataFrame]) -> tuple[list[InputRecord]
         columns = [pdf[c].tolist() for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
         flags = [
             pdf[c].tolist() if c in pdf else [d] * n
-            for c, d in (("key_valid", True), ("internal", False), ("verified", False))
+            for c, d in (("key_valid", True), ("internal", False), ("mac", None), ("stamp", None))
         ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
-        for (key, value, size, ts, part, off), (key_valid, internal, verified) in rows:
+        for (key, value, size, ts, part, off), (key_valid, internal, mac, raw_stamp) in rows:
             key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
-            if bool(internal) and not bool(verified):
-                forged.append(
-                    {
-                        "recordKey": (key or "")[:MAX_EVENT_KEY_CHARS],
-                        "requestPartition": int(part),
-                        "requestOffset": int(off),
-                    }
+            value = None if value is None else bytes(value)
+            stamp = None
+            if bool(internal):
+                if secret is None:
+                    secret = cached_key(s.internal_key_file) if s is not None and s.internal_key_file else b""
+                raw = None if raw_stamp is None or (isinstance(raw_stamp, float) and pd.isna(raw_stamp)) else raw_stamp
+                raw_bytes = None if raw is None else str(raw).encode("utf-8")
+                stamp = parse_stamp(raw_bytes)
+                genuine = (
+                    bool(secret)
+                    and bool(key_valid)
+                    and (raw_bytes is None or stamp is not None)
+                    and _whole(value, size)
+                    and verify(secret, (key or "").encode("utf-8"), value, _text_or_none(mac), raw_bytes)
                 )
-                continue
+                if not genuine:
+                    if s is None or _owner(key, s) == coordinator_partition_id:
+                        forged.append(
+                            {
+                                "recordKey": (key or "")[:MAX_EVENT_KEY_CHARS],
+                                "requestPartition": int(part),
+                                "requestOffset": int(off),
+                            }
+                        )
+                    continue
             records.append(
                 InputRecord(
                     key=key,
-                    value=None if value is None else bytes(value),
+                    value=value,
                     time_ms=int(ts),
                     partition=int(part),
                     offset=int(off),
                     value_size=None if size is None or (type(size) is not int and pd.isna(size)) else int(size),
                     internal=bool(internal),
                     key_valid=bool(key_valid),
+                    stamp=stamp,
                 )
             )
     return records, forged
+
+
+def _owner(key: str | None, s: StepSettings) -> int:
+    return coordinator_partition(key, CoordinatorConfig(s.coordinator)["coordinator.partitions"])
+
+
+def _whole(value: bytes | None, size) -> bool:
+    """Whether the value is all there (the query cuts values above the request limit)."""
+    if size is None or (type(size) is not int and pd.isna(size)):
+        return True
+    return len(value or b"") == int(size)
+
+
+def _text_or_none(v) -> str | None:
+    return None if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
 
 
 def run_isolated(load, records: list[InputRecord], batch_time: int):
@@ -379,7 +420,7 @@ def make_step(settings: StepSettings):
     def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
         cp = int(key[0])
         batch_time = int(gstate.getCurrentProcessingTimeMs())
-        records, forged = records_from_frames(pdfs)
+        records, forged = records_from_frames(pdfs, settings, cp)
         # A wake record only starts the batch (its partition's timers are due): no request.
         records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
@@ -455,7 +496,7 @@ def make_identity_step(settings: StepSettings):
 
     def step(key, pdfs: Iterator[pd.DataFrame], gstate) -> Iterator[pd.DataFrame]:
         rows: list[tuple] = []
-        for r in records_from_frames(pdfs)[0]:
+        for r in records_from_frames(pdfs, settings, int(key[0]))[0]:
             try:
                 env = json.loads(r.value or b"")  # None: not JSON (ValueError) as any other
                 reply = {

@@ -2,19 +2,29 @@
 
 Clients may write anything to the request topic; on a broker without ACLs they can write to any
 topic. So the service's own inputs (topic metadata broadcasts, requests between coordinator
-partitions) travel on a topic of their own, `[topics] internal`, and every record there carries an
-HMAC-SHA256 of its key and value in the header `coordinator-mac`, under a key only the service
-holds (`internal_key`, kept beside the checkpoint). The query verifies it in the JVM, before the
-broadcast explode, so a forged record is never taken as the service's own: it reaches the state
-function flagged `forged`, which drops it and reports it on the events topic.
+partitions, timer wake-ups) travel on a topic of their own, `[topics] internal`, and every record
+there carries an HMAC-SHA256 in the header `coordinator-mac`, under a key only the service holds
+(`coordinator-internal.key`, kept beside the checkpoint, mode 0600).
 
-The MAC covers len(key) (4 bytes, big-endian), the key and the value, so that bytes cannot be moved
-between key and value. Spark SQL has no HMAC, but it has SHA-256, and HMAC is two SHA-256s over the
-key padded to the block size and xored with fixed pads.
+Who wrote a record is not enough: a genuine record copied and written again later would be
+genuine too. So each publisher also stamps its records with `coordinator-seq` =
+`publisher/epoch/sequence` (ASCII), which the MAC covers: the driver's publishers take a new epoch
+at every start (`next_epoch`, a counter in the checkpoint directory) and number their records from
+0; a coordinator partition's epoch is the batch time at which its sequence started (a function of
+its state, so a replayed micro-batch stamps the same). Each coordinator partition remembers the
+highest (epoch, sequence) it accepted per publisher (coordinator/channel.py) and drops an older
+one as a replay. Wake records (streaming/timer_waker.py) are not stamped: a replayed wake costs one
+micro-batch, as a forged record does, and is dropped before the core.
+
+The MAC covers len(key) (4 bytes, big-endian), the key, then for a stamped record len(stamp) and
+the stamp, then the value: bytes cannot be moved between the parts. It is verified in the state
+function, in Python, with the key read from the checkpoint directory by the worker itself: the key
+is never a literal of the Spark plan, nor pickled into it, nor logged.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import os
@@ -24,45 +34,126 @@ from pathlib import Path
 from typing import overload
 
 MAC_HEADER = "coordinator-mac"
+STAMP_HEADER = "coordinator-seq"
 KEY_FILE = "coordinator-internal.key"
+EPOCH_FILE = "coordinator-internal.epoch"
 _BLOCK = 64  # SHA-256's block size
+
+# (publisher, epoch, sequence)
+Stamp = tuple[str, int, int]
+
+
+def key_path(checkpoint: Path | str) -> Path:
+    return Path(checkpoint) / KEY_FILE
 
 
 def load_or_create_key(checkpoint: Path) -> bytes:
     """The internal channel's key, created on first start. It lives in the checkpoint directory, so
     a restarted job verifies what it wrote before, and a new checkpoint starts a new key."""
-    path = Path(checkpoint) / KEY_FILE
+    path = key_path(checkpoint)
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(secrets.token_hex(32))
         os.chmod(tmp, 0o600)
         os.replace(tmp, path)
-    key = bytes.fromhex(path.read_text().strip())
+    return read_key(path)
+
+
+def read_key(path: Path | str) -> bytes:
+    key = bytes.fromhex(Path(path).read_text().strip())
     if not 16 <= len(key) <= _BLOCK:
         raise ValueError(f"{path}: the internal key must be 16 to {_BLOCK} bytes of hex")
     return key
 
 
-def sign(key: bytes, record_key: bytes | None, value: bytes | None) -> bytes:
-    """The `coordinator-mac` header value (lowercase hex, as Spark's sha2 prints it)."""
+@functools.lru_cache(maxsize=4)
+def cached_key(path: str) -> bytes:
+    """The key in a Python worker: read once per worker process from the checkpoint directory."""
+    return read_key(path)
+
+
+def next_epoch(checkpoint: Path) -> int:
+    """A new epoch for this driver's publishers: one more than the last start's, persisted before
+    it is used, so that a restarted driver's records are newer than everything it wrote before."""
+    path = Path(checkpoint) / EPOCH_FILE
+    try:
+        last = int(path.read_text().strip() or 0)
+    except FileNotFoundError:
+        last = 0
+    epoch = last + 1
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(str(epoch))
+    os.replace(tmp, path)
+    return epoch
+
+
+def format_stamp(publisher: str, epoch: int, sequence: int) -> bytes:
+    return f"{publisher}/{epoch}/{sequence}".encode("ascii")
+
+
+def parse_stamp(raw: bytes | str | None) -> Stamp | None:
+    """(publisher, epoch, sequence) of a `coordinator-seq` header, None if absent or malformed."""
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("ascii") if isinstance(raw, bytes | bytearray) else str(raw)
+        publisher, epoch, sequence = text.rsplit("/", 2)
+        return publisher, int(epoch), int(sequence)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+class Stamper:
+    """A publisher's stamps: one epoch, sequences from 0."""
+
+    def __init__(self, publisher: str, epoch: int):
+        self.publisher, self.epoch, self._next = publisher, epoch, 0
+
+    def next(self) -> bytes:
+        stamp = format_stamp(self.publisher, self.epoch, self._next)
+        self._next += 1
+        return stamp
+
+
+def _message(record_key: bytes | None, value: bytes | None, stamp: bytes | None) -> bytes:
     k, v = record_key or b"", value or b""
-    return hmac.new(key, struct.pack(">I", len(k)) + k + v, hashlib.sha256).hexdigest().encode()
+    parts = [struct.pack(">I", len(k)), k]
+    if stamp is not None:
+        parts += [struct.pack(">I", len(stamp)), stamp]
+    parts.append(v)
+    return b"".join(parts)
 
 
-def mac_sql(key: bytes, key_col: str = "key", value_col: str = "value") -> str:
-    """A Spark SQL expression of `sign(key, key_col, value_col)` over binary columns."""
-    padded = key.ljust(_BLOCK, b"\0")
-    inner = bytes(b ^ 0x36 for b in padded).hex()
-    outer = bytes(b ^ 0x5C for b in padded).hex()
-    k, v = f"coalesce({key_col}, X'')", f"coalesce({value_col}, X'')"
-    message = f"concat(unhex(lpad(hex(octet_length({k})), 8, '0')), {k}, {v})"
-    return f"sha2(concat(unhex('{outer}'), unhex(sha2(concat(unhex('{inner}'), {message}), 256))), 256)"
+def sign(key: bytes, record_key: bytes | None, value: bytes | None, stamp: bytes | None = None) -> bytes:
+    """The `coordinator-mac` header value (lowercase hex)."""
+    return hmac.new(key, _message(record_key, value, stamp), hashlib.sha256).hexdigest().encode()
+
+
+def signed_headers(
+    key: bytes, record_key: bytes | None, value: bytes | None, stamp: bytes | None = None
+) -> list[tuple[str, bytes]]:
+    """The headers of an internal record: its MAC, and its stamp if it has one."""
+    headers = [(MAC_HEADER, sign(key, record_key, value, stamp))]
+    if stamp is not None:
+        headers.append((STAMP_HEADER, stamp))
+    return headers
+
+
+def verify(
+    key: bytes, record_key: bytes | None, value: bytes | None, mac: bytes | str | None, stamp: bytes | None = None
+) -> bool:
+    if mac is None:
+        return False
+    given = mac.encode("ascii", "replace") if isinstance(mac, str) else bytes(mac)
+    return hmac.compare_digest(sign(key, record_key, value, stamp), given)
 
 
 def header_sql(name: str = MAC_HEADER, headers_col: str = "headers") -> str:
-    """The value of header `name` as a string, or null."""
-    return f"cast(element_at(filter({headers_col}, h -> h.key = '{name}'), 1).value as string)"
+    """The value of header `name` as a string, or null (also when the record has no such header:
+    try_element_at, as element_at fails on an empty array under ANSI mode)."""
+    return f"cast(try_element_at(filter({headers_col}, h -> h.key = '{name}'), 1).value as string)"
 
 
 @overload

@@ -5,6 +5,7 @@ tests/integration/test_admin_cli_e2e.py."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import time
@@ -472,3 +473,90 @@ def test_transactions_on_the_core(service, cli):
     assert (
         rc == 1 and "Failed to describe transaction state of transactional-id `nope`: TRANSACTIONAL_ID_NOT_FOUND" in err
     )
+
+
+# ================================================================== names with control characters
+FORGED = "victim\nforged-group-1\nforged-group-2"
+
+
+def test_visible_escapes_control_characters_and_leaves_names_alone():
+    assert fmt.visible("orders.v2-ü") == "orders.v2-ü"
+    assert fmt.visible("a\nb\rc\td") == "a\\nb\\rc\\td"
+    assert fmt.visible("\x1b[31mred\x1b[0m\x00\x7f\x85") == "\\x1b[31mred\\x1b[0m\\x00\\x7f\\x85"
+    assert fmt.visible("x\u2028y\u202ez") == "x\\u2028y\\u202ez"
+    # Whole output keeps its own layout (newlines, tabs) and escapes the rest.
+    assert fmt.printable("row 1\n\trow 2 \x1b]0;title\x07") == "row 1\n\trow 2 \\x1b]0;title\\x07"
+
+
+def test_no_table_gets_a_row_from_a_name():
+    member = {
+        "memberId": "m\n1",
+        "clientId": "c\nX",
+        "clientHost": "/h\n2",
+        "groupInstanceId": "i\n3",
+        "assignment": {"t\nZ": [0]},
+    }
+    group = {"groupId": FORGED, "state": "Stable", "protocol": "range\nY", "members": [member]}
+    tables = [
+        fmt.list_table([{"groupId": FORGED, "type": "classic", "state": "Stable"}], True, True),
+        fmt.offsets_table(fmt.offset_rows(group, {("t\nZ", 0): 1}, {("t\nZ", 0): 5})),
+        fmt.members_table(group, verbose=True),
+        fmt.state_table(group, "host:1  (0)"),
+        fmt.reset_table({FORGED: {("t\nZ", 0): 3}}),
+        fmt.pretty_table(fmt.LIST_TXN_HEADERS, [[FORGED, 0, 1, "Ongoing"]]),
+        fmt.pretty_table(
+            fmt.DESCRIBE_TXN_HEADERS,
+            [
+                fmt.describe_txn_row(
+                    {
+                        "coordinatorPartition": 0,
+                        "transactionalId": FORGED,
+                        "producerId": 1,
+                        "producerEpoch": 0,
+                        "state": "Ongoing",
+                        "timeoutMs": 60000,
+                        "startTimestamp": 1,
+                        "partitions": [{"topic": "t\nZ", "partitions": [0]}],
+                    },
+                    2,
+                )
+            ],
+        ),
+    ]
+    for table in tables:
+        rows = [r for r in table.split("\n") if r]
+        assert len(rows) == 2, table  # the header and the one row
+        assert "forged-group-1" not in [r.split()[0] for r in rows if r.split()]
+        assert not any(r.startswith(("forged", "Z", "X", "Y", "1", "2", "3")) for r in rows), table
+    assert "victim\\nforged-group-1\\nforged-group-2" in tables[0]
+
+
+def test_a_group_id_with_a_newline_forges_no_row_in_groups_list(service, cli):
+    for gid in (FORGED, "plain"):
+        service.client(f"c-{next(_ids)}").request(
+            "OffsetCommit",
+            9,
+            {
+                "groupId": gid,
+                "generationIdOrMemberEpoch": -1,
+                "memberId": "",
+                "groupInstanceId": None,
+                "topics": [{"name": "orders", "partitions": [{"partitionIndex": 0, "committedOffset": 1}]}],
+            },
+            key=gid,
+        )
+    rc, out, _ = cli("groups", "--list")
+    assert rc == 0 and out.splitlines() == ["plain", "victim\\nforged-group-1\\nforged-group-2"]
+    rc, out, _ = cli("groups", "--list", "--state")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["plain", "victim\\nforged-group-1\\nforged-group-2"]
+    rc, out, err = cli("groups", "--describe", "--group", FORGED)
+    assert rc == 0 and "forged-group-1\n" not in out + err and "victim\\nforged-group-1" in out
+    rc, out, err = cli("groups", "--describe", "--group", "no\x1b[2Jsuch")
+    assert rc == 1 and "\x1b" not in err and "no\\x1b[2Jsuch" in err
+
+
+def test_help_says_names_are_escaped():
+    out = io.StringIO()
+    with pytest.raises(SystemExit), contextlib.redirect_stdout(out):
+        admin_cli.main(["groups", "--help"])
+    assert "visible escapes" in out.getvalue()

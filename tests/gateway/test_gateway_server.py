@@ -6,6 +6,7 @@ not answer in time gets the client a retriable error."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 
 import pytest
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
@@ -379,3 +380,93 @@ def test_a_taken_port_moves_a_brokers_listener_to_the_next_free_one():
                 await gw.close()
 
     asyncio.run(main())
+
+
+# ------------------------------------------------------------------ requests the service cannot carry
+def join_group(cid: int, metadata: bytes) -> bytes:
+    from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+    from kio.schema.types import GroupId
+
+    header = JoinGroupRequest.__header_schema__(
+        request_api_key=11, request_api_version=9, correlation_id=cid, client_id="c1"
+    )
+    body = JoinGroupRequest(
+        group_id=GroupId("big"),
+        session_timeout=datetime.timedelta(seconds=10),
+        rebalance_timeout=datetime.timedelta(seconds=10),
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=(JoinGroupRequestProtocol(name="range", metadata=metadata),),
+        reason=None,
+    )
+    return encode_request(header, body)
+
+
+def test_the_error_answer_of_an_oversized_request_has_its_apis_shape():
+    from coordinator.api import lookup
+    from gateway.bridge import BridgeRequestTooLarge
+    from gateway.codec import from_json, response_class
+    from gateway.server import _error_body
+
+    message = str(BridgeRequestTooLarge(1_398_577, 1_048_576))
+    assert message == "request of 1398577 bytes exceeds the limit of 1048576 bytes"  # the JSON path's words
+    join = _error_body(lookup("JoinGroup"), 9, {"groupId": "g"}, message, Errors.INVALID_REQUEST)
+    assert join["errorCode"] == Errors.INVALID_REQUEST.code and join["memberId"] == "" and join["members"] == []
+    commit = {
+        "groupId": "g",
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {"name": "t", "partitions": [{"partitionIndex": 0, "committedOffset": 1, "committedMetadata": "x"}]}
+        ],
+    }
+    answer = _error_body(lookup("OffsetCommit"), 9, commit, message, Errors.INVALID_REQUEST)
+    assert [p["errorCode"] for t in answer["topics"] for p in t["partitions"]] == [Errors.INVALID_REQUEST.code]
+    for api_key, version, body in ((11, 9, join), (8, 9, answer)):
+        encode_response(1, from_json(response_class(api_key, version), body))  # encodable as Kafka's
+
+
+def test_an_oversized_bridged_request_is_refused_before_it_is_sent():
+    from gateway.bridge import BridgeRequestTooLarge, CoordinatorBridge
+
+    class Producer:
+        sent: list = []
+
+        def send(self, *a, **kw):
+            self.sent.append(kw)
+            raise AssertionError("an oversized request must not be sent")
+
+    async def main():
+        bridge = CoordinatorBridge(GatewayConfig(bootstrap_servers="127.0.0.1:1", request_max_bytes=1000))
+        bridge._loop, bridge._producer = asyncio.get_running_loop(), Producer()
+        bridge.ready.set()
+        with pytest.raises(BridgeRequestTooLarge, match="exceeds the limit of 1000 bytes"):
+            await bridge.call("JoinGroup", 9, {"x": "y" * 1000}, key="g", client_id="c", client_host=None, timeout_s=1)
+        assert Producer.sent == [] and bridge._pending == {}
+
+    asyncio.run(main())
+
+
+def test_an_oversized_join_group_gets_its_error_answer_and_the_connection_stays_usable(run, caplog):
+    from gateway.bridge import BridgeRequestTooLarge
+
+    async def test(gw, bridge, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(join_group(7, b"m" * (1 << 20))))
+        await writer.drain()
+        await until(lambda: len(bridge.calls) == 1)
+        bridge.calls[0][1].set_exception(BridgeRequestTooLarge(1_398_577, 1_048_576))
+        header, body = await read_response(reader, 11, 9)
+        assert header.correlation_id == 7 and int(body.error_code) == Errors.INVALID_REQUEST.code
+        writer.write(frame(heartbeat(8)))  # the same connection goes on
+        await writer.drain()
+        await until(lambda: len(bridge.calls) == 2)
+        bridge.calls[1][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
+        header, body = await read_response(reader)
+        assert header.correlation_id == 8 and int(body.error_code) == 0
+        writer.close()
+
+    run(test)
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.exc_info]

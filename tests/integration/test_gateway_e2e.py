@@ -213,3 +213,42 @@ def test_a_malformed_frame_closes_its_connection_and_the_gateway_serves_on(gatew
         assert isinstance(admin.list_groups(), list)
     finally:
         admin.close()
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        assert chunk, "the gateway closed the connection"
+        data += chunk
+    return data
+
+
+def test_an_oversized_join_group_is_answered_invalid_request_and_the_connection_serves_on(gateway):
+    """1 MiB and 8 MiB of protocol metadata: more than the service takes on its request topic. The
+    gateway's producer raised MessageSizeTooLargeError and the connection was dropped unanswered."""
+    from coordinator.errors import Errors
+    from gateway.codec import decode_response, encode_request
+    from tests.gateway.test_gateway_server import join_group
+
+    host, _, port = gateway.bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=60) as s:
+        for cid, size in ((1, 1 << 20), (2, 8 << 20)):
+            request = join_group(cid, b"m" * size)
+            s.sendall(len(request).to_bytes(4, "big") + request)
+            answer = _recv_exactly(s, int.from_bytes(_recv_exactly(s, 4), "big"))
+            header, body = decode_response(answer, 11, 9)
+            assert header.correlation_id == cid and int(body.error_code) == Errors.INVALID_REQUEST.code
+        from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
+        find = encode_request(
+            FindCoordinatorRequest.__header_schema__(
+                request_api_key=10, request_api_version=4, correlation_id=3, client_id="big"
+            ),
+            FindCoordinatorRequest(key_type=0, coordinator_keys=("big",)),
+        )
+        s.sendall(len(find).to_bytes(4, "big") + find)  # the same connection goes on
+        header, body = decode_response(_recv_exactly(s, int.from_bytes(_recv_exactly(s, 4), "big")), 10, 4)
+        assert header.correlation_id == 3 and int(body.coordinators[0].error_code) == 0
+    log = gateway.log_file.read_text(errors="replace")
+    assert "Traceback" not in log and "MessageSizeTooLarge" not in log

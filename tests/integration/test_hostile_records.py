@@ -7,23 +7,25 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from client.topic_reader import end_offsets, events
+from client.topic_reader import end_offsets, events, read_records
 from coordinator import Errors, coordinator_partition
 from coordinator.envelope import BROADCAST_KEY
 from streaming.config import SERVICE_TOPICS
-from streaming.trust import MAC_HEADER
+from streaming.trust import MAC_HEADER, STAMP_HEADER, key_path, read_key
 
-from .harness import wait_topics_known
+from .harness import probe_keys, simple_commit, wait_topics_known
 from .topic_audit import TopicAudit, service_records_only
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
 INVALID_REQUEST = Errors.INVALID_REQUEST.code
+REPLAY_TOPIC = f"hostile-replayed-after-{uuid.uuid4().hex[:8]}"  # created after the broadcast replayed
 CLIENT_ID = "hostile"  # every answer this module looks for is to this client (or to "", see 1002)
 
 
@@ -208,6 +210,53 @@ def test_forged_metadata_from_a_client_or_on_the_internal_topic_is_not_applied(j
     assert topic == job.topics["responses"] + ".team-a" and env["response"]["errorCode"] == 0
 
 
+def test_a_replayed_genuine_metadata_broadcast_is_refused_and_reported(job, producer, since, audit):
+    """A genuine broadcast, copied from the internal topic and written again after a new topic was
+    created, once rolled the coordinators' metadata back (the new topic unknown for 30 s and more)."""
+    internal = job.topics["internal"]
+    captured = [
+        r
+        for r in read_records(job.bootstrap, internal, timeout_s=30)
+        if r.key == BROADCAST_KEY.encode() and STAMP_HEADER in dict(r.headers)  # (not the forged ones above)
+    ][-1]  # the newest genuine broadcast so far, as an attacker with read access copies it
+    topic = REPLAY_TOPIC
+    assert topic not in {t["topicName"] for t in json.loads(captured.value)["request"]["topicStates"]}
+    wait_topics_known(job, {topic: 2})  # every coordinator partition knows the new topic
+    send(job, producer, captured.key, captured.value, topic=internal, headers=list(captured.headers))
+    found = events(
+        job.bootstrap,
+        job.topics["events"],
+        timeout_s=90,
+        start=since[job.topics["events"]],
+        until=lambda recs: any(b"ReplayedInternalRecord" in (r.value or b"") for r in recs),
+    )
+    [replayed] = [e for e in found if e["event"] == "ReplayedInternalRecord"]  # one, by the key's owner
+    assert replayed["publisher"] == "metadata-publisher"
+    assert (replayed["epoch"], replayed["sequence"]) <= (replayed["lastEpoch"], replayed["lastSequence"])
+    # Every coordinator partition still knows the topic: the batch that refused the copy is over,
+    # and an OffsetCommit naming the topic is accepted everywhere (UNKNOWN_TOPIC_OR_PARTITION if not).
+    client = job.client()
+    try:
+        keys = probe_keys(job.cfg.coordinator_partitions, prefix="replay-probe")
+        cids = {client.send("OffsetCommit", 9, simple_commit(k, {topic: {0: 1, 1: 1}}), key=k): k for k in keys}
+        errors = {
+            cids[cid]: [p["errorCode"] for t in a["response"]["topics"] for p in t["partitions"]]
+            for cid in cids
+            for a in [client.wait(cid, timeout=60)]
+        }
+    finally:
+        client.close()
+    assert all(codes == [0, 0] for codes in errors.values()), errors
+
+
+def test_the_internal_key_is_not_in_the_jobs_log(job):
+    key = read_key(key_path(job.cfg.checkpoint))
+    padded = key.ljust(64, b"\0")
+    log = job.log_file.read_bytes().lower()
+    for secret in (key.hex(), bytes(b ^ 0x36 for b in padded).hex(), bytes(b ^ 0x5C for b in padded).hex()):
+        assert secret.encode() not in log
+
+
 def test_an_answer_larger_than_the_reply_topic_takes(job, producer, since, audit):
     """The sink would fail on it (RecordTooLargeException), and again on every replay."""
     small = job.topics["responses"] + ".small"
@@ -262,6 +311,6 @@ def test_nothing_was_written_outside_the_services_answer_topics(job, audit):
     """Last in the module: the audit of every topic against what it held at the start."""
     job.wait_caught_up()
     allowed = {job.topics[t] for t in SERVICE_TOPICS}
-    allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small"}
+    allowed |= {job.topics["responses"] + ".team-a", job.topics["responses"] + ".small", REPLAY_TOPIC}
     assert audit.grown_topics() <= allowed, audit.grown_topics() - allowed
     assert service_records_only(job)

@@ -1,5 +1,6 @@
 """The Spark SQL routing expression equals Kafka's (the Python reference) on random keys, including
-astral characters, empty and maximal-length keys (bench/routing_keys.py measures its cost)."""
+astral characters, empty and maximal-length keys (bench/routing_keys.py measures its cost); and the
+coordinator query's plan holds no secret (the internal channel's key, or the HMAC pads made of it)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ def spark():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from streaming.session import connector_jars
+
     session = (
         SparkSession.builder.master("local[1]")
         .appName("routing-test")
         .config("spark.ui.enabled", "false")
+        .config("spark.jars", ",".join(connector_jars()))  # the coordinator query's Kafka source
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -45,3 +49,38 @@ def test_sql_routing_equals_kafkas_on_random_keys(spark):
         df = spark.createDataFrame([(k,) for k in keys], "key string")
         got = {r.key: r.cp for r in with_coordinator_partition(df, "key", partitions).collect()}
         assert got == {k: coordinator_partition(k, partitions) for k in keys}
+
+
+def test_the_internal_key_is_in_no_plan_of_the_coordinator_query(spark, tmp_path):
+    """The HMAC key was once inlined into the plan as SQL literals (the key xored with HMAC's pads):
+    whoever reads a plan (explain, the UI, a log) could sign internal records. Now only the path
+    of its file is there; the state function's workers read it."""
+    from streaming.config import StreamConfig
+    from streaming.query import coordinator_outputs, step_settings
+    from streaming.trust import load_or_create_key
+
+    cfg = StreamConfig.load(overrides={"stream": {"checkpoint": str(tmp_path / "cp")}})
+    key = load_or_create_key(cfg.checkpoint)
+    df = coordinator_outputs(spark, cfg, step_settings(cfg))
+    plan = df._jdf.queryExecution().toString() + df._jdf.queryExecution().logical().toJSON()
+    padded = key.ljust(64, b"\0")
+    secrets = [key.hex(), bytes(b ^ 0x36 for b in padded).hex(), bytes(b ^ 0x5C for b in padded).hex()]
+    assert "FlatMapGroupsInPandasWithState" in plan and "kafka" in plan  # the whole query
+    for secret in secrets:
+        assert secret not in plan.lower() and secret.upper() not in plan
+
+
+def test_header_values_of_records_with_and_without_the_header(spark):
+    """A wake record has a MAC and no stamp, a client's record on the internal topic may have no
+    headers at all: reading a missing header is null, never an error that stops the query."""
+    from streaming.trust import MAC_HEADER, STAMP_HEADER, header_sql
+
+    rows = [
+        (None,),
+        ([],),
+        ([(MAC_HEADER, b"m1")],),
+        ([(MAC_HEADER, b"m2"), (STAMP_HEADER, b"p/1/2")],),
+    ]
+    df = spark.createDataFrame(rows, "headers array<struct<key:string,value:binary>>")
+    got = [tuple(r) for r in df.selectExpr(header_sql(MAC_HEADER), header_sql(STAMP_HEADER)).collect()]
+    assert got == [(None, None), (None, None), ("m1", None), ("m2", "p/1/2")]

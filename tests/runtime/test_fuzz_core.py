@@ -5,6 +5,8 @@ is one the sink can write to a topic the service may write to."""
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_par
 from coordinator.batch import InputRecord, run_batch
 from coordinator.envelope import parse_request
 from streaming.step import StepSettings, output_rows
+from streaming.trust import key_path, load_or_create_key
 from tests.runtime.fuzz_records import HostileRecords, check_answer
 
 TOPICS = {
@@ -29,6 +32,8 @@ CONFIG = CoordinatorConfig().with_overrides(
     coordinator_reply_to_pattern=r"svc-responses(\.[A-Za-z0-9._-]{1,200})?",
     coordinator_request_max_bytes=20_000,
 )
+_KEY_DIR = tempfile.mkdtemp(prefix="fuzz-key-")
+load_or_create_key(Path(_KEY_DIR))
 SETTINGS = StepSettings(
     coordinator=CONFIG.to_json(),
     responses_topic=TOPICS["responses"],
@@ -37,7 +42,7 @@ SETTINGS = StepSettings(
     requests_topic=TOPICS["requests"],
     internal_topic=TOPICS["internal"],
     dead_letters_topic=TOPICS["dead_letters"],
-    internal_key=b"k" * 32,
+    internal_key_file=str(key_path(_KEY_DIR)),
 )
 WRITABLE = {TOPICS[t] for t in ("responses", "events", "state_log", "internal", "dead_letters")}
 

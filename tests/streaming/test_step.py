@@ -4,6 +4,8 @@ frames out, a GroupState-like object), without Spark: rows, topics, partitions, 
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -11,7 +13,9 @@ import state
 from coordinator import CoordinatorConfig
 from coordinator.errors import Errors
 from coordinator.metadata import BROADCAST_KEY
-from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step
+from coordinator.routing import coordinator_partition
+from streaming.step import OUTPUT_COLUMNS, StepSettings, make_step, records_from_frames
+from streaming.trust import MAC_HEADER, STAMP_HEADER, format_stamp, key_path, load_or_create_key, sign
 
 SETTINGS = StepSettings(
     coordinator=CoordinatorConfig().to_json(),
@@ -155,15 +159,24 @@ def test_records_too_large_for_the_sink_never_reach_it():
 
 
 # ====================================================================== the trust boundary
+_KEY_DIR = tempfile.mkdtemp(prefix="step-key-")
+SECRET = load_or_create_key(Path(_KEY_DIR))
 TRUSTED = StepSettings(
-    **{**SETTINGS.__dict__, "internal_topic": "int", "dead_letters_topic": "dlq", "internal_key": b"k" * 32}
+    **{
+        **SETTINGS.__dict__,
+        "internal_topic": "int",
+        "dead_letters_topic": "dlq",
+        "internal_key_file": str(key_path(_KEY_DIR)),
+    }
 )
+BROADCAST_OWNER = coordinator_partition(BROADCAST_KEY, 50)
 
 
 def channel_frame(*rows):
-    """Rows with the flags the query computes: (key, value, ts, partition, offset, internal, verified)."""
+    """Internal-channel rows as the query hands them over: (key, value, ts, partition, offset, mac,
+    stamp), the MAC and stamp headers as strings (or None)."""
     return pd.DataFrame(
-        [(k, v, len(v or b""), ts, p, o, True, i, ok) for k, v, ts, p, o, i, ok in rows],
+        [(k, v, len(v or b""), ts, p, o, True, True, mac, st) for k, v, ts, p, o, mac, st in rows],
         columns=[
             "key",
             "value",
@@ -173,33 +186,109 @@ def channel_frame(*rows):
             "src_offset",
             "key_valid",
             "internal",
-            "verified",
+            "mac",
+            "stamp",
         ],
     )
+
+
+def signed(key: str, value: bytes, stamp: bytes | None, secret: bytes = SECRET) -> tuple[str, str | None]:
+    return sign(secret, key.encode(), value, stamp).decode(), None if stamp is None else stamp.decode()
+
+
+def metadata(cid: int, topics: dict[str, int]) -> bytes:
+    states = [{"topicName": t, "numPartitions": n} for t, n in topics.items()]
+    return env("UpdateMetadata", 0, cid, {"topicStates": states})
 
 
 def test_forged_internal_records_never_reach_the_core_and_are_reported():
     step = make_step(TRUSTED)
     g = GroupStateStandIn()
-    meta = env("UpdateMetadata", 0, 1, {"topicStates": [{"topicName": "orders", "numPartitions": 3}]})
-    out = run(step, 4, [channel_frame((BROADCAST_KEY, meta, 1, 0, 0, True, False))], g)
-    [event] = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
-    assert event["event"] == "ForgedInternalRecord" and event["requestOffset"] == 0
-    snap = state.decode(*g.value)
-    assert snap["components"]["metadata"]["available"] is False
-    # The same record, verified, is applied.
-    out = run(step, 4, [channel_frame((BROADCAST_KEY, meta, 2, 0, 1, True, True))], g)
+    meta = metadata(1, {"orders": 3})
+    stamp = format_stamp("metadata-publisher", 1, 0)
+    for mac, st in (
+        (None, None),  # no MAC
+        ("0" * 64, None),  # a wrong one
+        signed(BROADCAST_KEY, meta, stamp, secret=b"x" * 32),  # another key's
+        (signed(BROADCAST_KEY, meta, stamp)[0], format_stamp("metadata-publisher", 1, 1).decode()),  # stamp changed
+        (signed(BROADCAST_KEY, meta, None)[0], stamp.decode()),  # stamp added after signing
+    ):
+        out = run(step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, meta, 1, 0, 0, mac, st))], g)
+        [event] = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
+        assert event["event"] == "ForgedInternalRecord" and event["requestOffset"] == 0
+        assert state.decode(*g.value)["components"]["metadata"]["available"] is False
+    # Another partition drops the forged broadcast silently: it is reported once, by the key's owner.
+    other = GroupStateStandIn()
+    out = run(step, (BROADCAST_OWNER + 1) % 50, [channel_frame((BROADCAST_KEY, meta, 1, 0, 0, None, None))], other)
+    assert not [v for v in out[out.topic == "ev"]["value"] if b"Forged" in v]
+    # The same record, signed, is applied.
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, meta, 2, 0, 1, *signed(BROADCAST_KEY, meta, stamp)))], g
+    )
     assert state.decode(*g.value)["components"]["metadata"]["topics"] == {"orders": 3}
 
 
-def test_requests_between_partitions_go_to_the_internal_channel_signed():
+def test_a_replayed_metadata_broadcast_never_moves_the_metadata_back():
+    step = make_step(TRUSTED)
+    g = GroupStateStandIn()
+    old, new = metadata(1, {"orders": 3}), metadata(2, {"orders": 3, "payments": 1})
+    first, second = format_stamp("metadata-publisher", 1, 0), format_stamp("metadata-publisher", 1, 1)
+    run(step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, old, 1, 0, 0, *signed(BROADCAST_KEY, old, first)))], g)
+    run(step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, new, 2, 0, 1, *signed(BROADCAST_KEY, new, second)))], g)
+    # A genuine copy of the first broadcast, written again: refused and reported.
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, old, 3, 0, 2, *signed(BROADCAST_KEY, old, first)))], g
+    )
+    assert state.decode(*g.value)["components"]["metadata"]["topics"] == {"orders": 3, "payments": 1}
+    [event] = [json.loads(v) for v in out[out.topic == "ev"]["value"]]
+    assert event["event"] == "ReplayedInternalRecord" and event["requestOffset"] == 2
+    assert (event["publisher"], event["epoch"], event["sequence"]) == ("metadata-publisher", 1, 0)
+    assert (event["lastEpoch"], event["lastSequence"]) == (1, 1)
+    # A restarted publisher (a new epoch, its sequence from 0 again) is not refused.
+    restarted = format_stamp("metadata-publisher", 2, 0)
+    newest = metadata(1, {"orders": 3, "payments": 2})
+    out = run(
+        step,
+        BROADCAST_OWNER,
+        [channel_frame((BROADCAST_KEY, newest, 4, 0, 3, *signed(BROADCAST_KEY, newest, restarted)))],
+        g,
+    )
+    assert state.decode(*g.value)["components"]["metadata"]["topics"] == {"orders": 3, "payments": 2}
+    assert not [v for v in out[out.topic == "ev"]["value"] if b"Replayed" in v]
+    # ... and after it, the previous epoch's newest broadcast is stale too.
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, new, 5, 0, 4, *signed(BROADCAST_KEY, new, second)))], g
+    )
+    assert state.decode(*g.value)["components"]["metadata"]["topics"] == {"orders": 3, "payments": 2}
+    assert [json.loads(v)["event"] for v in out[out.topic == "ev"]["value"]] == ["ReplayedInternalRecord"]
+
+
+def test_requests_between_partitions_go_to_the_internal_channel_signed_and_stamped():
     from coordinator.messages import InternalRequest, Outputs
     from streaming.step import output_rows
-    from streaming.trust import MAC_HEADER, sign
 
-    out = Outputs(requests=[InternalRequest("g", {"apiKey": "WriteTxnMarkers", "apiVersion": 2})])
+    out = Outputs(
+        requests=[InternalRequest("g", {"apiKey": "WriteTxnMarkers", "apiVersion": 2}, stamp=("partition-3", 7, 4))]
+    )
     [row] = output_rows(out, 3, TRUSTED)
-    assert row[0] == "int" and row[4] == [{"key": MAC_HEADER, "value": sign(b"k" * 32, b"g", row[2])}]
+    stamp = b"partition-3/7/4"
+    assert row[0] == "int" and row[4] == [
+        {"key": MAC_HEADER, "value": sign(SECRET, b"g", row[2], stamp)},
+        {"key": STAMP_HEADER, "value": stamp},
+    ]
+    # What the receiving partition's state function makes of the row: genuine, with its stamp.
+    mac, st = row[4][0]["value"].decode(), row[4][1]["value"].decode()
+    records, forged = records_from_frames(iter([channel_frame(("g", row[2], 1, 0, 0, mac, st))]), TRUSTED, 0)
+    assert not forged and records[0].stamp == ("partition-3", 7, 4) and records[0].internal
+
+
+def test_the_key_is_not_pickled_into_the_state_function():
+    """The function Spark ships to the workers (and keeps in its plan) names the key's file only."""
+    from pyspark import cloudpickle
+
+    blob = cloudpickle.dumps(make_step(TRUSTED))
+    assert SECRET not in blob and SECRET.hex().encode() not in blob
+    assert str(key_path(_KEY_DIR)).encode() in blob
 
 
 def test_hostile_strings_never_reach_a_sink_column_unencodable():
@@ -257,9 +346,9 @@ def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypat
     monkeypatch.setattr(batch, "_answer_crashed", lambda *a: (_ for _ in ()).throw(SystemError("also broken")))
     step = make_step(TRUSTED)
     frames = [
-        channel_frame(
-            ("g", env("FindCoordinator", 3, 1, {"key": "g", "keyType": 0}), 1, 0, 0, False, False),
-            ("g", b'{"poison": 1}', 2, 0, 1, False, False),
+        frame(
+            ("g", env("FindCoordinator", 3, 1, {"key": "g", "keyType": 0}), 20, 1, 0, 0),
+            ("g", b'{"poison": 1}', 13, 2, 0, 1),
         )
     ]
     outs = [run(step, 0, frames, GroupStateStandIn()) for _ in range(2)]

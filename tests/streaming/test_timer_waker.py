@@ -12,7 +12,7 @@ from coordinator.routing import coordinator_partition
 from streaming.step import make_step
 from streaming.timer_waker import REWAKE_MS, Deadlines, is_wake, wake_key
 
-from .test_step import JOIN, TRUSTED, GroupStateStandIn, channel_frame, env, frame, run
+from .test_step import JOIN, TRUSTED, GroupStateStandIn, channel_frame, env, frame, run, signed
 
 
 def deadline_rows(out: pd.DataFrame) -> list[dict]:
@@ -41,7 +41,8 @@ def test_a_wake_record_fires_the_due_timers_like_spark_s_timeout_and_answers_not
     g = GroupStateStandIn(now=10_000)
     run(step, 12, [frame(("my-group", env("JoinGroup", 9, 1, JOIN), 100, 9_000, 0, 0))], g)
     after_join = g.value
-    wake = channel_frame((wake_key(12, 50), b'{"wake":12}', 16_000, 0, 7, True, True))
+    key, value = wake_key(12, 50), b'{"wake":12}'
+    wake = channel_frame((key, value, 16_000, 0, 7, *signed(key, value, None)))  # a wake is not stamped
     woken = run(step, 12, [wake], GroupStateStandIn(after_join, now=16_000))
     timed_out = run(step, 12, [frame()], GroupStateStandIn(after_join, now=16_000))
     assert not woken.empty and woken.equals(timed_out)  # the same outputs as Spark's timeout call
@@ -53,9 +54,8 @@ def test_a_client_record_with_a_wake_key_is_a_request_like_any_other():
     step = make_step(TRUSTED)
     key = wake_key(12, 50)
     body = {**JOIN, "groupId": key}
-    out = run(
-        step, 12, [channel_frame((key, env("JoinGroup", 9, 1, body), 9_000, 0, 0, False, False))], GroupStateStandIn()
-    )
+    value = env("JoinGroup", 9, 1, body)
+    out = run(step, 12, [frame((key, value, len(value), 9_000, 0, 0))], GroupStateStandIn())
     [answer] = [json.loads(v) for v in out[out.topic == "resp"]["value"]]
     assert answer["correlationId"] == 1
     assert not is_wake(key, internal=False) and is_wake(key, internal=True)
