@@ -773,6 +773,12 @@ def share(run: str) -> Scenario:
                 {"groupId": group, "topics": [{"topicName": topic}]},
             ),
             Step("describe deleted offsets", "DescribeShareGroupOffsets", 0, offsets),
+            Step(
+                "delete offsets no longer there",
+                "DeleteShareGroupOffsets",
+                0,
+                {"groupId": group, "topics": [{"topicName": topic}, {"topicName": f"{topic}-none"}]},
+            ),
             Step("delete", "DeleteGroups", 2, {"groupsNames": [group]}),
             Step("describe deleted", "ShareGroupDescribe", 1, describe),
         ],

@@ -163,6 +163,8 @@ def normalise(value: Any, names: Names, api: str = "", key: str | None = None) -
     """The answer with what legitimately differs replaced, and lists in a canonical order (Kafka
     builds many of them from hash maps: the order carries no meaning)."""
     if isinstance(value, dict):
+        if value.get("errorCode") and "producerId" in value:  # an error entry's id is the field's default
+            return {k: v if k == "producerId" else normalise(v, names, api, k) for k, v in value.items()}
         return {k: normalise(v, names, api, k) for k, v in value.items()}
     if isinstance(value, list):
         items = [normalise(v, names, api, key) for v in value]

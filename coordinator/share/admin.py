@@ -303,11 +303,13 @@ class ShareAdmin:
             return result
         meta = self.p.component("metadata")
         if not meta.available:
-            result.response = _alter_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            result.response = _alter_error(
+                0, body, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_NOT_AVAILABLE.message
+            )
             return result
         group_id = body["groupId"]
         if group_id == "":
-            result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
+            result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, Errors.INVALID_GROUP_ID.message)
             return result
         response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
@@ -317,7 +319,8 @@ class ShareAdmin:
             group = self.p.component("groups").share.share_group(group_id)
             group.validate_empty_group()
         except ApiError as e:
-            result.response = _alter_error(0, body, e.error, e.message)
+            # AlterShareGroupOffsetsRequest.getErrorResponse(Errors): the error's own message
+            result.response = _alter_error(0, body, e.error, e.error.message)
             return result
         staged = self.comp.writes(result)
         remote: dict[int, dict] = {}
