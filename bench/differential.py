@@ -60,11 +60,14 @@ def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
         for k, v in coordinator_config.items()
         if not k.startswith(SERVICE_ONLY_PREFIXES) and not isinstance(v, (list, dict))
     }
+    # As many __consumer_offsets partitions as the service has coordinator partitions: a group's
+    # offsets partition (in DescribeTransactions' topics) is its coordinator partition on both.
+    partitions = {"offsets.topic.num.partitions": str(coordinator_config.get("coordinator.partitions", 50))}
     return LocalKafka(
         workdir,
         free_port(),
         free_port(),
-        extra_config={**timings, **REFERENCE_CONFIG},
+        extra_config={**timings, **partitions, **REFERENCE_CONFIG},
         features=REFERENCE_FEATURES,
         release_version=REFERENCE_RELEASE,
         service_broker=False,
