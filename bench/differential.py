@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import shutil
 import signal
 import sys
 import tempfile
@@ -323,7 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         clusters.stop()
     print(f"\n{summary(outcomes)} ({time.monotonic() - started:.0f} s)")
-    return 1 if any(o.kind == "DIFFERENCE" for o in outcomes) else 0
+    failed = any(o.kind == "DIFFERENCE" for o in outcomes)
+    if args.workdir is None and not failed:
+        shutil.rmtree(workdir, ignore_errors=True)  # kept when a step differed: the brokers', job's and gateway's logs
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
