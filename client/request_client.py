@@ -18,6 +18,7 @@ check (ServiceUnavailable). After that, requests wait `timeout` as usual.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -34,6 +35,14 @@ NO_BROKER = tuple(
 
 
 RECONNECT_BACKOFF_MAX_MS = 1000  # Kafka's default reconnect.backoff.max.ms
+
+
+def local_client_host(bootstrap_servers: str) -> str:
+    """This machine's address toward the first bootstrap broker, as Kafka prints a client's socket
+    address ("/10.0.0.7"): what a JSON client may send as the envelope's `clientHost`."""
+    host, _, port = bootstrap_servers.split(",")[0].strip().rpartition(":")
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=10) as s:
+        return f"/{s.getsockname()[0]}"
 
 
 class ResponseTimeout(TimeoutError):
@@ -59,8 +68,12 @@ class CoordinatorClient:
         reply_to: str | None = None,
         start_correlation_id: int = 1,
         startup_timeout: float = 120.0,
+        client_host: str | None = None,
     ):
         self.bootstrap_servers = bootstrap_servers
+        # The envelope's `clientHost`: this client's address as Kafka prints a socket's ("/10.0.0.7",
+        # `local_client_host()`); describes show it as the member's clientHost. None: not sent ("").
+        self.client_host = client_host
         self.client_id = client_id or f"py-{uuid.uuid4().hex[:12]}"
         self.requests_topic = requests_topic
         self.responses_topic = reply_to or responses_topic
@@ -189,6 +202,8 @@ class CoordinatorClient:
         }
         if self.reply_to:
             envelope["replyTo"] = self.reply_to
+        if self.client_host is not None:
+            envelope["clientHost"] = self.client_host
         self.send_raw(json.dumps(envelope).encode(), key=key, flush=flush)
         return cid
 

@@ -85,7 +85,7 @@ class StreamsGroupMember(HeartbeatMember):
         self.create_internal_topics = create_internal_topics
         self.on_assign, self.on_revoke, self.on_lost = on_assign, on_revoke, on_lost
 
-        self.endpoint_information_epoch = 0
+        self.endpoint_information_epoch = -1  # as Kafka Streams starts (StreamsMembershipManager)
         self._owned: Tasks = _empty()
         self._sent_owned: Tasks | None = None
         self.status: list[dict] = []  # the statuses of the last response

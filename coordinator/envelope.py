@@ -10,6 +10,7 @@ coordinator state.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +33,9 @@ MAX_CLIENT_ID_BYTES = MAX_STRING_BYTES
 # A socket address as Kafka prints it ("/" and an IPv6 address with a zone fits easily); a client
 # writing the request topic directly may set it, as it sets its clientId, but not at any length.
 MAX_CLIENT_HOST_BYTES = 256
+# InetAddress.toString(): an optional host name, "/", the address literal (what the gateway sends:
+# "/10.0.0.7"; Kafka's describes show the same).
+_HOST_NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.\-]{0,252}[A-Za-z0-9.])?$")
 
 
 @dataclass
@@ -234,6 +238,14 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
             reply,
             spec,
         )
+    if client_host and not is_socket_address(client_host):
+        return Rejection(
+            Errors.INVALID_REQUEST,
+            "envelope field 'clientHost' must be an address as Kafka prints a client's: '/' and an IP "
+            'address, optionally after a host name ("/10.0.0.7", "host/10.0.0.7")',
+            reply,
+            spec,
+        )
     kafka_client = envelope.get("kafkaClient", False)
     if kafka_client is None:
         kafka_client = False
@@ -256,6 +268,18 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         client_host=client_host,
         kafka_client=kafka_client,
     )
+
+
+def is_socket_address(value: str) -> bool:
+    """Whether `value` is an InetAddress as Java prints it: "[host name]/<IPv4 or IPv6 literal>"."""
+    host, slash, literal = value.partition("/")
+    if not slash or (host and not _HOST_NAME_RE.match(host)):
+        return False
+    try:
+        ipaddress.ip_address(literal)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_valid_string(s, max_bytes: int = MAX_CLIENT_ID_BYTES) -> bool:

@@ -57,7 +57,8 @@ class FindCoordinator(Component):
                         "host": host,
                         "port": port,
                         "errorCode": 0,
-                        "errorMessage": None,
+                        # KafkaApis (v4+) leaves it unset: the generated field's default, ""
+                        "errorMessage": "",
                     }
                     for k in body["coordinatorKeys"]
                 ],

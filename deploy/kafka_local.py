@@ -36,6 +36,13 @@ logger.kafka.level=info
 """
 
 
+# The service's transaction coordinator writes the markers of real clients' transactions with
+# WriteTxnMarkers ([txn] markers = "auto" or "broker", docs/protocol.md). Verification would ask the broker's
+# own transaction coordinator, which does not know those transactions, whether the partition was
+# added (AddPartitionsToTxn verifyOnly) and fail the produce.
+SERVICE_BROKER_CONFIG = "transaction.partition.verification.enable=false\n"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -71,12 +78,22 @@ class LocalKafka:
         controller_port: int | None = None,
         heap: str = "512m",
         extra_config: dict | None = None,
+        features: dict[str, int] | None = None,
+        release_version: str | None = None,
+        service_broker: bool = True,
     ):
         self.dir = Path(workdir).resolve()
         self.port = port
         self.controller_port = controller_port or port + 1
         self.heap = heap
         self.extra_config = extra_config or {}  # more server.properties (e.g. group timeouts for a bench)
+        # The features finalized at format (`--feature name=level`) and the metadata version
+        # (`--release-version`, None: the storage tool's default for the jars).
+        self.features = {"transaction.version": 1} if features is None else features
+        self.release_version = release_version
+        # The broker the service runs on (True) turns off what the service's transaction markers need
+        # off; a reference broker (bench/differential.py) keeps Kafka's defaults.
+        self.service_broker = service_broker
 
     @property
     def bootstrap(self) -> str:
@@ -118,12 +135,8 @@ group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=2
 log.cleaner.backoff.ms=5000
-# The service's transaction coordinator writes the markers of real clients' transactions with
-# WriteTxnMarkers ([txn] markers = "auto" or "broker", docs/protocol.md). Verification would ask the broker's
-# own transaction coordinator, which does not know those transactions, whether the partition was
-# added (AddPartitionsToTxn verifyOnly) and fail the produce.
-transaction.partition.verification.enable=false
 """
+            + (SERVICE_BROKER_CONFIG if self.service_broker else "")
             + "".join(f"{k}={v}\n" for k, v in self.extra_config.items())
         )
         (self.dir / "log4j2.properties").write_text(LOG4J2)
@@ -148,8 +161,8 @@ transaction.partition.verification.enable=false
             f"--cluster-id={cluster_id}",
             "-c",
             str(props),
-            "--feature",
-            "transaction.version=1",
+            *(["--release-version", self.release_version] if self.release_version else []),
+            *(arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")),
         ]
 
     def pid(self) -> int | None:

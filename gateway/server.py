@@ -427,7 +427,7 @@ class ClientConnection:
                 "host": host,
                 "port": port,
                 "errorCode": 0,
-                "errorMessage": None,
+                "errorMessage": "",  # KafkaApis (v4+) leaves it unset: the generated field's default
             }
 
         if version < 4:

@@ -303,11 +303,13 @@ class ShareAdmin:
             return result
         meta = self.p.component("metadata")
         if not meta.available:
-            result.response = _alter_error(0, body, Errors.COORDINATOR_NOT_AVAILABLE, None)
+            result.response = _alter_error(
+                0, body, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_NOT_AVAILABLE.message
+            )
             return result
         group_id = body["groupId"]
         if group_id == "":
-            result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, None)
+            result.response = _alter_error(0, body, Errors.INVALID_GROUP_ID, Errors.INVALID_GROUP_ID.message)
             return result
         response: dict[str, Any] = {"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": []}
         if not body["topics"]:
@@ -317,7 +319,8 @@ class ShareAdmin:
             group = self.p.component("groups").share.share_group(group_id)
             group.validate_empty_group()
         except ApiError as e:
-            result.response = _alter_error(0, body, e.error, e.message)
+            # AlterShareGroupOffsetsRequest.getErrorResponse(Errors): the error's own message
+            result.response = _alter_error(0, body, e.error, e.error.message)
             return result
         staged = self.comp.writes(result)
         remote: dict[int, dict] = {}
@@ -554,8 +557,19 @@ class ShareAdmin:
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                 ask = remote.setdefault(owner, {"key": key, "topics": {}})
                 ask["topics"].setdefault(tid, []).append(part)
-        self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed), group_metadata)
+        if not remote:
+            self._group_init_outcome(result, group_id, *_all_or_nothing(done, failed), group_metadata)
+            return
+        # One outcome for the whole set, once every owner answered, as Kafka's persister completes
+        # initializeState (one ShareGroupStatePartitionMetadata record, one group epoch bump).
         st = self.comp.admin_state()
+        round_id = str(st.get("nextQueryId", 0))
+        st.setdefault("initRounds", {})[round_id] = {
+            "groupId": group_id,
+            "done": done,
+            "failed": failed,
+            "waiting": len(remote),
+        }
         for _owner, ask in sorted(remote.items()):
             qid = st.get("nextQueryId", 0)
             st["nextQueryId"] = qid + 1
@@ -576,7 +590,7 @@ class ShareAdmin:
                 correlation_id=qid % 2**31,
                 client_id=f"share-admin-{self.p.partition_id}",
             )
-            st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"]}
+            st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"], "round": round_id}
             result.schedule(
                 record_key(T_ADMIN_TIMEOUT, qid),
                 self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
@@ -591,7 +605,22 @@ class ShareAdmin:
             (failed if s["errorCode"] else done).setdefault(s["topicId"], []).append(s["partition"])
         self.comp.admin_state()["pending"].pop(str(qid), None)
         result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
-        self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
+        self._group_init_part(result, parked, done, failed)
+
+    def _group_init_part(self, result: CoordinatorResult, parked: dict, done: dict, failed: dict) -> None:
+        """One owner's part of a heartbeat's initialization; the outcome once every part is in."""
+        rounds = self.comp.admin_state().get("initRounds", {})
+        r = rounds.get(parked.get("round", ""))
+        if r is None:  # a query of a state written before rounds: its own outcome
+            self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
+            return
+        for total, part in ((r["done"], done), (r["failed"], failed)):
+            for t, ps in part.items():
+                total.setdefault(t, []).extend(ps)
+        r["waiting"] -= 1
+        if r["waiting"] <= 0:
+            del rounds[parked["round"]]
+            self._group_init_outcome(result, r["groupId"], *_all_or_nothing(r["done"], r["failed"]))
 
     def _group_init_outcome(
         self, result: CoordinatorResult, group_id: str, done: dict, failed: dict, group_metadata: dict | None = None
@@ -610,7 +639,7 @@ class ShareAdmin:
             return
         result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
         if "groupInit" in parked:  # timed out: the owner did not answer
-            self._group_init_outcome(result, parked["groupInit"], {}, parked["topics"])
+            self._group_init_part(result, parked, {}, parked["topics"])
             return
         if "deleteGroups" in parked:
             self._finish_delete_groups(result, parked)

@@ -153,3 +153,50 @@ def test_a_share_members_client_host_follows_its_heartbeats():
         client_host="/10.0.0.9",
     )
     assert shown() == "/10.0.0.9"
+
+
+@pytest.mark.parametrize("client_host", ["10.0.0.7", "/not-an-address", "/10.0.0.300", "bad host/10.0.0.7", "/"])
+def test_a_client_host_that_is_not_a_socket_address_is_rejected(client_host):
+    """The envelope's clientHost is what the gateway sends for its Kafka clients: an InetAddress as
+    Java prints it. A JSON client may set its own address, in that form only."""
+    d = CoreDriver(group_id="g")
+    r = d.send(
+        "Heartbeat",
+        4,
+        {"groupId": "g", "generationId": 1, "memberId": "m", "groupInstanceId": None},
+        client_host=client_host,
+    )
+    assert r["errorCode"] == Errors.INVALID_REQUEST.code
+    assert "clientHost" in r["errorMessage"]
+
+
+@pytest.mark.parametrize(
+    "client_host", ["/10.0.0.7", "/127.0.0.1", "/0:0:0:0:0:0:0:1", "/fe80::1%eth0", "localhost/127.0.0.1", ""]
+)
+def test_a_socket_address_is_accepted_as_client_host(client_host):
+    d = CoreDriver(group_id="g")
+    member_id = _join(d, client_host)
+    described = d.send("DescribeGroups", 5, {"groups": ["g"], "includeAuthorizedOperations": False})
+    assert [(m["memberId"], m["clientHost"]) for m in described["groups"][0]["members"]] == [(member_id, client_host)]
+
+
+def test_the_json_client_sends_its_client_host(monkeypatch):
+    """client.CoordinatorClient(client_host=...) puts it in every envelope, and local_client_host
+    names this machine's address toward a broker as Kafka prints it."""
+    import socket
+
+    from client import request_client
+    from coordinator.envelope import is_socket_address
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        host = request_client.local_client_host(f"127.0.0.1:{server.getsockname()[1]}")
+    assert host == "/127.0.0.1" and is_socket_address(host)
+    sent = []
+    client = request_client.CoordinatorClient.__new__(request_client.CoordinatorClient)
+    client.client_id, client.reply_to, client.client_host = "c", None, "/10.1.2.3"
+    client._next_cid, client._lock = 1, __import__("threading").Condition()
+    monkeypatch.setattr(client, "send_raw", lambda value, key=None, flush=True: sent.append(json.loads(value)))
+    client.send("Heartbeat", 4, {"groupId": "g"})
+    assert sent[0]["clientHost"] == "/10.1.2.3"

@@ -54,3 +54,12 @@ def test_old_find_coordinator():
     cid, raw = c.d.envelope("FindCoordinator", 1, {"key": "some-group", "keyType": 0})
     c.d.send_raw(raw, key="some-group")
     assert c.d.response(cid)["errorMessage"] == "NONE"
+
+
+def test_find_coordinator_v4_leaves_the_error_message_unset():
+    """KafkaApis.handleFindCoordinatorRequestV4AndAbove sets no errorMessage on success: the
+    generated field's default "" goes on the wire (a 4.1.1 broker in bench/differential.py)."""
+    c = GroupTestClient()
+    cid, raw = c.d.envelope("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["some-group"]})
+    c.d.send_raw(raw, key="some-group")
+    assert [(k["errorCode"], k["errorMessage"]) for k in c.d.response(cid)["coordinators"]] == [(0, "")]

@@ -261,3 +261,33 @@ def test_share_group_delete_request_records():
 
     c2.on_manager(build_none)
     assert none == [None]
+
+
+def test_persister_initialize_records_every_partition_once_all_owners_answered():
+    """GroupCoordinatorService.persisterInitialize: the persister's initializeState completes once
+    every share coordinator answered, and handlePersisterInitializeResponse records the whole set
+    initialized at once, so one heartbeat bumps the group epoch once and assigns every partition
+    (a 4.1.1 broker: member epoch 2 after the join; found by bench/differential.py, where share-
+    partitions owned by other coordinator partitions were recorded one owner at a time and the
+    group epoch bumped once more)."""
+    N = 24  # partitions, owned by several coordinator partitions
+    c = ShareGroupTestClient(topics={"t1": N})
+    start = len(c.d.records)
+    r = c.share_heartbeat(M1, 0, topics=["t1"])
+    assert r["memberEpoch"] == 1 and c.assignment(r) == {}
+    assert len(c.d.internal_requests) > 1  # several owning coordinator partitions
+    # Each owner's answer alone records nothing.
+    pending = c.d.internal_requests
+    c.d.internal_requests = pending[:1]
+    c.initialize_share_partitions()
+    assert c.group().state_partition_metadata["initialized"] == {}
+    c.d.internal_requests = pending[1:]
+    c.initialize_share_partitions()
+    info = c.group().state_partition_metadata
+    assert info["initialized"][T1]["partitions"] == list(range(N)) and info["initializing"] == {}
+    assert [v["initializedTopics"] for v in spm_records(c, start)][-1] == spm_value(initialized=[("t1", range(N))])[
+        "initializedTopics"
+    ]
+    assert sum(1 for v in spm_records(c, start) if v["initializedTopics"]) == 1
+    r = c.share_heartbeat(M1, r["memberEpoch"])
+    assert r["memberEpoch"] == 2 and c.assignment(r) == {"t1": list(range(N))}

@@ -209,10 +209,12 @@ def _alter(d: CoreDriver, offsets: dict, topic: str = TOPIC) -> dict | None:
 
 def test_alter_share_group_offsets_requires_an_empty_share_group():
     """ShareGroup.validateOffsetsAlterable / GroupMetadataManager.shareGroup: GROUP_ID_NOT_FOUND for
-    an unknown group, NON_EMPTY_GROUP while it has members."""
+    an unknown group, NON_EMPTY_GROUP while it has members; the messages are the errors' own
+    (GroupCoordinatorService: AlterShareGroupOffsetsRequest.getErrorResponse(Errors))."""
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d)
-    assert _alter(d, {0: 3})["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code
+    r = _alter(d, {0: 3})
+    assert (r["errorCode"], r["errorMessage"]) == (Errors.GROUP_ID_NOT_FOUND.code, Errors.GROUP_ID_NOT_FOUND.message)
     d.send(
         "ShareGroupHeartbeat",
         1,
@@ -225,7 +227,8 @@ def test_alter_share_group_offsets_requires_an_empty_share_group():
         },
         key=GROUP,
     )
-    assert _alter(d, {0: 3})["errorCode"] == Errors.NON_EMPTY_GROUP.code
+    r = _alter(d, {0: 3})
+    assert (r["errorCode"], r["errorMessage"], r["responses"]) == (68, "The group is not empty.", [])
 
 
 def test_alter_share_group_offsets_initializes_the_share_partitions():

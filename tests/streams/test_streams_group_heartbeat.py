@@ -244,7 +244,13 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     assert c.events("StreamsInternalTopicsMissing")[-1]["topics"] == [
         {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}
     ]
+    # The heartbeat that created the group configured a group object Kafka does not keep.
     described = c.described()
+    assert (described["groupState"], described["topology"]) == ("NotReady", None)
+    r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
+    assert status_codes(r) == [MISSING_INTERNAL_TOPICS]
+    described = c.described()
+    assert described["groupState"] == "NotReady"
     assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 3
     c.set_topics({FOO: 3, CHANGELOG: 3})
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
@@ -373,7 +379,11 @@ def test_testStreamsOnNewMetadataImage():
 
 def test_testStreamsStreamsGroupStates():
     c = client()
-    c.join("m1", TOPO)
+    r = c.join("m1", TOPO)
+    # The heartbeat that created the group configured its topology on a group object Kafka
+    # discards (getOrCreateStreamsGroup): NotReady until the member's next heartbeat.
+    assert c.group().state == "NotReady" and c.group().configured_topology is None
+    c.heartbeat("m1", r["memberEpoch"])
     g = c.group()
     assert g.state == "Stable"
     c.join("m2", TOPO)
@@ -401,7 +411,9 @@ def test_standby_tasks_follow_group_streams_num_standby_replicas():
 # ---------------------------------------------------------------------- describe and other APIs
 def test_testStreamsGroupDescribeNoErrors_and_WithErrors():
     c = client()
-    c.join("m1", TOPO)
+    r = c.join("m1", TOPO)
+    assert c.describe(GROUP)["groups"][0]["topology"] is None  # configured on a discarded group object
+    c.heartbeat("m1", r["memberEpoch"])
     unknown = local_id(c, "unknown")
     out = c.describe(GROUP, unknown)["groups"]
     assert out[0]["groupState"] == "Stable" and out[0]["members"][0]["memberId"] == "m1"
@@ -422,7 +434,7 @@ def test_testStreamsGroupDescribeNoErrors_and_WithErrors():
     }
     assert (out[1]["errorCode"], out[1]["errorMessage"]) == (
         Errors.GROUP_ID_NOT_FOUND.code,
-        f"Streams group {unknown} not found.",
+        f"Group {unknown} not found.",  # GroupMetadataManager.group(), found by bench/differential.py
     )
 
 
@@ -486,7 +498,8 @@ def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_Descr
     dg = c.send("DescribeGroups", 5, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"][0]
     assert dg["groupState"] == "Dead"
     listed = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["streams"]})["groups"]
-    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "Stable", "groupType": "streams"}]
+    # (NotReady: the heartbeat that created the group configured a group object Kafka discards)
+    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "NotReady", "groupType": "streams"}]
 
 
 def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
@@ -675,16 +688,36 @@ def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
     c = StreamsTestClient(GROUP, topics={FOO: 2})
     topo = topology(0, subtopology("subtopology1", source=[FOO]))
     endpoint = {"host": "localhost", "port": 9092}
-    r = c.join("m1", topo, userEndpoint=endpoint)
+    r = c.join("m1", topo, userEndpoint=endpoint, endpointInformationEpoch=-1)
     assert active_of(r) == {"subtopology1": {0, 1}}
     assert r["partitionsByUserEndpoint"] is None  # the joining member was not in the group yet
-    assert r["endpointInformationEpoch"] == 1
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint)  # its endpoint epoch is still 0
+    # The group was created by this heartbeat: Kafka bumped the epoch of a group object of its own
+    # (-1 -> 0, in the answer only); the group the records created starts at -1.
+    assert r["endpointInformationEpoch"] == 0
+    assert c.group().endpoint_information_epoch == -1
+    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=0)
+    assert r["endpointInformationEpoch"] == -1
     assert r["partitionsByUserEndpoint"] == [
         {"userEndpoint": endpoint, "standbyPartitions": [], "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}
     ]
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=1)
+    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=-1)
     assert r["partitionsByUserEndpoint"] is None
+
+
+def test_endpoint_information_epoch_is_bumped_on_the_existing_group_when_tasks_move():
+    """Found by the differential test (bench/differential.py): a 4.1.1 broker answers -1 until
+    a member of an existing group gets other tasks, then 0, 1, ..."""
+    c = StreamsTestClient(GROUP, topics={FOO: 2})
+    topo = topology(0, subtopology("subtopology1", source=[FOO]))
+    r1 = c.join("m1", topo, endpointInformationEpoch=-1)
+    assert r1["endpointInformationEpoch"] == 0
+    r2 = c.join("m2", topo, endpointInformationEpoch=-1)  # joins with no tasks: no bump
+    assert r2["endpointInformationEpoch"] == -1 and r2["partitionsByUserEndpoint"] is None
+    r1 = c.heartbeat(
+        "m1", r1["memberEpoch"], active=r1["activeTasks"], standby=[], warmup=[], endpointInformationEpoch=-1
+    )
+    assert r1["activeTasks"] is not None  # asked to revoke one task: its tasks changed
+    assert r1["endpointInformationEpoch"] == 0 == c.group().endpoint_information_epoch
 
 
 def test_onLoaded_arms_session_and_rebalance_timers():

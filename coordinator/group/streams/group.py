@@ -122,7 +122,9 @@ class StreamsGroup(Group):
         self.configured_topology: ConfiguredTopology | None = None
         self.metadata_refresh_deadline = [0, 0]
         self.shutdown_request_member_id: str | None = None
-        self.endpoint_information_epoch = 0
+        # Kafka's StreamsGroup field (-1 at creation, not a record: a group loaded from its records
+        # starts at -1 again), bumped whenever a heartbeat hands a member other tasks.
+        self.endpoint_information_epoch = -1
 
     # ================================================================ record-shaped updates
     def update_member(self, member: StreamsGroupMember) -> None:
@@ -308,7 +310,7 @@ class StreamsGroup(Group):
         g.configured_topology = configured_from_json(data.get("configuredTopology"))
         g.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
         g.shutdown_request_member_id = data.get("shutdownRequestMemberId")
-        g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", 0))
+        g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", -1))
         return g
 
 

@@ -1,0 +1,334 @@
+"""The differential test: the same Kafka requests to a real Kafka 4.1.1 broker's own coordinators
+and to the service, answers compared field by field.
+
+    .venv/bin/python -m bench.differential                 # every scenario
+    .venv/bin/python -m bench.differential -k streams      # the scenarios whose name contains "streams"
+    .venv/bin/python -m bench.differential --list
+
+It starts, in a temporary directory: the reference broker (`reference_broker`: streams and share
+groups enabled as Kafka documents, Kafka's defaults otherwise, the group timings the service's job
+runs with), the project's own broker, a job and the gateway (tests/integration/harness.py,
+gateway_process.py). Each scenario (bench/diff_scenarios.py) creates its topics on both brokers,
+then runs its steps on both sides, step by step. Every step prints one line:
+
+    match                     the normalised answers are equal
+    documented deviation      they differ only where docs/protocol.md says why (the pointer printed)
+    DIFFERENCE                anything else, with both answers
+
+and the command exits 1 if any step differed without documentation. docs/protocol.md,
+*The differential test*, says what is normalised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deploy.kafka_local import LocalKafka, free_port
+
+from .diff_wire import Names, differences, generic_path, normalise
+
+# A 4.1.1 broker with streams and share groups (docs/protocol.md, *The differential test*).
+REFERENCE_FEATURES = {"streams.version": 1, "share.version": 1}
+REFERENCE_RELEASE = "4.1-IV1"  # the storage tool would otherwise pick 4.2-IV1 with unstable features on
+REFERENCE_CONFIG = {
+    "unstable.api.versions.enable": "true",  # StreamsGroupHeartbeat/Describe v0 are unstable in 4.1.1
+    "unstable.feature.versions.enable": "true",  # streams.version=1 is, too
+    "group.share.enable": "true",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
+# The service's job config keys that are not broker configs (the rest are Kafka's names).
+SERVICE_ONLY_PREFIXES = ("coordinator.", "share.admin.")
+
+
+def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
+    """The reference broker, with the service job's group and transaction settings (Kafka's config
+    names) so that both answer with the same intervals and time out alike."""
+    timings = {
+        k: str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in coordinator_config.items()
+        if not k.startswith(SERVICE_ONLY_PREFIXES) and not isinstance(v, (list, dict))
+    }
+    # As many __consumer_offsets partitions as the service has coordinator partitions: a group's
+    # offsets partition (in DescribeTransactions' topics) is its coordinator partition on both.
+    partitions = {"offsets.topic.num.partitions": str(coordinator_config.get("coordinator.partitions", 50))}
+    return LocalKafka(
+        workdir,
+        free_port(),
+        free_port(),
+        extra_config={**timings, **partitions, **REFERENCE_CONFIG},
+        features=REFERENCE_FEATURES,
+        release_version=REFERENCE_RELEASE,
+        service_broker=False,
+    )
+
+
+# ------------------------------------------------------------------ scenarios
+@dataclass
+class Side:
+    """One side of a run: its target, placeholders and what steps saved."""
+
+    name: str
+    target: Any
+    bootstrap: str  # its broker, for topics
+    metadata: Any = None  # a KafkaWire to that broker: its topic ids
+    # Waits until the side's coordinators know new topics (the service learns them at its next
+    # metadata refresh; a broker at once)
+    await_topics: Callable[[dict[str, int]], None] | None = None
+    names: Names = field(default_factory=Names)
+    saved: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.target.close()
+        if self.metadata is not None:
+            self.metadata.close()
+
+
+Body = dict | Callable[[Side], dict]
+
+
+@dataclass
+class Step:
+    """One request to both sides. `until`: repeat (each side on its own) until the answer satisfies
+    it (given the answer and the side, after `save`), for what converges with time (a rebalance, a
+    session expiry, a metadata refresh); `save` keeps values from each answer for later bodies; `deviation`: {generic path: pointer into
+    docs/protocol.md} for differences documented there."""
+
+    name: str
+    api: str
+    version: int
+    body: Body
+    until: Callable[[dict, Side], bool] | None = None
+    timeout_s: float = 90
+    save: Callable[[dict, Side], None] | None = None
+    deviation: dict[str, str] = field(default_factory=dict)
+    # An action on the side's cluster before each attempt (create a topic, keep a member alive)
+    before: Callable[[Side], None] | None = None
+    # What of the answer is compared (e.g. ListGroups: only the scenario's groups; the service's
+    # job serves other clients too)
+    view: Callable[[dict], dict] | None = None
+
+
+@dataclass
+class Scenario:
+    name: str
+    topics: dict[str, int]
+    steps: list[Step]
+
+
+@dataclass
+class Outcome:
+    scenario: str
+    step: str
+    api: str
+    kind: str  # "match", "deviation", "DIFFERENCE"
+    detail: str = ""
+
+
+def run_step(step: Step, side: Side) -> dict:
+    deadline = time.monotonic() + step.timeout_s
+    while True:
+        if step.before is not None:
+            step.before(side)
+        body = step.body(side) if callable(step.body) else step.body
+        answer = side.target.call(step.api, step.version, body)
+        if step.save is not None:
+            step.save(answer, side)
+        if step.until is None or step.until(answer, side) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    return step.view(answer) if step.view is not None else answer
+
+
+def compare(step: Step, ref: dict, ref_side: Side, svc: dict, svc_side: Side) -> tuple[str, str]:
+    a, b = normalise(ref, ref_side.names, step.api), normalise(svc, svc_side.names, step.api)
+    diffs = differences(a, b)
+    if not diffs:
+        return "match", ""
+    undocumented = [d for d in diffs if not _documented(step, d[0])]
+    lines = [f"    {p}: broker {json.dumps(x)} | service {json.dumps(y)}" for p, x, y in diffs]
+    if not undocumented:
+        pointers = sorted({_documented(step, p) or "" for p, _, _ in diffs})
+        return "deviation", "  ".join(pointers) + "\n" + "\n".join(lines)
+    return "DIFFERENCE", f"\n    broker:  {json.dumps(a)}\n    service: {json.dumps(b)}\n" + "\n".join(lines)
+
+
+def _documented(step: Step, path: str) -> str | None:
+    generic = generic_path(path)
+    for prefix, pointer in step.deviation.items():
+        if generic == prefix or generic.startswith(prefix + ".") or generic.startswith(prefix + "["):
+            return pointer
+    return None
+
+
+def run_scenario(scenario: Scenario, ref: Side, svc: Side, out=print) -> list[Outcome]:
+    from client.drill.load import ensure_data_topics
+
+    for side in (ref, svc):
+        ensure_data_topics(side.bootstrap, scenario.topics)
+        if side.await_topics is not None:
+            side.await_topics(scenario.topics)
+    outcomes = []
+    for step in scenario.steps:
+        for side in (ref, svc):
+            side.names.topic_ids = {v: k for k, v in side.metadata.topic_ids().items()}
+        # Both sides at once: a step that waits on one side (an expiry, a rebalance) must not let the
+        # other side's members time out meanwhile.
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda side: run_step(step, side), (ref, svc)))
+        kind, detail = compare(step, answers[0], ref, answers[1], svc)
+        outcomes.append(Outcome(scenario.name, step.name, step.api, kind, detail))
+        path = svc.target.path(step.api)
+        out(
+            f"{kind:<10} {scenario.name} / {step.name} ({step.api} v{step.version}, service via {path}){detail and ' ' + detail}"
+        )
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    counts = {k: sum(o.kind == k for o in outcomes) for k in ("match", "deviation", "DIFFERENCE")}
+    apis = sorted({o.api for o in outcomes})
+    return (
+        f"{len(outcomes)} steps in {len({o.scenario for o in outcomes})} scenarios over {len(apis)} APIs: "
+        f"{counts['match']} match, {counts['deviation']} documented deviations, {counts['DIFFERENCE']} differences"
+    )
+
+
+# ------------------------------------------------------------------ the clusters
+class Clusters:
+    """The reference broker and the service (its broker, a job, the gateway), started in `workdir`."""
+
+    def __init__(self, workdir: Path, coordinator_config: dict | None = None):
+        from tests.integration.conftest import PLAIN
+
+        self.workdir = workdir
+        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or PLAIN["coordinator"]}
+        self.reference = reference_broker(workdir / "reference", self.config["coordinator"])
+        self.broker = LocalKafka(workdir / "kafka", free_port(), free_port())
+        self.job: Any = None
+        self.gateway: Any = None
+
+    def start(self) -> Clusters:
+        from tests.integration.gateway_process import Gateway
+        from tests.integration.harness import StreamJob
+
+        self.reference.launch()
+        self.broker.start()
+        self.reference.wait_ready()
+        self.job = StreamJob(self.broker.bootstrap, self.workdir / "job", "differential", **self.config).start()
+        self.gateway = Gateway(self.job.config_file, self.workdir / "gateway")
+        return self
+
+    def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+        if self.job is not None:
+            self.job.stop()
+        self.broker.stop(timeout=3)
+        self.reference.stop(timeout=3)
+
+
+def wait_coordinators(target: Any, timeout_s: float = 120) -> None:
+    """Until the broker's group and transaction coordinators are loaded (a new broker creates
+    __consumer_offsets and __transaction_state on the first FindCoordinator and answers
+    COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    deadline = time.monotonic() + timeout_s
+    probes = [
+        ("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["differential-probe"]}, "coordinators"),
+        ("FindCoordinator", 4, {"keyType": 1, "coordinatorKeys": ["differential-probe"]}, "coordinators"),
+        ("ListGroups", 5, {"statesFilter": [], "typesFilter": []}, None),
+        ("ListTransactions", 1, {"stateFilters": [], "producerIdFilters": [], "durationFilter": -1}, None),
+    ]
+    for api, version, body, items in probes:
+        while True:
+            answer = target.call(api, version, body)
+            codes = [i["errorCode"] for i in answer[items]] if items else [answer["errorCode"]]
+            if not any(codes):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the reference broker's coordinators are not ready: {api} {answer}")
+            time.sleep(0.5)
+
+
+def sides(reference_bootstrap: str, gateway_bootstrap: str, job: Any, client_id: str) -> tuple[Side, Side]:
+    """The two sides; the service's JSON client is one of `job`'s (its topics) and sets clientHost
+    as the gateway does (docs/protocol.md, *Request record*)."""
+    from client.request_client import local_client_host
+    from tests.integration.harness import wait_topics_known
+
+    from .diff_wire import KafkaWire, ReferenceTarget, ServiceTarget
+
+    ref = Side(
+        "broker",
+        ReferenceTarget(reference_bootstrap, client_id),
+        reference_bootstrap,
+        KafkaWire(reference_bootstrap, client_id),
+    )
+    wait_coordinators(ref.target)
+    json_client = job.client(client_id, client_host=local_client_host(job.bootstrap))
+    svc = Side(
+        "service",
+        ServiceTarget(gateway_bootstrap, json_client),
+        job.bootstrap,
+        KafkaWire(job.bootstrap, client_id),
+        await_topics=lambda topics: wait_topics_known(job, topics),
+    )
+    return ref, svc
+
+
+def run(scenarios: list[Scenario], ref: Side, svc: Side, out=print) -> list[Outcome]:
+    outcomes: list[Outcome] = []
+    for scenario in scenarios:
+        outcomes += run_scenario(scenario, ref, svc, out)
+    return outcomes
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .diff_scenarios import SCENARIOS, scenario_names
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-k", dest="match", default="", help="run only the scenarios whose name contains this")
+    parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--workdir", type=Path, help="where the brokers, job and gateway live (default: a temp dir)")
+    args = parser.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints where a stuck run waits
+    run_id = f"{int(time.time()) % 100000}"
+    chosen = [s for s in SCENARIOS(run_id) if args.match in s.name]
+    if args.list:
+        print("\n".join(scenario_names(run_id)))
+        return 0
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="differential-"))
+    clusters = Clusters(workdir)
+    started = time.monotonic()
+    try:
+        clusters.start()
+        print(f"reference broker {clusters.reference.bootstrap}, gateway {clusters.gateway.bootstrap}", flush=True)
+        ref, svc = sides(clusters.reference.bootstrap, clusters.gateway.bootstrap, clusters.job, "differential")
+        try:
+            outcomes = run(chosen, ref, svc, lambda line: print(line, flush=True))
+        finally:
+            ref.close()
+            svc.close()
+    finally:
+        clusters.stop()
+    print(f"\n{summary(outcomes)} ({time.monotonic() - started:.0f} s)")
+    failed = any(o.kind == "DIFFERENCE" for o in outcomes)
+    if args.workdir is None and not failed:
+        shutil.rmtree(workdir, ignore_errors=True)  # kept when a step differed: the brokers', job's and gateway's logs
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
