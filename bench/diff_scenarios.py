@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
 
-from .differential import Scenario, Side, Step
+from .diff_model import Scenario, Side, Step
 
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
 DOC_SHARE_ALTER = "docs/protocol.md#share-coordinator-deviations-from-kafka (AlterShareGroupOffsets in Kafka 4.1.1)"

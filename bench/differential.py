@@ -29,15 +29,14 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from deploy.kafka_local import LocalKafka, free_port
 
-from .diff_wire import Names, differences, generic_path, normalise
+from .diff_model import Outcome, Scenario, Side, Step
+from .diff_wire import differences, generic_path, normalise
 
 # A 4.1.1 broker with streams and share groups (docs/protocol.md, *The differential test*).
 REFERENCE_FEATURES = {"streams.version": 1, "share.version": 1}
@@ -73,68 +72,6 @@ def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
         release_version=REFERENCE_RELEASE,
         service_broker=False,
     )
-
-
-# ------------------------------------------------------------------ scenarios
-@dataclass
-class Side:
-    """One side of a run: its target, placeholders and what steps saved."""
-
-    name: str
-    target: Any
-    bootstrap: str  # its broker, for topics
-    metadata: Any = None  # a KafkaWire to that broker: its topic ids
-    # Waits until the side's coordinators know new topics (the service learns them at its next
-    # metadata refresh; a broker at once)
-    await_topics: Callable[[dict[str, int]], None] | None = None
-    names: Names = field(default_factory=Names)
-    saved: dict[str, Any] = field(default_factory=dict)
-
-    def close(self) -> None:
-        self.target.close()
-        if self.metadata is not None:
-            self.metadata.close()
-
-
-Body = dict | Callable[[Side], dict]
-
-
-@dataclass
-class Step:
-    """One request to both sides. `until`: repeat (each side on its own) until the answer satisfies
-    it (given the answer and the side, after `save`), for what converges with time (a rebalance, a
-    session expiry, a metadata refresh); `save` keeps values from each answer for later bodies; `deviation`: {generic path: pointer into
-    docs/protocol.md} for differences documented there."""
-
-    name: str
-    api: str
-    version: int
-    body: Body
-    until: Callable[[dict, Side], bool] | None = None
-    timeout_s: float = 90
-    save: Callable[[dict, Side], None] | None = None
-    deviation: dict[str, str] = field(default_factory=dict)
-    # An action on the side's cluster before each attempt (create a topic, keep a member alive)
-    before: Callable[[Side], None] | None = None
-    # What of the answer is compared (e.g. ListGroups: only the scenario's groups; the service's
-    # job serves other clients too)
-    view: Callable[[dict], dict] | None = None
-
-
-@dataclass
-class Scenario:
-    name: str
-    topics: dict[str, int]
-    steps: list[Step]
-
-
-@dataclass
-class Outcome:
-    scenario: str
-    step: str
-    api: str
-    kind: str  # "match", "deviation", "DIFFERENCE"
-    detail: str = ""
 
 
 def run_step(step: Step, side: Side) -> dict:
