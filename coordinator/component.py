@@ -22,7 +22,8 @@ Replayer = Callable[[Any, str, list, Any], None]
 
 class Partition(Protocol):
     """What a component sees of its coordinator partition (the runtime, runtime.PartitionRuntime):
-    it reads it, and changes it only through the results it returns."""
+    it reads it, and changes it only through the results it returns. The other coordinators it
+    calls are given to it when it is built (coordinators.py), not looked up by name."""
 
     partition_id: int
     config: CoordinatorConfig
@@ -30,7 +31,6 @@ class Partition(Protocol):
     chunks: ChunkSource
     timers: Timers
     deferred: dict[str, list]
-    components: dict[str, Any]
 
     @property
     def reply_to_re(self) -> re.Pattern: ...
@@ -38,8 +38,6 @@ class Partition(Protocol):
     def owns(self, key: str | None) -> bool: ...
 
     def reply_target_problem(self, reply_to: str | None) -> str | None: ...
-
-    def component(self, name: str) -> Any: ...
 
 
 # Builds a partition's components, in the partition's order (coordinators.py `build_components`).

@@ -74,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
     # of a share-partition.
     "share.coordinator.snapshot.update.records.per.snapshot": 500,
     # How long a DescribeShareGroupOffsets waits for the share-partition summaries other coordinator
-    # partitions hold (coordinator/share/admin.py); Kafka's persister has a similar request timeout.
+    # partitions hold (coordinator/group/share/offsets_admin.py); Kafka's persister has a similar request timeout.
     "share.admin.timeout.ms": 30000,
     "group.share.session.timeout.ms": 45000,
     "group.share.min.session.timeout.ms": 45000,

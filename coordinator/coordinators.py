@@ -18,17 +18,21 @@ from .txn.coordinator import TransactionCoordinator
 
 
 def build_components(partition: Partition) -> dict[str, Component]:
+    """The partition's coordinators, each given the others it calls (built in dependency order,
+    listed in the partition's order)."""
     metadata = TopicMetadata(partition)
-    groups = GroupCoordinator(partition)
+    transactions = TransactionCoordinator(partition, metadata)
+    share = ShareCoordinator(partition, metadata)
+    groups = GroupCoordinator(partition, metadata, transactions, share)
     # Kafka's GroupMetadataManager.onMetadataUpdate: the groups hear of topic changes.
     metadata.listeners.append(groups.on_metadata_change)
     return {
         FindCoordinator.name: FindCoordinator(partition),
         TopicMetadata.name: metadata,
-        TransactionCoordinator.name: TransactionCoordinator(partition),
+        TransactionCoordinator.name: transactions,
         GroupCoordinator.name: groups,
-        ShareCoordinator.name: ShareCoordinator(partition),
-        Metrics.name: Metrics(partition),
+        ShareCoordinator.name: share,
+        Metrics.name: Metrics(partition, groups, transactions),
         InternalChannel.name: InternalChannel(partition),
     }
 

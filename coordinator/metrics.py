@@ -22,11 +22,15 @@ what the exporter serves. docs/operations.md, "Metrics", documents every series.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .chunks import UNCHANGED, LazyMap
-from .component import Component
+from .component import Component, Partition
 from .messages import Outputs
+
+if TYPE_CHECKING:
+    from .group.shard import GroupCoordinator
+    from .txn.coordinator import TransactionCoordinator
 
 METRICS_SCHEMA = 1
 
@@ -60,8 +64,10 @@ def _empty() -> dict:
 class Metrics(Component):
     name = "metrics"
 
-    def __init__(self, partition):
+    def __init__(self, partition: Partition, groups: GroupCoordinator, transactions: TransactionCoordinator):
         super().__init__(partition)  # no handlers: it only reads the batch's events
+        self.groups = groups  # the gauges count their groups and transactions when a state has none
+        self.transactions = transactions
         self._fetch = None
         self._data: dict | None = None  # None: not read this batch
         self._initialized = True  # False: the state had no metrics chunk (count once)
@@ -201,7 +207,7 @@ class Metrics(Component):
     def _protocol(self, group_id: str, body: dict) -> str:
         protocol = self._protocols[self._event_index]
         if protocol is None:
-            group = self.p.component("groups").groups.get(group_id)
+            group = self.groups.groups.get(group_id)
             protocol = group.type if group is not None else "classic"
         self._groups_touched[group_id] = protocol
         self._last_event_ms[group_id] = body["timeMs"]
@@ -285,7 +291,7 @@ class Metrics(Component):
     def _settle_consumer_rebalances(self) -> None:
         """A consumer group's epoch bump that left every member reconciled keeps the group Stable
         (no state change to see): its rebalance ends when the batch does."""
-        groups = self.p.component("groups").groups
+        groups = self.groups.groups
         for gid, protocol in self._groups_touched.items():
             if protocol not in ("consumer", "streams", "share") or gid not in self.rebalances:
                 continue
@@ -372,16 +378,14 @@ class Metrics(Component):
         """The gauges of a state that had no metrics: counted once, from every group and
         transaction (O(partition), once, like the first batch after a format upgrade)."""
         gauges = self.data["gauges"] = {}
-        for group in self.p.component("groups").groups.values():
+        for group in self.groups.groups.values():
             self._gauge("group_count", 1, protocol=group.type)
             self._gauge(f"{group.type}_group_count", 1, state=group.state_as_string())
-        txn = self.p.components.get("transactions")
-        if txn is not None:
-            for md in txn.txns.values():
-                self._gauge("txn_transactional_id_count", 1)
-                state = md.state.state_name
-                if state in TXN_OPEN_STATES:
-                    self._gauge("txn_count", 1, state=state)
+        for md in self.transactions.txns.values():
+            self._gauge("txn_transactional_id_count", 1)
+            state = md.state.state_name
+            if state in TXN_OPEN_STATES:
+                self._gauge("txn_count", 1, state=state)
         for state in TXN_OPEN_STATES:
             gauges.setdefault(series("txn_count", state=state), 0)
 

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..result import CoordinatorResult
-from ..share import admin as share_admin  # a module: share/admin.py imports the group package in turn
 from .classic.apis import INT32_MIN, delete_groups_response, describe_response, described_group, list_groups_response
 from .classic.group import DEAD, STABLE, ClassicGroup
 from .group import SHARE, parse_group_type
@@ -143,5 +142,5 @@ def _delete_share_groups(
     coordinator, request: Request, results: list, share_states: dict
 ) -> Iterator[CoordinatorResult]:
     result = CoordinatorResult()
-    result.response = share_admin.delete_share_groups(coordinator.p, result, request, results, share_states)
+    result.response = coordinator.share_offsets.delete_share_groups(result, request, results, share_states)
     yield result

@@ -110,7 +110,7 @@ class OffsetManager:
         topic does not have gets it for itself; the rest (topics with their valid partitions) go to
         the coordinator. Before the first UpdateMetadata every topic is taken to exist (see
         docs/protocol.md, *Internal requests*)."""
-        metadata = self.p.component("metadata")
+        metadata = self.c.metadata
         answered = _ResponseBuilder()
         valid = []
         for topic in topics:
@@ -138,7 +138,7 @@ class OffsetManager:
         whose id is unknown keeps a placeholder name (`_unknown_id_key`) that `_split_unknown_topics`
         answers UNKNOWN_TOPIC_ID, in request order with the other rejected topics. Returns the
         topics with names, and name -> id for the answer."""
-        metadata = self.p.component("metadata")
+        metadata = self.c.metadata
         resolved, ids = [], {}
         for topic in topics:
             name = metadata.topic_name(topic["topicId"])
@@ -236,7 +236,7 @@ class OffsetManager:
     def _fetch_by_id(self, version: int, g: dict, require_stable: bool) -> dict:
         """OffsetFetch v10 for listed topics: ids resolved to names (an id the metadata does not
         know: UNKNOWN_TOPIC_ID on its partitions, offset -1), the answer named by id again."""
-        metadata = self.p.component("metadata")
+        metadata = self.c.metadata
         named, positions = [], []
         for topic in g["topics"]:
             name = metadata.topic_name(topic["topicId"])
@@ -265,7 +265,7 @@ class OffsetManager:
     def _fetched_by_id(self, topics: list) -> list:
         """OffsetFetch v10 for all topics: each named by its id; offsets of topics the metadata no
         longer knows (deleted) cannot be named by id and are left out."""
-        metadata = self.p.component("metadata")
+        metadata = self.c.metadata
         out = []
         for topic in topics:
             tid = metadata.topic_id(topic["name"])

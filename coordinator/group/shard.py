@@ -48,7 +48,9 @@ from .offset_manager import OffsetManager
 from .offsets import OffsetAndMetadata, OffsetStore
 from .share import group as share_group
 from .share import manager as share
+from .share import offsets_admin
 from .share.manager import ShareGroupManager
+from .share.offsets_admin import ShareOffsetsAdmin
 from .streams import group as streams_group
 from .streams import manager as streams
 from .streams.manager import StreamsGroupManager
@@ -56,6 +58,9 @@ from .txn_offsets import TxnOffsetManager
 
 if TYPE_CHECKING:
     from ..component import Partition
+    from ..metadata import TopicMetadata
+    from ..share.coordinator import ShareCoordinator
+    from ..txn.coordinator import TransactionCoordinator
 
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
@@ -90,6 +95,10 @@ class GroupCoordinator(Component):
         "WriteTxnMarkers": lambda g, request: g.txn_offsets.write_txn_markers(request),
         "TxnVerificationResult": lambda g, request: g.txn_offsets.txn_verification_result(request),
         "TxnOffsetsAdded": lambda g, request: g.txn_offsets.txn_offsets_added(request),
+        "DescribeShareGroupOffsets": lambda g, request: g.share_offsets.describe(request),
+        "AlterShareGroupOffsets": lambda g, request: g.share_offsets.alter(request),
+        "DeleteShareGroupOffsets": lambda g, request: g.share_offsets.delete(request),
+        "ShareStateSummaryAnswer": lambda g, request: g.share_offsets.on_answer(request),
     }
     TIMER_HANDLERS = {
         T_JOIN: lambda g, timer: g.classic.on_join_timer(timer),
@@ -107,6 +116,7 @@ class GroupCoordinator(Component):
         streams.T_REBALANCE: lambda g, timer: g.streams.on_rebalance_timeout(timer),
         txn_offsets.T_PRODUCER_EXPIRATION: lambda g, timer: g.txn_offsets.on_producer_expiration(timer),
         txn_offsets.T_VERIFICATION_TIMEOUT: lambda g, timer: g.txn_offsets.on_verification_timeout(timer),
+        offsets_admin.T_ADMIN_TIMEOUT: lambda g, timer: g.share_offsets.on_timeout(timer),
     }
     # State-log record kind -> replayer(g, kind, ids, value): GroupCoordinatorShard.replay's switch.
     REPLAYERS = {
@@ -124,8 +134,20 @@ class GroupCoordinator(Component):
         **{kind: lambda g, kind, ids, value: g.streams.replay(kind, ids, value) for kind in streams_group.RECORD_TYPES},
     }
 
-    def __init__(self, partition: Partition):
+    def __init__(
+        self,
+        partition: Partition,
+        metadata: TopicMetadata,
+        transactions: TransactionCoordinator,
+        share_coordinator: ShareCoordinator,
+    ):
         super().__init__(partition)
+        # The other coordinators of the partition this one calls (Kafka's shard is given the
+        # metadata image; the transaction coordinator answers KIP-890 verification locally; the
+        # share coordinator holds the share-partitions' state, Kafka's persister target).
+        self.metadata = metadata
+        self.transactions = transactions
+        self.share_coordinator = share_coordinator
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
         self.groups: LazyMap[str, Group] = LazyMap(
             partition.chunks, "GroupMetadata", _group_from_chunk, _group_to_chunk
@@ -145,6 +167,7 @@ class GroupCoordinator(Component):
         self.consumer = ConsumerGroupManager(self)
         self.share = ShareGroupManager(self)
         self.streams = StreamsGroupManager(self)
+        self.share_offsets = ShareOffsetsAdmin(self, share_coordinator)
 
     # ================================================================ timers
     def ensure_expiration_timer(self, result: CoordinatorResult) -> None:

@@ -218,7 +218,7 @@ class _ResponseBuilder:
 
 def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
     body, version = request.body, request.api_version
-    metadata = comp.p.component("metadata")
+    metadata = comp.metadata
     response = _ResponseBuilder()
     # KafkaApis: unknown topics and partitions are answered here; the rest go to the coordinator.
     valid: list[tuple[str, dict]] = []
@@ -238,7 +238,7 @@ def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
         # The log layer's transaction verification (KIP-890): ask the transaction coordinator.
         n = comp.p.config["coordinator.partitions"]
         if coordinator_partition(body["transactionalId"], n) == comp.p.partition_id:
-            answer = comp.p.component("transactions").verify_offsets_partition(
+            answer = comp.transactions.verify_offsets_partition(
                 result,
                 body["transactionalId"],
                 body["producerId"],

@@ -288,11 +288,11 @@ APIS: tuple[Api, ...] = (
         90,
         0,
         0,
-        SHARE,
+        GROUPS,
         errors=ErrorShape(echo=(Echo("groups", "groups", copy={"groupId": "groupId"}),)),
     ),
-    Api("AlterShareGroupOffsets", 91, 0, 0, SHARE, "groupId", errors=ErrorShape()),
-    Api("DeleteShareGroupOffsets", 92, 0, 0, SHARE, "groupId", errors=ErrorShape()),
+    Api("AlterShareGroupOffsets", 91, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
+    Api("DeleteShareGroupOffsets", 92, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
     # ------------------------------------------------------------------ internal, between partitions
     # KIP-890 verification (Kafka's group coordinator sends AddPartitionsToTxn v4+ to the
     # transaction coordinator's broker; here question and answer are internal requests).
@@ -300,9 +300,10 @@ APIS: tuple[Api, ...] = (
     Api("TxnVerificationResult", 1002, 0, 0, GROUPS, internal=True),
     # AddOffsetsToTxn's notice to the group partition, so its TxnOffsetCommit verifies locally.
     Api("TxnOffsetsAdded", 1003, 0, 0, GROUPS, internal=True),
-    # DescribeShareGroupOffsets / AlterShareGroupOffsets asking other partitions' share-partitions.
+    # The group side (the share-group offsets admin, DeleteGroups, a heartbeat's initialization)
+    # asking the share coordinator of other partitions' share-partitions, and its answer.
     Api("ShareStateSummaryQuery", 1011, 0, 0, SHARE, internal=True),
-    Api("ShareStateSummaryAnswer", 1012, 0, 0, SHARE, internal=True),
+    Api("ShareStateSummaryAnswer", 1012, 0, 0, GROUPS, internal=True),
 )
 
 

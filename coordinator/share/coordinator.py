@@ -29,13 +29,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
-from ..component import Component
+from ..component import Component, Partition
 from ..errors import Errors
 from ..messages import Request, StateRecord
-from ..metadata import ZERO_UUID
+from ..metadata import ZERO_UUID, TopicMetadata
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
-from .admin import T_ADMIN_TIMEOUT, ShareAdmin
+from ..routing import key_for_partition
 from .batch_combiner import batch_from_json, batch_to_json, combine
 from .keys import parse_share_partition_key, share_partition_key  # noqa: F401  (re-exported)
 from .state_apis import partition_error
@@ -73,31 +73,26 @@ class ShareCoordinator(Component):
         "WriteShareGroupState": lambda c, request: c.write_state(request),
         "DeleteShareGroupState": lambda c, request: c.delete_state(request),
         "ReadShareGroupStateSummary": lambda c, request: c.read_state_summary(request),
-        "DescribeShareGroupOffsets": lambda c, request: c.admin.describe(request),
-        "AlterShareGroupOffsets": lambda c, request: c.admin.alter(request),
-        "DeleteShareGroupOffsets": lambda c, request: c.admin.delete(request),
-        "ShareStateSummaryQuery": lambda c, request: c.admin.on_query(request),
-        "ShareStateSummaryAnswer": lambda c, request: c.admin.on_answer(request),
+        "ShareStateSummaryQuery": lambda c, request: c.on_summary_query(request),
     }
-    TIMER_HANDLERS = {T_ADMIN_TIMEOUT: lambda c, timer: c.admin.on_timeout(timer)}
     # One replayer for both kinds: an update needs the snapshot's state.
     REPLAYERS = {
         R_SNAPSHOT: lambda c, kind, ids, value: c.replay(kind, ids, value),
         R_UPDATE: lambda c, kind, ids, value: c.replay(kind, ids, value),
     }
 
-    def __init__(self, partition):
+    def __init__(self, partition: Partition, metadata: TopicMetadata):
         super().__init__(partition)
-        self.admin = ShareAdmin(self)
+        self.metadata = metadata
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
         #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
         self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
-        # DescribeShareGroupOffsets waiting for other partitions' answers (admin.py); partition-wide,
-        # read only when needed.
+        # The group side's requests waiting for other partitions' answers (the persister's pending
+        # futures: coordinator/group/share/offsets_admin.py); partition-wide, read only when needed.
         self._admin: dict | None = {}
         self._admin_fetch = None
 
-    # ================================================================ admin (admin.py)
+    # ================================================================ the group side's (offsets_admin.py)
     def admin_state(self) -> dict:
         if self._admin is None:
             self._admin = (self._admin_fetch() if self._admin_fetch else None) or {}
@@ -143,7 +138,7 @@ class ShareCoordinator(Component):
         return None
 
     def _unknown_partition(self, tid: str, partition: int, api: str) -> dict | None:
-        meta = self.p.component("metadata")
+        meta = self.metadata
         if not meta.available:
             return None
         name = meta.topic_name(tid)
@@ -351,9 +346,9 @@ class ShareCoordinator(Component):
 
     # ================================================================ DeleteShareGroupState
     def delete_state(self, request: Request) -> CoordinatorResult:
-        return self._each(request, "DeleteShareGroupState", self._delete_one)
+        return self._each(request, "DeleteShareGroupState", self.delete_one)
 
-    def _delete_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
+    def delete_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "DeleteShareGroupState"
         error = self._common_error(tid, partition, api) or self._unknown_partition(tid, partition, api)
         if error:
@@ -365,6 +360,80 @@ class ShareCoordinator(Component):
             staged.append(record_key(R_SNAPSHOT, group_id, tid, partition), None)
             staged.result.emit(key, "ShareStateDeleted", groupId=group_id, topicId=tid, partition=partition)
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
+
+    # ================================================================ for the group side
+    def start_offset(self, group_id: str, tid: str, partition: int) -> tuple[int, int]:
+        """(start offset, leader epoch) of a share-partition this partition owns; (-1, 0) without state."""
+        offset = self.share_partition_state(group_id, tid, partition)
+        return (-1, 0) if offset is None else (offset["startOffset"], offset["leaderEpoch"])
+
+    def initialize_at(
+        self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int, start: int
+    ) -> int:
+        """InitializeShareGroupState of one share-partition this partition owns: its error code."""
+        key = f"{group_id}:{tid}:{partition}"
+        out = self._initialize_one(
+            staged, group_id, tid, partition, key, {"stateEpoch": state_epoch, "startOffset": start}
+        )
+        return out["errorCode"]
+
+    def on_summary_query(self, request: Request) -> CoordinatorResult:
+        """A group coordinator partition asks about share-partitions this partition owns: their
+        summaries, or to initialize or delete them (the persister's calls); the answer goes back to
+        it as ShareStateSummaryAnswer."""
+        b = request.body
+        result = CoordinatorResult()
+        staged = self.writes(result)
+        summaries = []
+        starts = iter(b["startOffsets"])
+        for t in b["topics"]:
+            for p in t["partitions"]:
+                if b["op"] == "delete":
+                    out = self.delete_one(
+                        staged, b["groupId"], t["topicId"], p, f"{b['groupId']}:{t['topicId']}:{p}", {}
+                    )
+                    summaries.append(
+                        {
+                            "topicId": t["topicId"],
+                            "partition": p,
+                            "startOffset": -1,
+                            "leaderEpoch": 0,
+                            "errorCode": out["errorCode"],
+                        }
+                    )
+                    continue
+                if b["op"] == "initialize":
+                    code = self.initialize_at(staged, b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
+                    summaries.append(
+                        {
+                            "topicId": t["topicId"],
+                            "partition": p,
+                            "startOffset": -1,
+                            "leaderEpoch": 0,
+                            "errorCode": code,
+                        }
+                    )
+                    continue
+                start, epoch = self.start_offset(b["groupId"], t["topicId"], p)
+                summaries.append(
+                    {
+                        "topicId": t["topicId"],
+                        "partition": p,
+                        "startOffset": start,
+                        "leaderEpoch": epoch,
+                        "errorCode": 0,
+                    }
+                )
+        n = self.p.config["coordinator.partitions"]
+        result.send_request(
+            key_for_partition(b["fromPartition"], n),
+            "ShareStateSummaryAnswer",
+            0,
+            {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
+            correlation_id=b["queryId"] % 2**31,
+            client_id=f"share-coordinator-{self.p.partition_id}",
+        )
+        return result
 
     # ================================================================ replay
     def replay(self, kind: str, ids: list, value: dict | None) -> None:

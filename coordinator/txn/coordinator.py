@@ -37,10 +37,11 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from ..component import Component
+from ..component import Component, Partition
 from ..errors import ApiError, Error, Errors
 from ..group.consumer.regex import RegexError, compile_regex
 from ..messages import Request
+from ..metadata import TopicMetadata
 from ..result import CoordinatorResult
 from ..routing import coordinator_partition, key_for_partition
 from ..timers import Timer
@@ -112,10 +113,11 @@ class TransactionCoordinator(Component):
         log.PRODUCER_ID_BLOCK: lambda c, _kind, ids, value: c.pids.replay(ids[0], value),
     }
 
-    def __init__(self, partition):
+    def __init__(self, partition: Partition, metadata: TopicMetadata):
         super().__init__(partition)
+        self.metadata = metadata  # the broker's topics (markers go to existing partitions only)
         self.state = TransactionStateManager(partition)
-        self.markers = TransactionMarkerChannelManager(partition, self.state)
+        self.markers = TransactionMarkerChannelManager(partition, self.state, metadata)
         self.pids = ProducerIdManager(partition)
 
     @property
@@ -342,7 +344,7 @@ class TransactionCoordinator(Component):
             return partition < self.p.config["coordinator.partitions"]
         if topic in INTERNAL_TOPICS or self._is_service_topic(topic):
             return False
-        return self.p.component("metadata").exists(topic, partition)
+        return self.metadata.exists(topic, partition)
 
     def _is_service_topic(self, topic: str) -> bool:
         """The service's requests, responses, events and state-log topics (and the response topics

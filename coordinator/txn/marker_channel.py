@@ -15,11 +15,16 @@ and it completes in the batch after that.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..result import CoordinatorResult
 from ..routing import key_for_partition
 from .markers import CONSUMER_OFFSETS, marker_record, write_txn_markers_body
 from .metadata import TransactionMetadata, TransactionState, TxnTransitMetadata, sorted_partitions
 from .state_manager import TransactionStateManager
+
+if TYPE_CHECKING:
+    from ..metadata import TopicMetadata
 
 S = TransactionState
 
@@ -28,9 +33,10 @@ RESEND_DEFERRED = "txn-send-markers"
 
 
 class TransactionMarkerChannelManager:
-    def __init__(self, partition, state: TransactionStateManager):
+    def __init__(self, partition, state: TransactionStateManager, metadata: TopicMetadata):
         self.p = partition
         self.state = state
+        self.metadata = metadata
         # The correlation id of the next request this partition sends (WriteTxnMarkers,
         # TxnVerificationResult): in memory in Kafka's channel, in the snapshot here.
         self.next_correlation_id = 0
@@ -69,7 +75,7 @@ class TransactionMarkerChannelManager:
         tid = md.transactional_id
         parts = sorted_partitions(md.topic_partitions)
         sent = False
-        metadata = self.p.component("metadata")
+        metadata = self.metadata
         for topic, p in parts:
             if topic == CONSUMER_OFFSETS:
                 continue

@@ -383,6 +383,7 @@ def test_the_coordinator_is_built_explicitly_with_literal_tables():
             comp.streams,
             comp.configs,
             comp.txn_offsets,
+            comp.share_offsets,
         )
     }
     tables = (

@@ -88,3 +88,20 @@ def test_the_partition_offers_components_no_at_once_effects():
     # What is left of the partition's effect methods is the runtime's own (rejections, failures).
     for name in ("append_record", "send_request", "write_data", "schedule", "cancel", "defer"):
         assert not hasattr(CoordinatorPartition, name), name
+
+
+def test_components_are_given_their_collaborators_not_looking_them_up():
+    """A component calls the coordinators coordinators.py gives it; a lookup by name (the runtime's
+    `component(name)`) would hide the dependency from its imports and its constructor."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "coordinator"
+    lookups = [
+        f"{path.relative_to(root)}:{n}"
+        for path in root.rglob("*.py")
+        if path.name not in ("runtime.py", "batch.py")
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\.component\(|\.components\b", line)
+    ]
+    assert lookups == []

@@ -241,7 +241,7 @@ class ConsumerGroupManager:
 
     @property
     def metadata(self):
-        return self.p.component("metadata")
+        return self.c.metadata
 
     def topics(self) -> dict[str, int]:
         """The broker's topics and partition counts (empty until the first UpdateMetadata)."""

@@ -9,7 +9,7 @@ appended and replayed only once nothing can fail, so an error answer changes not
 Initialization before assignment, as Kafka 4.1: a heartbeat finds the subscribed share-partitions
 neither initialized nor initializing (subscribedTopicsChangeMap), records them as initializing in
 ShareGroupStatePartitionMetadata and has them initialized (InitializeShareGroupState, start offset
--1, state epoch = group epoch) by their share coordinator partitions (`coordinator/share/admin.py`,
+-1, state epoch = group epoch) by their share coordinator partitions (`offsets_admin.py`,
 the persister's part); the answer records them initialized (initializeShareGroupState) or takes
 them out of initializing (uninitializeShareGroupState). The assignor sees only initialized
 partitions, and the next heartbeat bumps the group epoch while the target assignment does not cover
@@ -26,7 +26,6 @@ from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
 from ...records import record_key
 from ...result import CoordinatorResult
-from ...share import admin as share_admin  # a module: share/admin.py imports the group package in turn
 from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
@@ -479,8 +478,8 @@ class ShareGroupManager:
     ) -> None:
         """The persister's initializeState: each share-partition's coordinator partition initializes it
         (into `result`); `info` is the group's partition metadata once `result`'s records replay."""
-        share_admin.initialize_for_group(
-            self.p, result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}, info
+        self.c.share_offsets.initialize_for_group(
+            result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}, info
         )
 
     def _metadata_info(self, group_id: str, staged: dict | None) -> tuple[bool, dict | None]:

@@ -172,7 +172,7 @@ class StreamsGroupManager:
 
     @property
     def metadata(self):
-        return self.p.component("metadata")
+        return self.c.metadata
 
     def topics(self) -> dict[str, int]:
         meta = self.metadata

@@ -1,4 +1,10 @@
-"""DescribeShareGroupOffsets (90): a share group's start offsets, read from the share coordinator.
+"""The share-group offsets admin APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets,
+DeleteShareGroupOffsets), DeleteGroups of share groups and a heartbeat's share-partition
+initialization: group-coordinator work (Kafka's GroupCoordinatorService) that asks the share
+coordinator of each share-partition, through the persister in Kafka, here directly for the
+share-partitions this coordinator partition owns and with internal requests for the others.
+
+DescribeShareGroupOffsets (90): a share group's start offsets, read from the share coordinator.
 
 Kafka: the group coordinator of the group turns the request into a ReadShareGroupStateSummary for
 the persister, which sends it to the share coordinators of the share-partitions, and answers once
@@ -19,18 +25,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..api import registered
-from ..errors import ApiError, Errors
-from ..group.consumer._java import order_key
-from ..messages import ReplyTo, Request
-from ..metadata import ZERO_UUID
-from ..records import record_key
-from ..result import CoordinatorResult
-from ..routing import coordinator_partition, key_for_partition
-from ..timers import Timer
+from ...api import registered
+from ...errors import ApiError, Errors
+from ...messages import ReplyTo, Request
+from ...metadata import ZERO_UUID
+from ...records import record_key
+from ...result import CoordinatorResult
+from ...routing import coordinator_partition
+from ...timers import Timer
+from ..classic.apis import delete_groups_response
+from ..consumer._java import order_key
+from .group import ShareGroup
 
 if TYPE_CHECKING:
-    from .coordinator import StagedStates
+    from ...share.coordinator import ShareCoordinator
 
 T_ADMIN_TIMEOUT = "share-admin-timeout"
 
@@ -52,23 +60,23 @@ def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dic
     }
 
 
-class ShareAdmin:
-    """The DescribeShareGroupOffsets side of the share component (`comp`)."""
+class ShareOffsetsAdmin:
+    """The group coordinator's side of the share-partitions' state: `groups` is the group
+    coordinator, `share` the share coordinator of the same coordinator partition (Kafka's
+    persister target). Requests waiting for other partitions' answers are kept in the share
+    coordinator's admin state (`ShareCoordinator.admin_state`: the persister's pending futures)."""
 
-    def __init__(self, comp):
-        self.comp = comp
-        self.p = comp.p
-
-    def _summary(self, group_id: str, tid: str, partition: int) -> tuple[int, int]:
-        offset = self.comp.share_partition_state(group_id, tid, partition)
-        return (-1, 0) if offset is None else (offset["startOffset"], offset["leaderEpoch"])
+    def __init__(self, groups, share: ShareCoordinator):  # groups: the GroupCoordinator that owns it
+        self.groups = groups
+        self.share = share
+        self.p = groups.p
 
     # ------------------------------------------------------------------ the request
     def describe(self, request: Request) -> CoordinatorResult:
         result = CoordinatorResult()
         groups_out: list = []
         remote: dict[int, dict] = {}  # owning partition -> {"key": routing key, "topics": {tid: [p]}}
-        meta = self.p.component("metadata")
+        meta = self.groups.metadata
         for g in request.body["groups"]:
             group_id = g["groupId"]
             entry = {"groupId": group_id, "topics": [], "errorCode": 0, "errorMessage": None}
@@ -93,7 +101,7 @@ class ShareAdmin:
                 for p in partitions:
                     key = f"{group_id}:{tid}:{p}"
                     if self.p.owns(key):
-                        parts.append(_partition(p, *self._summary(group_id, tid, p)))
+                        parts.append(_partition(p, *self.share.start_offset(group_id, tid, p)))
                     else:
                         parts.append(_partition(p))  # filled in by the answer
                         owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
@@ -110,12 +118,10 @@ class ShareAdmin:
     def _requested(self, group_id: str, topics: list | None) -> list[tuple[str, list[int]]]:
         if topics is not None:
             return [(t["topicName"], list(t["partitions"])) for t in topics]
-        from ..group.share.group import ShareGroup
-
-        group = self.p.component("groups").groups.get(group_id)
+        group = self.groups.groups.get(group_id)
         if not isinstance(group, ShareGroup):
             return []
-        from ..group.share.manager import initialized_by_name
+        from .manager import initialized_by_name  # (the manager imports this module)
 
         by_topic = initialized_by_name(group)
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
@@ -133,7 +139,7 @@ class ShareAdmin:
         """Ask the owners (`remote`) and keep the request waiting in the admin state (what Kafka
         keeps in memory as the persister's pending futures; here checkpointed, never in the log).
         Returns the parked entry."""
-        st = self.comp.admin_state()
+        st = self.share.admin_state()
         qid = st.get("nextQueryId", 0)
         st["nextQueryId"] = qid + 1
         waiting = 0
@@ -170,66 +176,10 @@ class ShareAdmin:
         )
         return parked
 
-    def on_query(self, request: Request) -> CoordinatorResult:
-        """Another partition asks for the summaries of share-partitions this partition owns."""
-        b = request.body
-        result = CoordinatorResult()
-        staged = self.comp.writes(result)
-        summaries = []
-        starts = iter(b["startOffsets"])
-        for t in b["topics"]:
-            for p in t["partitions"]:
-                if b["op"] == "delete":
-                    out = self.comp._delete_one(
-                        staged, b["groupId"], t["topicId"], p, f"{b['groupId']}:{t['topicId']}:{p}", {}
-                    )
-                    summaries.append(
-                        {
-                            "topicId": t["topicId"],
-                            "partition": p,
-                            "startOffset": -1,
-                            "leaderEpoch": 0,
-                            "errorCode": out["errorCode"],
-                        }
-                    )
-                    continue
-                if b["op"] == "initialize":
-                    code = self._initialize(staged, b["groupId"], t["topicId"], p, b["stateEpoch"], next(starts))
-                    summaries.append(
-                        {
-                            "topicId": t["topicId"],
-                            "partition": p,
-                            "startOffset": -1,
-                            "leaderEpoch": 0,
-                            "errorCode": code,
-                        }
-                    )
-                    continue
-                start, epoch = self._summary(b["groupId"], t["topicId"], p)
-                summaries.append(
-                    {
-                        "topicId": t["topicId"],
-                        "partition": p,
-                        "startOffset": start,
-                        "leaderEpoch": epoch,
-                        "errorCode": 0,
-                    }
-                )
-        n = self.p.config["coordinator.partitions"]
-        result.send_request(
-            key_for_partition(b["fromPartition"], n),
-            "ShareStateSummaryAnswer",
-            0,
-            {"queryId": b["queryId"], "groupId": b["groupId"], "summaries": summaries},
-            correlation_id=b["queryId"] % 2**31,
-            client_id=f"share-coordinator-{self.p.partition_id}",
-        )
-        return result
-
     def on_answer(self, request: Request) -> CoordinatorResult:
         b = request.body
         result = CoordinatorResult()
-        st = self.comp.admin_state()
+        st = self.share.admin_state()
         parked = st.get("pending", {}).get(str(b["queryId"]))
         if parked is None:
             return result  # timed out already
@@ -279,19 +229,6 @@ class ShareAdmin:
         return result
 
     # ------------------------------------------------------------------ AlterShareGroupOffsets
-    def _initialize(
-        self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int, start: int
-    ) -> int:
-        out = self.comp._initialize_one(
-            staged,
-            group_id,
-            tid,
-            partition,
-            f"{group_id}:{tid}:{partition}",
-            {"stateEpoch": state_epoch, "startOffset": start},
-        )
-        return out["errorCode"]
-
     def alter(self, request: Request) -> CoordinatorResult:
         """GroupCoordinatorService.alterShareGroupOffsets: the group must be an empty share group;
         each partition of a known topic is initialized at its new start offset with the group epoch
@@ -301,7 +238,7 @@ class ShareAdmin:
         if not self.p.config.get("group.share.enable", True):
             result.response = _alter_error(0, body, Errors.UNSUPPORTED_VERSION, None)
             return result
-        meta = self.p.component("metadata")
+        meta = self.groups.metadata
         if not meta.available:
             result.response = _alter_error(
                 0, body, Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_NOT_AVAILABLE.message
@@ -316,13 +253,13 @@ class ShareAdmin:
             result.response = response
             return result
         try:
-            group = self.p.component("groups").share.share_group(group_id)
+            group = self.groups.share.share_group(group_id)
             group.validate_empty_group()
         except ApiError as e:
             # AlterShareGroupOffsetsRequest.getErrorResponse(Errors): the error's own message
             result.response = _alter_error(0, body, e.error, e.error.message)
             return result
-        staged = self.comp.writes(result)
+        staged = self.share.writes(result)
         remote: dict[int, dict] = {}
         for topic in body["topics"]:
             name = topic["topicName"]
@@ -340,7 +277,7 @@ class ShareAdmin:
                     continue
                 key = f"{group_id}:{tid}:{index}"
                 if self.p.owns(key):
-                    code = self._initialize(staged, group_id, tid, index, group.group_epoch, p["startOffset"])
+                    code = self.share.initialize_at(staged, group_id, tid, index, group.group_epoch, p["startOffset"])
                     if code:
                         out["errorCode"], out["errorMessage"] = code, Errors.for_code(code).message
                     continue
@@ -373,7 +310,7 @@ class ShareAdmin:
         }
         done = {t: ps for t, ps in done.items() if ps}
         if done:
-            result.merge(self.p.component("groups").share.initialize_share_group_state(group_id, done))
+            result.merge(self.groups.share.initialize_share_group_state(group_id, done))
 
     # ------------------------------------------------------------------ DeleteShareGroupOffsets
     def delete(self, request: Request) -> CoordinatorResult:
@@ -385,7 +322,7 @@ class ShareAdmin:
         to delete."). One error per topic."""
         body = request.body
         result = CoordinatorResult()
-        meta = self.p.component("metadata")
+        meta = self.groups.metadata
         if not self.p.config.get("group.share.enable", True):
             result.response = _delete_error(0, body, Errors.UNSUPPORTED_VERSION, None)
             return result
@@ -400,7 +337,7 @@ class ShareAdmin:
         if not body["topics"]:
             result.response = response
             return result
-        manager = self.p.component("groups").share
+        manager = self.groups.share
         try:
             manager.share_group(group_id).validate_empty_group()
             to_delete, error_topics, written = manager.share_partitions_eligible_for_offset_deletion(
@@ -409,7 +346,7 @@ class ShareAdmin:
         except ApiError as e:
             result.response = _delete_error(0, body, e.error, e.message)
             return result
-        staged = self.comp.writes(result)
+        staged = self.share.writes(result)
         remote: dict[int, dict] = {}
         for tid, (name, partitions) in to_delete.items():
             entry = {"topicName": name, "topicId": tid, "errorCode": 0, "errorMessage": None}
@@ -417,7 +354,7 @@ class ShareAdmin:
             for index in partitions:
                 key = f"{group_id}:{tid}:{index}"
                 if self.p.owns(key):
-                    code = self.comp._delete_one(staged, group_id, tid, index, key, {})["errorCode"]
+                    code = self.share.delete_one(staged, group_id, tid, index, key, {})["errorCode"]
                     if code and not entry.get("_error"):
                         entry["_error"] = code
                     continue
@@ -447,7 +384,7 @@ class ShareAdmin:
         """`written`: the group's share-partition metadata as this handler's own record leaves it
         (None when completing later, once that record is replayed)."""
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
-        result.merge(self.p.component("groups").share.complete_delete_share_group_offsets(group_id, deleted, written))
+        result.merge(self.groups.share.complete_delete_share_group_offsets(group_id, deleted, written))
         result.emit(
             group_id,
             "ShareGroupOffsetsDeleted",
@@ -466,14 +403,14 @@ class ShareAdmin:
         (their tombstones). The request waits for the owners' answers."""
         errors: dict[str, int] = {}
         remote: dict[int, dict] = {}
-        staged = self.comp.writes(result)
+        staged = self.share.writes(result)
         for group_id, topics in groups.items():
             errors[group_id] = 0
             for tid in sorted(topics):
                 for index in sorted(topics[tid]):
                     key = f"{group_id}:{tid}:{index}"
                     if self.p.owns(key):
-                        code = self.comp._delete_one(staged, group_id, tid, index, key, {})["errorCode"]
+                        code = self.share.delete_one(staged, group_id, tid, index, key, {})["errorCode"]
                         errors[group_id] = errors[group_id] or code
                         continue
                     owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
@@ -502,10 +439,8 @@ class ShareAdmin:
         """performShareGroupsDeletion's outcome, then the usual deletion of the groups that did not
         fail (validated again: a member may have joined meanwhile). An owner that did not answer
         is REQUEST_TIMED_OUT for its groups."""
-        from ..group.classic.apis import delete_groups_response
-
         state = parked["deleteGroups"]
-        groups = self.p.component("groups")
+        groups = self.groups
         for entry in state["results"]:
             group_id = entry["groupId"]
             if group_id not in state["errors"]:
@@ -546,12 +481,12 @@ class ShareAdmin:
         done: dict[str, list] = {}
         failed: dict[str, list] = {}
         remote: dict[int, dict] = {}
-        staged = self.comp.writes(result)
+        staged = self.share.writes(result)
         for tid in sorted(topics):
             for part in sorted(topics[tid]):
                 key = f"{group_id}:{tid}:{part}"
                 if self.p.owns(key):
-                    code = self._initialize(staged, group_id, tid, part, group_epoch, -1)
+                    code = self.share.initialize_at(staged, group_id, tid, part, group_epoch, -1)
                     (failed if code else done).setdefault(tid, []).append(part)
                     continue
                 owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
@@ -562,7 +497,7 @@ class ShareAdmin:
             return
         # One outcome for the whole set, once every owner answered, as Kafka's persister completes
         # initializeState (one ShareGroupStatePartitionMetadata record, one group epoch bump).
-        st = self.comp.admin_state()
+        st = self.share.admin_state()
         round_id = str(st.get("nextQueryId", 0))
         st.setdefault("initRounds", {})[round_id] = {
             "groupId": group_id,
@@ -603,13 +538,13 @@ class ShareAdmin:
         failed: dict[str, list] = {}
         for s in summaries:
             (failed if s["errorCode"] else done).setdefault(s["topicId"], []).append(s["partition"])
-        self.comp.admin_state()["pending"].pop(str(qid), None)
+        self.share.admin_state()["pending"].pop(str(qid), None)
         result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
         self._group_init_part(result, parked, done, failed)
 
     def _group_init_part(self, result: CoordinatorResult, parked: dict, done: dict, failed: dict) -> None:
         """One owner's part of a heartbeat's initialization; the outcome once every part is in."""
-        rounds = self.comp.admin_state().get("initRounds", {})
+        rounds = self.share.admin_state().get("initRounds", {})
         r = rounds.get(parked.get("round", ""))
         if r is None:  # a query of a state written before rounds: its own outcome
             self._group_init_outcome(result, parked["groupInit"], *_all_or_nothing(done, failed))
@@ -627,14 +562,14 @@ class ShareAdmin:
     ) -> None:
         """`group_metadata`: the group's partition metadata as `result`'s records leave it (a heartbeat's),
         None to read the group's (`_all_or_nothing` leaves only one of done and failed)."""
-        m = self.p.component("groups").share
+        m = self.groups.share
         if done:
             result.merge(m.initialize_share_group_state(group_id, done, group_metadata))
         if failed:
             result.merge(m.uninitialize_share_group_state(group_id, failed, group_metadata))
 
     def _finish(self, result: CoordinatorResult, qid: int) -> None:
-        parked = self.comp.admin_state().get("pending", {}).pop(str(qid), None)
+        parked = self.share.admin_state().get("pending", {}).pop(str(qid), None)
         if parked is None:
             return
         result.cancel(record_key(T_ADMIN_TIMEOUT, qid))
@@ -661,20 +596,6 @@ def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
     for t, ps in done.items():
         everything.setdefault(t, []).extend(ps)
     return {}, everything
-
-
-def delete_share_groups(p, result: CoordinatorResult, request: Request, results: list, groups: dict) -> dict | None:
-    """Called by DeleteGroups (the groups component of the same coordinator partition): the
-    share-partition deletions go into the caller's `result`."""
-    return p.component("share").admin.delete_share_groups(result, request, results, groups)
-
-
-def initialize_for_group(
-    p, result: CoordinatorResult, group_id: str, group_epoch: int, topics: dict, group_metadata: dict | None = None
-) -> None:
-    """Called by the share group manager (the groups component of the same coordinator partition):
-    the initializations and queries go into the caller's `result`."""
-    p.component("share").admin.initialize_for_group(result, group_id, group_epoch, topics, group_metadata)
 
 
 def _public(response: dict) -> dict:
