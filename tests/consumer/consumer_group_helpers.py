@@ -17,9 +17,9 @@ from coordinator.group.consumer.group import (
     target_epoch_value,
     target_value,
 )
-from coordinator.group.consumer.manager import kafka_uuid
 from coordinator.group.consumer.member import ConsumerGroupMember
 from coordinator.group.consumer.topic_partitions import freeze
+from coordinator.group.modern.ids import kafka_uuid
 from coordinator.metadata import BROADCAST_KEY
 from coordinator.records import record_key
 from tests.core_driver import CoreDriver

@@ -4,7 +4,7 @@ this change, or by Kafka 4.0 without one) bumps its epoch once, at its first met
 
 from __future__ import annotations
 
-from coordinator.group.consumer.manager import group_hash, topic_hash
+from coordinator.group.modern.hashing import group_hash, topic_hash
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient, mock_assignor, topic_id
 from tests.consumer.test_consumer_group_heartbeat import rk, stable_member
 

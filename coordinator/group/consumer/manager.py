@@ -13,14 +13,8 @@ Built by the group coordinator (`coordinator.group.shard`), which routes its API
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import struct
-import uuid
-from collections.abc import Iterable, MutableMapping
-
-import xxhash
+from collections.abc import MutableMapping
 
 from ...errors import ApiError, Errors
 from ...messages import Request, StateRecord
@@ -32,6 +26,9 @@ from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN, leave_response
 from ..classic.group import ClassicGroup
 from ..group import CONSUMER, IllegalStateError
+from ..modern.ids import kafka_uuid
+from ..modern.manager import ModernGroupManager
+from ..modern.records import EVENT_MAX_PARTITIONS, event_assignment, persisted_group, replay_group_metadata
 from ._java import order_key
 from .apis import describe_response, described_group, heartbeat_response
 from .assignors import ASSIGNORS, PartitionAssignorException
@@ -79,7 +76,6 @@ from .reconciliation import reconcile
 from .regex import RegexError, compile_regex
 from .target_assignment import TargetAssignmentBuilder
 from .topic_partitions import freeze
-from .topic_partitions import to_json as assignment_to_json
 
 T_SESSION = "consumer-session"
 T_REBALANCE = "consumer-rebalance"
@@ -94,80 +90,6 @@ NO_CHANGE, REGEX_UPDATED, REGEX_UPDATED_AND_RESOLVED = "NO_CHANGE", "REGEX_UPDAT
 
 EXT = "consumer"  # key of this module's state in component.extensions
 
-# Events carry assignments only up to this many partitions (an event must stay well below Kafka's
-# 1 MB record limit); larger ones carry counts.
-EVENT_MAX_PARTITIONS = 10_000
-
-
-def event_assignment(assignment) -> dict | int:
-    """{topic: [partitions]} for an event, or the number of partitions if that would be too big."""
-    n = sum(len(p) for p in assignment.values())
-    return assignment_to_json(assignment) if n <= EVENT_MAX_PARTITIONS else n
-
-
-def is_simple_classic_group(group) -> bool:
-    """ClassicGroup.isSimpleGroup: created by an offset commit, never joined by anyone."""
-    return (
-        isinstance(group, ClassicGroup)
-        and group.protocol_type is None
-        and not group.members
-        and not group.pending_join_members
-    )
-
-
-def replay_group_metadata(
-    groups, group, value: dict | None, epoch_unfinished: str, *, check_targets: bool = True
-) -> None:
-    """A {Consumer,Share,Streams}GroupMetadata record: the group epoch and metadata hash, or (a
-    tombstone) the group's removal, which Kafka allows only once its members, target assignment
-    and assignment epoch are gone (`epoch_unfinished`: the end of the message when the epoch is not)."""
-    gid = group.group_id
-    if value is not None:
-        group.group_epoch = int(value["epoch"])
-        group.metadata_hash = int(value.get("metadataHash", 0))
-        return
-    if group.members:
-        raise IllegalStateError(
-            f"Received a tombstone record to delete group {gid} but the group still has {len(group.members)} members."
-        )
-    if check_targets and group.target_assignment:
-        raise IllegalStateError(
-            f"Received a tombstone record to delete group {gid} but the target "
-            f"assignment still has {len(group.target_assignment)} members."
-        )
-    if group.target_assignment_epoch != -1:
-        raise IllegalStateError(f"Received a tombstone record to delete group {gid} but {epoch_unfinished}")
-    del groups[gid]
-
-
-def persisted_group(groups: MutableMapping, group_id: str, create: bool, group_type: type, wrong_type: str):
-    """Kafka's getOrMaybeCreatePersisted{Consumer,Share,Streams}Group: the group of `group_type` a
-    replayed record is about, created by a record (`create`); None for a tombstone of a group that is
-    gone or of another type (where Kafka throws GroupIdNotFound). A simple classic group (offsets
-    replayed before the group's records) is backed by no record and is replaced."""
-    group = groups.get(group_id)
-    if isinstance(group, group_type):
-        return group
-    if not create:
-        return None
-    if group is None or is_simple_classic_group(group):
-        group = groups[group_id] = group_type(group_id)
-        return group
-    raise IllegalStateError(wrong_type)
-
-
-def kafka_uuid(seed: str) -> str:
-    """A Kafka Uuid string (22 characters of url-safe base64) derived from `seed`; like
-    Uuid.randomUuid it never starts with '-'."""
-    n = 0
-    while True:
-        raw = hashlib.sha256(f"{seed}\x00{n}".encode("utf-8", "surrogatepass")).digest()[:16]
-        raw = uuid.UUID(bytes=raw, version=4).bytes
-        text = base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-        if not text.startswith("-"):
-            return text
-        n += 1
-
 
 def unknown_topic_key(topic_id: str) -> str:
     """The name under which assignments hold partitions of a topic id the metadata does not know
@@ -175,58 +97,12 @@ def unknown_topic_key(topic_id: str) -> str:
     return f"<unknown topic id {topic_id}>"
 
 
-TOPIC_HASH_MAGIC_BYTE = b"\x00"  # Utils.TOPIC_HASH_MAGIC_BYTE: the version of the topic hash
+class ConsumerGroupManager(ModernGroupManager):
+    group_class = ConsumerGroup
+    type_name = "consumer"
 
-
-def _java_long(unsigned: int) -> int:
-    return unsigned - (1 << 64) if unsigned >= 1 << 63 else unsigned
-
-
-def _hash4j_string(s: str) -> bytes:
-    """hash4j's HashSink.putString: the UTF-16 code units (little-endian), then the length in chars."""
-    units = s.encode("utf-16-le", "surrogatepass")
-    return units + struct.pack("<i", len(units) // 2)
-
-
-def _uuid_bytes(topic_id: str | None) -> bytes:
-    """A Kafka Uuid string's 16 bytes (most then least significant bits, big-endian: the two
-    putLong calls write them little-endian each)."""
-    try:
-        raw = base64.urlsafe_b64decode((topic_id or "") + "==")
-    except ValueError:
-        raw = b""
-    return raw if len(raw) == 16 else bytes(16)
-
-
-def topic_hash(name: str, topic_id: str | None, partitions: int, racks: list[list[str]] | None = None) -> int:
-    """Utils.computeTopicHash (Kafka 4.1): streaming XXH3-64 over the magic byte, the topic id, the
-    name, the number of partitions and each partition's index followed by its replicas' racks
-    (Java string order, each as its length then the string; `racks[i]` for partition i, None when
-    the brokers have no `broker.rack`)."""
-    msb, lsb = struct.unpack(">qq", _uuid_bytes(topic_id))
-    data = [TOPIC_HASH_MAGIC_BYTE, struct.pack("<qq", msb, lsb), _hash4j_string(name), struct.pack("<i", partitions)]
-    for i in range(partitions):
-        data.append(struct.pack("<i", i))
-        for rack in sorted(racks[i] if racks and i < len(racks) else (), key=order_key):
-            data.append(struct.pack("<i", len(rack.encode("utf-16-le", "surrogatepass")) // 2))
-            data.append(_hash4j_string(rack))
-    return _java_long(xxhash.xxh3_64_intdigest(b"".join(data)))
-
-
-def group_hash(topic_hashes: dict[str, int]) -> int:
-    """Utils.computeGroupHash: 0 for no topics, else XXH3-64 over the topic hashes in Java string
-    order of the topic names."""
-    if not topic_hashes:
-        return 0
-    data = b"".join(struct.pack("<q", topic_hashes[name]) for name in sorted(topic_hashes, key=order_key))
-    return _java_long(xxhash.xxh3_64_intdigest(data))
-
-
-class ConsumerGroupManager:
     def __init__(self, coordinator):
-        self.c = coordinator
-        self.p = coordinator.p
-        self.config = coordinator.p.config
+        super().__init__(coordinator)
         self.classic_members = ClassicMembers(self)
 
     @property
@@ -235,19 +111,6 @@ class ConsumerGroupManager:
         return self.c.configs
 
     # ================================================================ helpers
-    @property
-    def now(self) -> int:
-        return self.p.clock_ms
-
-    @property
-    def metadata(self):
-        return self.c.metadata
-
-    def topics(self) -> dict[str, int]:
-        """The broker's topics and partition counts (empty until the first UpdateMetadata)."""
-        meta = self.metadata
-        return meta.topics if meta.available else {}
-
     def ext(self) -> dict:
         return self.c.extensions.setdefault(EXT, {})
 
@@ -255,23 +118,9 @@ class ConsumerGroupManager:
     def default_assignor(self) -> str:
         return self.config["group.consumer.assignors"][0]
 
-    def compute_metadata_hash(self, topic_names: Iterable[str]) -> int:
-        """ModernGroup.computeMetadataHash over the subscribed topics that exist."""
-        topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
-        return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in topic_names if t in topics})
-
     def consumer_group(self, group_id: str) -> ConsumerGroup:
         """GroupMetadataManager.consumerGroup(groupId)."""
-        group = self.c.groups.get(group_id)
-        if group is None:
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, ConsumerGroup):
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return group
-
-    def _state(self, group_id: str) -> str | None:
-        group = self.c.groups.get(group_id)
-        return str(group.state) if isinstance(group, ConsumerGroup) else None
+        return self.typed_group(group_id)
 
     def _owned(self, topic_partitions: list[dict] | None) -> dict | None:
         """The request's owned partitions by topic name. A topic id the metadata does not know maps

@@ -32,9 +32,10 @@ from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
-from ..consumer.manager import event_assignment, persisted_group, replay_group_metadata
 from ..group import SHARE, IllegalStateError
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
+from ..modern.manager import ModernGroupManager
+from ..modern.records import event_assignment, persisted_group, replay_group_metadata
 from .apis import describe_response, described_group, heartbeat_response
 from .group import (
     EMPTY,
@@ -160,20 +161,14 @@ def throw_if_member_epoch_is_invalid(member: ShareGroupMember, received: int) ->
         )
 
 
-class ShareGroupManager:
-    def __init__(self, coordinator):
-        self.c = coordinator
-        self.p = coordinator.p
-        self.config = coordinator.p.config
+class ShareGroupManager(ModernGroupManager):
+    group_class = ShareGroup
+    type_name = "share"
 
     # ================================================================ helpers
     @property
-    def now(self) -> int:
-        return self.p.clock_ms
-
-    @property
     def consumers(self):
-        """The consumer-group manager: the metadata hash and topic ids are computed the same way."""
+        """The consumer-group manager: assignments go on the wire the same way."""
         return self.c.consumer
 
     def enabled(self) -> bool:
@@ -183,16 +178,7 @@ class ShareGroupManager:
 
     def share_group(self, group_id: str) -> ShareGroup:
         """GroupMetadataManager.shareGroup(groupId)."""
-        group = self.c.groups.get(group_id)
-        if group is None:
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, ShareGroup):
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
-        return group
-
-    def _state(self, group_id: str) -> str | None:
-        group = self.c.groups.get(group_id)
-        return group.state if isinstance(group, ShareGroup) else None
+        return self.typed_group(group_id)
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self.c.configs.effective(group_id, SHARE_HEARTBEAT_INTERVAL_MS)
@@ -258,10 +244,10 @@ class ShareGroupManager:
         members_after = dict(group.members)
         members_after[member_id] = updated
         group_epoch = group.group_epoch
-        metadata = self.consumers.metadata
+        metadata = self.metadata
         if bump or (metadata.available and group.has_metadata_expired(now)):
             counts = group.subscribed_topic_names(members_after)
-            metadata_hash = self.consumers.compute_metadata_hash(counts)
+            metadata_hash = self.compute_metadata_hash(counts)
             reason = (
                 "new group"
                 if group.group_epoch == 0
@@ -371,7 +357,7 @@ class ShareGroupManager:
     ) -> dict:
         """updateTargetAssignment with the simple assignor: records for the members whose target
         changed and for the new assignment epoch. Returns the new target of every member."""
-        topics = self.consumers.topics()
+        topics = self.topics()
         specs = {}
         for m_id, m in members.items():
             subscribed = frozenset(t for t in m.subscribed_topic_names if t in topics)
@@ -432,7 +418,7 @@ class ShareGroupManager:
         nor initializing since less than 2 x offsets.commit.timeout.ms (those are retried)."""
         if not topic_names:
             return {}
-        meta = self.consumers.metadata
+        meta = self.metadata
         group = self.c.groups.get(group_id)
         info = getattr(group, "state_partition_metadata", None)
         now = self.now
@@ -456,7 +442,7 @@ class ShareGroupManager:
 
     def maybe_create_initialize_request(self, group: ShareGroup, topic_names, records: list) -> dict:
         """maybeCreateInitializeShareGroupStateRequest: the initializing record; returns what to initialize."""
-        if not topic_names or not self.consumers.metadata.available:
+        if not topic_names or not self.metadata.available:
             return {}
         change = self.subscribed_topics_change_map(group.group_id, topic_names)
         if not change:
@@ -544,7 +530,7 @@ class ShareGroupManager:
         return result
 
     def _attach_init_value(self, topic_partitions: dict) -> dict:
-        meta = self.consumers.metadata
+        meta = self.metadata
         return {
             tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now) for tid, ps in topic_partitions.items()
         }
@@ -559,7 +545,7 @@ class ShareGroupManager:
         if info is None:
             return None
         candidates = combine_init_maps(info["initialized"], info["initializing"])
-        meta = self.consumers.metadata
+        meta = self.metadata
         if meta.available:
             for tid in sorted(info["deleting"]):
                 name = meta.topic_name(tid)
@@ -582,7 +568,7 @@ class ShareGroupManager:
         info = group.state_partition_metadata
         if info is None:
             return {}, [], None
-        meta = self.consumers.metadata
+        meta = self.metadata
         initialized = {tid: dict(v) for tid, v in info["initialized"].items()}
         deleting = dict(info["deleting"])
         to_delete, errors = {}, []
@@ -653,7 +639,7 @@ class ShareGroupManager:
             (record_key(R_MEMBER, gid, mid), None),
         ]
         remaining = {m: v for m, v in group.members.items() if m != mid}
-        metadata_hash = self.consumers.compute_metadata_hash(group.subscribed_topic_names(remaining))
+        metadata_hash = self.compute_metadata_hash(group.subscribed_topic_names(remaining))
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
         before = self._state(gid)

@@ -30,8 +30,9 @@ from ...result import CoordinatorResult
 from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
-from ..consumer.manager import group_hash, persisted_group, replay_group_metadata, topic_hash
 from ..group import STREAMS, IllegalStateError
+from ..modern.manager import ModernGroupManager
+from ..modern.records import persisted_group, replay_group_metadata
 from .apis import describe_response, described_group, heartbeat_response
 from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
 from .group import (
@@ -159,25 +160,11 @@ def throw_if_topics_are_invalid(topology: dict | None) -> None:
         raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY, f"Topic names {','.join(invalid)} are not valid topic names.")
 
 
-class StreamsGroupManager:
-    def __init__(self, coordinator):
-        self.c = coordinator
-        self.p = coordinator.p
-        self.config = coordinator.p.config
+class StreamsGroupManager(ModernGroupManager):
+    group_class = StreamsGroup
+    type_name = "streams"
 
     # ================================================================ helpers
-    @property
-    def now(self) -> int:
-        return self.p.clock_ms
-
-    @property
-    def metadata(self):
-        return self.c.metadata
-
-    def topics(self) -> dict[str, int]:
-        meta = self.metadata
-        return meta.topics if meta.available else {}
-
     def enabled(self) -> bool:
         """KafkaApis.isStreamsGroupProtocolEnabled: "streams" in group.coordinator.rebalance.protocols."""
         return "streams" in self.config["group.coordinator.rebalance.protocols"]
@@ -193,25 +180,13 @@ class StreamsGroupManager:
     def num_standby_replicas(self, group_id: str) -> int:
         return self.c.configs.streams_num_standby_replicas(group_id)
 
-    def compute_metadata_hash(self, topology: dict) -> int:
+    def topology_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
-        topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
-        return group_hash(
-            {t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in required_topics(topology) if t in topics}
-        )
+        return self.compute_metadata_hash(required_topics(topology))
 
     def streams_group(self, group_id: str) -> StreamsGroup:
-        group = self.c.groups.get(group_id)
-        if group is None:
-            # GroupMetadataManager.group(): describe and leave (a heartbeat's own check says "Streams group")
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
-        if not isinstance(group, StreamsGroup):
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
-        return group
-
-    def _state(self, group_id: str) -> str | None:
-        group = self.c.groups.get(group_id)
-        return group.state if isinstance(group, StreamsGroup) else None
+        """GroupMetadataManager.group(): describe and leave (a heartbeat's own check says "Streams group")."""
+        return self.typed_group(group_id)
 
     @staticmethod
     def event(result: CoordinatorResult, group_id: str, event: str, **fields) -> None:
@@ -324,7 +299,7 @@ class StreamsGroupManager:
         reconfigure = group.topology is None
         metadata_hash = group.metadata_hash
         if reconfigure or configured is None or group.has_metadata_expired(now):
-            metadata_hash = self.compute_metadata_hash(group_topology)
+            metadata_hash = self.topology_metadata_hash(group_topology)
             if metadata_hash != group.metadata_hash:
                 bump = True
                 reconfigure = True

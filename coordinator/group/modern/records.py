@@ -1,0 +1,70 @@
+"""The records every modern group type writes the same way, and their replay."""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+
+from ..classic.group import ClassicGroup
+from ..consumer.topic_partitions import to_json as assignment_to_json
+from ..group import IllegalStateError
+
+# Events carry assignments only up to this many partitions (an event must stay well below Kafka's
+# 1 MB record limit); larger ones carry counts.
+EVENT_MAX_PARTITIONS = 10_000
+
+
+def event_assignment(assignment) -> dict | int:
+    """{topic: [partitions]} for an event, or the number of partitions if that would be too big."""
+    n = sum(len(p) for p in assignment.values())
+    return assignment_to_json(assignment) if n <= EVENT_MAX_PARTITIONS else n
+
+
+def is_simple_classic_group(group) -> bool:
+    """ClassicGroup.isSimpleGroup: created by an offset commit, never joined by anyone."""
+    return (
+        isinstance(group, ClassicGroup)
+        and group.protocol_type is None
+        and not group.members
+        and not group.pending_join_members
+    )
+
+
+def replay_group_metadata(
+    groups, group, value: dict | None, epoch_unfinished: str, *, check_targets: bool = True
+) -> None:
+    """A {Consumer,Share,Streams}GroupMetadata record: the group epoch and metadata hash, or (a
+    tombstone) the group's removal, which Kafka allows only once its members, target assignment
+    and assignment epoch are gone (`epoch_unfinished`: the end of the message when the epoch is not)."""
+    gid = group.group_id
+    if value is not None:
+        group.group_epoch = int(value["epoch"])
+        group.metadata_hash = int(value.get("metadataHash", 0))
+        return
+    if group.members:
+        raise IllegalStateError(
+            f"Received a tombstone record to delete group {gid} but the group still has {len(group.members)} members."
+        )
+    if check_targets and group.target_assignment:
+        raise IllegalStateError(
+            f"Received a tombstone record to delete group {gid} but the target "
+            f"assignment still has {len(group.target_assignment)} members."
+        )
+    if group.target_assignment_epoch != -1:
+        raise IllegalStateError(f"Received a tombstone record to delete group {gid} but {epoch_unfinished}")
+    del groups[gid]
+
+
+def persisted_group(groups: MutableMapping, group_id: str, create: bool, group_type: type, wrong_type: str):
+    """Kafka's getOrMaybeCreatePersisted{Consumer,Share,Streams}Group: the group of `group_type` a
+    replayed record is about, created by a record (`create`); None for a tombstone of a group that is
+    gone or of another type (where Kafka throws GroupIdNotFound). A simple classic group (offsets
+    replayed before the group's records) is backed by no record and is replaced."""
+    group = groups.get(group_id)
+    if isinstance(group, group_type):
+        return group
+    if not create:
+        return None
+    if group is None or is_simple_classic_group(group):
+        group = groups[group_id] = group_type(group_id)
+        return group
+    raise IllegalStateError(wrong_type)
