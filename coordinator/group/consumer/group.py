@@ -29,7 +29,9 @@ from collections.abc import Iterable, Mapping
 from ...errors import ApiError, Errors
 from ...records import record_key
 from ...result import CoordinatorResult
-from ..group import CONSUMER, Group, register_group_type
+from ..group import CONSUMER, register_group_type
+from ..modern.group import ModernGroup
+from ..modern.records import RecordValues, partitions_target
 from .assignors.api import SubscriptionType
 from .group_state import (
     ConsumerGroupState,
@@ -86,24 +88,12 @@ def regex_task_key(group_id: str) -> str:
 
 
 # ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: ConsumerGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(assignment) -> dict:
-    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: ConsumerGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
+_VALUES = RecordValues(R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, partitions_target)
+group_epoch_value = _VALUES.group_epoch
+member_value = _VALUES.member
+target_value = _VALUES.target
+target_epoch_value = _VALUES.target_epoch
+current_value = _VALUES.current
 
 
 def regex_value(resolved: ResolvedRegularExpression) -> dict:
@@ -111,22 +101,16 @@ def regex_value(resolved: ResolvedRegularExpression) -> dict:
 
 
 @register_group_type
-class ConsumerGroup(Group):
+class ConsumerGroup(ModernGroup):
     type = CONSUMER
 
     def __init__(self, group_id: str):
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.target_assignment_epoch = 0
+        super().__init__(group_id)
         self.members: dict[str, ConsumerGroupMember] = {}
-        self.target_assignment: dict[str, dict] = {}
         self.resolved_regular_expressions: dict[str, ResolvedRegularExpression] = {}
         # derived
         self.static_members: dict[str, str] = {}
         self.partition_epochs = PartitionEpochs()
-        self.metadata_hash = 0
-        # Soft state (Kafka's DeadlineAndEpoch): [deadline ms, group epoch]; [0, 0] = refresh now.
-        self.metadata_refresh_deadline = [0, 0]
 
     # ------------------------------------------------------------------ record-shaped updates
     def update_member(self, member: ConsumerGroupMember) -> None:
@@ -293,17 +277,6 @@ class ConsumerGroup(Group):
                 f"The received member epoch {received} does not match the expected member epoch {member.member_epoch}.",
             )
 
-    # ================================================================ metadata refresh
-    def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
-        self.metadata_refresh_deadline = [deadline_ms, group_epoch]
-
-    def request_metadata_refresh(self) -> None:
-        self.metadata_refresh_deadline = [0, 0]
-
-    def has_metadata_expired(self, now_ms: int) -> bool:
-        deadline, epoch = self.metadata_refresh_deadline
-        return now_ms >= deadline or self.group_epoch < epoch
-
     # ================================================================ subscriptions
     def subscribed_topic_names(self) -> dict[str, SubscriptionCount]:
         """Kafka's `subscribedTopicNames`: topic -> members naming it / resolved regexes matching it."""
@@ -335,9 +308,6 @@ class ConsumerGroup(Group):
         return members
 
     # ================================================================ Group interface: state
-    def state_as_string(self) -> str:
-        return str(self.state)
-
     def is_empty(self) -> bool:
         return self.state == ConsumerGroupState.EMPTY
 

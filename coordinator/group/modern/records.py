@@ -68,3 +68,33 @@ def persisted_group(groups: MutableMapping, group_id: str, create: bool, group_t
         group = groups[group_id] = group_type(group_id)
         return group
     raise IllegalStateError(wrong_type)
+
+
+class RecordValues:
+    """The values of a modern group type's records, given its record kinds: the group epoch and
+    metadata hash, a member's metadata, the assignment epoch, a member's current assignment and
+    (`target`) a member's target assignment, whose shape is the type's own."""
+
+    def __init__(self, group: str, member: str, target: str, target_epoch: str, current: str, target_fields):
+        self.kinds = (group, member, target, target_epoch, current)
+        self._target_fields = target_fields  # the target assignment's record fields
+
+    def group_epoch(self, epoch: int, metadata_hash: int) -> dict:
+        return {"type": self.kinds[0], "epoch": epoch, "metadataHash": metadata_hash}
+
+    def member(self, member) -> dict:
+        return {"type": self.kinds[1], **member.metadata_value()}
+
+    def target(self, assignment) -> dict:
+        return {"type": self.kinds[2], **self._target_fields(assignment)}
+
+    def target_epoch(self, epoch: int) -> dict:
+        return {"type": self.kinds[3], "assignmentEpoch": epoch}
+
+    def current(self, member) -> dict:
+        return {"type": self.kinds[4], **member.assignment_value()}
+
+
+def partitions_target(assignment) -> dict:
+    """A consumer or share member's target assignment record fields."""
+    return {"topicPartitions": assignment_to_json(assignment)}

@@ -28,7 +28,9 @@ from ...errors import ApiError, Errors
 from ...records import record_key
 from ..consumer.topic_partitions import freeze
 from ..consumer.topic_partitions import to_json as assignment_to_json
-from ..group import SHARE, Group, register_group_type
+from ..group import SHARE, register_group_type
+from ..modern.group import ModernGroup
+from ..modern.records import RecordValues, partitions_target
 
 SHARE_PROTOCOL_TYPE = "share"
 EMPTY, STABLE = "Empty", "Stable"
@@ -114,39 +116,21 @@ class ShareGroupMember:
 
 
 # ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: ShareGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(assignment) -> dict:
-    return {"type": R_TARGET, "topicPartitions": assignment_to_json(assignment)}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: ShareGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
+_VALUES = RecordValues(R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, partitions_target)
+group_epoch_value = _VALUES.group_epoch
+member_value = _VALUES.member
+target_value = _VALUES.target
+target_epoch_value = _VALUES.target_epoch
+current_value = _VALUES.current
 
 
 @register_group_type
-class ShareGroup(Group):
+class ShareGroup(ModernGroup):
     type = SHARE
 
     def __init__(self, group_id: str):
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.target_assignment_epoch = 0
+        super().__init__(group_id)
         self.members: dict[str, ShareGroupMember] = {}
-        self.target_assignment: dict[str, dict] = {}
-        # Soft state (Kafka's DeadlineAndEpoch): [deadline ms, group epoch]; [0, 0] = refresh now.
-        self.metadata_refresh_deadline = [0, 0]
         # ShareGroupStatePartitionMetadataInfo: None until the record exists; else
         # {"initializing": {tid: InitMapValue}, "initialized": {tid: InitMapValue}, "deleting": {tid: name}}
         # with InitMapValue = {"name", "partitions": sorted list, "timestamp"} (timestamp: when replayed).
@@ -190,20 +174,7 @@ class ShareGroup(Group):
                 counts[t] = counts.get(t, 0) + 1
         return counts
 
-    def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
-        self.metadata_refresh_deadline = [deadline_ms, group_epoch]
-
-    def request_metadata_refresh(self) -> None:
-        self.metadata_refresh_deadline = [0, 0]
-
-    def has_metadata_expired(self, now_ms: int) -> bool:
-        deadline, epoch = self.metadata_refresh_deadline
-        return now_ms >= deadline or self.group_epoch < epoch
-
     # ================================================================ Group interface
-    def state_as_string(self) -> str:
-        return self.state
-
     def is_empty(self) -> bool:
         return self.state == EMPTY
 

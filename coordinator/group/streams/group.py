@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
-from ..group import STREAMS, Group, register_group_type
+from ..group import STREAMS, register_group_type
+from ..modern.group import ModernGroup
+from ..modern.records import RecordValues
 from .member import StreamsGroupMember
 from .tasks import EMPTY, TasksTuple
 from .topology import ConfiguredTopology, configured_from_json, configured_to_json
@@ -78,24 +80,12 @@ def unknown_member(member_id: str | None, group_id: str) -> ApiError:
 
 
 # ====================================================================== record values
-def group_epoch_value(epoch: int, metadata_hash: int) -> dict:
-    return {"type": R_GROUP, "epoch": epoch, "metadataHash": metadata_hash}
-
-
-def member_value(member: StreamsGroupMember) -> dict:
-    return {"type": R_MEMBER, **member.metadata_value()}
-
-
-def target_value(tasks: TasksTuple) -> dict:
-    return {"type": R_TARGET, **tasks.to_wire()}
-
-
-def target_epoch_value(epoch: int) -> dict:
-    return {"type": R_TARGET_EPOCH, "assignmentEpoch": epoch}
-
-
-def current_value(member: StreamsGroupMember) -> dict:
-    return {"type": R_CURRENT, **member.assignment_value()}
+_VALUES = RecordValues(R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, TasksTuple.to_wire)
+group_epoch_value = _VALUES.group_epoch
+member_value = _VALUES.member
+target_value = _VALUES.target
+target_epoch_value = _VALUES.target_epoch
+current_value = _VALUES.current
 
 
 def topology_value(topology: dict) -> dict:
@@ -103,14 +93,11 @@ def topology_value(topology: dict) -> dict:
 
 
 @register_group_type
-class StreamsGroup(Group):
+class StreamsGroup(ModernGroup):
     type = STREAMS
 
     def __init__(self, group_id: str):
-        self.group_id = group_id
-        self.group_epoch = 0
-        self.metadata_hash = 0
-        self.target_assignment_epoch = 0
+        super().__init__(group_id)
         self.topology: dict | None = None
         self.members: dict[str, StreamsGroupMember] = {}
         self.target_assignment: dict[str, TasksTuple] = {}
@@ -120,7 +107,6 @@ class StreamsGroup(Group):
         self.warmup_owners: dict[tuple, set] = {}
         # soft
         self.configured_topology: ConfiguredTopology | None = None
-        self.metadata_refresh_deadline = [0, 0]
         self.shutdown_request_member_id: str | None = None
         # Kafka's StreamsGroup field (-1 at creation, not a record: a group loaded from its records
         # starts at -1 again), bumped whenever a heartbeat hands a member other tasks.
@@ -196,20 +182,7 @@ class StreamsGroup(Group):
             self.target_assignment_epoch,
         )
 
-    def set_metadata_refresh_deadline(self, deadline_ms: int, group_epoch: int) -> None:
-        self.metadata_refresh_deadline = [deadline_ms, group_epoch]
-
-    def request_metadata_refresh(self) -> None:
-        self.metadata_refresh_deadline = [0, 0]
-
-    def has_metadata_expired(self, now_ms: int) -> bool:
-        deadline, epoch = self.metadata_refresh_deadline
-        return now_ms >= deadline or self.group_epoch < epoch
-
     # ================================================================ Group interface
-    def state_as_string(self) -> str:
-        return self.state
-
     def is_empty(self) -> bool:
         return not self.members
 
