@@ -48,12 +48,12 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def broker_answers(bootstrap: str) -> bool:
+def broker_answers(bootstrap: str, **client_config) -> bool:
     """Whether a broker of `bootstrap` serves a metadata request now (listening is not enough)."""
     from kafka import KafkaAdminClient
 
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, **client_config)
         try:
             admin.list_topics()
             return True

@@ -20,7 +20,10 @@ import asyncio
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
+
+if TYPE_CHECKING:
+    from .security import UpstreamSecurity
 
 UPSTREAM_MAX_FRAME = 2**31 - 1
 INT32_MAX = 2**31 - 1
@@ -44,14 +47,32 @@ class Upstream:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, remap: bool = False, connects: asyncio.Semaphore | None = None
+        cls,
+        host: str,
+        port: int,
+        remap: bool = False,
+        connects: asyncio.Semaphore | None = None,
+        security: UpstreamSecurity | None = None,
+        authenticate: bool = True,
     ) -> Upstream:
+        """A connection to a broker: over TLS if `security` says so, and authenticated as the
+        gateway unless `authenticate` is False (a SASL client's own connection: the client
+        authenticates it)."""
+        tls = security.tls if security is not None else None
+        hostname = host if tls is not None else None
         if connects is None:
-            reader, writer = await asyncio.open_connection(host, port)
+            reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=hostname)
         else:
             async with connects:
-                reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, remap)
+                reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=hostname)
+        upstream = cls(reader, writer, remap)
+        if security is not None and authenticate:
+            try:
+                await security.authenticate(upstream)
+            except BaseException:
+                upstream.close()
+                raise
+        return upstream
 
     @property
     def closed(self) -> bool:
@@ -121,8 +142,14 @@ class Upstream:
 class SharedUpstreams:
     """A broker's shared connections, opened on first use and again after one fails."""
 
-    def __init__(self, address: Callable[[], tuple[str, int]], size: int, connects: asyncio.Semaphore):
-        self.address, self.connects = address, connects
+    def __init__(
+        self,
+        address: Callable[[], tuple[str, int]],
+        size: int,
+        connects: asyncio.Semaphore,
+        security: UpstreamSecurity | None = None,
+    ):
+        self.address, self.connects, self.security = address, connects, security
         self.connections: list[Upstream | None] = [None] * max(size, 1)
         self._locks = [asyncio.Lock() for _ in self.connections]
         self.opened = 0  # connections opened so far (a replaced one counts again)
@@ -139,7 +166,7 @@ class SharedUpstreams:
             upstream = self.connections[index]
             if upstream is None or upstream.closed:
                 host, port = self.address()
-                upstream = await Upstream.open(host, port, remap=True, connects=self.connects)
+                upstream = await Upstream.open(host, port, remap=True, connects=self.connects, security=self.security)
                 self.connections[index] = upstream
                 self.opened += 1
             return upstream
