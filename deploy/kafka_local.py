@@ -71,12 +71,15 @@ class LocalKafka:
         controller_port: int | None = None,
         heap: str = "512m",
         extra_config: dict | None = None,
+        format_args: list[str] | None = None,
     ):
         self.dir = Path(workdir).resolve()
         self.port = port
         self.controller_port = controller_port or port + 1
         self.heap = heap
         self.extra_config = extra_config or {}  # more server.properties (e.g. group timeouts for a bench)
+        # more arguments of the storage tool's format (e.g. --add-scram 'SCRAM-SHA-256=[name=..,password=..]')
+        self.format_args = list(format_args or [])
 
     @property
     def bootstrap(self) -> str:
@@ -150,6 +153,7 @@ transaction.partition.verification.enable=false
             str(props),
             "--feature",
             "transaction.version=1",
+            *self.format_args,
         ]
 
     def pid(self) -> int | None:

@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+from typing import Any
 
 from kio.schema.index import api_key_map, schema_name_map
 
@@ -533,6 +534,10 @@ class ClientConnection:
             rebalance = body.get("sessionTimeoutMs") if version == 0 else body.get("rebalanceTimeoutMs")
             timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
+        # the authenticated principal (SASL listener), signed by the bridge
+        extra: dict[str, Any] = (
+            {"principal": self.sasl.principal} if self.sasl is not None and self.sasl.principal else {}
+        )
         try:
             calls = [
                 self.gw.bridge.call(
@@ -543,7 +548,7 @@ class ClientConnection:
                     client_id=client_id or "",
                     client_host=self.client_host,
                     timeout_s=timeout_s,
-                    principal=self.sasl.principal if self.sasl is not None else None,
+                    **extra,
                 )
                 for sub in subs
             ]
