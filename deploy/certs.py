@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import subprocess
 import tempfile
 from pathlib import Path
@@ -69,6 +70,17 @@ def make_certificate(directory: Path, name: str, hosts: list[str]) -> Path:
     return cert
 
 
+def make_principal_key(directory: Path) -> Path:
+    """A new key (32 random bytes, hex, mode 0600) for [gateway] principal_key_file; kept if present."""
+    path = directory / "gateway-principal.key"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(secrets.token_hex(32))
+        _private(tmp)
+        os.replace(tmp, path)
+    return path
+
+
 def make_all(directory: Path, names: list[str], hosts: list[str] | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     make_ca(directory)
@@ -84,8 +96,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("directory", nargs="?", default=str(ROOT / ".run" / "certs"))
     parser.add_argument("--name", action="append", help="a certificate to make (default: broker and gateway)")
     parser.add_argument("--host", action="append", default=[], help="another host name or address in the certificates")
+    parser.add_argument(
+        "--principal-key",
+        action="store_true",
+        help="also DIR/gateway-principal.key: the key the gateway signs its requests' principal with "
+        "([gateway] principal_key_file, for the gateway and the service)",
+    )
     args = parser.parse_args(argv)
     directory = make_all(Path(args.directory), args.name or ["broker", "gateway"], args.host)
+    if args.principal_key:
+        print(f"principal key: {make_principal_key(directory)}")
     print(
         f"CA: {directory / 'ca.pem'}; certificates: {', '.join(str(directory / f'{n}.pem') for n in args.name or ['broker', 'gateway'])}"
     )

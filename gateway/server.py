@@ -109,6 +109,11 @@ class Gateway:
         self.idle_closed = 0
 
     async def start(self) -> None:
+        if self.sasl and not self.cfg.principal_key_file:
+            log.warning(
+                "SASL listener without [gateway] principal_key_file: bridged requests carry no principal "
+                "(the broker still authorises every passed-through request as its client)"
+            )
         await self.bridge.start()
         brokers = await fetch_brokers(self.cfg.bootstrap_servers, self.cfg.client_id, self.upstream_security)
         for node_id, (host, port) in sorted(brokers.items()):

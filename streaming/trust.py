@@ -38,7 +38,7 @@ MAC_HEADER = "coordinator-mac"
 # this header: sign_principal under the gateway's key (not the internal channel's: a gateway is not
 # the service), which the service also reads. A request without it, or whose MAC does not verify,
 # has no principal.
-PRINCIPAL_MAC_HEADER = "coordinator-principal-mac"
+PRINCIPAL_MAC_HEADER = "coordinator-principal-mac"  # = coordinator.envelope.PRINCIPAL_MAC_HEADER
 _PRINCIPAL_DOMAIN = b"principal"
 STAMP_HEADER = "coordinator-seq"
 KEY_FILE = "coordinator-internal.key"
