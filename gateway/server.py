@@ -317,6 +317,8 @@ class ClientConnection:
                 self.in_flight -= 1
                 if frame is None:
                     self.last_active = asyncio.get_running_loop().time()
+                    if slot is self._close_after:
+                        break
                     continue
                 if len(frame) < 1 << 16:  # one send for the usual small answer
                     self.writer.write(len(frame).to_bytes(4, "big") + frame)
@@ -425,7 +427,12 @@ class ClientConnection:
             self._close_after = slot
             slot.set_result(encode_response(cid, from_json(response_class(api_key, version), answer)))
             return False
-        raise FrameError(admission.reason)  # closes the connection without an answer, as Kafka does
+        # Closed without an answer, as Kafka closes it, once the answers to the requests before
+        # this one are written (Kafka answers them before it reads the next request).
+        log.info("closing the connection from %s: %s", self.client_host, admission.reason)
+        self._close_after = slot
+        slot.set_result(None)
+        return False
 
     async def _sasl_answer(self, future: asyncio.Future, api_key: int, version: int, slot: asyncio.Future) -> bytes:
         """The broker's answer to the client's SaslHandshake/SaslAuthenticate, passed on unchanged;

@@ -17,6 +17,7 @@ accept backlog (`socket.listen.backlog.size`, 50) could not take: the broker res
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 from collections import deque
 from collections.abc import Callable
@@ -31,6 +32,12 @@ INT32_MAX = 2**31 - 1
 
 class UpstreamClosed(ConnectionError):
     pass
+
+
+async def _connect(host: str, port: int, tls: ssl.SSLContext | None):
+    if tls is None:
+        return await asyncio.open_connection(host, port)
+    return await asyncio.open_connection(host, port, ssl=tls, server_hostname=host)
 
 
 class Upstream:
@@ -59,12 +66,11 @@ class Upstream:
         gateway unless `authenticate` is False (a SASL client's own connection: the client
         authenticates it)."""
         tls = security.tls if security is not None else None
-        hostname = host if tls is not None else None
         if connects is None:
-            reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=hostname)
+            reader, writer = await _connect(host, port, tls)
         else:
             async with connects:
-                reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=hostname)
+                reader, writer = await _connect(host, port, tls)
         upstream = cls(reader, writer, remap)
         if security is not None and authenticate:
             try:
