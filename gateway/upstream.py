@@ -21,10 +21,7 @@ import ssl
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, overload
-
-if TYPE_CHECKING:
-    from .security import UpstreamSecurity
+from typing import Literal, Protocol, overload
 
 UPSTREAM_MAX_FRAME = 2**31 - 1
 INT32_MAX = 2**31 - 1
@@ -32,6 +29,15 @@ INT32_MAX = 2**31 - 1
 
 class UpstreamClosed(ConnectionError):
     pass
+
+
+class ConnectionSecurity(Protocol):
+    """How a broker connection is secured (gateway/security.py's UpstreamSecurity)."""
+
+    @property
+    def tls(self) -> ssl.SSLContext | None: ...
+
+    async def authenticate(self, upstream: Upstream) -> None: ...
 
 
 async def _connect(host: str, port: int, tls: ssl.SSLContext | None):
@@ -59,7 +65,7 @@ class Upstream:
         port: int,
         remap: bool = False,
         connects: asyncio.Semaphore | None = None,
-        security: UpstreamSecurity | None = None,
+        security: ConnectionSecurity | None = None,
         authenticate: bool = True,
     ) -> Upstream:
         """A connection to a broker: over TLS if `security` says so, and authenticated as the
@@ -153,7 +159,7 @@ class SharedUpstreams:
         address: Callable[[], tuple[str, int]],
         size: int,
         connects: asyncio.Semaphore,
-        security: UpstreamSecurity | None = None,
+        security: ConnectionSecurity | None = None,
     ):
         self.address, self.connects, self.security = address, connects, security
         self.connections: list[Upstream | None] = [None] * max(size, 1)

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,7 +45,13 @@ class Gateway:
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "gateway.toml"
         gateway = {"base_port": free_port(), "client_id": client_id, **(settings or {})}
-        config.write_text(job_config.read_text() + "\n" + _to_toml({"gateway": gateway}))
+        text = job_config.read_text()
+        if "[gateway]" in text:  # the job's own [gateway] settings (e.g. principal_key_file), and these
+            data = tomllib.loads(text)
+            data["gateway"] = {**data["gateway"], **gateway}
+            config.write_text(_to_toml(data))
+        else:
+            config.write_text(text + "\n" + _to_toml({"gateway": gateway}))
         self.log_file = workdir / "gateway.log"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--config", str(config)],

@@ -1,7 +1,10 @@
-"""Secured clients through the gateway: a broker of its own with a SASL_SSL listener (PLAIN and
-SCRAM-SHA-256/512, StandardAuthorizer, `super.users=User:admin;User:ANONYMOUS`) and a PLAINTEXT
-listener the service's job uses (its principal is ANONYMOUS); a gateway in front with a SASL_SSL
-listener (certificates of deploy/certs.py) reaching the broker over SASL_SSL as `User:gateway`.
+"""Secured clients through the gateway: a broker of its own (deploy/secured_kafka.py) with a
+SASL_SSL listener (PLAIN and SCRAM-SHA-256/512, StandardAuthorizer, super users admin, gateway and
+ANONYMOUS) and a PLAINTEXT listener the service's job uses (its principal is ANONYMOUS); a gateway in
+front with a SASL_SSL listener (certificates of deploy/certs.py) reaching the broker over SASL_SSL as
+`User:gateway` with SCRAM-SHA-512 (its own SCRAM client, and kafka-python's in its bridge), signing
+its bridged requests' principal with a key the job verifies (a commit that gets through proves the
+signed record was accepted by the real state function: an unverified principal is refused).
 
 - confluent-kafka clients with SCRAM-SHA-256 and with PLAIN produce, consume in a group and commit
   through the gateway; the pass-through traffic is authorised by the broker as the client's own
@@ -20,8 +23,9 @@ import uuid
 
 import pytest
 
-from deploy.certs import make_all
-from deploy.kafka_local import LocalKafka, free_port
+from deploy.certs import make_all, make_principal_key
+from deploy.kafka_local import free_port
+from deploy.secured_kafka import USERS, gateway_settings, secured_broker
 from gateway.codec import decode_response, encode_request, request_class
 from gateway.sasl import ScramClient
 from gateway.security import UpstreamSecurity
@@ -32,63 +36,28 @@ from .harness import StreamJob
 
 pytestmark = pytest.mark.integration
 
-USERS = {"admin": "admin-secret", "gateway": "gateway-secret", "alice": "alice-secret", "bob": "bob-secret"}
-JAAS = "org.apache.kafka.common.security"
-
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory, shared_jobs):
     shared_jobs.stop_running()  # one job at a time on the machine
     certs = make_all(tmp_path_factory.mktemp("certs"), ["broker", "gateway"])
-    port, sasl_port, controller = free_port(), free_port(), free_port()
-    plain_users = " ".join(f'user_{u}="{p}"' for u, p in USERS.items())
-    broker = LocalKafka(
-        tmp_path_factory.mktemp("sasl-kafka"),
-        port,
-        controller,
-        extra_config={
-            "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "listener.name.sasl_ssl.plain.sasl.jaas.config": f"{JAAS}.plain.PlainLoginModule required {plain_users};",
-            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": f"{JAAS}.scram.ScramLoginModule required;",
-            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{JAAS}.scram.ScramLoginModule required;",
-            "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(certs / "broker-keystore.pem"),
-            "ssl.truststore.type": "PEM",
-            "ssl.truststore.location": str(certs / "ca.pem"),
-            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            # ANONYMOUS: the controller listener and the service's PLAINTEXT listener
-            "super.users": "User:admin;User:ANONYMOUS;User:gateway",
-        },
-        format_args=[
-            "--add-scram",
-            "SCRAM-SHA-256=[name=bob,password=bob-secret]",
-            "--add-scram",
-            "SCRAM-SHA-512=[name=bob,password=bob-secret]",
-        ],
-    )
+    principal_key = make_principal_key(certs)
+    sasl_port = free_port()
+    broker = secured_broker(tmp_path_factory.mktemp("sasl-kafka"), free_port(), sasl_port, free_port(), certs)
     broker.start()
     job = None
     gateway = None
     try:
-        job = StreamJob(broker.bootstrap, tmp_path_factory.mktemp("sasl-job"), "sasl").start()
+        job = StreamJob(broker.bootstrap, tmp_path_factory.mktemp("sasl-job"), "sasl")
+        # the service verifies the gateway's signed principals with the same key
+        with open(job.config_file, "a") as f:
+            f.write(f'\n[gateway]\nprincipal_key_file = "{principal_key}"\n')
+        job.start()
         gateway = Gateway(
             job.config_file,
             tmp_path_factory.mktemp("sasl-gateway"),
             client_id="sasl-gateway",
-            settings={
-                "security_protocol": "SASL_SSL",
-                "ssl_certfile": str(certs / "gateway.pem"),
-                "ssl_keyfile": str(certs / "gateway-key.pem"),
-                "upstream_bootstrap_servers": f"127.0.0.1:{sasl_port}",
-                "upstream_security_protocol": "SASL_SSL",
-                "upstream_ssl_cafile": str(certs / "ca.pem"),
-                "upstream_sasl_mechanism": "PLAIN",
-                "upstream_sasl_username": "gateway",
-                "upstream_sasl_password": USERS["gateway"],
-            },
+            settings=gateway_settings(certs, sasl_port, principal_key),
         )
         _grant(broker.bootstrap)
         yield {"certs": certs, "broker_sasl": f"127.0.0.1:{sasl_port}", "gateway": gateway}
