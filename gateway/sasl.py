@@ -149,6 +149,9 @@ class SaslSession:
             if api_key == SASL_HANDSHAKE:
                 if version < 1:  # Kafka re-authenticates only clients that use SaslAuthenticate
                     return Admission(Verdict.CLOSE, "SaslHandshake v0 cannot start re-authentication")
+                if mechanism != self.mechanism:  # Kafka: "SASL mechanism changed during re-authentication"
+                    self.state = State.FAILED
+                    return Admission(Verdict.CLOSE, f"re-authentication with {mechanism} instead of {self.mechanism}")
                 self.reauthenticating = True
                 return self._handshake(mechanism, version)
             if self.expires_at is not None and now >= self.expires_at:

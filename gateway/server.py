@@ -449,7 +449,7 @@ class ClientConnection:
             keep, why = session.authenticate_answered(
                 int(answer.error_code), lifetime_ms, asyncio.get_running_loop().time()
             )
-            if keep and session.authenticated and session.authentications and session.mechanism:
+            if keep and session.authenticated:
                 log.debug("%s authenticated as %s (%s)", self.client_host, session.principal, session.mechanism)
         if not keep:
             log.info("closing the connection from %s after its answer: %s", self.client_host, why)

@@ -197,3 +197,9 @@ def test_scram_client_matches_rfc_7677():
         client.verify_final(b"v=" + base64.b64encode(b"\0" * 32))
     with pytest.raises(ValueError, match="invalid-proof"):
         client.verify_final(b"e=invalid-proof")
+
+
+def test_re_authentication_keeps_the_mechanism():
+    s = authenticated("PLAIN", "alice", lifetime_ms=10_000)
+    admission = s.admit(SASL_HANDSHAKE, 1, 1.0, mechanism="SCRAM-SHA-256")
+    assert admission.verdict is Verdict.CLOSE and s.state is State.FAILED
