@@ -44,6 +44,9 @@ class InputRecord:
     key_valid: bool = True
     # An internal record's (publisher, epoch, sequence), covered by its MAC (coordinator/channel.py).
     stamp: tuple[str, int, int] | None = None
+    # A request-topic record whose `coordinator-principal-mac` header verified under the gateway's
+    # key (streaming/trust.py): only then may its envelope carry a `principal`.
+    principal_verified: bool = False
 
     @property
     def source(self) -> tuple[int, int]:
@@ -209,6 +212,7 @@ def _apply(
                     value_size=rec.value_size,
                     internal=rec.internal,
                     key_valid=rec.key_valid,
+                    principal_verified=rec.principal_verified,
                 )
             )
         except ChunkCorrupt:
@@ -266,6 +270,7 @@ def _answer_crashed(partition: PartitionRuntime, rec: InputRecord, time_ms: int,
             value_size=rec.value_size,
             internal=rec.internal,
             key_valid=rec.key_valid,
+            principal_verified=rec.principal_verified,
         )
     except Exception:  # noqa: BLE001 - parsing itself was what failed
         item = None

@@ -23,6 +23,9 @@ from .schema import MAX_STRING_BYTES, SchemaError
 # The record key of the coordinator's own broadcasts (topic metadata), which the stream delivers to
 # every coordinator partition. Only the internal channel may carry it.
 BROADCAST_KEY = "__coordinator_broadcast__"
+# The header of a gateway's record that signs its envelope's `principal` (streaming/trust.py has
+# the MAC; named here too, as the core may not import the stream's modules).
+PRINCIPAL_MAC_HEADER = "coordinator-principal-mac"
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 _CORRELATION_RE = re.compile(rb'"correlationId"\s*:\s*(-?\d{1,11})\b')
@@ -126,13 +129,16 @@ def parse_request(
     value_size: int | None = None,
     internal: bool = False,
     key_valid: bool = True,
+    principal_verified: bool = False,
 ) -> Request | Rejection:
     """Turn one request record into a validated `Request`, or a `Rejection`.
 
     `value_size` is the record's full size when `raw` was truncated upstream (the stream passes at
     most max_bytes + 1 bytes into Python). `internal` says the record came from the service's own
-    authenticated channel: only such records may use internal APIs or the broadcast key."""
-    result = _parse(raw, key, time_ms, source, max_bytes, value_size)
+    authenticated channel: only such records may use internal APIs or the broadcast key.
+    `principal_verified`: the record's principal MAC verified under the gateway's key; only then (or
+    on the internal channel) may the envelope name a `principal`."""
+    result = _parse(raw, key, time_ms, source, max_bytes, value_size, internal or principal_verified)
     if isinstance(result, Request):
         result = _check_trust(result, internal, key_valid)
     if isinstance(result, Rejection):
@@ -168,7 +174,7 @@ def _check_trust(request: Request, internal: bool, key_valid: bool) -> Request |
     return request
 
 
-def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Rejection:
+def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=False) -> Request | Rejection:
     size = value_size if value_size is not None else (len(raw) if raw is not None else 0)
     if raw is None:
         return Rejection(Errors.INVALID_REQUEST, "request record has no value", None)
@@ -251,6 +257,19 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         kafka_client = False
     if type(kafka_client) is not bool:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean", reply, spec)
+    principal = envelope.get("principal")
+    if principal is not None:
+        if not _is_valid_string(principal):
+            return Rejection(Errors.INVALID_REQUEST, "envelope field 'principal' must be a string", reply, spec)
+        if not principal_trusted:
+            # A JSON client cannot name who it is: the field is a gateway's, signed with its key.
+            return Rejection(
+                Errors.INVALID_REQUEST,
+                "envelope field 'principal' is accepted only from a gateway's signed record "
+                f"(header {PRINCIPAL_MAC_HEADER!r})",
+                reply,
+                spec,
+            )
     if "request" not in envelope:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
     try:
@@ -267,6 +286,7 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size) -> Request | Reject
         source=source,
         client_host=client_host,
         kafka_client=kafka_client,
+        principal=principal,
     )
 
 

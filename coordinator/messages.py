@@ -43,6 +43,10 @@ class Request:
     # The request came through the Kafka-protocol gateway (the envelope's optional `kafkaClient`):
     # from an unmodified Kafka client, whose transactions need real control records as markers.
     kafka_client: bool = False
+    # The client's authenticated principal ("User:alice"), when a gateway with a SASL listener relays
+    # the request and signs it (the envelope's `principal`, taken only from a record whose
+    # coordinator-principal-mac verifies); None on the JSON path, which has no authentication.
+    principal: str | None = None
 
     @property
     def api_key(self) -> str:

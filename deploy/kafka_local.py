@@ -55,12 +55,12 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def broker_answers(bootstrap: str) -> bool:
+def broker_answers(bootstrap: str, **client_config) -> bool:
     """Whether a broker of `bootstrap` serves a metadata request now (listening is not enough)."""
     from kafka import KafkaAdminClient
 
     try:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, **client_config)
         try:
             admin.list_topics()
             return True
@@ -81,6 +81,7 @@ class LocalKafka:
         features: dict[str, int] | None = None,
         release_version: str | None = None,
         service_broker: bool = True,
+        format_args: list[str] | None = None,
     ):
         self.dir = Path(workdir).resolve()
         self.port = port
@@ -94,6 +95,8 @@ class LocalKafka:
         # The broker the service runs on (True) turns off what the service's transaction markers need
         # off; a reference broker (bench/differential.py) keeps Kafka's defaults.
         self.service_broker = service_broker
+        # more arguments of the storage tool's format (e.g. --add-scram 'SCRAM-SHA-256=[name=..,password=..]')
+        self.format_args = list(format_args or [])
 
     @property
     def bootstrap(self) -> str:
@@ -163,6 +166,7 @@ log.cleaner.backoff.ms=5000
             str(props),
             *(["--release-version", self.release_version] if self.release_version else []),
             *(arg for name, level in self.features.items() for arg in ("--feature", f"{name}={level}")),
+            *self.format_args,
         ]
 
     def pid(self) -> int | None:

@@ -73,8 +73,9 @@ def desired_topics(cfg: StreamConfig) -> list[NewTopic]:
     ]
 
 
-def wait_for_broker(bootstrap: str, timeout_s: float = 120) -> None:
-    """Until a broker of `bootstrap` accepts connections and answers a metadata request."""
+def wait_for_broker(bootstrap: str, timeout_s: float = 120, **client_config) -> None:
+    """Until a broker of `bootstrap` accepts connections and answers a metadata request
+    (`client_config`: kafka-python's security settings for a secured listener)."""
     import socket
 
     from deploy.kafka_local import broker_answers
@@ -86,7 +87,7 @@ def wait_for_broker(bootstrap: str, timeout_s: float = 120) -> None:
                 socket.create_connection((host, int(port)), timeout=1).close()
             except OSError:
                 continue
-            if broker_answers(bootstrap):
+            if broker_answers(bootstrap, **client_config):
                 return
         if time.monotonic() >= deadline:
             raise RuntimeError(f"no Kafka broker answers at {bootstrap} after {timeout_s:.0f} s")

@@ -22,8 +22,10 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, MessageSizeTooLargeError, TopicAlreadyExistsError
 
 from deploy.topics import wait_for_broker
+from streaming.trust import PRINCIPAL_MAC_HEADER, read_key, sign_principal
 
 from .config import GatewayConfig
+from .security import UpstreamSecurity
 
 log = logging.getLogger("gateway.bridge")
 INT32_MAX = 2**31 - 1
@@ -67,6 +69,9 @@ class CoordinatorBridge:
         self._thread: threading.Thread | None = None
         self.ready = asyncio.Event()
         self.duplicates = 0
+        self.security = UpstreamSecurity.from_config(cfg)
+        # signs the principal of a bridged request (streaming/trust.py); None: no principal is sent
+        self._principal_key = read_key(cfg.principal_key_file) if cfg.principal_key_file else None
 
     # ------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -78,8 +83,9 @@ class CoordinatorBridge:
 
     def _start_clients(self) -> None:
         cfg = self.cfg
-        wait_for_broker(cfg.bootstrap_servers, cfg.startup_timeout_s)
-        admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap_servers, client_id=f"{cfg.client_id}-admin")
+        secured = self.security.kafka_client_config(cfg)
+        wait_for_broker(cfg.bootstrap_servers, cfg.startup_timeout_s, **secured)
+        admin = KafkaAdminClient(bootstrap_servers=cfg.bootstrap_servers, client_id=f"{cfg.client_id}-admin", **secured)
         try:
             # The service creates its request topic (LogAppendTime); never let a producer's metadata
             # request auto-create it with the broker's defaults.
@@ -114,6 +120,7 @@ class CoordinatorBridge:
             client_id=f"{cfg.client_id}-producer",
             # Every envelope the service takes fits (call() refuses larger ones before sending).
             max_request_size=max(1 << 20, cfg.request_max_bytes + PRODUCE_OVERHEAD_BYTES),
+            **secured,
         )
         self._consumer = KafkaConsumer(
             bootstrap_servers=cfg.bootstrap_servers,
@@ -121,6 +128,7 @@ class CoordinatorBridge:
             enable_auto_commit=False,
             fetch_max_wait_ms=500,  # the broker answers as soon as a reply arrives: this only paces polling while idle
             client_id=f"{cfg.client_id}-consumer",
+            **secured,
         )
         deadline = time.monotonic() + 60
         while not (parts := self._consumer.partitions_for_topic(cfg.reply_to)):
@@ -180,6 +188,7 @@ class CoordinatorBridge:
         client_host: str | None,
         timeout_s: float,
         wait_ready: bool = True,
+        principal: str | None = None,
     ) -> dict:
         """Send one request envelope and return the service's response body."""
         loop = _started(self._loop)
@@ -201,14 +210,23 @@ class CoordinatorBridge:
         }
         if client_host is not None:
             envelope["clientHost"] = client_host
+        headers = []
+        if principal is not None and self._principal_key is not None:
+            # The service takes the principal only from a record whose header verifies (a JSON
+            # client writing the request topic has no key); the MAC covers the record's key and value.
+            envelope["principal"] = principal
         value = json.dumps(envelope, separators=(",", ":")).encode()
+        if "principal" in envelope and self._principal_key is not None:
+            headers.append((PRINCIPAL_MAC_HEADER, sign_principal(self._principal_key, key.encode("utf-8"), value)))
         if len(value) > self.cfg.request_max_bytes:
             raise BridgeRequestTooLarge(len(value), self.cfg.request_max_bytes)
         future: asyncio.Future[dict] = loop.create_future()
         self._pending[cid] = future
         try:
             try:
-                sent = _started(self._producer).send(self.cfg.requests_topic, key=key.encode("utf-8"), value=value)
+                sent = _started(self._producer).send(
+                    self.cfg.requests_topic, key=key.encode("utf-8"), value=value, headers=headers or None
+                )
             except KafkaError as e:  # raised by send() itself: e.g. a key too large for a record
                 raise (
                     BridgeRequestTooLarge(len(value) + len(key), self.cfg.request_max_bytes)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streaming.config import StreamConfig
 
@@ -38,13 +38,34 @@ class GatewayConfig:
     # The largest request envelope the service takes (coordinator.request.max.bytes): a bridged
     # request larger than this is answered INVALID_REQUEST without being sent.
     request_max_bytes: int = 1048576
+    # Security (gateway/security.py, docs/gateway.md "Security"): the listener's protocol and
+    # certificate, the SASL mechanisms it offers (the broker checks the credentials), and how the
+    # gateway reaches the broker (its CA, and its own identity for the connections it opens itself).
+    security_protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    ssl_certfile: str = ""  # PEM: the gateway's certificate (and chain)
+    ssl_keyfile: str = ""  # PEM: its private key
+    ssl_key_password: str = field(default="", repr=False)
+    sasl_enabled_mechanisms: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    upstream_security_protocol: str = "PLAINTEXT"
+    upstream_ssl_cafile: str = ""  # PEM: the CA that signed the broker's certificate ("": the system's)
+    upstream_ssl_check_hostname: bool = True
+    upstream_sasl_mechanism: str = "PLAIN"
+    upstream_sasl_username: str = ""
+    upstream_sasl_password: str = field(default="", repr=False)
+    # The key the gateway signs its bridged requests' principal with (streaming/principal.py):
+    # a file of hex, shared with the service ("": requests carry no principal).
+    principal_key_file: str = ""
 
     @classmethod
     def from_stream_config(cls, cfg: StreamConfig, **overrides) -> GatewayConfig:
         g = dict(cfg.raw.get("gateway", {}))
         listen = g.get("listen_host", cls.listen_host)
+        mechanisms = g.get("sasl_enabled_mechanisms", list(cls.sasl_enabled_mechanisms))
+        if isinstance(mechanisms, str):  # Kafka's form: "PLAIN,SCRAM-SHA-256"
+            mechanisms = [m.strip() for m in mechanisms.split(",") if m.strip()]
         values = dict(
-            bootstrap_servers=cfg.bootstrap,
+            # the broker's listener the gateway uses ("": [kafka] bootstrap_servers, the service's)
+            bootstrap_servers=g.get("upstream_bootstrap_servers") or cfg.bootstrap,
             listen_host=listen,
             advertised_host=g.get("advertised_host")
             or (listen if listen not in ("", "0.0.0.0", "::") else "127.0.0.1"),
@@ -68,6 +89,18 @@ class GatewayConfig:
             client_id=g.get("client_id", cls.client_id),
             coordinator_partitions=cfg.coordinator_partitions,
             request_max_bytes=int(cfg.coordinator_config()["coordinator.request.max.bytes"]),
+            security_protocol=str(g.get("security_protocol", cls.security_protocol)).upper(),
+            ssl_certfile=str(g.get("ssl_certfile", "")),
+            ssl_keyfile=str(g.get("ssl_keyfile", "")),
+            ssl_key_password=str(g.get("ssl_key_password", "")),
+            sasl_enabled_mechanisms=tuple(str(m).upper() for m in mechanisms),
+            upstream_security_protocol=str(g.get("upstream_security_protocol", cls.upstream_security_protocol)).upper(),
+            upstream_ssl_cafile=str(g.get("upstream_ssl_cafile", "")),
+            upstream_ssl_check_hostname=bool(g.get("upstream_ssl_check_hostname", True)),
+            upstream_sasl_mechanism=str(g.get("upstream_sasl_mechanism", cls.upstream_sasl_mechanism)).upper(),
+            upstream_sasl_username=str(g.get("upstream_sasl_username", "")),
+            upstream_sasl_password=str(g.get("upstream_sasl_password", "")),
+            principal_key_file=str(g.get("principal_key_file", "")),
         )
         values.update(overrides)
         return cls(**values)

@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import itertools
 import logging
+from typing import Any
 
 from kio.schema.index import api_key_map, schema_name_map
 
@@ -37,6 +38,8 @@ from .codec import (
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
 from .limits import ConnectionQuotas, RequestMemory
+from .sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslSession, Verdict
+from .security import UpstreamSecurity, server_context, uses_sasl, validate
 from .upstream import SharedUpstreams, Upstream, UpstreamClosed
 
 log = logging.getLogger("gateway")
@@ -56,13 +59,15 @@ def kio_versions(api_key: int) -> tuple[int, int] | None:
     return versions[0], versions[-1]
 
 
-async def fetch_brokers(bootstrap_servers: str, client_id: str) -> dict[int, tuple[str, int]]:
+async def fetch_brokers(
+    bootstrap_servers: str, client_id: str, security: UpstreamSecurity | None = None
+) -> dict[int, tuple[str, int]]:
     """The cluster's brokers (node id -> host, port), from a Metadata request to a bootstrap server."""
     last: Exception | None = None
     for server in bootstrap_servers.split(","):
         host, _, port = server.strip().rpartition(":")
         try:
-            upstream = await Upstream.open(host, int(port))
+            upstream = await Upstream.open(host, int(port), security=security)
         except OSError as e:
             last = e
             continue
@@ -82,7 +87,11 @@ async def fetch_brokers(bootstrap_servers: str, client_id: str) -> dict[int, tup
 
 class Gateway:
     def __init__(self, cfg: GatewayConfig, bridge: CoordinatorBridge | None = None):
+        validate(cfg)
         self.cfg = cfg
+        self.upstream_security = UpstreamSecurity.from_config(cfg)
+        self.sasl = uses_sasl(cfg.security_protocol)  # clients authenticate (with the broker)
+        self._tls = server_context(cfg)
         self.bridge = bridge if bridge is not None else CoordinatorBridge(cfg)
         self.brokers: dict[int, tuple[str, int]] = {}  # node id -> the broker's own address
         self.ports: dict[int, int] = {}  # node id -> the gateway's port for it
@@ -100,8 +109,13 @@ class Gateway:
         self.idle_closed = 0
 
     async def start(self) -> None:
+        if self.sasl and not self.cfg.principal_key_file:
+            log.warning(
+                "SASL listener without [gateway] principal_key_file: bridged requests carry no principal "
+                "(the broker still authorises every passed-through request as its client)"
+            )
         await self.bridge.start()
-        brokers = await fetch_brokers(self.cfg.bootstrap_servers, self.cfg.client_id)
+        brokers = await fetch_brokers(self.cfg.bootstrap_servers, self.cfg.client_id, self.upstream_security)
         for node_id, (host, port) in sorted(brokers.items()):
             await self.ensure_listener(node_id, host, port)
         log.info(
@@ -136,7 +150,11 @@ class Gateway:
                     continue
                 try:
                     server = await asyncio.start_server(
-                        lambda r, w: self._serve(node_id, r, w), self.cfg.listen_host, wanted, limit=1 << 16
+                        lambda r, w: self._serve(node_id, r, w),
+                        self.cfg.listen_host,
+                        wanted,
+                        limit=1 << 16,
+                        ssl=self._tls,
                     )
                     break
                 except OSError:
@@ -152,7 +170,7 @@ class Gateway:
         shared = self.shared.get(node_id)
         if shared is None:
             shared = self.shared[node_id] = SharedUpstreams(
-                lambda: self.brokers[node_id], self.cfg.upstream_connections, self.connects
+                lambda: self.brokers[node_id], self.cfg.upstream_connections, self.connects, self.upstream_security
             )
         return shared
 
@@ -202,6 +220,8 @@ class Gateway:
             if key in apis.HIDDEN_API_KEYS:
                 continue
             lo, hi = int(e.min_version), int(e.max_version)
+            if key == SASL_HANDSHAKE:  # v0 (unframed SASL tokens after it) is not served (gateway/sasl.py)
+                lo = max(lo, 1)
             own = apis.service_versions(key)
             if own is not None:
                 lo, hi = max(lo, own[0]), min(hi, own[1])
@@ -241,6 +261,9 @@ class ClientConnection:
         self._serve_task: asyncio.Task | None = None
         self.last_active = asyncio.get_running_loop().time()  # a request read or an answer written
         self.in_flight = 0  # requests read whose answers are not written yet
+        # SASL listener: the client authenticates with the broker through its own connection
+        self.sasl = SaslSession(gateway.cfg.sasl_enabled_mechanisms) if gateway.sasl else None
+        self._close_after: asyncio.Future | None = None  # the slot whose answer is the last one
 
     async def serve(self) -> None:
         self._serve_task = asyncio.current_task()
@@ -294,6 +317,8 @@ class ClientConnection:
                 self.in_flight -= 1
                 if frame is None:
                     self.last_active = asyncio.get_running_loop().time()
+                    if slot is self._close_after:
+                        break
                     continue
                 if len(frame) < 1 << 16:  # one send for the usual small answer
                     self.writer.write(len(frame).to_bytes(4, "big") + frame)
@@ -302,6 +327,8 @@ class ClientConnection:
                     self.writer.write(frame)
                 await self.writer.drain()
                 self.last_active = asyncio.get_running_loop().time()
+                if slot is self._close_after:  # e.g. a failed authentication: answered, then closed
+                    break
         except asyncio.CancelledError:
             raise
         except (FrameError, UpstreamClosed, ConnectionError) as e:
@@ -319,6 +346,11 @@ class ClientConnection:
 
     async def _dispatch(self, frame: bytes, slot: asyncio.Future) -> None:
         api_key, version, cid, client_id, end = request_header(frame)
+        if self._close_after is not None:  # the connection closes after an earlier answer
+            slot.set_result(None)
+            return
+        if self.sasl is not None and not await self._admit(frame, slot, api_key, version, cid):
+            return
         if api_key == apis.FIND_COORDINATOR:
             self._spawn(self._answer(slot, self._find_coordinator, frame, version, cid))
             return
@@ -333,6 +365,13 @@ class ClientConnection:
             except (FrameError, ValueError, IndexError) as e:
                 raise FrameError(f"malformed Produce request: {e}") from None
         upstream = await self._upstream_for(api_key)
+        if self.sasl is not None and api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            # (its own connection: nothing else of this client's is in flight there but in order)
+            answer = upstream.send(frame, cid, True)
+            self._last_sent = (upstream, answer)
+            await upstream.writer.drain()
+            self._spawn(self._answer(slot, self._sasl_answer, answer, api_key, version, slot))
+            return
         if self._last_sent is not None and self._last_sent[0] is not upstream:
             # Moving to another broker connection: the broker must have answered this client's
             # requests on the other one first, or it might serve them out of the client's order.
@@ -350,14 +389,72 @@ class ClientConnection:
             future.add_done_callback(lambda f: _copy_outcome(f, slot))
 
     async def _upstream_for(self, api_key: int) -> Upstream:
-        if api_key not in apis.OWN_UPSTREAM_APIS:
+        # A SASL client's requests all go on its own connection, which it authenticates itself, so
+        # the broker authorises them as the client's principal; the shared connections are the
+        # gateway's identity.
+        if self.sasl is None and api_key not in apis.OWN_UPSTREAM_APIS:
             return await self.gw.shared_upstreams(self.node_id).get(self.serial)
         if self.upstream is None or self.upstream.closed:
             if self.upstream is not None:  # the broker closed it: the requests on it failed already
                 raise UpstreamClosed("the broker closed the connection")
             host, port = self.gw.brokers[self.node_id]
-            self.upstream = await Upstream.open(host, port, connects=self.gw.connects)
+            self.upstream = await Upstream.open(
+                host,
+                port,
+                connects=self.gw.connects,
+                security=self.gw.upstream_security,
+                authenticate=self.sasl is None,
+            )
         return self.upstream
+
+    # ------------------------------------------------------------ SASL
+    async def _admit(self, frame: bytes, slot: asyncio.Future, api_key: int, version: int, cid: int) -> bool:
+        """Kafka's rules for a request on a SASL listener (gateway/sasl.py); False: answered or refused."""
+        session = self.sasl
+        assert session is not None
+        mechanism = auth_bytes = None
+        if api_key == SASL_HANDSHAKE:
+            mechanism = _decode(frame, api_key, version)[1].mechanism
+        elif api_key == SASL_AUTHENTICATE:
+            auth_bytes = bytes(_decode(frame, api_key, version)[1].auth_bytes)
+        now = asyncio.get_running_loop().time()
+        admission = session.admit(api_key, version, now, mechanism=mechanism, auth_bytes=auth_bytes)
+        if admission.verdict is Verdict.FORWARD:
+            return True
+        if admission.verdict is Verdict.UNSUPPORTED_MECHANISM:
+            log.info("closing the connection from %s: %s", self.client_host, admission.reason)
+            answer = {"errorCode": Errors.UNSUPPORTED_SASL_MECHANISM.code, "mechanisms": list(session.enabled)}
+            self._close_after = slot
+            slot.set_result(encode_response(cid, from_json(response_class(api_key, version), answer)))
+            return False
+        # Closed without an answer, as Kafka closes it, once the answers to the requests before
+        # this one are written (Kafka answers them before it reads the next request).
+        log.info("closing the connection from %s: %s", self.client_host, admission.reason)
+        self._close_after = slot
+        slot.set_result(None)
+        return False
+
+    async def _sasl_answer(self, future: asyncio.Future, api_key: int, version: int, slot: asyncio.Future) -> bytes:
+        """The broker's answer to the client's SaslHandshake/SaslAuthenticate, passed on unchanged;
+        it tells the session whether the client is authenticated, and as whom."""
+        frame = await future
+        session = self.sasl
+        assert session is not None
+        _, answer = decode_response(frame, api_key, version)
+        if api_key == SASL_HANDSHAKE:
+            keep, why = session.handshake_answered(int(answer.error_code)), "the broker refused the mechanism"
+        else:
+            lifetime = getattr(answer, "session_lifetime", None)
+            lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime is not None else 0
+            keep, why = session.authenticate_answered(
+                int(answer.error_code), lifetime_ms, asyncio.get_running_loop().time()
+            )
+            if keep and session.authenticated:
+                log.debug("%s authenticated as %s (%s)", self.client_host, session.principal, session.mechanism)
+        if not keep:
+            log.info("closing the connection from %s after its answer: %s", self.client_host, why)
+            self._close_after = slot
+        return frame
 
     async def _answer(self, slot: asyncio.Future, handler, *args) -> None:
         try:
@@ -449,6 +546,10 @@ class ClientConnection:
             rebalance = body.get("sessionTimeoutMs") if version == 0 else body.get("rebalanceTimeoutMs")
             timeout_s += max(rebalance or 0, 0) / 1000
         subs = apis.plan(spec, version, body, self.gw.cfg.coordinator_partitions)
+        # the authenticated principal (SASL listener), signed by the bridge
+        extra: dict[str, Any] = (
+            {"principal": self.sasl.principal} if self.sasl is not None and self.sasl.principal else {}
+        )
         try:
             calls = [
                 self.gw.bridge.call(
@@ -459,6 +560,7 @@ class ClientConnection:
                     client_id=client_id or "",
                     client_host=self.client_host,
                     timeout_s=timeout_s,
+                    **extra,
                 )
                 for sub in subs
             ]

@@ -17,10 +17,11 @@ accept backlog (`socket.listen.backlog.size`, 50) could not take: the broker res
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
 from collections import deque
 from collections.abc import Callable
-from typing import Literal, overload
+from typing import Literal, Protocol, overload
 
 UPSTREAM_MAX_FRAME = 2**31 - 1
 INT32_MAX = 2**31 - 1
@@ -28,6 +29,21 @@ INT32_MAX = 2**31 - 1
 
 class UpstreamClosed(ConnectionError):
     pass
+
+
+class ConnectionSecurity(Protocol):
+    """How a broker connection is secured (gateway/security.py's UpstreamSecurity)."""
+
+    @property
+    def tls(self) -> ssl.SSLContext | None: ...
+
+    async def authenticate(self, upstream: Upstream) -> None: ...
+
+
+async def _connect(host: str, port: int, tls: ssl.SSLContext | None):
+    if tls is None:
+        return await asyncio.open_connection(host, port)
+    return await asyncio.open_connection(host, port, ssl=tls, server_hostname=host)
 
 
 class Upstream:
@@ -44,14 +60,31 @@ class Upstream:
 
     @classmethod
     async def open(
-        cls, host: str, port: int, remap: bool = False, connects: asyncio.Semaphore | None = None
+        cls,
+        host: str,
+        port: int,
+        remap: bool = False,
+        connects: asyncio.Semaphore | None = None,
+        security: ConnectionSecurity | None = None,
+        authenticate: bool = True,
     ) -> Upstream:
+        """A connection to a broker: over TLS if `security` says so, and authenticated as the
+        gateway unless `authenticate` is False (a SASL client's own connection: the client
+        authenticates it)."""
+        tls = security.tls if security is not None else None
         if connects is None:
-            reader, writer = await asyncio.open_connection(host, port)
+            reader, writer = await _connect(host, port, tls)
         else:
             async with connects:
-                reader, writer = await asyncio.open_connection(host, port)
-        return cls(reader, writer, remap)
+                reader, writer = await _connect(host, port, tls)
+        upstream = cls(reader, writer, remap)
+        if security is not None and authenticate:
+            try:
+                await security.authenticate(upstream)
+            except BaseException:
+                upstream.close()
+                raise
+        return upstream
 
     @property
     def closed(self) -> bool:
@@ -121,8 +154,14 @@ class Upstream:
 class SharedUpstreams:
     """A broker's shared connections, opened on first use and again after one fails."""
 
-    def __init__(self, address: Callable[[], tuple[str, int]], size: int, connects: asyncio.Semaphore):
-        self.address, self.connects = address, connects
+    def __init__(
+        self,
+        address: Callable[[], tuple[str, int]],
+        size: int,
+        connects: asyncio.Semaphore,
+        security: ConnectionSecurity | None = None,
+    ):
+        self.address, self.connects, self.security = address, connects, security
         self.connections: list[Upstream | None] = [None] * max(size, 1)
         self._locks = [asyncio.Lock() for _ in self.connections]
         self.opened = 0  # connections opened so far (a replaced one counts again)
@@ -139,7 +178,7 @@ class SharedUpstreams:
             upstream = self.connections[index]
             if upstream is None or upstream.closed:
                 host, port = self.address()
-                upstream = await Upstream.open(host, port, remap=True, connects=self.connects)
+                upstream = await Upstream.open(host, port, remap=True, connects=self.connects, security=self.security)
                 self.connections[index] = upstream
                 self.opened += 1
             return upstream

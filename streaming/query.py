@@ -12,7 +12,7 @@ from coordinator.metadata import BROADCAST_KEY
 from .config import StreamConfig
 from .routing import with_coordinator_partition
 from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_identity_step, make_step
-from .trust import MAC_HEADER, STAMP_HEADER, header_sql, key_path
+from .trust import MAC_HEADER, PRINCIPAL_MAC_HEADER, STAMP_HEADER, header_sql, key_path
 
 
 def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSettings:
@@ -28,11 +28,20 @@ def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSett
         metrics_topic=t["metrics"],
         timers_topic=t["timers"],
         internal_key_file=str(key_path(cfg.checkpoint).resolve()),  # absolute: executors have their own cwd
+        principal_key_file=_principal_key_file(cfg),
         max_record_bytes=int(cfg.stream["max_record_bytes"]),
         quarantined_topics=tuple(quarantined_topics),
         txn_markers=cfg.txn_markers,
         bootstrap=cfg.bootstrap,
     )
+
+
+def _principal_key_file(cfg: StreamConfig) -> str:
+    """The gateway's key ([gateway] principal_key_file), absolute ("": no request carries a principal)."""
+    from pathlib import Path
+
+    path = str(cfg.raw.get("gateway", {}).get("principal_key_file") or "")
+    return str(Path(path).resolve()) if path else ""
 
 
 def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
@@ -77,6 +86,8 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         # Only the internal channel's records carry these (null for a client's record).
         F.when(from_internal, F.expr(header_sql(MAC_HEADER))).alias("mac"),
         F.when(from_internal, F.expr(header_sql(STAMP_HEADER))).alias("stamp"),
+        # A gateway's request record signs its envelope's principal (null for anyone else's).
+        F.when(~from_internal, F.expr(header_sql(PRINCIPAL_MAC_HEADER))).alias("principal_mac"),
     )
     n = cfg.coordinator_partitions
     routed = with_coordinator_partition(rows, "key", n, out_col="owner")

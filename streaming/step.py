@@ -26,7 +26,16 @@ from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
 
 from .timer_waker import deadline_value, is_wake
-from .trust import MAC_HEADER, cached_key, format_stamp, parse_stamp, safe_text, signed_headers, verify
+from .trust import (
+    MAC_HEADER,
+    cached_key,
+    format_stamp,
+    parse_stamp,
+    safe_text,
+    signed_headers,
+    verify,
+    verify_principal,
+)
 
 # The Spark state row. FROZEN once a checkpoint exists: evolve the payload (state/), never this.
 STATE_SCHEMA = "format int, payload binary"
@@ -49,6 +58,9 @@ class StepSettings:
     # The file holding the key that signs and verifies the internal channel (trust.py): each Python
     # worker reads it, so the key is never part of the plan, nor pickled into it.
     internal_key_file: str = ""
+    # The gateway's key, which signs the principal of its bridged requests (trust.sign_principal);
+    # read by each worker like the internal key. "": no request may carry a principal.
+    principal_key_file: str = ""
     # Largest record the sink may write (the sink's max.request.size and the topics'
     # max.message.bytes are set to it): a bigger one would fail the sink and stop the query.
     max_record_bytes: int = 16 << 20
@@ -265,6 +277,7 @@ def records_from_frames(
     records: list[InputRecord] = []
     forged: list[dict] = []
     secret: bytes | None = None
+    principal_secret: bytes | None = None
     for pdf in pdfs:
         if pdf.empty:
             continue
@@ -273,13 +286,32 @@ def records_from_frames(
         columns = [pdf[c].tolist() for c in ("key", "value", "value_size", "ts_ms", "src_partition", "src_offset")]
         flags = [
             pdf[c].tolist() if c in pdf else [d] * n
-            for c, d in (("key_valid", True), ("internal", False), ("mac", None), ("stamp", None))
+            for c, d in (
+                ("key_valid", True),
+                ("internal", False),
+                ("mac", None),
+                ("stamp", None),
+                ("principal_mac", None),
+            )
         ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
-        for (key, value, size, ts, part, off), (key_valid, internal, mac, raw_stamp) in rows:
+        for (key, value, size, ts, part, off), (key_valid, internal, mac, raw_stamp, principal_mac) in rows:
             key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
             value = None if value is None else bytes(value)
             stamp = None
+            principal_verified = False
+            principal_mac = _text_or_none(principal_mac)
+            if principal_mac is not None and not bool(internal):
+                if principal_secret is None:
+                    principal_secret = (
+                        cached_key(s.principal_key_file) if s is not None and s.principal_key_file else b""
+                    )
+                principal_verified = (
+                    bool(principal_secret)
+                    and bool(key_valid)
+                    and _whole(value, size)
+                    and verify_principal(principal_secret, (key or "").encode("utf-8"), value, principal_mac)
+                )
             if bool(internal):
                 if secret is None:
                     secret = cached_key(s.internal_key_file) if s is not None and s.internal_key_file else b""
@@ -314,6 +346,7 @@ def records_from_frames(
                     internal=bool(internal),
                     key_valid=bool(key_valid),
                     stamp=stamp,
+                    principal_verified=principal_verified,
                 )
             )
     return records, forged

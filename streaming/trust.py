@@ -34,6 +34,12 @@ from pathlib import Path
 from typing import overload
 
 MAC_HEADER = "coordinator-mac"
+# A gateway's bridged request carries its client's authenticated principal in the envelope, with
+# this header: sign_principal under the gateway's key (not the internal channel's: a gateway is not
+# the service), which the service also reads. A request without it, or whose MAC does not verify,
+# has no principal.
+PRINCIPAL_MAC_HEADER = "coordinator-principal-mac"  # = coordinator.envelope.PRINCIPAL_MAC_HEADER
+_PRINCIPAL_DOMAIN = b"principal"
 STAMP_HEADER = "coordinator-seq"
 KEY_FILE = "coordinator-internal.key"
 EPOCH_FILE = "coordinator-internal.epoch"
@@ -174,3 +180,17 @@ def safe_text(s: str | None) -> str | None:
         return s
     except UnicodeEncodeError:
         return s.encode("utf-8", "replace").decode("utf-8")
+
+
+def sign_principal(key: bytes, record_key: bytes | None, value: bytes | None) -> bytes:
+    """The MAC of a gateway's request record that carries a principal (its own domain: it can never
+    pass for an internal record's MAC, even under the same key)."""
+    return sign(key, record_key, value, _PRINCIPAL_DOMAIN)
+
+
+def verify_principal(key: bytes, record_key: bytes | None, value: bytes | None, given: bytes | str | None) -> bool:
+    if not key or given is None:
+        return False
+    if isinstance(given, str):
+        given = given.encode("ascii", "replace")
+    return hmac.compare_digest(sign_principal(key, record_key, value), given)

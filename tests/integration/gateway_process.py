@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,12 +34,24 @@ class Gateway:
     """`python -m gateway` in a process of its own, for the topics of a job's config file, on a free port.
     Ready once the service answered it (GATEWAY-READY)."""
 
-    def __init__(self, job_config: Path, workdir: Path, client_id: str = "e2e-gateway", ready_timeout: float = 180):
+    def __init__(
+        self,
+        job_config: Path,
+        workdir: Path,
+        client_id: str = "e2e-gateway",
+        ready_timeout: float = 180,
+        settings: dict | None = None,
+    ):
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "gateway.toml"
-        config.write_text(
-            job_config.read_text() + "\n" + _to_toml({"gateway": {"base_port": free_port(), "client_id": client_id}})
-        )
+        gateway = {"base_port": free_port(), "client_id": client_id, **(settings or {})}
+        text = job_config.read_text()
+        if "[gateway]" in text:  # the job's own [gateway] settings (e.g. principal_key_file), and these
+            data = tomllib.loads(text)
+            data["gateway"] = {**data["gateway"], **gateway}
+            config.write_text(_to_toml(data))
+        else:
+            config.write_text(text + "\n" + _to_toml({"gateway": gateway}))
         self.log_file = workdir / "gateway.log"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--config", str(config)],

@@ -1,0 +1,265 @@
+"""A SASL listener over real sockets, in front of a stand-in SASL broker (PLAIN): Kafka's order
+(only ApiVersions and SaslHandshake before authentication, other requests close the connection
+unanswered), an unsupported mechanism answered with the enabled list then closed, a wrong password
+answered as the broker answers it then closed, the client's pass-through requests carried on its own
+connection which the broker authenticated as the client, the principal on its bridged requests, and
+a session that expires unless re-authenticated (KIP-368)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+
+from gateway.codec import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    from_json,
+    request_class,
+    response_class,
+)
+from gateway.config import GatewayConfig
+from gateway.frames import read_frame, request_header
+from gateway.server import Gateway
+
+USERS = {"alice": "alice-secret", "gateway": "gateway-secret"}
+LIFETIME_MS = 1000
+METADATA_BODY = {"topics": None, "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
+
+
+class SaslBroker:
+    """Answers ApiVersions, SaslHandshake (PLAIN), SaslAuthenticate, Metadata; remembers who sent
+    what on which connection. Like Kafka, it closes a connection after a failed authentication and
+    refuses anything but ApiVersions/SaslHandshake before one."""
+
+    def __init__(self, lifetime_ms: int = 0):
+        self.lifetime_ms = lifetime_ms
+        self.seen: list[tuple[int, str | None, int]] = []  # (connection, authenticated user, api key)
+        self.error: Exception | None = None
+        self._connections = 0
+
+    async def start(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def _serve(self, reader, writer):
+        self._connections += 1
+        conn, user = self._connections, None
+        try:
+            while (f := await read_frame(reader, 1 << 20)) is not None:
+                api_key, version, cid, _, _ = request_header(f)
+                _, request = decode_request(f, api_key, version)
+                self.seen.append((conn, user, api_key))
+                close = False
+                if api_key == 18:
+                    keys = [(17, 0, 1), (36, 0, 2), (3, 0, 12), (12, 0, 4), (18, 0, 3)]
+                    body = {
+                        "errorCode": 0,
+                        "apiKeys": [{"apiKey": k, "minVersion": a, "maxVersion": b} for k, a, b in keys],
+                    }
+                elif api_key == 17:
+                    body = {"errorCode": 0 if request.mechanism == "PLAIN" else 33, "mechanisms": ["PLAIN"]}
+                elif api_key == 36:
+                    _, name, password = bytes(request.auth_bytes).decode().split("\0")
+                    if USERS.get(name) == password:
+                        user = name
+                        body = {
+                            "errorCode": 0,
+                            "errorMessage": None,
+                            "authBytes": "",
+                            "sessionLifetimeMs": self.lifetime_ms,
+                        }
+                    else:
+                        close = True
+                        body = {
+                            "errorCode": 58,
+                            "errorMessage": "Authentication failed: Invalid username or password",
+                            "authBytes": "",
+                            "sessionLifetimeMs": 0,
+                        }
+                elif api_key == 3 and user is not None:
+                    body = {"brokers": [], "clusterId": "c", "controllerId": 1, "topics": []}
+                else:
+                    return  # Kafka: an unexpected request before authentication closes the connection
+                out = encode_response(cid, from_json(response_class(api_key, version), body))
+                writer.write(len(out).to_bytes(4, "big") + out)
+                await writer.drain()
+                if close:
+                    return
+        except Exception as e:  # noqa: BLE001 - shown by the test's failure
+            self.error = e
+            raise
+        finally:
+            writer.close()
+
+    def close(self):
+        self.server.close()
+
+
+class PrincipalBridge:
+    def __init__(self):
+        self.ready = asyncio.Event()
+        self.ready.set()
+        self.calls: list[dict] = []
+
+    async def start(self):
+        pass
+
+    def close(self):
+        pass
+
+    async def call(self, api, version, body, *, key, client_id, client_host, timeout_s, wait_ready=True, **kw):
+        self.calls.append({"api": api, "principal": kw.get("principal")})
+        return {"errorCode": 0, "throttleTimeMs": 0}
+
+
+def request(api_key, version, cid, body):
+    cls = request_class(api_key, version)
+    header = cls.__header_schema__(
+        request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id="c1"
+    )
+    payload = encode_request(header, from_json(cls, body))
+    return len(payload).to_bytes(4, "big") + payload
+
+
+async def answer(reader, api_key, version):
+    size = int.from_bytes(await reader.readexactly(4), "big")
+    return decode_response(await reader.readexactly(size), api_key, version)[1]
+
+
+async def closed(reader) -> bool:
+    """True once the gateway closed the connection (with nothing more to read)."""
+    return await asyncio.wait_for(reader.read(), 10) == b""
+
+
+def heartbeat(cid):
+    return request(12, 4, cid, {"groupId": "g", "generationId": 1, "memberId": "m", "groupInstanceId": None})
+
+
+def plain(user, password):
+    return {"authBytes": __import__("base64").b64encode(f"\0{user}\0{password}".encode()).decode()}
+
+
+def run(test, lifetime_ms: int = 0):
+    async def main():
+        broker = await SaslBroker(lifetime_ms).start()
+        bridge = PrincipalBridge()
+        cfg = GatewayConfig(
+            bootstrap_servers=f"127.0.0.1:{broker.port}",
+            base_port=0,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_enabled_mechanisms=("PLAIN", "SCRAM-SHA-256"),
+            upstream_security_protocol="SASL_PLAINTEXT",
+            upstream_sasl_username="gateway",
+            upstream_sasl_password=USERS["gateway"],
+        )
+        gw = Gateway(cfg, bridge=bridge)
+        port = await gw.ensure_listener(1, "127.0.0.1", broker.port)
+        try:
+            await asyncio.wait_for(test(gw, broker, bridge, port), 30)
+        finally:
+            await gw.close()
+            broker.close()
+            assert broker.error is None
+
+    asyncio.run(main())
+
+
+async def login(port, user="alice", password=None):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request(17, 1, 1, {"mechanism": "PLAIN"}))
+    writer.write(request(36, 2, 2, plain(user, password or USERS[user])))
+    await writer.drain()
+    assert (await answer(reader, 17, 1)).error_code == 0
+    return reader, writer, await answer(reader, 36, 2)
+
+
+def test_only_api_versions_and_handshake_before_authentication():
+    async def test(gw, broker, bridge, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request(18, 3, 1, {"clientSoftwareName": "t", "clientSoftwareVersion": "1"}))
+        writer.write(request(3, 12, 2, METADATA_BODY))
+        await writer.drain()
+        versions = await answer(reader, 18, 3)
+        offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
+        assert offered[17] == (1, 1)  # SaslHandshake v0 (unframed tokens) is not offered
+        assert await closed(reader)  # the Metadata: closed, unanswered
+        # a bridged request before authentication: closed too, and never reaches the service
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(heartbeat(3))
+        await writer.drain()
+        assert await closed(reader) and not bridge.calls
+        assert not [s for s in broker.seen if s[2] == 3]
+
+    run(test)
+
+
+def test_an_unsupported_mechanism_gets_the_enabled_list_then_the_connection_closes():
+    async def test(gw, broker, bridge, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request(17, 1, 1, {"mechanism": "GSSAPI"}))
+        await writer.drain()
+        handshake = await answer(reader, 17, 1)
+        assert int(handshake.error_code) == 33 and list(handshake.mechanisms) == ["PLAIN", "SCRAM-SHA-256"]
+        assert await closed(reader)
+
+    run(test)
+
+
+def test_an_authenticated_client_passes_through_as_itself_and_bridges_with_its_principal():
+    async def test(gw, broker, bridge, port):
+        reader, writer, auth = await login(port)
+        assert auth.error_code == 0
+        writer.write(request(3, 12, 3, METADATA_BODY))
+        writer.write(heartbeat(4))
+        await writer.drain()
+        await answer(reader, 3, 12)
+        await answer(reader, 12, 4)
+        [(conn, user, _)] = [s for s in broker.seen if s[2] == 3]
+        assert user == "alice"  # on the connection the client authenticated, not the gateway's
+        assert {c for c, _, k in broker.seen if k in (17, 36)} == {conn}
+        assert bridge.calls == [{"api": "Heartbeat", "principal": "User:alice"}]
+
+    run(test)
+
+
+def test_a_wrong_password_is_answered_as_the_broker_answers_then_closed():
+    async def test(gw, broker, bridge, port):
+        reader, writer, auth = await login(port, password="wrong")
+        assert int(auth.error_code) == 58
+        assert auth.error_message == "Authentication failed: Invalid username or password"
+        assert await closed(reader)
+
+    run(test)
+
+
+def test_a_session_expires_unless_re_authenticated():
+    async def test(gw, broker, bridge, port):
+        loop = asyncio.get_running_loop()
+        reader, writer, auth = await login(port)
+        assert auth.session_lifetime == datetime.timedelta(milliseconds=LIFETIME_MS)
+        [conn] = list(gw.connections)
+        expires = conn.sasl.expires_at
+        # re-authenticated halfway (as clients do, before it expires): it goes on past the first lifetime
+        while loop.time() < expires - LIFETIME_MS / 2000:
+            await asyncio.sleep(0.01)
+        writer.write(request(17, 1, 5, {"mechanism": "PLAIN"}))
+        writer.write(request(36, 2, 6, plain("alice", USERS["alice"])))
+        await writer.drain()
+        assert (await answer(reader, 17, 1)).error_code == 0
+        assert (await answer(reader, 36, 2)).error_code == 0
+        assert conn.sasl.expires_at > expires and conn.sasl.authentications == 2
+        while loop.time() < expires:  # the first session's end
+            await asyncio.sleep(0.01)
+        writer.write(request(3, 12, 7, METADATA_BODY))
+        await writer.drain()
+        await answer(reader, 3, 12)
+        while loop.time() < conn.sasl.expires_at:  # the renewed one's end: not re-authenticated
+            await asyncio.sleep(0.01)
+        writer.write(request(3, 12, 8, METADATA_BODY))
+        await writer.drain()
+        assert await closed(reader)
+
+    run(test, lifetime_ms=LIFETIME_MS)

@@ -1,0 +1,101 @@
+"""coordinator/acl.py against Kafka's StandardAuthorizer rules; the cases follow 4.1.1's
+StandardAuthorizerTest (names in the test names) and StandardAuthorizerData.findResult."""
+
+from __future__ import annotations
+
+from coordinator.acl import Acl, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType, acl_result
+
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
+TOPIC, GROUP, TXN, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID, ResourceType.CLUSTER
+Op = AclOperation
+
+
+def acl(rtype, name, pattern, principal, op, permission=ALLOW, host="*") -> Acl:
+    return Acl(rtype, name, pattern, principal, host, op, permission)
+
+
+def test_find_result_implication():
+    """ALLOW READ, WRITE, DELETE or ALTER implies DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS;
+    a DENY implies nothing (testFindResultImplication)."""
+    for op in (Op.READ, Op.WRITE, Op.DELETE, Op.ALTER, Op.DESCRIBE):
+        assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", op), "User:a", "1.2.3.4", Op.DESCRIBE) == ALLOW
+    for op in (Op.CREATE, Op.ALTER_CONFIGS, Op.IDEMPOTENT_WRITE):
+        assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", op), "User:a", "1.2.3.4", Op.DESCRIBE) is None
+    assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", Op.ALTER_CONFIGS), "User:a", "h", Op.DESCRIBE_CONFIGS) == ALLOW
+    assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", Op.READ, DENY), "User:a", "h", Op.DESCRIBE) is None
+    assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", Op.READ), "User:a", "h", Op.WRITE) is None
+    assert acl_result(acl(TOPIC, "t", LITERAL, "User:a", Op.ALL, DENY), "User:a", "h", Op.DESCRIBE) == DENY
+
+
+def test_find_result_principal_and_host_matching():
+    assert acl_result(acl(GROUP, "g", LITERAL, "User:*", Op.READ), "User:b", "h", Op.READ) == ALLOW
+    assert acl_result(acl(GROUP, "g", LITERAL, "User:a", Op.READ), "User:b", "h", Op.READ) is None
+    assert (
+        acl_result(acl(GROUP, "g", LITERAL, "User:a", Op.READ, host="10.0.0.1"), "User:a", "10.0.0.2", Op.READ) is None
+    )
+    assert (
+        acl_result(acl(GROUP, "g", LITERAL, "User:a", Op.READ, host="10.0.0.1"), "User:a", "10.0.0.1", Op.READ) == ALLOW
+    )
+
+
+def test_simple_authorizations():
+    authorizer = Authorizer(
+        [
+            acl(TOPIC, "foo", PREFIXED, "User:alice", Op.ALL),
+            acl(TOPIC, "foobar", LITERAL, "User:bob", Op.ALL),
+            acl(GROUP, "baz", LITERAL, "User:*", Op.READ),
+        ]
+    )
+    assert authorizer.authorize("User:alice", "h", Op.READ, TOPIC, "foobaz")
+    assert authorizer.authorize("User:bob", "h", Op.READ, TOPIC, "foobar")
+    assert not authorizer.authorize("User:bob", "h", Op.READ, TOPIC, "foobaz")  # literal: not a prefix
+    assert authorizer.authorize("User:anyone", "h", Op.READ, GROUP, "baz")
+    assert not authorizer.authorize("User:anyone", "h", Op.DELETE, GROUP, "baz")
+    assert not authorizer.authorize("User:alice", "h", Op.READ, TOPIC, "fo")
+
+
+def test_deny_precedence_with_operation_all():
+    """A DENY wins over any ALLOW, wherever either comes from (literal, prefixed, wildcard)."""
+    authorizer = Authorizer(
+        [
+            acl(TOPIC, "*", LITERAL, "User:alice", Op.ALL),
+            acl(TOPIC, "secret", PREFIXED, "User:alice", Op.ALL, DENY),
+            acl(TOPIC, "secret-ok", LITERAL, "User:alice", Op.READ),
+        ]
+    )
+    assert authorizer.authorize("User:alice", "h", Op.WRITE, TOPIC, "public")
+    assert not authorizer.authorize("User:alice", "h", Op.READ, TOPIC, "secret-ok")
+    assert not authorizer.authorize("User:alice", "h", Op.DESCRIBE, TOPIC, "secret-x")
+
+
+def test_deny_for_read_does_not_deny_describe():
+    authorizer = Authorizer(
+        [acl(GROUP, "g", LITERAL, "User:a", Op.DESCRIBE), acl(GROUP, "g", LITERAL, "User:a", Op.READ, DENY)]
+    )
+    assert authorizer.authorize("User:a", "h", Op.DESCRIBE, GROUP, "g")
+    assert not authorizer.authorize("User:a", "h", Op.READ, GROUP, "g")
+
+
+def test_super_users_are_authorized_to_do_anything():
+    authorizer = Authorizer([acl(GROUP, "g", LITERAL, "User:admin", Op.ALL, DENY)], super_users={"User:admin"})
+    assert authorizer.authorize("User:admin", "h", Op.DELETE, GROUP, "g")
+    assert authorizer.authorize("User:admin", "h", Op.IDEMPOTENT_WRITE, CLUSTER, "kafka-cluster")
+    assert not authorizer.authorize("User:other", "h", Op.DESCRIBE, GROUP, "g")
+
+
+def test_authorization_with_allow_everyone_if_no_acl_found():
+    """The default applies only to a resource without any ACL, for anybody."""
+    open_ = Authorizer([acl(TXN, "tx", LITERAL, "User:bob", Op.WRITE)], allow_everyone_if_no_acl_found=True)
+    assert open_.authorize("User:alice", "h", Op.WRITE, TXN, "other")
+    assert not open_.authorize("User:alice", "h", Op.WRITE, TXN, "tx")  # the resource has an ACL (bob's)
+    closed = Authorizer([acl(TXN, "tx", LITERAL, "User:bob", Op.WRITE)])
+    assert not closed.authorize("User:alice", "h", Op.WRITE, TXN, "other")
+    assert closed.authorize("User:bob", "h", Op.DESCRIBE, TXN, "tx")  # WRITE implies DESCRIBE
+
+
+def test_describe_filtering_keeps_what_the_principal_may_describe():
+    authorizer = Authorizer([acl(GROUP, "team-a-", PREFIXED, "User:a", Op.READ)])
+    names = ["team-a-1", "team-b-1", "team-a-2"]
+    assert authorizer.filter_authorized("User:a", "h", Op.DESCRIBE, GROUP, names) == ["team-a-1", "team-a-2"]
+    assert authorizer.filter_authorized("User:b", "h", Op.DESCRIBE, GROUP, names) == []
