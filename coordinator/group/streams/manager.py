@@ -222,62 +222,20 @@ class StreamsGroupManager(ModernGroupManager):
 
     def _heartbeat(self, request: Request) -> CoordinatorResult:
         body = request.body
-        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        group_id, member_id = body["groupId"], body["memberId"]
         now = self.now
         records: list[tuple[str, dict | None]] = []
         events: list[tuple[str, dict]] = []
         status: list[dict] = []
         state_before = self._state(group_id)
 
-        # Get or create the group.
-        joining = member_epoch == 0
-        group = self.c.groups.get(group_id)
-        if group is not None and not isinstance(group, StreamsGroup):
-            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
-        if group is None:
-            if not joining:
-                raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
-            group = StreamsGroup(group_id)
+        group, member, owned = self._group_and_member(body)
         is_new_group = group_id not in self.c.groups
-        if joining and len(group.members) >= self.config["group.streams.max.size"]:
-            raise ApiError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                "The streams group has reached its maximum capacity of "
-                f"{self.config['group.streams.max.size']} members.",
-            )
-
-        # Get or create the member.
-        owned = None
-        if body["activeTasks"] is not None:
-            owned = TasksTuple.of(
-                _tasks(body["activeTasks"]), _tasks(body["standbyTasks"]), _tasks(body["warmupTasks"])
-            )
-        member = group.members.get(member_id)
-        if member is None:
-            if not joining:
-                raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-            member = StreamsGroupMember.default(member_id)
-        _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
         is_new_member = member_id not in group.members
 
         # 1. Create or update the member.
-        endpoint = body["userEndpoint"]
-        tags = body["clientTags"]
         topology = body["topology"]
-        updated = member.replace(
-            rack_id=body["rackId"] if body["rackId"] is not None else member.rack_id,
-            rebalance_timeout_ms=(
-                body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1 else member.rebalance_timeout_ms
-            ),
-            topology_epoch=topology["epoch"] if topology is not None else member.topology_epoch,
-            client_id=request.reply.client_id,
-            client_host=request.client_host,
-            process_id=body["processId"] if body["processId"] is not None else member.process_id,
-            client_tags=(
-                tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None else member.client_tags
-            ),
-            user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint,
-        )
+        updated = _updated_member(member, request)
         bump = False
         if updated != member:
             records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
@@ -427,11 +385,29 @@ class StreamsGroupManager(ModernGroupManager):
                 assignmentEpoch=target_epoch,
             )
 
-        # The response.
+        result.response = self._heartbeat_response(body, group, member, reconciled, members_before, configured, status)
+        if is_new_group:
+            _forget_soft_state(group)
+        return result
+
+    def _heartbeat_response(
+        self,
+        body: dict,
+        group: StreamsGroup,
+        member: StreamsGroupMember,
+        reconciled: StreamsGroupMember,
+        members_before: dict,
+        configured,
+        status: list[dict],
+    ) -> dict:
+        """The StreamsGroupHeartbeat answer: the member's tasks when they changed (a new endpoint
+        information epoch then), the endpoints when the member's epoch of them is behind, and the
+        statuses (topology, internal topics, a shutdown request)."""
+        member_epoch = body["memberEpoch"]
         response = heartbeat_response(
-            member_id=member_id,
+            member_id=member.member_id,
             member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.heartbeat_interval_ms(group_id),
+            heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
             task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
         )
@@ -456,10 +432,39 @@ class StreamsGroupManager(ModernGroupManager):
             )
         if status:
             response["status"] = status
-        if is_new_group:
-            _forget_soft_state(group)
-        result.response = response
-        return result
+        return response
+
+    def _group_and_member(self, body: dict) -> tuple[StreamsGroup, StreamsGroupMember, TasksTuple | None]:
+        """The group (a new one, not yet in the groups map, for a joining member), the member (a
+        default one for a joining member) and the tasks it says it owns (None: unchanged), after
+        Kafka's checks of the group's size and the member's epoch."""
+        group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        joining = member_epoch == 0
+        group = self.c.groups.get(group_id)
+        if group is not None and not isinstance(group, StreamsGroup):
+            raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        if group is None:
+            if not joining:
+                raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
+            group = StreamsGroup(group_id)
+        if joining and len(group.members) >= self.config["group.streams.max.size"]:
+            raise ApiError(
+                Errors.GROUP_MAX_SIZE_REACHED,
+                "The streams group has reached its maximum capacity of "
+                f"{self.config['group.streams.max.size']} members.",
+            )
+        owned = None
+        if body["activeTasks"] is not None:
+            owned = TasksTuple.of(
+                _tasks(body["activeTasks"]), _tasks(body["standbyTasks"]), _tasks(body["warmupTasks"])
+            )
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+            member = StreamsGroupMember.default(member_id)
+        _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
+        return group, member, owned
 
     def _maybe_update_topology(
         self, group: StreamsGroup, member_id: str, topology: dict | None, records: list, events: list
@@ -846,6 +851,24 @@ class StreamsGroupManager(ModernGroupManager):
                     self._schedule_rebalance_timeout(
                         result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
                     )
+
+
+def _updated_member(member: StreamsGroupMember, request: Request) -> StreamsGroupMember:
+    """The member with what its heartbeat sets (a field the heartbeat leaves out keeps its value)."""
+    body = request.body
+    endpoint, tags, topology = body["userEndpoint"], body["clientTags"], body["topology"]
+    return member.replace(
+        rack_id=body["rackId"] if body["rackId"] is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1 else member.rebalance_timeout_ms
+        ),
+        topology_epoch=topology["epoch"] if topology is not None else member.topology_epoch,
+        client_id=request.reply.client_id,
+        client_host=request.client_host,
+        process_id=body["processId"] if body["processId"] is not None else member.process_id,
+        client_tags=tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None else member.client_tags,
+        user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint,
+    )
 
 
 def _stored(value: dict) -> dict:
