@@ -26,11 +26,12 @@ from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN, leave_response
 from ..classic.group import ClassicGroup
 from ..group import CONSUMER, IllegalStateError
+from ..modern.apis import describe_response
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
 from ..modern.records import EVENT_MAX_PARTITIONS, event_assignment, persisted_group, replay_group_metadata
 from ._java import order_key
-from .apis import describe_response, described_group, heartbeat_response
+from .apis import described_group, heartbeat_response
 from .assignors import ASSIGNORS, PartitionAssignorException
 from .group import (
     METADATA_REFRESH_INTERVAL_MS,

@@ -5,9 +5,11 @@ shaper, coordinator/protocol). Topics on the wire are topic ids, as for consumer
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import Error
 from ...protocol.loader import shape
-from ..classic.apis import INT32_MIN
+from ..modern.apis import described_modern_group, heartbeat_fields
 
 COMPONENT = "groups"
 VERSION = 1
@@ -27,12 +29,7 @@ def heartbeat_response(
         "ShareGroupHeartbeatResponse",
         VERSION,
         {
-            "throttleTimeMs": 0,
-            "errorCode": 0 if error is None else error.code,
-            "errorMessage": message,
-            "memberId": member_id,
-            "memberEpoch": member_epoch,
-            "heartbeatIntervalMs": heartbeat_interval_ms,
+            **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
             "assignment": None if assignment is None else {"topicPartitions": assignment},
         },
     )
@@ -42,31 +39,9 @@ def described_group(
     group_id: str,
     error: Error | None = None,
     *,
-    message: str | None = None,
-    state: str = "",
-    group_epoch: int = 0,
-    assignment_epoch: int = 0,
     assignor_name: str = "",
-    members: list[dict] | None = None,
-    authorized_operations: int = INT32_MIN,
+    **fields: Any,
 ) -> dict:
-    return shape(
-        "ShareGroupDescribeResponse",
-        VERSION,
-        {
-            "errorCode": 0 if error is None else error.code,
-            "errorMessage": message,
-            "groupId": group_id,
-            "groupState": state,
-            "groupEpoch": group_epoch,
-            "assignmentEpoch": assignment_epoch,
-            "assignorName": assignor_name,
-            "members": members or [],
-            "authorizedOperations": authorized_operations,
-        },
-        ("groups",),
+    return described_modern_group(
+        "ShareGroupDescribeResponse", VERSION, group_id, error, assignorName=assignor_name, **fields
     )
-
-
-def describe_response(groups: list[dict]) -> dict:
-    return {"throttleTimeMs": 0, "groups": groups}

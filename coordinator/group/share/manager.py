@@ -34,9 +34,10 @@ from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
 from ..group import SHARE, IllegalStateError
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
+from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
 from ..modern.records import event_assignment, persisted_group, replay_group_metadata
-from .apis import describe_response, described_group, heartbeat_response
+from .apis import described_group, heartbeat_response
 from .group import (
     EMPTY,
     LEAVE_GROUP_MEMBER_EPOCH,

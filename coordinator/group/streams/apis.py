@@ -7,9 +7,11 @@ assignment).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import Error
 from ...protocol.loader import shape
-from ..classic.apis import INT32_MIN
+from ..modern.apis import described_modern_group, heartbeat_fields
 
 COMPONENT = "groups"
 VERSION = 0
@@ -33,12 +35,7 @@ def heartbeat_response(
         "StreamsGroupHeartbeatResponse",
         VERSION,
         {
-            "throttleTimeMs": 0,
-            "errorCode": 0 if error is None else error.code,
-            "errorMessage": message,
-            "memberId": member_id,
-            "memberEpoch": member_epoch,
-            "heartbeatIntervalMs": heartbeat_interval_ms,
+            **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
             "acceptableRecoveryLag": acceptable_recovery_lag,
             "taskOffsetIntervalMs": task_offset_interval_ms,
             "status": status,
@@ -55,31 +52,7 @@ def described_group(
     group_id: str,
     error: Error | None = None,
     *,
-    message: str | None = None,
-    state: str = "",
-    group_epoch: int = 0,
-    assignment_epoch: int = 0,
     topology: dict | None = None,
-    members: list[dict] | None = None,
-    authorized_operations: int = INT32_MIN,
+    **fields: Any,
 ) -> dict:
-    return shape(
-        "StreamsGroupDescribeResponse",
-        VERSION,
-        {
-            "errorCode": 0 if error is None else error.code,
-            "errorMessage": message,
-            "groupId": group_id,
-            "groupState": state,
-            "groupEpoch": group_epoch,
-            "assignmentEpoch": assignment_epoch,
-            "topology": topology,
-            "members": members or [],
-            "authorizedOperations": authorized_operations,
-        },
-        ("groups",),
-    )
-
-
-def describe_response(groups: list[dict]) -> dict:
-    return {"throttleTimeMs": 0, "groups": groups}
+    return described_modern_group("StreamsGroupDescribeResponse", VERSION, group_id, error, topology=topology, **fields)

@@ -31,9 +31,10 @@ from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..group import STREAMS, IllegalStateError
+from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
 from ..modern.records import persisted_group, replay_group_metadata
-from .apis import describe_response, described_group, heartbeat_response
+from .apis import described_group, heartbeat_response
 from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
 from .group import (
     R_CURRENT,
