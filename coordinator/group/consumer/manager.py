@@ -29,7 +29,13 @@ from ..group import CONSUMER, IllegalStateError
 from ..modern.apis import describe_response
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
-from ..modern.records import EVENT_MAX_PARTITIONS, event_assignment, persisted_group, replay_group_metadata
+from ..modern.records import (
+    EVENT_MAX_PARTITIONS,
+    event_assignment,
+    persisted_group,
+    replay_group_metadata,
+    replay_member_metadata,
+)
 from ._java import order_key
 from .apis import described_group, heartbeat_response
 from .assignors import ASSIGNORS, PartitionAssignorException
@@ -1100,25 +1106,16 @@ class ConsumerGroupManager(ModernGroupManager):
         elif kind == R_PARTITION_METADATA:
             pass  # pre-4.1 subscription metadata: Kafka only deletes it
         elif kind == R_MEMBER:
-            member_id = ids[1]
-            if value is not None:
-                base = group.members.get(member_id) or ConsumerGroupMember(member_id)
-                group.update_member(base.with_metadata_value(value))
-                return
-            old = group.members.get(member_id)
-            if old is None:
-                return
-            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {member_id} but did not "
-                    "receive ConsumerGroupCurrentMemberAssignmentValue tombstone."
-                )
-            if member_id in group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {member_id} but did not "
-                    "receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
-                )
-            group.remove_member(member_id)
+            replay_member_metadata(
+                group,
+                ids[1],
+                value,
+                ConsumerGroupMember,
+                (
+                    "but did not receive ConsumerGroupCurrentMemberAssignmentValue tombstone.",
+                    "but did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone.",
+                ),
+            )
         elif kind == R_TARGET:
             if value is not None:
                 group.update_target_assignment(ids[1], freeze(value["topicPartitions"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 
 from ..classic.group import ClassicGroup
+from ..consumer.member import LEAVE_GROUP_MEMBER_EPOCH
 from ..consumer.topic_partitions import to_json as assignment_to_json
 from ..group import IllegalStateError
 
@@ -98,3 +99,21 @@ class RecordValues:
 def partitions_target(assignment) -> dict:
     """A consumer or share member's target assignment record fields."""
     return {"topicPartitions": assignment_to_json(assignment)}
+
+
+def replay_member_metadata(group, member_id: str, value: dict | None, new_member, tombstone_errors: tuple[str, str]):
+    """A {Consumer,Share,Streams}GroupMemberMetadata record: the member's metadata (a new member
+    from `new_member(member_id)`), or, a tombstone, its removal, which Kafka allows only once its
+    current assignment (epoch LEAVE_GROUP_MEMBER_EPOCH) and its target assignment are gone
+    (`tombstone_errors`: the type's messages when they are not, as Kafka words them)."""
+    old = group.members.get(member_id)
+    if value is not None:
+        group.update_member((old or new_member(member_id)).with_metadata_value(value))
+        return
+    if old is None:
+        return
+    if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+        raise IllegalStateError(f"Received a tombstone record to delete member {member_id} {tombstone_errors[0]}")
+    if member_id in group.target_assignment:
+        raise IllegalStateError(f"Received a tombstone record to delete member {member_id} {tombstone_errors[1]}")
+    group.remove_member(member_id)

@@ -32,11 +32,11 @@ from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
-from ..group import SHARE, IllegalStateError
+from ..group import SHARE
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
-from ..modern.records import event_assignment, persisted_group, replay_group_metadata
+from ..modern.records import event_assignment, persisted_group, replay_group_metadata, replay_member_metadata
 from .apis import described_group, heartbeat_response
 from .group import (
     EMPTY,
@@ -767,22 +767,13 @@ class ShareGroupManager(ModernGroupManager):
         elif kind == R_STATE_PARTITION_METADATA:
             group.state_partition_metadata = None if value is None else state_partition_metadata_info(value, self.now)
         elif kind == R_MEMBER:
-            member_id = ids[1]
-            old = group.members.get(member_id)
-            if value is not None:
-                group.update_member((old or ShareGroupMember(member_id)).with_metadata_value(value))
-                return
-            if old is None:
-                return
-            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {member_id} with invalid leave group epoch."
-                )
-            if member_id in group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {member_id} but member exists in target assignment."
-                )
-            group.remove_member(member_id)
+            replay_member_metadata(
+                group,
+                ids[1],
+                value,
+                ShareGroupMember,
+                ("with invalid leave group epoch.", "but member exists in target assignment."),
+            )
         elif kind == R_TARGET:
             if value is not None:
                 group.update_target_assignment(ids[1], value["topicPartitions"])

@@ -33,7 +33,7 @@ from ..classic.apis import INT32_MIN
 from ..group import STREAMS, IllegalStateError
 from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
-from ..modern.records import persisted_group, replay_group_metadata
+from ..modern.records import persisted_group, replay_group_metadata, replay_member_metadata
 from .apis import described_group, heartbeat_response
 from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
 from .group import (
@@ -789,25 +789,16 @@ class StreamsGroupManager(ModernGroupManager):
             if value is None:
                 group.configured_topology = None
         elif kind == R_MEMBER:
-            mid = ids[1]
-            if value is not None:
-                known = group.members.get(mid) or StreamsGroupMember.default(mid)
-                group.update_member(known.with_metadata_value(value))
-                return
-            old = group.members.get(mid)
-            if old is None:
-                return
-            if old.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {mid} but did not receive "
-                    "StreamsGroupCurrentMemberAssignmentValue tombstone."
-                )
-            if mid in group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete member {mid} but did not receive "
-                    "StreamsGroupTargetAssignmentMetadataValue tombstone."
-                )
-            group.remove_member(mid)
+            replay_member_metadata(
+                group,
+                ids[1],
+                value,
+                StreamsGroupMember.default,
+                (
+                    "but did not receive StreamsGroupCurrentMemberAssignmentValue tombstone.",
+                    "but did not receive StreamsGroupTargetAssignmentMetadataValue tombstone.",
+                ),
+            )
         elif kind == R_TARGET:
             if value is not None:
                 group.target_assignment[ids[1]] = TasksTuple.from_wire(value)
