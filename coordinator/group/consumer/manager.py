@@ -22,11 +22,9 @@ from ...metadata import ZERO_UUID
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
-from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN, leave_response
 from ..classic.group import ClassicGroup
 from ..group import CONSUMER, IllegalStateError
-from ..modern.apis import describe_response
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
 from ..modern.records import (
@@ -1037,23 +1035,12 @@ class ConsumerGroupManager(ModernGroupManager):
 
     # ================================================================ ConsumerGroupDescribe
     def consumer_group_describe(self, request: Request) -> dict:
-        body, version = request.body, request.api_version
-        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
-        out = []
-        for group_id in body["groupIds"]:
-            if group_id == "":
-                out.append(described_group(version, group_id, Errors.INVALID_GROUP_ID))
-                continue
-            if not self.p.owns(group_id):
-                out.append(described_group(version, group_id, Errors.NOT_COORDINATOR))
-                continue
-            try:
-                group = self.consumer_group(group_id)
-            except ApiError as e:
-                out.append(described_group(version, group_id, e.error, message=e.message))
-                continue
-            out.append(self.describe(version, group, operations))
-        return describe_response(out)
+        version = request.api_version
+        return self.describe_groups(
+            request.body,
+            lambda group_id, error, message: described_group(version, group_id, error, message=message),
+            lambda group, operations: self.describe(version, group, operations),
+        )
 
     def describe(self, version: int, group: ConsumerGroup, operations: int = INT32_MIN) -> dict:
         """ConsumerGroup.asDescribedGroup."""

@@ -7,6 +7,9 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from ...errors import ApiError, Errors
+from ..admin import GROUP_AUTHORIZED_OPERATIONS
+from ..classic.apis import INT32_MIN
+from .apis import describe_response
 from .hashing import group_hash, topic_hash
 
 
@@ -56,3 +59,32 @@ class ModernGroupManager:
         """The group's state as a string, or None when it is not a group of this type."""
         group = self.c.groups.get(group_id)
         return str(group.state) if isinstance(group, self.group_class) else None
+
+    def describe_groups(self, body: dict, error_entry, describe) -> dict:
+        """{Consumer,Share,Streams}GroupDescribe: each group of this partition and type described
+        (`describe(group, operations)`), or its error entry (`error_entry(group_id, error,
+        message)`): an empty id, a group another partition owns, a missing group or one of another
+        type."""
+        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
+        out = []
+        for group_id in body["groupIds"]:
+            if group_id == "":
+                out.append(error_entry(group_id, Errors.INVALID_GROUP_ID, None))
+                continue
+            if not self.p.owns(group_id):
+                out.append(error_entry(group_id, Errors.NOT_COORDINATOR, None))
+                continue
+            try:
+                group = self.typed_group(group_id)
+            except ApiError as e:
+                out.append(error_entry(group_id, e.error, e.message))
+                continue
+            out.append(describe(group, operations))
+        return describe_response(out)
+
+    def request_metadata_refresh(self) -> None:
+        """onMetadataUpdate for groups that only recompute their metadata hash on their next
+        heartbeat (share, streams)."""
+        for group in self.c.groups.values():
+            if isinstance(group, self.group_class):
+                group.request_metadata_refresh()

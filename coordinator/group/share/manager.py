@@ -28,7 +28,6 @@ from ...records import record_key
 from ...result import CoordinatorResult
 from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
 from ...timers import Timer
-from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
@@ -700,32 +699,19 @@ class ShareGroupManager(ModernGroupManager):
     # ================================================================ metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:
         """onMetadataUpdate: share groups recompute their metadata hash on their next heartbeat."""
-        for group in self.c.groups.values():
-            if isinstance(group, ShareGroup):
-                group.request_metadata_refresh()
+        self.request_metadata_refresh()
 
     # ================================================================ ShareGroupDescribe
     def share_group_describe(self, request: Request) -> dict:
-        body = request.body
-        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
-        out = []
-        for group_id in body["groupIds"]:
-            if not self.enabled():
-                out.append(described_group(group_id, Errors.UNSUPPORTED_VERSION))
-                continue
-            if group_id == "":
-                out.append(described_group(group_id, Errors.INVALID_GROUP_ID))
-                continue
-            if not self.p.owns(group_id):
-                out.append(described_group(group_id, Errors.NOT_COORDINATOR))
-                continue
-            try:
-                group = self.share_group(group_id)
-            except ApiError as e:
-                out.append(described_group(group_id, e.error, message=e.message))
-                continue
-            out.append(self.describe(group, operations))
-        return describe_response(out)
+        if not self.enabled():  # every group's entry says so
+            return describe_response(
+                [described_group(group_id, Errors.UNSUPPORTED_VERSION) for group_id in request.body["groupIds"]]
+            )
+        return self.describe_groups(
+            request.body,
+            lambda group_id, error, message: described_group(group_id, error, message=message),
+            self.describe,
+        )
 
     def describe(self, group: ShareGroup, operations: int = INT32_MIN) -> dict:
         """ShareGroup.asDescribedGroup."""

@@ -28,10 +28,8 @@ from ...messages import Request
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
-from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..group import STREAMS, IllegalStateError
-from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
 from ..modern.records import persisted_group, replay_group_metadata, replay_member_metadata
 from .apis import described_group, heartbeat_response
@@ -701,31 +699,17 @@ class StreamsGroupManager(ModernGroupManager):
     def on_metadata_change(self, old: dict, new: dict) -> None:
         """onMetadataUpdate: streams groups recompute their metadata hash (and reconfigure their
         topology if it changed) on their next heartbeat."""
-        for group in self.c.groups.values():
-            if isinstance(group, StreamsGroup):
-                group.request_metadata_refresh()
+        self.request_metadata_refresh()
 
     # ================================================================ StreamsGroupDescribe
     def streams_group_describe(self, request: Request) -> dict:
         if not self.enabled():
             raise ApiError(Errors.UNSUPPORTED_VERSION)
-        body = request.body
-        operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
-        out = []
-        for group_id in body["groupIds"]:
-            if group_id == "":
-                out.append(described_group(group_id, Errors.INVALID_GROUP_ID))
-                continue
-            if not self.p.owns(group_id):
-                out.append(described_group(group_id, Errors.NOT_COORDINATOR))
-                continue
-            try:
-                group = self.streams_group(group_id)
-            except ApiError as e:
-                out.append(described_group(group_id, e.error, message=e.message))
-                continue
-            out.append(self.describe(group, operations))
-        return describe_response(out)
+        return self.describe_groups(
+            request.body,
+            lambda group_id, error, message: described_group(group_id, error, message=message),
+            self.describe,
+        )
 
     def describe(self, group: StreamsGroup, operations: int = INT32_MIN) -> dict:
         """StreamsGroup.asDescribedGroup."""
