@@ -105,6 +105,7 @@ def unknown_topic_key(topic_id: str) -> str:
 class ConsumerGroupManager(ModernGroupManager):
     group_class = ConsumerGroup
     type_name = "consumer"
+    revoking_state = MemberState.UNREVOKED_PARTITIONS
 
     def __init__(self, coordinator):
         super().__init__(coordinator)
@@ -1140,19 +1141,3 @@ class ConsumerGroupManager(ModernGroupManager):
             group.update_resolved_regular_expression(
                 regex, None if value is None else ResolvedRegularExpression.from_json(value)
             )
-
-    def on_loaded(self, result: CoordinatorResult) -> None:
-        """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
-        members with partitions to revoke."""
-        for group in self.c.groups.values():
-            if not isinstance(group, ConsumerGroup):
-                continue
-            for member in group.members.values():
-                # Kafka's onLoaded: the group's session timeout (its consumer.session.timeout.ms,
-                # else the coordinator's) for every member, classic ones included (their next
-                # heartbeat restores their own).
-                self._schedule_session_timeout(result, group.group_id, member.member_id)
-                if member.state == MemberState.UNREVOKED_PARTITIONS:
-                    self._schedule_rebalance_timeout(
-                        result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
-                    )

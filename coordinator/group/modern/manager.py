@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from ...errors import ApiError, Errors
+from ...result import CoordinatorResult
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from .apis import describe_response
@@ -20,6 +21,9 @@ class ModernGroupManager:
 
     group_class: ClassVar[type[Any]]
     type_name: ClassVar[str]
+    # The member state whose rebalance timeout runs (members with partitions or tasks to revoke);
+    # None for a type without one (share groups).
+    revoking_state: ClassVar[Any] = None
 
     def __init__(self, coordinator):
         self.c = coordinator
@@ -88,3 +92,26 @@ class ModernGroupManager:
         for group in self.c.groups.values():
             if isinstance(group, self.group_class):
                 group.request_metadata_refresh()
+
+    def on_loaded(self, result: CoordinatorResult) -> None:
+        """onLoaded: a session timeout for every member of the type's groups (from now), and the
+        rebalance timeout of members with something to revoke."""
+        for group in self.c.groups.values():
+            if not isinstance(group, self.group_class):
+                continue
+            for member in group.members.values():
+                # For a consumer group the group's session timeout, classic members included
+                # (their next heartbeat restores their own), as Kafka's onLoaded.
+                self._schedule_session_timeout(result, group.group_id, member.member_id)
+                if self.revoking_state is not None and member.state == self.revoking_state:
+                    self._schedule_rebalance_timeout(
+                        result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
+                    )
+
+    def _schedule_session_timeout(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
+        raise NotImplementedError
+
+    def _schedule_rebalance_timeout(
+        self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
+    ) -> None:
+        raise NotImplementedError

@@ -780,10 +780,3 @@ class ShareGroupManager(ModernGroupManager):
                         assigned_partitions={},
                     )
                 )
-
-    def on_loaded(self, result: CoordinatorResult) -> None:
-        """onLoaded: a session timeout for every member, from now."""
-        for group in self.c.groups.values():
-            if isinstance(group, ShareGroup):
-                for member_id in group.members:
-                    self._schedule_session_timeout(result, group.group_id, member_id)

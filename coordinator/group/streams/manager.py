@@ -162,6 +162,7 @@ def throw_if_topics_are_invalid(topology: dict | None) -> None:
 class StreamsGroupManager(ModernGroupManager):
     group_class = StreamsGroup
     type_name = "streams"
+    revoking_state = MemberState.UNREVOKED_TASKS
 
     # ================================================================ helpers
     def enabled(self) -> bool:
@@ -813,19 +814,6 @@ class StreamsGroupManager(ModernGroupManager):
                             assigned_tasks=EMPTY,
                             tasks_pending_revocation=EMPTY,
                         )
-                    )
-
-    def on_loaded(self, result: CoordinatorResult) -> None:
-        """onLoaded: a session timeout for every member (from now), and the rebalance timeout of
-        members with tasks to revoke."""
-        for group in self.c.groups.values():
-            if not isinstance(group, StreamsGroup):
-                continue
-            for member in group.members.values():
-                self._schedule_session_timeout(result, group.group_id, member.member_id)
-                if member.state == MemberState.UNREVOKED_TASKS:
-                    self._schedule_rebalance_timeout(
-                        result, group.group_id, member.member_id, member.member_epoch, member.rebalance_timeout_ms
                     )
 
 
