@@ -123,7 +123,7 @@ def delete_groups(coordinator, request: Request) -> CoordinatorResult:
         results.append({"groupId": group_id, "errorCode": Errors.NONE.code})
         if group.type == SHARE:
             # GroupCoordinatorService.deleteShareGroups: the share-partitions' state first.
-            topics = coordinator.share.share_group_build_partition_delete_request(group, result)
+            topics = coordinator.share.partitions.share_group_build_partition_delete_request(group, result)
             if topics:
                 share_states[group_id] = topics
                 continue

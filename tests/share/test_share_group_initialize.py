@@ -106,7 +106,7 @@ def test_share_group_initialize_success():
     c = ShareGroupTestClient(topics={"t1": 2})
     with_group(c, initializing=[("t1", [0, 1])])
     start = len(c.d.records)
-    c.on_manager(lambda m: m.initialize_share_group_state(GROUP, {T1: [0, 1]}))
+    c.on_manager(lambda m: m.partitions.initialize_share_group_state(GROUP, {T1: [0, 1]}))
     assert spm_records(c, start) == [spm_value(initialized=[("t1", [0, 1])])]
 
 
@@ -115,8 +115,8 @@ def test_share_group_initialize_empty_map():
     c = ShareGroupTestClient(topics={"t1": 2})
     with_group(c)
     start = len(c.d.records)
-    c.on_manager(lambda m: m.initialize_share_group_state(GROUP, {}))
-    c.on_manager(lambda m: m.initialize_share_group_state(GROUP, None))
+    c.on_manager(lambda m: m.partitions.initialize_share_group_state(GROUP, {}))
+    c.on_manager(lambda m: m.partitions.initialize_share_group_state(GROUP, None))
     assert spm_records(c, start) == []
 
 
@@ -124,17 +124,19 @@ def test_subscribed_topics_change_map():
     """testSubscribedTopicsChangeMap: the subscribed partitions neither initialized nor initializing;
     an initializing entry older than 2 x offsets.commit.timeout.ms is retried."""
     c = ShareGroupTestClient(topics={"foo": 1}, **{"offsets_commit_timeout_ms": 10})
-    assert c.share_manager().subscribed_topics_change_map(GROUP, set()) == {}
-    assert {t: v["partitions"] for t, v in c.share_manager().subscribed_topics_change_map(GROUP, {"foo"}).items()} == {
-        topic_id("foo"): [0]
-    }
+    assert c.share_manager().partitions.subscribed_topics_change_map(GROUP, set()) == {}
+    assert {
+        t: v["partitions"] for t, v in c.share_manager().partitions.subscribed_topics_change_map(GROUP, {"foo"}).items()
+    } == {topic_id("foo"): [0]}
     c.set_topics({"foo": 1, "t1": 2, "t2": 2, "t3": 3})
     with_group(c, initializing=[("t1", [0, 1])], initialized=[("t2", [0, 1, 2])])
 
     def change():
         m = c.share_manager()
         m.p.clock_ms = c.now
-        return {t: v["partitions"] for t, v in m.subscribed_topics_change_map(GROUP, {"t1", "t2", "t3"}).items()}
+        return {
+            t: v["partitions"] for t, v in m.partitions.subscribed_topics_change_map(GROUP, {"t1", "t2", "t3"}).items()
+        }
 
     assert change() == {T3: [0, 1, 2]}
     c.sleep(2 * 10 + 1)
@@ -145,11 +147,11 @@ def test_uninitialize_topics():
     """testUninitializeTopics: only initializing partitions are cleaned up; nothing without a record."""
     c = ShareGroupTestClient(topics={"t1": 2, "t2": 3})
     start = len(c.d.records)
-    c.on_manager(lambda m: m.uninitialize_share_group_state(GROUP, {T1: [0]}))
+    c.on_manager(lambda m: m.partitions.uninitialize_share_group_state(GROUP, {T1: [0]}))
     assert spm_records(c, start) == []
     with_group(c, initializing=[("t1", [0, 1]), ("t2", [0, 1])], initialized=[("t2", [2])])
     start = len(c.d.records)
-    c.on_manager(lambda m: m.uninitialize_share_group_state(GROUP, {T1: [0, 1], T2: [0]}))
+    c.on_manager(lambda m: m.partitions.uninitialize_share_group_state(GROUP, {T1: [0, 1], T2: [0]}))
     assert spm_records(c, start) == [spm_value(initializing=[("t2", [1])], initialized=[("t2", [2])])]
 
 
@@ -239,7 +241,7 @@ def test_share_group_delete_request_records():
 
     def build(m):  # its record goes into the result, which on_manager has the runtime apply
         result = CoordinatorResult()
-        out.append(m.share_group_build_partition_delete_request(m.share_group(GROUP), result))
+        out.append(m.partitions.share_group_build_partition_delete_request(m.share_group(GROUP), result))
         out.append(list(result.records))
         return result
 
@@ -256,7 +258,7 @@ def test_share_group_delete_request_records():
 
     def build_none(m):
         result = CoordinatorResult()
-        none.append(m.share_group_build_partition_delete_request(m.share_group(GROUP), result))
+        none.append(m.partitions.share_group_build_partition_delete_request(m.share_group(GROUP), result))
         return result
 
     c2.on_manager(build_none)

@@ -13,7 +13,8 @@ ShareGroupStatePartitionMetadata and has them initialized (InitializeShareGroupS
 the persister's part); the answer records them initialized (initializeShareGroupState) or takes
 them out of initializing (uninitializeShareGroupState). The assignor sees only initialized
 partitions, and the next heartbeat bumps the group epoch while the target assignment does not cover
-every initialized partition (initializedAssignmentPending).
+every initialized partition (initializedAssignmentPending). That bookkeeping is
+`partition_states.py`; this module is the heartbeat, leave, timeout, describe and replay.
 
 Built by the group coordinator (`coordinator.group.shard`), which routes its APIs, timers and records here.
 """
@@ -57,73 +58,10 @@ from .group import (
     target_epoch_value,
     target_value,
 )
+from .partition_states import SharePartitionStates, initialized_by_name, state_partition_metadata_info
 
 T_SESSION = "share-session"
 ASSIGNOR = SimpleAssignor()
-
-
-# ====================================================================== ShareGroupStatePartitionMetadata
-def init_value(name: str, partitions, timestamp: int) -> dict:
-    """Kafka's InitMapValue."""
-    return {"name": name, "partitions": sorted(set(partitions)), "timestamp": timestamp}
-
-
-def combine_init_maps(a: dict, b: dict) -> dict:
-    """combineInitMaps: partitions united per topic, the newest timestamp kept."""
-    out = {tid: dict(v) for tid, v in a.items()}
-    for tid, v in b.items():
-        if tid in out:
-            out[tid] = init_value(
-                v["name"],
-                set(out[tid]["partitions"]) | set(v["partitions"]),
-                max(out[tid]["timestamp"], v["timestamp"]),
-            )
-        else:
-            out[tid] = dict(v)
-    return out
-
-
-def _topic_infos(m: dict) -> list:
-    return [
-        {"topicId": tid, "topicName": v["name"], "partitions": sorted(v["partitions"])} for tid, v in sorted(m.items())
-    ]
-
-
-def state_partition_metadata_record(group_id: str, initializing: dict, initialized: dict, deleting: dict):
-    """newShareGroupStatePartitionMetadataRecord (deleting: {tid: name})."""
-    return (
-        record_key(R_STATE_PARTITION_METADATA, group_id),
-        {
-            "type": R_STATE_PARTITION_METADATA,
-            "initializingTopics": _topic_infos(initializing),
-            "initializedTopics": _topic_infos(initialized),
-            "deletingTopics": [{"topicId": t, "topicName": n} for t, n in sorted(deleting.items())],
-        },
-    )
-
-
-def state_partition_metadata_info(value: dict, timestamp: int) -> dict:
-    """The replayed record (every InitMapValue stamped with the replay time, as Kafka does)."""
-
-    def init_map(infos):
-        return {i["topicId"]: init_value(i["topicName"], i["partitions"], timestamp) for i in infos or []}
-
-    return {
-        "initializing": init_map(value.get("initializingTopics")),
-        "initialized": init_map(value.get("initializedTopics")),
-        "deleting": {i["topicId"]: i.get("topicName", "<UNKNOWN>") for i in value.get("deletingTopics") or []},
-    }
-
-
-def initialized_by_name(group) -> dict[str, set]:
-    """The group's initialized share-partitions by topic name (what the assignor may assign)."""
-    info = group.state_partition_metadata
-    if info is None:
-        return {}
-    out: dict[str, set] = {}
-    for v in info["initialized"].values():
-        out.setdefault(v["name"], set()).update(v["partitions"])
-    return out
 
 
 def throw_if_request_is_invalid(body: dict) -> None:
@@ -164,6 +102,10 @@ def throw_if_member_epoch_is_invalid(member: ShareGroupMember, received: int) ->
 class ShareGroupManager(ModernGroupManager):
     group_class = ShareGroup
     type_name = "share"
+
+    def __init__(self, coordinator):
+        super().__init__(coordinator)
+        self.partitions = SharePartitionStates(self)  # the share-partitions' initialization and deletion
 
     # ================================================================ helpers
     @property
@@ -240,7 +182,7 @@ class ShareGroupManager(ModernGroupManager):
         if updated != member or is_new_member:
             records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
             bump = updated.subscribed_topic_names != member.subscribed_topic_names
-        bump = bump or self.initialized_assignment_pending(group)
+        bump = bump or self.partitions.initialized_assignment_pending(group)
         members_after = dict(group.members)
         members_after[member_id] = updated
         group_epoch = group.group_epoch
@@ -287,7 +229,9 @@ class ShareGroupManager(ModernGroupManager):
             )
             records.append((record_key(R_CURRENT, group_id, member_id), current_value(reconciled)))
 
-        init_map = self.maybe_create_initialize_request(group, group.subscribed_topic_names(members_after), records)
+        init_map = self.partitions.maybe_create_initialize_request(
+            group, group.subscribed_topic_names(members_after), records
+        )
 
         # Nothing can fail any more: the result (records replayed by the runtime) and the soft state.
         result = CoordinatorResult()
@@ -301,7 +245,7 @@ class ShareGroupManager(ModernGroupManager):
             info = state_partition_metadata_info(
                 [v for k, v in records if k == record_key(R_STATE_PARTITION_METADATA, group_id)][-1], self.now
             )
-            self._send_initialize(group_id, group_epoch, init_map, result, info)
+            self.partitions._send_initialize(group_id, group_epoch, init_map, result, info)
         if is_new_group:
             self.c.event(result, group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
             self.c.ensure_expiration_timer(result)
@@ -394,231 +338,6 @@ class ShareGroupManager(ModernGroupManager):
                     ),
                 },
             )
-        )
-        return result
-
-    # ================================================================ share-partition initialization
-    def initialized_assignment_pending(self, group: ShareGroup) -> bool:
-        """initializedAssignmentPending: members, and initialized partitions the target lacks (or has
-        extra). Only of subscribed topics (deviation, docs/protocol.md: Kafka 4.1 compares every
-        initialized partition, so a topic no member subscribes to any more bumps the epoch at every
-        heartbeat)."""
-        if group.state_partition_metadata is None or not group.members:
-            return False
-        subscribed = group.subscribed_topic_names()
-        initialized = {t: ps for t, ps in initialized_by_name(group).items() if t in subscribed}
-        assigned: dict[str, set] = {}
-        for a in group.target_assignment.values():
-            for t, ps in a.items():
-                assigned.setdefault(t, set()).update(ps)
-        return {t: set(ps) for t, ps in initialized.items()} != assigned
-
-    def subscribed_topics_change_map(self, group_id: str, topic_names) -> dict:
-        """subscribedTopicsChangeMap: {tid: InitMapValue} of subscribed partitions neither initialized
-        nor initializing since less than 2 x offsets.commit.timeout.ms (those are retried)."""
-        if not topic_names:
-            return {}
-        meta = self.metadata
-        group = self.c.groups.get(group_id)
-        info = getattr(group, "state_partition_metadata", None)
-        now = self.now
-        delta = 2 * int(self.config.get("offsets.commit.timeout.ms", 5000))
-        done: dict[str, set] = {}
-        if info is not None:
-            for tid, v in info["initialized"].items():
-                done.setdefault(tid, set()).update(v["partitions"])
-            for tid, v in info["initializing"].items():
-                if now - v["timestamp"] < delta:
-                    done.setdefault(tid, set()).update(v["partitions"])
-        out = {}
-        for name in sorted(topic_names, key=order_key):
-            tid, count = meta.topic_id(name), meta.topics.get(name)
-            if tid is None or count is None:
-                continue
-            missing = [p for p in range(count) if p not in done.get(tid, set())]
-            if missing:
-                out[tid] = init_value(name, missing, now)
-        return out
-
-    def maybe_create_initialize_request(self, group: ShareGroup, topic_names, records: list) -> dict:
-        """maybeCreateInitializeShareGroupStateRequest: the initializing record; returns what to initialize."""
-        if not topic_names or not self.metadata.available:
-            return {}
-        change = self.subscribed_topics_change_map(group.group_id, topic_names)
-        if not change:
-            return {}
-        info = group.state_partition_metadata
-        if info is None:
-            records.append(state_partition_metadata_record(group.group_id, change, {}, {}))
-        else:
-            deleting = {t: n for t, n in info["deleting"].items() if t not in change}
-            records.append(
-                state_partition_metadata_record(
-                    group.group_id, combine_init_maps(info["initializing"], change), info["initialized"], deleting
-                )
-            )
-        return change
-
-    def _send_initialize(
-        self, group_id: str, group_epoch: int, init_map: dict, result: CoordinatorResult, info: dict
-    ) -> None:
-        """The persister's initializeState: each share-partition's coordinator partition initializes it
-        (into `result`); `info` is the group's partition metadata once `result`'s records replay."""
-        self.c.share_offsets.initialize_for_group(
-            result, group_id, group_epoch, {tid: list(v["partitions"]) for tid, v in init_map.items()}, info
-        )
-
-    def _metadata_info(self, group_id: str, staged: dict | None) -> tuple[bool, dict | None]:
-        """(whether the share group exists, its partition metadata): `staged` is the metadata the
-        caller's records (not replayed yet) leave the group with; otherwise the group's own."""
-        if staged is not None:
-            return True, staged
-        group = self.c.groups.get(group_id)
-        if not isinstance(group, ShareGroup):
-            return False, None
-        return True, group.state_partition_metadata
-
-    def initialize_share_group_state(
-        self, group_id: str, topic_partitions: dict, staged: dict | None = None
-    ) -> CoordinatorResult:
-        """initializeShareGroupState: the answered partitions move from initializing to initialized."""
-        result = CoordinatorResult()
-        exists, info = self._metadata_info(group_id, staged)
-        if not exists or not topic_partitions:
-            return result
-        enriched = self._attach_init_value(topic_partitions)
-        if info is None:
-            result.records.append(StateRecord(*state_partition_metadata_record(group_id, {}, enriched, {})))
-            return result
-        initializing = {}
-        for tid, v in info["initializing"].items():
-            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
-            if left:
-                initializing[tid] = {**v, "partitions": left}
-        result.records.append(
-            StateRecord(
-                *state_partition_metadata_record(
-                    group_id, initializing, combine_init_maps(info["initialized"], enriched), info["deleting"]
-                )
-            )
-        )
-        self.c.event(
-            result,
-            group_id,
-            "SharePartitionsInitialized",
-            groupType=SHARE,
-            topicPartitions={t: sorted(ps) for t, ps in sorted(topic_partitions.items())},
-        )
-        return result
-
-    def uninitialize_share_group_state(
-        self, group_id: str, topic_partitions: dict, staged: dict | None = None
-    ) -> CoordinatorResult:
-        """uninitializeShareGroupState: failed partitions leave initializing (the next heartbeat retries)."""
-        result = CoordinatorResult()
-        exists, info = self._metadata_info(group_id, staged)
-        if not exists or not topic_partitions or info is None or not info["initializing"]:
-            return result
-        initializing = {}
-        for tid, v in info["initializing"].items():
-            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
-            if left:
-                initializing[tid] = {**v, "partitions": left}
-        result.records.append(
-            StateRecord(*state_partition_metadata_record(group_id, initializing, info["initialized"], info["deleting"]))
-        )
-        return result
-
-    def _attach_init_value(self, topic_partitions: dict) -> dict:
-        meta = self.metadata
-        return {
-            tid: init_value(meta.topic_name(tid) or "<UNKNOWN>", ps, self.now) for tid, ps in topic_partitions.items()
-        }
-
-    # ================================================================ deleting share-partition state
-    def share_group_build_partition_delete_request(self, group: ShareGroup, result: CoordinatorResult) -> dict | None:
-        """shareGroupBuildPartitionDeleteRequest (DeleteGroups): the initialized and initializing
-        share-partitions (and every partition of a topic still deleting from an earlier attempt) to
-        delete, {tid: [partitions]}, after a record into `result` moving them all to deleting; None
-        if nothing."""
-        info = group.state_partition_metadata
-        if info is None:
-            return None
-        candidates = combine_init_maps(info["initialized"], info["initializing"])
-        meta = self.metadata
-        if meta.available:
-            for tid in sorted(info["deleting"]):
-                name = meta.topic_name(tid)
-                if name is not None:
-                    candidates = combine_init_maps(candidates, {tid: init_value(name, range(meta.topics[name]), -1)})
-        if not candidates and not info["deleting"]:
-            return None
-        deleting = {tid: v["name"] for tid, v in candidates.items()}
-        result.records.append(StateRecord(*state_partition_metadata_record(group.group_id, {}, {}, deleting)))
-        return {tid: list(v["partitions"]) for tid, v in sorted(candidates.items())} or None
-
-    def share_partitions_eligible_for_offset_deletion(
-        self, group_id: str, topic_names: list[str], result: CoordinatorResult
-    ) -> tuple:
-        """sharePartitionsEligibleForOffsetDeletion (DeleteShareGroupOffsets): ({tid: (name,
-        [partitions])} to delete, [error topic responses], the group's share-partition metadata as
-        the record leaves it); the initialized partitions of each named topic (all its partitions if
-        it is already deleting) move to deleting in one record, into `result`."""
-        group = self.share_group(group_id)
-        info = group.state_partition_metadata
-        if info is None:
-            return {}, [], None
-        meta = self.metadata
-        initialized = {tid: dict(v) for tid, v in info["initialized"].items()}
-        deleting = dict(info["deleting"])
-        to_delete, errors = {}, []
-        for name in topic_names:
-            tid = meta.topic_id(name)
-            if tid is None:
-                errors.append(
-                    {
-                        "topicName": name,
-                        "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
-                        "errorMessage": Errors.UNKNOWN_TOPIC_OR_PARTITION.message,
-                    }
-                )
-            elif tid in initialized:
-                to_delete[tid] = (name, list(initialized.pop(tid)["partitions"]))
-                deleting[tid] = name
-            elif tid in deleting:
-                to_delete[tid] = (name, list(range(meta.topics.get(name, 0))))
-            else:
-                errors.append(
-                    {
-                        "topicName": name,
-                        "errorCode": Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
-                        "errorMessage": "There is no offset information to delete.",
-                    }
-                )
-        result.records.append(
-            StateRecord(*state_partition_metadata_record(group_id, info["initializing"], initialized, deleting))
-        )
-        written = {"initializing": info["initializing"], "initialized": initialized, "deleting": deleting}
-        return to_delete, errors, written
-
-    def complete_delete_share_group_offsets(
-        self, group_id: str, topic_ids, written: dict | None = None
-    ) -> CoordinatorResult:
-        """completeDeleteShareGroupOffsets: the deleted topics leave deleting. `written`: the
-        metadata as the same handler's earlier record leaves it (not replayed yet); else the
-        group's."""
-        result = CoordinatorResult()
-        info: dict | None
-        if written is not None:
-            info = written
-        else:
-            group = self.c.groups.get(group_id)
-            info = group.state_partition_metadata if isinstance(group, ShareGroup) else None
-        if info is None:
-            return result
-        deleting = {t: n for t, n in info["deleting"].items() if t not in set(topic_ids)}
-        result.records.append(
-            StateRecord(*state_partition_metadata_record(group_id, info["initializing"], info["initialized"], deleting))
         )
         return result
 

@@ -36,6 +36,7 @@ from ...timers import Timer
 from ..classic.apis import delete_groups_response
 from ..consumer._java import order_key
 from .group import ShareGroup
+from .partition_states import initialized_by_name
 
 if TYPE_CHECKING:
     from ...share.coordinator import ShareCoordinator
@@ -121,8 +122,6 @@ class ShareOffsetsAdmin:
         group = self.groups.groups.get(group_id)
         if not isinstance(group, ShareGroup):
             return []
-        from .manager import initialized_by_name  # (the manager imports this module)
-
         by_topic = initialized_by_name(group)
         return [(t, sorted(by_topic[t])) for t in sorted(by_topic, key=order_key)]
 
@@ -310,7 +309,7 @@ class ShareOffsetsAdmin:
         }
         done = {t: ps for t, ps in done.items() if ps}
         if done:
-            result.merge(self.groups.share.initialize_share_group_state(group_id, done))
+            result.merge(self.groups.share.partitions.initialize_share_group_state(group_id, done))
 
     # ------------------------------------------------------------------ DeleteShareGroupOffsets
     def delete(self, request: Request) -> CoordinatorResult:
@@ -340,7 +339,7 @@ class ShareOffsetsAdmin:
         manager = self.groups.share
         try:
             manager.share_group(group_id).validate_empty_group()
-            to_delete, error_topics, written = manager.share_partitions_eligible_for_offset_deletion(
+            to_delete, error_topics, written = manager.partitions.share_partitions_eligible_for_offset_deletion(
                 group_id, [t["topicName"] for t in body["topics"]], result
             )
         except ApiError as e:
@@ -384,7 +383,7 @@ class ShareOffsetsAdmin:
         """`written`: the group's share-partition metadata as this handler's own record leaves it
         (None when completing later, once that record is replayed)."""
         deleted = [t["topicId"] for t in response["responses"] if t["errorCode"] == 0]
-        result.merge(self.groups.share.complete_delete_share_group_offsets(group_id, deleted, written))
+        result.merge(self.groups.share.partitions.complete_delete_share_group_offsets(group_id, deleted, written))
         result.emit(
             group_id,
             "ShareGroupOffsetsDeleted",
@@ -564,9 +563,9 @@ class ShareOffsetsAdmin:
         None to read the group's (`_all_or_nothing` leaves only one of done and failed)."""
         m = self.groups.share
         if done:
-            result.merge(m.initialize_share_group_state(group_id, done, group_metadata))
+            result.merge(m.partitions.initialize_share_group_state(group_id, done, group_metadata))
         if failed:
-            result.merge(m.uninitialize_share_group_state(group_id, failed, group_metadata))
+            result.merge(m.partitions.uninitialize_share_group_state(group_id, failed, group_metadata))
 
     def _finish(self, result: CoordinatorResult, qid: int) -> None:
         parked = self.share.admin_state().get("pending", {}).pop(str(qid), None)
