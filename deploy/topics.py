@@ -177,10 +177,10 @@ def _check(admin: KafkaAdminClient, cfg: StreamConfig, meta: dict) -> None:
         raise RuntimeError(
             "service topics less durable than configured:\n  "
             + "\n  ".join(problems)
-            + f"\nRaise them with `python -m deploy.topics --raise-durability` (the same config), or with "
-            f"kafka-reassign-partitions.sh (a plan listing more replicas per partition) and kafka-configs.sh "
-            f"--alter --entity-type topics --entity-name <topic> --add-config min.insync.replicas=<n>; or "
-            f"configure [topics] replication_factor / min_insync_replicas down to what they have"
+            + "\nRaise them with `python -m deploy.topics --raise-durability` (the same config), or with "
+            "kafka-reassign-partitions.sh (a plan listing more replicas per partition) and kafka-configs.sh "
+            "--alter --entity-type topics --entity-name <topic> --add-config min.insync.replicas=<n>; or "
+            "configure [topics] replication_factor / min_insync_replicas down to what they have"
         )
 
 
