@@ -194,12 +194,13 @@ class Figures:
     transactions: int = 0
     query_restarts: int = 0
     restarted_node_in_sync_s: float = 0.0
+    phases: dict = field(default_factory=dict)  # seconds from the drill's start to each phase's end
 
     def lines(self) -> list[str]:
         return [
             f"killed broker {self.victim} (partition leaders of the service's topics before: "
-            f"{dict(sorted(self.leaders_before.items()))}), down {self.down_s:.0f} s, its start took "
-            f"{self.restart_s:.0f} s",
+            f"{dict(sorted(self.leaders_before.items()))}), down {self.down_s:.0f} s, answering again "
+            f"{self.restart_s:.0f} s after its start",
             "longest time without an answer from the kill on (before the kill: median time between answers):",
             f"  service, JSON path (simple requests)      {self.gap_json_s:6.1f} s   ({self.usual_json_s:.2f} s)",
             f"  service, through the gateway (commits)    {self.gap_gateway_s:6.1f} s   ({self.usual_gateway_s:.2f} s)",
@@ -207,8 +208,13 @@ class Figures:
             "  same client, same loop",
             f"load: {self.json_requests} JSON-path requests, {self.gateway_commits} gateway commits, "
             f"{self.broker_commits} direct commits, {self.transactions} transactions committed",
-            f"the job restarted its query {self.query_restarts} time(s); the restarted broker was back in "
-            f"every ISR {self.restarted_node_in_sync_s:.1f} s after its start began",
+            f"the job restarted its query {self.query_restarts} time(s)"
+            + (
+                f"; the restarted broker was back in every ISR {self.restarted_node_in_sync_s:.1f} s after its start began"
+                if self.restarted_node_in_sync_s
+                else ""
+            ),
+            "drill phases (s from its start): " + ", ".join(f"{k} {v:.0f}" for k, v in self.phases.items()),
         ]
 
 
@@ -244,52 +250,65 @@ def run_broker_loss(
     wait_s: float = 180,
     prefix: str = "bl",
     rate_per_s: float = 10,
+    members: int = 2,
     settle: bool = True,
 ) -> tuple[Report, Figures]:
     """Run the drill once; the report holds every check (report.passed), the figures the gaps.
-    `settle`: wait for the restarted broker to be back in every ISR before the load's last round."""
-    spec = LoadSpec(rate_per_s=rate_per_s, prefix=prefix, wait_s=wait_s, run_id=uuid.uuid4().hex[:8], classic_members=2)
+    `members`: of the classic and of the KIP-848 group. `settle`: the restarted broker is back in
+    every ISR before the load's last round (else it starts while the checks run, and is waited for
+    after them)."""
+    started = time.monotonic()
+    spec = LoadSpec(
+        rate_per_s=rate_per_s,
+        prefix=prefix,
+        wait_s=wait_s,
+        run_id=uuid.uuid4().hex[:8],
+        classic_members=members,
+        consumer_members=members,
+    )
     gw_topic = f"{prefix}-gw-in"
     ensure_data_topics(cluster.bootstrap, {**spec.topics, gw_topic: 2}, replication=3)
     report = Report("broker-loss")
     figures = Figures()
+    # Leadership stays where topic creation put it until a broker fails: the victim is known now.
+    leaders = partition_leaders(cluster.bootstrap, service_topics(job, gateway_reply_to))
+    victim = max(sorted(leaders), key=lambda b: leaders[b])
+    figures.victim, figures.leaders_before = victim, leaders
     load = MixedLoad(cluster.bootstrap, job.topics, spec)
     gateway_group = CommitLoop(gateway_bootstrap, f"{prefix}-gw-group", gw_topic)
+    # The brokers' own coordinator: a group on a __consumer_offsets partition the victim leads.
+    broker_group = CommitLoop(cluster.bootstrap, group_led_by(cluster.bootstrap, victim, f"{prefix}-direct"), gw_topic)
+    loops = [gateway_group, broker_group]
     json_times = AnswerTimes(lambda: len(load.client.responses()))
     gw_times = AnswerTimes(lambda: gateway_group.commits)
+    broker_times = AnswerTimes(lambda: broker_group.commits)
+    samplers = [json_times, gw_times, broker_times]
     log_mark = len(job.log_file.read_text(errors="replace"))
-    loops = [gateway_group]
-    samplers = [json_times, gw_times]
+    states = CheckpointStates(str(job.cfg.checkpoint))
+    # The checks' Spark session starts (slowly, a JVM) while the cluster fails over.
+    opener = threading.Thread(target=states.open, daemon=True)
+    restarting = False
     try:
+        for part in [*loops, *samplers]:
+            part.start()
         load.start()
-        gateway_group.start()
-        json_times.start()
-        gw_times.start()
         wait_until(
-            lambda: load.progressed_since((0, 0, {}, tuple(-1 for _ in load.consumers))) and gateway_group.commits > 3,
+            lambda: (
+                load.progressed_since((0, 0, {}, tuple(-1 for _ in load.consumers)))
+                and gateway_group.commits > 3
+                and broker_group.commits > 3
+            ),
             lambda: (
                 f"the load did not get going: {load.progress()}, {gateway_group.commits} gateway commits "
-                f"{gateway_group.failures[-3:]} {load.errors()}"
+                f"{gateway_group.failures[-3:]}, {broker_group.commits} direct commits, {load.errors()}"
             ),
             wait_s,
         )
-        leaders = partition_leaders(cluster.bootstrap, service_topics(job, gateway_reply_to))
-        victim = max(sorted(leaders), key=lambda b: leaders[b])
-        figures.victim, figures.leaders_before = victim, leaders
-        # The brokers' own coordinator: a group on a __consumer_offsets partition the victim leads.
-        broker_group = CommitLoop(
-            cluster.bootstrap, group_led_by(cluster.bootstrap, victim, f"{prefix}-direct"), gw_topic
-        )
-        broker_times = AnswerTimes(lambda: broker_group.commits)
-        loops.append(broker_group)
-        samplers.append(broker_times)
-        broker_group.start()
-        broker_times.start()
-        wait_until(lambda: broker_group.commits > 3, "the direct group did not commit", wait_s)
-        mark = load.progress()
+        figures.phases["load going"] = time.monotonic() - started
 
         t_kill = time.monotonic()
         cluster.kill(victim)
+        opener.start()
         # Answers resume on the survivors (the leadership moved): wait for it, on every path.
         wait_until(
             lambda: all(s.first_after(t_kill + 0.5) is not None for s in samplers),
@@ -299,25 +318,30 @@ def run_broker_loss(
             ),
             wait_s,
         )
+        figures.phases["answers resumed"] = time.monotonic() - started
         left = down_s - (time.monotonic() - t_kill)
         if left > 0:
             time.sleep(left)  # the outage being drilled, not a wait for a result
         restart_at = time.monotonic()
         figures.down_s = restart_at - t_kill
-        cluster.restart(victim)
-        figures.restart_s = time.monotonic() - restart_at
+        cluster.node(victim).launch()
+        restarting = True
         if settle:
+            cluster.node(victim).wait_ready(wait_s)
+            restarting = False
+            figures.restart_s = time.monotonic() - restart_at
             wait_in_sync(cluster.bootstrap, service_topics(job, gateway_reply_to), wait_s)
             figures.restarted_node_in_sync_s = time.monotonic() - restart_at
-        # Every part of the load still progresses with the broker back.
+        # Every part of the load still progresses.
         mark = load.progress()
         commits = gateway_group.commits
         wait_until(
-            lambda: (load.progressed_since(mark) and gateway_group.commits > commits + 3) or load.errors(),
+            lambda: (load.progressed_since(mark) and gateway_group.commits > commits) or load.errors(),
             lambda: f"no progress after the broker's return: {load.progress()} {load.errors()}",
             wait_s,
         )
         end = time.monotonic()
+        figures.phases["load stopped"] = end - started
         figures.gap_json_s = json_times.largest_gap(t_kill - 1, end)
         figures.gap_gateway_s = gw_times.largest_gap(t_kill - 1, end)
         figures.gap_broker_s = broker_times.largest_gap(t_kill - 1, end)
@@ -332,7 +356,7 @@ def run_broker_loss(
             s.stop()
     figures.json_requests = len(load.simple.sent)
     figures.gateway_commits = gateway_group.commits
-    figures.broker_commits = loops[-1].commits if len(loops) > 1 else 0
+    figures.broker_commits = broker_group.commits
     figures.transactions = len(load.txns.committed) if load.txns else 0
 
     report.add("the job kept running", [] if job.proc.poll() is None else [f"the job exited:\n{job.tail()}"])
@@ -356,8 +380,12 @@ def run_broker_loss(
         load_checks(load, report, wait_s)
     finally:
         load.close()
-    verify(
-        job.cfg, report, states=CheckpointStates(str(job.cfg.checkpoint)), strict_transactions=True, timeout_s=wait_s
-    )
+    if opener.is_alive() or opener.ident is not None:
+        opener.join()
+    verify(job.cfg, report, states=states, strict_transactions=True, timeout_s=wait_s)
+    figures.phases["checked"] = time.monotonic() - started
+    if restarting:  # started while the checks ran: back by now, or soon
+        cluster.node(victim).wait_ready(wait_s)
+        figures.restart_s = time.monotonic() - restart_at
     figures.query_restarts = job.log_file.read_text(errors="replace")[log_mark:].count("restarting the query")
     return report, figures

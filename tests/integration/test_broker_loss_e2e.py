@@ -14,6 +14,7 @@ the smoke short; bench/broker_loss.py drills a minute's loss with the defaults.
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -31,6 +32,7 @@ FAST_FAILOVER = {"broker.session.timeout.ms": 3000, "broker.heartbeat.interval.m
 
 def test_the_broker_leading_most_service_partitions_is_lost_under_load_and_nothing_is(shared_jobs, tmp_path):
     shared_jobs.stop_running()  # one job at a time (conftest.py)
+    started = time.monotonic()
     cluster = KafkaCluster(
         tmp_path / "kafka",
         ports=[free_port() for _ in range(3)],
@@ -62,6 +64,7 @@ def test_the_broker_leading_most_service_partitions_is_lost_under_load_and_nothi
             job.start()
         finally:
             starter.join()
+        print(f"cluster, job and gateway up in {time.monotonic() - started:.0f} s")
         try:
             assert not errors, errors
             report, figures = run_broker_loss(
@@ -72,6 +75,7 @@ def test_the_broker_leading_most_service_partitions_is_lost_under_load_and_nothi
                 down_s=0,
                 wait_s=120,
                 prefix="blsmoke",
+                members=1,
                 settle=False,
             )
         finally:
