@@ -295,7 +295,7 @@ def run_broker_loss(
         wait_until(
             lambda: (
                 load.progressed_since((0, 0, {}, tuple(-1 for _ in load.consumers)))
-                and gateway_group.commits > 3
+                and gateway_group.commits > 1
                 and broker_group.commits > 3
             ),
             lambda: (

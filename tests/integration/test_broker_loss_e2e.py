@@ -22,6 +22,7 @@ from deploy.kafka_cluster import KafkaCluster
 from deploy.kafka_local import free_port
 
 from .broker_loss_drill import run_broker_loss
+from .conftest import PLAIN
 from .gateway_process import Gateway
 from .harness import StreamJob
 
@@ -45,7 +46,10 @@ def test_the_broker_leading_most_service_partitions_is_lost_under_load_and_nothi
             cluster.bootstrap,
             tmp_path / "job",
             "blsmoke",
-            coordinator={"coordinator.partitions": 4},
+            # The suite's quick timings (sessions and heartbeats of seconds, metadata every second) and
+            # no initial rebalance delay: the load gets going in seconds.
+            stream=PLAIN["stream"],
+            coordinator={**PLAIN["coordinator"], "coordinator.partitions": 4, "group.initial.rebalance.delay.ms": 0},
             service_topics=cluster.service_topics,
         )
         # The gateway starts alongside the job: it is ready once the job answers it.
