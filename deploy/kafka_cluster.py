@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from deploy.kafka_local import ROOT, LocalKafka, new_cluster_id
@@ -90,11 +91,35 @@ class KafkaCluster:
 
     def start(self, timeout: float = 120) -> KafkaCluster:
         # Every node first: a node answers only once the quorum (two of three controllers) is there.
+        deadline = time.monotonic() + timeout
         for n in self.nodes:
             n.launch()
         for n in self.nodes:
             n.wait_ready(timeout)
+        # A node answers metadata before every broker has registered with the controller: until
+        # then topics with three replicas cannot be created.
+        self.wait_brokers(set(range(1, NODES + 1)), max(1.0, deadline - time.monotonic()))
         return self
+
+    def wait_brokers(self, node_ids: set[int], timeout: float) -> None:
+        """Until the controller counts every one of `node_ids` as an unfenced broker."""
+        from kafka import KafkaAdminClient
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, request_timeout_ms=5000)
+                try:
+                    up = {b["broker_id"] for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced")}
+                finally:
+                    admin.close()
+            except Exception:  # noqa: BLE001 - not answering yet
+                up = set()
+            if node_ids <= up:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"brokers {sorted(node_ids - up)} not registered in {timeout:.0f}s; see {self.dir}")
+            time.sleep(0.2)
 
     def stop(self, timeout: float = 30) -> None:
         # All at once: stopped one by one, the last ones lose the quorum and wait out their timeout.
@@ -115,8 +140,9 @@ class KafkaCluster:
         return pid
 
     def restart(self, node_id: int, timeout: float = 120) -> None:
-        """Start a killed node again on its data; returns once it answers."""
+        """Start a killed node again on its data; returns once it is a broker of the cluster again."""
         self.node(node_id).start(timeout)
+        self.wait_brokers({node_id}, timeout)
 
 
 def partition_leaders(bootstrap: str, topics: list[str]) -> dict[int, int]:

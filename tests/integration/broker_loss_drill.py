@@ -328,6 +328,7 @@ def run_broker_loss(
         restarting = True
         if settle:
             cluster.node(victim).wait_ready(wait_s)
+            cluster.wait_brokers({victim}, wait_s)
             restarting = False
             figures.restart_s = time.monotonic() - restart_at
             wait_in_sync(cluster.bootstrap, service_topics(job, gateway_reply_to), wait_s)
@@ -386,6 +387,7 @@ def run_broker_loss(
     figures.phases["checked"] = time.monotonic() - started
     if restarting:  # started while the checks ran: back by now, or soon
         cluster.node(victim).wait_ready(wait_s)
+        cluster.wait_brokers({victim}, wait_s)
         figures.restart_s = time.monotonic() - restart_at
     figures.query_restarts = job.log_file.read_text(errors="replace")[log_mark:].count("restarting the query")
     return report, figures
