@@ -96,6 +96,15 @@ class StreamConfig:
         return rf, min_isr
 
     @property
+    def source_api_timeout_ms(self) -> int:
+        """The Kafka sources' default.api.timeout.ms. Each micro-batch asks the partitions' leaders
+        for their latest offsets (an admin client's ListOffsets); one asked of a broker just lost
+        waits for it until this timeout (the leader is not looked up again), then Spark asks again
+        (fetchOffset.numRetries) and finds the new leader. With Kafka's 60 s the service stopped a
+        minute after a broker loss (bench/broker_loss.py)."""
+        return int(self.stream.get("source_api_timeout_ms", 10000))
+
+    @property
     def stream(self) -> dict:
         return self.raw["stream"]
 
