@@ -77,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         from deploy.topics import ensure_topics, wait_for_broker
 
         wait_for_broker(cfg.bootstrap, timeout_s=120)
-        ensure_topics(cfg)
+        try:
+            ensure_topics(cfg)
+        except RuntimeError as e:  # too few brokers, or topics less durable than configured: an operator acts
+            log.error("cannot start: %s", e)
+            status.lifecycle("failed", str(e)[:500])
+            spark.stop()
+            return 2
         log.info(
             "broker %s answers and the topics exist (%.1f s after start)",
             cfg.bootstrap,

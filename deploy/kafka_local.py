@@ -55,6 +55,10 @@ def _port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
 def broker_answers(bootstrap: str, **client_config) -> bool:
     """Whether a broker of `bootstrap` serves a metadata request now (listening is not enough)."""
     from kafka import KafkaAdminClient
@@ -70,7 +74,16 @@ def broker_answers(bootstrap: str, **client_config) -> bool:
         return False
 
 
+# What a single broker tells the service about its topics ([topics] replication_factor and
+# min_insync_replicas), as its server.properties tells Kafka's own coordinators: one replica.
+SINGLE_BROKER_TOPICS = {"replication_factor": 1, "min_insync_replicas": 1}
+
+
 class LocalKafka:
+    """One KRaft node, broker and controller. Alone (the defaults) it is its own one-voter quorum
+    with replication 1; deploy/kafka_cluster.py runs three of them as one cluster (`node_id`,
+    `quorum`, `cluster_id`, `replication`)."""
+
     def __init__(
         self,
         workdir: str | os.PathLike,
@@ -82,6 +95,11 @@ class LocalKafka:
         release_version: str | None = None,
         service_broker: bool = True,
         format_args: list[str] | None = None,
+        *,
+        node_id: int = 1,
+        quorum: str | None = None,
+        cluster_id: str | None = None,
+        replication: int = 1,
     ):
         self.dir = Path(workdir).resolve()
         self.port = port
@@ -97,6 +115,15 @@ class LocalKafka:
         self.service_broker = service_broker
         # more arguments of the storage tool's format (e.g. --add-scram 'SCRAM-SHA-256=[name=..,password=..]')
         self.format_args = list(format_args or [])
+        self.node_id = node_id
+        self.quorum = quorum or f"{node_id}@127.0.0.1:{self.controller_port}"  # controller.quorum.voters
+        self.cluster_id = cluster_id
+        self.replication = replication  # of the broker's own topics; min.insync.replicas: one less (at least 1)
+
+    @property
+    def service_topics(self) -> dict:
+        """The [topics] durability settings the service needs on this broker alone."""
+        return dict(SINGLE_BROKER_TOPICS)
 
     @property
     def bootstrap(self) -> str:
@@ -121,8 +148,8 @@ class LocalKafka:
         props.write_text(
             f"""\
 process.roles=broker,controller
-node.id=1
-controller.quorum.voters=1@127.0.0.1:{self.controller_port}
+node.id={self.node_id}
+controller.quorum.voters={self.quorum}
 listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}
 advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}
 controller.listener.names=CONTROLLER
@@ -130,10 +157,12 @@ inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
 log.dirs={self.dir / "data"}
 num.partitions=1
-offsets.topic.replication.factor=1
+offsets.topic.replication.factor={self.replication}
 offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
+transaction.state.log.replication.factor={self.replication}
+transaction.state.log.min.isr={max(1, self.replication - 1)}
+default.replication.factor={self.replication}
+min.insync.replicas={max(1, self.replication - 1)}
 group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=2
@@ -149,7 +178,7 @@ log.cleaner.backoff.ms=5000
         """The storage tool's command that formats a new data directory (None: formatted)."""
         if (self.dir / "data" / "meta.properties").exists():
             return None
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = self.cluster_id or new_cluster_id()
         # "--cluster-id=ID": a random id starting with "-" (one in 64) would be read as an option.
         # transaction.version=1: a Kafka 4.1 broker verifies every transactional Produce v12+ (what
         # clients send once transaction.version 2 is finalized) with its own transaction coordinator,

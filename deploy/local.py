@@ -4,7 +4,8 @@ gateway in the background, then the stream in the foreground.
     python -m deploy.local [--config override.toml] [--no-redis] [--no-gateway] [other run_stream.py options]
 
 Called by deploy/run-local.sh after deploy/setup.sh. The broker is started only when the
-configured bootstrap address is local, Redis (for the read model, `[redis]`) only when it is
+configured bootstrap address is one local address (then the topics get one replica and
+min.insync.replicas 1, `[topics]`), Redis (for the read model, `[redis]`) only when it is
 enabled and its url is local; both keep running after the stream stops (deploy/stop-local.sh
 stops them). --no-redis runs the stream without the read model. The gateway (`[gateway]`,
 docs/gateway.md) waits for the broker and the service's topics, then serves Kafka clients at
@@ -37,11 +38,16 @@ def main(argv: list[str]) -> int:
     t0 = time.monotonic()
     cfg = StreamConfig.load(known.config)
     host, _, port = cfg.bootstrap.split(",")[0].rpartition(":")
-    if host in ("127.0.0.1", "localhost"):
+    if host in ("127.0.0.1", "localhost") and "," not in cfg.bootstrap:
         # A broker on another port (a bench, a second setup) keeps its data apart from the default one.
         data = ROOT / ".run" / ("kafka" if int(port) == 9092 else f"kafka-{port}")
         broker = LocalKafka(data, int(port)).launch()
         print(f"Kafka broker starting at {broker.bootstrap} (log: {broker.logfile})", flush=True)
+        # One broker: the stream and the gateway (both read the environment) are told that its topics
+        # get one replica, as its server.properties tells Kafka's own coordinators. A setting of the
+        # user's environment wins. (A list of addresses is a cluster: deploy/kafka_cluster.py.)
+        for key, value in broker.service_topics.items():
+            os.environ.setdefault(f"COORD_TOPICS_{key.upper()}", str(value))
     redis_url = urlparse(cfg.redis.get("url", ""))
     if cfg.redis.get("enabled") and not known.no_redis and redis_url.hostname in ("127.0.0.1", "localhost"):
         redis_port = redis_url.port or 6379

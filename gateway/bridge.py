@@ -104,8 +104,11 @@ class CoordinatorBridge:
                             NewTopic(
                                 cfg.reply_to,
                                 cfg.reply_to_partitions,
-                                1,
-                                topic_configs={"max.message.bytes": str(cfg.reply_to_max_bytes)},
+                                cfg.reply_to_replication[0],
+                                topic_configs={
+                                    "max.message.bytes": str(cfg.reply_to_max_bytes),
+                                    "min.insync.replicas": str(cfg.reply_to_replication[1]),
+                                },
                             )
                         ]
                     )

@@ -32,6 +32,7 @@ class GatewayConfig:
     reply_to: str = "coordinator-responses.gateway"
     reply_to_partitions: int = 8
     reply_to_max_bytes: int = 16 * 1024 * 1024  # max.message.bytes of the reply topic, as the service's
+    reply_to_replication: tuple[int, int] = (3, 2)  # replicas, min.insync.replicas: [topics]' own
     startup_timeout_s: float = 300.0  # how long to wait for the broker and the request topic
     client_id: str = "coordinator-gateway"
     coordinator_partitions: int = 50
@@ -86,6 +87,7 @@ class GatewayConfig:
             reply_to=g.get("reply_to") or f"{cfg.topics['responses']}.gateway",
             reply_to_partitions=int(cfg.topics.get("responses_partitions", cls.reply_to_partitions)),
             reply_to_max_bytes=int(cfg.stream.get("max_record_bytes", cls.reply_to_max_bytes)),
+            reply_to_replication=cfg.topic_durability,
             client_id=g.get("client_id", cls.client_id),
             coordinator_partitions=cfg.coordinator_partitions,
             request_max_bytes=int(cfg.coordinator_config()["coordinator.request.max.bytes"]),

@@ -70,6 +70,7 @@ class StreamConfig:
             _merge(raw, overrides)
         cfg = cls(raw)
         cfg.coordinator_config()  # validate early
+        _ = cfg.topic_durability  # validate early
         _ = cfg.txn_markers  # validate early
         return cfg
 
@@ -81,6 +82,27 @@ class StreamConfig:
     @property
     def topics(self) -> dict:
         return self.raw["topics"]
+
+    @property
+    def topic_durability(self) -> tuple[int, int]:
+        """([topics] replication_factor, min_insync_replicas) of every service topic."""
+        rf = int(self.topics.get("replication_factor", 3))
+        min_isr = int(self.topics.get("min_insync_replicas", 2))
+        if rf < 1 or not 1 <= min_isr <= rf:
+            raise ValueError(
+                f"[topics] replication_factor ({rf}) must be at least 1 and min_insync_replicas ({min_isr}) "
+                f"between 1 and it"
+            )
+        return rf, min_isr
+
+    @property
+    def source_api_timeout_ms(self) -> int:
+        """The Kafka sources' default.api.timeout.ms. Each micro-batch asks the partitions' leaders
+        for their latest offsets (an admin client's ListOffsets); one asked of a broker just lost
+        waits for it until this timeout (the leader is not looked up again), then Spark asks again
+        (fetchOffset.numRetries) and finds the new leader. With Kafka's 60 s the service stopped a
+        minute after a broker loss (bench/broker_loss.py)."""
+        return int(self.stream.get("source_api_timeout_ms", 10000))
 
     @property
     def stream(self) -> dict:

@@ -168,6 +168,9 @@ def _source_options(cfg) -> dict:
         # hold up the next batch's read, here once per state-log partition (Kafka's default
         # fetch.max.wait.ms, 500 ms; bench/projector_lag.py measured 8 s batches with it).
         "kafka.fetch.max.wait.ms": str(int(cfg.stream["source_fetch_max_wait_ms"])),
+        # A broker lost does not hold up its batches a minute (StreamConfig.source_api_timeout_ms).
+        "kafka.default.api.timeout.ms": str(cfg.source_api_timeout_ms),
+        "kafka.request.timeout.ms": str(cfg.source_api_timeout_ms),  # an admin client wants it no larger
         # Compaction leaves gaps in the offsets and may delete records before they are read:
         # expected here, the latest value of every key is still read.
         "failOnDataLoss": "false",

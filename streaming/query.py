@@ -65,6 +65,9 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         # (500 ms by default) and the next micro-batch's read waits for it. Measured: a one-record
         # source task took ~550 ms, of which 14 ms on a CPU (docs/operations.md, *Latency*).
         .option("kafka.fetch.max.wait.ms", str(int(cfg.stream["source_fetch_max_wait_ms"])))
+        # (An admin client refuses a request.timeout.ms, Kafka's 30 s, above it.)
+        .option("kafka.default.api.timeout.ms", str(cfg.source_api_timeout_ms))
+        .option("kafka.request.timeout.ms", str(cfg.source_api_timeout_ms))
         .load()
     )
     from_internal = F.col("topic") == F.lit(internal_topic)

@@ -71,7 +71,7 @@ class LoadSpec:
         return {self.input_topic: 4, self.txn_topic: 2}
 
 
-def ensure_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
+def ensure_data_topics(bootstrap: str, partitions: dict[str, int], replication: int = 1) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
@@ -80,7 +80,7 @@ def ensure_data_topics(bootstrap: str, partitions: dict[str, int]) -> None:
     try:
         for name, count in partitions.items():
             try:
-                admin.create_topics([NewTopic(name, count, 1)])
+                admin.create_topics([NewTopic(name, count, replication)])
             except TopicAlreadyExistsError:
                 pass
     finally:

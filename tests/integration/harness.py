@@ -20,7 +20,7 @@ from pathlib import Path
 
 from client import CoordinatorClient
 from client.drill.load import ensure_data_topics
-from deploy.kafka_local import LocalKafka, free_port
+from deploy.kafka_local import SINGLE_BROKER_TOPICS, LocalKafka, free_port
 from deploy.topics import ensure_topics
 from streaming.config import ROOT, SERVICE_TOPICS, StreamConfig
 
@@ -33,7 +33,7 @@ def broker_and_job(prefix: str, **job_config) -> Iterator[tuple[LocalKafka, Stre
     broker = LocalKafka(work / "kafka", free_port(), free_port())
     broker.start()
     try:
-        job = StreamJob(broker.bootstrap, work / "job", prefix, **job_config)
+        job = StreamJob(broker.bootstrap, work / "job", prefix, service_topics=broker.service_topics, **job_config)
         job.start()
         try:
             yield broker, job
@@ -150,7 +150,11 @@ class StreamJob:
         metrics: dict | None = None,
         dashboard: dict | None = None,
         txn: dict | None = None,
+        service_topics: dict | None = None,
     ):
+        """`service_topics`: the [topics] durability settings the broker at `bootstrap` needs
+        (`LocalKafka.service_topics`, `KafkaCluster.service_topics`); by default a single broker's,
+        as the test run's brokers are (tests/integration/conftest.py)."""
         self.bootstrap = bootstrap
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -159,7 +163,10 @@ class StreamJob:
         self.log_file = self.workdir / "job.log"
         overrides = {
             "kafka": {"bootstrap_servers": bootstrap},
-            "topics": {name: f"{prefix}-coordinator-{name.replace('_', '-')}" for name in SERVICE_TOPICS},
+            "topics": {
+                **{name: f"{prefix}-coordinator-{name.replace('_', '-')}" for name in SERVICE_TOPICS},
+                **(SINGLE_BROKER_TOPICS if service_topics is None else service_topics),
+            },
             "stream": {"checkpoint": str(self.workdir / "checkpoint"), **(stream or {})},
             "coordinator": coordinator or {},
             "spark": spark or {},
