@@ -24,7 +24,7 @@ from ...result import CoordinatorResult
 from ...timers import Timer
 from ..classic.apis import INT32_MIN, leave_response
 from ..classic.group import ClassicGroup
-from ..group import CONSUMER, IllegalStateError
+from ..group import CONSUMER
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
 from ..modern.records import (
@@ -33,6 +33,7 @@ from ..modern.records import (
     persisted_group,
     replay_group_metadata,
     replay_member_metadata,
+    replay_target_assignment_epoch,
 )
 from ._java import order_key
 from .apis import described_group, heartbeat_response
@@ -260,18 +261,16 @@ class ConsumerGroupManager(ModernGroupManager):
         for fn in after:
             fn(result)
         self._schedule_session_timeout(result, group_id, member_id)
-        if is_new_group:
-            self.c.event(result, group_id, "GroupCreated", groupType=CONSUMER, reason="ConsumerGroupHeartbeat")
-            self.c.ensure_expiration_timer(result)
-        if is_new_member:
-            self.c.event(
-                result,
-                group_id,
-                "MemberJoined",
-                memberId=member_id,
-                groupInstanceId=instance_id,
-                clientId=request.reply.client_id,
-            )
+        self.created_and_joined_events(
+            result,
+            group_id,
+            is_new_group,
+            is_new_member,
+            "ConsumerGroupHeartbeat",
+            memberId=member_id,
+            groupInstanceId=instance_id,
+            clientId=request.reply.client_id,
+        )
         self.member_update_events(
             result, group, updated, reconciled, is_new_member, events, state_before, group_epoch, target_epoch
         )
@@ -1110,15 +1109,7 @@ class ConsumerGroupManager(ModernGroupManager):
             else:
                 group.remove_target_assignment(ids[1])
         elif kind == R_TARGET_EPOCH:
-            if value is not None:
-                group.target_assignment_epoch = int(value["assignmentEpoch"])
-                return
-            if group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete target assignment of {gid} but "
-                    f"the assignment still has {len(group.target_assignment)} members."
-                )
-            group.target_assignment_epoch = -1
+            replay_target_assignment_epoch(group, value)
         elif kind == R_CURRENT:
             member_id = ids[1]
             if value is not None:

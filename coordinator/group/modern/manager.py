@@ -115,3 +115,14 @@ class ModernGroupManager:
         self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
     ) -> None:
         raise NotImplementedError
+
+    def created_and_joined_events(
+        self, result: CoordinatorResult, group_id: str, new_group: bool, new_member: bool, reason: str, **member
+    ) -> None:
+        """A heartbeat's GroupCreated (and the expiry cycle a new group needs) and MemberJoined
+        (`member`: the event's fields) events, into `result`."""
+        if new_group:
+            self.c.event(result, group_id, "GroupCreated", groupType=self.type_name, reason=reason)
+            self.c.ensure_expiration_timer(result)
+        if new_member:
+            self.c.event(result, group_id, "MemberJoined", **member)

@@ -117,3 +117,17 @@ def replay_member_metadata(group, member_id: str, value: dict | None, new_member
     if member_id in group.target_assignment:
         raise IllegalStateError(f"Received a tombstone record to delete member {member_id} {tombstone_errors[1]}")
     group.remove_member(member_id)
+
+
+def replay_target_assignment_epoch(group, value: dict | None) -> None:
+    """A {Consumer,Streams}GroupTargetAssignmentMetadata record: the assignment epoch, or (a
+    tombstone) -1, which Kafka allows only once every member's target assignment is gone."""
+    if value is not None:
+        group.target_assignment_epoch = int(value["assignmentEpoch"])
+        return
+    if group.target_assignment:
+        raise IllegalStateError(
+            f"Received a tombstone record to delete target assignment of {group.group_id} but "
+            f"the assignment still has {len(group.target_assignment)} members."
+        )
+    group.target_assignment_epoch = -1

@@ -246,19 +246,17 @@ class ShareGroupManager(ModernGroupManager):
                 [v for k, v in records if k == record_key(R_STATE_PARTITION_METADATA, group_id)][-1], self.now
             )
             self.partitions._send_initialize(group_id, group_epoch, init_map, result, info)
-        if is_new_group:
-            self.c.event(result, group_id, "GroupCreated", groupType=SHARE, reason="ShareGroupHeartbeat")
-            self.c.ensure_expiration_timer(result)
-        if is_new_member:
-            self.c.event(
-                result,
-                group_id,
-                "MemberJoined",
-                groupType=SHARE,
-                memberId=member_id,
-                groupInstanceId=None,
-                clientId=request.reply.client_id,
-            )
+        self.created_and_joined_events(
+            result,
+            group_id,
+            is_new_group,
+            is_new_member,
+            "ShareGroupHeartbeat",
+            groupType=SHARE,
+            memberId=member_id,
+            groupInstanceId=None,
+            clientId=request.reply.client_id,
+        )
         for name, fields in events:
             self.c.event(result, group_id, name, groupType=SHARE, **fields)
         if reconciled is not updated or is_new_member:

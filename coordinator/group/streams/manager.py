@@ -29,9 +29,14 @@ from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
 from ..classic.apis import INT32_MIN
-from ..group import STREAMS, IllegalStateError
+from ..group import STREAMS
 from ..modern.manager import ModernGroupManager
-from ..modern.records import persisted_group, replay_group_metadata, replay_member_metadata
+from ..modern.records import (
+    persisted_group,
+    replay_group_metadata,
+    replay_member_metadata,
+    replay_target_assignment_epoch,
+)
 from .apis import described_group, heartbeat_response
 from .assignor import ASSIGNORS, MemberSpec, SubtopologySpec, TaskAssignorError
 from .group import (
@@ -335,19 +340,18 @@ class StreamsGroupManager(ModernGroupManager):
             group.shutdown_request_member_id = member_id
             events.append(("StreamsShutdownRequested", {"memberId": member_id}))
 
-        if is_new_group:
-            self.event(result, group_id, "GroupCreated", reason="StreamsGroupHeartbeat")
-            self.c.ensure_expiration_timer(result)
-        if is_new_member:
-            self.event(
-                result,
-                group_id,
-                "MemberJoined",
-                memberId=member_id,
-                processId=reconciled.process_id,
-                clientId=request.reply.client_id,
-                topologyEpoch=reconciled.topology_epoch,
-            )
+        self.created_and_joined_events(
+            result,
+            group_id,
+            is_new_group,
+            is_new_member,
+            "StreamsGroupHeartbeat",
+            memberId=member_id,
+            processId=reconciled.process_id,
+            clientId=request.reply.client_id,
+            topologyEpoch=reconciled.topology_epoch,
+            groupType=STREAMS,
+        )
         for name, fields in events:
             self.event(result, group_id, name, **fields)
         if reconciled != updated or is_new_member:
@@ -790,15 +794,7 @@ class StreamsGroupManager(ModernGroupManager):
             else:
                 group.target_assignment.pop(ids[1], None)
         elif kind == R_TARGET_EPOCH:
-            if value is not None:
-                group.target_assignment_epoch = int(value["assignmentEpoch"])
-                return
-            if group.target_assignment:
-                raise IllegalStateError(
-                    f"Received a tombstone record to delete target assignment of {gid} but "
-                    f"the assignment still has {len(group.target_assignment)} members."
-                )
-            group.target_assignment_epoch = -1
+            replay_target_assignment_epoch(group, value)
         elif kind == R_CURRENT:
             mid = ids[1]
             if value is not None:
