@@ -517,7 +517,15 @@ def streams_group(f: dict) -> dict:
         "assignmentEpoch": target_epoch,
         "topologyEpoch": -1 if topology is None else topology.get("epoch", -1),
         "subtopologies": json.dumps(
-            sorted(s.get("subtopologyId") for s in (topology or {}).get("subtopologies") or []),
+            [
+                {
+                    "subtopologyId": s["subtopologyId"],
+                    # the topics its tasks read: source and repartition source topics
+                    "sourceTopics": list(s.get("sourceTopics") or [])
+                    + [t["name"] for t in s.get("repartitionSourceTopics") or []],
+                }
+                for s in sorted((topology or {}).get("subtopologies") or [], key=lambda s: s["subtopologyId"])
+            ],
             separators=(",", ":"),
         ),
         "members": json.dumps(members, separators=(",", ":")),

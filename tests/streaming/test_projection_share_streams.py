@@ -192,7 +192,9 @@ def test_streams_group_matches_streams_group_describe_and_the_loaded_state():
         d["groupEpoch"],
         d["assignmentEpoch"],
     )
-    assert model["topologyEpoch"] == d["topology"]["epoch"] == 3 and model["subtopologies"] == ["0"]
+    assert model["topologyEpoch"] == d["topology"]["epoch"] == 3 and model["subtopologies"] == [
+        {"subtopologyId": "0", "sourceTopics": ["foo"]}
+    ]
     want = {
         m["memberId"]: (
             m["clientId"],
