@@ -454,7 +454,7 @@ def share_group(f: dict) -> dict:
                 "clientId": model.client_id,
                 "clientHost": model.client_host,
                 "memberEpoch": model.member_epoch,
-                "subscribedTopicNames": sorted(model.subscribed_topic_names, key=order_key),
+                "subscribedTopicNames": sorted(map(str, model.subscribed_topic_names), key=order_key),
                 "assignment": topic_partitions(dict(model.assigned_partitions)),
                 "targetAssignment": topic_partitions((f.get(f"{share.R_TARGET}:{m}") or {}).get("topicPartitions")),
             }
