@@ -398,6 +398,10 @@ class Context:
     def command_error(text: str) -> CommandError:
         return CommandError(text)
 
+    @staticmethod
+    def usage_error(text: str) -> UsageError:
+        return UsageError(text)
+
     def close(self) -> None:
         for c in (self._client, self._consumer):
             if c is not None:

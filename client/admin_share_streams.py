@@ -260,9 +260,15 @@ def _ids(ctx, reads: GroupTypeReads) -> list[str]:
 
 
 def _states(ctx, valid: list[str]) -> set[str]:
-    from .admin_cli import parse_filter
-
-    return parse_filter(ctx.ns.state, valid, "state")
+    """--state values for --list (groupStatesFromString): comma separated, case-insensitive, checked."""
+    text = ctx.ns.state
+    if not text:
+        return set()
+    by_lower = {v.lower(): v for v in valid}
+    values = [s.strip() for s in text.split(",")]
+    if any(v.lower() not in by_lower for v in values):
+        raise ctx.usage_error(f"Invalid state list '{text}'. Valid states are: {', '.join(valid)}")
+    return {by_lower[v.lower()] for v in values}
 
 
 def _list(ctx, reads: GroupTypeReads, valid: list[str]) -> int:
