@@ -195,6 +195,7 @@ class GroupTypeReads:
 
     def __init__(self, ctx, group_type: str):
         self.ctx, self.type = ctx, group_type
+        self.not_found: dict[str, str] = {}  # group id -> the coordinator's GROUP_ID_NOT_FOUND message
 
     def list_groups(self, states: set[str] | None = None) -> list[dict]:
         """ListGroups with the type filter (and the states, as Kafka's admin sends them)."""
@@ -219,6 +220,7 @@ class GroupTypeReads:
             d = client.wait(cid, self.ctx.timeout_s)["response"]["groups"][0]
             if d["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code or d.get("groupState") == "Dead":
                 out[g] = None
+                self.not_found[g] = d.get("errorMessage") or Errors.GROUP_ID_NOT_FOUND.message
             elif d["errorCode"] != 0:
                 e = Errors.for_code(d["errorCode"])
                 raise self.ctx.command_error(f"{api} {fmt.visible(g)}: {e.name}: {d.get('errorMessage') or e.message}")
@@ -351,8 +353,11 @@ def share_groups_command(ctx) -> int:
     rc = 0
     for gid in ids:
         d = described.get(gid)
-        if d is None:
-            ctx.print(f"\nError: Share group '{fmt.visible(gid)}' does not exist.")
+        if d is None:  # the admin client fails the group with GroupIdNotFoundException
+            ctx.print(
+                "\nError: Executing share group command failed due to "
+                f"org.apache.kafka.common.errors.GroupIdNotFoundException: {fmt.visible(reads.not_found.get(gid, ''))}"
+            )
             rc = 1
             continue
         if d["groupState"] == "Empty":
@@ -547,9 +552,12 @@ def streams_groups_command(ctx) -> int:
     rc = 0
     for gid in ids:
         d = described.get(gid)
-        if d is None:
+        if d is None:  # the admin client describes an unknown group as a Dead one
             ctx.print(f"\nError: Streams group '{fmt.visible(gid)}' does not exist.")
             rc = 1
+            if ns.state is not None:
+                dead = {"groupId": gid, "groupState": "Dead", "groupEpoch": -1, "assignmentEpoch": -1, "members": []}
+                ctx.print(streams_state_table(dead, _coordinator(ctx, gid), ns.verbose))
             continue
         if ns.state is not None:
             if d["groupState"] == "Empty":

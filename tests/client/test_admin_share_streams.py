@@ -221,7 +221,11 @@ def test_share_groups_list_describe_offsets_reset_delete(service, cli):
     )
     assert "These share groups were deleted successfully: 'sg'" in out
     rc, out, _ = cli("share-groups", "--describe", "--group", "sg")
-    assert rc == 1 and "Error: Share group 'sg' does not exist." in out
+    assert rc == 1
+    assert (
+        "Error: Executing share group command failed due to org.apache.kafka.common.errors.GroupIdNotFoundException: "
+        in out
+    )
 
 
 # ================================================================== streams groups
@@ -297,6 +301,10 @@ def test_streams_groups_list_describe_offsets_delete(service, cli):
     assert (rc, out) == (0, "Deletion of requested streams groups ('app') was successful.\n")
     rc, out, _ = cli("streams-groups", "--list")
     assert out == ""
+    # DescribeStreamsGroupsHandler: an unknown group is a Dead one, and --state still prints its row.
+    rc, out, _ = cli("streams-groups", "--describe", "--group", "app", "--state")
+    assert rc == 1 and "Error: Streams group 'app' does not exist." in out
+    assert out.split("\n")[-2].split()[3:] == ["Dead", "0"]
 
 
 def test_control_characters_in_names_are_escaped(service, cli):

@@ -303,3 +303,135 @@ def test_read_model_matches_the_coordinators_and_survives_a_flush(job, client, r
                         m.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
+
+
+SHARE, STREAMS = "rmx-share", "rmx-streams"  # not `rm-`: the test above checks that set exactly
+
+
+def test_share_and_streams_groups_in_the_read_model(job, client, redis):
+    """A share group (its member gone: Empty) and a streams group with one member, through the real
+    job and projector: the read model has their type, state, epochs and members as
+    ShareGroupDescribe / StreamsGroupDescribe give them, the share group's share-partitions as
+    DescribeShareGroupOffsets lists them, and the streams group's state as a coordinator that loaded
+    the log has it (NotReady: its configured topology is in the live coordinator's memory only)."""
+    rm = ReadModel(redis.url, job.cfg.redis["prefix"])
+    share_member = {"groupId": SHARE, "memberId": "rmx-share-member-000000", "rackId": None}
+    joined = client.request(
+        "ShareGroupHeartbeat",
+        1,
+        {**share_member, "memberEpoch": 0, "subscribedTopicNames": [TOPIC]},
+        key=SHARE,
+        timeout=60,
+    )
+    assert joined["errorCode"] == 0, joined
+    # The share-partitions are initialized over the internal channel: a later heartbeat gets them.
+    until(
+        "the share member gets its share-partitions",
+        lambda: client.request(
+            "ShareGroupHeartbeat",
+            1,
+            {**share_member, "memberEpoch": joined["memberEpoch"], "subscribedTopicNames": [TOPIC]},
+            key=SHARE,
+            timeout=60,
+        )["assignment"]["topicPartitions"],
+    )
+    share_described = client.request(
+        "ShareGroupDescribe", 1, {"groupIds": [SHARE], "includeAuthorizedOperations": False}, key=SHARE, timeout=60
+    )["groups"][0]
+    subtopology = {
+        "subtopologyId": "0",
+        "sourceTopics": [TOPIC],
+        "sourceTopicRegex": [],
+        "stateChangelogTopics": [],
+        "repartitionSinkTopics": [],
+        "repartitionSourceTopics": [],
+        "copartitionGroups": [],
+    }
+    streams = client.request(
+        "StreamsGroupHeartbeat",
+        0,
+        {
+            "groupId": STREAMS,
+            "memberId": "rmx-streams-member-00000",
+            "memberEpoch": 0,
+            "endpointInformationEpoch": 0,
+            "rebalanceTimeoutMs": 30000,
+            "processId": "rmx-process",
+            "activeTasks": [],
+            "standbyTasks": [],
+            "warmupTasks": [],
+            "topology": {"epoch": 5, "subtopologies": [subtopology]},
+        },
+        key=STREAMS,
+        timeout=60,
+    )
+    assert streams["errorCode"] == 0 and streams["activeTasks"], streams
+    streams_described = client.request(
+        "StreamsGroupDescribe",
+        0,
+        {"groupIds": [STREAMS], "includeAuthorizedOperations": False},
+        key=STREAMS,
+        timeout=60,
+    )["groups"][0]
+    offsets = client.request(
+        "DescribeShareGroupOffsets", 0, {"groups": [{"groupId": SHARE, "topics": None}]}, key=SHARE, timeout=60
+    )["groups"][0]
+    try:
+        wait_caught_up(job, rm)
+        share = rm.group(SHARE)
+        assert (share["type"], share["state"], share["generation"], share["assignmentEpoch"]) == (
+            "share",
+            share_described["groupState"],
+            share_described["groupEpoch"],
+            share_described["assignmentEpoch"],
+        )
+        assert [(m["memberId"], m["memberEpoch"], m["assignment"]) for m in share["members"]] == [
+            (
+                m["memberId"],
+                m["memberEpoch"],
+                [
+                    {"topic": t["topicName"], "partitions": sorted(t["partitions"])}
+                    for t in m["assignment"]["topicPartitions"]
+                ],
+            )
+            for m in share_described["members"]
+        ]
+        assert (
+            set(rm.share_offsets(SHARE))
+            == {(t["topicName"], p["partitionIndex"]) for t in offsets["topics"] for p in t["partitions"]}
+            and len(rm.share_offsets(SHARE)) == 4
+        )
+        model = rm.group(STREAMS)
+        assert (model["type"], model["generation"], model["assignmentEpoch"], model["topologyEpoch"]) == (
+            "streams",
+            streams_described["groupEpoch"],
+            streams_described["assignmentEpoch"],
+            5,
+        )
+        assert (streams_described["groupState"], model["state"]) == ("Stable", "NotReady")
+        [m] = model["members"]
+        assert (m["memberId"], m["processId"], m["tasks"]) == (
+            "rmx-streams-member-00000",
+            "rmx-process",
+            streams_described["members"][0]["assignment"],
+        )
+    finally:  # the members leave: nothing expires later on the shared job
+        client.request(
+            "ShareGroupHeartbeat",
+            1,
+            {**share_member, "memberEpoch": -1, "subscribedTopicNames": None},
+            key=SHARE,
+            timeout=60,
+        )
+        client.request(
+            "StreamsGroupHeartbeat",
+            0,
+            {
+                "groupId": STREAMS,
+                "memberId": "rmx-streams-member-00000",
+                "memberEpoch": -1,
+                "endpointInformationEpoch": 0,
+            },
+            key=STREAMS,
+            timeout=60,
+        )
