@@ -3,6 +3,7 @@
     rm = ReadModel("redis://127.0.0.1:6379/0")      # prefix "coord" ([redis] prefix)
     rm.groups()                  # every group: {"groupId", "type", "state", "members": [...], ...}
     rm.offsets("orders-app")     # {("orders", 0): {"committedOffset": 42, ...}}
+    rm.share_offsets("sg")       # a share group's {("orders", 0): {"startOffset": 7, ...}}
     rm.transactions()            # every transactional id: {"state", "producerId", ...}
     rm.freshness()               # {"offsets": {state-log partition: next offset}, "updatedAt", ...}
 
