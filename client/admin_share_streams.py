@@ -220,7 +220,7 @@ class GroupTypeReads:
             d = client.wait(cid, self.ctx.timeout_s)["response"]["groups"][0]
             if d["errorCode"] == Errors.GROUP_ID_NOT_FOUND.code or d.get("groupState") == "Dead":
                 out[g] = None
-                self.not_found[g] = d.get("errorMessage") or Errors.GROUP_ID_NOT_FOUND.message
+                self.not_found[g] = str(d.get("errorMessage") or Errors.GROUP_ID_NOT_FOUND.message)
             elif d["errorCode"] != 0:
                 e = Errors.for_code(d["errorCode"])
                 raise self.ctx.command_error(f"{api} {fmt.visible(g)}: {e.name}: {d.get('errorMessage') or e.message}")
