@@ -8,6 +8,7 @@
             [--dry-run | --execute]
         --delete (--group G ... | --all-groups)
         --delete-offsets --group G --topic T[:P,...] ...
+    coordinator-admin share-groups | streams-groups ...   (client/admin_share_streams.py)
     coordinator-admin transactions --bootstrap-server H:P [...] list [--duration-filter MS]
         | describe --transactional-id X | find-hanging [--max-transaction-timeout MIN] | abort --transactional-id X
 
@@ -35,6 +36,7 @@ from coordinator.errors import Errors
 from coordinator.routing import coordinator_partition
 
 from . import admin_format as fmt
+from . import admin_share_streams as share_streams
 from .admin_sources import RedisReads, ServiceError, ServiceReads
 from .request_client import NO_BROKER, CoordinatorClient, ResponseTimeout
 
@@ -94,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="coordinator-admin", description=__doc__.split("\n\n")[0], epilog=ESCAPING_NOTE
     )
-    sub = parser.add_subparsers(dest="tool", required=True, metavar="{groups,transactions}")
+    sub = parser.add_subparsers(dest="tool", required=True, metavar="{groups,share-groups,streams-groups,transactions}")
 
     g = sub.add_parser(
         "groups", help="kafka-consumer-groups.sh: list, describe, reset offsets, delete", epilog=ESCAPING_NOTE
@@ -146,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--dry-run", action="store_true", help="Only show the new offsets (the default).")
     g.add_argument("--execute", action="store_true", help="Commit the new offsets.")
+
+    share_streams.add_parsers(sub, _common, ESCAPING_NOTE)
 
     t = sub.add_parser(
         "transactions", help="kafka-transactions.sh: list, describe, find-hanging, abort", epilog=ESCAPING_NOTE
@@ -389,6 +393,14 @@ class Context:
         if p is None:
             p = coordinator_partition(group["groupId"], self.partitions)
         return f"{self.bootstrap.split(',')[0].strip()}  ({p})"
+
+    @staticmethod
+    def command_error(text: str) -> CommandError:
+        return CommandError(text)
+
+    @staticmethod
+    def usage_error(text: str) -> UsageError:
+        return UsageError(text)
 
     def close(self) -> None:
         for c in (self._client, self._consumer):
@@ -765,6 +777,12 @@ def abort_transaction(ctx: Context) -> int:
 
 
 # ============================================================================ main
+COMMANDS_BY_TYPE = {
+    "share-groups": share_streams.share_groups_command,
+    "streams-groups": share_streams.streams_groups_command,
+}
+
+
 def main(argv: list[str] | None = None, out=None, err=None, make_context=Context) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
@@ -773,6 +791,8 @@ def main(argv: list[str] | None = None, out=None, err=None, make_context=Context
     try:
         if ns.tool == "groups":
             check_group_args(ns)
+        elif ns.tool in COMMANDS_BY_TYPE:
+            share_streams.check_args(ns, UsageError)
         ctx = make_context(ns, out, err)
     except (UsageError, fmt.ResetError) as e:
         parser.print_usage(err)
@@ -781,7 +801,7 @@ def main(argv: list[str] | None = None, out=None, err=None, make_context=Context
     except (OSError, ValueError) as e:  # an unreadable or invalid --config
         print(fmt.printable(f"Error: {e}"), file=err)
         return 2
-    command = groups_command if ns.tool == "groups" else transactions_command
+    command = {"groups": groups_command, "transactions": transactions_command, **COMMANDS_BY_TYPE}[ns.tool]
     try:
         for attempt in range(2):
             try:

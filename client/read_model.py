@@ -3,6 +3,7 @@
     rm = ReadModel("redis://127.0.0.1:6379/0")      # prefix "coord" ([redis] prefix)
     rm.groups()                  # every group: {"groupId", "type", "state", "members": [...], ...}
     rm.offsets("orders-app")     # {("orders", 0): {"committedOffset": 42, ...}}
+    rm.share_offsets("sg")       # a share group's {("orders", 0): {"startOffset": 7, ...}}
     rm.transactions()            # every transactional id: {"state", "producerId", ...}
     rm.freshness()               # {"offsets": {state-log partition: next offset}, "updatedAt", ...}
 
@@ -20,8 +21,15 @@ from typing import Any
 
 import redis
 
-GROUP_INTS = ("generation", "assignmentEpoch", "coordinatorPartition", "stateLogPartition", "stateLogOffset")
-GROUP_JSON = ("members",)
+GROUP_INTS = (
+    "generation",
+    "assignmentEpoch",
+    "topologyEpoch",
+    "coordinatorPartition",
+    "stateLogPartition",
+    "stateLogOffset",
+)
+GROUP_JSON = ("members", "shareTopics", "subtopologies")
 GROUP_FIELDS = ("groupId", "type", "state", "protocolType", "protocol", "leader") + GROUP_INTS + GROUP_JSON
 TXN_INTS = (
     "producerId",
@@ -118,6 +126,21 @@ class ReadModel:
         """`offsets` of several groups in one round trip."""
         raws = self._hashes([f"{self.prefix}:offsets:{g}" for g in group_ids])
         return {g: decode_offsets(raw) for g, raw in zip(group_ids, raws, strict=True)}
+
+    def share_offsets(self, group_id: str) -> dict[tuple[str, int], dict]:
+        """A share group's share-partitions: {(topic, partition): {"startOffset", "leaderEpoch",
+        "topicId"}}; topics by name where the group's ShareGroupStatePartitionMetadata names them,
+        else by topic id."""
+        key = f"{self.prefix}:shareoffsets:{group_id}"
+        raw, names = self._call(
+            lambda: (self.redis.hgetall(key), self.redis.hget(f"{self.prefix}:group:{group_id}", "shareTopics"))
+        )
+        names = json.loads(names) if names else {}
+        out = {}
+        for field, value in raw.items():
+            tid, partition = field.rsplit(":", 1)
+            out[(names.get(tid, tid), int(partition))] = {**json.loads(value), "topicId": tid}
+        return out
 
     # ------------------------------------------------------------ transactions
     def transaction(self, transactional_id: str) -> dict | None:

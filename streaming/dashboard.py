@@ -33,6 +33,7 @@ log = logging.getLogger("dashboard")
 
 OPEN_TXN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 REBALANCE_EVENTS = ("RebalanceStarted", "GroupEpochBumped")  # what group_rebalance_started_total counts
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
 DEFAULTS = {
     "hanging_transaction_ms": 900000,
     "sample_interval_ms": 2000,
@@ -76,8 +77,25 @@ def assignment_pairs(assignment) -> list[tuple[str, int]]:
     return [(a["topic"], p) for a in assignment for p in a["partitions"]]
 
 
+def member_partitions(group: dict, member: dict) -> list[tuple[str, int]]:
+    """The partitions a member reads: its assignment (classic, consumer, share groups), or for a
+    streams member the source topics' partitions of its active tasks (the group's subtopologies)."""
+    if group.get("type") != "streams":
+        return assignment_pairs(member.get("assignment"))
+    sources = {s["subtopologyId"]: s.get("sourceTopics") or [] for s in group.get("subtopologies") or []}
+    return sorted(
+        {
+            (topic, p)
+            for task in (member.get("tasks") or {}).get("activeTasks") or []
+            for topic in sources.get(task["subtopologyId"], [])
+            for p in task["partitions"]
+        }
+    )
+
+
 def group_row(group: dict, rows: list[dict]) -> dict:
-    """A group of the read model as the overview lists it."""
+    """A group of the read model as the overview lists it. A share group has no committed offsets
+    and Kafka 4.1 no share lag: its lag is None (shown "-")."""
     return {
         "groupId": group["groupId"],
         "type": group.get("type"),
@@ -87,7 +105,7 @@ def group_row(group: dict, rows: list[dict]) -> dict:
         "generation": group.get("generation"),
         "assignmentEpoch": group.get("assignmentEpoch"),
         "coordinatorPartition": group.get("coordinatorPartition"),
-        "totalLag": total_lag(rows),
+        "totalLag": None if group.get("type") == "share" else total_lag(rows),
         "partitions": len(rows),
     }
 
@@ -97,7 +115,7 @@ def member_rows(group: dict, rows: list[dict]) -> list[dict]:
     lag = {(r["topic"], r["partition"]): r["lag"] for r in rows}
     out = []
     for m in group.get("members") or []:
-        pairs = assignment_pairs(m.get("assignment"))
+        pairs = member_partitions(group, m)
         by_topic: dict[str, list[int]] = {}
         for t, p in pairs:
             by_topic.setdefault(t, []).append(p)
@@ -110,10 +128,35 @@ def member_rows(group: dict, rows: list[dict]) -> list[dict]:
                 "memberEpoch": m.get("memberEpoch"),
                 "memberState": m.get("memberState"),
                 "assignment": {t: sorted(ps) for t, ps in by_topic.items()},
-                "lag": sum(lag.get(tp) or 0 for tp in pairs),
+                "tasks": _tasks_text(m.get("tasks")),
+                "lag": None if group.get("type") == "share" else sum(lag.get(tp) or 0 for tp in pairs),
             }
         )
     return out
+
+
+def _tasks_text(tasks: dict | None) -> str:
+    """A streams member's tasks as kafka-streams-groups.sh prints them ("ACTIVE: 0:[0,1]; ..."), "" for others."""
+    out = ""
+    for kind, name in (("ACTIVE", "activeTasks"), ("STANDBY", "standbyTasks"), ("WARMUP", "warmupTasks")):
+        ts = (tasks or {}).get(name) or []
+        if ts:
+            out += f"{kind}: " + "".join(f"{t['subtopologyId']}:[{','.join(map(str, t['partitions']))}]; " for t in ts)
+    return out.strip()
+
+
+def share_partition_rows(share_offsets: dict, ends: dict) -> list[dict]:
+    """A share group's share-partitions: {"topic", "partition", "startOffset", "end"} (start offset
+    None where none is set yet, as kafka-share-groups.sh prints -)."""
+    return [
+        {
+            "topic": t,
+            "partition": p,
+            "startOffset": v["startOffset"] if v["startOffset"] >= 0 else None,
+            "end": ends.get((t, p)),
+        }
+        for (t, p), v in sorted(share_offsets.items())
+    ]
 
 
 def transactions_in_flight(txns: list[dict], now_ms: int, hanging_ms: int) -> list[dict]:
@@ -148,7 +191,7 @@ def rebalance_event(value: dict) -> dict | None:
     return {
         "timeMs": int(value.get("timeMs") or 0),
         "groupId": value["groupId"],
-        "type": "classic" if value["event"] == "RebalanceStarted" else "consumer",
+        "type": "classic" if value["event"] == "RebalanceStarted" else value.get("groupType") or "consumer",
         "event": value["event"],
         "reason": value.get("reason") or "",
         "generation": value.get("generationId", value.get("groupEpoch")),
@@ -159,10 +202,10 @@ def rebalance_buckets(events: list[dict], now_ms: int, window_ms: int, bucket_ms
     """Rebalances per time bucket over the window (oldest first), by group type."""
     n = max(1, window_ms // bucket_ms)
     start = now_ms - n * bucket_ms
-    buckets = [{"t": start + i * bucket_ms, "classic": 0, "consumer": 0} for i in range(n)]
+    buckets = [{"t": start + i * bucket_ms, **dict.fromkeys(GROUP_TYPES, 0)} for i in range(n)]
     for e in events:
         i = (e["timeMs"] - start) // bucket_ms
-        if 0 <= i < n:
+        if 0 <= i < n and e["type"] in GROUP_TYPES:
             buckets[i][e["type"]] += 1
     return buckets
 
@@ -233,12 +276,11 @@ def group_page(
     rebalances: list[dict],
     lag_history: list,
     problems: list[str],
+    share_offsets: dict | None = None,
 ) -> dict:
     rows = partition_lag(offsets, ends)
     owner = {
-        tp: m.get("memberId")
-        for m in (group or {}).get("members") or []
-        for tp in assignment_pairs(m.get("assignment"))
+        tp: m.get("memberId") for m in (group or {}).get("members") or [] for tp in member_partitions(group or {}, m)
     }
     for r in rows:
         r["memberId"] = owner.get((r["topic"], r["partition"]))
@@ -250,6 +292,7 @@ def group_page(
         "group": group_row(group, rows) if group else None,
         "members": member_rows(group, rows) if group else [],
         "partitions": rows,
+        "sharePartitions": share_partition_rows(share_offsets or {}, ends),
         "lagHistory": lag_history,
         "rebalances": sorted([e for e in rebalances if e["groupId"] == group_id], key=lambda e: -e["timeMs"])[:20],
     }
@@ -363,7 +406,8 @@ class Dashboard:
             if group_id is not None:
                 g = model.group(group_id)
                 offs = {tp: v["committedOffset"] for tp, v in model.offsets(group_id).items()}
-                return {"group": g, "offsets": offs}, []
+                share = model.share_offsets(group_id) if g and g.get("type") == "share" else {}
+                return {"group": g, "offsets": offs, "shareOffsets": share}, []
             groups = model.groups()
             offsets = {
                 g: {tp: v["committedOffset"] for tp, v in offs.items()}
@@ -382,7 +426,7 @@ class Dashboard:
         except ReadModelUnavailable as e:
             reason = str(e).split(": ", 1)[-1]
             empty: dict[str, Any] = (
-                {"group": None, "offsets": {}}
+                {"group": None, "offsets": {}, "shareOffsets": {}}
                 if group_id is not None
                 else {"groups": None, "txns": None, "offsets": {}}
             )
@@ -484,7 +528,7 @@ class Dashboard:
 
     def group(self, group_id: str) -> dict:
         state, problems = self.read_model_state(group_id)
-        ends, broker_problems = self.end_offsets(set(state["offsets"]))
+        ends, broker_problems = self.end_offsets(set(state["offsets"]) | set(state["shareOffsets"]))
         prefix = f"lag:{group_id}\x00"
         lag_history = [
             {"partition": name[len(prefix) :], "points": self.history.get(name)}
@@ -499,6 +543,7 @@ class Dashboard:
             rebalances=self.rebalance_list(),
             lag_history=lag_history,
             problems=problems + broker_problems,
+            share_offsets=state["shareOffsets"],
         )
 
     # ------------------------------------------------------------------ background

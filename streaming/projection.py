@@ -7,15 +7,25 @@ returns the writes (`writes`): Redis commands the projector sends in one MULTI/E
 state-log positions.
 
 Keys (prefix `p`, docs/operations.md *The Redis read model*):
-    p:groups, p:group:<g>, p:offsets:<g>, p:txns, p:txn:<t>, p:projector   (the read model)
-    p:aux:group:<g>   the group's records as the log last had them (GroupMetadata, or the
-                      ConsumerGroup* records per member), from which p:group:<g> is recomputed;
-                      kept in Redis so that a restarted projector needs nothing but Redis and its
-                      checkpoint.
+    p:groups, p:group:<g>, p:offsets:<g>, p:shareoffsets:<g>, p:txns, p:txn:<t>, p:projector
+                      (the read model)
+    p:aux:group:<g>   the group's records as the log last had them (GroupMetadata, the
+                      ConsumerGroup* records per member, the ShareGroup* / StreamsGroup* records),
+                      from which p:group:<g> is recomputed; kept in Redis so that a restarted
+                      projector needs nothing but Redis and its checkpoint.
 
-A group's state is what a coordinator loading the log would derive (Kafka's replay): a classic
-group with members is Stable, one without Empty (a rebalance in progress is not in the log); a
-consumer group's state follows Kafka's ConsumerGroup.maybeUpdateGroupState.
+A group's state is what a coordinator loading the log would derive (Kafka's replay), computed by the
+core's own functions: a classic group with members is Stable, one without Empty (a rebalance in
+progress is not in the log); a consumer group's state follows ConsumerGroup.maybeUpdateGroupState,
+a share group's ShareGroup.maybeUpdateGroupState, a streams group's StreamsGroup's. A streams
+group's configured topology is soft state (it needs topic metadata, which is not in the log), so a
+coordinator that loaded the log, and this model, call a streams group with members NotReady until
+its next heartbeat; StreamsGroupDescribe (coordinator-admin streams-groups) gives the live state.
+
+A share group's progress is the share coordinator's state (ShareSnapshot / ShareUpdate records,
+keyed by topic id): p:shareoffsets:<g> holds each share-partition's start offset by
+"topicId:partition"; the group hash maps the topic ids to names (`shareTopics`, from
+ShareGroupStatePartitionMetadata).
 """
 
 from __future__ import annotations
@@ -28,7 +38,12 @@ from coordinator.group.classic.consumer_protocol import SchemaError, decode_assi
 from coordinator.group.consumer._java import order_key
 from coordinator.group.consumer.group_state import derive_group_state, preferred_server_assignor
 from coordinator.group.consumer.member import ConsumerGroupMember
+from coordinator.group.share import group as share
+from coordinator.group.streams import group as streams
+from coordinator.group.streams.member import StreamsGroupMember
+from coordinator.group.streams.tasks import TasksTuple, tasks_to_wire
 from coordinator.records import parse_record_key
+from coordinator.share.simple_assignor import SIMPLE_ASSIGNOR_NAME
 from coordinator.txn.metadata import TransactionState
 
 log = logging.getLogger("projector")
@@ -45,6 +60,12 @@ MEMBER_FIELDS = {
     "ConsumerGroupCurrentMemberAssignment": "current:",
     "ConsumerGroupTargetAssignmentMember": "target:",
 }
+# Share and streams group records: kept in the aux hash under their own kind ("<kind>" for the
+# group's records, "<kind>:<memberId>" for a member's).
+SHARE_RECORDS, STREAMS_RECORDS = set(share.RECORD_TYPES), set(streams.RECORD_TYPES)
+SHARE_MEMBER_RECORDS = {share.R_MEMBER, share.R_CURRENT, share.R_TARGET}
+STREAMS_MEMBER_RECORDS = {streams.R_MEMBER, streams.R_CURRENT, streams.R_TARGET}
+SHARE_STATE_RECORDS = ("ShareSnapshot", "ShareUpdate")  # the share coordinator's (coordinator/share)
 
 
 @dataclass(frozen=True)
@@ -99,6 +120,8 @@ class Projection:
         self.default_assignor = default_assignor
         self.groups: dict[str, GroupAux] = {}
         self.group_offsets: dict[str, dict[str, str | None]] = {}  # group -> field -> JSON or None (deleted)
+        # group -> "topicId:partition" -> share-partition start offset JSON, or None (deleted)
+        self.share_offsets: dict[str, dict[str, str | None]] = {}
         self.group_position: dict[str, tuple[int, int]] = {}  # group -> (partition, newest offset)
         self.txns: dict[str, dict | None] = {}  # transactional id -> hash or None (deleted)
         self.positions: dict[int, int] = {}  # state-log partition -> next offset
@@ -117,7 +140,7 @@ class Projection:
             kind, ids = parse_record_key(r.key)
             if not ids:
                 continue
-            if kind == "GroupMetadata" or kind in CONSUMER_RECORDS:
+            if kind == "GroupMetadata" or kind in CONSUMER_RECORDS or kind in SHARE_RECORDS or kind in STREAMS_RECORDS:
                 groups.add(str(ids[0]))
             elif kind == "OffsetCommit" and len(ids) == 3:
                 groups.add(str(ids[0]))
@@ -162,6 +185,13 @@ class Projection:
             )
         elif kind in MEMBER_FIELDS and len(ids) == 2:
             self._group_field(str(ids[0]), MEMBER_FIELDS[kind] + str(ids[1]), r.value, r)
+        elif kind in SHARE_MEMBER_RECORDS or kind in STREAMS_MEMBER_RECORDS:
+            if len(ids) == 2:
+                self._group_field(str(ids[0]), f"{kind}:{ids[1]}", r.value, r)
+        elif (kind in SHARE_RECORDS or kind in STREAMS_RECORDS) and ids:
+            self._group_field(str(ids[0]), kind, r.value, r)
+        elif kind in SHARE_STATE_RECORDS and len(ids) >= 3:
+            self._share_offset(kind, str(ids[0]), str(ids[1]), int(ids[2]), r)
         # Anything else (pending transactional offsets, markers, producer-id blocks, regexes) is
         # not in the read model: committed offsets of a transaction are re-appended as OffsetCommit.
 
@@ -203,6 +233,24 @@ class Projection:
             aux.offset_now[name] = True
         self.group_position[group_id] = (r.partition, r.offset)
 
+    def _share_offset(self, kind: str, group_id: str, topic_id: str, partition: int, r: StateRecord) -> None:
+        """A share-partition's start offset: a snapshot sets it (its tombstone deletes the
+        share-partition), an update sets it unless it says -1 (unchanged); an update's tombstone
+        only frees its slot (ShareCoordinatorShard's replay)."""
+        name = f"{topic_id}:{partition}"
+        offsets = self.share_offsets.setdefault(group_id, {})
+        if r.value is None:
+            if kind == "ShareSnapshot":
+                offsets[name] = None
+            return
+        start = int(r.value.get("startOffset", -1))
+        if kind == "ShareUpdate" and start == -1:
+            return
+        offsets[name] = json.dumps(
+            {"startOffset": start, "leaderEpoch": r.value.get("leaderEpoch", -1), "stateLogOffset": r.offset},
+            separators=(",", ":"),
+        )
+
     def _txn(self, tid: str, r: StateRecord) -> None:
         v = r.value
         if v is None:
@@ -243,6 +291,10 @@ class Projection:
         }
         if "consumer" in f or any(k.startswith(("member:", "current:")) for k in f):
             return {**base, **self._consumer_group(f)}
+        if any(k.startswith("ShareGroup") for k in f):
+            return {**base, **share_group(f)}
+        if any(k.startswith("StreamsGroup") for k in f):
+            return {**base, **streams_group(f)}
         if "classic" in f:
             return {**base, **classic_group(f["classic"])}
         if aux.offsets_left() > 0:  # offsets without a group: a simple group, as a loading coordinator makes one
@@ -317,6 +369,10 @@ class Projection:
             else:
                 out.append(("HSET", self.key("group", g), *_flat(h)))
                 out.append(("SADD", self.key("groups"), g))
+        for g, offsets in self.share_offsets.items():
+            for name, value in offsets.items():
+                key = self.key("shareoffsets", g)
+                out.append(("HDEL", key, name) if value is None else ("HSET", key, name, value))
         for t, h in self.txns.items():
             out.append(("DEL", self.key("txn", t)))
             if h is None:
@@ -369,6 +425,120 @@ def classic_group(v: dict) -> dict:
     if v.get("leader") is not None:
         out["leader"] = v["leader"]
     return out
+
+
+def _members_of(f: dict, kind: str) -> list[str]:
+    """The member ids of a share / streams group's aux fields (its members' metadata and current
+    assignment records), in Java's order."""
+    return sorted(
+        {k.split(":", 1)[1] for k in f if k.startswith((f"{kind}MemberMetadata:", f"{kind}CurrentMemberAssignment:"))},
+        key=order_key,
+    )
+
+
+def share_group(f: dict) -> dict:
+    """The group hash fields of a share group, its state derived by the core's ShareGroup."""
+    group = share.ShareGroup("")
+    members = []
+    for m in _members_of(f, "ShareGroup"):
+        model = (
+            share.ShareGroupMember(m)
+            .with_metadata_value(f.get(f"{share.R_MEMBER}:{m}") or {})
+            .with_assignment_value(f.get(f"{share.R_CURRENT}:{m}") or {})
+        )
+        group.update_member(model)
+        members.append(
+            {
+                "memberId": m,
+                "rackId": model.rack_id,
+                "clientId": model.client_id,
+                "clientHost": model.client_host,
+                "memberEpoch": model.member_epoch,
+                "subscribedTopicNames": sorted(map(str, model.subscribed_topic_names), key=order_key),
+                "assignment": topic_partitions(dict(model.assigned_partitions)),
+                "targetAssignment": topic_partitions((f.get(f"{share.R_TARGET}:{m}") or {}).get("topicPartitions")),
+            }
+        )
+    spm = f.get(share.R_STATE_PARTITION_METADATA) or {}
+    topics = {
+        t["topicId"]: t["topicName"]
+        for part in ("initializingTopics", "initializedTopics")
+        for t in spm.get(part) or []
+    }
+    return {
+        "type": "share",
+        "state": group.state,
+        "protocolType": share.SHARE_PROTOCOL_TYPE,
+        "protocol": SIMPLE_ASSIGNOR_NAME,
+        "generation": (f.get(share.R_GROUP) or {}).get("epoch", 0),
+        "assignmentEpoch": (f.get(share.R_TARGET_EPOCH) or {}).get("assignmentEpoch", 0),
+        "members": json.dumps(members, separators=(",", ":")),
+        "shareTopics": json.dumps(topics, separators=(",", ":")),
+    }
+
+
+def streams_group(f: dict) -> dict:
+    """The group hash fields of a streams group, its state derived by the core's derive_state as a
+    coordinator that loaded the log has it (no configured topology: NotReady with members)."""
+    models, members = [], []
+    for m in _members_of(f, "StreamsGroup"):
+        model = StreamsGroupMember.default(m).with_metadata_value(f.get(f"{streams.R_MEMBER}:{m}") or {})
+        current = f.get(f"{streams.R_CURRENT}:{m}")
+        if current is not None:
+            model = model.with_assignment_value(current)
+        models.append(model)
+        members.append(
+            {
+                "memberId": m,
+                "groupInstanceId": model.instance_id,
+                "rackId": model.rack_id,
+                "clientId": model.client_id,
+                "clientHost": model.client_host,
+                "memberEpoch": model.member_epoch,
+                "memberState": model.state.name,
+                "topologyEpoch": model.topology_epoch,
+                "processId": model.process_id,
+                "userEndpoint": None
+                if model.user_endpoint is None
+                else {"host": model.user_endpoint[0], "port": model.user_endpoint[1]},
+                "tasks": _tasks(model.assigned_tasks),
+                "tasksPendingRevocation": _tasks(model.tasks_pending_revocation),
+                "targetTasks": _tasks(TasksTuple.from_wire(f.get(f"{streams.R_TARGET}:{m}"))),
+            }
+        )
+    topology = f.get(streams.R_TOPOLOGY)
+    group_epoch = (f.get(streams.R_GROUP) or {}).get("epoch", 0)
+    target_epoch = (f.get(streams.R_TARGET_EPOCH) or {}).get("assignmentEpoch", 0)
+    return {
+        "type": "streams",
+        "state": streams.derive_state(models, topology, None, group_epoch, target_epoch),
+        "protocolType": streams.STREAMS_PROTOCOL_TYPE,
+        "generation": group_epoch,
+        "assignmentEpoch": target_epoch,
+        "topologyEpoch": -1 if topology is None else topology.get("epoch", -1),
+        "subtopologies": json.dumps(
+            [
+                {
+                    "subtopologyId": s["subtopologyId"],
+                    # the topics its tasks read: source and repartition source topics
+                    "sourceTopics": list(s.get("sourceTopics") or [])
+                    + [t["name"] for t in s.get("repartitionSourceTopics") or []],
+                }
+                for s in sorted((topology or {}).get("subtopologies") or [], key=lambda s: s["subtopologyId"])
+            ],
+            separators=(",", ":"),
+        ),
+        "members": json.dumps(members, separators=(",", ":")),
+    }
+
+
+def _tasks(t: TasksTuple) -> dict:
+    """A member's tasks as {"activeTasks", "standbyTasks", "warmupTasks"}: [{"subtopologyId", "partitions"}]."""
+    return {
+        "activeTasks": tasks_to_wire(t.active),
+        "standbyTasks": tasks_to_wire(t.standby),
+        "warmupTasks": tasks_to_wire(t.warmup),
+    }
 
 
 def topic_partitions(assignment: dict | None) -> list[dict]:

@@ -23,11 +23,16 @@ group and transactional id is this module's own (prefix `gwjava-`).
 - test_java_transactions_*: a Java transactional producer through the gateway commits one
   transaction and aborts another; Java's and kafka-python's read_committed consumers see exactly
   the committed records.
+- test_kafka_share_groups_tool_*: Kafka 4.1.1's kafka-share-groups.sh (ShareGroupCommand, the
+  kafka-tools jar) lists the service's share groups with their state through the gateway
+  (ListGroups with the type filter). What its --describe and kafka-streams-groups.sh cannot do
+  through the gateway, and why: docs/gateway.md.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections import Counter
 from pathlib import Path
@@ -41,11 +46,12 @@ from client import ReadCommittedConsumer, TransactionalProducer
 from client.topic_reader import end_offsets, read_records
 from coordinator.errors import Errors
 from coordinator.txn.markers import parse_marker
+from deploy.kafka_local import KAFKA_JARS
 from streaming.txn_markers import BrokerMarkerWriter
 
 from .gateway_process import Gateway, gateway_fixture, run_concurrently  # noqa: F401 - fixtures
 from .harness import wait_topics_known
-from .java_client import JavaMember, assignments, compile_java_client, consumed, run_java
+from .java_client import JVM_OPTS, JavaMember, assignments, compile_java_client, consumed, run_java
 
 pytestmark = [pytest.mark.integration, pytest.mark.shared_job("plain")]
 
@@ -498,3 +504,42 @@ def test_java_transactions_commit_and_abort_for_read_committed(gateway, java, ka
     for p in range(TOPICS[TXN_OUT]):
         everything += read_partition(kafka.bootstrap, TopicPartition(TXN_OUT, p), "read_uncommitted")
     assert len(everything) == 12  # the aborted records are in the log, and hidden
+
+
+# ------------------------------------------------------------------------------ Kafka's group tools
+SHARE_GROUP = "gwjava-share-group"
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def test_kafka_share_groups_tool_lists_the_services_share_groups(gateway, client):
+    """kafka-share-groups.sh --list --state through the gateway: the service's share group, with the
+    state the coordinator gives it (Empty once its member left), and no group of another type."""
+    member = {"groupId": SHARE_GROUP, "memberId": "gwjava-share-member-0000", "rackId": None}
+    joined = client.request(
+        "ShareGroupHeartbeat",
+        1,
+        {**member, "memberEpoch": 0, "subscribedTopicNames": [GROUP_TOPICS["consumer"]]},
+        key=SHARE_GROUP,
+        timeout=60,
+    )
+    assert joined["errorCode"] == 0, joined
+    left = client.request(
+        "ShareGroupHeartbeat",
+        1,
+        {**member, "memberEpoch": -1, "subscribedTopicNames": None},
+        key=SHARE_GROUP,
+        timeout=60,
+    )
+    assert left["errorCode"] == 0, left
+    tool = subprocess.run(
+        ["java", *JVM_OPTS, "-cp", f"{KAFKA_JARS}/*", SHARE_GROUP_COMMAND]
+        + ["--bootstrap-server", gateway.bootstrap, "--list", "--state"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rows = [line.split() for line in tool.stdout.splitlines() if line.strip()]
+    # Kafka's tools print their errors on stdout and exit 0: the rows are the proof.
+    assert rows and rows[0] == ["GROUP", "STATE"], tool.stdout + tool.stderr[-2000:]
+    assert [SHARE_GROUP, "Empty"] in rows[1:]
+    assert not {r[0] for r in rows[1:]} & {java_group(p) for p in GROUP_TOPICS}

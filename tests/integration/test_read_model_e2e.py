@@ -11,6 +11,7 @@ job; the projector rebuilds all of it (what the test proves), and no other modul
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -303,3 +304,184 @@ def test_read_model_matches_the_coordinators_and_survives_a_flush(job, client, r
                         m.close()
             except Exception:  # noqa: BLE001 - best effort
                 pass
+
+
+SHARE, STREAMS = "rmx-share", "rmx-streams"  # not `rm-`: the test above checks that set exactly
+SHARE_MEMBER, STREAMS_MEMBER = "rmx-share-member-000000", "rmx-streams-member-00000"
+
+
+class KeepAlive:
+    """Heartbeats of the share and the streams member every 500 ms from a thread of its own (the
+    shared job's sessions are 6 s), at the epochs and with the tasks their last answers gave."""
+
+    def __init__(self, client, share_epoch: int, streams: dict):
+        self.client, self.stop = client, threading.Event()
+        self.share_epoch, self.streams_epoch, self.tasks = share_epoch, streams["memberEpoch"], streams["activeTasks"]
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                r = self.client.request(
+                    "ShareGroupHeartbeat",
+                    1,
+                    {"groupId": SHARE, "memberId": SHARE_MEMBER, "memberEpoch": self.share_epoch, "rackId": None},
+                    key=SHARE,
+                    timeout=30,
+                )
+                self.share_epoch = r["memberEpoch"] if r["errorCode"] == 0 else self.share_epoch
+                r = self.client.request(
+                    "StreamsGroupHeartbeat",
+                    0,
+                    {
+                        "groupId": STREAMS,
+                        "memberId": STREAMS_MEMBER,
+                        "memberEpoch": self.streams_epoch,
+                        "endpointInformationEpoch": 0,
+                        "activeTasks": self.tasks,
+                        "standbyTasks": [],
+                        "warmupTasks": [],
+                    },
+                    key=STREAMS,
+                    timeout=30,
+                )
+                if r["errorCode"] == 0:
+                    self.streams_epoch = r["memberEpoch"]
+                    self.tasks = self.tasks if r["activeTasks"] is None else r["activeTasks"]
+            except Exception:  # noqa: BLE001 - a slow answer: the next beat tries again
+                pass
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=60)
+
+
+def test_share_and_streams_groups_in_the_read_model(job, client, redis):
+    """A share group and a streams group with one member each, kept alive, through the real job and
+    projector: the read model has their type, state, epochs and members as ShareGroupDescribe /
+    StreamsGroupDescribe give them, the share group's share-partitions as DescribeShareGroupOffsets
+    lists them, and the streams group's state as a coordinator that loaded the log has it
+    (NotReady: its configured topology is in the live coordinator's memory only)."""
+    rm = ReadModel(redis.url, job.cfg.redis["prefix"])
+    share_member = {"groupId": SHARE, "memberId": SHARE_MEMBER, "rackId": None}
+    joined = client.request(
+        "ShareGroupHeartbeat",
+        1,
+        {**share_member, "memberEpoch": 0, "subscribedTopicNames": [TOPIC]},
+        key=SHARE,
+        timeout=60,
+    )
+    assert joined["errorCode"] == 0, joined
+    # The share-partitions are initialized over the internal channel: a later heartbeat gets them.
+    assigned = until(
+        "the share member gets its share-partitions",
+        lambda: (lambda r: r if r["assignment"] and r["assignment"]["topicPartitions"] else None)(
+            client.request(
+                "ShareGroupHeartbeat",
+                1,
+                {**share_member, "memberEpoch": joined["memberEpoch"], "subscribedTopicNames": [TOPIC]},
+                key=SHARE,
+                timeout=60,
+            )
+        ),
+    )
+    subtopology = {
+        "subtopologyId": "0",
+        "sourceTopics": [TOPIC],
+        "sourceTopicRegex": [],
+        "stateChangelogTopics": [],
+        "repartitionSinkTopics": [],
+        "repartitionSourceTopics": [],
+        "copartitionGroups": [],
+    }
+    streams = client.request(
+        "StreamsGroupHeartbeat",
+        0,
+        {
+            "groupId": STREAMS,
+            "memberId": STREAMS_MEMBER,
+            "memberEpoch": 0,
+            "endpointInformationEpoch": 0,
+            "rebalanceTimeoutMs": 30000,
+            "processId": "rmx-process",
+            "activeTasks": [],
+            "standbyTasks": [],
+            "warmupTasks": [],
+            "topology": {"epoch": 5, "subtopologies": [subtopology]},
+        },
+        key=STREAMS,
+        timeout=60,
+    )
+    assert streams["errorCode"] == 0 and streams["activeTasks"], streams
+    alive = KeepAlive(job.client("rmx-keepalive"), assigned["memberEpoch"], streams)
+    try:
+        wait_caught_up(job, rm)
+        share_described = client.request(
+            "ShareGroupDescribe", 1, {"groupIds": [SHARE], "includeAuthorizedOperations": False}, key=SHARE, timeout=60
+        )["groups"][0]
+        share = rm.group(SHARE)
+        assert share_described["groupState"] == "Stable"
+        assert (share["type"], share["state"], share["generation"], share["assignmentEpoch"]) == (
+            "share",
+            share_described["groupState"],
+            share_described["groupEpoch"],
+            share_described["assignmentEpoch"],
+        )
+        assert [(m["memberId"], m["memberEpoch"], m["assignment"]) for m in share["members"]] == [
+            (
+                m["memberId"],
+                m["memberEpoch"],
+                [
+                    {"topic": t["topicName"], "partitions": sorted(t["partitions"])}
+                    for t in m["assignment"]["topicPartitions"]
+                ],
+            )
+            for m in share_described["members"]
+        ]
+        offsets = client.request(
+            "DescribeShareGroupOffsets", 0, {"groups": [{"groupId": SHARE, "topics": None}]}, key=SHARE, timeout=60
+        )["groups"][0]
+        assert (
+            set(rm.share_offsets(SHARE))
+            == {(t["topicName"], p["partitionIndex"]) for t in offsets["topics"] for p in t["partitions"]}
+            and len(rm.share_offsets(SHARE)) == 4
+        )
+        streams_described = client.request(
+            "StreamsGroupDescribe",
+            0,
+            {"groupIds": [STREAMS], "includeAuthorizedOperations": False},
+            key=STREAMS,
+            timeout=60,
+        )["groups"][0]
+        model = rm.group(STREAMS)
+        assert (model["type"], model["generation"], model["assignmentEpoch"], model["topologyEpoch"]) == (
+            "streams",
+            streams_described["groupEpoch"],
+            streams_described["assignmentEpoch"],
+            5,
+        )
+        assert (streams_described["groupState"], model["state"]) == ("Stable", "NotReady")
+        [m] = model["members"]
+        assert (m["memberId"], m["processId"], m["tasks"]) == (
+            STREAMS_MEMBER,
+            "rmx-process",
+            streams_described["members"][0]["assignment"],
+        )
+    finally:  # the members leave: nothing expires later on the shared job
+        alive.close()
+        alive.client.close()
+        client.request(
+            "ShareGroupHeartbeat",
+            1,
+            {**share_member, "memberEpoch": -1, "subscribedTopicNames": None},
+            key=SHARE,
+            timeout=60,
+        )
+        client.request(
+            "StreamsGroupHeartbeat",
+            0,
+            {"groupId": STREAMS, "memberId": STREAMS_MEMBER, "memberEpoch": -1, "endpointInformationEpoch": 0},
+            key=STREAMS,
+            timeout=60,
+        )

@@ -383,3 +383,46 @@ def test_metrics_record_sequence_grows_by_one_per_batch_that_did_something():
     c.commit({("t", 0): 2})
     assert metrics(c.d)["seq"] == first + 1
     assert b64(0)
+
+
+# ====================================================================== share and streams groups
+def test_share_and_streams_groups_are_counted_as_kafkas_group_coordinator_metrics():
+    """GroupCoordinatorMetrics (4.1.1): group-count{protocol=share|streams}, share-group-count{state}
+    and streams-group-count{state} move with the groups' states; every group epoch bump is a
+    rebalance of its type (ShareGroupRebalances / StreamsGroupRebalances); a deleted group leaves
+    the gauges; the live gauges always equal a fresh count of the state."""
+    from tests.share.share_group_helpers import ShareGroupTestClient
+    from tests.streams.helpers import StreamsTestClient, subtopology, topology
+
+    share = ShareGroupTestClient("sg", topics={"foo": 3})
+    share.share_join("m1", topics=["foo"])
+    d = share.d
+    assert gauge(d, "group_count", protocol="share") == 1 and gauge(d, "share_group_count", state="Stable") == 1
+    assert counter(d, "group_created_total", protocol="share") == 1
+    # the join bumps the epoch, the initialized share-partitions bump it again
+    assert counter(d, "group_rebalance_started_total", protocol="share") == 2
+    assert live_gauges(d) == scanned_gauges(d)
+    share.share_heartbeat("m1", -1)
+    assert gauge(d, "share_group_count", state="Stable") == 0 and gauge(d, "share_group_count", state="Empty") == 1
+    assert live_gauges(d) == scanned_gauges(d)
+
+    streams = StreamsTestClient("st", topics={"foo": 2})
+    topo = topology(0, subtopology("0", source=["foo"]))
+    first = streams.join("m1", topo)
+    d = streams.d
+    assert gauge(d, "group_count", protocol="streams") == 1 and gauge(d, "streams_group_count", state="Stable") == 1
+    streams.join("m2", topo)  # m1 must give up a task: Reconciling
+    assert (
+        gauge(d, "streams_group_count", state="Reconciling") == 1
+        and gauge(d, "streams_group_count", state="Stable") == 0
+    )
+    assert counter(d, "group_rebalance_started_total", protocol="streams") == 2
+    assert counter(d, "group_member_joined_total", protocol="streams") == 2
+    assert live_gauges(d) == scanned_gauges(d)
+    streams.heartbeat("m1", -1)
+    streams.heartbeat("m2", -1)
+    assert gauge(d, "streams_group_count", state="Empty") == 1 and first["errorCode"] == 0
+    d.send("DeleteGroups", 2, {"groupsNames": ["st"]}, key="st")
+    assert gauge(d, "group_count", protocol="streams") == 0 and gauge(d, "streams_group_count", state="Empty") == 0
+    assert counter(d, "group_deleted_total", protocol="streams") == 1
+    assert live_gauges(d) == scanned_gauges(d) == {}

@@ -301,3 +301,83 @@ def test_without_the_dashboard_only_metrics_are_served():
             assert r.status == 200
     finally:
         e.stop(timeout=0.1)  # its consumers still try to reach the absent broker: daemons, left to end
+
+
+# ================================================================== share and streams groups
+def test_streams_and_share_groups_of_the_read_model_on_the_pages():
+    """Groups folded from a real coordinator's records (streaming/projection.py): a streams member's
+    partitions are its active tasks' source-topic partitions (its lag follows), a share group shows
+    its share-partitions' start offsets and no lag (it commits none; Kafka 4.1 has no share lag)."""
+    from tests.streaming.test_projection_share_streams import fold, group_of, share_client, streams_client
+
+    s, k = streams_client(), share_client()
+    p = fold([s.d, k.d])
+    streams, share = group_of(p, s.group_id), group_of(p, k.group_id)
+    page = group_page(
+        group=streams,
+        group_id=s.group_id,
+        offsets={("foo", 0): 4},
+        ends={("foo", p_): 10 for p_ in range(4)},
+        now_ms=NOW,
+        rebalances=[],
+        lag_history=[],
+        problems=[],
+    )
+    by_member = {m["memberId"]: m for m in page["members"]}
+    owned = {
+        m: sorted(tp[1] for tp in [(t, q) for t, qs in r["assignment"].items() for q in qs])
+        for m, r in by_member.items()
+    }
+    assert sorted(sum(owned.values(), [])) == [0, 1, 2, 3]  # the 4 tasks of subtopology 0 read foo-0..3
+    owner_of_0 = next(m for m, ps in owned.items() if 0 in ps)
+    assert by_member[owner_of_0]["lag"] == 6 and by_member[owner_of_0]["tasks"].startswith("ACTIVE: 0:[")
+    assert [(r["partition"], r["memberId"]) for r in page["partitions"]] == [(0, owner_of_0)]
+    ov = overview(
+        groups=[streams, share],
+        offsets={s.group_id: {("foo", 0): 4}},
+        ends={("foo", 0): 10},
+        txns=[],
+        now_ms=NOW,
+        hanging_ms=1000,
+        rebalances=[],
+        history={},
+        stream={},
+        problems=[],
+        window_ms=60000,
+    )
+    rows = {g["groupId"]: g for g in ov["groups"]}
+    assert (rows[s.group_id]["type"], rows[s.group_id]["members"], rows[s.group_id]["totalLag"]) == ("streams", 2, 6)
+    assert (rows[k.group_id]["type"], rows[k.group_id]["state"], rows[k.group_id]["members"]) == ("share", "Stable", 2)
+    assert rows[k.group_id]["totalLag"] is None
+    share_page = group_page(
+        group=share,
+        group_id=k.group_id,
+        offsets={},
+        ends={("foo", 0): 10},
+        now_ms=NOW,
+        rebalances=[],
+        lag_history=[],
+        problems=[],
+        share_offsets={
+            ("foo", 0): {"startOffset": 7, "leaderEpoch": 1},
+            ("foo", 1): {"startOffset": -1, "leaderEpoch": 0},
+        },
+    )
+    assert share_page["sharePartitions"] == [
+        {"topic": "foo", "partition": 0, "startOffset": 7, "end": 10},
+        {"topic": "foo", "partition": 1, "startOffset": None, "end": None},
+    ]
+    assert all(m["lag"] is None for m in share_page["members"]) and {
+        m["memberId"]: m["assignment"] for m in share_page["members"]
+    } == {m["memberId"]: {a["topic"]: a["partitions"] for a in m["assignment"]} for m in share["members"]}
+
+
+def test_rebalances_of_share_and_streams_groups_are_bucketed_by_their_type():
+    events = [
+        rebalance_event({"event": "GroupEpochBumped", "timeMs": NOW - 1, "groupId": "s", "groupType": "share"}),
+        rebalance_event({"event": "GroupEpochBumped", "timeMs": NOW - 1, "groupId": "t", "groupType": "streams"}),
+        rebalance_event({"event": "GroupEpochBumped", "timeMs": NOW - 1, "groupId": "c"}),
+    ]
+    assert [e["type"] for e in events] == ["share", "streams", "consumer"]
+    [bucket] = rebalance_buckets(events, NOW, 30000, 30000)
+    assert (bucket["share"], bucket["streams"], bucket["consumer"], bucket["classic"]) == (1, 1, 1, 0)
