@@ -232,6 +232,10 @@ def test_share_groups_list_describe_offsets_reset_delete(service, cli):
 def test_streams_groups_list_describe_offsets_delete(service, cli):
     first = streams_member(service, "app", "m1")
     assert first["errorCode"] == 0 and first["activeTasks"] == [{"subtopologyId": "0", "partitions": [0, 1]}]
+    # A new group's first heartbeat leaves it NotReady (Kafka configures its topology on a throwaway
+    # group); the member's next heartbeat configures it.
+    first = streams_member(service, "app", "m1", first["memberEpoch"])
+    assert first["errorCode"] == 0
     commit = request(
         service,
         "OffsetCommit",
@@ -281,10 +285,15 @@ def test_streams_groups_list_describe_offsets_delete(service, cli):
         str(first["memberEpoch"]),
     ]
     # Kafka's "%-15s%-Ns": no space after TOPOLOGY-EPOCH's 15 columns.
-    assert out.split("\n")[1].startswith("app             1                         2              m1 ")
+    assert out.split("\n")[1].startswith(f"app             {first['memberEpoch']:<26}2              m1 ")
 
     rc, out, _ = cli("streams-groups", "--describe", "--group", "app", "--state", "--verbose")
-    assert out.split("\n")[1].split()[0] == "app" and out.split("\n")[1].split()[3:] == ["Stable", "1", "1", "1"]
+    assert out.split("\n")[1].split()[0] == "app" and out.split("\n")[1].split()[3:] == [
+        "Stable",
+        str(first["memberEpoch"]),  # the group epoch
+        str(first["memberEpoch"]),  # the target assignment epoch
+        "1",  # the members
+    ]
     assert "127.0.0.1:9092 (" in out  # the streams tool's coordinator column: one space
 
     rc, out, _ = cli("streams-groups", "--delete", "--group", "app")
