@@ -43,7 +43,8 @@ def rss_mb(pid: int) -> float:
 def start_gateway(broker: LocalKafka, work: Path, bound_mib: int) -> tuple[subprocess.Popen, str]:
     config = work / f"gateway-{bound_mib}.toml"
     gateway = {"base_port": free_port(), "queued_max_request_bytes": (bound_mib or 1 << 20) * MiB}
-    config.write_text(_to_toml({"kafka": {"bootstrap_servers": broker.bootstrap}, "gateway": gateway}))
+    settings = {"kafka": {"bootstrap_servers": broker.bootstrap}, "topics": broker.service_topics, "gateway": gateway}
+    config.write_text(_to_toml(settings))
     log = work / f"gateway-{bound_mib}.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "--config", str(config)],
@@ -120,7 +121,8 @@ def main() -> int:
             from deploy.topics import ensure_topics
             from streaming.config import StreamConfig
 
-            ensure_topics(StreamConfig.load(overrides={"kafka": {"bootstrap_servers": broker.bootstrap}}))
+            overrides = {"kafka": {"bootstrap_servers": broker.bootstrap}, "topics": broker.service_topics}
+            ensure_topics(StreamConfig.load(overrides=overrides))
             print(f"{args.connections} connections, each sending {args.send_mb} MB of a {args.frame_mib} MiB frame:")
             for bound in (int(b) for b in args.bounds.split(",")):
                 r = measure(broker, work, bound, args)

@@ -44,11 +44,15 @@ def wait_for(condition, what: str, timeout: float = 120) -> None:
 
 @pytest.fixture
 def gateway(kafka, tmp_path):
-    cfg = StreamConfig.load(overrides={"kafka": {"bootstrap_servers": kafka.bootstrap}, "topics": {}})
+    # The session's single broker: its topics have one replica (LocalKafka.service_topics).
+    topics = kafka.service_topics
+    cfg = StreamConfig.load(overrides={"kafka": {"bootstrap_servers": kafka.bootstrap}, "topics": topics})
     ensure_topics(cfg)  # the request topic: the gateway waits for it
     config = tmp_path / "gateway.toml"
     settings = {"base_port": free_port(), "queued_max_request_bytes": BOUND, "client_id": "limits-gateway"}
-    config.write_text(_to_toml({"kafka": {"bootstrap_servers": kafka.bootstrap}, "gateway": settings}))
+    config.write_text(
+        _to_toml({"kafka": {"bootstrap_servers": kafka.bootstrap}, "topics": topics, "gateway": settings})
+    )
     log = tmp_path / "gateway.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway", "--config", str(config)],
