@@ -189,6 +189,7 @@ class PartitionRuntime:
         snap = self.to_json()
         snap["components"].pop("metrics", None)  # counts batches and their times
         snap["components"].pop("channel", None)  # its epochs are batch times
+        # (client/drill/reference.py's `logical` leaves out the same for a checkpointed snapshot)
         return snap["components"]
 
     # ----------------------------------------------------------------- context for components

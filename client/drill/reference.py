@@ -73,8 +73,15 @@ def reference_states(records: list[InputRecord], config: CoordinatorConfig, batc
     return out
 
 
+# What a killed and restarted run legitimately has otherwise than an uninterrupted one (the same
+# list as CoordinatorPartition.logical_state's): the metrics count batches, the internal channel's
+# replay guard holds epochs that are batch times.
+LEFT_OUT = ("metrics", "channel")
+
+
 def logical(snapshot: dict) -> dict:
     """A checkpointed snapshot's logical state (as `CoordinatorPartition.logical_state`)."""
     components = dict(snapshot["components"])
-    components.pop("metrics", None)
+    for name in LEFT_OUT:
+        components.pop(name, None)
     return components

@@ -171,3 +171,15 @@ def test_the_cli_refuses_a_hook_drill_without_a_kill_hook(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["run", "--kill", "hook"])
     assert exited.value.code == 2 and "--kill hook needs --kill-hook" in capsys.readouterr().err
+
+
+def test_a_checkpoint_and_a_live_partition_leave_out_the_same_components():
+    """The drill compares a checkpointed snapshot (`reference.logical`) with a partition's
+    `logical_state`: both leave out what batch boundaries change (the metrics, the internal
+    channel's replay guard), or a killed run would differ from an uninterrupted one."""
+    from client.drill.reference import logical
+
+    part = CoordinatorPartition(0, CoordinatorConfig())
+    assert {"metrics", "channel"} <= set(part.to_json()["components"])
+    assert logical(part.to_json()) == part.logical_state()
+    assert not {"metrics", "channel"} & set(part.logical_state())

@@ -20,8 +20,15 @@ def spark():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark import SparkContext
+
     from streaming.session import connector_jars
 
+    # getOrCreate would hand back another module's in-process session (a drill's checkpoint reader,
+    # without the Kafka connector), whose jars cannot be added any more: stop it first.
+    existing = SparkContext._active_spark_context
+    if existing is not None:
+        existing.stop()
     session = (
         SparkSession.builder.master("local[1]")
         .appName("routing-test")
