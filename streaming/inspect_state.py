@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -36,22 +35,13 @@ def committed_progress(checkpoint: str) -> tuple[int, dict[str, dict[int, int]],
 def read_states(
     checkpoint: str, *, state_store: str = "rocksdb", batch_id: int | None = None, spark=None
 ) -> dict[int, dict]:
-    from pyspark.sql import SparkSession
 
     own = spark is None
     if own:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        spark = (
-            SparkSession.builder.master("local[1]")
-            .appName("inspect-state")
-            .config("spark.ui.enabled", "false")
-            .config(
-                "spark.sql.streaming.stateStore.providerClass",
-                ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER,
-            )
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
+        from .session import local_session
+
+        provider = ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER
+        spark = local_session("inspect-state", **{"spark.sql.streaming.stateStore.providerClass": provider})
     try:
         reader = spark.read.format("statestore")
         if batch_id is not None:

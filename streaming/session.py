@@ -32,6 +32,26 @@ def connector_jars(jars_dir: Path = SPARK_JARS_DIR) -> list[str]:
     return jars
 
 
+def local_session(app_name: str, **conf: str) -> SparkSession:
+    """A small in-process Spark session (local[1], no UI) for tools and checks: the state reader,
+    the drills' verifier. It carries the Kafka connector even when it does not read Kafka: the
+    first session of a process starts its JVM, whose classpath later sessions of the process keep,
+    so one without the connector would leave a later one unable to find the `kafka` source."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.jars", ",".join(connector_jars()))
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def driver_java_options(archive_at_exit: Path | None = None) -> str:
     """The driver JVM's options: the log4j configuration, and the class-data archive to use (when
     deploy/setup.sh made one) or to write at exit (deploy/jvm_archive.py). A JVM whose jars or JDK

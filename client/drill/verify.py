@@ -9,8 +9,6 @@ or stopped job), at the batch the offset log says covers the requests (see `cove
 from __future__ import annotations
 
 import json
-import os
-import sys
 import time
 from collections import defaultdict
 from typing import TYPE_CHECKING
@@ -38,24 +36,12 @@ class CheckpointStates:
         """Start the local Spark session the reader needs (slow), so that a batch id taken just
         before `read` is still in a running job's offset log (it keeps only the latest ones)."""
         if self._spark is None:
-            from pyspark.sql import SparkSession
+            from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER, local_session
 
-            from streaming.session import HDFS_PROVIDER, ROCKSDB_PROVIDER
-
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            spark = (
-                SparkSession.builder.master("local[1]")
-                .appName("coordinator-drill-verify")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config(
-                    "spark.sql.streaming.stateStore.providerClass",
-                    ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER,
-                )
-                .getOrCreate()
+            provider = ROCKSDB_PROVIDER if self.state_store == "rocksdb" else HDFS_PROVIDER
+            self._spark = local_session(
+                "coordinator-drill-verify", **{"spark.sql.streaming.stateStore.providerClass": provider}
             )
-            spark.sparkContext.setLogLevel("ERROR")
-            self._spark = spark
 
     def read(self, batch_id: int) -> dict[int, dict]:
         from streaming.inspect_state import read_states

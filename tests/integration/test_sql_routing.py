@@ -4,9 +4,7 @@ coordinator query's plan holds no secret (the internal channel's key, or the HMA
 
 from __future__ import annotations
 
-import os
 import random
-import sys
 
 import pytest
 
@@ -17,26 +15,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def spark():
-    from pyspark.sql import SparkSession
+    from streaming.session import local_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark import SparkContext
-
-    from streaming.session import connector_jars
-
-    # getOrCreate would hand back another module's in-process session (a drill's checkpoint reader,
-    # without the Kafka connector), whose jars cannot be added any more: stop it first.
-    existing = SparkContext._active_spark_context
-    if existing is not None:
-        existing.stop()
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("routing-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.jars", ",".join(connector_jars()))  # the coordinator query's Kafka source
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    # With the Kafka connector (the coordinator query's source), as every in-process session of
+    # the project's: a process's first session fixes its JVM's classpath for the later ones.
+    session = local_session("routing-test")
     yield session
     session.stop()
 
