@@ -185,12 +185,7 @@ def check_group_args(ns: argparse.Namespace) -> None:
     """ConsumerGroupCommandOptions.checkArgs, for the options this tool has."""
     scopes = "--all-groups, --group"
     if ns.describe:
-        if not ns.group and not ns.all_groups:
-            raise UsageError(f"Option [describe] takes one of these options: {scopes}")
-        if sum(bool(x) for x in (ns.members, ns.offsets, ns.state is not None)) > 1:
-            raise UsageError("Option [describe] takes at most one of these options: [members], [offsets], [state]")
-        if ns.state:
-            raise UsageError("Option [describe] does not take a value for [state]")
+        share_streams.check_describe_args(ns, scopes, UsageError)
     if ns.verbose and not ns.members:
         raise UsageError("Option [verbose] can only be used with [describe] [members]")
     if ns.delete:

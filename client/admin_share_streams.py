@@ -124,16 +124,21 @@ def _group_actions(p: argparse.ArgumentParser, kind: str, reset: bool) -> None:
     )
 
 
+def check_describe_args(ns: argparse.Namespace, scopes: str, usage_error) -> None:
+    """The checks of --describe the group tools' options share (Kafka's *CommandOptions.checkArgs)."""
+    if not ns.group and not ns.all_groups:
+        raise usage_error(f"Option [describe] takes one of these options: {scopes}")
+    if sum(bool(x) for x in (ns.members, ns.offsets, ns.state is not None)) > 1:
+        raise usage_error("Option [describe] takes at most one of these options: [members], [offsets], [state]")
+    if ns.state:
+        raise usage_error("Option [describe] does not take a value for [state]")
+
+
 def check_args(ns: argparse.Namespace, usage_error) -> None:
     """ShareGroupCommandOptions / StreamsGroupCommandOptions.checkArgs."""
     scopes = "[all-groups], [group]"
     if ns.describe:
-        if not ns.group and not ns.all_groups:
-            raise usage_error(f"Option [describe] takes one of these options: {scopes}")
-        if sum(bool(x) for x in (ns.members, ns.offsets, ns.state is not None)) > 1:
-            raise usage_error("Option [describe] takes at most one of these options: [members], [offsets], [state]")
-        if ns.state:
-            raise usage_error("Option [describe] does not take a value for [state]")
+        check_describe_args(ns, scopes, usage_error)
     elif ns.members or ns.offsets or ns.verbose:
         raise usage_error("Options [members], [offsets] and [verbose] need [describe]")
     if ns.state is not None and not (ns.list or ns.describe):

@@ -105,19 +105,7 @@ class UpstreamSecurity:
         """Authenticate a fresh broker connection as the gateway (SaslHandshake v1, SaslAuthenticate)."""
         if self.mechanism is None:
             return
-        from .codec import decode_response, encode_request, request_class
-
-        cid = 0
-
-        async def call(api_key: int, version: int, **body):
-            nonlocal cid
-            cid += 1
-            cls = request_class(api_key, version)
-            header = cls.__header_schema__(
-                request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id=self.client_id
-            )
-            frame = await upstream.send(encode_request(header, cls(**body)), cid, True)
-            return decode_response(frame, api_key, version)[1]
+        call = request_caller(upstream, self.client_id)
 
         answer = await call(SASL_HANDSHAKE, 1, mechanism=self.mechanism)
         if answer.error_code != 0:
@@ -148,3 +136,23 @@ class UpstreamSecurity:
                 sasl_plain_password=self.password,
             )
         return out
+
+
+def request_caller(upstream: Upstream, client_id: str):
+    """`await call(api_key, version, **body)`: one request on `upstream` (correlation ids 1, 2, ...),
+    its decoded answer; for the exchanges the gateway holds itself on a broker connection."""
+    from .codec import decode_response, encode_request, request_class
+
+    cid = 0
+
+    async def call(api_key: int, version: int, **body):
+        nonlocal cid
+        cid += 1
+        cls = request_class(api_key, version)
+        header = cls.__header_schema__(
+            request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id=client_id
+        )
+        frame = await upstream.send(encode_request(header, cls(**body)), cid, True)
+        return decode_response(frame, api_key, version)[1]
+
+    return call

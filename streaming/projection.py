@@ -313,13 +313,7 @@ class Projection:
             models.append(model)
             members.append(
                 {
-                    "memberId": m,
-                    "groupInstanceId": model.instance_id,
-                    "rackId": model.rack_id,
-                    "clientId": model.client_id,
-                    "clientHost": model.client_host,
-                    "memberEpoch": model.member_epoch,
-                    "memberState": model.state.name,
+                    **_member_identity(model),
                     "subscribedTopicNames": sorted(model.subscribed_topic_names, key=order_key),
                     "subscribedTopicRegex": model.subscribed_topic_regex or "",
                     "assignment": topic_partitions((f.get("current:" + m) or {}).get("assignedPartitions")),
@@ -427,6 +421,19 @@ def classic_group(v: dict) -> dict:
     return out
 
 
+def _member_identity(model) -> dict:
+    """The fields a consumer or streams group member's read-model entry starts with."""
+    return {
+        "memberId": model.member_id,
+        "groupInstanceId": model.instance_id,
+        "rackId": model.rack_id,
+        "clientId": model.client_id,
+        "clientHost": model.client_host,
+        "memberEpoch": model.member_epoch,
+        "memberState": model.state.name,
+    }
+
+
 def _members_of(f: dict, kind: str) -> list[str]:
     """The member ids of a share / streams group's aux fields (its members' metadata and current
     assignment records), in Java's order."""
@@ -489,13 +496,7 @@ def streams_group(f: dict) -> dict:
         models.append(model)
         members.append(
             {
-                "memberId": m,
-                "groupInstanceId": model.instance_id,
-                "rackId": model.rack_id,
-                "clientId": model.client_id,
-                "clientHost": model.client_host,
-                "memberEpoch": model.member_epoch,
-                "memberState": model.state.name,
+                **_member_identity(model),
                 "topologyEpoch": model.topology_epoch,
                 "processId": model.process_id,
                 "userEndpoint": None

@@ -26,9 +26,8 @@ import pytest
 from deploy.certs import make_all, make_principal_key
 from deploy.kafka_local import free_port
 from deploy.secured_kafka import USERS, gateway_settings, secured_broker
-from gateway.codec import decode_response, encode_request, request_class
 from gateway.sasl import ScramClient
-from gateway.security import UpstreamSecurity
+from gateway.security import UpstreamSecurity, request_caller
 from gateway.upstream import Upstream, UpstreamClosed
 
 from .gateway_process import Gateway
@@ -180,16 +179,7 @@ async def _authenticate(address: str, cafile, password: str) -> tuple[int, str |
     host, _, port = address.rpartition(":")
     security = UpstreamSecurity(tls=ssl.create_default_context(cafile=str(cafile)))
     upstream = await Upstream.open(host, int(port), security=security)
-    cid = 0
-
-    async def call(api_key: int, version: int, **body):
-        nonlocal cid
-        cid += 1
-        cls = request_class(api_key, version)
-        header = cls.__header_schema__(
-            request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id="sasl-e2e"
-        )
-        return decode_response(await upstream.send(encode_request(header, cls(**body)), cid, True), api_key, version)[1]
+    call = request_caller(upstream, "sasl-e2e")
 
     try:
         assert (await call(17, 1, mechanism="SCRAM-SHA-256")).error_code == 0

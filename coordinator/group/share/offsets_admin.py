@@ -157,23 +157,22 @@ class ShareOffsetsAdmin:
                     "stateEpoch": state_epoch,
                     "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else [],
                 }
-                result.send_request(
-                    ask["key"],
-                    "ShareStateSummaryQuery",
-                    0,
-                    query,
-                    correlation_id=qid % 2**31,
-                    client_id=f"share-admin-{self.p.partition_id}",
-                )
+                self._ask(result, ask["key"], query)
         parked = {"reply": reply.to_json(), "response": response, "waiting": waiting}
         st.setdefault("pending", {})[str(qid)] = parked
-        result.schedule(
-            record_key(T_ADMIN_TIMEOUT, qid),
-            self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
-            T_ADMIN_TIMEOUT,
-            {"queryId": qid},
-        )
+        self._expire(result, qid)
         return parked
+
+    def _ask(self, result: CoordinatorResult, key: str, query: dict) -> None:
+        """A ShareStateSummaryQuery to the partition owning share-partition `key`."""
+        qid = query["queryId"]
+        client_id = f"share-admin-{self.p.partition_id}"
+        result.send_request(key, "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31, client_id=client_id)
+
+    def _expire(self, result: CoordinatorResult, qid: int) -> None:
+        """The timer after which query `qid`'s missing answers count as failed."""
+        deadline = self.p.clock_ms + self.p.config["share.admin.timeout.ms"]
+        result.schedule(record_key(T_ADMIN_TIMEOUT, qid), deadline, T_ADMIN_TIMEOUT, {"queryId": qid})
 
     def on_answer(self, request: Request) -> CoordinatorResult:
         b = request.body
@@ -516,21 +515,9 @@ class ShareOffsetsAdmin:
                 "stateEpoch": group_epoch,
                 "startOffsets": [-1 for ps in ask["topics"].values() for _ in ps],
             }
-            result.send_request(
-                ask["key"],
-                "ShareStateSummaryQuery",
-                0,
-                query,
-                correlation_id=qid % 2**31,
-                client_id=f"share-admin-{self.p.partition_id}",
-            )
+            self._ask(result, ask["key"], query)
             st.setdefault("pending", {})[str(qid)] = {"groupInit": group_id, "topics": ask["topics"], "round": round_id}
-            result.schedule(
-                record_key(T_ADMIN_TIMEOUT, qid),
-                self.p.clock_ms + self.p.config["share.admin.timeout.ms"],
-                T_ADMIN_TIMEOUT,
-                {"queryId": qid},
-            )
+            self._expire(result, qid)
 
     def _group_init_answer(self, result: CoordinatorResult, qid: int, parked: dict, summaries: list) -> None:
         done: dict[str, list] = {}

@@ -79,6 +79,18 @@ def initialized_by_name(group) -> dict[str, set]:
     return out
 
 
+def _without(init_map: dict, topic_partitions: dict) -> dict:
+    """`init_map` without the partitions of `topic_partitions` ({tid: partitions}); a topic left
+    with none is dropped."""
+    out = {}
+    for tid, v in init_map.items():
+        gone = set(topic_partitions.get(tid, ()))
+        left = [p for p in v["partitions"] if p not in gone]
+        if left:
+            out[tid] = {**v, "partitions": left}
+    return out
+
+
 class SharePartitionStates:
     """The share group manager's (`m`) share-partition bookkeeping."""
 
@@ -178,11 +190,7 @@ class SharePartitionStates:
         if info is None:
             result.records.append(StateRecord(*state_partition_metadata_record(group_id, {}, enriched, {})))
             return result
-        initializing = {}
-        for tid, v in info["initializing"].items():
-            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
-            if left:
-                initializing[tid] = {**v, "partitions": left}
+        initializing = _without(info["initializing"], topic_partitions)
         result.records.append(
             StateRecord(
                 *state_partition_metadata_record(
@@ -207,11 +215,7 @@ class SharePartitionStates:
         exists, info = self._metadata_info(group_id, staged)
         if not exists or not topic_partitions or info is None or not info["initializing"]:
             return result
-        initializing = {}
-        for tid, v in info["initializing"].items():
-            left = [p for p in v["partitions"] if p not in set(topic_partitions.get(tid, ()))]
-            if left:
-                initializing[tid] = {**v, "partitions": left}
+        initializing = _without(info["initializing"], topic_partitions)
         result.records.append(
             StateRecord(*state_partition_metadata_record(group_id, initializing, info["initialized"], info["deleting"]))
         )
