@@ -149,7 +149,7 @@ def kafka_partition_for(group: str, partitions: int) -> int:
 
 def group_led_by(bootstrap: str, broker: int, prefix: str) -> str:
     """A group id whose __consumer_offsets partition `broker` leads (Kafka: abs(hashCode) % n)."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
     from kafka import KafkaAdminClient
 
     # The brokers create __consumer_offsets at a group's first FindCoordinator.
@@ -157,7 +157,23 @@ def group_led_by(bootstrap: str, broker: int, prefix: str) -> str:
         {"bootstrap.servers": bootstrap, "group.id": f"{prefix}-probe", "broker.address.family": "v4", "log_level": 2}
     )
     try:
-        probe.committed([TopicPartition("__consumer_offsets", 0)], timeout=60)
+        # A just-started cluster may still be loading the topic's coordinator: NOT_COORDINATOR and
+        # the like are retriable, as Kafka's clients treat them; try again until it answers.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                probe.committed([TopicPartition("__consumer_offsets", 0)], timeout=60)
+                break
+            except KafkaException as e:
+                error = e.args[0]
+                loading = error.code() in (
+                    KafkaError.NOT_COORDINATOR,
+                    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                    KafkaError.COORDINATOR_NOT_AVAILABLE,
+                )
+                if not (loading or error.retriable()) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         probe.close()
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
