@@ -12,8 +12,8 @@ State-log records (keys from `coordinator.records.record_key`):
 An OffsetCommit value with a "producerId" (>= 0) is a transactional offset of an open
 transaction (TxnOffsetCommit), as Kafka tells them apart by the producer id of the record batch.
 
-Construction is explicit: `__init__` creates every manager, and the class body's literal tables
-route to them (API name -> handler, timer kind -> handler, record kind -> replayer, each a
+Construction is explicit: the class body names every manager (each built on a batch's first use
+of it), and its literal tables route to them (API name -> handler, timer kind -> handler, record kind -> replayer, each a
 function given the coordinator); new group types register with `group.register_group_type` and
 get their manager and entries here.
 `self.extensions` is a JSON-compatible dict persisted in the snapshot (the txn offsets' producer
@@ -64,6 +64,23 @@ if TYPE_CHECKING:
 
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
+
+
+class _Manager:
+    """A manager of the coordinator, built by `build(coordinator)` on its first use and then kept
+    in the instance (a non-data descriptor: later reads are plain attribute reads)."""
+
+    def __init__(self, build):
+        self.build = build
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, coordinator, owner=None):
+        if coordinator is None:
+            return self
+        manager = coordinator.__dict__[self.name] = self.build(coordinator)
+        return manager
 
 
 class GroupCoordinator(Component):
@@ -160,14 +177,16 @@ class GroupCoordinator(Component):
         # transaction's offsets against regular commits (Kafka's record offset).
         self.next_record_seq = 0
 
-        self.configs = GroupConfigs(self)
-        self.offset_manager = OffsetManager(self)
-        self.txn_offsets = TxnOffsetManager(self)
-        self.classic = ClassicGroupManager(self)
-        self.consumer = ConsumerGroupManager(self)
-        self.share = ShareGroupManager(self)
-        self.streams = StreamsGroupManager(self)
-        self.share_offsets = ShareOffsetsAdmin(self, share_coordinator)
+    # The managers, each given this coordinator: built on a batch's first use of them (a batch
+    # rebuilds the partition's components, and most use one or two of them), then plain attributes.
+    configs = _Manager(GroupConfigs)
+    offset_manager = _Manager(OffsetManager)
+    txn_offsets = _Manager(TxnOffsetManager)
+    classic = _Manager(ClassicGroupManager)
+    consumer = _Manager(ConsumerGroupManager)
+    share = _Manager(ShareGroupManager)
+    streams = _Manager(StreamsGroupManager)
+    share_offsets = _Manager(lambda g: ShareOffsetsAdmin(g, g.share_coordinator))
 
     # ================================================================ timers
     def ensure_expiration_timer(self, result: CoordinatorResult) -> None:
@@ -360,7 +379,7 @@ class GroupCoordinator(Component):
         self.offsets = OffsetStore.from_json(data.get("offsets", {}))
         self.group_configs = LazyMap(EMPTY_SOURCE, "GroupConfig", _plain, _plain)
         self.group_configs.update(data.get("groupConfigs", {}))  # absent before group configs
-        self.offset_manager.store = self.offsets
+        self.__dict__.pop("offset_manager", None)  # built again on the loaded store
         self.load_rest(data)
 
     # Chunked storage: the groups and offsets per entity, the rest in one partition-wide chunk.
