@@ -17,7 +17,8 @@ of it), and its literal tables route to them (API name -> handler, timer kind ->
 function given the coordinator); new group types register with `group.register_group_type` and
 get their manager and entries here.
 `self.extensions` is a JSON-compatible dict persisted in the snapshot (the txn offsets' producer
-state).
+state); it and the record count are the component's partition-wide chunk, read on a batch's first
+use (`bind_rest`).
 
 Public methods for the transaction coordinator's TxnOffsetCommit and marker handling:
     validate_transactional_offset_commit(...)   checks a TxnOffsetCommit like Kafka
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..chunks import EMPTY_SOURCE, LazyMap
+from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from ..component import Component
 from ..errors import ApiError, Errors
 from ..messages import StateRecord
@@ -81,6 +82,21 @@ class _Manager:
             return self
         manager = coordinator.__dict__[self.name] = self.build(coordinator)
         return manager
+
+
+class _Rest:
+    """A field of the coordinator's partition-wide chunk: on its first read the chunk is loaded
+    (`load_rest`, which sets every field in the instance; later reads are plain attribute reads)."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, coordinator, owner=None):
+        if coordinator is None:
+            return self
+        fetch = coordinator._fetch_rest
+        coordinator.load_rest((fetch() if fetch is not None else None) or {})
+        return coordinator.__dict__[self.name]
 
 
 class GroupCoordinator(Component):
@@ -171,11 +187,15 @@ class GroupCoordinator(Component):
         )
         # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
         self.group_configs: LazyMap[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
-        self.extensions: dict = {}  # extra JSON state of the managers (txn offsets), in the snapshot
         self.offsets = OffsetStore(partition.chunks)
-        # Count of OffsetCommit records written or replayed: the log position used to order a
-        # transaction's offsets against regular commits (Kafka's record offset).
-        self.next_record_seq = 0
+        self._fetch_rest = None  # reads the partition-wide chunk (bind_rest), None: there is none
+
+    # The partition-wide chunk (`rest_json`), read on a batch's first use of either field:
+    # extra JSON state of the managers (txn offsets, consumer groups), in the snapshot,
+    extensions = _Rest()
+    # and the count of OffsetCommit records written or replayed: the log position used to order a
+    # transaction's offsets against regular commits (Kafka's record offset).
+    next_record_seq = _Rest()
 
     # The managers, each given this coordinator: built on a batch's first use of them (a batch
     # rebuilds the partition's components, and most use one or two of them), then plain attributes.
@@ -386,7 +406,12 @@ class GroupCoordinator(Component):
     def chunk_maps(self) -> tuple:
         return (self.groups, self.group_configs, *self.offsets.chunk_maps())
 
-    def rest_json(self) -> dict:
+    def bind_rest(self, fetch) -> None:
+        self._fetch_rest = fetch
+
+    def rest_json(self):
+        if "next_record_seq" not in self.__dict__:  # not read this batch (_Rest)
+            return UNCHANGED
         return {"nextRecordSeq": self.next_record_seq, "extensions": self.extensions}
 
     def load_rest(self, data: dict) -> None:
