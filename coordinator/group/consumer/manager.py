@@ -784,13 +784,10 @@ class ConsumerGroupManager(ModernGroupManager):
     def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
         moved on from that epoch."""
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, ConsumerGroup):
+        found, payload = self.timer_member(timer, same_epoch=True), timer.payload
+        if found is None:
             return None
-        member = group.members.get(payload["memberId"])
-        if member is None or member.member_epoch != payload["memberEpoch"]:
-            return None
+        group, member = found
         return self.fence_members(
             group,
             [member],

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from ...errors import ApiError, Error, Errors
 from ...result import CoordinatorResult
+from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
@@ -150,6 +151,18 @@ class ModernGroupManager:
 
     def _schedule_session_timeout(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         raise NotImplementedError
+
+    def timer_member(self, timer: Timer, same_epoch: bool = False) -> tuple[Any, Any] | None:
+        """The group of this type and the member a session or rebalance timer is about, or None
+        when either is gone (or, `same_epoch`, the member moved on from the timer's epoch)."""
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, self.group_class):
+            return None
+        member = group.members.get(payload["memberId"])
+        if member is None or (same_epoch and member.member_epoch != payload["memberEpoch"]):
+            return None
+        return group, member
 
     def _schedule_rebalance_timeout(
         self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, timeout_ms: int

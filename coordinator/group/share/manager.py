@@ -383,14 +383,8 @@ class ShareGroupManager(ModernGroupManager):
 
     def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, ShareGroup):
-            return None
-        member = group.members.get(payload["memberId"])
-        if member is None:
-            return None
-        return self.fence_member(group, member, "MemberFenced", "the member session expired")
+        found = self.timer_member(timer)
+        return None if found is None else self.fence_member(*found, "MemberFenced", "the member session expired")
 
     # ================================================================ metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:

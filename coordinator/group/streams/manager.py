@@ -676,22 +676,14 @@ class StreamsGroupManager(ModernGroupManager):
         result.cancel(rebalance_timer_key(group_id, member_id))
 
     def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
-        group = self.c.groups.get(timer.payload["groupId"])
-        if not isinstance(group, StreamsGroup):
-            return None
-        member = group.members.get(timer.payload["memberId"])
-        if member is None:
-            return None
-        return self.fence_member(group, member, "MemberFenced", "the member session expired")
+        found = self.timer_member(timer)
+        return None if found is None else self.fence_member(*found, "MemberFenced", "the member session expired")
 
     def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, StreamsGroup):
+        found, payload = self.timer_member(timer, same_epoch=True), timer.payload
+        if found is None:
             return None
-        member = group.members.get(payload["memberId"])
-        if member is None or member.member_epoch != payload["memberEpoch"]:
-            return None
+        group, member = found
         return self.fence_member(
             group,
             member,
