@@ -725,10 +725,8 @@ class StreamsGroupManager(ModernGroupManager):
             "clientHost": m.client_host,
             "topologyEpoch": m.topology_epoch,
             "processId": m.process_id,
-            "userEndpoint": None
-            if m.user_endpoint is None
-            else {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
-            "clientTags": [{"key": k, "value": v} for k, v in m.client_tags],
+            "userEndpoint": m.user_endpoint_value(),
+            "clientTags": m.client_tags_value(),
             "taskOffsets": [],
             "taskEndOffsets": [],
             "assignment": m.assigned_tasks.to_wire(),

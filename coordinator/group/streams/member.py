@@ -73,11 +73,16 @@ class StreamsGroupMember(ModernGroupMember):
             "rebalanceTimeoutMs": self.rebalance_timeout_ms,
             "topologyEpoch": self.topology_epoch,
             "processId": self.process_id,
-            "userEndpoint": None
-            if self.user_endpoint is None
-            else {"host": self.user_endpoint[0], "port": self.user_endpoint[1]},
-            "clientTags": [{"key": k, "value": v} for k, v in self.client_tags],
+            "userEndpoint": self.user_endpoint_value(),
+            "clientTags": self.client_tags_value(),
         }
+
+    def user_endpoint_value(self) -> dict | None:
+        """The user endpoint as the records and StreamsGroupDescribe carry it."""
+        return None if self.user_endpoint is None else {"host": self.user_endpoint[0], "port": self.user_endpoint[1]}
+
+    def client_tags_value(self) -> list[dict]:
+        return [{"key": k, "value": v} for k, v in self.client_tags]
 
     @staticmethod
     def metadata_fields(v: Mapping) -> dict:
