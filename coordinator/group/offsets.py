@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import attrgetter, sub
 
 from ..chunks import EMPTY_SOURCE, ChunkSource, LazyMap
 
@@ -262,17 +264,23 @@ def _group_offsets_to_json(topics: dict) -> dict:
     of one group are committed together, so the columns compress to a few bytes per partition."""
     out = {}
     for topic, partitions in topics.items():
-        values = list(partitions.values())
+        values = partitions.values()
         out[topic] = [
             _deltas(list(partitions)),
-            _deltas([v.committed_offset for v in values]),
-            [v.leader_epoch for v in values],
-            [v.metadata for v in values],
-            _deltas([v.commit_timestamp_ms for v in values]),
-            [v.expire_timestamp_ms for v in values],
-            _deltas([v.record_seq for v in values]),
+            _deltas(list(map(_OFFSET, values))),
+            list(map(_EPOCH, values)),
+            list(map(_METADATA, values)),
+            _deltas(list(map(_COMMIT_TIME, values))),
+            list(map(_EXPIRE_TIME, values)),
+            _deltas(list(map(_RECORD_SEQ, values))),
         ]
     return out
+
+
+# The columns' getters (C-level: a group's chunk is encoded at every batch that touches it).
+_OFFSET, _EPOCH, _METADATA = attrgetter("committed_offset"), attrgetter("leader_epoch"), attrgetter("metadata")
+_COMMIT_TIME, _EXPIRE_TIME = attrgetter("commit_timestamp_ms"), attrgetter("expire_timestamp_ms")
+_RECORD_SEQ = attrgetter("record_seq")
 
 
 def _group_offsets_from_json(_group, d: dict) -> dict:
@@ -284,15 +292,11 @@ def _group_offsets_from_json(_group, d: dict) -> dict:
 
 
 def _deltas(xs: list[int]) -> list[int]:
-    return [b - a for a, b in zip([0, *xs], xs, strict=False)]  # the shifted list is one longer
+    return list(map(sub, xs, [0, *xs]))  # map stops at the shorter: xs[i] - xs[i - 1], xs[0] - 0
 
 
 def _sums(ds: list[int]) -> list[int]:
-    out, total = [], 0
-    for d in ds:
-        total += d
-        out.append(total)
-    return out
+    return list(accumulate(ds))
 
 
 def _open_to_json(topics: dict) -> dict:

@@ -12,12 +12,13 @@ State-log records (keys from `coordinator.records.record_key`):
 An OffsetCommit value with a "producerId" (>= 0) is a transactional offset of an open
 transaction (TxnOffsetCommit), as Kafka tells them apart by the producer id of the record batch.
 
-Construction is explicit: `__init__` creates every manager, and the class body's literal tables
-route to them (API name -> handler, timer kind -> handler, record kind -> replayer, each a
+Construction is explicit: the class body names every manager (each built on a batch's first use
+of it), and its literal tables route to them (API name -> handler, timer kind -> handler, record kind -> replayer, each a
 function given the coordinator); new group types register with `group.register_group_type` and
 get their manager and entries here.
 `self.extensions` is a JSON-compatible dict persisted in the snapshot (the txn offsets' producer
-state).
+state); it and the record count are the component's partition-wide chunk, read on a batch's first
+use (`bind_rest`).
 
 Public methods for the transaction coordinator's TxnOffsetCommit and marker handling:
     validate_transactional_offset_commit(...)   checks a TxnOffsetCommit like Kafka
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..chunks import EMPTY_SOURCE, LazyMap
+from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from ..component import Component
 from ..errors import ApiError, Errors
 from ..messages import StateRecord
@@ -64,6 +65,38 @@ if TYPE_CHECKING:
 
 T_EXPIRATION = "groups-expiration"
 EXPIRATION_TIMER_KEY = record_key("groups-expiration")
+
+
+class _Manager:
+    """A manager of the coordinator, built by `build(coordinator)` on its first use and then kept
+    in the instance (a non-data descriptor: later reads are plain attribute reads)."""
+
+    def __init__(self, build):
+        self.build = build
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, coordinator, owner=None):
+        if coordinator is None:
+            return self
+        manager = coordinator.__dict__[self.name] = self.build(coordinator)
+        return manager
+
+
+class _Rest:
+    """A field of the coordinator's partition-wide chunk: on its first read the chunk is loaded
+    (`load_rest`, which sets every field in the instance; later reads are plain attribute reads)."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, coordinator, owner=None):
+        if coordinator is None:
+            return self
+        fetch = coordinator._fetch_rest
+        coordinator.load_rest((fetch() if fetch is not None else None) or {})
+        return coordinator.__dict__[self.name]
 
 
 class GroupCoordinator(Component):
@@ -154,20 +187,26 @@ class GroupCoordinator(Component):
         )
         # Per-group config overrides (group_configs.py): groupId -> {name: value}, one chunk each.
         self.group_configs: LazyMap[str, dict] = LazyMap(partition.chunks, "GroupConfig", _plain, _plain)
-        self.extensions: dict = {}  # extra JSON state of the managers (txn offsets), in the snapshot
         self.offsets = OffsetStore(partition.chunks)
-        # Count of OffsetCommit records written or replayed: the log position used to order a
-        # transaction's offsets against regular commits (Kafka's record offset).
-        self.next_record_seq = 0
+        self._fetch_rest = None  # reads the partition-wide chunk (bind_rest), None: there is none
 
-        self.configs = GroupConfigs(self)
-        self.offset_manager = OffsetManager(self)
-        self.txn_offsets = TxnOffsetManager(self)
-        self.classic = ClassicGroupManager(self)
-        self.consumer = ConsumerGroupManager(self)
-        self.share = ShareGroupManager(self)
-        self.streams = StreamsGroupManager(self)
-        self.share_offsets = ShareOffsetsAdmin(self, share_coordinator)
+    # The partition-wide chunk (`rest_json`), read on a batch's first use of either field:
+    # extra JSON state of the managers (txn offsets, consumer groups), in the snapshot,
+    extensions = _Rest()
+    # and the count of OffsetCommit records written or replayed: the log position used to order a
+    # transaction's offsets against regular commits (Kafka's record offset).
+    next_record_seq = _Rest()
+
+    # The managers, each given this coordinator: built on a batch's first use of them (a batch
+    # rebuilds the partition's components, and most use one or two of them), then plain attributes.
+    configs = _Manager(GroupConfigs)
+    offset_manager = _Manager(OffsetManager)
+    txn_offsets = _Manager(TxnOffsetManager)
+    classic = _Manager(ClassicGroupManager)
+    consumer = _Manager(ConsumerGroupManager)
+    share = _Manager(ShareGroupManager)
+    streams = _Manager(StreamsGroupManager)
+    share_offsets = _Manager(lambda g: ShareOffsetsAdmin(g, g.share_coordinator))
 
     # ================================================================ timers
     def ensure_expiration_timer(self, result: CoordinatorResult) -> None:
@@ -360,14 +399,19 @@ class GroupCoordinator(Component):
         self.offsets = OffsetStore.from_json(data.get("offsets", {}))
         self.group_configs = LazyMap(EMPTY_SOURCE, "GroupConfig", _plain, _plain)
         self.group_configs.update(data.get("groupConfigs", {}))  # absent before group configs
-        self.offset_manager.store = self.offsets
+        self.__dict__.pop("offset_manager", None)  # built again on the loaded store
         self.load_rest(data)
 
     # Chunked storage: the groups and offsets per entity, the rest in one partition-wide chunk.
     def chunk_maps(self) -> tuple:
         return (self.groups, self.group_configs, *self.offsets.chunk_maps())
 
-    def rest_json(self) -> dict:
+    def bind_rest(self, fetch) -> None:
+        self._fetch_rest = fetch
+
+    def rest_json(self):
+        if "next_record_seq" not in self.__dict__:  # not read this batch (_Rest)
+            return UNCHANGED
         return {"nextRecordSeq": self.next_record_seq, "extensions": self.extensions}
 
     def load_rest(self, data: dict) -> None:

@@ -25,6 +25,7 @@ change revokes the old topic's partitions and assigns the new one's, as Kafka do
 follows the HashSet order of random ids, here name order).
 """
 
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNORS, PartitionAssignorException, assign
 from .group import ConsumerGroup
 from .group_state import (
@@ -35,13 +36,7 @@ from .group_state import (
     preferred_server_assignor,
     subscription_type,
 )
-from .member import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupMember,
-    MemberState,
-    ResolvedRegularExpression,
-)
+from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from .reconciliation import CurrentAssignmentBuilder, reconcile, subscribed_topics
 from .target_assignment import TargetAssignmentBuilder, TargetAssignmentResult
 

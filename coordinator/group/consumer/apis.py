@@ -13,34 +13,17 @@ gives both id and name. The coordinator learns the ids from the broker (UpdateMe
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ...errors import Error
-from ...protocol.loader import shape
-from ..modern.apis import described_modern_group, heartbeat_fields
+from ..modern.apis import described_modern_group, partitions_heartbeat_response
 
 COMPONENT = "groups"
 
 
-def heartbeat_response(
-    *,
-    error: Error | None = None,
-    message: str | None = None,
-    member_id: str | None = None,
-    member_epoch: int = 0,
-    heartbeat_interval_ms: int = 0,
-    assignment: list[dict] | None = None,
-) -> dict:
-    """ConsumerGroupHeartbeatResponse (v0 and v1 have the same fields). `assignment` is the list of
-    {topicId, partitions} or None (not sent)."""
-    return shape(
-        "ConsumerGroupHeartbeatResponse",
-        1,
-        {
-            **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
-            "assignment": None if assignment is None else {"topicPartitions": assignment},
-        },
-    )
+# ConsumerGroupHeartbeatResponse (v0 and v1 have the same fields).
+heartbeat_response = partial(partitions_heartbeat_response, "ConsumerGroupHeartbeatResponse", 1)
 
 
 def described_group(

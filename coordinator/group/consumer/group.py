@@ -103,6 +103,7 @@ def regex_value(resolved: ResolvedRegularExpression) -> dict:
 @register_group_type
 class ConsumerGroup(ModernGroup):
     type = CONSUMER
+    records = _VALUES
 
     def __init__(self, group_id: str):
         super().__init__(group_id)
@@ -328,11 +329,8 @@ class ConsumerGroup(ModernGroup):
     # ================================================================ Group interface: lifecycle
     def tombstone_record_keys(self) -> list[str]:
         """ConsumerGroup.createGroupTombstoneRecords, in Kafka's order."""
-        gid, members = self.group_id, list(self.members)
-        keys = [record_key(R_CURRENT, gid, m) for m in members]
-        keys += [record_key(R_TARGET, gid, m) for m in members]
-        keys.append(record_key(R_TARGET_EPOCH, gid))
-        keys += [record_key(R_MEMBER, gid, m) for m in members]
+        gid = self.group_id
+        keys = self.member_tombstone_keys(self.members)
         keys += [record_key(R_REGEX, gid, r) for r in sorted(self.resolved_regular_expressions)]
         keys.append(record_key(R_PARTITION_METADATA, gid))
         keys.append(record_key(R_GROUP, gid))

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from ._java import hashmap_order
-from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ConsumerGroupMember
+from .member import ConsumerGroupMember
 
 # From this version the client generates its member id (KIP-1082).
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1

@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import MutableMapping
+from typing import Any
 
-from ...errors import ApiError, Errors
+from ...errors import ApiError, Error, Errors
 from ...messages import Request, StateRecord
 from ...metadata import ZERO_UUID
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
-from ..classic.apis import INT32_MIN, leave_response
+from ..classic.apis import leave_response
 from ..classic.group import ClassicGroup
-from ..group import CONSUMER
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from ..modern.records import (
     EVENT_MAX_PARTITIONS,
     event_assignment,
@@ -70,13 +71,7 @@ from .heartbeat import (
     throw_if_request_is_invalid,
     throw_if_static_member_is_unknown,
 )
-from .member import (
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupMember,
-    MemberState,
-    ResolvedRegularExpression,
-)
+from .member import ConsumerGroupMember, MemberState, ResolvedRegularExpression
 from .migration import ClassicMembers
 from .reconciliation import reconcile
 from .regex import RegexError, compile_regex
@@ -313,17 +308,7 @@ class ConsumerGroupManager(ModernGroupManager):
         self._emit_assignment_change(group_id, updated, reconciled, is_new_member, result)
         members_after = self._effective_members(group, reconciled)
         state_after = str(derive_group_state(members_after.values(), group_epoch, target_epoch))
-        if state_after != state_before:
-            self.c.event(
-                result,
-                group_id,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=state_before,
-                toState=state_after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=target_epoch,
-            )
+        self.state_changed_event(result, group_id, state_before, state_after, group_epoch, target_epoch)
 
     def _emit_assignment_change(
         self,
@@ -645,17 +630,7 @@ class ConsumerGroupManager(ModernGroupManager):
                     group.target_assignment_epoch,
                 )
             )
-            if after != before:
-                self.c.event(
-                    result,
-                    group_id,
-                    "GroupStateChanged",
-                    groupType=CONSUMER,
-                    fromState=before,
-                    toState=after,
-                    groupEpoch=group.group_epoch,
-                    assignmentEpoch=group.target_assignment_epoch,
-                )
+            self.state_changed_event(result, group_id, before, after, group.group_epoch, group.target_assignment_epoch)
             return result
         result = self.fence_members(group, [member], "MemberLeft", "the static member left the group (member epoch -1)")
         result.response = response
@@ -722,17 +697,7 @@ class ConsumerGroupManager(ModernGroupManager):
         # The state once the tombstones are replayed: the remaining members, the new group epoch
         # (the target assignment epoch does not change).
         after = str(derive_group_state(remaining.values(), group_epoch, group.target_assignment_epoch))
-        if after != before:
-            self.c.event(
-                result,
-                gid,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=before,
-                toState=after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
+        self.state_changed_event(result, gid, before, after, group_epoch, group.target_assignment_epoch)
         return result
 
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> CoordinatorResult:
@@ -819,13 +784,10 @@ class ConsumerGroupManager(ModernGroupManager):
     def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """The member did not revoke its partitions within its rebalance timeout: fenced, unless it
         moved on from that epoch."""
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, ConsumerGroup):
+        found, payload = self.timer_member(timer, same_epoch=True), timer.payload
+        if found is None:
             return None
-        member = group.members.get(payload["memberId"])
-        if member is None or member.member_epoch != payload["memberEpoch"]:
-            return None
+        group, member = found
         return self.fence_members(
             group,
             [member],
@@ -953,17 +915,7 @@ class ConsumerGroupManager(ModernGroupManager):
         # The state once the records are replayed (they change only the group epoch).
         before = str(group.state)
         after = str(derive_group_state(group.members.values(), group_epoch, group.target_assignment_epoch))
-        if after != before:
-            self.c.event(
-                result,
-                gid,
-                "GroupStateChanged",
-                groupType=CONSUMER,
-                fromState=before,
-                toState=after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
+        self.state_changed_event(result, gid, before, after, group_epoch, group.target_assignment_epoch)
         return result
 
     # ================================================================ metadata
@@ -1035,45 +987,32 @@ class ConsumerGroupManager(ModernGroupManager):
 
     # ================================================================ ConsumerGroupDescribe
     def consumer_group_describe(self, request: Request) -> dict:
-        version = request.api_version
-        return self.describe_groups(
-            request.body,
-            lambda group_id, error, message: described_group(version, group_id, error, message=message),
-            lambda group, operations: self.describe(version, group, operations),
-        )
+        return self.describe_groups(request.body, request.api_version)
 
-    def describe(self, version: int, group: ConsumerGroup, operations: int = INT32_MIN) -> dict:
-        """ConsumerGroup.asDescribedGroup."""
-        members = []
-        for member_id in sorted(group.members, key=order_key):
-            m = group.members[member_id]
-            members.append(
-                {
-                    "memberId": m.member_id,
-                    "instanceId": m.instance_id,
-                    "rackId": m.rack_id,
-                    "memberEpoch": m.member_epoch,
-                    "clientId": m.client_id,
-                    "clientHost": m.client_host,
-                    "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
-                    "subscribedTopicRegex": m.subscribed_topic_regex,  # "" without a regex, as in Kafka
-                    "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
-                    "targetAssignment": {
-                        "topicPartitions": self.wire_assignment(group.target_assignment.get(m.member_id, {}), True)
-                    },
-                    "memberType": 0 if m.use_classic_protocol else 1,
-                }
-            )
-        return described_group(
-            version,
-            group.group_id,
-            state=str(group.state),
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.target_assignment_epoch,
-            assignor_name=group.preferred_server_assignor(self.default_assignor) or self.default_assignor,
-            members=members,
-            authorized_operations=operations,
-        )
+    def described_group(self, version: int, group_id: str, error: Error | None = None, **fields: Any) -> dict:
+        return described_group(version, group_id, error, **fields)
+
+    def described_own(self, group: ConsumerGroup) -> dict:
+        """ConsumerGroup.asDescribedGroup's assignor."""
+        return {"assignor_name": group.preferred_server_assignor(self.default_assignor) or self.default_assignor}
+
+    def described_member(self, version: int, group: ConsumerGroup, m: ConsumerGroupMember) -> dict:
+        """ConsumerGroupMember.asConsumerGroupDescribeMember."""
+        return {
+            "memberId": m.member_id,
+            "instanceId": m.instance_id,
+            "rackId": m.rack_id,
+            "memberEpoch": m.member_epoch,
+            "clientId": m.client_id,
+            "clientHost": m.client_host,
+            "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+            "subscribedTopicRegex": m.subscribed_topic_regex,  # "" without a regex, as in Kafka
+            "assignment": {"topicPartitions": self.wire_assignment(m.assigned_partitions, True)},
+            "targetAssignment": {
+                "topicPartitions": self.wire_assignment(group.target_assignment.get(m.member_id, {}), True)
+            },
+            "memberType": 0 if m.use_classic_protocol else 1,
+        }
 
     # ================================================================ replay and load
     def replay(self, kind: str, ids: list, value: dict | None) -> None:

@@ -18,11 +18,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..modern.member import ModernGroupMember
 from .topic_partitions import freeze
 from .topic_partitions import to_json as assignment_to_json
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 class MemberState(enum.Enum):
@@ -77,10 +75,7 @@ def _frozen_assignment(value) -> dict:
 
 
 @dataclass(frozen=True)
-class ConsumerGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
+class ConsumerGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None
@@ -106,9 +101,6 @@ class ConsumerGroupMember:
             object.__setattr__(self, "state", MemberState.from_json(self.state))
 
     # ------------------------------------------------------------------ builder-style updates
-    def replace(self, **changes) -> ConsumerGroupMember:
-        return dataclasses.replace(self, **changes)
-
     def update_member_epoch(self, member_epoch: int, **changes) -> ConsumerGroupMember:
         """Kafka's `Builder.updateMemberEpoch`: the current epoch becomes the previous one."""
         return dataclasses.replace(self, member_epoch=member_epoch, previous_member_epoch=self.member_epoch, **changes)
@@ -231,34 +223,26 @@ class ConsumerGroupMember:
             "partitionsPendingRevocation": assignment_to_json(self.partitions_pending_revocation),
         }
 
-    def with_metadata_value(self, v: Mapping) -> ConsumerGroupMember:
-        return dataclasses.replace(
-            self,
-            rack_id=v.get("rackId"),
-            instance_id=v.get("instanceId"),
-            client_id=v.get("clientId", ""),
-            client_host=v.get("clientHost", ""),
-            subscribed_topic_names=frozenset(v.get("subscribedTopicNames") or ()),
-            subscribed_topic_regex=v.get("subscribedTopicRegex"),
-            server_assignor_name=v.get("serverAssignor"),
-            rebalance_timeout_ms=v.get("rebalanceTimeoutMs", -1),
-            classic_member_metadata=v.get("classicMemberMetadata"),
-        )
-
-    def with_assignment_value(self, v: Mapping) -> ConsumerGroupMember:
-        return dataclasses.replace(
-            self,
-            member_epoch=v.get("memberEpoch", 0),
-            previous_member_epoch=v.get("previousMemberEpoch", -1),
-            state=MemberState.from_json(v.get("state", 0)),
-            assigned_partitions=freeze(v.get("assignedPartitions")),
-            partitions_pending_revocation=freeze(v.get("partitionsPendingRevocation")),
-        )
-
-    # ------------------------------------------------------------------ JSON
-    def to_json(self) -> dict:
-        return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
+    @staticmethod
+    def metadata_fields(v: Mapping) -> dict:
+        return {
+            "rack_id": v.get("rackId"),
+            "instance_id": v.get("instanceId"),
+            "client_id": v.get("clientId", ""),
+            "client_host": v.get("clientHost", ""),
+            "subscribed_topic_names": frozenset(v.get("subscribedTopicNames") or ()),
+            "subscribed_topic_regex": v.get("subscribedTopicRegex"),
+            "server_assignor_name": v.get("serverAssignor"),
+            "rebalance_timeout_ms": v.get("rebalanceTimeoutMs", -1),
+            "classic_member_metadata": v.get("classicMemberMetadata"),
+        }
 
     @staticmethod
-    def from_json(d: Mapping) -> ConsumerGroupMember:
-        return ConsumerGroupMember(d["memberId"]).with_metadata_value(d).with_assignment_value(d)
+    def assignment_fields(v: Mapping) -> dict:
+        return {
+            "member_epoch": v.get("memberEpoch", 0),
+            "previous_member_epoch": v.get("previousMemberEpoch", -1),
+            "state": MemberState.from_json(v.get("state", 0)),
+            "assigned_partitions": freeze(v.get("assignedPartitions")),
+            "partitions_pending_revocation": freeze(v.get("partitionsPendingRevocation")),
+        }

@@ -22,6 +22,29 @@ def heartbeat_fields(error: Error | None, message: str | None, member_id, member
     }
 
 
+def partitions_heartbeat_response(
+    message_name: str,
+    version: int,
+    *,
+    error: Error | None = None,
+    message: str | None = None,
+    member_id: str | None = None,
+    member_epoch: int = 0,
+    heartbeat_interval_ms: int = 0,
+    assignment: list[dict] | None = None,
+) -> dict:
+    """A {Consumer,Share}GroupHeartbeatResponse: the shared fields and `assignment`, the list of
+    {topicId, partitions} or None (not sent)."""
+    return shape(
+        message_name,
+        version,
+        {
+            **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
+            "assignment": None if assignment is None else {"topicPartitions": assignment},
+        },
+    )
+
+
 def described_modern_group(
     message_name: str,
     version: int,

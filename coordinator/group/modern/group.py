@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, ClassVar
 
+from ...records import record_key
 from ..group import Group
+from .records import RecordValues
 
 
 class ModernGroup(Group):
@@ -13,6 +16,7 @@ class ModernGroup(Group):
     deadline. The group types set their own members' and assignments' types and state."""
 
     state: Any
+    records: ClassVar[RecordValues]  # the type's record kinds and values
 
     def __init__(self, group_id: str):
         self.group_id = group_id
@@ -35,6 +39,18 @@ class ModernGroup(Group):
         deadline, epoch = self.metadata_refresh_deadline
         return now_ms >= deadline or self.group_epoch < epoch
 
-    # ================================================================ Group interface: state
+    # ================================================================ Group interface
+    def member_tombstone_keys(self, members: Iterable[str]) -> list[str]:
+        """The start of {Consumer,Share,Streams}Group.createGroupTombstoneRecords, the same for every
+        type: each member's current assignment, each member's target assignment, the target
+        assignment epoch, each member's metadata (the type adds its own records and the group's)."""
+        group_id, members = self.group_id, list(members)
+        _, member, target, target_epoch, current = self.records.kinds
+        keys = [record_key(current, group_id, m) for m in members]
+        keys += [record_key(target, group_id, m) for m in members]
+        keys.append(record_key(target_epoch, group_id))
+        keys += [record_key(member, group_id, m) for m in members]
+        return keys
+
     def state_as_string(self) -> str:
         return str(self.state)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from ...errors import ApiError, Errors
+from ...errors import ApiError, Error, Errors
 from ...result import CoordinatorResult
+from ...timers import Timer
 from ..admin import GROUP_AUTHORIZED_OPERATIONS
 from ..classic.apis import INT32_MIN
+from ..consumer._java import order_key
 from .apis import describe_response
 from .hashing import group_hash, topic_hash
 
@@ -64,27 +66,66 @@ class ModernGroupManager:
         group = self.c.groups.get(group_id)
         return str(group.state) if isinstance(group, self.group_class) else None
 
-    def describe_groups(self, body: dict, error_entry, describe) -> dict:
-        """{Consumer,Share,Streams}GroupDescribe: each group of this partition and type described
-        (`describe(group, operations)`), or its error entry (`error_entry(group_id, error,
-        message)`): an empty id, a group another partition owns, a missing group or one of another
-        type."""
+    # ================================================================ {Consumer,Share,Streams}GroupDescribe
+    def describe_groups(self, body: dict, version: int) -> dict:
+        """Each group of this partition and type described, or its error entry: an empty id, a
+        group another partition owns, a missing group or one of another type."""
         operations = GROUP_AUTHORIZED_OPERATIONS if body["includeAuthorizedOperations"] else INT32_MIN
         out = []
         for group_id in body["groupIds"]:
             if group_id == "":
-                out.append(error_entry(group_id, Errors.INVALID_GROUP_ID, None))
+                out.append(self.described_error(version, group_id, Errors.INVALID_GROUP_ID))
                 continue
             if not self.p.owns(group_id):
-                out.append(error_entry(group_id, Errors.NOT_COORDINATOR, None))
+                out.append(self.described_error(version, group_id, Errors.NOT_COORDINATOR))
                 continue
             try:
                 group = self.typed_group(group_id)
             except ApiError as e:
-                out.append(error_entry(group_id, e.error, e.message))
+                out.append(self.described_error(version, group_id, e.error, e.message))
                 continue
-            out.append(describe(group, operations))
+            out.append(self.describe(version, group, operations))
         return describe_response(out)
+
+    def describe(self, version: int, group: Any, operations: int = INT32_MIN) -> dict:
+        """{Consumer,Share,Streams}Group.asDescribedGroup: the group's entry with its members, each
+        as the type describes one, in `member_order`."""
+        members = [
+            self.described_member(version, group, group.members[m])
+            for m in sorted(group.members, key=self.member_order)
+        ]
+        return self.described_group(
+            version,
+            group.group_id,
+            state=group.state_as_string(),
+            group_epoch=group.group_epoch,
+            assignment_epoch=group.target_assignment_epoch,
+            members=members,
+            authorized_operations=operations,
+            **self.described_own(group),
+        )
+
+    @staticmethod
+    def member_order(member_id: str) -> Any:
+        """The sort key of a described group's members: Java's string order."""
+        return order_key(member_id)
+
+    def described_error(self, version: int, group_id: str, error: Error, message: str | None = None) -> dict:
+        """The describe entry of a group that cannot be described."""
+        return self.described_group(version, group_id, error, message=message)
+
+    def described_group(self, version: int, group_id: str, error: Error | None = None, **fields: Any) -> dict:
+        """The type's {Consumer,Share,Streams}GroupDescribeResponse group (`fields`: those of
+        `modern.apis.described_modern_group`, and the type's own)."""
+        raise NotImplementedError
+
+    def described_own(self, group: Any) -> dict:
+        """The type's own fields of its described `group` (assignor, topology)."""
+        return {}
+
+    def described_member(self, version: int, group: Any, member: Any) -> dict:
+        """The type's {Consumer,Share,Streams}GroupDescribeResponse member."""
+        raise NotImplementedError
 
     def request_metadata_refresh(self) -> None:
         """onMetadataUpdate for groups that only recompute their metadata hash on their next
@@ -111,10 +152,45 @@ class ModernGroupManager:
     def _schedule_session_timeout(self, result: CoordinatorResult, group_id: str, member_id: str) -> None:
         raise NotImplementedError
 
+    def timer_member(self, timer: Timer, same_epoch: bool = False) -> tuple[Any, Any] | None:
+        """The group of this type and the member a session or rebalance timer is about, or None
+        when either is gone (or, `same_epoch`, the member moved on from the timer's epoch)."""
+        payload = timer.payload
+        group = self.c.groups.get(payload["groupId"])
+        if not isinstance(group, self.group_class):
+            return None
+        member = group.members.get(payload["memberId"])
+        if member is None or (same_epoch and member.member_epoch != payload["memberEpoch"]):
+            return None
+        return group, member
+
     def _schedule_rebalance_timeout(
         self, result: CoordinatorResult, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
     ) -> None:
         raise NotImplementedError
+
+    def state_changed_event(
+        self,
+        result: CoordinatorResult,
+        group_id: str,
+        before: str | None,
+        after: str,
+        group_epoch: int,
+        assignment_epoch: int,
+    ) -> None:
+        """GroupStateChanged, into `result`, when the group's state once the result's records are
+        replayed (`after`) is not the state `before` them."""
+        if after != before:
+            self.c.event(
+                result,
+                group_id,
+                "GroupStateChanged",
+                groupType=self.type_name,
+                fromState=before,
+                toState=after,
+                groupEpoch=group_epoch,
+                assignmentEpoch=assignment_epoch,
+            )
 
     def created_and_joined_events(
         self, result: CoordinatorResult, group_id: str, new_group: bool, new_member: bool, reason: str, **member

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 
 from ..classic.group import ClassicGroup
-from ..consumer.member import LEAVE_GROUP_MEMBER_EPOCH
 from ..consumer.topic_partitions import to_json as assignment_to_json
 from ..group import IllegalStateError
+from .member import LEAVE_GROUP_MEMBER_EPOCH
 
 # Events carry assignments only up to this many partitions (an event must stay well below Kafka's
 # 1 MB record limit); larger ones carry counts.

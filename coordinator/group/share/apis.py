@@ -5,34 +5,17 @@ shaper, coordinator/protocol). Topics on the wire are topic ids, as for consumer
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ...errors import Error
-from ...protocol.loader import shape
-from ..modern.apis import described_modern_group, heartbeat_fields
+from ..modern.apis import described_modern_group, partitions_heartbeat_response
 
 COMPONENT = "groups"
 VERSION = 1
 
 
-def heartbeat_response(
-    *,
-    error: Error | None = None,
-    message: str | None = None,
-    member_id: str | None = None,
-    member_epoch: int = 0,
-    heartbeat_interval_ms: int = 0,
-    assignment: list[dict] | None = None,
-) -> dict:
-    """ShareGroupHeartbeatResponse; `assignment` is [{topicId, partitions}] or None (not sent)."""
-    return shape(
-        "ShareGroupHeartbeatResponse",
-        VERSION,
-        {
-            **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
-            "assignment": None if assignment is None else {"topicPartitions": assignment},
-        },
-    )
+heartbeat_response = partial(partitions_heartbeat_response, "ShareGroupHeartbeatResponse", VERSION)
 
 
 def described_group(

@@ -20,7 +20,6 @@ never expire. Topics are names in memory and records; ids only on the wire.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -30,11 +29,11 @@ from ..consumer.topic_partitions import freeze
 from ..consumer.topic_partitions import to_json as assignment_to_json
 from ..group import SHARE, register_group_type
 from ..modern.group import ModernGroup
+from ..modern.member import ModernGroupMember
 from ..modern.records import RecordValues, partitions_target
 
 SHARE_PROTOCOL_TYPE = "share"
 EMPTY, STABLE = "Empty", "Stable"
-LEAVE_GROUP_MEMBER_EPOCH = -1
 INT32_MAX = 2**31 - 1
 METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 
@@ -53,11 +52,9 @@ def session_timer_key(group_id: str, member_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class ShareGroupMember:
+class ShareGroupMember(ModernGroupMember):
     """Kafka's ShareGroupMember (immutable; `replace` is its Builder)."""
 
-    member_id: str
-    member_epoch: int = 0
     previous_member_epoch: int = 0
     state: str = "STABLE"  # MemberState: a share member is always STABLE
     rack_id: str | None = None
@@ -69,9 +66,6 @@ class ShareGroupMember:
     def __post_init__(self):
         object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
         object.__setattr__(self, "assigned_partitions", freeze(self.assigned_partitions))
-
-    def replace(self, **changes) -> ShareGroupMember:
-        return dataclasses.replace(self, **changes)
 
     def metadata_value(self) -> dict:
         """ShareGroupMemberMetadataValue fields."""
@@ -91,28 +85,23 @@ class ShareGroupMember:
             "assignedPartitions": assignment_to_json(self.assigned_partitions),
         }
 
-    def with_metadata_value(self, v: Mapping) -> ShareGroupMember:
-        return self.replace(
-            rack_id=v.get("rackId"),
-            client_id=v.get("clientId", ""),
-            client_host=v.get("clientHost", ""),
-            subscribed_topic_names=frozenset(v.get("subscribedTopicNames") or ()),
-        )
-
-    def with_assignment_value(self, v: Mapping) -> ShareGroupMember:
-        return self.replace(
-            member_epoch=int(v.get("memberEpoch", 0)),
-            previous_member_epoch=int(v.get("previousMemberEpoch", 0)),
-            state=v.get("state", "STABLE"),
-            assigned_partitions=freeze(v.get("assignedPartitions")),
-        )
-
-    def to_json(self) -> dict:
-        return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
+    @staticmethod
+    def metadata_fields(v: Mapping) -> dict:
+        return {
+            "rack_id": v.get("rackId"),
+            "client_id": v.get("clientId", ""),
+            "client_host": v.get("clientHost", ""),
+            "subscribed_topic_names": frozenset(v.get("subscribedTopicNames") or ()),
+        }
 
     @staticmethod
-    def from_json(d: Mapping) -> ShareGroupMember:
-        return ShareGroupMember(d["memberId"]).with_metadata_value(d).with_assignment_value(d)
+    def assignment_fields(v: Mapping) -> dict:
+        return {
+            "member_epoch": int(v.get("memberEpoch", 0)),
+            "previous_member_epoch": int(v.get("previousMemberEpoch", 0)),
+            "state": v.get("state", "STABLE"),
+            "assigned_partitions": freeze(v.get("assignedPartitions")),
+        }
 
 
 # ====================================================================== record values
@@ -127,6 +116,7 @@ current_value = _VALUES.current
 @register_group_type
 class ShareGroup(ModernGroup):
     type = SHARE
+    records = _VALUES
 
     def __init__(self, group_id: str):
         super().__init__(group_id)
@@ -203,11 +193,8 @@ class ShareGroup(ModernGroup):
 
     def tombstone_record_keys(self) -> list[str]:
         """ShareGroup.createGroupTombstoneRecords, in Kafka's order."""
-        gid, members = self.group_id, list(self.members)
-        keys = [record_key(R_CURRENT, gid, m) for m in members]
-        keys += [record_key(R_TARGET, gid, m) for m in members]
-        keys.append(record_key(R_TARGET_EPOCH, gid))
-        keys += [record_key(R_MEMBER, gid, m) for m in members]
+        gid = self.group_id
+        keys = self.member_tombstone_keys(self.members)
         keys.append(record_key(R_STATE_PARTITION_METADATA, gid))
         keys.append(record_key(R_GROUP, gid))
         return keys

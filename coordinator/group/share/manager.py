@@ -23,24 +23,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ApiError, Errors
+from ...errors import ApiError, Error, Errors
 from ...messages import Request, StateRecord
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...share.simple_assignor import SIMPLE_ASSIGNOR_NAME, SimpleAssignor
 from ...timers import Timer
-from ..classic.apis import INT32_MIN
 from ..consumer._java import order_key
 from ..consumer.assignors.api import PartitionAssignorException
 from ..group import SHARE
 from ..group_configs import SHARE_HEARTBEAT_INTERVAL_MS, SHARE_SESSION_TIMEOUT_MS
 from ..modern.apis import describe_response
 from ..modern.manager import ModernGroupManager
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH
 from ..modern.records import event_assignment, persisted_group, replay_group_metadata, replay_member_metadata
 from .apis import described_group, heartbeat_response
 from .group import (
     EMPTY,
-    LEAVE_GROUP_MEMBER_EPOCH,
     METADATA_REFRESH_INTERVAL_MS,
     R_CURRENT,
     R_GROUP,
@@ -272,17 +271,7 @@ class ShareGroupManager(ModernGroupManager):
                 assignedPartitions=event_assignment(reconciled.assigned_partitions),
             )
         # The state once the records are replayed: the member is in, so the group is Stable.
-        if state_before != STABLE:
-            self.c.event(
-                result,
-                group_id,
-                "GroupStateChanged",
-                groupType=SHARE,
-                fromState=state_before,
-                toState=STABLE,
-                groupEpoch=group_epoch,
-                assignmentEpoch=target_epoch,
-            )
+        self.state_changed_event(result, group_id, state_before, STABLE, group_epoch, target_epoch)
 
         response = heartbeat_response(
             member_id=member_id,
@@ -384,17 +373,7 @@ class ShareGroupManager(ModernGroupManager):
             reason=f"1 member(s) removed: {reason}",
         )
         after = STABLE if remaining else EMPTY  # the group's state once the tombstones are replayed
-        if after != before:
-            self.c.event(
-                result,
-                gid,
-                "GroupStateChanged",
-                groupType=SHARE,
-                fromState=before,
-                toState=after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
+        self.state_changed_event(result, gid, before, after, group_epoch, group.target_assignment_epoch)
         return result
 
     # ================================================================ timers
@@ -404,14 +383,8 @@ class ShareGroupManager(ModernGroupManager):
 
     def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
         """shareGroupFenceMemberOperation: nothing if the group or the member is gone."""
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, ShareGroup):
-            return None
-        member = group.members.get(payload["memberId"])
-        if member is None:
-            return None
-        return self.fence_member(group, member, "MemberFenced", "the member session expired")
+        found = self.timer_member(timer)
+        return None if found is None else self.fence_member(*found, "MemberFenced", "the member session expired")
 
     # ================================================================ metadata
     def on_metadata_change(self, old: dict, new: dict) -> None:
@@ -424,37 +397,26 @@ class ShareGroupManager(ModernGroupManager):
             return describe_response(
                 [described_group(group_id, Errors.UNSUPPORTED_VERSION) for group_id in request.body["groupIds"]]
             )
-        return self.describe_groups(
-            request.body,
-            lambda group_id, error, message: described_group(group_id, error, message=message),
-            self.describe,
-        )
+        return self.describe_groups(request.body, request.api_version)
 
-    def describe(self, group: ShareGroup, operations: int = INT32_MIN) -> dict:
-        """ShareGroup.asDescribedGroup."""
-        members = []
-        for member_id in sorted(group.members, key=order_key):
-            m = group.members[member_id]
-            members.append(
-                {
-                    "memberId": m.member_id,
-                    "rackId": m.rack_id,
-                    "memberEpoch": m.member_epoch,
-                    "clientId": m.client_id,
-                    "clientHost": m.client_host,
-                    "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
-                    "assignment": {"topicPartitions": self.consumers.wire_assignment(m.assigned_partitions, True)},
-                }
-            )
-        return described_group(
-            group.group_id,
-            state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.target_assignment_epoch,
-            assignor_name=SIMPLE_ASSIGNOR_NAME,
-            members=members,
-            authorized_operations=operations,
-        )
+    def described_group(self, version: int, group_id: str, error: Error | None = None, **fields: Any) -> dict:
+        return described_group(group_id, error, **fields)
+
+    def described_own(self, group: ShareGroup) -> dict:
+        """ShareGroup.asDescribedGroup's assignor."""
+        return {"assignor_name": SIMPLE_ASSIGNOR_NAME}
+
+    def described_member(self, version: int, group: ShareGroup, m: ShareGroupMember) -> dict:
+        """ShareGroupMember.asShareGroupDescribeMember."""
+        return {
+            "memberId": m.member_id,
+            "rackId": m.rack_id,
+            "memberEpoch": m.member_epoch,
+            "clientId": m.client_id,
+            "clientHost": m.client_host,
+            "subscribedTopicNames": sorted(m.subscribed_topic_names, key=order_key),
+            "assignment": {"topicPartitions": self.consumers.wire_assignment(m.assigned_partitions, True)},
+        }
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> ShareGroup | None:

@@ -95,6 +95,7 @@ def topology_value(topology: dict) -> dict:
 @register_group_type
 class StreamsGroup(ModernGroup):
     type = STREAMS
+    records = _VALUES
 
     def __init__(self, group_id: str):
         super().__init__(group_id)
@@ -238,11 +239,8 @@ class StreamsGroup(ModernGroup):
 
     def tombstone_record_keys(self) -> list[str]:
         """StreamsGroup.createGroupTombstoneRecords, in Kafka's order."""
-        gid, members = self.group_id, sorted(self.members)
-        keys = [record_key(R_CURRENT, gid, m) for m in members]
-        keys += [record_key(R_TARGET, gid, m) for m in members]
-        keys.append(record_key(R_TARGET_EPOCH, gid))
-        keys += [record_key(R_MEMBER, gid, m) for m in members]
+        gid = self.group_id
+        keys = self.member_tombstone_keys(sorted(self.members))
         keys.append(record_key(R_GROUP, gid))
         keys.append(record_key(R_TOPOLOGY, gid))
         return keys

@@ -21,16 +21,17 @@ Built by the group coordinator (`coordinator.group.shard`), which routes its API
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ... import api
-from ...errors import ApiError, Errors
+from ...errors import ApiError, Error, Errors
 from ...messages import Request
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
-from ..classic.apis import INT32_MIN
 from ..group import STREAMS
 from ..modern.manager import ModernGroupManager
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from ..modern.records import (
     persisted_group,
     replay_group_metadata,
@@ -57,7 +58,7 @@ from .group import (
     target_value,
     topology_value,
 )
-from .member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MemberState, StreamsGroupMember
+from .member import MemberState, StreamsGroupMember
 from .reconciliation import reconcile
 from .tasks import EMPTY, TasksTuple, tasks_to_wire
 from .topology import (
@@ -199,21 +200,6 @@ class StreamsGroupManager(ModernGroupManager):
         fields.setdefault("groupType", STREAMS)
         result.emit(group_id, event, groupId=group_id, **fields)
 
-    def _state_changed(
-        self, result: CoordinatorResult, group: StreamsGroup, before: str | None, after: str, group_epoch: int
-    ) -> None:
-        """GroupStateChanged, with the state the result's records leave once replayed."""
-        if after != before:
-            self.event(
-                result,
-                group.group_id,
-                "GroupStateChanged",
-                fromState=before,
-                toState=after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=group.target_assignment_epoch,
-            )
-
     # ================================================================ StreamsGroupHeartbeat
     def streams_group_heartbeat(self, request: Request) -> CoordinatorResult:
         if not self.enabled():
@@ -340,6 +326,38 @@ class StreamsGroupManager(ModernGroupManager):
             group.shutdown_request_member_id = member_id
             events.append(("StreamsShutdownRequested", {"memberId": member_id}))
 
+        # 6. The events: the group's and member's, those the steps collected, and the state once
+        # the records are replayed, from what they hold.
+        self._heartbeat_events(
+            result, request, updated, reconciled, configured, events, is_new_group, is_new_member, bump
+        )
+        members_after = dict(members_before)
+        members_after[member_id] = reconciled
+        kept = None if is_new_group else configured  # see _forget_soft_state
+        state_after = derive_state(members_after.values(), group_topology, kept, group_epoch, target_epoch)
+        self.state_changed_event(result, group_id, state_before, state_after, group_epoch, target_epoch)
+
+        # 7. The response.
+        result.response = self._heartbeat_response(body, group, member, reconciled, members_before, configured, status)
+        if is_new_group:
+            _forget_soft_state(group)
+        return result
+
+    def _heartbeat_events(
+        self,
+        result: CoordinatorResult,
+        request: Request,
+        updated: StreamsGroupMember,
+        reconciled: StreamsGroupMember,
+        configured,
+        events: list[tuple[str, dict]],
+        is_new_group: bool,
+        is_new_member: bool,
+        bump: bool,
+    ) -> None:
+        """A heartbeat's events, into `result`: GroupCreated and MemberJoined, those the steps
+        collected (`events`), the member's assignment change, and the internal topics to create."""
+        group_id, member_id = request.body["groupId"], reconciled.member_id
         self.created_and_joined_events(
             result,
             group_id,
@@ -373,26 +391,6 @@ class StreamsGroupManager(ModernGroupManager):
                 "StreamsInternalTopicsMissing",
                 topics=[configured.internal_topics_to_create[n] for n in sorted(configured.internal_topics_to_create)],
             )
-        # The group's state once the records are replayed, from what they hold.
-        members_after = dict(members_before)
-        members_after[member_id] = reconciled
-        kept = None if is_new_group else configured  # see _forget_soft_state
-        state_after = derive_state(members_after.values(), group_topology, kept, group_epoch, target_epoch)
-        if state_after != state_before:
-            self.event(
-                result,
-                group_id,
-                "GroupStateChanged",
-                fromState=state_before,
-                toState=state_after,
-                groupEpoch=group_epoch,
-                assignmentEpoch=target_epoch,
-            )
-
-        result.response = self._heartbeat_response(body, group, member, reconciled, members_before, configured, status)
-        if is_new_group:
-            _forget_soft_state(group)
-        return result
 
     def _heartbeat_response(
         self,
@@ -653,7 +651,7 @@ class StreamsGroupManager(ModernGroupManager):
         after = derive_state(
             remaining, group.topology, group.configured_topology, group_epoch, group.target_assignment_epoch
         )
-        self._state_changed(result, group, before, after, group_epoch)
+        self.state_changed_event(result, group.group_id, before, after, group_epoch, group.target_assignment_epoch)
         return result
 
     # ================================================================ timers
@@ -678,22 +676,14 @@ class StreamsGroupManager(ModernGroupManager):
         result.cancel(rebalance_timer_key(group_id, member_id))
 
     def on_session_timeout(self, timer: Timer) -> CoordinatorResult | None:
-        group = self.c.groups.get(timer.payload["groupId"])
-        if not isinstance(group, StreamsGroup):
-            return None
-        member = group.members.get(timer.payload["memberId"])
-        if member is None:
-            return None
-        return self.fence_member(group, member, "MemberFenced", "the member session expired")
+        found = self.timer_member(timer)
+        return None if found is None else self.fence_member(*found, "MemberFenced", "the member session expired")
 
     def on_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
-        payload = timer.payload
-        group = self.c.groups.get(payload["groupId"])
-        if not isinstance(group, StreamsGroup):
+        found, payload = self.timer_member(timer, same_epoch=True), timer.payload
+        if found is None:
             return None
-        member = group.members.get(payload["memberId"])
-        if member is None or member.member_epoch != payload["memberEpoch"]:
-            return None
+        group, member = found
         return self.fence_member(
             group,
             member,
@@ -710,49 +700,39 @@ class StreamsGroupManager(ModernGroupManager):
     def streams_group_describe(self, request: Request) -> dict:
         if not self.enabled():
             raise ApiError(Errors.UNSUPPORTED_VERSION)
-        return self.describe_groups(
-            request.body,
-            lambda group_id, error, message: described_group(group_id, error, message=message),
-            self.describe,
-        )
+        return self.describe_groups(request.body, request.api_version)
 
-    def describe(self, group: StreamsGroup, operations: int = INT32_MIN) -> dict:
-        """StreamsGroup.asDescribedGroup."""
-        members = []
-        for member_id in sorted(group.members):
-            m = group.members[member_id]
-            target = group.target_assignment.get(member_id)
-            members.append(
-                {
-                    "memberId": m.member_id,
-                    "memberEpoch": m.member_epoch,
-                    "instanceId": m.instance_id,
-                    "rackId": m.rack_id,
-                    "clientId": m.client_id,
-                    "clientHost": m.client_host,
-                    "topologyEpoch": m.topology_epoch,
-                    "processId": m.process_id,
-                    "userEndpoint": None
-                    if m.user_endpoint is None
-                    else {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
-                    "clientTags": [{"key": k, "value": v} for k, v in m.client_tags],
-                    "taskOffsets": [],
-                    "taskEndOffsets": [],
-                    "assignment": m.assigned_tasks.to_wire(),
-                    "targetAssignment": (target or EMPTY).to_wire(),
-                    "isClassic": False,
-                }
-            )
+    @staticmethod
+    def member_order(member_id: str) -> str:
+        return member_id  # Python's string order
+
+    def described_group(self, version: int, group_id: str, error: Error | None = None, **fields: Any) -> dict:
+        return described_group(group_id, error, **fields)
+
+    def described_own(self, group: StreamsGroup) -> dict:
+        """StreamsGroup.asDescribedGroup's topology."""
         configured = group.configured_topology
-        return described_group(
-            group.group_id,
-            state=group.state,
-            group_epoch=group.group_epoch,
-            assignment_epoch=group.target_assignment_epoch,
-            topology=None if configured is None else configured.as_describe_topology(),
-            members=members,
-            authorized_operations=operations,
-        )
+        return {"topology": None if configured is None else configured.as_describe_topology()}
+
+    def described_member(self, version: int, group: StreamsGroup, m: StreamsGroupMember) -> dict:
+        """StreamsGroupMember.asStreamsGroupDescribeMember."""
+        return {
+            "memberId": m.member_id,
+            "memberEpoch": m.member_epoch,
+            "instanceId": m.instance_id,
+            "rackId": m.rack_id,
+            "clientId": m.client_id,
+            "clientHost": m.client_host,
+            "topologyEpoch": m.topology_epoch,
+            "processId": m.process_id,
+            "userEndpoint": m.user_endpoint_value(),
+            "clientTags": m.client_tags_value(),
+            "taskOffsets": [],
+            "taskEndOffsets": [],
+            "assignment": m.assigned_tasks.to_wire(),
+            "targetAssignment": (group.target_assignment.get(m.member_id) or EMPTY).to_wire(),
+            "isClassic": False,
+        }
 
     # ================================================================ replay and load
     def _persisted_group(self, group_id: str, create: bool) -> StreamsGroup | None:

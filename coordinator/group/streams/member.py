@@ -8,13 +8,11 @@ StreamsGroupCurrentMemberAssignment value (field names of the record JSON files)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
+from ..modern.member import ModernGroupMember
 from .tasks import EMPTY, TasksTuple
-
-LEAVE_GROUP_MEMBER_EPOCH = -1
-LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
 class MemberState(Enum):
@@ -34,10 +32,7 @@ class MemberState(Enum):
 
 
 @dataclass(frozen=True)
-class StreamsGroupMember:
-    member_id: str
-    member_epoch: int = 0
-    previous_member_epoch: int = -1
+class StreamsGroupMember(ModernGroupMember):
     state: MemberState = MemberState.STABLE
     instance_id: str | None = None
     rack_id: str | None = None
@@ -65,9 +60,6 @@ class StreamsGroupMember:
             client_host="",
         )
 
-    def replace(self, **changes) -> StreamsGroupMember:
-        return replace(self, **changes)
-
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_epoch
 
@@ -81,25 +73,31 @@ class StreamsGroupMember:
             "rebalanceTimeoutMs": self.rebalance_timeout_ms,
             "topologyEpoch": self.topology_epoch,
             "processId": self.process_id,
-            "userEndpoint": None
-            if self.user_endpoint is None
-            else {"host": self.user_endpoint[0], "port": self.user_endpoint[1]},
-            "clientTags": [{"key": k, "value": v} for k, v in self.client_tags],
+            "userEndpoint": self.user_endpoint_value(),
+            "clientTags": self.client_tags_value(),
         }
 
-    def with_metadata_value(self, v: Mapping) -> StreamsGroupMember:
+    def user_endpoint_value(self) -> dict | None:
+        """The user endpoint as the records and StreamsGroupDescribe carry it."""
+        return None if self.user_endpoint is None else {"host": self.user_endpoint[0], "port": self.user_endpoint[1]}
+
+    def client_tags_value(self) -> list[dict]:
+        return [{"key": k, "value": v} for k, v in self.client_tags]
+
+    @staticmethod
+    def metadata_fields(v: Mapping) -> dict:
         endpoint = v.get("userEndpoint")
-        return self.replace(
-            instance_id=v.get("instanceId"),
-            rack_id=v.get("rackId"),
-            client_id=v.get("clientId", ""),
-            client_host=v.get("clientHost", ""),
-            rebalance_timeout_ms=int(v.get("rebalanceTimeoutMs", -1)),
-            topology_epoch=int(v.get("topologyEpoch", -1)),
-            process_id=v.get("processId", ""),
-            user_endpoint=None if endpoint is None else (endpoint["host"], int(endpoint["port"])),
-            client_tags=tuple(sorted((t["key"], t["value"]) for t in v.get("clientTags") or [])),
-        )
+        return {
+            "instance_id": v.get("instanceId"),
+            "rack_id": v.get("rackId"),
+            "client_id": v.get("clientId", ""),
+            "client_host": v.get("clientHost", ""),
+            "rebalance_timeout_ms": int(v.get("rebalanceTimeoutMs", -1)),
+            "topology_epoch": int(v.get("topologyEpoch", -1)),
+            "process_id": v.get("processId", ""),
+            "user_endpoint": None if endpoint is None else (endpoint["host"], int(endpoint["port"])),
+            "client_tags": tuple(sorted((t["key"], t["value"]) for t in v.get("clientTags") or [])),
+        }
 
     def assignment_value(self) -> dict:
         return {
@@ -110,18 +108,12 @@ class StreamsGroupMember:
             **self.tasks_pending_revocation.to_wire("PendingRevocation"),
         }
 
-    def with_assignment_value(self, v: Mapping) -> StreamsGroupMember:
-        return self.replace(
-            member_epoch=int(v["memberEpoch"]),
-            previous_member_epoch=int(v["previousMemberEpoch"]),
-            state=MemberState.from_value(int(v["state"])),
-            assigned_tasks=TasksTuple.from_wire(v),
-            tasks_pending_revocation=TasksTuple.from_wire(v, "PendingRevocation"),
-        )
-
-    def to_json(self) -> dict:
-        return {"memberId": self.member_id, **self.metadata_value(), **self.assignment_value()}
-
-    @classmethod
-    def from_json(cls, data: Mapping) -> StreamsGroupMember:
-        return cls(data["memberId"]).with_metadata_value(data).with_assignment_value(data)
+    @staticmethod
+    def assignment_fields(v: Mapping) -> dict:
+        return {
+            "member_epoch": int(v["memberEpoch"]),
+            "previous_member_epoch": int(v["previousMemberEpoch"]),
+            "state": MemberState.from_value(int(v["state"])),
+            "assigned_tasks": TasksTuple.from_wire(v),
+            "tasks_pending_revocation": TasksTuple.from_wire(v, "PendingRevocation"),
+        }
