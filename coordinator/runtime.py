@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from . import authorization
 from .api import ApiSpec, lookup
 from .chunks import EMPTY_SOURCE, UNCHANGED, ChunkCorrupt, ChunkSource, OverlaySource, chunk_key
 from .component import Component, ComponentsBuilder, Partition
@@ -36,6 +37,7 @@ from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
 from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
+from .protocol.loader import shape
 from .records import parse_record_key
 from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
@@ -319,10 +321,19 @@ class PartitionRuntime:
         if problem is not None:
             self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body))
             return
-        if spec.routing_field is not None and not self.owns(request.body.get(spec.routing_field)):
-            self.respond(
-                request.reply, spec.error_response(request.api_version, request.body, Errors.NOT_COORDINATOR, None)
-            )
+        body, merge = request.body, None  # the request as sent: error answers are built from it
+        if request.principal is not None and not spec.internal:
+            # KafkaApis' authorisation, before the coordinator (coordinator/authorization.py).
+            verdict = authorization.check(self, spec, request)
+            if verdict is not None:
+                if verdict.response is not None:
+                    self.respond(request.reply, shape(spec.name + "Response", request.api_version, verdict.response))
+                    return
+                if verdict.body is not None:
+                    request.body = verdict.body
+                merge = verdict.merge
+        if spec.routing_field is not None and not self.owns(body.get(spec.routing_field)):
+            self.respond(request.reply, spec.error_response(request.api_version, body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))
         owner = self.components[spec.component]
@@ -346,9 +357,14 @@ class PartitionRuntime:
                     f"{spec.name} raised {e.error.name} after changing the partition's state: "
                     + "; ".join(changes)[:2000]
                 ) from e
-            body = spec.error_response(request.api_version, request.body, e.error, e.message)
-            self.respond(request.reply, body)
+            self.respond(request.reply, spec.error_response(request.api_version, body, e.error, e.message))
             return
+        if merge is not None:  # the denied items of an authorised request, into the handler's answer
+            if isinstance(result, CoordinatorResult):
+                if result.response is not None:
+                    result.response = shape(spec.name + "Response", request.api_version, merge(result.response))
+            elif result is not None:
+                result = shape(spec.name + "Response", request.api_version, merge(result))
         if isinstance(result, CoordinatorResult):
             self.apply(result, request.reply)
         elif result is not None:  # shorthand of a handler that changes nothing: its response body
