@@ -203,3 +203,63 @@ class AclSnapshot(Component):
 
     def rest_json(self):
         return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()
+
+
+class ParkedAuthorisations(Component):
+    """The authorised requests whose handler parked them (an answer comes in a later step: a
+    TxnOffsetCommit waiting for its transaction's verification, the share-group offsets admin and a
+    DeleteGroups asking the share coordinator's partitions): what their answer still needs from
+    the authorisation (denied items added, unauthorised topics left out) is worked out again from
+    the request as sent when the answer is sent (coordinator/authorization.py `answer_parked`).
+    Empty, and not stored, unless such a request is parked."""
+
+    name = "authz"
+
+    def __init__(self, partition):
+        super().__init__(partition)
+        self._fetch = None
+        self._parked: dict[str, dict] = {}
+        self._changed = False
+
+    def _loaded(self) -> dict[str, dict]:
+        if self._fetch is not None:
+            fetch, self._fetch = self._fetch, None
+            data = fetch()
+            self._parked = dict(data.get("parked", {})) if data else {}
+        return self._parked
+
+    @staticmethod
+    def key(reply) -> str:
+        return json.dumps([reply.api_key, reply.correlation_id, reply.client_id, reply.reply_to])
+
+    def park(self, reply, request: Request, body: dict) -> None:
+        self._loaded()[self.key(reply)] = {
+            "principal": request.principal,
+            "clientHost": request.client_host,
+            "body": body,
+        }
+        self._changed = True
+
+    def take(self, reply) -> dict | None:
+        parked = self._loaded()
+        if not parked:
+            return None
+        entry = parked.pop(self.key(reply), None)
+        if entry is not None:
+            self._changed = True
+        return entry
+
+    def to_json(self) -> dict:
+        return {"parked": self._loaded()} if self._loaded() else {}
+
+    def load_json(self, data: dict) -> None:
+        self._fetch = None
+        self._parked = dict(data.get("parked", {})) if data else {}
+        self._changed = True
+
+    def bind_rest(self, fetch) -> None:
+        self._fetch = fetch
+        self._changed = False
+
+    def rest_json(self):
+        return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()

@@ -31,8 +31,10 @@ from typing import Any
 from .acl import AclOperation as Op
 from .acl import Authorizer
 from .acl import ResourceType as RT
+from .api import lookup
 from .errors import Errors
 from .messages import Request
+from .protocol.loader import shape
 
 CLUSTER_NAME = "kafka-cluster"
 # AclEntry.supportedOperations(GROUP), for authorizedOperations (Utils.to32BitField of the codes).
@@ -582,6 +584,216 @@ def _streams_topics(body: dict) -> list[str]:
     return topics
 
 
+# ConfigResource.Type -> (the ACL resource it is authorised on, the error when denied)
+_CONFIG_RESOURCES = {
+    2: (RT.TOPIC, Errors.TOPIC_AUTHORIZATION_FAILED),
+    4: (RT.CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+    8: (RT.CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+    16: (RT.CLUSTER, Errors.CLUSTER_AUTHORIZATION_FAILED),
+    32: (RT.GROUP, Errors.GROUP_AUTHORIZATION_FAILED),
+}
+
+
+def _config_denied(ctx: Context, resource: dict, op: Op):
+    """The error of a config resource the principal may not describe / alter, or None."""
+    kind = _CONFIG_RESOURCES.get(resource["resourceType"])
+    if kind is None:
+        return None
+    rt, error = kind
+    if resource["resourceType"] == 8 and op == Op.ALTER_CONFIGS:
+        op = Op.CLUSTER_ACTION  # ControllerApis: a broker logger's change needs CLUSTER_ACTION
+    name = CLUSTER_NAME if rt == RT.CLUSTER else resource["resourceName"]
+    return None if ctx.allowed(op, rt, name) else error
+
+
+def _describe_configs(ctx: Context, body: dict) -> Verdict | None:
+    """ConfigHelper: DESCRIBE_CONFIGS per resource (GROUP on the group, TOPIC on the topic, the
+    cluster for broker ones); the denied resources answered after the others, with no configs."""
+    denied, allowed = [], []
+    for r in body["resources"]:
+        error = _config_denied(ctx, r, Op.DESCRIBE_CONFIGS)
+        if error is None:
+            allowed.append(r)
+        else:
+            denied.append(
+                {
+                    "errorCode": error.code,
+                    "errorMessage": error.message,
+                    "resourceType": r["resourceType"],
+                    "resourceName": r["resourceName"],
+                    "configs": [],
+                }
+            )
+    if not denied:
+        return None
+    if not allowed:
+        return Verdict(response={"throttleTimeMs": 0, "results": denied})
+
+    def merge(response: dict) -> dict:
+        response["results"] = response.get("results", []) + denied
+        return response
+
+    return Verdict(body={**body, "resources": allowed}, merge=merge)
+
+
+def _incremental_alter_configs(ctx: Context, body: dict) -> Verdict | None:
+    """ControllerApis.authorizeAlterResource: ALTER_CONFIGS per resource; the denied resources
+    answered first, with the error's default message."""
+    denied, allowed = [], []
+    for r in body["resources"]:
+        error = _config_denied(ctx, r, Op.ALTER_CONFIGS)
+        if error is None:
+            allowed.append(r)
+        else:
+            denied.append(
+                {
+                    "errorCode": error.code,
+                    "errorMessage": error.message,
+                    "resourceType": r["resourceType"],
+                    "resourceName": r["resourceName"],
+                }
+            )
+    if not denied:
+        return None
+    if not allowed:
+        return Verdict(response={"throttleTimeMs": 0, "responses": denied})
+
+    def merge(response: dict) -> dict:
+        response["responses"] = denied + response.get("responses", [])
+        return response
+
+    return Verdict(body={**body, "resources": allowed}, merge=merge)
+
+
+def _describe_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:
+    """Per group DESCRIBE (GROUP_AUTHORIZATION_FAILED in its entry); listed topics without DESCRIBE
+    answered TOPIC_AUTHORIZATION_FAILED after the coordinator's, all topics: only the described."""
+    plan: list[tuple[str, Any]] = []
+    asked = []
+    changed = False
+    for g in body["groups"]:
+        if not ctx.allowed(Op.DESCRIBE, RT.GROUP, g["groupId"]):
+            plan.append(("denied", {"groupId": g["groupId"], "errorCode": Errors.GROUP_AUTHORIZATION_FAILED.code}))
+            changed = True
+            continue
+        if g["topics"] is None:
+            plan.append(("all", None))
+            asked.append(g)
+            changed = True
+            continue
+        keep, errors = [], []
+        for t in g["topics"]:
+            if ctx.allowed(Op.DESCRIBE, RT.TOPIC, t["topicName"]):
+                keep.append(t)
+            else:
+                errors.append(
+                    {
+                        "topicName": t["topicName"],
+                        "topicId": (ctx.metadata.topic_id(t["topicName"]) if ctx.metadata else None)
+                        or "AAAAAAAAAAAAAAAAAAAAAA",
+                        "partitions": [
+                            {
+                                "partitionIndex": p,
+                                "startOffset": -1,
+                                "leaderEpoch": -1,
+                                "errorCode": Errors.TOPIC_AUTHORIZATION_FAILED.code,
+                                "errorMessage": Errors.TOPIC_AUTHORIZATION_FAILED.message,
+                            }
+                            for p in t["partitions"]
+                        ],
+                    }
+                )
+        changed = changed or bool(errors)
+        plan.append(("ask", errors))
+        asked.append({**g, "topics": keep})
+    if not changed:
+        return None
+
+    def merge(response: dict) -> dict:
+        out, it = [], iter(response.get("groups", []))
+        for kind, extra in plan:
+            if kind == "denied":
+                out.append(extra)
+                continue
+            g = next(it, None)
+            if g is None:
+                continue
+            if g.get("errorCode", 0) == 0:
+                if kind == "all":
+                    g["topics"] = [t for t in g["topics"] if ctx.allowed(Op.DESCRIBE, RT.TOPIC, t["topicName"])]
+                else:
+                    g["topics"] = g["topics"] + extra
+            out.append(g)
+        response["groups"] = out
+        return response
+
+    if not asked:
+        return Verdict(response=merge({"throttleTimeMs": 0, "groups": []}))
+    return Verdict(body={**body, "groups": asked}, merge=merge)
+
+
+def _alter_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:
+    """READ on the group (the whole answer), then READ per topic: TOPIC_AUTHORIZATION_FAILED on
+    each partition of a denied topic, merged before the coordinator's answer."""
+    if not ctx.allowed(Op.READ, RT.GROUP, body["groupId"]):
+        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED)
+    denied = [t for t in body["topics"] if not ctx.allowed(Op.READ, RT.TOPIC, t["topicName"])]
+    if not denied:
+        return None
+    error = Errors.TOPIC_AUTHORIZATION_FAILED
+    answers = [
+        {
+            "topicName": t["topicName"],
+            "topicId": (ctx.metadata.topic_id(t["topicName"]) if ctx.metadata else None) or "AAAAAAAAAAAAAAAAAAAAAA",
+            "partitions": [
+                {"partitionIndex": p["partitionIndex"], "errorCode": error.code, "errorMessage": error.message}
+                for p in t["partitions"]
+            ],
+        }
+        for t in denied
+    ]
+    allowed = [t for t in body["topics"] if t not in denied]
+
+    def merge(response: dict) -> dict:
+        if response.get("errorCode", 0) == 0:
+            response["responses"] = answers + response.get("responses", [])
+        return response
+
+    if not allowed:
+        return Verdict(response={"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": answers})
+    return Verdict(body={**body, "topics": allowed}, merge=merge)
+
+
+def _delete_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:
+    """DELETE on the group (the whole answer), then READ per topic: TOPIC_AUTHORIZATION_FAILED for a
+    denied topic, before the coordinator's answers."""
+    if not ctx.allowed(Op.DELETE, RT.GROUP, body["groupId"]):
+        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED)
+    denied = [t for t in body["topics"] if not ctx.allowed(Op.READ, RT.TOPIC, t["topicName"])]
+    if not denied:
+        return None
+    error = Errors.TOPIC_AUTHORIZATION_FAILED
+    answers = [
+        {
+            "topicName": t["topicName"],
+            "topicId": "AAAAAAAAAAAAAAAAAAAAAA",
+            "errorCode": error.code,
+            "errorMessage": error.message,
+        }
+        for t in denied
+    ]
+    allowed = [t for t in body["topics"] if t not in denied]
+
+    def merge(response: dict) -> dict:
+        if response.get("errorCode", 0) == 0:
+            response["responses"] = answers + response.get("responses", [])
+        return response
+
+    if not allowed:
+        return Verdict(response={"throttleTimeMs": 0, "errorCode": 0, "errorMessage": None, "responses": answers})
+    return Verdict(body={**body, "topics": allowed}, merge=merge)
+
+
 CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
     "FindCoordinator": _find_coordinator,
     "JoinGroup": _group(Op.READ),
@@ -613,6 +825,11 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
     "WriteShareGroupState": _cluster_action,
     "DeleteShareGroupState": _cluster_action,
     "ReadShareGroupStateSummary": _cluster_action,
+    "DescribeShareGroupOffsets": _describe_share_group_offsets,
+    "AlterShareGroupOffsets": _alter_share_group_offsets,
+    "DeleteShareGroupOffsets": _delete_share_group_offsets,
+    "DescribeConfigs": _describe_configs,
+    "IncrementalAlterConfigs": _incremental_alter_configs,
 }
 
 
@@ -634,3 +851,34 @@ def check(partition, spec, request: Request) -> Verdict | None:
     if fn is None:
         return None
     return fn(Context(authorizer, request, spec, partition.components.get("metadata")), request.body)
+
+
+def park(partition, request: Request, body: dict) -> None:
+    """An authorised request with a merge pending was parked by its handler: keep what its answer
+    needs (`answer_parked`)."""
+    parked = partition.components.get("authz")
+    if parked is not None:
+        parked.park(request.reply, request, body)
+
+
+def answer_parked(partition, reply, body: dict) -> dict:
+    """A parked request's answer, with what its authorisation adds (the denied items, the topics
+    left out), worked out again from the request as sent (with the ACLs of now)."""
+    parked = partition.components.get("authz")
+    entry = parked.take(reply) if parked is not None else None
+    if entry is None:
+        return body
+    spec = lookup(reply.api_key)
+    if spec is None:
+        return body
+    request = Request(
+        reply=reply,
+        body=entry["body"],
+        time_ms=partition.clock_ms,
+        client_host=entry["clientHost"],
+        principal=entry["principal"],
+    )
+    verdict = check(partition, spec, request)
+    if verdict is None or verdict.merge is None:
+        return body
+    return shape(spec.name + "Response", reply.api_version, verdict.merge(body))

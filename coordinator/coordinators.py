@@ -6,7 +6,7 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
-from .acl_state import AclSnapshot
+from .acl_state import AclSnapshot, ParkedAuthorisations
 from .channel import InternalChannel
 from .component import Component, Partition
 from .find_coordinator import FindCoordinator
@@ -36,6 +36,7 @@ def build_components(partition: Partition) -> dict[str, Component]:
         Metrics.name: Metrics(partition, groups, transactions),
         InternalChannel.name: InternalChannel(partition),
         AclSnapshot.name: AclSnapshot(partition),
+        ParkedAuthorisations.name: ParkedAuthorisations(partition),
     }
 
 

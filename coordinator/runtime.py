@@ -363,6 +363,8 @@ class PartitionRuntime:
             if isinstance(result, CoordinatorResult):
                 if result.response is not None:
                     result.response = shape(spec.name + "Response", request.api_version, merge(result.response))
+                else:  # parked: merged when its answer is sent (authorization.answer_parked)
+                    authorization.park(self, request, body)
             elif result is not None:
                 result = shape(spec.name + "Response", request.api_version, merge(result))
         if isinstance(result, CoordinatorResult):
@@ -391,7 +393,7 @@ class PartitionRuntime:
         for e in result.events:
             self.emit_event(e.key, e.event, **e.fields)
         for r in result.replies:
-            self.respond(r.reply, r.body)
+            self.respond(r.reply, authorization.answer_parked(self, r.reply, r.body))
         if result.requests:
             out.requests.extend(result.requests)
         if result.data:

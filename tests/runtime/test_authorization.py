@@ -447,3 +447,153 @@ def test_share_state_apis_need_cluster_action():
     }
     r = send(d, "ReadShareGroupStateSummary", 0, body)
     assert r["results"][0]["partitions"][0]["errorCode"] == Errors.CLUSTER_AUTHORIZATION_FAILED.code
+
+
+def test_share_group_offsets_admin_authorization():
+    d = driver([allow(GROUP_RT, "g", DESCRIBE), allow(TOPIC_RT, "t", DESCRIBE)])
+    body = {"groups": [{"groupId": "h", "topics": None}]}
+    r = send(d, "DescribeShareGroupOffsets", 0, body)
+    assert [(g["groupId"], g["errorCode"]) for g in r["groups"]] == [("h", Errors.GROUP_AUTHORIZATION_FAILED.code)]
+    alter = {"groupId": "g", "topics": [{"topicName": "t", "partitions": [{"partitionIndex": 0, "startOffset": 0}]}]}
+    assert send(d, "AlterShareGroupOffsets", 0, alter)["errorCode"] == Errors.GROUP_AUTHORIZATION_FAILED.code
+    delete = {"groupId": "g", "topics": [{"topicName": "secret"}]}
+    assert send(d, "DeleteShareGroupOffsets", 0, delete)["errorCode"] == Errors.GROUP_AUTHORIZATION_FAILED.code
+    publish(d, [allow(GROUP_RT, "g", DELETE), allow(GROUP_RT, "g", READ)], 1)
+    r = send(d, "DeleteShareGroupOffsets", 0, delete)
+    assert r["errorCode"] == 0 and [(t["topicName"], t["errorCode"]) for t in r["responses"]] == [
+        ("secret", Errors.TOPIC_AUTHORIZATION_FAILED.code)
+    ]
+    r = send(d, "AlterShareGroupOffsets", 0, {**alter, "topics": [{**alter["topics"][0], "topicName": "secret"}]})
+    assert r["errorCode"] == 0
+    assert r["responses"][0]["partitions"][0]["errorCode"] == Errors.TOPIC_AUTHORIZATION_FAILED.code
+
+
+def test_describe_configs_and_incremental_alter_configs_of_groups():
+    d = driver([allow(GROUP_RT, "g", 11)])  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+    describe = {
+        "resources": [
+            {"resourceType": 32, "resourceName": "g", "configurationKeys": None},
+            {"resourceType": 32, "resourceName": "h", "configurationKeys": None},
+        ],
+        "includeSynonyms": False,
+        "includeDocumentation": False,
+    }
+    r = send(d, "DescribeConfigs", 4, describe)
+    assert [(x["resourceName"], x["errorCode"]) for x in r["results"]] == [
+        ("g", 0),
+        ("h", Errors.GROUP_AUTHORIZATION_FAILED.code),
+    ]
+    assert r["results"][1]["errorMessage"] == "Group authorization failed." and r["results"][1]["configs"] == []
+    alter = {
+        "resources": [
+            {
+                "resourceType": 32,
+                "resourceName": n,
+                "configs": [{"name": "consumer.session.timeout.ms", "configOperation": 0, "value": "45000"}],
+            }
+            for n in ("h", "g")
+        ],
+        "validateOnly": False,
+    }
+    r = send(d, "IncrementalAlterConfigs", 1, alter)
+    assert [(x["resourceName"], x["errorCode"]) for x in r["responses"]] == [
+        ("h", Errors.GROUP_AUTHORIZATION_FAILED.code),
+        ("g", 0),
+    ]
+
+
+def test_share_and_streams_group_describe_per_group():
+    d = driver([allow(GROUP_RT, "g", DESCRIBE)])
+    for api in ("ShareGroupDescribe", "StreamsGroupDescribe"):
+        version = 1 if api == "ShareGroupDescribe" else 0
+        r = send(d, api, version, {"groupIds": ["h", "g"], "includeAuthorizedOperations": False})
+        assert [(g["groupId"], g["errorCode"]) for g in r["groups"]] == [
+            ("h", Errors.GROUP_AUTHORIZATION_FAILED.code),
+            ("g", Errors.GROUP_ID_NOT_FOUND.code),
+        ], api
+
+
+def test_streams_group_heartbeat_topic_authorization_failed():
+    topology = {
+        "epoch": 1,
+        "subtopologies": [
+            {
+                "subtopologyId": "0",
+                "sourceTopics": ["secret"],
+                "sourceTopicRegex": [],
+                "stateChangelogTopics": [],
+                "repartitionSinkTopics": [],
+                "repartitionSourceTopics": [],
+                "copartitionGroups": [],
+            }
+        ],
+    }
+    hb = {
+        "groupId": "g",
+        "memberId": "m",
+        "memberEpoch": 0,
+        "endpointInformationEpoch": 0,
+        "instanceId": None,
+        "rackId": None,
+        "rebalanceTimeoutMs": 5000,
+        "topology": topology,
+        "activeTasks": [],
+        "standbyTasks": [],
+        "warmupTasks": [],
+        "processId": "p",
+        "userEndpoint": None,
+        "clientTags": [],
+        "taskOffsets": [],
+        "taskEndOffsets": [],
+        "shutdownApplication": False,
+    }
+    d = driver([allow(GROUP_RT, "g", READ)])
+    assert send(d, "StreamsGroupHeartbeat", 0, hb)["errorCode"] == Errors.TOPIC_AUTHORIZATION_FAILED.code
+
+
+def test_a_parked_txn_offset_commit_answers_its_denied_topics_too():
+    from coordinator import coordinator_partition
+    from coordinator.routing import key_for_partition
+
+    group_partition = coordinator_partition("g", 50)
+    tid = key_for_partition((group_partition + 1) % 50, 50, prefix="tx-")
+    d = driver([allow(TXN_RT, tid, WRITE), allow(GROUP_RT, "g", READ), allow(TOPIC_RT, "t", READ)])
+    part = {"partitionIndex": 0, "committedOffset": 1, "committedLeaderEpoch": -1, "committedMetadata": ""}
+    body = {
+        "transactionalId": tid,
+        "groupId": "g",
+        "producerId": 7,
+        "producerEpoch": 0,
+        "generationId": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [{"name": "t", "partitions": [part]}, {"name": "secret", "partitions": [part]}],
+    }
+    assert send(d, "TxnOffsetCommit", 4, body) is None  # parked: the transaction's partition is asked
+    cid = d.last_cid
+    [(key, question)] = [(k, e) for k, e in d.internal_requests if e["apiKey"] == "TxnVerification"]
+    answer = {
+        "apiKey": "TxnVerificationResult",
+        "apiVersion": 0,
+        "correlationId": 1,
+        "clientId": "x",
+        "request": {"verificationId": question["request"]["verificationId"], "transactionalId": tid, "errorCode": 0},
+    }
+    import json
+
+    d.send_raw(
+        json.dumps(answer).encode(), key="g", internal=True, stamp=(f"partition-{(group_partition + 1) % 50}", 1, 0)
+    )
+    r = d.response(cid)
+    assert {t["name"]: t["partitions"][0]["errorCode"] for t in r["topics"]} == {
+        "secret": Errors.TOPIC_AUTHORIZATION_FAILED.code,
+        "t": 0,
+    }
+    assert d.component("authz").to_json() == {}  # nothing left parked
+
+
+def test_every_client_api_has_a_check():
+    from coordinator.authorization import CHECKS
+    from coordinator.protocol.table import API_TABLE
+
+    assert sorted(s.name for s in API_TABLE if not s.internal and s.name not in CHECKS) == []
