@@ -6,6 +6,7 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
+from . import authorization
 from .acl_state import AclSnapshot, ParkedAuthorisations
 from .channel import InternalChannel
 from .component import Component, Partition
@@ -44,3 +45,7 @@ class CoordinatorPartition(PartitionRuntime):
     """A coordinator partition of the service: the runtime given these coordinators."""
 
     build_components = staticmethod(build_components)
+    # KafkaApis' checks before the coordinators (coordinator/authorization.py).
+    authorize = authorization.check
+    park_authorized = authorization.park
+    answer_parked = authorization.answer_parked
