@@ -37,6 +37,8 @@ from .messages import Request
 from .protocol.loader import shape
 
 CLUSTER_NAME = "kafka-cluster"
+# Topic.isInternal
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 # AclEntry.supportedOperations(GROUP), for authorizedOperations (Utils.to32BitField of the codes).
 GROUP_OPERATIONS = (Op.READ, Op.DESCRIBE, Op.DELETE, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS)
 NOT_READY_MESSAGE = "the coordinator has not received the broker's ACLs yet (authorizer not ready); retry"
@@ -484,7 +486,10 @@ def _add_partitions_to_txn(ctx: Context, body: dict) -> Verdict | None:
     if not ctx.allowed(Op.WRITE, RT.TRANSACTIONAL_ID, body["v3AndBelowTransactionalId"]):
         return ctx.error(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     topics = body["v3AndBelowTopics"]
-    denied = {t["name"] for t in topics if not ctx.allowed(Op.WRITE, RT.TOPIC, t["name"])}
+    # Kafka authorises only the non-internal topics: an internal one is never authorised.
+    denied = {
+        t["name"] for t in topics if t["name"] in INTERNAL_TOPICS or not ctx.allowed(Op.WRITE, RT.TOPIC, t["name"])
+    }
     if not denied:
         return None
     metadata = ctx.request_metadata()
@@ -517,17 +522,8 @@ def _describe_transactions(ctx: Context, body: dict) -> Verdict | None:
     ids = body["transactionalIds"]
     denied = {t for t in ids if not ctx.allowed(Op.DESCRIBE, RT.TRANSACTIONAL_ID, t)}
 
-    def entry(txn_id: str) -> dict:
-        return {
-            "errorCode": Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code,
-            "transactionalId": txn_id,
-            "transactionState": "",
-            "transactionTimeoutMs": 0,
-            "transactionStartTimeMs": -1,
-            "producerId": -1,
-            "producerEpoch": -1,
-            "topics": [],
-        }
+    def entry(txn_id: str) -> dict:  # the other fields: the message's defaults, as Kafka's
+        return {"errorCode": Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code, "transactionalId": txn_id}
 
     allowed = [t for t in ids if t not in denied]
 
@@ -535,7 +531,7 @@ def _describe_transactions(ctx: Context, body: dict) -> Verdict | None:
         found = iter(response.get("transactionStates", []))
         states = [entry(t) if t in denied else next(found) for t in ids]
         for s in states:
-            s["topics"] = [t for t in s.get("topics", []) if ctx.allowed(Op.DESCRIBE, RT.TOPIC, t["topic"])]
+            s["topics"] = [t for t in s.get("topics") or [] if ctx.allowed(Op.DESCRIBE, RT.TOPIC, t["topic"])]
         response["transactionStates"] = states
         return response
 
@@ -736,7 +732,8 @@ def _alter_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:
     """READ on the group (the whole answer), then READ per topic: TOPIC_AUTHORIZATION_FAILED on
     each partition of a denied topic, merged before the coordinator's answer."""
     if not ctx.allowed(Op.READ, RT.GROUP, body["groupId"]):
-        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED)
+        # AlterShareGroupOffsetsRequest.getErrorResponse: the error's default message too.
+        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED.message)
     denied = [t for t in body["topics"] if not ctx.allowed(Op.READ, RT.TOPIC, t["topicName"])]
     if not denied:
         return None
@@ -768,7 +765,7 @@ def _delete_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:
     """DELETE on the group (the whole answer), then READ per topic: TOPIC_AUTHORIZATION_FAILED for a
     denied topic, before the coordinator's answers."""
     if not ctx.allowed(Op.DELETE, RT.GROUP, body["groupId"]):
-        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED)
+        return ctx.error(Errors.GROUP_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED.message)
     denied = [t for t in body["topics"] if not ctx.allowed(Op.READ, RT.TOPIC, t["topicName"])]
     if not denied:
         return None

@@ -597,3 +597,42 @@ def test_every_client_api_has_a_check():
     from coordinator.protocol.table import API_TABLE
 
     assert sorted(s.name for s in API_TABLE if not s.internal and s.name not in CHECKS) == []
+
+
+def test_describe_transactions_leaves_out_topics_the_principal_may_not_describe():
+    d = driver([allow(TXN_RT, TX, DESCRIBE), allow(TOPIC_RT, "t", DESCRIBE)], group=TX)
+    pid, epoch = begin(d)
+    add = {
+        "v3AndBelowTransactionalId": TX,
+        "v3AndBelowProducerId": pid,
+        "v3AndBelowProducerEpoch": epoch,
+        "v3AndBelowTopics": [{"name": "t", "partitions": [0]}, {"name": "secret", "partitions": [1]}],
+    }
+    send(d, "AddPartitionsToTxn", 3, add, principal=None)
+    [state] = send(d, "DescribeTransactions", 0, {"transactionalIds": [TX]})["transactionStates"]
+    assert state["errorCode"] == 0 and [t["topic"] for t in state["topics"]] == ["t"]
+    [state] = send(d, "DescribeTransactions", 0, {"transactionalIds": [TX]}, principal=None)["transactionStates"]
+    assert sorted(t["topic"] for t in state["topics"]) == ["secret", "t"]
+
+
+def test_add_partitions_to_txn_internal_topic_is_never_authorised():
+    d = driver([allow(TXN_RT, TX, WRITE), allow(TOPIC_RT, "*", WRITE)], group=TX)
+    pid, epoch = begin(d)
+    add = {
+        "v3AndBelowTransactionalId": TX,
+        "v3AndBelowProducerId": pid,
+        "v3AndBelowProducerEpoch": epoch,
+        "v3AndBelowTopics": [{"name": "__consumer_offsets", "partitions": [0]}],
+    }
+    r = send(d, "AddPartitionsToTxn", 3, add)
+    code = r["resultsByTopicV3AndBelow"][0]["resultsByPartition"][0]["partitionErrorCode"]
+    assert code == Errors.TOPIC_AUTHORIZATION_FAILED.code
+
+
+def test_share_group_offsets_whole_errors_carry_the_default_message():
+    d = driver([])
+    r = send(d, "DeleteShareGroupOffsets", 0, {"groupId": "g", "topics": [{"topicName": "t"}]})
+    assert (r["errorCode"], r["errorMessage"]) == (
+        Errors.GROUP_AUTHORIZATION_FAILED.code,
+        "Group authorization failed.",
+    )
