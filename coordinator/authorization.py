@@ -830,11 +830,9 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
 }
 
 
-def check(partition, spec, request: Request) -> Verdict | None:
-    """None if `request` (which names a principal) may go to its handler as it is, else a Verdict."""
-    acls = partition.components.get("acls")
-    if acls is None:  # a partition built without the ACL component (some tests)
-        return None
+def check(acls, metadata, spec, request: Request) -> Verdict | None:
+    """None if `request` (which names a principal) may go to its handler as it is, else a Verdict.
+    `acls`: the partition's ACL snapshot (coordinator/acl_state.py), `metadata` its topics."""
     authorizer = acls.authorizer()
     if authorizer is None:
         return Verdict(
@@ -847,22 +845,13 @@ def check(partition, spec, request: Request) -> Verdict | None:
     fn = CHECKS.get(spec.name)
     if fn is None:
         return None
-    return fn(Context(authorizer, request, spec, partition.components.get("metadata")), request.body)
+    return fn(Context(authorizer, request, spec, metadata), request.body)
 
 
-def park(partition, request: Request, body: dict) -> None:
-    """An authorised request with a merge pending was parked by its handler: keep what its answer
-    needs (`answer_parked`)."""
-    parked = partition.components.get("authz")
-    if parked is not None:
-        parked.park(request.reply, request, body)
-
-
-def answer_parked(partition, reply, body: dict) -> dict:
+def answer_parked(acls, metadata, reply, body: dict) -> dict:
     """A parked request's answer, with what its authorisation adds (the denied items, the topics
     left out), worked out again from the request as sent (with the ACLs of now)."""
-    parked = partition.components.get("authz")
-    entry = parked.take(reply) if parked is not None else None
+    entry = acls.take_parked(reply)
     if entry is None:
         return body
     spec = lookup(reply.api_key)
@@ -871,11 +860,11 @@ def answer_parked(partition, reply, body: dict) -> dict:
     request = Request(
         reply=reply,
         body=entry["body"],
-        time_ms=partition.clock_ms,
+        time_ms=0,
         client_host=entry["clientHost"],
         principal=entry["principal"],
     )
-    verdict = check(partition, spec, request)
+    verdict = check(acls, metadata, spec, request)
     if verdict is None or verdict.merge is None:
         return body
     return shape(spec.name + "Response", reply.api_version, verdict.merge(body))
