@@ -301,6 +301,11 @@ def test_authorize_by_resource_type_rules():
     assert not may(az([allow(TOPIC_RT, "t", WRITE), allow(TOPIC_RT, "*", WRITE, perm=2)]))  # wildcard deny
     assert may(az([allow(TOPIC_RT, "t", WRITE), allow(TOPIC_RT, "u", WRITE, perm=2)]))
     assert may(az([allow(TOPIC_RT, "t", 2)]))  # ALL
+    # Kafka's first step, authorize() on the resource "hardcode": an ALLOW on a prefix of it, or
+    # allow-everyone when no ACL matches it (ACLs of other topics do not count).
+    assert may(az([allow(TOPIC_RT, "hard", WRITE, pt=4)]))
+    assert may(az([allow(TOPIC_RT, "t", READ, principal="User:bob")], allow=True))
+    assert not may(az([allow(TOPIC_RT, "h", READ, pt=4, principal="User:bob")], allow=True))
 
 
 def begin(d: CoreDriver) -> tuple[int, int]:
