@@ -162,7 +162,7 @@ def _cluster_action(ctx: Context, body: dict) -> Verdict | None:
 def _find_coordinator(ctx: Context, body: dict) -> Verdict | None:
     """getCoordinator: DESCRIBE on the group (key type 0) or transactional id (1); a share key (2)
     needs CLUSTER_ACTION (a thrown ClusterAuthorizationException: the whole answer)."""
-    key_type, version = body["keyType"], ctx.request.api_version
+    key_type, version = body.get("keyType", 0), ctx.request.api_version  # v0: groups only
     if key_type == 2:
         return _cluster_action(ctx, body)
     if key_type not in (0, 1):
@@ -207,7 +207,7 @@ def _topic_partitions(name_key: str = "name", partitions_key: str = "partitions"
             }
             for p in topic[partitions_key]
         ]
-        out = {name_key: topic[name_key], "partitions": parts}
+        out = {name_key: topic.get(name_key) or "", "partitions": parts}
         if "topicId" in topic:
             out["topicId"] = topic["topicId"]
         return out
