@@ -9,11 +9,12 @@ certificates (deploy/certs.py) and a single-node KRaft broker with
   super user: only the service should reach it) and the controller listener (PLAINTEXT).
 
 Users (`USERS`): PLAIN's are in the listener's JAAS line; SCRAM's are created when the storage is
-formatted (`kafka-storage format --add-scram`). It writes `DIR/gateway.toml`, the `[gateway]`
-settings of a SASL_SSL gateway in front of it (`python -m gateway --config DIR/gateway.toml`, with
-`[kafka]` and `[topics]` of your own config), and `DIR/service.toml`, the service's (`[security]`:
-the coordinator APIs authorised with the broker's ACLs, read over SASL_SSL as admin; `[gateway]
-principal_key_file`). docs/operations.md walks through a secured run.
+formatted (`kafka-storage format --add-scram`). It writes two configuration files:
+`DIR/service.toml` for the service (`run_stream.py --config DIR/service.toml`: this broker, its
+topics with one replica, `[security]`: the coordinator APIs authorised with the broker's ACLs, read
+over SASL_SSL as admin, and `[gateway] principal_key_file`) and `DIR/gateway.toml`, the same with
+the `[gateway]` settings of a SASL_SSL gateway in front of the broker (`python -m gateway --config
+DIR/gateway.toml`). docs/operations.md walks through a secured run.
 For local use: the passwords are fixed and in the files.
 """
 
@@ -136,15 +137,24 @@ def main(argv: list[str] | None = None) -> int:
     broker = secured_broker(directory / "kafka", args.port, args.sasl_port, args.port + 1, certs)
     if args.action == "start":
         broker.start()
-        toml = directory / "gateway.toml"
-        toml.write_text(toml_tables({"gateway": gateway_settings(certs, args.sasl_port, key)}))
+        # whole configuration files: the service's, and the gateway's (the same, and its [gateway] settings)
+        settings = {
+            "kafka": {"bootstrap_servers": broker.bootstrap},
+            "topics": {"replication_factor": 1, "min_insync_replicas": 1},  # one broker
+            "redis": {"enabled": False},  # no read model (deploy/run-local.sh starts a Redis for one)
+            **service_settings(certs, args.sasl_port, key),
+        }
         service = directory / "service.toml"
-        service.write_text(toml_tables(service_settings(certs, args.sasl_port, key)))
+        service.write_text(toml_tables(settings))
+        settings["gateway"] = {**settings["gateway"], **gateway_settings(certs, args.sasl_port, key)}
+        toml = directory / "gateway.toml"
+        toml.write_text(toml_tables(settings))
         for written in (toml, service):
             written.chmod(0o600)  # passwords
         print(
             f"Kafka broker up: SASL_SSL 127.0.0.1:{args.sasl_port} (users {', '.join(USERS)}; CA {certs / 'ca.pem'}), "
-            f"PLAINTEXT {broker.bootstrap} for the service; gateway settings {toml}, service settings {service}"
+            f"PLAINTEXT {broker.bootstrap} for the service; run_stream.py --config {service}, "
+            f"python -m gateway --config {toml}"
         )
     elif args.action == "stop":
         broker.stop()
