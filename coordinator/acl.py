@@ -13,8 +13,9 @@ A request's principal may perform an operation on a resource when:
 - none applicable: denied if the resource has any ACL at all (for anyone), otherwise the default
   (`allow.everyone.if.no.acl.found`, false: denied).
 
-The ACLs are the broker's own (read with DescribeAcls). This module only evaluates them: it is
-not wired to the coordinator APIs yet (docs/protocol.md).
+The ACLs are the broker's own (read with DescribeAcls and published to the coordinator partitions
+by `UpdateAcls`: coordinator/acl_state.py); coordinator/authorization.py applies them to the
+coordinator APIs (docs/protocol.md, *Authorisation*).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class AclOperation(enum.IntEnum):
     IDEMPOTENT_WRITE = 12
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15
 
 
 class AclPermissionType(enum.IntEnum):

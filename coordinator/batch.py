@@ -202,19 +202,20 @@ def _apply(
             _answer_crashed(partition, rec, t, max_bytes, poisoned[ident])
             continue
         try:
-            partition.handle(
-                parse_request(
-                    rec.value,
-                    key=rec.key,
-                    time_ms=t,
-                    source=(rec.partition, rec.offset),
-                    max_bytes=max_bytes,
-                    value_size=rec.value_size,
-                    internal=rec.internal,
-                    key_valid=rec.key_valid,
-                    principal_verified=rec.principal_verified,
-                )
+            item = parse_request(
+                rec.value,
+                key=rec.key,
+                time_ms=t,
+                source=(rec.partition, rec.offset),
+                max_bytes=max_bytes,
+                value_size=rec.value_size,
+                internal=rec.internal,
+                key_valid=rec.key_valid,
+                principal_verified=rec.principal_verified,
             )
+            if rec.stamp is not None and isinstance(item, Request):
+                item.publisher = rec.stamp[0]
+            partition.handle(item)
         except ChunkCorrupt:
             raise
         except Exception as e:  # noqa: BLE001 - a bug in parsing or in a handler

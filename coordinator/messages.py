@@ -47,6 +47,9 @@ class Request:
     # the request and signs it (the envelope's `principal`, taken only from a record whose
     # coordinator-principal-mac verifies); None on the JSON path, which has no authentication.
     principal: str | None = None
+    # The publisher of an internal record's stamp (coordinator/channel.py), e.g. "acl-publisher";
+    # None for a client's record or an unstamped internal one. Set by the batch, never stored.
+    publisher: str | None = None
 
     @property
     def api_key(self) -> str:

@@ -36,6 +36,7 @@ from .config import CoordinatorConfig
 from .envelope import Rejection
 from .errors import ApiError, Errors
 from .messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Request, Response, StateRecord
+from .protocol.loader import shape
 from .records import parse_record_key
 from .result import Cancel, CoordinatorResult, Defer, Schedule
 from .routing import coordinator_partition
@@ -72,6 +73,15 @@ class PartitionRuntime:
 
     # Component classes added after the coordinators (tests plug in components of their own).
     extra_components: tuple[type[Component], ...] = ()
+
+    # KafkaApis' authorisation before dispatch, given by the wiring (coordinators.py binds
+    # coordinator/authorization.py's): `authorize(partition, spec, request)` -> None or a verdict
+    # (response / body / merge); `park_authorized(partition, request, body)` keeps a parked
+    # request's pending merge; `answer_parked(partition, reply, body)` -> its answer merged. None: no
+    # authorisation (a runtime without ACLs).
+    authorize: Callable | None = None
+    park_authorized: Callable | None = None
+    answer_parked: Callable | None = None
 
     def __init__(
         self,
@@ -319,10 +329,19 @@ class PartitionRuntime:
         if problem is not None:
             self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body))
             return
-        if spec.routing_field is not None and not self.owns(request.body.get(spec.routing_field)):
-            self.respond(
-                request.reply, spec.error_response(request.api_version, request.body, Errors.NOT_COORDINATOR, None)
-            )
+        body, merge = request.body, None  # the request as sent: error answers are built from it
+        if request.principal is not None and not spec.internal and self.authorize is not None:
+            # KafkaApis' authorisation, before the coordinator (coordinator/authorization.py).
+            verdict = self.authorize(spec, request)
+            if verdict is not None:
+                if verdict.response is not None:
+                    self.respond(request.reply, shape(spec.name + "Response", request.api_version, verdict.response))
+                    return
+                if verdict.body is not None:
+                    request.body = verdict.body
+                merge = verdict.merge
+        if spec.routing_field is not None and not self.owns(body.get(spec.routing_field)):
+            self.respond(request.reply, spec.error_response(request.api_version, body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))
         owner = self.components[spec.component]
@@ -346,9 +365,16 @@ class PartitionRuntime:
                     f"{spec.name} raised {e.error.name} after changing the partition's state: "
                     + "; ".join(changes)[:2000]
                 ) from e
-            body = spec.error_response(request.api_version, request.body, e.error, e.message)
-            self.respond(request.reply, body)
+            self.respond(request.reply, spec.error_response(request.api_version, body, e.error, e.message))
             return
+        if merge is not None:  # the denied items of an authorised request, into the handler's answer
+            if isinstance(result, CoordinatorResult):
+                if result.response is not None:
+                    result.response = shape(spec.name + "Response", request.api_version, merge(result.response))
+                elif self.park_authorized is not None:  # parked: merged when its answer is sent
+                    self.park_authorized(request, body)
+            elif result is not None:
+                result = shape(spec.name + "Response", request.api_version, merge(result))
         if isinstance(result, CoordinatorResult):
             self.apply(result, request.reply)
         elif result is not None:  # shorthand of a handler that changes nothing: its response body
@@ -375,7 +401,7 @@ class PartitionRuntime:
         for e in result.events:
             self.emit_event(e.key, e.event, **e.fields)
         for r in result.replies:
-            self.respond(r.reply, r.body)
+            self.respond(r.reply, r.body if self.answer_parked is None else self.answer_parked(r.reply, r.body))
         if result.requests:
             out.requests.extend(result.requests)
         if result.data:

@@ -158,6 +158,7 @@ class CoreDriver:
         client_id: str | None = None,
         client_host: str | None = None,
         kafka_client: bool = False,
+        principal: str | None = None,
     ) -> tuple[int, bytes]:
         if correlation_id is None:
             self._cid += 1
@@ -173,6 +174,8 @@ class CoreDriver:
             env["clientHost"] = client_host
         if kafka_client:  # as gateway/bridge.py marks every request it relays
             env["kafkaClient"] = True
+        if principal is not None:  # as a SASL gateway signs its client's principal
+            env["principal"] = principal
         return correlation_id, json.dumps(env).encode()
 
     def send(
@@ -186,27 +189,45 @@ class CoreDriver:
         client_id: str | None = None,
         client_host: str | None = None,
         kafka_client: bool = False,
+        principal: str | None = None,
     ) -> dict | None:
         """Send one request at time `at` (default: now) in a batch of its own; return its
-        response, or None if the coordinator parked it."""
+        response, or None if the coordinator parked it. `principal`: as a SASL gateway's signed
+        bridged request names its client (the record's principal MAC taken as verified)."""
         cid, raw = self.envelope(
-            api, version, body, client_id=client_id, client_host=client_host, kafka_client=kafka_client
+            api,
+            version,
+            body,
+            client_id=client_id,
+            client_host=client_host,
+            kafka_client=kafka_client,
+            principal=principal,
         )
         # Internal APIs (UpdateMetadata, WriteTxnMarkers) come from the coordinator's own
         # authenticated channel in the stream; the driver plays that channel for them.
-        self.send_raw(raw, key=key, at=at)
+        self.send_raw(raw, key=key, at=at, principal_verified=principal is not None)
         return self.responses.get(cid)
 
     def send_raw(
-        self, raw: bytes | None, *, key: str | None = None, at: int | None = None, internal: bool | None = None
+        self,
+        raw: bytes | None,
+        *,
+        key: str | None = None,
+        at: int | None = None,
+        internal: bool | None = None,
+        stamp: tuple[str, int, int] | None = None,
+        principal_verified: bool = False,
     ) -> Outputs:
         """`internal` None: on the internal channel if the envelope names an internal API (the
-        driver plays the coordinator's own channel for UpdateMetadata and WriteTxnMarkers)."""
+        driver plays the coordinator's own channel for UpdateMetadata and WriteTxnMarkers).
+        `stamp`: an internal record's (publisher, epoch, sequence) (coordinator/channel.py)."""
         if at is not None:
             self.now = max(self.now, at)
         if internal is None:
             internal = _names_internal_api(raw)
-        rec = InputRecord(key, raw, self.now, 0, self._offset, internal=internal)
+        rec = InputRecord(
+            key, raw, self.now, 0, self._offset, internal=internal, stamp=stamp, principal_verified=principal_verified
+        )
         self._offset += 1
         return self._run([rec], self.now)
 

@@ -47,6 +47,8 @@ _GROUP_IDS = Echo("groupIds", "groups", copy={"groupId": None})  # the KIP-848 d
 APIS: tuple[Api, ...] = (
     # ------------------------------------------------------------------ internal
     Api("UpdateMetadata", 6, 0, 0, "metadata", internal=True),
+    # The broker's ACLs, the whole snapshot, from the ACL publisher only (coordinator/acl_state.py).
+    Api("UpdateAcls", 1020, 0, 0, "acls", internal=True),
     # ------------------------------------------------------------------ classic groups, offsets
     Api(
         "OffsetCommit",
