@@ -18,6 +18,11 @@ reveal them (DescribeConfigs answers the first as a sensitive value, without it)
 service's configuration, `[security] super_users` and `allow_everyone_if_no_acl_found`, which must
 say what the brokers' server.properties say.
 
+Off (`acls_enabled = false`, the default), the service behaves as a broker without an authorizer:
+when the gateway's requests carry principals (`[gateway] principal_key_file`), `OpenAcls` publishes
+once the snapshot that allows everything (the coordinators answer a principal only once they have
+a snapshot); without principals nothing is published.
+
 DescribeAcls needs DESCRIBE on the CLUSTER resource (or a super user): the publisher's admin
 client has its own connection settings (`[security] admin_*`: bootstrap servers, security
 protocol, TLS CA, SASL mechanism and credentials), since the service's own listener may not be
@@ -148,10 +153,13 @@ class AclPublisher(BroadcastPublisher):
 
     @classmethod
     def from_config(cls, cfg, internal_key: bytes, epoch: int) -> AclPublisher | None:
-        """The publisher `[security]` asks for (None: `acls_enabled` is false)."""
+        """The publisher `[security]` asks for: with `acls_enabled`, the broker's ACLs; without,
+        when requests may carry a principal (`[gateway] principal_key_file`), `OpenAcls`; else None."""
         security = cfg.security
         if not security.get("acls_enabled"):
-            return None
+            if not cfg.raw.get("gateway", {}).get("principal_key_file"):
+                return None  # no request carries a principal: nothing is authorised
+            return OpenAcls(cfg.bootstrap, cfg.topics["internal"], 3_600_000, internal_key, epoch=epoch)
         interval = int(security.get("acl_refresh_ms") or 0) or int(cfg.stream["metadata_refresh_ms"])
         return cls(
             cfg.bootstrap,
@@ -172,3 +180,25 @@ class AclPublisher(BroadcastPublisher):
 
     def describe(self, snapshot: dict) -> str:
         return f"published ACLs: {len(snapshot['acls'])} bindings, super users {', '.join(snapshot['superUsers'])}"
+
+
+class OpenAcls(AclPublisher):
+    """`[security] acls_enabled = false` with a gateway's principals: Kafka without an authorizer,
+    which lets every principal do everything. The coordinators answer a request with a principal
+    only once they have an ACL snapshot (as a broker's authorizer before its first load), so this
+    publishes the snapshot that allows everything (no ACLs, `allowEveryoneIfNoAclFound`) once, and
+    reads no broker."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_everyone_if_no_acl_found=True, **kwargs)
+
+    def _connect(self):
+        from kafka import KafkaProducer
+
+        return None, KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id=f"coordinator-{PUBLISHER}")
+
+    def read(self, admin) -> dict:
+        return acl_snapshot([], [], True)
+
+    def describe(self, snapshot: dict) -> str:
+        return "published open ACLs ([security] acls_enabled = false): every principal may do everything"

@@ -128,8 +128,9 @@ class BroadcastPublisher(threading.Thread):
         self._stamps = Stamper(self.publisher, epoch)
 
     # ------------------------------------------------------------- what a subclass says
-    def read(self, admin: KafkaAdminClient):
-        """The snapshot to publish (compared with ==)."""
+    def read(self, admin):
+        """The snapshot to publish (compared with ==), read with `admin` (None for a publisher that
+        reads no broker)."""
         raise NotImplementedError
 
     def request(self, snapshot, correlation_id: int) -> bytes:
@@ -140,7 +141,7 @@ class BroadcastPublisher(threading.Thread):
         return "published"
 
     # ------------------------------------------------------------------- the common path
-    def _connect(self) -> tuple[KafkaAdminClient, KafkaProducer]:
+    def _connect(self) -> tuple[KafkaAdminClient | None, KafkaProducer]:
         return (
             KafkaAdminClient(client_id=f"coordinator-{self.publisher}", **self._admin_config),
             KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id=f"coordinator-{self.publisher}"),
@@ -150,6 +151,8 @@ class BroadcastPublisher(threading.Thread):
         """New clients: kafka-python's admin client does not always recover from a broker that
         went away ("NodeNotReadyError: No node_id provided" forever after)."""
         for client in (self._admin, self._producer):
+            if client is None:
+                continue
             try:
                 client.close(timeout=1) if isinstance(client, KafkaProducer) else client.close()
             except Exception as e:  # noqa: BLE001 - closing a broken client
@@ -185,8 +188,10 @@ class BroadcastPublisher(threading.Thread):
 
     def stop(self) -> None:
         self._halt.set()
-        self.join(timeout=10)
-        self._admin.close()
+        if self.ident is not None:  # started
+            self.join(timeout=10)
+        if self._admin is not None:
+            self._admin.close()
         self._producer.close()
 
 

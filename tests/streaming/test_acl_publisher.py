@@ -233,3 +233,24 @@ def test_off_by_default_and_configured_from_the_security_table_and_the_environme
         StreamConfig.load(environ={"COORD_SECURITY_ACLS_ENABLED": "true"}), KEY, 3
     )
     assert pub_default_interval.interval == int(cfg.stream["metadata_refresh_ms"]) / 1000
+
+
+def test_off_with_principals_publishes_once_the_snapshot_that_allows_everything(monkeypatch):
+    """acls_enabled = false with a gateway's principal key: Kafka without an authorizer. The
+    coordinators answer principals only once they have a snapshot: the open one, no broker read."""
+    from streaming.acl_publisher import OpenAcls
+
+    cfg = StreamConfig.load(environ={"COORD_GATEWAY_PRINCIPAL_KEY_FILE": '"/some/key"'})
+    producer = Producer()
+    monkeypatch.setattr(OpenAcls, "_connect", lambda self: (None, producer))
+    assert AclPublisher.from_config(StreamConfig.load(environ={}), KEY, 2) is None  # no principals: nothing
+    pub = AclPublisher.from_config(cfg, KEY, 2)
+    assert isinstance(pub, OpenAcls)
+    assert pub.publish_if_changed() and not pub.publish_if_changed()
+    [(_, key, value, headers)] = producer.sent
+    assert verify(KEY, key, value, headers["coordinator-mac"], headers["coordinator-seq"])
+    body = json.loads(value)["request"]
+    assert body == {"acls": [], "superUsers": [], "allowEveryoneIfNoAclFound": True}
+    authorizer = Authorizer([], body["superUsers"], body["allowEveryoneIfNoAclFound"])
+    assert authorizer.authorize("User:anyone", "10.0.0.1", AclOperation.DELETE, CoreResourceType.GROUP, "g")
+    pub.stop()
