@@ -122,6 +122,24 @@ def toml_tables(settings: dict) -> str:
     )
 
 
+def write_config_files(directory: Path, certs: Path, bootstrap: str, sasl_port: int, key: Path) -> tuple[Path, Path]:
+    """Whole configuration files: the service's (`service.toml`), and the gateway's (`gateway.toml`:
+    the same, and the `[gateway]` settings of a SASL_SSL gateway), mode 0600 (passwords)."""
+    settings = {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": {"replication_factor": 1, "min_insync_replicas": 1},  # one broker
+        "redis": {"enabled": False},  # no read model (deploy/run-local.sh starts a Redis for one)
+        **service_settings(certs, sasl_port, key),
+    }
+    service, gateway = directory / "service.toml", directory / "gateway.toml"
+    service.write_text(toml_tables(settings))
+    settings["gateway"] = {**settings["gateway"], **gateway_settings(certs, sasl_port, key)}
+    gateway.write_text(toml_tables(settings))
+    for written in (service, gateway):
+        written.chmod(0o600)
+    return service, gateway
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["start", "stop", "status"])
@@ -137,20 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = secured_broker(directory / "kafka", args.port, args.sasl_port, args.port + 1, certs)
     if args.action == "start":
         broker.start()
-        # whole configuration files: the service's, and the gateway's (the same, and its [gateway] settings)
-        settings = {
-            "kafka": {"bootstrap_servers": broker.bootstrap},
-            "topics": {"replication_factor": 1, "min_insync_replicas": 1},  # one broker
-            "redis": {"enabled": False},  # no read model (deploy/run-local.sh starts a Redis for one)
-            **service_settings(certs, args.sasl_port, key),
-        }
-        service = directory / "service.toml"
-        service.write_text(toml_tables(settings))
-        settings["gateway"] = {**settings["gateway"], **gateway_settings(certs, args.sasl_port, key)}
-        toml = directory / "gateway.toml"
-        toml.write_text(toml_tables(settings))
-        for written in (toml, service):
-            written.chmod(0o600)  # passwords
+        service, toml = write_config_files(directory, certs, broker.bootstrap, args.sasl_port, key)
         print(
             f"Kafka broker up: SASL_SSL 127.0.0.1:{args.sasl_port} (users {', '.join(USERS)}; CA {certs / 'ca.pem'}), "
             f"PLAINTEXT {broker.bootstrap} for the service; run_stream.py --config {service}, "

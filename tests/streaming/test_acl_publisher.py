@@ -254,3 +254,29 @@ def test_off_with_principals_publishes_once_the_snapshot_that_allows_everything(
     authorizer = Authorizer([], body["superUsers"], body["allowEveryoneIfNoAclFound"])
     assert authorizer.authorize("User:anyone", "10.0.0.1", AclOperation.DELETE, CoreResourceType.GROUP, "g")
     pub.stop()
+
+
+def test_the_secured_local_runs_configuration_files(tmp_path):
+    """deploy.secured_kafka's service.toml and gateway.toml load as the service's and the gateway's
+    configuration: ACLs on, read over SASL_SSL as admin; the gateway's SASL_SSL listener; one key."""
+    from deploy.secured_kafka import SUPER_USERS, USERS, write_config_files
+    from gateway.config import GatewayConfig
+
+    certs = tmp_path / "certs"
+    service, gateway = write_config_files(tmp_path, certs, "127.0.0.1:9092", 9094, certs / "gateway-principal.key")
+    assert service.stat().st_mode & 0o077 == 0 and gateway.stat().st_mode & 0o077 == 0
+    cfg = StreamConfig.load(service, environ={})
+    assert cfg.security["acls_enabled"] and cfg.security["super_users"] == list(SUPER_USERS)
+    assert admin_client_config(cfg.security, cfg.bootstrap) == {
+        "bootstrap_servers": "127.0.0.1:9094",
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": str(certs / "ca.pem"),
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "admin",
+        "sasl_plain_password": USERS["admin"],
+    }
+    gw_cfg = StreamConfig.load(gateway, environ={})
+    gw = GatewayConfig.from_stream_config(gw_cfg)
+    assert (gw.security_protocol, gw.bootstrap_servers) == ("SASL_SSL", "127.0.0.1:9094")
+    assert gw_cfg.raw["gateway"]["principal_key_file"] == cfg.raw["gateway"]["principal_key_file"]
+    assert gw_cfg.topics == cfg.topics and gw_cfg.security == cfg.security
