@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if acl_publisher is not None:
         try:
             acl_publisher.publish_if_changed()  # the first batch authorises with the broker's ACLs
-        except Exception as e:  # noqa: BLE001 - e.g. SECURITY_DISABLED, or a broker still starting: retried
+        except Exception as e:  # noqa: BLE001 - e.g. a broker still starting, no DESCRIBE on the cluster: retried
             log.warning("ACL refresh failed (retried every %.1f s): %s", acl_publisher.interval, e)
         acl_publisher.start()
     waker = None

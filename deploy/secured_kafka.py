@@ -28,7 +28,13 @@ from .certs import make_all, make_principal_key
 from .kafka_local import LocalKafka
 
 ROOT = Path(__file__).resolve().parent.parent
-USERS = {"admin": "admin-secret", "gateway": "gateway-secret", "alice": "alice-secret", "bob": "bob-secret"}
+USERS = {
+    "admin": "admin-secret",
+    "gateway": "gateway-secret",
+    "alice": "alice-secret",
+    "bob": "bob-secret",
+    "carol": "carol-secret",
+}
 SCRAM_USERS = ("admin", "gateway", "bob")  # (PLAIN takes every user of USERS)
 JAAS = "org.apache.kafka.common.security"
 # ANONYMOUS: the controller listener and the service's PLAINTEXT listener

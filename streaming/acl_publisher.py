@@ -27,7 +27,9 @@ DescribeAcls needs DESCRIBE on the CLUSTER resource (or a super user): the publi
 client has its own connection settings (`[security] admin_*`: bootstrap servers, security
 protocol, TLS CA, SASL mechanism and credentials), since the service's own listener may not be
 the one that carries the authorizer's identities. A broker without an authorizer answers
-SECURITY_DISABLED: the refresh fails (logged, retried) and nothing is published.
+SECURITY_DISABLED: it lets everyone do everything, and so does the snapshot published then (no
+ACLs, `allowEveryoneIfNoAclFound`), with a warning. Any other failure is logged and retried every
+refresh, with new clients; the last snapshot stays.
 """
 
 from __future__ import annotations
@@ -90,6 +92,10 @@ def acl_snapshot(acls: list[dict], super_users, allow_everyone_if_no_acl_found: 
         "superUsers": sorted(set(super_users)),
         "allowEveryoneIfNoAclFound": bool(allow_everyone_if_no_acl_found),
     }
+
+
+# The snapshot of a broker without an authorizer: every principal may do everything.
+OPEN = acl_snapshot([], [], True)
 
 
 def update_acls_request(snapshot: dict, correlation_id: int) -> bytes:
@@ -173,7 +179,18 @@ class AclPublisher(BroadcastPublisher):
         )
 
     def read(self, admin: KafkaAdminClient) -> dict:
-        return acl_snapshot(read_acls(admin), self.super_users, self.allow_everyone_if_no_acl_found)
+        from kafka.errors import SecurityDisabledError
+
+        try:
+            acls = read_acls(admin)
+        except SecurityDisabledError:
+            if self._last != OPEN:
+                log.warning(
+                    "the broker has no authorizer (DescribeAcls: SECURITY_DISABLED): it allows everything, "
+                    "and so do the coordinators ([security] acls_enabled = true needs a broker with one)"
+                )
+            return OPEN
+        return acl_snapshot(acls, self.super_users, self.allow_everyone_if_no_acl_found)
 
     def request(self, snapshot: dict, correlation_id: int) -> bytes:
         return update_acls_request(snapshot, correlation_id)
@@ -198,7 +215,7 @@ class OpenAcls(AclPublisher):
         return None, KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id=f"coordinator-{PUBLISHER}")
 
     def read(self, admin) -> dict:
-        return acl_snapshot([], [], True)
+        return OPEN
 
     def describe(self, snapshot: dict) -> str:
         return "published open ACLs ([security] acls_enabled = false): every principal may do everything"

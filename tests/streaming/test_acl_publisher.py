@@ -136,15 +136,29 @@ def test_publishes_at_start_and_on_change_only_signed_and_stamped():
 
 
 def test_a_failed_describe_publishes_nothing_and_the_next_success_does():
-    from kafka.errors import SecurityDisabledError
+    from kafka.errors import ClusterAuthorizationFailedError
 
-    admin = Admin(error=SecurityDisabledError("No Authorizer is configured."))
+    admin = Admin(error=ClusterAuthorizationFailedError("no DESCRIBE on the cluster"))
     pub, producer = publisher(admin)
-    with pytest.raises(SecurityDisabledError):
+    with pytest.raises(ClusterAuthorizationFailedError):
         pub.publish_if_changed()
     assert producer.sent == []
     admin.error = None
     assert pub.publish_if_changed() and len(producer.sent) == 1
+
+
+def test_a_broker_without_an_authorizer_allows_everything_and_so_does_the_snapshot():
+    from kafka.errors import SecurityDisabledError
+
+    admin = Admin(error=SecurityDisabledError("No Authorizer is configured."))
+    pub, producer = publisher(admin, super_users=["User:admin"])
+    assert pub.publish_if_changed() and not pub.publish_if_changed()
+    body = json.loads(producer.sent[0][2])["request"]
+    assert body == {"acls": [], "superUsers": [], "allowEveryoneIfNoAclFound": True}
+    admin.error = None
+    admin.acls = [acl("User:alice", ACLOperation.READ)]  # an authorizer now: its ACLs
+    assert pub.publish_if_changed()
+    assert json.loads(producer.sent[1][2])["request"]["superUsers"] == ["User:admin"]
 
 
 def test_the_snapshot_is_what_the_core_authorizer_evaluates():
