@@ -358,6 +358,8 @@ class ClientConnection:
                 # broker makes that check as the client, on the client's own connection.
                 upstream = await self._upstream_for(api_key)
                 asked = upstream.send(frame, cid, True)
+                # (retrieved even when the client is gone before the answer: no "never retrieved")
+                asked.add_done_callback(lambda f: f.cancelled() or f.exception())
                 self._last_sent = (upstream, asked)
                 await upstream.writer.drain()
             self._spawn(self._answer(slot, self._find_coordinator, frame, version, cid, asked))

@@ -198,6 +198,17 @@ public class GatewayClient {
         out("RESULT " + name + " " + outcome);
     }
 
+    /** Runs each at once in a thread of its own (their requests share the service's micro-batches), and waits. */
+    static void atOnce(Runnable... flows) throws InterruptedException {
+        List<Thread> threads = new ArrayList<>();
+        for (Runnable flow : flows) {
+            Thread t = new Thread(flow);
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) t.join();
+    }
+
     static void authz(String bootstrap, String prefix, String user, String protocol, String topic) throws Exception {
         String secret = prefix + "-secret";
         String group = prefix + "-group-" + user, hiddenGroup = prefix + "-hidden-group";
@@ -205,104 +216,111 @@ public class GatewayClient {
         Properties admin = base();
         admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
-
-        // a consumer group the principal may read: it consumes and commits
-        step("group-consume-commit", () -> {
-            Properties p = consumerProps(bootstrap);
-            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
-            try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-                c.subscribe(List.of(topic));
-                long deadline = System.currentTimeMillis() + 90000;
-                while (System.currentTimeMillis() < deadline) {
-                    ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
-                    if (!records.isEmpty()) {
-                        c.commitSync();
-                        TopicPartition tp = new TopicPartition(topic, 0);
-                        long committed = c.committed(Set.of(tp)).get(tp).offset();
-                        return committed == c.position(tp) ? "OK" : "committed " + committed + " at " + c.position(tp);
-                    }
-                }
-                return "no record";
-            }
-        });
-        // a group it may not read
-        step("group-denied", () -> {
-            Properties p = consumerProps(bootstrap);
-            p.put(ConsumerConfig.GROUP_ID_CONFIG, prefix + "-denied-group");
-            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
-            try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
-                c.subscribe(List.of(topic));
-                long deadline = System.currentTimeMillis() + 60000;
-                while (System.currentTimeMillis() < deadline) {
-                    if (!c.poll(Duration.ofMillis(200)).isEmpty()) return "consumed";
-                }
-                return "no error";
-            }
-        });
-        // a topic it may not read: its offsets may be neither committed nor fetched in its own group
-        Properties simple = consumerProps(bootstrap);
-        simple.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-simple");
-        simple.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
-        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(simple)) {
-            TopicPartition tp = new TopicPartition(secret, 0);
-            step("topic-denied-commit", () -> {
-                c.commitSync(Map.of(tp, new OffsetAndMetadata(0)));
-                return "OK";
-            });
-            step("topic-denied-fetch-offsets", () -> "OK " + c.committed(Set.of(tp)));
-        }
-        // a transactional id it may write, and one it may not
-        step("txn-commit", () -> {
-            try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(bootstrap, tid))) {
-                producer.initTransactions();
-                producer.beginTransaction();
-                producer.send(new ProducerRecord<>(topic, "k", "txn-" + user)).get();
-                producer.commitTransaction();
-                return "OK";
-            }
-        });
-        step("txn-denied", () -> {
-            Properties p = producerProps(bootstrap, prefix + "-denied-tx");
-            try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
-                producer.initTransactions();
-                return "OK";
-            }
-        });
-        // a wrong password: refused as the broker refuses it
         String jaas = admin.getProperty("sasl.jaas.config");
-        if (jaas != null) {
-            Properties wrong = (Properties) admin.clone();
-            wrong.put("sasl.jaas.config", jaas.replaceAll("password=\"[^\"]*\"", "password=\"wrong\""));
-            step("wrong-password", () -> {
-                try (Admin a = Admin.create(wrong)) {
-                    return "OK " + a.listTopics().names().get().contains(topic);
-                }
-            });
-        }
-        // describe and list: only what it may describe
         try (Admin a = Admin.create(admin)) {
-            step("list-groups", () -> a.listGroups().all().get().stream().map(g -> g.groupId())
-                    .filter(g -> g.startsWith(prefix)).sorted().collect(Collectors.joining(",")));
-            step("describe-own-group", () -> {
-                var d = a.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
-                return "OK " + d.groupId();
-            });
-            step("describe-hidden-group", () -> "OK " + a.describeConsumerGroups(List.of(hiddenGroup))
-                    .describedGroups().get(hiddenGroup).get().groupState());
-            step("offsets-hidden-group", () -> "OK " + a.listConsumerGroupOffsets(hiddenGroup)
-                    .partitionsToOffsetAndMetadata().get());
-            step("delete-hidden-group", () -> {
-                a.deleteConsumerGroups(List.of(hiddenGroup)).all().get();
-                return "OK";
-            });
-            step("list-transactions", () -> a.listTransactions().all().get().stream()
-                    .map(t -> t.transactionalId()).filter(t -> t.startsWith(prefix)).sorted()
-                    .collect(Collectors.joining(",")));
-            step("describe-own-transaction", () -> "OK " + a.describeTransactions(List.of(tid))
-                    .description(tid).get().state());
-            step("describe-hidden-transaction", () -> "OK " + a.describeTransactions(List.of(hiddenTid))
-                    .description(hiddenTid).get().state());
+            // The steps are independent, but for the lists and the descriptions of its own group and
+            // transaction, which come once the others made them.
+            atOnce(
+                // a consumer group the principal may read: it consumes and commits
+                () -> step("group-consume-commit", () -> {
+                    Properties p = consumerProps(bootstrap);
+                    p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+                    p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+                    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+                        c.subscribe(List.of(topic));
+                        long deadline = System.currentTimeMillis() + 120000;
+                        while (System.currentTimeMillis() < deadline) {
+                            ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
+                            if (!records.isEmpty()) {
+                                c.commitSync();
+                                TopicPartition tp = new TopicPartition(topic, 0);
+                                long committed = c.committed(Set.of(tp)).get(tp).offset();
+                                return committed == c.position(tp) ? "OK" : "committed " + committed + " at " + c.position(tp);
+                            }
+                        }
+                        return "no record";
+                    }
+                }),
+                // a group it may not read
+                () -> step("group-denied", () -> {
+                    Properties p = consumerProps(bootstrap);
+                    p.put(ConsumerConfig.GROUP_ID_CONFIG, prefix + "-denied-group");
+                    p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+                    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
+                        c.subscribe(List.of(topic));
+                        long deadline = System.currentTimeMillis() + 60000;
+                        while (System.currentTimeMillis() < deadline) {
+                            if (!c.poll(Duration.ofMillis(200)).isEmpty()) return "consumed";
+                        }
+                        return "no error";
+                    }
+                }),
+                // a topic it may not read: its offsets may be neither committed nor fetched in its own group
+                () -> {
+                    Properties simple = consumerProps(bootstrap);
+                    simple.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-simple");
+                    simple.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
+                    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(simple)) {
+                        TopicPartition tp = new TopicPartition(secret, 0);
+                        step("topic-denied-commit", () -> {
+                            c.commitSync(Map.of(tp, new OffsetAndMetadata(0)));
+                            return "OK";
+                        });
+                        step("topic-denied-fetch-offsets", () -> "OK " + c.committed(Set.of(tp)));
+                    }
+                },
+                // a transactional id it may write, and one it may not
+                () -> step("txn-commit", () -> {
+                    try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(bootstrap, tid))) {
+                        producer.initTransactions();
+                        producer.beginTransaction();
+                        producer.send(new ProducerRecord<>(topic, "k", "txn-" + user)).get();
+                        producer.commitTransaction();
+                        return "OK";
+                    }
+                }),
+                () -> step("txn-denied", () -> {
+                    Properties p = producerProps(bootstrap, prefix + "-denied-tx");
+                    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+                        producer.initTransactions();
+                        return "OK";
+                    }
+                }),
+                // a wrong password: refused as the broker refuses it
+                () -> {
+                    if (jaas == null) return;
+                    Properties wrong = (Properties) admin.clone();
+                    wrong.put("sasl.jaas.config", jaas.replaceAll("password=\"[^\"]*\"", "password=\"wrong\""));
+                    step("wrong-password", () -> {
+                        try (Admin w = Admin.create(wrong)) {
+                            return "OK " + w.listTopics().names().get().contains(topic);
+                        }
+                    });
+                },
+                // what it may not describe
+                () -> step("describe-hidden-group", () -> "OK " + a.describeConsumerGroups(List.of(hiddenGroup))
+                        .describedGroups().get(hiddenGroup).get().groupState()),
+                () -> step("offsets-hidden-group", () -> "OK " + a.listConsumerGroupOffsets(hiddenGroup)
+                        .partitionsToOffsetAndMetadata().get()),
+                () -> step("delete-hidden-group", () -> {
+                    a.deleteConsumerGroups(List.of(hiddenGroup)).all().get();
+                    return "OK";
+                }),
+                () -> step("describe-hidden-transaction", () -> "OK " + a.describeTransactions(List.of(hiddenTid))
+                        .description(hiddenTid).get().state())
+            );
+            // listed and described: only what it may describe
+            atOnce(
+                () -> step("list-groups", () -> a.listGroups().all().get().stream().map(g -> g.groupId())
+                        .filter(g -> g.startsWith(prefix)).sorted().collect(Collectors.joining(","))),
+                () -> step("describe-own-group", () -> "OK " + a.describeConsumerGroups(List.of(group))
+                        .describedGroups().get(group).get().groupId()),
+                () -> step("list-transactions", () -> a.listTransactions().all().get().stream()
+                        .map(t -> t.transactionalId()).filter(t -> t.startsWith(prefix)).sorted()
+                        .collect(Collectors.joining(","))),
+                () -> step("describe-own-transaction", () -> "OK " + a.describeTransactions(List.of(tid))
+                        .description(tid).get().state())
+            );
         }
     }
 }
