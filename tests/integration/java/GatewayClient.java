@@ -215,7 +215,7 @@ public class GatewayClient {
         String tid = prefix + "-tx-" + user, hiddenTid = prefix + "-hidden-tx";
         Properties admin = base();
         admin.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
+        admin.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "180000");  // a loaded, shared test machine
         String jaas = admin.getProperty("sasl.jaas.config");
         try (Admin a = Admin.create(admin)) {
             // The steps are independent, but for the lists and the descriptions of its own group and
@@ -259,7 +259,7 @@ public class GatewayClient {
                 () -> {
                     Properties simple = consumerProps(bootstrap);
                     simple.put(ConsumerConfig.GROUP_ID_CONFIG, group + "-simple");
-                    simple.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
+                    simple.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "180000");
                     try (KafkaConsumer<String, String> c = new KafkaConsumer<>(simple)) {
                         TopicPartition tp = new TopicPartition(secret, 0);
                         step("topic-denied-commit", () -> {
