@@ -117,7 +117,12 @@ def acl_result(acl: Acl, principal: str, host: str, operation: AclOperation) -> 
 
 
 class Authorizer:
-    """The broker's ACLs and super users, evaluated as StandardAuthorizer evaluates them."""
+    """The broker's ACLs and super users, evaluated as StandardAuthorizer evaluates them.
+
+    The ACLs are indexed as StandardAuthorizerData's sorted set lets it find them: by (type, name)
+    for literal ones (the wildcard "*" is the name "*"), and by (type, prefix) for prefixed ones,
+    probed with each prefix length that occurs; so a request's cost does not grow with the ACLs
+    of other resources."""
 
     def __init__(
         self, acls: Iterable[Acl] = (), super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False
@@ -125,8 +130,41 @@ class Authorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_everyone_if_no_acl_found
         self._by_type: dict[ResourceType, list[Acl]] = {}
+        self._literal: dict[tuple[ResourceType, str], list[Acl]] = {}
+        self._prefixed: dict[tuple[ResourceType, str], list[Acl]] = {}
+        self._prefix_lengths: dict[ResourceType, list[int]] = {}
         for acl in acls:
             self._by_type.setdefault(acl.resource_type, []).append(acl)
+            if acl.pattern_type == PatternType.LITERAL:
+                self._literal.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+            else:
+                self._prefixed.setdefault((acl.resource_type, acl.resource_name), []).append(acl)
+        for rt, prefix in self._prefixed:
+            self._prefix_lengths.setdefault(rt, []).append(len(prefix))
+        for rt, lengths in self._prefix_lengths.items():
+            self._prefix_lengths[rt] = sorted(set(lengths))
+
+    def matching(self, resource_type: ResourceType, name: str) -> list[Acl]:
+        """The ACLs whose pattern matches the resource (every principal's)."""
+        out: list[Acl] = []
+        literal = self._literal
+        found = literal.get((resource_type, name))
+        if found:
+            out += found
+        if name != WILDCARD:
+            found = literal.get((resource_type, WILDCARD))
+            if found:
+                out += found
+        lengths = self._prefix_lengths.get(resource_type)
+        if lengths:
+            prefixed = self._prefixed
+            for n in lengths:
+                if n > len(name):
+                    break
+                found = prefixed.get((resource_type, name[:n]))
+                if found:
+                    out += found
+        return out
 
     def authorize(
         self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, name: str
@@ -135,11 +173,9 @@ class Authorizer:
         may perform `operation` on the resource."""
         if principal in self.super_users:
             return True
-        has_resource_acls = allowed = False
-        for acl in self._by_type.get(resource_type, ()):
-            if not acl.matches_resource(resource_type, name):
-                continue
-            has_resource_acls = True
+        acls = self.matching(resource_type, name)
+        allowed = False
+        for acl in acls:
             result = acl_result(acl, principal, host, operation)
             if result == AclPermissionType.DENY:
                 return False
@@ -147,7 +183,7 @@ class Authorizer:
                 allowed = True
         if allowed:
             return True
-        return self.allow_if_no_acl and not has_resource_acls
+        return self.allow_if_no_acl and not acls
 
     def filter_authorized(
         self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]

@@ -29,8 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 
+from . import authorization
 from .acl import Acl, AclOperation, AclPermissionType, Authorizer, PatternType, ResourceType
-from .chunks import UNCHANGED
+from .chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from .component import Component
 from .messages import Request
 from .result import CoordinatorResult
@@ -108,11 +109,15 @@ class AclSnapshot(Component):
     name = "acls"
     HANDLERS = {"UpdateAcls": lambda c, request: c.update_acls(request)}
 
-    def __init__(self, partition):
+    def __init__(self, partition, metadata=None):
         super().__init__(partition)
+        self.metadata = metadata  # the topic metadata (names of topics given by id), for the checks
         self._fetch = None  # reads the stored chunk, when first needed
         self._stored: dict | None = None  # the stored form (stored_snapshot), None before the first
         self._changed = False
+        # Authorised requests their handler parked, by reply (`park`): one chunk each, made only
+        # when first needed (most batches never look).
+        self._parked: LazyMap | None = None
 
     def _loaded(self) -> AclSnapshot:
         if self._fetch is not None:
@@ -140,6 +145,45 @@ class AclSnapshot(Component):
     def super_user(self, principal: str) -> bool:
         stored = self.stored
         return stored is not None and principal in stored["superUsers"]
+
+    # ------------------------------------------------------------------ parked requests
+    # An authorised request whose handler parked it (its answer comes in a later step: a
+    # TxnOffsetCommit awaiting its transaction's verification, the share-group offsets admin and a
+    # DeleteGroups asking the share coordinator's partitions) keeps here what its answer still
+    # needs from the authorisation, worked out again from the request as sent when the answer is
+    # sent (coordinator/authorization.py `answer_parked`).
+    @property
+    def parked(self) -> LazyMap:
+        if self._parked is None:
+            self._parked = LazyMap(self.p.chunks, "ParkedAuthorization", _plain, _plain)
+        return self._parked
+
+    @staticmethod
+    def parked_key(reply) -> str:
+        return json.dumps([reply.api_key, reply.correlation_id, reply.client_id, reply.reply_to])
+
+    def park(self, reply, request: Request, body: dict) -> None:
+        self.parked[self.parked_key(reply)] = {
+            "principal": request.principal,
+            "clientHost": request.client_host,
+            "body": body,
+        }
+
+    def take_parked(self, reply) -> dict | None:
+        parked = self.parked
+        key = self.parked_key(reply)
+        return parked.pop(key) if key in parked else None
+
+    def chunk_maps(self) -> tuple:
+        return () if self._parked is None else (self._parked,)
+
+    # ------------------------------------------------------------------ authorisation (the runtime's)
+    def authorize(self, spec, request: Request):
+        """KafkaApis' checks for a request with a principal (coordinator/authorization.py)."""
+        return authorization.check(self, self.metadata, spec, request)
+
+    def answer_parked(self, reply, body: dict) -> dict:
+        return authorization.answer_parked(self, self.metadata, reply, body)
 
     # ------------------------------------------------------------------ API
     def update_acls(self, request: Request) -> CoordinatorResult:
@@ -184,10 +228,19 @@ class AclSnapshot(Component):
     # ------------------------------------------------------------------ snapshot
     def to_json(self) -> dict:
         stored = self.stored
-        return {} if stored is None else stored
+        out = {} if stored is None else dict(stored)
+        parked = self.parked
+        if parked:
+            out["parked"] = {k: parked[k] for k in parked}
+        return out
 
     def load_json(self, data: dict) -> None:
         self._fetch = None
+        data = dict(data or {})
+        parked = data.pop("parked", None)
+        if parked:
+            self._parked = LazyMap(EMPTY_SOURCE, "ParkedAuthorization", _plain, _plain)
+            self._parked.update(parked)
         if not data:
             self._stored = None
         else:
@@ -196,70 +249,20 @@ class AclSnapshot(Component):
             self._stored = data
         self._changed = True
 
+    def load_rest(self, data: dict) -> None:  # (bind_rest is used instead; for completeness)
+        self.load_json(data)
+
     # Chunked storage: decoded on first use (a batch without a principal never reads it).
     def bind_rest(self, fetch) -> None:
         self._fetch = fetch
         self._changed = False
 
     def rest_json(self):
-        return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()
+        if self._fetch is not None or not self._changed:
+            return UNCHANGED
+        stored = self._stored
+        return {} if stored is None else stored
 
 
-class ParkedAuthorisations(Component):
-    """The authorised requests whose handler parked them (an answer comes in a later step: a
-    TxnOffsetCommit waiting for its transaction's verification, the share-group offsets admin and a
-    DeleteGroups asking the share coordinator's partitions): what their answer still needs from
-    the authorisation (denied items added, unauthorised topics left out) is worked out again from
-    the request as sent when the answer is sent (coordinator/authorization.py `answer_parked`).
-    Empty, and not stored, unless such a request is parked."""
-
-    name = "authz"
-
-    def __init__(self, partition):
-        super().__init__(partition)
-        self._fetch = None
-        self._parked: dict[str, dict] = {}
-        self._changed = False
-
-    def _loaded(self) -> dict[str, dict]:
-        if self._fetch is not None:
-            fetch, self._fetch = self._fetch, None
-            data = fetch()
-            self._parked = dict(data.get("parked", {})) if data else {}
-        return self._parked
-
-    @staticmethod
-    def key(reply) -> str:
-        return json.dumps([reply.api_key, reply.correlation_id, reply.client_id, reply.reply_to])
-
-    def park(self, reply, request: Request, body: dict) -> None:
-        self._loaded()[self.key(reply)] = {
-            "principal": request.principal,
-            "clientHost": request.client_host,
-            "body": body,
-        }
-        self._changed = True
-
-    def take(self, reply) -> dict | None:
-        parked = self._loaded()
-        if not parked:
-            return None
-        entry = parked.pop(self.key(reply), None)
-        if entry is not None:
-            self._changed = True
-        return entry
-
-    def to_json(self) -> dict:
-        return {"parked": self._loaded()} if self._loaded() else {}
-
-    def load_json(self, data: dict) -> None:
-        self._fetch = None
-        self._parked = dict(data.get("parked", {})) if data else {}
-        self._changed = True
-
-    def bind_rest(self, fetch) -> None:
-        self._fetch = fetch
-        self._changed = False
-
-    def rest_json(self):
-        return UNCHANGED if self._fetch is not None or not self._changed else self.to_json()
+def _plain(*args):
+    return args[-1]

@@ -67,9 +67,6 @@ class Context:
     def allowed(self, op: Op, rt: RT, name: str) -> bool:
         return self.authorizer.authorize(self.principal, self.host, op, rt, name)
 
-    def request_metadata(self):
-        return self.metadata
-
     def topic_name(self, topic: dict) -> str:
         """A request topic's name; one named by id only (OffsetCommit/OffsetFetch v10) takes it
         from the metadata, as KafkaApis does before authorising ("" if unknown)."""
@@ -101,13 +98,17 @@ def client_address(client_host: str) -> str:
 
 
 def authorize_by_resource_type(authorizer: Authorizer, principal: str, host: str, op: Op, rt: RT) -> bool:
-    """Kafka's Authorizer.authorizeByResourceType: whether the principal may perform `op` on at
-    least one resource of the type: a super user (or allow-everyone with no ACL of the type) may;
-    else an ALLOW binding for it (principal or User:*, host or *, the operation or ALL) that no DENY
-    covers: a literal DENY of the same name, a wildcard DENY, or a prefixed DENY of a prefix of it."""
+    """Kafka's Authorizer.authorizeByResourceType (its default, which StandardAuthorizer keeps):
+    whether the principal may perform `op` on at least one resource of the type: allowed on the
+    resource "hardcode"; else an ALLOW binding for it (principal or User:*, host or *, the operation
+    or ALL) that no DENY covers: a literal DENY of the same name, a wildcard DENY, or a prefixed DENY
+    of a prefix of it."""
     from .acl import WILDCARD, WILDCARD_PRINCIPAL, AclPermissionType, PatternType
 
-    if principal in authorizer.super_users:
+    # Kafka's default first authorises the resource "hardcode": a super user, an ALLOW that
+    # matches any name (wildcard, a prefix of it), or allow.everyone.if.no.acl.found with no ACL
+    # matching it, is allowed at once.
+    if authorizer.authorize(principal, host, op, rt, "hardcode"):
         return True
     applicable = [
         a
@@ -130,8 +131,7 @@ def authorize_by_resource_type(authorizer: Authorizer, principal: str, host: str
         if a.pattern_type == PatternType.LITERAL and name in deny_literal:
             continue
         return True
-    # Authorizer's default falls back to authorize() on a resource no ACL names: the default rule.
-    return authorizer.allow_if_no_acl and not authorizer._by_type.get(rt)
+    return False
 
 
 # ====================================================================== the checks
@@ -162,7 +162,7 @@ def _cluster_action(ctx: Context, body: dict) -> Verdict | None:
 def _find_coordinator(ctx: Context, body: dict) -> Verdict | None:
     """getCoordinator: DESCRIBE on the group (key type 0) or transactional id (1); a share key (2)
     needs CLUSTER_ACTION (a thrown ClusterAuthorizationException: the whole answer)."""
-    key_type, version = body["keyType"], ctx.request.api_version
+    key_type, version = body.get("keyType", 0), ctx.request.api_version  # v0: groups only
     if key_type == 2:
         return _cluster_action(ctx, body)
     if key_type not in (0, 1):
@@ -207,7 +207,7 @@ def _topic_partitions(name_key: str = "name", partitions_key: str = "partitions"
             }
             for p in topic[partitions_key]
         ]
-        out = {name_key: topic[name_key], "partitions": parts}
+        out = {name_key: topic.get(name_key) or "", "partitions": parts}
         if "topicId" in topic:
             out["topicId"] = topic["topicId"]
         return out
@@ -425,11 +425,10 @@ def _filled_group(ctx: Context, group: dict) -> dict:
     return response["groups"][0]
 
 
-def _described_group_error(spec_name: str):
-    def make(group_id: str, error) -> dict:
-        return {"groupId": group_id, "errorCode": error.code, "errorMessage": None, "members": []}
-
-    return make
+def _described_group_error(group_id: str, error) -> dict:
+    """DescribeGroupsResponse.groupError and the KIP-848 describes' error entry (the rest: the
+    message's defaults)."""
+    return {"groupId": group_id, "errorCode": error.code, "errorMessage": None, "members": []}
 
 
 def _list_groups(ctx: Context, body: dict) -> Verdict | None:
@@ -492,7 +491,7 @@ def _add_partitions_to_txn(ctx: Context, body: dict) -> Verdict | None:
     }
     if not denied:
         return None
-    metadata = ctx.request_metadata()
+    metadata = ctx.metadata
     results = []
     for t in topics:
         parts = []
@@ -800,7 +799,7 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
     "OffsetCommit": _group_then_topics(Op.READ, Op.READ),
     "OffsetFetch": _offset_fetch,
     "OffsetDelete": _group_then_topics(Op.DELETE, Op.READ),
-    "DescribeGroups": _describe_groups("groups", _described_group_error("DescribeGroups")),
+    "DescribeGroups": _describe_groups("groups", _described_group_error),
     "ListGroups": _list_groups,
     "DeleteGroups": _delete_groups,
     "InitProducerId": _init_producer_id,
@@ -811,11 +810,11 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
     "DescribeTransactions": _describe_transactions,
     "ListTransactions": _list_transactions,
     "ConsumerGroupHeartbeat": _heartbeat_with_topics(lambda b: b.get("subscribedTopicNames") or []),
-    "ConsumerGroupDescribe": _describe_groups("groupIds", _described_group_error("ConsumerGroupDescribe")),
+    "ConsumerGroupDescribe": _describe_groups("groupIds", _described_group_error),
     "ShareGroupHeartbeat": _heartbeat_with_topics(lambda b: b.get("subscribedTopicNames") or []),
-    "ShareGroupDescribe": _describe_groups("groupIds", _described_group_error("ShareGroupDescribe")),
+    "ShareGroupDescribe": _describe_groups("groupIds", _described_group_error),
     "StreamsGroupHeartbeat": _heartbeat_with_topics(_streams_topics),
-    "StreamsGroupDescribe": _describe_groups("groupIds", _described_group_error("StreamsGroupDescribe")),
+    "StreamsGroupDescribe": _describe_groups("groupIds", _described_group_error),
     # The share coordinator's state APIs are broker-to-broker in Kafka.
     "InitializeShareGroupState": _cluster_action,
     "ReadShareGroupState": _cluster_action,
@@ -830,11 +829,9 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
 }
 
 
-def check(partition, spec, request: Request) -> Verdict | None:
-    """None if `request` (which names a principal) may go to its handler as it is, else a Verdict."""
-    acls = partition.components.get("acls")
-    if acls is None:  # a partition built without the ACL component (some tests)
-        return None
+def check(acls, metadata, spec, request: Request) -> Verdict | None:
+    """None if `request` (which names a principal) may go to its handler as it is, else a Verdict.
+    `acls`: the partition's ACL snapshot (coordinator/acl_state.py), `metadata` its topics."""
     authorizer = acls.authorizer()
     if authorizer is None:
         return Verdict(
@@ -847,22 +844,13 @@ def check(partition, spec, request: Request) -> Verdict | None:
     fn = CHECKS.get(spec.name)
     if fn is None:
         return None
-    return fn(Context(authorizer, request, spec, partition.components.get("metadata")), request.body)
+    return fn(Context(authorizer, request, spec, metadata), request.body)
 
 
-def park(partition, request: Request, body: dict) -> None:
-    """An authorised request with a merge pending was parked by its handler: keep what its answer
-    needs (`answer_parked`)."""
-    parked = partition.components.get("authz")
-    if parked is not None:
-        parked.park(request.reply, request, body)
-
-
-def answer_parked(partition, reply, body: dict) -> dict:
+def answer_parked(acls, metadata, reply, body: dict) -> dict:
     """A parked request's answer, with what its authorisation adds (the denied items, the topics
     left out), worked out again from the request as sent (with the ACLs of now)."""
-    parked = partition.components.get("authz")
-    entry = parked.take(reply) if parked is not None else None
+    entry = acls.take_parked(reply)
     if entry is None:
         return body
     spec = lookup(reply.api_key)
@@ -871,11 +859,11 @@ def answer_parked(partition, reply, body: dict) -> dict:
     request = Request(
         reply=reply,
         body=entry["body"],
-        time_ms=partition.clock_ms,
+        time_ms=0,
         client_host=entry["clientHost"],
         principal=entry["principal"],
     )
-    verdict = check(partition, spec, request)
+    verdict = check(acls, metadata, spec, request)
     if verdict is None or verdict.merge is None:
         return body
     return shape(spec.name + "Response", reply.api_version, verdict.merge(body))

@@ -49,6 +49,7 @@ KINDS = {
     "RebalanceStart": "r",  # a group's rebalance in progress, for metrics (coordinator/metrics.py)
     "GroupConfig": "k",  # a group's dynamic configs (coordinator/group/group_configs.py)
     "ShareState": "h",  # a share-partition's state (coordinator/share/coordinator.py)
+    "ParkedAuthorization": "z",  # a parked authorised request's pending merge (coordinator/acl_state.py)
 }
 _KIND_OF_TAG = {tag: kind for kind, tag in KINDS.items()}
 assert len(_KIND_OF_TAG) == len(KINDS) and all(len(t) == 1 for t in KINDS.values())

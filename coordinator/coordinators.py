@@ -6,8 +6,7 @@ timer kind's owner and of the replay of a state-log record.
 
 from __future__ import annotations
 
-from . import authorization
-from .acl_state import AclSnapshot, ParkedAuthorisations
+from .acl_state import AclSnapshot
 from .channel import InternalChannel
 from .component import Component, Partition
 from .find_coordinator import FindCoordinator
@@ -36,8 +35,7 @@ def build_components(partition: Partition) -> dict[str, Component]:
         ShareCoordinator.name: share,
         Metrics.name: Metrics(partition, groups, transactions),
         InternalChannel.name: InternalChannel(partition),
-        AclSnapshot.name: AclSnapshot(partition),
-        ParkedAuthorisations.name: ParkedAuthorisations(partition),
+        AclSnapshot.name: AclSnapshot(partition, metadata),
     }
 
 
@@ -45,7 +43,5 @@ class CoordinatorPartition(PartitionRuntime):
     """A coordinator partition of the service: the runtime given these coordinators."""
 
     build_components = staticmethod(build_components)
-    # KafkaApis' checks before the coordinators (coordinator/authorization.py).
-    authorize = authorization.check
-    park_authorized = authorization.park
-    answer_parked = authorization.answer_parked
+    # KafkaApis' checks before the coordinators (coordinator/authorization.py), with its ACLs.
+    authorizer = AclSnapshot.name

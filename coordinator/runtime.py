@@ -74,14 +74,12 @@ class PartitionRuntime:
     # Component classes added after the coordinators (tests plug in components of their own).
     extra_components: tuple[type[Component], ...] = ()
 
-    # KafkaApis' authorisation before dispatch, given by the wiring (coordinators.py binds
-    # coordinator/authorization.py's): `authorize(partition, spec, request)` -> None or a verdict
-    # (response / body / merge); `park_authorized(partition, request, body)` keeps a parked
-    # request's pending merge; `answer_parked(partition, reply, body)` -> its answer merged. None: no
-    # authorisation (a runtime without ACLs).
-    authorize: Callable | None = None
-    park_authorized: Callable | None = None
-    answer_parked: Callable | None = None
+    # The component that authorises requests before dispatch, as KafkaApis does before it calls a
+    # coordinator (coordinators.py names it: the `acls` component, coordinator/authorization.py):
+    # `authorize(spec, request)` -> None or a verdict (response / body / merge),
+    # `park(reply, request, body)` keeps a parked request's pending merge,
+    # `answer_parked(reply, body)` -> its answer merged. None: no authorisation.
+    authorizer: str | None = None
 
     def __init__(
         self,
@@ -330,9 +328,11 @@ class PartitionRuntime:
             self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body))
             return
         body, merge = request.body, None  # the request as sent: error answers are built from it
-        if request.principal is not None and not spec.internal and self.authorize is not None:
+        authorizer = None
+        if request.principal is not None and not spec.internal and self.authorizer is not None:
             # KafkaApis' authorisation, before the coordinator (coordinator/authorization.py).
-            verdict = self.authorize(spec, request)
+            authorizer = self.components[self.authorizer]
+            verdict = authorizer.authorize(spec, request)
             if verdict is not None:
                 if verdict.response is not None:
                     self.respond(request.reply, shape(spec.name + "Response", request.api_version, verdict.response))
@@ -371,8 +371,8 @@ class PartitionRuntime:
             if isinstance(result, CoordinatorResult):
                 if result.response is not None:
                     result.response = shape(spec.name + "Response", request.api_version, merge(result.response))
-                elif self.park_authorized is not None:  # parked: merged when its answer is sent
-                    self.park_authorized(request, body)
+                elif authorizer is not None:  # parked: merged when its answer is sent
+                    authorizer.park(request.reply, request, body)
             elif result is not None:
                 result = shape(spec.name + "Response", request.api_version, merge(result))
         if isinstance(result, CoordinatorResult):
@@ -401,7 +401,10 @@ class PartitionRuntime:
         for e in result.events:
             self.emit_event(e.key, e.event, **e.fields)
         for r in result.replies:
-            self.respond(r.reply, r.body if self.answer_parked is None else self.answer_parked(r.reply, r.body))
+            body = (
+                r.body if self.authorizer is None else self.components[self.authorizer].answer_parked(r.reply, r.body)
+            )
+            self.respond(r.reply, body)
         if result.requests:
             out.requests.extend(result.requests)
         if result.data:

@@ -99,3 +99,48 @@ def test_describe_filtering_keeps_what_the_principal_may_describe():
     names = ["team-a-1", "team-b-1", "team-a-2"]
     assert authorizer.filter_authorized("User:a", "h", Op.DESCRIBE, GROUP, names) == ["team-a-1", "team-a-2"]
     assert authorizer.filter_authorized("User:b", "h", Op.DESCRIBE, GROUP, names) == []
+
+
+def test_the_index_answers_as_a_scan_of_every_acl():
+    """The Authorizer finds a resource's ACLs through its literal and prefix indexes; every answer
+    is the one a scan of all ACLs (StandardAuthorizerData's rules, written plainly) gives."""
+    import random
+
+    rnd = random.Random(7)
+    names = ["", "a", "ab", "abc", "abd", "b", "*", "ab*", "x-1", "x-10"]
+    principals = ["User:alice", "User:bob", "User:*"]
+    ops = list(AclOperation)
+
+    def scan(acls, allow_if_none, principal, host, op, rt, name):
+        matching = [a for a in acls if a.matches_resource(rt, name)]
+        results = [acl_result(a, principal, host, op) for a in matching]
+        if AclPermissionType.DENY in results:
+            return False
+        if AclPermissionType.ALLOW in results:
+            return True
+        return allow_if_none and not matching
+
+    for _ in range(300):
+        acls = [
+            Acl(
+                rnd.choice([ResourceType.TOPIC, ResourceType.GROUP]),
+                rnd.choice(names),
+                rnd.choice(list(PatternType)),
+                rnd.choice(principals),
+                rnd.choice(["*", "10.0.0.1", "10.0.0.2"]),
+                rnd.choice(ops),
+                rnd.choice(list(AclPermissionType)),
+            )
+            for _ in range(rnd.randint(0, 8))
+        ]
+        allow_if_none = rnd.random() < 0.3
+        authorizer = Authorizer(acls, (), allow_if_none)
+        for _ in range(20):
+            args = (
+                rnd.choice(["User:alice", "User:bob"]),
+                rnd.choice(["10.0.0.1", "10.0.0.2"]),
+                rnd.choice(ops),
+                rnd.choice([ResourceType.TOPIC, ResourceType.GROUP]),
+                rnd.choice(names),
+            )
+            assert authorizer.authorize(*args) == scan(acls, allow_if_none, *args), (acls, args)

@@ -263,6 +263,58 @@ def test_a_replayed_metadata_broadcast_never_moves_the_metadata_back():
     assert [json.loads(v)["event"] for v in out[out.topic == "ev"]["value"]] == ["ReplayedInternalRecord"]
 
 
+def test_update_acls_is_taken_only_signed_and_stamped_by_the_acl_publisher():
+    """UpdateAcls through the state function: the MAC and the stamp's publisher decide, a replay
+    is refused, and the snapshot is in the stored state."""
+    step = make_step(TRUSTED)
+    g = GroupStateStandIn()
+    acl = {
+        "resourceType": 3,
+        "resourceName": "g",
+        "patternType": 3,
+        "principal": "User:alice",
+        "host": "*",
+        "operation": 3,
+        "permissionType": 3,
+    }
+    acls = env("UpdateAcls", 0, 1, {"acls": [acl], "superUsers": ["User:admin"], "allowEveryoneIfNoAclFound": False})
+    first = format_stamp("acl-publisher", 1, 0)
+
+    def stored_acls():
+        return state.decode(*g.value)["components"].get("acls", {})
+
+    # Unsigned: dropped before the core, reported.
+    out = run(step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, acls, 1, 0, 0, None, first.decode()))], g)
+    assert [json.loads(v)["event"] for v in out[out.topic == "ev"]["value"]] == ["ForgedInternalRecord"]
+    assert stored_acls() == {}
+    # Signed, but stamped by another publisher: the core refuses it.
+    other = format_stamp("metadata-publisher", 1, 0)
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, acls, 2, 0, 1, *signed(BROADCAST_KEY, acls, other)))], g
+    )
+    assert [json.loads(v)["event"] for v in out[out.topic == "ev"]["value"]] == ["ForgedInternalRecord"]
+    assert stored_acls() == {}
+    # The ACL publisher's: applied and kept.
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, acls, 3, 0, 2, *signed(BROADCAST_KEY, acls, first)))], g
+    )
+    assert stored_acls()["acls"] == [[3, "g", 3, "User:alice", "*", 3, 3]]
+    # A genuine copy written again later, after a newer snapshot: refused, the newer one stays.
+    empty = env("UpdateAcls", 0, 2, {"acls": [], "superUsers": [], "allowEveryoneIfNoAclFound": False})
+    second = format_stamp("acl-publisher", 1, 1)
+    run(
+        step,
+        BROADCAST_OWNER,
+        [channel_frame((BROADCAST_KEY, empty, 4, 0, 3, *signed(BROADCAST_KEY, empty, second)))],
+        g,
+    )
+    out = run(
+        step, BROADCAST_OWNER, [channel_frame((BROADCAST_KEY, acls, 5, 0, 4, *signed(BROADCAST_KEY, acls, first)))], g
+    )
+    assert [json.loads(v)["event"] for v in out[out.topic == "ev"]["value"]] == ["ReplayedInternalRecord"]
+    assert stored_acls()["acls"] == []
+
+
 def test_requests_between_partitions_go_to_the_internal_channel_signed_and_stamped():
     from coordinator.messages import InternalRequest, Outputs
     from streaming.step import output_rows
