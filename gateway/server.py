@@ -601,7 +601,7 @@ async def _denied_keys(asked: asyncio.Future, version: int, v0_key: str) -> dict
     """key -> {errorCode, errorMessage} of the keys the broker's FindCoordinator answer denies."""
     _, answer = decode_response(await asked, apis.FIND_COORDINATOR, version)
     if version < 4:
-        entries = [(v0_key, answer.error_code, answer.error_message)]
+        entries = [(v0_key, answer.error_code, getattr(answer, "error_message", None))]  # (v0 has none)
     else:
         entries = [(c.key, c.error_code, c.error_message) for c in answer.coordinators]
     return {

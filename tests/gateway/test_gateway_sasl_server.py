@@ -102,7 +102,7 @@ class SaslBroker:
 
 def find_coordinator_answer(request, version: int) -> dict:
     """Kafka's FindCoordinator answer of a broker that denies DESCRIBE on names starting "secret"."""
-    code = 30 if int(request.key_type) == 0 else 53  # GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    code = 30 if int(getattr(request, "key_type", 0)) == 0 else 53  # GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
     def one(key: str) -> dict:
         if key.startswith("secret"):
@@ -119,6 +119,8 @@ def find_coordinator_answer(request, version: int) -> dict:
     if version < 4:
         answer = one(request.key)
         answer.pop("key")
+        if version == 0:
+            return {k: v for k, v in answer.items() if k != "errorMessage"}
         return {"throttleTimeMs": 0, **answer}
     return {"throttleTimeMs": 0, "coordinators": [one(k) for k in request.coordinator_keys]}
 
@@ -301,6 +303,7 @@ def test_find_coordinator_is_denied_where_the_broker_denies_describe():
         writer.write(request(10, 4, 3, {"keyType": 0, "coordinatorKeys": ["g1", "secret-g"]}))
         writer.write(request(10, 3, 4, {"key": "secret-t", "keyType": 1}))
         writer.write(request(10, 3, 5, {"key": "t1", "keyType": 1}))
+        writer.write(request(10, 0, 6, {"key": "secret-v0"}))  # v0: a group, no message
         await writer.drain()
         batched = {c.key: c for c in (await answer(reader, 10, 4)).coordinators}
         assert (batched["g1"].error_code, batched["g1"].node_id, batched["g1"].port) == (0, 1, port)
@@ -316,8 +319,10 @@ def test_find_coordinator_is_denied_where_the_broker_denies_describe():
         assert (txn.error_code, txn.error_message, txn.node_id) == (53, "denied secret-t", -1)
         ok = await answer(reader, 10, 3)
         assert (ok.error_code, ok.error_message, ok.port) == (0, "NONE", port)
+        v0 = await answer(reader, 10, 0)
+        assert (v0.error_code, v0.node_id, v0.port) == (30, -1, -1)
         asked = [(c, u) for c, u, k in broker.seen if k == 10]
-        assert len(asked) == 3 and {u for _, u in asked} == {"alice"}  # as the client, on its connection
+        assert len(asked) == 4 and {u for _, u in asked} == {"alice"}  # as the client, on its connection
         assert {c for c, _ in asked} == {c for c, _, k in broker.seen if k == 36}
 
     run(test)
