@@ -33,6 +33,7 @@ The three run at once, in one test (their waits overlap).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ssl
 import subprocess
 import time
@@ -58,6 +59,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory, shared_jobs):
     shared_jobs.stop_running()  # one job at a time on the machine
+    # the Java client compiles while the broker, the job and the gateway start
+    java_classes = concurrent.futures.ThreadPoolExecutor(1).submit(
+        compile_java_client, tmp_path_factory.mktemp("sasl-java")
+    )
     certs = make_all(tmp_path_factory.mktemp("certs"), ["broker", "gateway"])
     principal_key = make_principal_key(certs)
     sasl_port = free_port()
@@ -87,6 +92,7 @@ def secured(tmp_path_factory, shared_jobs):
             "broker_plaintext": broker.bootstrap,
             "gateway": gateway,
             "job": job,
+            "java": java_classes,
         }
     finally:
         if gateway is not None:
@@ -272,8 +278,9 @@ def _java(classpath: str, config: Path, main: str, *args: str, timeout: float = 
 
 
 @pytest.fixture(scope="module")
-def java(tmp_path_factory) -> str:
-    return compile_java_client(tmp_path_factory.mktemp("sasl-java"))
+def java(secured) -> str:
+    """The Java client's classpath (compiled during the module's set-up)."""
+    return secured["java"].result(timeout=300)
 
 
 def _hidden_group_and_transaction(bootstrap: str, topic: str, **security) -> None:
