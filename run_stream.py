@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)
     log = logging.getLogger("run_stream")
 
+    from streaming.acl_publisher import AclPublisher
     from streaming.checkpoint_guard import CheckpointDamaged, check_before_start
     from streaming.metadata_publisher import MetadataPublisher
     from streaming.query import start, step_settings
@@ -99,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     publisher.publish_if_changed()  # before the query starts, so that its first batch has metadata
     publisher.start()
+    acl_publisher = AclPublisher.from_config(cfg, internal_key, publisher_epoch)  # None: [security] acls_enabled off
+    if acl_publisher is not None:
+        try:
+            acl_publisher.publish_if_changed()  # the first batch authorises with the broker's ACLs
+        except Exception as e:  # noqa: BLE001 - e.g. a broker still starting, no DESCRIBE on the cluster: retried
+            log.warning("ACL refresh failed (retried every %.1f s): %s", acl_publisher.interval, e)
+        acl_publisher.start()
     waker = None
     if cfg.stream["timer_wakeups"]:  # micro-batches run only for records: this starts the ones timers need
         waker = TimerWaker(
@@ -167,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         projector.join(timeout=60)
     status.lifecycle("stopped" if code == 0 else "failed")
     publisher.stop()
+    if acl_publisher is not None:
+        acl_publisher.stop()
     if waker is not None:
         waker.stop()
     if exporter is not None:

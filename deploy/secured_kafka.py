@@ -9,9 +9,12 @@ certificates (deploy/certs.py) and a single-node KRaft broker with
   super user: only the service should reach it) and the controller listener (PLAINTEXT).
 
 Users (`USERS`): PLAIN's are in the listener's JAAS line; SCRAM's are created when the storage is
-formatted (`kafka-storage format --add-scram`). It writes `DIR/gateway.toml`, the `[gateway]`
-settings of a SASL_SSL gateway in front of it (`python -m gateway --config DIR/gateway.toml`, with
-`[kafka]` and `[topics]` of your own config). docs/operations.md walks through a secured run.
+formatted (`kafka-storage format --add-scram`). It writes two configuration files:
+`DIR/service.toml` for the service (`run_stream.py --config DIR/service.toml`: this broker, its
+topics with one replica, `[security]`: the coordinator APIs authorised with the broker's ACLs, read
+over SASL_SSL as admin, and `[gateway] principal_key_file`) and `DIR/gateway.toml`, the same with
+the `[gateway]` settings of a SASL_SSL gateway in front of the broker (`python -m gateway --config
+DIR/gateway.toml`). docs/operations.md walks through a secured run.
 For local use: the passwords are fixed and in the files.
 """
 
@@ -25,9 +28,17 @@ from .certs import make_all, make_principal_key
 from .kafka_local import LocalKafka
 
 ROOT = Path(__file__).resolve().parent.parent
-USERS = {"admin": "admin-secret", "gateway": "gateway-secret", "alice": "alice-secret", "bob": "bob-secret"}
+USERS = {
+    "admin": "admin-secret",
+    "gateway": "gateway-secret",
+    "alice": "alice-secret",
+    "bob": "bob-secret",
+    "carol": "carol-secret",
+}
 SCRAM_USERS = ("admin", "gateway", "bob")  # (PLAIN takes every user of USERS)
 JAAS = "org.apache.kafka.common.security"
+# ANONYMOUS: the controller listener and the service's PLAINTEXT listener
+SUPER_USERS = ("User:admin", "User:gateway", "User:ANONYMOUS")
 
 
 def secured_broker(workdir: Path, port: int, sasl_port: int, controller_port: int, certs: Path) -> LocalKafka:
@@ -57,8 +68,7 @@ def secured_broker(workdir: Path, port: int, sasl_port: int, controller_port: in
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(certs / "ca.pem"),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-            # ANONYMOUS: the controller listener and the service's PLAINTEXT listener
-            "super.users": "User:admin;User:gateway;User:ANONYMOUS",
+            "super.users": ";".join(SUPER_USERS),
         },
         format_args=scram,
     )
@@ -82,6 +92,60 @@ def gateway_settings(certs: Path, sasl_port: int, principal_key: Path | None = N
     return settings
 
 
+def service_settings(certs: Path, sasl_port: int, principal_key: Path | None = None) -> dict:
+    """The service's settings for a run behind `secured_broker`: the coordinator APIs authorised
+    with the broker's ACLs (`[security]`, its admin client reading them over SASL_SSL as `admin`
+    with SCRAM-SHA-512), and the gateway's principal key (`[gateway] principal_key_file`)."""
+    settings: dict = {
+        "security": {
+            "acls_enabled": True,
+            "super_users": list(SUPER_USERS),
+            "admin_bootstrap_servers": f"127.0.0.1:{sasl_port}",
+            "admin_security_protocol": "SASL_SSL",
+            "admin_ssl_cafile": str(certs / "ca.pem"),
+            "admin_sasl_mechanism": "SCRAM-SHA-512",
+            "admin_sasl_username": "admin",
+            "admin_sasl_password": USERS["admin"],
+        }
+    }
+    if principal_key is not None:
+        settings["gateway"] = {"principal_key_file": str(principal_key)}
+    return settings
+
+
+def toml_tables(settings: dict) -> str:
+    """`{table: {key: value}}` as TOML (strings, booleans, numbers, lists of strings)."""
+    import json
+
+    def literal(value) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return json.dumps(value)  # a JSON string, number or list of strings is a TOML one
+
+    return "".join(
+        f"[{table}]\n" + "".join(f"{k} = {literal(v)}\n" for k, v in values.items()) + "\n"
+        for table, values in settings.items()
+    )
+
+
+def write_config_files(directory: Path, certs: Path, bootstrap: str, sasl_port: int, key: Path) -> tuple[Path, Path]:
+    """Whole configuration files: the service's (`service.toml`), and the gateway's (`gateway.toml`:
+    the same, and the `[gateway]` settings of a SASL_SSL gateway), mode 0600 (passwords)."""
+    settings = {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "topics": {"replication_factor": 1, "min_insync_replicas": 1},  # one broker
+        "redis": {"enabled": False},  # no read model (deploy/run-local.sh starts a Redis for one)
+        **service_settings(certs, sasl_port, key),
+    }
+    service, gateway = directory / "service.toml", directory / "gateway.toml"
+    service.write_text(toml_tables(settings))
+    settings["gateway"] = {**settings["gateway"], **gateway_settings(certs, sasl_port, key)}
+    gateway.write_text(toml_tables(settings))
+    for written in (service, gateway):
+        written.chmod(0o600)
+    return service, gateway
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=["start", "stop", "status"])
@@ -97,12 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     broker = secured_broker(directory / "kafka", args.port, args.sasl_port, args.port + 1, certs)
     if args.action == "start":
         broker.start()
-        toml = directory / "gateway.toml"
-        lines = ["[gateway]"] + [f'{k} = "{v}"' for k, v in gateway_settings(certs, args.sasl_port, key).items()]
-        toml.write_text("\n".join(lines) + "\n")
+        service, toml = write_config_files(directory, certs, broker.bootstrap, args.sasl_port, key)
         print(
             f"Kafka broker up: SASL_SSL 127.0.0.1:{args.sasl_port} (users {', '.join(USERS)}; CA {certs / 'ca.pem'}), "
-            f"PLAINTEXT {broker.bootstrap} for the service; gateway settings {toml}"
+            f"PLAINTEXT {broker.bootstrap} for the service; run_stream.py --config {service}, "
+            f"python -m gateway --config {toml}"
         )
     elif args.action == "stop":
         broker.stop()

@@ -352,7 +352,17 @@ class ClientConnection:
         if self.sasl is not None and not await self._admit(frame, slot, api_key, version, cid):
             return
         if api_key == apis.FIND_COORDINATOR:
-            self._spawn(self._answer(slot, self._find_coordinator, frame, version, cid))
+            asked = None
+            if self.sasl is not None:
+                # Kafka's FindCoordinator authorises DESCRIBE on each group / transactional id: the
+                # broker makes that check as the client, on the client's own connection.
+                upstream = await self._upstream_for(api_key)
+                asked = upstream.send(frame, cid, True)
+                # (retrieved even when the client is gone before the answer: no "never retrieved")
+                asked.add_done_callback(lambda f: f.cancelled() or f.exception())
+                self._last_sent = (upstream, asked)
+                await upstream.writer.drain()
+            self._spawn(self._answer(slot, self._find_coordinator, frame, version, cid, asked))
             return
         spec = apis.bridged_spec(api_key)
         if spec is not None:
@@ -501,14 +511,21 @@ class ClientConnection:
             body = dataclasses.replace(body, brokers=tuple(brokers))
         return encode_response(cid, body)
 
-    async def _find_coordinator(self, frame: bytes, version: int, cid: int) -> bytes:
+    async def _find_coordinator(
+        self, frame: bytes, version: int, cid: int, asked: asyncio.Future | None = None
+    ) -> bytes:
         """Any gateway port serves the coordinator APIs: the coordinator is the node the client
-        is connected to."""
+        is connected to. `asked`: the broker's answer to the same request (a SASL client's, on its
+        own connection), whose authorisation errors are the answer for their keys (Kafka's DESCRIBE
+        check on the group or transactional id; the broker's other answers are not the service's)."""
         _, request = _decode(frame, apis.FIND_COORDINATOR, version)
         body = to_json(request)
         host, port = self.gw.cfg.advertised_host, self.gw.ports[self.node_id]
+        denied = await _denied_keys(asked, version, body.get("key", "")) if asked is not None else {}
 
         def one(key: str) -> dict:
+            if key in denied:
+                return {"key": key, "nodeId": -1, "host": "", "port": -1, **denied[key]}
             if body.get("keyType", 0) not in (0, 1):
                 return {
                     "key": key,
@@ -572,6 +589,26 @@ class ClientConnection:
         except BridgeRequestTooLarge as e:  # as the service answers an oversized request
             response = _error_body(spec, version, body, str(e), Errors.INVALID_REQUEST)
         return encode_response(cid, from_json(response_class(spec.api_key, version), response))
+
+
+# FindCoordinator's authorisation errors (KafkaApis: DESCRIBE on the GROUP / TRANSACTIONAL_ID)
+_FIND_COORDINATOR_DENIED = frozenset(
+    {Errors.GROUP_AUTHORIZATION_FAILED.code, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code}
+)
+
+
+async def _denied_keys(asked: asyncio.Future, version: int, v0_key: str) -> dict[str, dict]:
+    """key -> {errorCode, errorMessage} of the keys the broker's FindCoordinator answer denies."""
+    _, answer = decode_response(await asked, apis.FIND_COORDINATOR, version)
+    if version < 4:
+        entries = [(v0_key, answer.error_code, getattr(answer, "error_message", None))]  # (v0 has none)
+    else:
+        entries = [(c.key, c.error_code, c.error_message) for c in answer.coordinators]
+    return {
+        key: {"errorCode": int(code), "errorMessage": message}
+        for key, code, message in entries
+        if int(code) in _FIND_COORDINATOR_DENIED
+    }
 
 
 def _decode(frame: bytes, api_key: int, version: int):

@@ -21,6 +21,8 @@ from coordinator.config import CoordinatorConfig
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULTS_FILE = ROOT / "conf" / "defaults.toml"
 # The service's own topics by their [topics] name: no client answer or marker may go there.
+# The tables whose keys COORD_<TABLE>_<KEY> environment variables override.
+ENV_TABLES = ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway", "txn", "security")
 SERVICE_TOPICS = ("requests", "responses", "events", "state_log", "internal", "dead_letters", "metrics", "timers")
 
 
@@ -60,7 +62,7 @@ class StreamConfig:
         for name, value in env.items():
             if not name.startswith("COORD_"):
                 continue
-            for table in ("kafka", "topics", "stream", "spark", "redis", "metrics", "dashboard", "gateway", "txn"):
+            for table in ENV_TABLES:
                 prefix = f"COORD_{table.upper()}_"
                 if name.startswith(prefix):
                     key = name[len(prefix) :].lower()
@@ -131,6 +133,11 @@ class StreamConfig:
         if mode not in ("auto", "json", "broker"):
             raise ValueError(f'[txn] markers must be "auto", "json" or "broker", not {mode!r}')
         return mode
+
+    @property
+    def security(self) -> dict:
+        """[security]: the coordinator APIs' authorisation with the broker's ACLs (streaming/acl_publisher.py)."""
+        return self.raw.get("security", {})
 
     @property
     def metrics(self) -> dict:

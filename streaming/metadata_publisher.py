@@ -7,6 +7,9 @@ every coordinator partition. Going through a topic keeps the core deterministic:
 sees the same metadata. Each broadcast is stamped (`metadata-publisher`, the driver's epoch, a
 sequence): a coordinator partition refuses one older than the newest it applied, so a copy of an
 old broadcast written again cannot move the metadata back (coordinator/channel.py).
+
+`BroadcastPublisher` is that path (read, compare, sign, stamp, send, reconnect) for any snapshot of
+the broker; the ACL publisher (streaming/acl_publisher.py) is the other one.
 """
 
 from __future__ import annotations
@@ -91,36 +94,65 @@ def update_metadata_request(topics: list[dict], correlation_id: int) -> bytes:
     ).encode()
 
 
-class MetadataPublisher(threading.Thread):
+class BroadcastPublisher(threading.Thread):
+    """A driver thread that reads a snapshot from the broker with an admin client and, at start
+    (`publish_if_changed` before the query starts) and whenever the snapshot differs from the last
+    one published, appends it as one internal request with the broadcast key: signed with the
+    internal key and stamped (`publisher`, this driver's epoch, a sequence from 0), which the query
+    delivers to every coordinator partition. A failed read or send is retried every interval with
+    new clients. Subclasses say what they read (`read`), how it is sent (`request`) and logged."""
+
+    publisher = "broadcast-publisher"
+    what = "refresh"  # in the log lines: "<what> failed", "<what> works again"
+
     def __init__(
         self,
         bootstrap: str,
         internal_topic: str,
         interval_ms: int,
         internal_key: bytes,
-        reply_topic_prefix: str | None = None,
         epoch: int = 0,
+        admin_config: dict | None = None,
     ):
-        super().__init__(name="metadata-publisher", daemon=True)
-        self.reply_topic_prefix = reply_topic_prefix
+        """`bootstrap`: the service's listener, where the internal topic is written; `admin_config`:
+        kafka-python settings of the admin client that reads the broker (its own bootstrap servers,
+        security protocol, SASL and TLS settings; default: the service's listener)."""
+        super().__init__(name=self.publisher, daemon=True)
         self.bootstrap, self.internal_topic, self.interval = bootstrap, internal_topic, interval_ms / 1000
+        self._admin_config = {"bootstrap_servers": bootstrap, **(admin_config or {})}
         self._key = internal_key
         self._halt = threading.Event()
-        self._last: list[dict] | None = None
+        self._last = None
         self._admin, self._producer = self._connect()
         self._sent = 0
-        self._stamps = Stamper(PUBLISHER, epoch)
+        self._stamps = Stamper(self.publisher, epoch)
 
-    def _connect(self) -> tuple[KafkaAdminClient, KafkaProducer]:
+    # ------------------------------------------------------------- what a subclass says
+    def read(self, admin):
+        """The snapshot to publish (compared with ==), read with `admin` (None for a publisher that
+        reads no broker)."""
+        raise NotImplementedError
+
+    def request(self, snapshot, correlation_id: int) -> bytes:
+        """The internal request carrying `snapshot`."""
+        raise NotImplementedError
+
+    def describe(self, snapshot) -> str:
+        return "published"
+
+    # ------------------------------------------------------------------- the common path
+    def _connect(self) -> tuple[KafkaAdminClient | None, KafkaProducer]:
         return (
-            KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="coordinator-metadata"),
-            KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id="coordinator-metadata"),
+            KafkaAdminClient(client_id=f"coordinator-{self.publisher}", **self._admin_config),
+            KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", client_id=f"coordinator-{self.publisher}"),
         )
 
     def _reconnect(self) -> None:
         """New clients: kafka-python's admin client does not always recover from a broker that
         went away ("NodeNotReadyError: No node_id provided" forever after)."""
         for client in (self._admin, self._producer):
+            if client is None:
+                continue
             try:
                 client.close(timeout=1) if isinstance(client, KafkaProducer) else client.close()
             except Exception as e:  # noqa: BLE001 - closing a broken client
@@ -128,16 +160,16 @@ class MetadataPublisher(threading.Thread):
         self._admin, self._producer = self._connect()
 
     def publish_if_changed(self) -> bool:
-        topics = read_topic_metadata(self._admin, self.reply_topic_prefix)
-        if topics == self._last:
+        snapshot = self.read(self._admin)
+        if snapshot == self._last:
             return False
         self._sent += 1
-        key, value = BROADCAST_KEY.encode(), update_metadata_request(topics, self._sent)
+        key, value = BROADCAST_KEY.encode(), self.request(snapshot, self._sent)
         headers = signed_headers(self._key, key, value, self._stamps.next())
         self._producer.send(self.internal_topic, key=key, value=value, headers=headers)
         self._producer.flush()
-        self._last = topics
-        log.info("published topic metadata: %d topics", len(topics))
+        self._last = snapshot
+        log.info("%s", self.describe(snapshot))
         return True
 
     def run(self) -> None:
@@ -148,14 +180,36 @@ class MetadataPublisher(threading.Thread):
                     self._reconnect()
                 self.publish_if_changed()
                 if failed:
-                    log.info("metadata refresh works again")
+                    log.info("%s works again", self.what)
                 failed = False
             except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
-                log.warning("metadata refresh failed (retried every %.1f s with new clients): %s", self.interval, e)
+                log.warning("%s failed (retried every %.1f s with new clients): %s", self.what, self.interval, e)
                 failed = True
 
     def stop(self) -> None:
         self._halt.set()
-        self.join(timeout=10)
-        self._admin.close()
+        if self.ident is not None:  # started
+            self.join(timeout=10)
+        if self._admin is not None:
+            self._admin.close()
         self._producer.close()
+
+
+class MetadataPublisher(BroadcastPublisher):
+    """The broker's topics (`read_topic_metadata`) as UpdateMetadata."""
+
+    publisher = PUBLISHER
+    what = "metadata refresh"
+
+    def __init__(self, *args, reply_topic_prefix: str | None = None, **kwargs):
+        self.reply_topic_prefix = reply_topic_prefix
+        super().__init__(*args, **kwargs)
+
+    def read(self, admin: KafkaAdminClient) -> list[dict]:
+        return read_topic_metadata(admin, self.reply_topic_prefix)
+
+    def request(self, snapshot: list[dict], correlation_id: int) -> bytes:
+        return update_metadata_request(snapshot, correlation_id)
+
+    def describe(self, snapshot: list[dict]) -> str:
+        return f"published topic metadata: {len(snapshot)} topics"

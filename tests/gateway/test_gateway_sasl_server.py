@@ -81,6 +81,8 @@ class SaslBroker:
                         }
                 elif api_key == 3 and user is not None:
                     body = {"brokers": [], "clusterId": "c", "controllerId": 1, "topics": []}
+                elif api_key == 10 and user is not None:  # DESCRIBE denied on names starting "secret"
+                    body = find_coordinator_answer(request, version)
                 else:
                     return  # Kafka: an unexpected request before authentication closes the connection
                 out = encode_response(cid, from_json(response_class(api_key, version), body))
@@ -96,6 +98,31 @@ class SaslBroker:
 
     def close(self):
         self.server.close()
+
+
+def find_coordinator_answer(request, version: int) -> dict:
+    """Kafka's FindCoordinator answer of a broker that denies DESCRIBE on names starting "secret"."""
+    code = 30 if int(getattr(request, "key_type", 0)) == 0 else 53  # GROUP_ / TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+    def one(key: str) -> dict:
+        if key.startswith("secret"):
+            return {
+                "key": key,
+                "nodeId": -1,
+                "host": "",
+                "port": -1,
+                "errorCode": code,
+                "errorMessage": f"denied {key}",
+            }
+        return {"key": key, "nodeId": 1, "host": "broker", "port": 9092, "errorCode": 0, "errorMessage": None}
+
+    if version < 4:
+        answer = one(request.key)
+        answer.pop("key")
+        if version == 0:
+            return {k: v for k, v in answer.items() if k != "errorMessage"}
+        return {"throttleTimeMs": 0, **answer}
+    return {"throttleTimeMs": 0, "coordinators": [one(k) for k in request.coordinator_keys]}
 
 
 class PrincipalBridge:
@@ -263,3 +290,39 @@ def test_a_session_expires_unless_re_authenticated():
         assert await closed(reader)
 
     run(test, lifetime_ms=LIFETIME_MS)
+
+
+def test_find_coordinator_is_denied_where_the_broker_denies_describe():
+    """Kafka's FindCoordinator checks DESCRIBE on the group / transactional id: the gateway asks the
+    broker on the client's own connection and answers its authorisation errors; the other keys are
+    the gateway's (the broker's coordinator is not the service's)."""
+
+    async def test(gw, broker, bridge, port):
+        reader, writer, auth = await login(port)
+        assert auth.error_code == 0
+        writer.write(request(10, 4, 3, {"keyType": 0, "coordinatorKeys": ["g1", "secret-g"]}))
+        writer.write(request(10, 3, 4, {"key": "secret-t", "keyType": 1}))
+        writer.write(request(10, 3, 5, {"key": "t1", "keyType": 1}))
+        writer.write(request(10, 0, 6, {"key": "secret-v0"}))  # v0: a group, no message
+        await writer.drain()
+        batched = {c.key: c for c in (await answer(reader, 10, 4)).coordinators}
+        assert (batched["g1"].error_code, batched["g1"].node_id, batched["g1"].port) == (0, 1, port)
+        denied = batched["secret-g"]
+        assert (denied.error_code, denied.error_message, denied.node_id, denied.host, denied.port) == (
+            30,
+            "denied secret-g",
+            -1,
+            "",
+            -1,
+        )
+        txn = await answer(reader, 10, 3)
+        assert (txn.error_code, txn.error_message, txn.node_id) == (53, "denied secret-t", -1)
+        ok = await answer(reader, 10, 3)
+        assert (ok.error_code, ok.error_message, ok.port) == (0, "NONE", port)
+        v0 = await answer(reader, 10, 0)
+        assert (v0.error_code, v0.node_id, v0.port) == (30, -1, -1)
+        asked = [(c, u) for c, u, k in broker.seen if k == 10]
+        assert len(asked) == 4 and {u for _, u in asked} == {"alice"}  # as the client, on its connection
+        assert {c for c, _ in asked} == {c for c, _, k in broker.seen if k == 36}
+
+    run(test)

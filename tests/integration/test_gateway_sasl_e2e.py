@@ -11,27 +11,47 @@ signed record was accepted by the real state function: an unverified principal i
   principal (a topic the client has no ACL for is refused TOPIC_AUTHORIZATION_FAILED through the
   gateway, though the gateway's own identity may read it);
 - a wrong password fails through the gateway exactly as against the broker directly (the same
-  SASL_AUTHENTICATION_FAILED answer and message, then the connection closed).
+  SASL_AUTHENTICATION_FAILED answer and message, then the connection closed);
+- the coordinator APIs are authorised with the broker's own ACLs: the job runs with `[security]
+  acls_enabled` (deploy/secured_kafka.service_settings), its ACL publisher reading them over
+  SASL_SSL as admin (SCRAM-SHA-512). A DIFFERENTIAL check: Java kafka-clients (GatewayClient's
+  `authz` mode: a consumer group, a transactional producer, an Admin) as bob with SCRAM-SHA-256
+  (consumer protocol) and as alice with PLAIN (classic protocol), with the same ACLs, against the
+  broker directly and against the gateway print the same outcome for every step: a group they may
+  read consumes and commits, a transactional id they may write commits, and the same errors for a
+  group they may not read, a topic they may not read (OffsetCommit, OffsetFetch), a transactional
+  id they may not write, describing, listing the offsets of and deleting a group they may not
+  describe, describing a transaction they may not describe, a wrong password; listing groups and
+  transactions shows the same (their own only). Kafka's kafka-consumer-groups (`--describe
+  --all-groups`, as carol with PLAIN) lists and describes the same groups against both;
+- kafka-acls through the gateway (as admin, SCRAM-SHA-512) adds an ACL; the service's coordinators
+  apply it at their next ACL refresh (a commit refused as the broker refuses it before is accepted
+  after).
+The three run at once, in one test (their waits overlap).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ssl
+import subprocess
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
 from deploy.certs import make_all, make_principal_key
 from deploy.kafka_local import free_port
-from deploy.secured_kafka import USERS, gateway_settings, secured_broker
+from deploy.secured_kafka import USERS, gateway_settings, secured_broker, service_settings, toml_tables
 from gateway.sasl import ScramClient
 from gateway.security import UpstreamSecurity, request_caller
 from gateway.upstream import Upstream, UpstreamClosed
 
-from .gateway_process import Gateway
+from .gateway_process import Gateway, run_concurrently
 from .harness import StreamJob
+from .java_client import JVM_OPTS, compile_java_client
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +59,10 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory, shared_jobs):
     shared_jobs.stop_running()  # one job at a time on the machine
+    # the Java client compiles while the broker, the job and the gateway start
+    java_classes = concurrent.futures.ThreadPoolExecutor(1).submit(
+        compile_java_client, tmp_path_factory.mktemp("sasl-java")
+    )
     certs = make_all(tmp_path_factory.mktemp("certs"), ["broker", "gateway"])
     principal_key = make_principal_key(certs)
     sasl_port = free_port()
@@ -48,9 +72,13 @@ def secured(tmp_path_factory, shared_jobs):
     gateway = None
     try:
         job = StreamJob(broker.bootstrap, tmp_path_factory.mktemp("sasl-job"), "sasl")
-        # the service verifies the gateway's signed principals with the same key
+        _grant(broker.bootstrap)  # before the job starts: its first ACL snapshot has them
+        # the service verifies the gateway's signed principals with the same key, and authorises
+        # the coordinator APIs with the broker's ACLs (read over SASL_SSL as admin)
+        settings = service_settings(certs, sasl_port, principal_key)
+        settings["security"]["acl_refresh_ms"] = 500
         with open(job.config_file, "a") as f:
-            f.write(f'\n[gateway]\nprincipal_key_file = "{principal_key}"\n')
+            f.write("\n" + toml_tables(settings))
         job.start()
         gateway = Gateway(
             job.config_file,
@@ -58,8 +86,14 @@ def secured(tmp_path_factory, shared_jobs):
             client_id="sasl-gateway",
             settings=gateway_settings(certs, sasl_port, principal_key),
         )
-        _grant(broker.bootstrap)
-        yield {"certs": certs, "broker_sasl": f"127.0.0.1:{sasl_port}", "gateway": gateway}
+        yield {
+            "certs": certs,
+            "broker_sasl": f"127.0.0.1:{sasl_port}",
+            "broker_plaintext": broker.bootstrap,
+            "gateway": gateway,
+            "job": job,
+            "java": java_classes,
+        }
     finally:
         if gateway is not None:
             gateway.stop()
@@ -69,6 +103,12 @@ def secured(tmp_path_factory, shared_jobs):
 
 
 TOPIC, SECRET_TOPIC = "sasl-data", "sasl-secret"
+# The authorisation differential's names (GatewayClient.authz): its data topic per side (the broker's
+# transactions and the service's do not share a partition), a topic nobody but super users may read,
+# groups and transactional ids of each user's own, and a group and a transaction nobody but super
+# users may describe.
+P = "acl"
+SIDES = {"broker": f"{P}-topic-broker", "gateway": f"{P}-topic-gateway"}
 
 
 def _grant(plaintext_bootstrap: str) -> None:
@@ -85,23 +125,25 @@ def _grant(plaintext_bootstrap: str) -> None:
     )
 
     admin = AdminClient({"bootstrap.servers": plaintext_bootstrap})
-    for f in admin.create_topics([NewTopic(TOPIC, 1, 1), NewTopic(SECRET_TOPIC, 1, 1)]).values():
+    topics = [TOPIC, SECRET_TOPIC, f"{P}-secret", *SIDES.values()]
+    for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
         f.result(30)
+
+    def allow(rtype, name, pattern, user, op):
+        return AclBinding(rtype, name, pattern, f"User:{user}", "*", op, AclPermissionType.ALLOW)
+
+    literal, prefixed = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
     bindings = []
     for user in ("alice", "bob"):
         for op in (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE):
-            bindings.append(
-                AclBinding(
-                    ResourceType.TOPIC, TOPIC, ResourcePatternType.LITERAL, f"User:{user}", "*", op,
-                    AclPermissionType.ALLOW,
-                )
-            )  # fmt: skip
-        bindings.append(
-            AclBinding(
-                ResourceType.GROUP, f"sasl-{user}-", ResourcePatternType.PREFIXED, f"User:{user}", "*",
-                AclOperation.READ, AclPermissionType.ALLOW,
-            )
-        )  # fmt: skip
+            bindings.append(allow(ResourceType.TOPIC, TOPIC, literal, user, op))
+            bindings.append(allow(ResourceType.TOPIC, f"{P}-topic-", prefixed, user, op))
+        bindings.append(allow(ResourceType.GROUP, f"sasl-{user}-", prefixed, user, AclOperation.READ))
+        bindings.append(allow(ResourceType.GROUP, f"{P}-group-{user}", prefixed, user, AclOperation.READ))
+        bindings.append(allow(ResourceType.TRANSACTIONAL_ID, f"{P}-tx-{user}", prefixed, user, AclOperation.WRITE))
+    for op in (AclOperation.READ, AclOperation.DESCRIBE):  # carol: kafka-consumer-groups
+        bindings.append(allow(ResourceType.TOPIC, f"{P}-topic-", prefixed, "carol", op))
+    bindings.append(allow(ResourceType.GROUP, f"{P}-group-carol", prefixed, "carol", AclOperation.READ))
     for f in admin.create_acls(bindings).values():
         f.result(30)
 
@@ -205,3 +247,203 @@ def test_a_wrong_password_fails_as_against_the_broker(secured):
     assert through == direct
     ok = asyncio.run(_authenticate(secured["gateway"].bootstrap, cafile, USERS["bob"]))
     assert ok[0] == 0 and not ok[2]
+
+
+# ------------------------------------------------------------------ authorisation of the coordinator APIs
+def _java_config(secured, tmp_path, user: str, mechanism: str) -> Path:
+    """A Java client's security settings (`-Dclient.config`, or a tool's --command-config)."""
+    module = "scram.ScramLoginModule" if mechanism.startswith("SCRAM") else "plain.PlainLoginModule"
+    path = tmp_path / f"{user}-{mechanism}.properties"
+    path.write_text(
+        "security.protocol=SASL_SSL\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={secured['certs'] / 'ca.pem'}\n"
+        f"sasl.mechanism={mechanism}\n"
+        f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
+        f'username="{user}" password="{USERS[user]}";\n'
+    )
+    return path
+
+
+def _java(classpath: str, config: Path, main: str, *args: str, timeout: float = 240) -> list[str]:
+    """A Java program's stdout lines (Kafka's tools print their errors there too, and exit 0)."""
+    run = subprocess.run(
+        ["java", *JVM_OPTS, f"-Dclient.config={config}", "-cp", classpath, main, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert run.returncode == 0, f"{main} {args} exited {run.returncode}: {run.stdout[-2000:]}{run.stderr[-3000:]}"
+    return run.stdout.splitlines()
+
+
+@pytest.fixture(scope="module")
+def java(secured) -> str:
+    """The Java client's classpath (compiled during the module's set-up)."""
+    return secured["java"].result(timeout=300)
+
+
+def _hidden_group_and_transaction(bootstrap: str, topic: str, **security) -> None:
+    """As a super user: a record in `topic`, a group with committed offsets and a committed
+    transaction that only super users may describe (on the broker, or in the service)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    common = {"bootstrap.servers": bootstrap, **security}
+    producer = Producer({**common, "transactional.id": f"{P}-hidden-tx"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(topic, b"hidden")
+    producer.commit_transaction(60)
+    consumer = Consumer({**common, "group.id": f"{P}-hidden-group", "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def _admin_security(secured) -> dict:
+    return {
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(secured["certs"] / "ca.pem"),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "admin",
+        "sasl.password": USERS["admin"],
+    }
+
+
+def _results(lines: list[str]) -> dict[str, str]:
+    return {step: outcome for _, step, outcome in (line.split(" ", 2) for line in lines if line.startswith("RESULT "))}
+
+
+def test_coordinator_apis_are_authorised_as_the_broker_authorises_them(secured, java, tmp_path):
+    """Three flows at once (their waits overlap; each keeps to names the others' listings leave out):
+    the differential, kafka-consumer-groups against both, kafka-acls through the gateway."""
+    run_concurrently(
+        {
+            "differential": lambda: _differential(secured, java, tmp_path),
+            "kafka-consumer-groups": lambda: _consumer_groups_tool(secured, java, tmp_path),
+            "kafka-acls": lambda: _acls_tool(secured, java, tmp_path),
+        }
+    )
+
+
+def _differential(secured, java: str, tmp_path: Path) -> None:
+    """The same Java clients with the same ACLs against the broker directly and through the gateway,
+    as bob (SCRAM-SHA-256, KIP-848 consumer protocol) and alice (PLAIN, classic): the same outcomes."""
+    run_concurrently(
+        {
+            "broker": lambda: _hidden_group_and_transaction(secured["broker_plaintext"], SIDES["broker"]),
+            "gateway": lambda: _hidden_group_and_transaction(
+                secured["gateway"].bootstrap, SIDES["gateway"], **_admin_security(secured)
+            ),
+        }
+    )
+    bootstrap = {"broker": secured["broker_sasl"], "gateway": secured["gateway"].bootstrap}
+    users = {"bob": ("SCRAM-SHA-256", "consumer"), "alice": ("PLAIN", "classic")}
+    out: dict[tuple[str, str], dict[str, str]] = {}
+
+    def probe(side: str, user: str):
+        mechanism, protocol = users[user]
+        config = _java_config(secured, tmp_path, user, mechanism)
+        lines = _java(java, config, "GatewayClient", "authz", bootstrap[side], P, user, protocol, SIDES[side])
+        out[side, user] = _results(lines)
+
+    run_concurrently({f"{side}-{user}": lambda s=side, u=user: probe(s, u) for side in bootstrap for user in users})
+    for user in users:
+        direct, through = out["broker", user], out["gateway", user]
+        # the broker's answers are what Kafka does; they must be the expected ones for the check to mean anything
+        assert direct["group-consume-commit"] == "OK" and direct["txn-commit"] == "OK", direct
+        assert direct["group-denied"].startswith("GroupAuthorizationException"), direct
+        assert direct["topic-denied-commit"].startswith("TopicAuthorizationException"), direct
+        assert direct["topic-denied-fetch-offsets"].startswith("TopicAuthorizationException"), direct
+        assert direct["txn-denied"].startswith("TransactionalIdAuthorizationException"), direct
+        for step in ("describe-hidden-group", "offsets-hidden-group", "delete-hidden-group"):
+            assert direct[step].startswith("GroupAuthorizationException"), (step, direct)
+        assert direct["describe-hidden-transaction"].startswith("TransactionalIdAuthorizationException"), direct
+        assert direct["list-groups"].split(",")[0] == f"{P}-group-{user}", direct
+        assert direct["list-transactions"] == f"{P}-tx-{user}", direct
+        assert direct["wrong-password"].startswith("SaslAuthenticationException"), direct
+        differing = [
+            f"{step}:\n  broker:  {direct.get(step)}\n  gateway: {through.get(step)}"
+            for step in sorted(direct.keys() | through.keys())
+            if direct.get(step) != through.get(step)
+        ]
+        assert not differing, f"{user}:\n" + "\n".join(differing)
+
+
+def _consumer_groups_tool(secured, java: str, tmp_path: Path) -> None:
+    """kafka-consumer-groups --describe --all-groups as carol (PLAIN): the groups she may describe
+    (her own, not the hidden one, not alice's or bob's), with their offsets, the same through the
+    gateway as against the broker."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    config = _java_config(secured, tmp_path, "carol", "PLAIN")
+    group = f"{P}-group-carol"
+    for side, bootstrap in (("broker", secured["broker_sasl"]), ("gateway", secured["gateway"].bootstrap)):
+        consumer = Consumer(_client(secured, "carol", "PLAIN", **{"group.id": group, "bootstrap.servers": bootstrap}))
+        try:
+            consumer.commit(offsets=[TopicPartition(SIDES[side], 0, 1)], asynchronous=False)
+        finally:
+            consumer.close()
+    tables: dict[str, list[list[str]]] = {}
+
+    def describe(side: str, bootstrap: str):
+        lines = _java(
+            java, config, "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", "--bootstrap-server",
+            bootstrap, "--command-config", str(config), "--timeout", "60000", "--describe", "--all-groups",
+        )  # fmt: skip
+        tables[side] = [line.split() for line in lines if line.startswith(f"{P}-")]
+
+    run_concurrently(
+        {
+            "broker": lambda: describe("broker", secured["broker_sasl"]),
+            "gateway": lambda: describe("gateway", secured["gateway"].bootstrap),
+        }
+    )
+    # GROUP TOPIC PARTITION CURRENT-OFFSET ...: the groups and their partitions' committed offsets
+    direct = sorted((row[0], row[1].replace("-broker", "-SIDE"), row[3]) for row in tables["broker"])
+    through = sorted((row[0], row[1].replace("-gateway", "-SIDE"), row[3]) for row in tables["gateway"])
+    assert direct == [(group, f"{P}-topic-SIDE", "1")], tables
+    assert through == direct, tables
+
+
+def _acls_tool(secured, java: str, tmp_path: Path) -> None:
+    """kafka-acls --add through the gateway (as admin, SCRAM-SHA-512) adds the ACL at the broker; the
+    ACL publisher sends it to the coordinators: bob's commit in a group he could not read fails as
+    against the broker before, and is accepted after. (The group is outside the differential's
+    listings: its name does not start with P.)"""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    group = f"late-{P}-group"
+
+    def commit(bootstrap: str) -> int:
+        """The commit's error code (0: committed); a time-out on the loaded machine is tried again."""
+        while True:
+            more = {"group.id": group, "bootstrap.servers": bootstrap}
+            consumer = Consumer(_client(secured, "bob", "SCRAM-SHA-256", **more))
+            try:
+                consumer.commit(offsets=[TopicPartition(SIDES["gateway"], 0, 1)], asynchronous=False)
+                return 0
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError._TIMED_OUT:
+                    return e.args[0].code()
+            finally:
+                consumer.close()
+
+    refused = commit(secured["gateway"].bootstrap)
+    assert refused != 0 and refused == commit(secured["broker_sasl"]), refused  # as the broker refuses it
+    config = _java_config(secured, tmp_path, "admin", "SCRAM-SHA-512")
+    lines = _java(
+        java, config, "org.apache.kafka.tools.AclCommand", "--bootstrap-server", secured["gateway"].bootstrap,
+        "--command-config", str(config), "--add", "--allow-principal", "User:bob", "--operation", "Read",
+        "--group", group,
+    )  # fmt: skip
+    text = "\n".join(lines)
+    assert f"name={group}" in text and "principal=User:bob" in text and "operation=READ" in text, text
+    deadline = time.monotonic() + 120
+    # The broker (FindCoordinator's DESCRIBE check) knows the ACL at once, the coordinators at their
+    # next ACL refresh: until then GROUP_AUTHORIZATION_FAILED.
+    while (code := commit(secured["gateway"].bootstrap)) != 0:
+        assert code in (refused, KafkaError.GROUP_AUTHORIZATION_FAILED), code
+        assert time.monotonic() < deadline, "the new ACL never reached the coordinators"
+    assert "published ACLs" in secured["job"].log_file.read_text(errors="replace")
