@@ -24,7 +24,8 @@ def build_components(partition: Partition) -> dict[str, Component]:
     metadata = TopicMetadata(partition)
     transactions = TransactionCoordinator(partition, metadata)
     share = ShareCoordinator(partition, metadata)
-    groups = GroupCoordinator(partition, metadata, transactions, share)
+    acls = AclSnapshot(partition, metadata)
+    groups = GroupCoordinator(partition, metadata, transactions, share, acls)
     # Kafka's GroupMetadataManager.onMetadataUpdate: the groups hear of topic changes.
     metadata.listeners.append(groups.on_metadata_change)
     return {
@@ -35,7 +36,7 @@ def build_components(partition: Partition) -> dict[str, Component]:
         ShareCoordinator.name: share,
         Metrics.name: Metrics(partition, groups, transactions),
         InternalChannel.name: InternalChannel(partition),
-        AclSnapshot.name: AclSnapshot(partition, metadata),
+        AclSnapshot.name: acls,
     }
 
 

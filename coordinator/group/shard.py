@@ -58,6 +58,7 @@ from .streams.manager import StreamsGroupManager
 from .txn_offsets import TxnOffsetManager
 
 if TYPE_CHECKING:
+    from ..acl_state import AclSnapshot
     from ..component import Partition
     from ..metadata import TopicMetadata
     from ..share.coordinator import ShareCoordinator
@@ -173,6 +174,7 @@ class GroupCoordinator(Component):
         metadata: TopicMetadata,
         transactions: TransactionCoordinator,
         share_coordinator: ShareCoordinator,
+        acls: AclSnapshot | None = None,
     ):
         super().__init__(partition)
         # The other coordinators of the partition this one calls (Kafka's shard is given the
@@ -181,6 +183,9 @@ class GroupCoordinator(Component):
         self.metadata = metadata
         self.transactions = transactions
         self.share_coordinator = share_coordinator
+        # The broker's ACLs (Kafka's shard is given the authorizer plugin: a regex subscription
+        # resolves only to the topics its member may DESCRIBE).
+        self.acls = acls
         # One chunk per group (coordinator/chunks.py): decoded when a request or timer touches it.
         self.groups: LazyMap[str, Group] = LazyMap(
             partition.chunks, "GroupMetadata", _group_from_chunk, _group_to_chunk

@@ -704,3 +704,32 @@ def test_every_client_api_and_version_with_a_principal_is_answered_without_a_cra
             body = sample(lookup(api).request, version)
             send(d, api, version, body, key="s0")
         assert d.events_named("RequestFailed") == [], acls
+
+
+def test_regex_subscription_resolves_only_to_topics_the_member_may_describe():
+    """Kafka's TopicRegexResolver.filterTopicDescribeAuthorizedTopics: the regex is resolved as the
+    heartbeat that asked for it, so a matching topic the principal may not DESCRIBE is neither
+    resolved nor assigned."""
+    hb = {
+        "groupId": "g",
+        "memberId": "m",
+        "memberEpoch": 0,
+        "rebalanceTimeoutMs": 5000,
+        "subscribedTopicNames": None,
+        "subscribedTopicRegex": ".*",
+        "topicPartitions": [],
+    }
+    d = driver([allow(GROUP_RT, "g", READ), allow(TOPIC_RT, "t", DESCRIBE)])
+    assert send(d, "ConsumerGroupHeartbeat", 1, hb)["memberEpoch"] == 1
+    d.advance(0)  # the next micro-batch resolves the regex
+    resolved = d.events_named("RegularExpressionsResolved")[-1]["resolved"]
+    assert resolved == {".*": ["t"]}
+    r = send(d, "ConsumerGroupHeartbeat", 1, {**hb, "memberEpoch": 1, "subscribedTopicRegex": None})
+    assigned = {t["topicId"] for t in r["assignment"]["topicPartitions"]}
+    assert len(assigned) == 1  # only "t"'s partitions
+
+    # The JSON path (no principal) is not authorised against ACLs: every matching topic.
+    d = driver([allow(GROUP_RT, "g", READ)])
+    send(d, "ConsumerGroupHeartbeat", 1, hb, principal=None)
+    d.advance(0)
+    assert d.events_named("RegularExpressionsResolved")[-1]["resolved"] == {".*": ["secret", "t"]}

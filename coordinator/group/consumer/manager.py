@@ -17,6 +17,8 @@ import dataclasses
 from collections.abc import MutableMapping
 from typing import Any
 
+from ...acl import AclOperation, ResourceType
+from ...authorization import client_address
 from ...errors import ApiError, Error, Errors
 from ...messages import Request, StateRecord
 from ...metadata import ZERO_UUID
@@ -208,7 +210,7 @@ class ConsumerGroupManager(ModernGroupManager):
         )
         names_changed = self._has_member_subscription_changed(group_id, member, updated, records)
         after: list = []  # soft-state changes and timers, made once nothing can fail
-        regex_status = self._maybe_update_regular_expressions(group, member, updated, records, after)
+        regex_status = self._maybe_update_regular_expressions(group, member, updated, records, after, request)
         has_subscription_changed = names_changed or regex_status != NO_CHANGE
 
         group_epoch = group.group_epoch
@@ -803,11 +805,13 @@ class ConsumerGroupManager(ModernGroupManager):
         updated: ConsumerGroupMember,
         records: list,
         after: list,
+        request: Request,
     ) -> str:
         """maybeUpdateRegularExpressions: whether the member's regex changed (and is already
         resolved), and whether the group's regexes must be (re)resolved; resolution runs at the start
         of the next micro-batch (Kafka runs it on an executor and applies the result as a later
-        write)."""
+        write). The resolution is authorised as the request that asks for it (Kafka passes its
+        RequestContext to TopicRegexResolver): its principal and host go with the task."""
         now = self.now
         gid = group.group_id
         old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
@@ -853,8 +857,24 @@ class ConsumerGroupManager(ModernGroupManager):
         require_refresh |= now > last_refresh + self.config["group.consumer.regex.refresh.interval.ms"]
         if require_refresh and subscribed:
             payload = {"groupId": gid, "memberId": updated.member_id, "regexes": sorted(subscribed, key=order_key)}
+            if request.principal is not None:
+                payload["principal"] = request.principal
+                payload["clientHost"] = request.client_host
             after.append(lambda result: result.defer(key, T_REGEX, payload))
         return status
+
+    def _describable_topics(self, payload: dict):
+        """TopicRegexResolver.filterTopicDescribeAuthorizedTopics: with the principal of the
+        request that asked for the resolution, only the topics it may DESCRIBE (a request without
+        a principal, the JSON path, is not authorised against ACLs: every topic)."""
+        principal = payload.get("principal")
+        if principal is None:
+            return lambda topic: True
+        authorizer = self.c.acls.authorizer() if self.c.acls is not None else None
+        if authorizer is None:  # no snapshot: nothing is authorised (Kafka: the authorizer not ready)
+            return lambda topic: False
+        host = client_address(payload.get("clientHost") or "")
+        return lambda topic: authorizer.authorize(principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
 
     def on_resolve_regexes(self, timer: Timer) -> CoordinatorResult | None:
         """TopicRegexResolver.resolveRegularExpressions then handleRegularExpressionsResult."""
@@ -868,12 +888,13 @@ class ConsumerGroupManager(ModernGroupManager):
         records: list = []
         new_resolved = dict(group.resolved_regular_expressions)
         bump = False
+        describable = self._describable_topics(payload)
         for regex in payload["regexes"]:
             if group.num_subscribed_members(regex) == 0:
                 continue
             try:
                 pattern = compile_regex(regex)
-                matched = frozenset(t for t in topics if pattern.fullmatch(t))
+                matched = frozenset(t for t in topics if pattern.fullmatch(t) and describable(t))
             except RegexError:
                 matched = frozenset()
             resolved = ResolvedRegularExpression(matched, version, self.now)
