@@ -295,7 +295,7 @@ def transactions(run: str) -> Scenario:
                 lambda s: {
                     **producer(s),
                     "groupId": group,
-                    "generationId": -1,
+                    "generationIdOrMemberEpoch": -1,
                     "memberId": "",
                     "groupInstanceId": None,
                     "topics": [

@@ -36,7 +36,7 @@ def heartbeat_response(
         VERSION,
         {
             **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
-            "acceptableRecoveryLag": acceptable_recovery_lag,
+            "acceptableRecoveryLagLegacy": acceptable_recovery_lag,  # v0's name since Kafka 4.4.0 (int32)
             "taskOffsetIntervalMs": task_offset_interval_ms,
             "status": status,
             "activeTasks": None,
