@@ -732,3 +732,18 @@ def test_onLoaded_arms_session_and_rebalance_timers():
         record_key("streams-session", GROUP, m) for m in ("m1", "m2")
     }
     assert {k for k in timers if "streams-rebalance" in k} == {record_key("streams-rebalance", GROUP, "m1")}
+
+
+def test_heartbeat_task_offset_interval_is_the_configured_interval():
+    """Kafka 4.2+ (GroupMetadataManager.streamsGroupHeartbeat: setTaskOffsetIntervalMs(
+    streamsGroupTaskOffsetIntervalMs)): every answer carries group.streams.task.offset.interval.ms,
+    60000 by default (4.1.1 answered 0); v0's acceptableRecoveryLagLegacy stays 0 (4.4.0 sets only
+    v1's int64 acceptableRecoveryLag)."""
+    r = client().join("m1", TOPO)
+    assert r["errorCode"] == 0
+    assert r["taskOffsetIntervalMs"] == 60000 and r["acceptableRecoveryLagLegacy"] == 0
+    assert "acceptableRecoveryLag" not in r
+    c = client(group_streams_task_offset_interval_ms=20000)
+    r = c.join("m1", TOPO)
+    assert r["taskOffsetIntervalMs"] == 20000
+    assert c.heartbeat("m1", r["memberEpoch"])["taskOffsetIntervalMs"] == 20000
