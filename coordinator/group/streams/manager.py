@@ -434,8 +434,9 @@ class StreamsGroupManager(ModernGroupManager):
                     "fatal error and requested a shutdown for the entire application.",
                 }
             )
-        if status:
-            response["status"] = status
+        # Kafka 4.2+ sets the list on every answer, [] when there is nothing to say (4.1.1 left it
+        # null then; 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default any more).
+        response["status"] = status
         return response
 
     def _group_and_member(self, body: dict) -> tuple[StreamsGroup, StreamsGroupMember, TasksTuple | None]:
