@@ -23,8 +23,13 @@ DOC_KAFKA_44 = "docs/protocol.md#open-differences-with-kafka-440 (not yet follow
 KAFKA_44_OPEN: dict[str, tuple[str, ...]] = {
     "ConsumerGroupHeartbeat": ("memberEpoch",),
     "ConsumerGroupDescribe": ("groups[*].groupEpoch", "groups[*].assignmentEpoch", "groups[*].members[*].memberEpoch"),
-    "ShareGroupHeartbeat": ("memberEpoch",),
-    "ShareGroupDescribe": ("groups[*].groupEpoch", "groups[*].assignmentEpoch", "groups[*].members[*].memberEpoch"),
+    "ShareGroupHeartbeat": ("memberEpoch", "assignment"),
+    "ShareGroupDescribe": (
+        "groups[*].groupEpoch",
+        "groups[*].assignmentEpoch",
+        "groups[*].members[*].memberEpoch",
+        "groups[*].members[*].assignment",
+    ),
     "StreamsGroupHeartbeat": (
         "memberEpoch",
         "endpointInformationEpoch",

@@ -747,3 +747,14 @@ def test_heartbeat_task_offset_interval_is_the_configured_interval():
     r = c.join("m1", TOPO)
     assert r["taskOffsetIntervalMs"] == 20000
     assert c.heartbeat("m1", r["memberEpoch"])["taskOffsetIntervalMs"] == 20000
+
+
+def test_leave_answer_status_is_an_empty_list():
+    """Kafka 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default: a leave's answer,
+    which sets no status, carries [] (found by the differential test against a 4.4.0 broker)."""
+    c = client()
+    r = c.join("m1", TOPO)
+    left = c.heartbeat("m1", -1)
+    assert left["errorCode"] == 0 and left["memberEpoch"] == -1, left
+    assert left["status"] == []
+    assert r["status"] == []
