@@ -8,6 +8,7 @@ service answers otherwise; every other difference fails the run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
@@ -16,6 +17,33 @@ from .diff_model import Scenario, Side, Step
 
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
 DOC_SHARE_ALTER = "docs/protocol.md#share-coordinator-deviations-from-kafka (AlterShareGroupOffsets in Kafka 4.1.1)"
+DOC_KAFKA_44 = "docs/protocol.md#open-differences-with-kafka-440 (not yet followed)"
+# Where the Kafka 4.4.0 reference answers otherwise for a cause the service does not follow yet
+# (docs/protocol.md, *Open differences with Kafka 4.4.0*): these fields, on every step of the API.
+KAFKA_44_OPEN: dict[str, tuple[str, ...]] = {
+    "ConsumerGroupHeartbeat": ("memberEpoch",),
+    "ConsumerGroupDescribe": ("groups[*].groupEpoch", "groups[*].assignmentEpoch", "groups[*].members[*].memberEpoch"),
+    "ShareGroupHeartbeat": ("memberEpoch", "assignment"),
+    "ShareGroupDescribe": (
+        "groups[*].groupEpoch",
+        "groups[*].assignmentEpoch",
+        "groups[*].members[*].memberEpoch",
+        "groups[*].members[*].assignment",
+    ),
+    "StreamsGroupHeartbeat": (
+        "memberEpoch",
+        "endpointInformationEpoch",
+        "partitionsByUserEndpoint",
+    ),
+    "StreamsGroupDescribe": (
+        "groups[*].groupEpoch",
+        "groups[*].assignmentEpoch",
+        "groups[*].members[*].memberEpoch",
+        "groups[*].groupState",
+        "groups[*].topology",
+    ),
+    "DescribeConfigs": ("results[*].configs[*].configSource",),
+}
 
 # Errors
 MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, NON_EMPTY_GROUP = 79, 25, 68
@@ -295,7 +323,7 @@ def transactions(run: str) -> Scenario:
                 lambda s: {
                     **producer(s),
                     "groupId": group,
-                    "generationId": -1,
+                    "generationIdOrMemberEpoch": -1,
                     "memberId": "",
                     "groupInstanceId": None,
                     "topics": [
@@ -821,11 +849,22 @@ ALL: list[Callable[[str], Scenario]] = [
 ]
 
 
+def _with_open_differences(scenario: Scenario) -> Scenario:
+    """The scenario with KAFKA_44_OPEN's fields documented on the steps of their APIs."""
+    steps = [
+        dataclasses.replace(
+            step, deviation={**dict.fromkeys(KAFKA_44_OPEN.get(step.api, ()), DOC_KAFKA_44), **step.deviation}
+        )
+        for step in scenario.steps
+    ]
+    return Scenario(scenario.name, scenario.topics, steps)
+
+
 def _only(scenario: Scenario, names: list[str]) -> Scenario:
     steps = [step for step in scenario.steps if step.name in names]
     if len(steps) != len(names):
         raise ValueError(f"{scenario.name}: no step named {sorted(set(names) - {st.name for st in steps})}")
-    return Scenario(scenario.name, scenario.topics, steps)
+    return _with_open_differences(Scenario(scenario.name, scenario.topics, steps))
 
 
 def smoke(run: str) -> list[Scenario]:
@@ -860,7 +899,7 @@ def smoke(run: str) -> list[Scenario]:
 
 
 def SCENARIOS(run: str) -> list[Scenario]:  # noqa: N802 - the table of scenarios
-    return [make(run) for make in ALL]
+    return [_with_open_differences(make(run)) for make in ALL]
 
 
 def scenario_names(run: str) -> list[str]:

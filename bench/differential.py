@@ -1,4 +1,4 @@
-"""The differential test: the same Kafka requests to a real Kafka 4.1.1 broker's own coordinators
+"""The differential test: the same Kafka requests to a real Kafka 4.4.0 broker's own coordinators
 and to the service, answers compared field by field.
 
     .venv/bin/python -m bench.differential                 # every scenario
@@ -38,18 +38,30 @@ from deploy.kafka_local import LocalKafka, free_port
 from .diff_model import Outcome, Scenario, Side, Step
 from .diff_wire import differences, generic_path, normalise
 
-# A 4.1.1 broker with streams and share groups (docs/protocol.md, *The differential test*).
-REFERENCE_FEATURES = {"streams.version": 1, "share.version": 1}
-REFERENCE_RELEASE = "4.1-IV1"  # the storage tool would otherwise pick 4.2-IV1 with unstable features on
+# A 4.4.0 broker with streams and share groups (docs/protocol.md, *The differential test*): both are
+# production features of its default metadata version (4.4-IV2: streams.version 1, share.version 2),
+# named here so the reference never depends on the storage tool's defaults. Kafka 4.4.0 has no
+# unstable API or feature left to enable for them, and no `group.share.enable` (the feature decides).
+REFERENCE_FEATURES = {"streams.version": 1, "share.version": 2}
+REFERENCE_RELEASE = "4.4-IV2"
 REFERENCE_CONFIG = {
-    "unstable.api.versions.enable": "true",  # StreamsGroupHeartbeat/Describe v0 are unstable in 4.1.1
-    "unstable.feature.versions.enable": "true",  # streams.version=1 is, too
-    "group.share.enable": "true",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
+    # Kafka 4.2-4.4 behaviours the service does not follow yet (docs/protocol.md, *Kafka 4.4.0*),
+    # turned off on the reference so the rest compares: assignments computed at once, on the
+    # request's own thread (4.4.0: at most every 1 s, on a background thread), a streams group's
+    # first assignment not delayed (4.4.0: 3 s), and no streams warm-up tasks (4.4.0: 2).
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
+    "group.share.assignment.interval.ms": "0",
+    "group.share.assignor.offload.enable": "false",
+    "group.streams.assignment.interval.ms": "0",
+    "group.streams.assignor.offload.enable": "false",
+    "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.num.warmup.replicas": "0",
 }
 # The service's job config keys that are not broker configs (the rest are Kafka's names).
-SERVICE_ONLY_PREFIXES = ("coordinator.", "share.admin.")
+SERVICE_ONLY_PREFIXES = ("coordinator.", "share.admin.", "group.share.enable")
 
 
 def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:

@@ -32,14 +32,14 @@ The flows (each on groups and ids of its own, `--runs` times; the table shows th
   it);
 - share: a share member, ShareGroupHeartbeat until it has its assignment;
 - streams: a streams member, StreamsGroupHeartbeat until it has acknowledged its tasks;
-- copier: Kafka's own `org.apache.kafka.tools.TransactionalMessageCopier` (kafka-tools 4.1.1, a
+- copier: Kafka's own `org.apache.kafka.tools.TransactionalMessageCopier` (kafka-tools 4.4.0, a
   real Java producer and consumer, transaction version 1) through the gateway (`python -m
   gateway`), copying 20 records in one transaction: its relayed coordinator requests
   (InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) are read back
   from the request topic (the gateway's envelopes, by transactional id and group) and their
   answers from the gateway's reply topic (by correlation id). FindCoordinator is answered by the
   gateway itself and costs no micro-batch: it is not counted. Needs the kafka-tools jar in the
-  Maven cache (`mvn dependency:get -Dartifact=org.apache.kafka:kafka-tools:4.1.1
+  Maven cache (`mvn dependency:get -Dartifact=org.apache.kafka:kafka-tools:4.4.0
   -Dtransitive=false`); the flow is skipped with a note when it is missing.
 """
 
@@ -319,7 +319,7 @@ def txn_flow(job, hc: HopClient, tag: str) -> list[int]:
 
 TXN_APIS = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn")
 COPIER_IN, COPIER_RECORDS = "flow-copier-in", 20
-KAFKA_TOOLS = Path.home() / ".m2/repository/org/apache/kafka/kafka-tools/4.1.1/kafka-tools-4.1.1.jar"
+KAFKA_TOOLS = Path.home() / ".m2/repository/org/apache/kafka/kafka-tools/4.4.0/kafka-tools-4.4.0.jar"
 
 
 def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:

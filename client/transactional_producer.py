@@ -415,7 +415,7 @@ class TransactionalProducer:
                     "groupId": group_id,
                     "producerId": self.producer_id,
                     "producerEpoch": self.producer_epoch,
-                    "generationId": meta.get("generationId", -1),
+                    "generationIdOrMemberEpoch": meta.get("generationId", -1),
                     "memberId": meta.get("memberId", ""),
                     "groupInstanceId": meta.get("groupInstanceId"),
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],

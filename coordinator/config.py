@@ -64,6 +64,8 @@ DEFAULTS: dict[str, Any] = {
     "group.streams.max.size": INT_MAX,
     "group.streams.num.standby.replicas": 0,
     "group.streams.max.standby.replicas": 2,
+    # Kafka 4.2+: every StreamsGroupHeartbeat answer carries it as taskOffsetIntervalMs (4.1 sent 0).
+    "group.streams.task.offset.interval.ms": 60000,
     # Share groups (KIP-932): the defaults and bounds of the share.* group configs
     # (IncrementalAlterConfigs / DescribeConfigs on GROUP resources accept and describe them).
     # group.share.enable stands for Kafka 4.1's `group.share.enable` / `share.version` feature:

@@ -20,6 +20,12 @@ from .errors import Error, Errors
 from .messages import ReplyTo, Request
 from .schema import MAX_STRING_BYTES, SchemaError
 
+# Request fields Kafka renamed in a later version of its message files (the wire bytes are the
+# same): a JSON client written against Kafka 4.1's names still sends the old one, read as the new.
+RENAMED_REQUEST_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
+    "TxnOffsetCommit": (("generationId", "generationIdOrMemberEpoch"),),  # Kafka 4.4.0 (KIP-1319)
+}
+
 # The record key of the coordinator's own broadcasts (topic metadata), which the stream delivers to
 # every coordinator partition. Only the internal channel may carry it.
 BROADCAST_KEY = "__coordinator_broadcast__"
@@ -272,8 +278,14 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=F
             )
     if "request" not in envelope:
         return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
+    request = envelope["request"]
+    renamed = RENAMED_REQUEST_FIELDS.get(spec.name)
+    if renamed and isinstance(request, dict):
+        for old, new in renamed:
+            if old in request and new not in request:
+                request = {**request, new: request[old]}
     try:
-        body = spec.request.validate(envelope["request"], version)
+        body = spec.request.validate(request, version)
     except SchemaError as e:
         return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
     except RecursionError:

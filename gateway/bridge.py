@@ -147,7 +147,11 @@ class CoordinatorBridge:
 
     async def _probe(self) -> None:
         """Ready once the service answers on the reply topic (it accepts a replyTo only once its
-        topic metadata lists the topic, a few seconds after the gateway created it)."""
+        topic metadata lists the topic, a few seconds after the gateway created it). Each probe
+        waits longer than the last (3 s doubling to 30 s): on a loaded machine a round trip can
+        take longer than any fixed wait, and an answer that comes after its probe gave up counts
+        for nothing."""
+        timeout_s = 3.0
         while not self.ready.is_set():
             try:
                 await self.call(
@@ -157,13 +161,14 @@ class CoordinatorBridge:
                     key="gateway-probe",
                     client_id=self.cfg.client_id,
                     client_host=None,
-                    timeout_s=3,
+                    timeout_s=timeout_s,
                     wait_ready=False,
                 )
                 self.ready.set()
                 log.info("the coordinator service answers on %s", self.cfg.reply_to)
             except BridgeTimeout:
                 log.info("waiting for the coordinator service to answer on %s", self.cfg.reply_to)
+                timeout_s = min(timeout_s * 2, 30.0)
 
     def close(self) -> None:
         self._stop.set()

@@ -39,6 +39,14 @@ def json_name(field: dataclasses.Field) -> str:
     return name
 
 
+# Fields Kafka renamed after the schemas kio 0.6.5 was generated from (Kafka 4.1's): the service's
+# JSON uses Kafka 4.4.0's names, the wire bytes are the same. (message class, kio's JSON name) -> name.
+RENAMED = {
+    ("TxnOffsetCommitRequest", "generationId"): "generationIdOrMemberEpoch",  # KIP-1319 (4.4.0)
+    ("StreamsGroupHeartbeatResponse", "acceptableRecoveryLag"): "acceptableRecoveryLagLegacy",  # KIP-1331, v0
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class _FieldMap:
     field: dataclasses.Field
@@ -58,7 +66,7 @@ def _fields(cls: type) -> tuple[_FieldMap, ...]:
         out.append(
             _FieldMap(
                 f,
-                json_name(f),
+                RENAMED.get((cls.__name__, json_name(f)), json_name(f)),
                 f.metadata.get("kafka_type"),
                 isinstance(kind, (EntityTupleField, PrimitiveTupleField)),
                 entity,

@@ -1,4 +1,4 @@
-"""Kafka 4.1.1's message JSON files, read from the kafka-clients jar that deploy/setup.sh resolves
+"""Kafka 4.4.0's message JSON files, read from the kafka-clients jar that deploy/setup.sh resolves
 from Maven Central into .cache/jars/kafka (the jar carries them as `common/message/*.json`), so
 the tests that compare against Kafka's own schemas run on every machine the project sets up."""
 
@@ -9,7 +9,7 @@ from functools import cache
 
 from deploy.kafka_local import KAFKA_JARS
 
-KAFKA_CLIENTS_VERSION = "4.1.1"
+KAFKA_CLIENTS_VERSION = "4.4.0"
 KAFKA_CLIENTS_JAR = KAFKA_JARS / f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar"
 
 

@@ -326,11 +326,15 @@ class GroupConfigs:
         return dict(self.c.group_configs.get(group_id) or {})
 
     def effective(self, group_id: str, name: str):
-        """The group's GroupConfig value if it has overrides (validated when written), else the
-        coordinator's setting (GroupMetadataManager's `groupConfig.map(...).orElse(config...)`), or
-        GroupConfig's default where Kafka has no setting (the share.* strings)."""
+        """The group's value of `name` if the group sets it (validated when written), else the
+        coordinator's setting (GroupMetadataManager's `groupConfig.flatMap(...).orElse(config...)`),
+        or GroupConfig's default where Kafka has no setting (the share.* strings). Kafka 4.2+'s
+        GroupConfig accessors are Optionals, empty for a config the group does not set (KAFKA-20337):
+        4.1.1 gave such a config GroupConfig's static default once the group set any other, so a
+        group with only `streams.session.timeout.ms` set heartbeated every 5000 ms whatever
+        `group.streams.heartbeat.interval.ms` said."""
         overrides = self.c.group_configs.get(group_id)
-        if overrides:
+        if overrides and name in overrides:
             return parse(overrides, self.config)[name]
         setting = FALLBACK_SETTINGS.get(name)
         return self.config[setting] if setting else KEYS_BY_NAME[name].default

@@ -486,7 +486,7 @@ def _commit_transactional_offsets(
     group_id, producer_id, epoch = body["groupId"], body["producerId"], body["producerEpoch"]
     member_id = body.get("memberId", "")
     instance_id = body.get("groupInstanceId")
-    generation = body.get("generationId", -1)
+    generation = body.get("generationIdOrMemberEpoch", -1)
     group = comp.groups.get(group_id)
     if group is None:
         if generation >= 0:

@@ -1,6 +1,6 @@
 """Kafka's message JSON files, read into request validators and response shapers.
 
-A message file (`messages/kafka/`: Kafka 4.1.1's, vendored unchanged; `messages/service/`: the
+A message file (`messages/kafka/`: Kafka 4.4.0's, vendored unchanged; `messages/service/`: the
 service's own, same format) lists a message's fields with the versions they exist in, the versions
 in which they may be null, their defaults and tags. From it:
 

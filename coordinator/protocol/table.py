@@ -5,7 +5,7 @@ message file's `validVersions` for some APIs: docs/protocol.md), the component t
 body field that must route to the receiving partition (None: any partition answers, or ownership is
 checked per item), whether it is internal (sent only by the service itself, on its signed channel),
 and where its errors go (`ErrorShape`, Kafka's `getErrorResponse`). The fields of each version come
-from the message JSON files (messages/kafka/: Kafka 4.1.1's; messages/service/: the service's own).
+from the message JSON files (messages/kafka/: Kafka 4.4.0's; messages/service/: the service's own).
 """
 
 from __future__ import annotations
@@ -215,13 +215,15 @@ APIS: tuple[Api, ...] = (
             echo=(Echo("resources", "results", copy={"resourceType": "resourceType", "resourceName": "resourceName"}),)
         ),
     ),
+    # Version 3 (Kafka 4.4.0) adds a per-group errorMessage: Kafka's shard and its
+    # getErrorResponse leave it null; only its topology-description plugin (not served) sets one.
     Api(
         "DeleteGroups",
         42,
         0,
-        2,
+        3,
         GROUPS,
-        errors=ErrorShape(echo=(Echo("groupsNames", "results", copy={"groupId": None}),)),
+        errors=ErrorShape(item_message=False, echo=(Echo("groupsNames", "results", copy={"groupId": None}),)),
     ),
     # Names several groups: ownership is checked per resource (NOT_COORDINATOR per resource).
     Api(

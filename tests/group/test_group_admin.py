@@ -351,7 +351,7 @@ def test_unsupported_versions_are_rejected():
         ("OffsetDelete", 1),
         ("DescribeGroups", 7),
         ("ListGroups", 6),
-        ("DeleteGroups", 3),
+        ("DeleteGroups", 4),
         ("LeaveGroup", 6),
         ("SyncGroup", 6),
         ("Heartbeat", 5),
@@ -406,3 +406,26 @@ def test_the_coordinator_is_built_explicitly_with_literal_tables():
     assert other.consumer is not comp.consumer and other.classic is not comp.classic
     listed = call_handler(other_part, "ListGroups", Request(ReplyTo("ListGroups", 4, 1, "c", None), {}, 0))
     assert listed["errorCode"] == 0 and listed["groups"] == []
+
+
+def test_delete_groups_v3_error_message():
+    """DeleteGroups v3 (Kafka 4.4.0) adds a per-group errorMessage. GroupCoordinatorShard.deleteGroups
+    sets only the error code and DeleteGroupsRequest.getErrorResultCollection likewise, so every
+    result carries errorMessage null (Kafka's GroupCoordinatorServiceTest.testDeleteGroups shape);
+    v2 has no such field."""
+    c = client()
+    simple = group_on_partition(c.d.partition_id, "simple-")
+    theirs = group_on_partition(c.d.partition_id, other=True)
+    unknown = group_on_partition(c.d.partition_id, "unknown-")
+    join_and_rebalance(c)
+    c.commit({("t", 0): 1}, group_id=simple)
+    resp = delete_groups(c, [c.group_id, simple, theirs, unknown], version=3)
+    assert resp == {
+        "throttleTimeMs": 0,
+        "results": [
+            {"groupId": c.group_id, "errorCode": Errors.NON_EMPTY_GROUP.code, "errorMessage": None},
+            {"groupId": simple, "errorCode": Errors.NONE.code, "errorMessage": None},
+            {"groupId": theirs, "errorCode": Errors.NOT_COORDINATOR.code, "errorMessage": None},
+            {"groupId": unknown, "errorCode": Errors.GROUP_ID_NOT_FOUND.code, "errorMessage": None},
+        ],
+    }

@@ -1,4 +1,4 @@
-"""The Java clients of tests/integration/java/GatewayClient.java (kafka-clients 4.1) as processes.
+"""The Java clients of tests/integration/java/GatewayClient.java (kafka-clients 4.4.0) as processes.
 
 `compile_java_client(dir)` compiles it with javac against the jars deploy/setup.sh resolved into
 .cache/jars/kafka (the broker's dependencies include kafka-clients and its compression and logging

@@ -289,7 +289,7 @@ def test_txn_offset_commit_is_verified_with_the_transaction_coordinator(client):
                 "groupId": group,
                 "producerId": pid,
                 "producerEpoch": epoch,
-                "generationId": -1,
+                "generationIdOrMemberEpoch": -1,
                 "memberId": "",
                 "groupInstanceId": None,
                 "topics": [

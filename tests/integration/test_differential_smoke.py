@@ -1,5 +1,5 @@
 """A smoke of the differential test (bench/differential.py): a few classic, streams and share steps
-sent to a Kafka 4.1.1 broker of this module's own (streams and share groups enabled, the shared
+sent to a Kafka 4.4.0 broker of this module's own (streams and share groups enabled, the shared
 job's group timings) and to the shared job through the gateway (the JSON envelope for the share
 APIs, which the gateway hides); any difference docs/protocol.md does not document fails it. The
 full run is `python -m bench.differential`."""

@@ -14,7 +14,7 @@ group and transactional id is this module's own (prefix `gwjava-`).
   KafkaConsumer. Needs no gateway.
 - test_json_transaction_*: in the same job, the project's JSON transactional producer commits and
   aborts; client/read_committed.py reads the commit, and the markers are JSON records.
-- test_java_groups_*: two groups of three Java consumers (kafka-clients 4.1, tests/integration/java)
+- test_java_groups_*: two groups of three Java consumers (kafka-clients 4.4.0, tests/integration/java)
   through the gateway at the same time, one group.protocol=classic and one =consumer (KIP-848):
   they consume and commit, one member of each is SIGKILLed, the other two take over its partitions
   (both groups wait out their victim's session together); in each group every record is consumed,
@@ -23,7 +23,7 @@ group and transactional id is this module's own (prefix `gwjava-`).
 - test_java_transactions_*: a Java transactional producer through the gateway commits one
   transaction and aborts another; Java's and kafka-python's read_committed consumers see exactly
   the committed records.
-- test_kafka_share_groups_tool_*: Kafka 4.1.1's kafka-share-groups.sh (ShareGroupCommand, the
+- test_kafka_share_groups_tool_*: Kafka 4.4.0's kafka-share-groups.sh (ShareGroupCommand, the
   kafka-tools jar) lists the service's share groups with their state through the gateway
   (ListGroups with the type filter). What its --describe and kafka-streams-groups.sh cannot do
   through the gateway, and why: docs/gateway.md.

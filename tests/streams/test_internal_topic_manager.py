@@ -172,3 +172,13 @@ def test_repartition_partitions_follow_the_writing_subtopology_and_changelogs_th
     assert t.internal_topics_to_create["app-rep"]["numPartitions"] == 6
     assert t.internal_topics_to_create["app-store-changelog"]["numPartitions"] == 6
     assert t.subtopologies["1"].number_of_tasks == 6
+
+
+def test_summarize_topics_shows_three_names_then_a_count():
+    """InternalTopicManager.summarizeTopics (Kafka 4.2+): the status details name at most three
+    topics, then "and N additional topics"; 4.1.1 printed the whole set in brackets."""
+    from coordinator.group.streams.topology import _summarize_topics
+
+    assert _summarize_topics([]) == "<none>"
+    assert _summarize_topics(["b", "a"]) == "a, b"
+    assert _summarize_topics(["d", "c", "b", "a", "e"]) == "a, b, c and 2 additional topics"

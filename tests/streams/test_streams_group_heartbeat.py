@@ -62,7 +62,7 @@ def test_testStreamsNewJoiningMemberTriggersNewTargetAssignment():
     r1 = c.join("m1", TOPO)
     assert r1["errorCode"] == 0 and r1["memberEpoch"] == 1
     assert active_of(r1) == {"0": {0, 1, 2, 3, 4, 5}}
-    assert r1["status"] is None
+    assert r1["status"] == []
     r2 = c.join("m2", TOPO)
     assert r2["memberEpoch"] == 2 and active_of(r2) == {}  # its tasks are still m1's
     g = c.group()
@@ -233,14 +233,14 @@ def test_testStreamsGroupMemberJoiningWithMissingSourceTopic():
     # the topic appears: the next heartbeat configures the topology and assigns
     c.set_topics({FOO: 6, CHANGELOG: 6})
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
-    assert r["status"] is None and active_of(r) == {"0": {0, 1, 2, 3, 4, 5}}
+    assert r["status"] == [] and active_of(r) == {"0": {0, 1, 2, 3, 4, 5}}
 
 
 def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     c = StreamsTestClient(GROUP, topics={FOO: 3})
     r = c.join("m1", TOPO)
     assert status_codes(r) == [MISSING_INTERNAL_TOPICS]
-    assert r["status"][0]["statusDetail"] == f"Internal topics are missing: [{CHANGELOG}]"
+    assert r["status"][0]["statusDetail"] == f"Internal topics are missing: {CHANGELOG}"
     assert c.events("StreamsInternalTopicsMissing")[-1]["topics"] == [
         {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}
     ]
@@ -254,7 +254,7 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 3
     c.set_topics({FOO: 3, CHANGELOG: 3})
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
-    assert r["status"] is None and active_of(r) == {"0": {0, 1, 2}}
+    assert r["status"] == [] and active_of(r) == {"0": {0, 1, 2}}
 
 
 def test_testStreamsGroupMemberJoiningWithIncorrectlyPartitionedTopic():
@@ -732,3 +732,29 @@ def test_onLoaded_arms_session_and_rebalance_timers():
         record_key("streams-session", GROUP, m) for m in ("m1", "m2")
     }
     assert {k for k in timers if "streams-rebalance" in k} == {record_key("streams-rebalance", GROUP, "m1")}
+
+
+def test_heartbeat_task_offset_interval_is_the_configured_interval():
+    """Kafka 4.2+ (GroupMetadataManager.streamsGroupHeartbeat: setTaskOffsetIntervalMs(
+    streamsGroupTaskOffsetIntervalMs)): every answer carries group.streams.task.offset.interval.ms,
+    60000 by default (4.1.1 answered 0); v0's acceptableRecoveryLagLegacy stays 0 (4.4.0 sets only
+    v1's int64 acceptableRecoveryLag)."""
+    r = client().join("m1", TOPO)
+    assert r["errorCode"] == 0
+    assert r["taskOffsetIntervalMs"] == 60000 and r["acceptableRecoveryLagLegacy"] == 0
+    assert "acceptableRecoveryLag" not in r
+    c = client(group_streams_task_offset_interval_ms=20000)
+    r = c.join("m1", TOPO)
+    assert r["taskOffsetIntervalMs"] == 20000
+    assert c.heartbeat("m1", r["memberEpoch"])["taskOffsetIntervalMs"] == 20000
+
+
+def test_leave_answer_status_is_an_empty_list():
+    """Kafka 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default: a leave's answer,
+    which sets no status, carries [] (found by the differential test against a 4.4.0 broker)."""
+    c = client()
+    r = c.join("m1", TOPO)
+    left = c.heartbeat("m1", -1)
+    assert left["errorCode"] == 0 and left["memberEpoch"] == -1, left
+    assert left["status"] == []
+    assert r["status"] == []

@@ -186,7 +186,7 @@ def test_write_txn_markers_and_txn_offset_commit_schemas():
     }
     assert toc.validate(body, 3) == dict(
         body,
-        generationId=-1,
+        generationIdOrMemberEpoch=-1,
         memberId="",
         groupInstanceId=None,
         topics=[
@@ -225,3 +225,23 @@ def test_producer_ids_are_unique_across_partitions():
         pids = {d.response(c)["producerId"] for c in cids}
         assert not pids & seen
         seen |= pids
+
+
+def test_txn_offset_commit_generation_id_is_read_as_generation_id_or_member_epoch():
+    """Kafka 4.4.0 renamed TxnOffsetCommitRequest.GenerationId to GenerationIdOrMemberEpoch (KIP-1319;
+    the wire bytes are the same). The service reads the new name, and a JSON client written against
+    4.1's name still has its generation read, not silently replaced by the default -1."""
+    from coordinator.envelope import parse_request
+
+    def parsed(fields: dict) -> dict:
+        body = {"transactionalId": "t", "groupId": "g", "producerId": 5, "producerEpoch": 1, "topics": [], **fields}
+        envelope = {"apiKey": "TxnOffsetCommit", "apiVersion": 3, "correlationId": 1, "clientId": "c", "request": body}
+        request = parse_request(json.dumps(envelope).encode(), key="g", time_ms=0)
+        assert not hasattr(request, "error"), request
+        return request.body
+
+    assert parsed({"generationIdOrMemberEpoch": 7})["generationIdOrMemberEpoch"] == 7
+    legacy = parsed({"generationId": 4})
+    assert legacy["generationIdOrMemberEpoch"] == 4 and "generationId" not in legacy
+    # Both given: the new name wins, as Kafka's converter reads only it.
+    assert parsed({"generationId": 4, "generationIdOrMemberEpoch": 9})["generationIdOrMemberEpoch"] == 9

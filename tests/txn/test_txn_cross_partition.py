@@ -84,7 +84,7 @@ class Cluster:
                 "groupId": GROUP,
                 "producerId": p.producer_id,
                 "producerEpoch": p.epoch if epoch is None else epoch,
-                "generationId": -1,
+                "generationIdOrMemberEpoch": -1,
                 "memberId": "",
                 "groupInstanceId": None,
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],

@@ -258,7 +258,7 @@ def test_transactional_offset_commit_with_offset_metadata_too_large():
         "groupId": "foo",
         "producerId": PID,
         "producerEpoch": 0,
-        "generationId": -1,
+        "generationIdOrMemberEpoch": -1,
         "memberId": "",
         "groupInstanceId": None,
         "topics": [

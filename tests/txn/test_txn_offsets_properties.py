@@ -97,7 +97,7 @@ class Runner:
                     "groupId": GROUP,
                     "producerId": pid,
                     "producerEpoch": self.epochs[pid],
-                    "generationId": -1,
+                    "generationIdOrMemberEpoch": -1,
                     "memberId": "",
                     "groupInstanceId": None,
                     "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],

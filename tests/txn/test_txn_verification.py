@@ -42,7 +42,7 @@ def send_parked(c: Cluster, p: Producer, offsets: dict, version: int = 4) -> Non
             "groupId": GROUP,
             "producerId": p.producer_id,
             "producerEpoch": p.epoch,
-            "generationId": -1,
+            "generationIdOrMemberEpoch": -1,
             "memberId": "",
             "groupInstanceId": None,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
@@ -112,7 +112,7 @@ def test_a_second_commit_of_the_same_transaction_needs_no_verification():
             "groupId": GROUP,
             "producerId": p.producer_id,
             "producerEpoch": p.epoch,
-            "generationId": -1,
+            "generationIdOrMemberEpoch": -1,
             "memberId": "",
             "groupInstanceId": None,
             "topics": [
@@ -205,7 +205,7 @@ def test_on_the_same_coordinator_partition_the_answer_is_immediate():
                 "groupId": group,
                 "producerId": p.producer_id,
                 "producerEpoch": p.epoch,
-                "generationId": -1,
+                "generationIdOrMemberEpoch": -1,
                 "memberId": "",
                 "groupInstanceId": None,
                 "topics": [

@@ -36,9 +36,10 @@ def heartbeat_response(
         VERSION,
         {
             **heartbeat_fields(error, message, member_id, member_epoch, heartbeat_interval_ms),
-            "acceptableRecoveryLag": acceptable_recovery_lag,
+            "acceptableRecoveryLagLegacy": acceptable_recovery_lag,  # v0's name since Kafka 4.4.0 (int32)
             "taskOffsetIntervalMs": task_offset_interval_ms,
-            "status": status,
+            # Kafka 4.4.0's Status has no null default: an answer that sets none carries [].
+            "status": [] if status is None else status,
             "activeTasks": None,
             "standbyTasks": None,
             "warmupTasks": None,

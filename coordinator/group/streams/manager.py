@@ -77,9 +77,9 @@ METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 # Kafka's Topic.isInternal / Topic.isValid
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-# StreamsGroupHeartbeatResponse: Kafka 4.1 answers 0 for both (warm-ups and task offsets are not used yet)
+# StreamsGroupHeartbeatResponse v0's acceptableRecoveryLagLegacy: Kafka 4.4.0 never sets it (0); its
+# int64 acceptableRecoveryLag is v1's. taskOffsetIntervalMs is group.streams.task.offset.interval.ms.
 ACCEPTABLE_RECOVERY_LAG = 0
-TASK_OFFSET_INTERVAL_MS = 0
 
 
 def _invalid(message: str) -> ApiError:
@@ -411,7 +411,7 @@ class StreamsGroupManager(ModernGroupManager):
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-            task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+            task_offset_interval_ms=self.config["group.streams.task.offset.interval.ms"],
         )
         if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
             response["activeTasks"] = tasks_to_wire(reconciled.assigned_tasks.active)
@@ -432,8 +432,9 @@ class StreamsGroupManager(ModernGroupManager):
                     "fatal error and requested a shutdown for the entire application.",
                 }
             )
-        if status:
-            response["status"] = status
+        # Kafka 4.2+ sets the list on every answer, [] when there is nothing to say (4.1.1 left it
+        # null then; 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default any more).
+        response["status"] = status
         return response
 
     def _group_and_member(self, body: dict) -> tuple[StreamsGroup, StreamsGroupMember, TasksTuple | None]:

@@ -156,7 +156,7 @@ def configure_topics(topology: Mapping, metadata_hash: int, topics: Mapping[str,
                 configured,
                 to_create,
                 MISSING_INTERNAL_TOPICS,
-                f"Internal topics are missing: {_java_set(to_create)}",
+                f"Internal topics are missing: {_summarize_topics(to_create)}",
             )
         return ConfiguredTopology(epoch, metadata_hash, configured)
     except TopicConfigurationError as e:
@@ -167,10 +167,21 @@ def _java_set(names) -> str:
     return "[" + ", ".join(sorted(names)) + "]"
 
 
+def _summarize_topics(names) -> str:
+    """InternalTopicManager.summarizeTopics (Kafka 4.2+): at most three names, then how many more
+    (4.1.1 printed the whole Java set, in brackets). Kafka's order is its collection's (a HashMap's
+    key set for the internal topics): sorted here."""
+    names = sorted(names)
+    if not names:
+        return "<none>"
+    more = f" and {len(names) - 3} additional topics" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
+
+
 def _throw_on_missing_source_topics(subs, topics) -> None:
     missing = sorted({t for s in subs for t in s["sourceTopics"] if t not in topics})
     if missing:
-        raise TopicConfigurationError(MISSING_SOURCE_TOPICS, f"Source topics {', '.join(missing)} are missing.")
+        raise TopicConfigurationError(MISSING_SOURCE_TOPICS, f"Source topics {_summarize_topics(missing)} are missing.")
 
 
 def _partition_count(topics: Mapping[str, int], decided: Mapping[str, int]) -> Callable[[str], int | None]:
