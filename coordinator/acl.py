@@ -1,4 +1,4 @@
-"""Kafka's ACL rules (StandardAuthorizer, 4.1.1's StandardAuthorizerData), sans-IO.
+"""Kafka's ACL rules (StandardAuthorizer, 4.4.0's StandardAuthorizerData), sans-IO.
 
 A request's principal may perform an operation on a resource when:
 
@@ -6,7 +6,7 @@ A request's principal may perform an operation on a resource when:
 - else the ACLs that apply to the resource are those of its type whose pattern matches its name:
   LITERAL with the same name, LITERAL "*" (any name), or PREFIXED with a prefix of the name. Of
   these, one applies to the request when its principal is the request's or "User:*", its host is
-  the client's address or "*", and its operation is the requested one or ALL; an ALLOW ACL for READ,
+  the client's address, "*" or (Kafka 4.4) a CIDR range holding the address, and its operation is the requested one or ALL; an ALLOW ACL for READ,
   WRITE, DELETE or ALTER also allows DESCRIBE, and one for ALTER_CONFIGS also DESCRIBE_CONFIGS (a
   DENY ACL implies nothing: DENY READ does not deny DESCRIBE);
 - any applicable DENY: denied, whatever ALLOWs there are; else any applicable ALLOW: allowed;
@@ -21,6 +21,8 @@ coordinator APIs (docs/protocol.md, *Authorisation*).
 from __future__ import annotations
 
 import enum
+import functools
+import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -94,12 +96,43 @@ class Acl:
         return name.startswith(self.resource_name)
 
 
+@functools.lru_cache(maxsize=256)
+def _network(cidr: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        if ":" in cidr:
+            return ipaddress.IPv6Network(cidr, strict=False)
+        # commons-net's SubnetUtils: dotted-quad address and a 0-32 mask, nothing else.
+        address, _, mask = cidr.partition("/")
+        if address.count(".") != 3 or not mask.isdigit():
+            return None
+        return ipaddress.IPv4Network(cidr, strict=False)
+    except ValueError:
+        return None
+
+
+def host_in_range(host: str, acl_host: str) -> bool:
+    """Kafka 4.4's CidrUtils.isInRange: an ACL's host in CIDR notation ("10.0.0.0/8",
+    "2001:db8::/32") matches every client address in its range, network and broadcast addresses
+    included (SubnetUtils' inclusive host count); a host that is no CIDR, or an address of the
+    other family, matches nothing."""
+    if "/" not in acl_host:
+        return False
+    network = _network(acl_host)
+    if network is None:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.version == network.version and address in network
+
+
 def acl_result(acl: Acl, principal: str, host: str, operation: AclOperation) -> AclPermissionType | None:
     """What one ACL of the resource says of the request (None: it does not apply): Kafka's
     StandardAuthorizerData.findResult."""
     if acl.principal not in (principal, WILDCARD_PRINCIPAL):
         return None
-    if acl.host not in (WILDCARD, host):
+    if acl.host != WILDCARD and acl.host != host and not host_in_range(host, acl.host):
         return None
     if acl.operation != AclOperation.ALL:
         if acl.permission == AclPermissionType.ALLOW:

@@ -39,6 +39,36 @@ def test_find_result_principal_and_host_matching():
     )
 
 
+def test_find_result_cidr_hosts():
+    """Kafka 4.4's CIDR hosts (CidrUtils.isInRange): a range matches the addresses in it, network
+    and broadcast included; an address of the other family, or a host that is no CIDR, does not;
+    a DENY on a range denies its addresses."""
+
+    def result(acl_host, client, permission=ALLOW):
+        return acl_result(
+            acl(GROUP, "g", LITERAL, "User:a", Op.READ, permission, host=acl_host), "User:a", client, Op.READ
+        )
+
+    assert result("10.0.0.0/24", "10.0.0.17") == ALLOW
+    assert result("10.0.0.0/24", "10.0.0.0") == ALLOW and result("10.0.0.0/24", "10.0.0.255") == ALLOW
+    assert result("10.0.0.5/24", "10.0.0.200") == ALLOW  # host bits in the ACL are ignored, as SubnetUtils does
+    assert result("10.0.0.0/24", "10.0.1.1") is None
+    assert result("0.0.0.0/0", "192.168.1.1") == ALLOW
+    assert result("10.0.0.0/24", "::1") is None and result("::/0", "10.0.0.1") is None
+    assert result("2001:db8::/32", "2001:db8::7") == ALLOW and result("2001:db8::/32", "2001:db9::7") is None
+    assert result("10.0.0.0/33", "10.0.0.1") is None and result("not/a-range", "10.0.0.1") is None
+    assert result("10.0.0.0/8", "10.1.2.3", DENY) == DENY
+    a = Authorizer(
+        [
+            acl(GROUP, "g", LITERAL, "User:a", Op.READ, host="10.0.0.0/8"),
+            acl(GROUP, "g", LITERAL, "User:a", Op.READ, DENY, host="10.9.0.0/16"),
+        ]
+    )
+    assert a.authorize("User:a", "10.1.1.1", Op.READ, GROUP, "g")
+    assert not a.authorize("User:a", "10.9.1.1", Op.READ, GROUP, "g")
+    assert not a.authorize("User:a", "11.0.0.1", Op.READ, GROUP, "g")
+
+
 def test_simple_authorizations():
     authorizer = Authorizer(
         [
