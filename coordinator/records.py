@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 
+# json.dumps with options builds an encoder on every call; this is the same encoder, once.
+_KEY_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
 
 def record_key(record_type: str, *ids) -> str:
-    return json.dumps([record_type, *ids], separators=(",", ":"), ensure_ascii=False)
+    return _KEY_ENCODER.encode([record_type, *ids])
 
 
 # json's C scanner, called directly: a key is parsed for every record replayed, and json.loads
