@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 
-# json.dumps with options builds an encoder on every call; this is the same encoder, once.
-_KEY_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+from .compact_json import compact_encoder
+
+# json.dumps([...], separators=(",", ":"), ensure_ascii=False), without its cost per call.
+_encode_key = compact_encoder(ensure_ascii=False)
 
 
 def record_key(record_type: str, *ids) -> str:
-    return _KEY_ENCODER.encode([record_type, *ids])
+    return _encode_key([record_type, *ids])
 
 
 # json's C scanner, called directly: a key is parsed for every record replayed, and json.loads

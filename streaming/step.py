@@ -21,6 +21,7 @@ import state as state_codec
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
+from coordinator.compact_json import compact_encoder
 from coordinator.messages import Outputs, response_envelope
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
@@ -79,13 +80,13 @@ class StepSettings:
 MAX_EVENT_KEY_CHARS = 1024
 
 
-# json.dumps with options builds an encoder on every call; this is the same encoder, once.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# json.dumps(obj, ensure_ascii=False, separators=(",", ":")), without its cost per call.
+_encode = compact_encoder(ensure_ascii=False)
 
 
 def _json_bytes(obj) -> bytes:
     # backslashreplace turns a stray lone surrogate into a JSON \u escape instead of failing.
-    return _ENCODER.encode(obj).encode("utf-8", "backslashreplace")
+    return _encode(obj).encode("utf-8", "backslashreplace")
 
 
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
