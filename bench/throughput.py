@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/throughput.py [--burst 20000] [--rates 1000,2000,3000,4000,5000]
                                          [--seconds 20] [--groups 1000] [--steps identity,coordinator]
+                                         [--rounds 1]
     .venv/bin/python bench/throughput.py --in-process [--batch 400] [--batches 40]
 
 One broker; the two jobs run one after the other, never together (the machine has 2 cores): the
@@ -13,6 +14,9 @@ all coordinator partitions) from one client:
 
 - **burst**: `--burst` requests produced as fast as the client can; requests per second from the
   first send to the last response;
+- **`--rounds N`** (N > 1): both jobs are started at once (an idle job runs no micro-batch) and
+  take turns, ABBA: N bursts each, then each paced rate on one and the other, so that a machine
+  whose load drifts during the run weighs on both; the ratio is printed per round;
 - **paced**: `--seconds` of requests at each rate of `--rates` (ascending, until one falls behind),
   each request's round trip timed from its send to its response. A rate *keeps up* when the round
   trip p50 of the requests sent in the second half of the window is at most `--max-rtt-ms`: a job
@@ -212,6 +216,53 @@ def measure(broker: LocalKafka, work: Path, mode: str, args) -> dict:
         job.stop()
 
 
+def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) -> dict:
+    """Both jobs started at once (an idle job costs almost nothing: no micro-batch without a
+    record), then `--rounds` rounds of one burst on each, the order alternating (ABBA), and the
+    paced rates the same way: a machine whose load drifts weighs on both steps alike."""
+    jobs, clients = {}, {}
+    groups = [f"throughput-group-{i}" for i in range(args.groups)]
+    results: dict[str, dict] = {m: {"bursts": [], "paced": []} for m in steps}
+    try:
+        for mode in steps:
+            jobs[mode] = StreamJob(broker.bootstrap, work / mode, f"tp-{mode}", stream={"step": mode}).start()
+            clients[mode] = TimedClient(
+                broker.bootstrap,
+                f"bench-throughput-{mode}",
+                requests_topic=jobs[mode].topics["requests"],
+                responses_topic=jobs[mode].topics["responses"],
+            )
+        for mode in steps:
+            warm_up(clients[mode], groups)
+        for r in range(args.rounds):
+            for mode in steps if r % 2 == 0 else steps[::-1]:
+                b = burst(clients[mode], groups, args.burst, CpuMeter(jobs[mode], broker))
+                results[mode]["bursts"].append(b)
+                print(f"round {r + 1} {mode}: burst {b}", file=sys.stderr, flush=True)
+        for i, rate in enumerate(args.rates):
+            for mode in steps if i % 2 == 0 else steps[::-1]:
+                pr = paced(clients[mode], groups, rate, args.seconds)
+                pr["keeps_up"] = pr["late_p50"] <= args.max_rtt_ms
+                results[mode]["paced"].append(pr)
+                print(f"{mode}: paced {pr}", file=sys.stderr, flush=True)
+            if not any(results[m]["paced"][-1]["keeps_up"] for m in steps):
+                break
+    finally:
+        for c in clients.values():
+            c.close()
+        for j in jobs.values():
+            j.stop()
+    for mode in steps:  # the figures the one-round table prints: each burst's median
+        bursts = results[mode]["bursts"]
+        results[mode]["burst"] = {
+            "rate": statistics.median(b["rate"] for b in bursts),
+            "send_rate": statistics.median(b["send_rate"] for b in bursts),
+            "errors": sum(b["errors"] for b in bursts),
+            "cpu_ms": {k: statistics.median(b["cpu_ms"][k] for b in bursts) for k in bursts[0]["cpu_ms"]},
+        }
+    return results
+
+
 class FakeGroupState:
     """The parts of Spark's GroupState the state functions use."""
 
@@ -311,6 +362,12 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--max-rtt-ms", type=float, default=1500)
     ap.add_argument("--steps", default="identity,coordinator")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="more than 1: both jobs up at once, bursts (and paced rates) alternating between them",
+    )
     ap.add_argument("--in-process", action="store_true")
     ap.add_argument("--batch", type=int, default=400)
     ap.add_argument("--batches", type=int, default=40)
@@ -324,10 +381,28 @@ def main() -> int:
     results = {}
     try:
         create_data_topics(broker.bootstrap, {TOPIC: TOPIC_PARTITIONS})
-        for mode in steps:
-            results[mode] = measure(broker, work, mode, args)
+        if args.rounds > 1:
+            results = measure_interleaved(broker, work, steps, args)
+        else:
+            for mode in steps:
+                results[mode] = measure(broker, work, mode, args)
     finally:
         broker.stop(timeout=3)
+    if args.rounds > 1:
+        print(f"\nbursts of {args.burst}, {args.rounds} rounds, alternating (ABBA); requests/s per round:")
+        for r in range(args.rounds):
+            rates = [results[m]["bursts"][r]["rate"] for m in steps]
+            ratio = f"   ratio {rates[1] / rates[0]:.2f}" if len(steps) == 2 else ""
+            print(f"  round {r + 1}: " + ", ".join(f"{m} {v:.0f}" for m, v in zip(steps, rates, strict=True)) + ratio)
+        if len(steps) == 2:
+            ratios = [
+                results[steps[1]]["bursts"][r]["rate"] / results[steps[0]]["bursts"][r]["rate"]
+                for r in range(args.rounds)
+            ]
+            print(
+                f"  burst ratio per round: median {statistics.median(ratios):.2f}, min {min(ratios):.2f}, max {max(ratios):.2f}"
+            )
+        print("(the table's burst rows: the median of the rounds)")
     print(
         f"\nOffsetCommit (JSON path, one offset, {args.groups} simple groups), local[2]: burst of {args.burst}, "
         f"then {args.seconds:.0f} s at each paced rate; keeps up = 2nd-half round trip p50 <= {args.max_rtt_ms:.0f} ms"

@@ -56,15 +56,16 @@ class InputRecord:
 
 def order_records(records: list[InputRecord]) -> list[tuple[int, InputRecord]]:
     """(effective time, record) in application order."""
-    by_source = sorted(records, key=lambda r: (r.source, r.offset))
-    effective: list[tuple[int, InputRecord]] = []
+    # (source, record), the source computed once per record rather than in every comparison.
+    by_source = sorted(((r.source, r) for r in records), key=lambda e: (e[0], e[1].offset))
+    effective: list[tuple[int, tuple[int, int], InputRecord]] = []
     running: dict[tuple[int, int], int] = {}
-    for r in by_source:
-        t = max(running.get(r.source, r.time_ms), r.time_ms)
-        running[r.source] = t
-        effective.append((t, r))
-    effective.sort(key=lambda e: (e[0], e[1].source, e[1].offset))
-    return effective
+    for source, r in by_source:
+        t = max(running.get(source, r.time_ms), r.time_ms)
+        running[source] = t
+        effective.append((t, source, r))
+    effective.sort(key=lambda e: (e[0], e[1], e[2].offset))
+    return [(t, r) for t, _, r in effective]
 
 
 class _ItemFailed(Exception):
@@ -195,12 +196,13 @@ def _apply(
         capture(position)
         t, rec = ordered[position]
         advance(t, position)
-        ident = ("request", rec.source, rec.offset)
         if rec.internal and _replayed(partition, rec):
             continue
-        if ident in poisoned:
-            _answer_crashed(partition, rec, t, max_bytes, poisoned[ident])
-            continue
+        if poisoned:
+            detail = poisoned.get(("request", rec.source, rec.offset))
+            if detail is not None:
+                _answer_crashed(partition, rec, t, max_bytes, detail)
+                continue
         try:
             item = parse_request(
                 rec.value,
@@ -219,7 +221,7 @@ def _apply(
         except ChunkCorrupt:
             raise
         except Exception as e:  # noqa: BLE001 - a bug in parsing or in a handler
-            raise _ItemFailed(ident, position, e) from e
+            raise _ItemFailed(("request", rec.source, rec.offset), position, e) from e
     capture(len(ordered))
     advance(horizon, len(ordered))
     for ident, detail in poisoned.items():

@@ -90,7 +90,10 @@ def _loads_envelope(raw: bytes | bytearray | str):
         if raw.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
         return _ENVELOPE_DECODER.decode(raw)
-    return _ENVELOPE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+    # A JSON object's first byte "{" is neither a BOM nor a zero byte of UTF-16/32: json.loads would
+    # pick UTF-8 for it unless the second byte is zero (detect_encoding, asked only then).
+    encoding = "utf-8" if raw[:1] == b"{" and raw[1:2] != b"\x00" else json.detect_encoding(raw)
+    return _ENVELOPE_DECODER.decode(raw.decode(encoding, "surrogatepass"))
 
 
 def scan_reply(raw: bytes | None) -> ReplyTo | None:
@@ -317,6 +320,8 @@ def is_socket_address(value: str) -> bool:
 def _is_valid_string(s, max_bytes: int = MAX_CLIENT_ID_BYTES) -> bool:
     if not isinstance(s, str):
         return False
+    if s.isascii():  # one UTF-8 byte per character
+        return len(s) <= max_bytes
     try:
         return len(s.encode("utf-8")) <= max_bytes
     except UnicodeEncodeError:  # lone surrogates

@@ -147,14 +147,28 @@ class Metrics(Component):
         for i, event in enumerate(out.events):
             self._event_index = i
             self._on_event(event.body, gauges_from_scan)
+        # Counted per batch, then added once per series (in the order each series first appears, as
+        # adding them one request at a time would: the record's counters keep that order).
+        commits: dict[str, int] = {}
         for record in out.records:
-            self._on_record(record)
+            name = self._on_record(record)
+            if name is not None:
+                commits[name] = commits.get(name, 0) + 1
+        for name, n in commits.items():
+            self._add(name, n)
+        per_api: dict[str, list[int]] = {}
         for api, time_ms in out.applied:
-            self._add("requests_total", api=api)
             wait = max(0, batch_time_ms - time_ms)
-            self._add("request_queue_time_ms_sum", wait, api=api)
+            totals = per_api.get(api)
+            if totals is None:
+                totals = per_api[api] = [0, 0]
+            totals[0] += 1
+            totals[1] += wait
             if api in HEARTBEAT_APIS:
                 self._observe("group_heartbeat_latency_ms", wait, api=api)
+        for api, (n, waited) in per_api.items():
+            self._add("requests_total", n, api=api)
+            self._add("request_queue_time_ms_sum", waited, api=api)
         self._settle_consumer_rebalances()
         if gauges_from_scan:
             self._count_by_scan()
@@ -365,13 +379,14 @@ class Metrics(Component):
         self._add("txn_producer_id_block_allocated_total")
 
     # ---------------------------------------------------------------- state-log records
-    def _on_record(self, record) -> None:
+    @staticmethod
+    def _on_record(record) -> str | None:
+        """The counter a state-log record adds one to, if any."""
         if not record.key.startswith('["OffsetCommit"') or record.value is None:
-            return
+            return None
         if record.value.get("producerId", -1) >= 0:
-            self._add("group_txn_offset_commit_total")
-        else:
-            self._add("group_offset_commit_total")
+            return "group_txn_offset_commit_total"
+        return "group_offset_commit_total"
 
     # ---------------------------------------------------------------- first batch of an old state
     def _count_by_scan(self) -> None:

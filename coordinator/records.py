@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import json
 
+from .compact_json import compact_encoder
+
+# json.dumps([...], separators=(",", ":"), ensure_ascii=False), without its cost per call.
+_encode_key = compact_encoder(ensure_ascii=False)
+
 
 def record_key(record_type: str, *ids) -> str:
-    return json.dumps([record_type, *ids], separators=(",", ":"), ensure_ascii=False)
+    return _encode_key([record_type, *ids])
 
 
 # json's C scanner, called directly: a key is parsed for every record replayed, and json.loads

@@ -6,6 +6,8 @@ Integer.MIN_VALUE to 0 (unlike Math.abs).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 DEFAULT_COORDINATOR_PARTITIONS = 50
 
 
@@ -23,7 +25,19 @@ def kafka_abs(n: int) -> int:
 
 def coordinator_partition(key: str | None, partitions: int = DEFAULT_COORDINATOR_PARTITIONS) -> int:
     """The coordinator partition that owns `key` (a group id or transactional id)."""
-    return kafka_abs(java_string_hashcode(key or "")) % partitions
+    if key is None or len(key) > _CACHED_KEY_CHARS:
+        return kafka_abs(java_string_hashcode(key or "")) % partitions
+    return _cached_partition(key, partitions)
+
+
+# Every request is routed (and every partition checks that it owns its key) with the same few
+# thousand group and transactional ids: the pure-Python hash is remembered for them.
+_CACHED_KEY_CHARS = 256
+
+
+@lru_cache(maxsize=65536)
+def _cached_partition(key: str, partitions: int) -> int:
+    return kafka_abs(java_string_hashcode(key)) % partitions
 
 
 def key_for_partition(

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from coordinator.chunks import ChunkCorrupt, ChunkSource, utf8_key
+from coordinator.compact_json import compact_encoder
 
 from .zdict import ZDICT_V1
 
@@ -55,12 +56,12 @@ def size_class(n: int) -> int:
 # call, and json.loads of bytes first sniffs their encoding in Python; a batch does both for every
 # chunk it reads or writes. (Chunk texts are ASCII: written with ensure_ascii.)
 # ensure_ascii keeps any odd code point (a lone surrogate) encodable, as format 2 did.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+_encode = compact_encoder(ensure_ascii=True)  # (coordinator/compact_json.py)
 _DECODER = json.JSONDecoder()
 
 
 def dumps(value: Any) -> bytes:
-    return _ENCODER.encode(value).encode("ascii")
+    return _encode(value).encode("ascii")
 
 
 def loads(text: bytes) -> Any:
