@@ -68,7 +68,7 @@ VARIANTS = {
         "[stream]\nsource_fetch_max_wait_ms = 500\n[spark.conf]\n"
         '"spark.python.daemon.module" = "pyspark.daemon"\n'
         '"spark.sql.streaming.checkpointFileManagerClass" = '
-        '"org.apache.spark.sql.execution.streaming.FileContextBasedCheckpointFileManager"\n'
+        '"org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"\n'
         '"spark.hadoop.fs.file.impl" = "org.apache.hadoop.fs.LocalFileSystem"\n'
     ),
     "fetch wait 500 ms": "[stream]\nsource_fetch_max_wait_ms = 500\n",

@@ -43,6 +43,10 @@ def read_states(
         provider = ROCKSDB_PROVIDER if state_store == "rocksdb" else HDFS_PROVIDER
         spark = local_session("inspect-state", **{"spark.sql.streaming.stateStore.providerClass": provider})
     try:
+        # Spark 4.2's state stores report to the driver's StateStoreCoordinator, which a session
+        # starts with its streaming query manager: without it, a session that never ran a stream
+        # fails to load the state (`Cannot find endpoint: ...StateStoreCoordinator`).
+        spark.streams  # noqa: B018
         reader = spark.read.format("statestore")
         if batch_id is not None:
             reader = reader.option("batchId", batch_id)

@@ -97,7 +97,7 @@ def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> Spa
         # API renames without forking. Same atomic temp-file-then-rename protocol.
         .config(
             "spark.sql.streaming.checkpointFileManagerClass",
-            "org.apache.spark.sql.execution.streaming.FileSystemBasedCheckpointFileManager",
+            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
         )
         # The Python workers' daemon: no re-reading of pyspark.zip on every task, warm imports
         # (streaming/worker_daemon.py).

@@ -533,9 +533,10 @@ def make_step(settings: StepSettings):
             )
         if not rows:
             return None
-        frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
-        frame["partition"] = frame["partition"].astype("Int32")
-        return frame
+        # Python objects in every column (a partition is an int or None): PySpark's serializer
+        # pads the output with all-None rows, which a typed column (Int32) makes pandas warn
+        # about on every batch (tests/streaming/test_output_frames.py).
+        return pd.DataFrame(rows, columns=OUTPUT_COLUMNS, dtype=object)
 
     return step
 
@@ -562,8 +563,6 @@ def make_identity_step(settings: StepSettings):
             rows.append((settings.responses_topic, reply["clientId"], _json_bytes(reply), None, []))
         gstate.update((0, b""))
         if rows:
-            frame = pd.DataFrame(rows, columns=OUTPUT_COLUMNS)
-            frame["partition"] = frame["partition"].astype("Int32")
-            yield frame
+            yield pd.DataFrame(rows, columns=OUTPUT_COLUMNS, dtype=object)  # as in make_step
 
     return step

@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import warnings
 import zipfile
 
 
@@ -59,22 +58,7 @@ def warm_imports() -> None:
     import streaming.step  # noqa: F401  (coordinator core, state codec)
 
 
-def quiet_pyspark_concat_warning() -> None:
-    """pandas' FutureWarning about concatenating empty or all-NA frames, raised by PySpark itself:
-    `applyInPandasWithState`'s serializer pads a batch's output with an all-None frame when there are
-    fewer output rows than states (pyspark/sql/pandas/serializers.py, construct_record_batch), and
-    pandas warns that such entries will one day count for the result's dtypes. The padding rows are
-    dropped again on the JVM side, so the warning says nothing about our frames; only it is ignored."""
-    warnings.filterwarnings(
-        "ignore",
-        message="The behavior of DataFrame concatenation with empty or all-NA entries is deprecated",
-        category=FutureWarning,
-        module=r"pyspark\.sql\.pandas\.serializers",
-    )
-
-
 def main() -> None:
-    quiet_pyspark_concat_warning()  # inherited by the forked workers
     kept = drop_redundant_archives(sys.path)
     dropped = tuple(set(sys.path) - set(kept))
     for entry in [e for e in sys.path_importer_cache if dropped and e.startswith(dropped)]:
