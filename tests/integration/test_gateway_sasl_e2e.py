@@ -193,8 +193,12 @@ def _produce_consume_commit(secured, user: str, mechanism: str) -> None:
 
 
 def test_scram_and_plain_clients_produce_consume_and_commit(secured):
-    _produce_consume_commit(secured, "bob", "SCRAM-SHA-256")
-    _produce_consume_commit(secured, "alice", "PLAIN")
+    run_concurrently(
+        {
+            "bob": lambda: _produce_consume_commit(secured, "bob", "SCRAM-SHA-256"),
+            "alice": lambda: _produce_consume_commit(secured, "alice", "PLAIN"),
+        }
+    )
 
 
 def test_pass_through_is_authorised_as_the_client(secured):
