@@ -601,12 +601,12 @@ def _config_denied(ctx: Context, resource: dict, op: Op):
     return None if ctx.allowed(op, rt, name) else error
 
 
-def _describe_configs(ctx: Context, body: dict) -> Verdict | None:
-    """ConfigHelper: DESCRIBE_CONFIGS per resource (GROUP on the group, TOPIC on the topic, the
-    cluster for broker ones); the denied resources answered after the others, with no configs."""
+def _per_config_resource(ctx: Context, body: dict, op: Op, field: str, denied_first: bool, **extra) -> Verdict | None:
+    """`op` on each resource of a config request: the denied ones answered in `field` (with
+    `extra`), before or after the others' answers."""
     denied, allowed = [], []
     for r in body["resources"]:
-        error = _config_denied(ctx, r, Op.DESCRIBE_CONFIGS)
+        error = _config_denied(ctx, r, op)
         if error is None:
             allowed.append(r)
         else:
@@ -616,48 +616,32 @@ def _describe_configs(ctx: Context, body: dict) -> Verdict | None:
                     "errorMessage": error.message,
                     "resourceType": r["resourceType"],
                     "resourceName": r["resourceName"],
-                    "configs": [],
+                    **extra,
                 }
             )
     if not denied:
         return None
     if not allowed:
-        return Verdict(response={"throttleTimeMs": 0, "results": denied})
+        return Verdict(response={"throttleTimeMs": 0, field: denied})
 
     def merge(response: dict) -> dict:
-        response["results"] = response.get("results", []) + denied
+        answered = response.get(field, [])
+        response[field] = denied + answered if denied_first else answered + denied
         return response
 
     return Verdict(body={**body, "resources": allowed}, merge=merge)
+
+
+def _describe_configs(ctx: Context, body: dict) -> Verdict | None:
+    """ConfigHelper: DESCRIBE_CONFIGS per resource (GROUP on the group, TOPIC on the topic, the
+    cluster for broker ones); the denied resources answered after the others, with no configs."""
+    return _per_config_resource(ctx, body, Op.DESCRIBE_CONFIGS, "results", denied_first=False, configs=[])
 
 
 def _incremental_alter_configs(ctx: Context, body: dict) -> Verdict | None:
     """ControllerApis.authorizeAlterResource: ALTER_CONFIGS per resource; the denied resources
     answered first, with the error's default message."""
-    denied, allowed = [], []
-    for r in body["resources"]:
-        error = _config_denied(ctx, r, Op.ALTER_CONFIGS)
-        if error is None:
-            allowed.append(r)
-        else:
-            denied.append(
-                {
-                    "errorCode": error.code,
-                    "errorMessage": error.message,
-                    "resourceType": r["resourceType"],
-                    "resourceName": r["resourceName"],
-                }
-            )
-    if not denied:
-        return None
-    if not allowed:
-        return Verdict(response={"throttleTimeMs": 0, "responses": denied})
-
-    def merge(response: dict) -> dict:
-        response["responses"] = denied + response.get("responses", [])
-        return response
-
-    return Verdict(body={**body, "resources": allowed}, merge=merge)
+    return _per_config_resource(ctx, body, Op.ALTER_CONFIGS, "responses", denied_first=True)
 
 
 def _describe_share_group_offsets(ctx: Context, body: dict) -> Verdict | None:

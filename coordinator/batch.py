@@ -204,17 +204,7 @@ def _apply(
                 _answer_crashed(partition, rec, t, max_bytes, detail)
                 continue
         try:
-            item = parse_request(
-                rec.value,
-                key=rec.key,
-                time_ms=t,
-                source=(rec.partition, rec.offset),
-                max_bytes=max_bytes,
-                value_size=rec.value_size,
-                internal=rec.internal,
-                key_valid=rec.key_valid,
-                principal_verified=rec.principal_verified,
-            )
+            item = _parse(rec, t, max_bytes)
             if rec.stamp is not None and isinstance(item, Request):
                 item.publisher = rec.stamp[0]
             partition.handle(item)
@@ -227,6 +217,21 @@ def _apply(
     for ident, detail in poisoned.items():
         if ident[0] == "timer":
             partition.emit_event(ident[1], "TimerFailed", timer=ident[1], deadlineMs=ident[2], detail=detail)
+
+
+def _parse(rec: InputRecord, time_ms: int, max_bytes: int):
+    """The record's request (or its rejection), as parse_request reads it."""
+    return parse_request(
+        rec.value,
+        key=rec.key,
+        time_ms=time_ms,
+        source=(rec.partition, rec.offset),
+        max_bytes=max_bytes,
+        value_size=rec.value_size,
+        internal=rec.internal,
+        key_valid=rec.key_valid,
+        principal_verified=rec.principal_verified,
+    )
 
 
 def _replayed(partition: PartitionRuntime, rec: InputRecord) -> bool:
@@ -264,17 +269,7 @@ def _answer_crashed(partition: PartitionRuntime, rec: InputRecord, time_ms: int,
     """A request whose handling (or parsing) raised: an event, and UNKNOWN_SERVER_ERROR where the
     request can be answered safely."""
     try:
-        item = parse_request(
-            rec.value,
-            key=rec.key,
-            time_ms=time_ms,
-            source=(rec.partition, rec.offset),
-            max_bytes=max_bytes,
-            value_size=rec.value_size,
-            internal=rec.internal,
-            key_valid=rec.key_valid,
-            principal_verified=rec.principal_verified,
-        )
+        item = _parse(rec, time_ms, max_bytes)
     except Exception:  # noqa: BLE001 - parsing itself was what failed
         item = None
     reply = item.reply if isinstance(item, Request) else scan_reply(rec.value)

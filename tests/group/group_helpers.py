@@ -24,6 +24,20 @@ def protocols(*names: str, topics: list[str] | None = None) -> list[dict]:
     return [{"name": n, "metadata": meta} for n in names]
 
 
+def join_body(group: str = "g") -> dict:
+    """A new member's JoinGroup (the consumer protocol, "range"), as a client first sends it."""
+    return {
+        "groupId": group,
+        "sessionTimeoutMs": 10000,
+        "rebalanceTimeoutMs": 10000,
+        "memberId": "",
+        "groupInstanceId": None,
+        "protocolType": "consumer",
+        "protocols": protocols("range"),
+        "reason": None,
+    }
+
+
 def b64(*data: int) -> str:
     return base64.b64encode(bytes(data)).decode()
 

@@ -10,20 +10,11 @@ import pytest
 
 from coordinator.errors import Errors
 from tests.core_driver import CoreDriver
-from tests.group.group_helpers import protocols
+from tests.group.group_helpers import join_body
 
 
 def _join(d: CoreDriver, client_host: str | None) -> str:
-    body = {
-        "groupId": "g",
-        "sessionTimeoutMs": 10000,
-        "rebalanceTimeoutMs": 10000,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": protocols("range"),
-        "reason": None,
-    }
+    body = join_body()
     first = d.send("JoinGroup", 9, body, client_host=client_host)
     assert first["errorCode"] == Errors.MEMBER_ID_REQUIRED.code
     assert d.send("JoinGroup", 9, {**body, "memberId": first["memberId"]}, client_host=client_host) is None

@@ -12,7 +12,7 @@ from coordinator.acl import ResourceType as RT
 from coordinator.authorization import authorize_by_resource_type, client_address
 from coordinator.errors import Errors
 from tests.core_driver import CoreDriver
-from tests.group.group_helpers import protocols
+from tests.group.group_helpers import join_body
 from tests.runtime.test_update_acls import acl, publish
 
 ALICE, HOST = "User:alice", "/127.0.0.1"
@@ -38,19 +38,6 @@ def send(d: CoreDriver, api: str, version: int, body: dict, principal: str | Non
 
 def allow(rt: int, name: str, op: int, principal: str = ALICE, **kw) -> dict:
     return acl(rt=rt, name=name, op=op, principal=principal, **kw)
-
-
-def join_body(group: str = "g") -> dict:
-    return {
-        "groupId": group,
-        "sessionTimeoutMs": 10000,
-        "rebalanceTimeoutMs": 10000,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": protocols("range"),
-        "reason": None,
-    }
 
 
 # ---------------------------------------------------------------------------- the rules' plumbing

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 
-import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.acl import AclOperation, ResourceType
 from coordinator.acl_state import ACL_PUBLISHER, AclSnapshot, stored_snapshot
-from coordinator.batch import InputRecord, run_batch
 from coordinator.envelope import BROADCAST_KEY
 from coordinator.errors import Errors
 from tests.core_driver import CoreDriver
+from tests.runtime.test_internal_channel import Stored, broadcast
 
 CONFIG = CoordinatorConfig()
 OWNER = coordinator_partition(BROADCAST_KEY, 50)
@@ -46,27 +45,6 @@ def update_acls(acls: list[dict], super_users=("User:admin",), allow_if_none=Fal
 
 def publish(d: CoreDriver, acls: list[dict], seq: int, epoch: int = 1, publisher: str = ACL_PUBLISHER, **kw):
     return d.send_raw(update_acls(acls, **kw), key=BROADCAST_KEY, internal=True, stamp=(publisher, epoch, seq))
-
-
-class Stored:
-    """A partition's stored state between batches, as the stream keeps it."""
-
-    def __init__(self, pid: int):
-        self.pid, self.blob = pid, None
-
-    def batch(self, records, batch_time: int = 10_000):
-        stored = None if self.blob is None else state.StoredState(*self.blob)
-
-        def load():
-            return CoordinatorPartition(self.pid, CONFIG) if stored is None else stored.load(self.pid, CONFIG)
-
-        part, out = run_batch(load, records, batch_time)
-        self.blob = state.encode_partition(part)
-        return part, out
-
-
-def broadcast(value: bytes, offset: int, stamp, time_ms: int = 1) -> InputRecord:
-    return InputRecord(BROADCAST_KEY, value, time_ms, 0, offset, internal=True, stamp=stamp)
 
 
 def test_the_snapshot_is_kept_in_state_and_survives_the_encoding_round_trip():
