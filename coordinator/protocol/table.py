@@ -185,11 +185,12 @@ APIS: tuple[Api, ...] = (
     ),
     # Version 5 (KIP-890 part 2) asks the group coordinator to add the offsets partition to the
     # transaction itself; v0-4 have it verified (TxnVerification, coordinator/group/txn_offsets.py).
+    # Version 6 (KIP-1319, Kafka 4.4) names topics by id.
     Api(
         "TxnOffsetCommit",
         28,
         0,
-        5,
+        6,
         GROUPS,
         "groupId",
         errors=ErrorShape(
@@ -198,7 +199,7 @@ APIS: tuple[Api, ...] = (
                 Echo(
                     "topics",
                     "topics",
-                    copy={"name": "name"},
+                    copy={"name": "name", "topicId": "topicId"},
                     children=(Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),),
                 ),
             ),
