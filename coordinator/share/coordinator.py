@@ -50,6 +50,14 @@ READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowe
 
 # PartitionFactory's defaults (ReadShareGroupStateSummary of a share-partition without state).
 UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
+# KIP-1226 (Kafka 4.2+): how many offsets at or above the start offset were delivered completely,
+# -1 where unknown (PartitionFactory.UNINITIALIZED_DELIVERY_COMPLETE_COUNT). A state or record
+# written before the field has none: it reads as -1, the records' tagged-field default.
+UNINITIALIZED_DELIVERY_COMPLETE_COUNT = -1
+
+
+def delivery_complete_count(value: dict) -> int:
+    return int(value.get("deliveryCompleteCount", UNINITIALIZED_DELIVERY_COMPLETE_COUNT))
 
 
 def _offset(value: dict, state_epoch: int | None = None) -> dict:
@@ -59,6 +67,7 @@ def _offset(value: dict, state_epoch: int | None = None) -> dict:
         "stateEpoch": int(value["stateEpoch"]) if state_epoch is None else state_epoch,
         "leaderEpoch": int(value["leaderEpoch"]),
         "startOffset": int(value["startOffset"]),
+        "deliveryCompleteCount": delivery_complete_count(value),
         "stateBatches": [batch_to_json(batch_from_json(b)) for b in value.get("stateBatches") or []],
         "createTimestamp": int(value.get("createTimestamp", 0)),
         "writeTimestamp": int(value.get("writeTimestamp", 0)),
@@ -205,6 +214,7 @@ class ShareCoordinator(Component):
                 "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
                 "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
                 "startOffset": start,
+                "deliveryCompleteCount": delivery_complete_count(data),
                 "createTimestamp": now,
                 "writeTimestamp": now,
                 "stateBatches": [batch_to_json(b) for b in merged],
@@ -216,6 +226,7 @@ class ShareCoordinator(Component):
             "snapshotEpoch": current["snapshotEpoch"],
             "leaderEpoch": data["leaderEpoch"],
             "startOffset": data["startOffset"],
+            "deliveryCompleteCount": delivery_complete_count(data),
             "stateBatches": [batch_to_json(b) for b in merged],
         }
         slot = 0 if "updateCount" not in state else state["updateCount"] + 1
@@ -261,6 +272,7 @@ class ShareCoordinator(Component):
                         "leaderEpoch": leader_epoch,
                         "stateBatches": [],
                         "startOffset": offset["startOffset"],
+                        "deliveryCompleteCount": delivery_complete_count(offset),
                         "stateEpoch": offset["stateEpoch"],
                     },
                 )
@@ -285,6 +297,7 @@ class ShareCoordinator(Component):
                 "stateEpoch": DEFAULT_STATE_EPOCH,
                 "leaderEpoch": DEFAULT_LEADER_EPOCH,
                 "startOffset": UNINITIALIZED_START_OFFSET,
+                "deliveryCompleteCount": UNINITIALIZED_DELIVERY_COMPLETE_COUNT,
             }
         offset = state["offset"]
         return {
@@ -294,6 +307,7 @@ class ShareCoordinator(Component):
             "stateEpoch": offset["stateEpoch"],
             "leaderEpoch": offset["leaderEpoch"],
             "startOffset": offset["startOffset"],
+            "deliveryCompleteCount": delivery_complete_count(offset),  # v1 (KIP-1226)
         }
 
     # ================================================================ InitializeShareGroupState
@@ -328,6 +342,8 @@ class ShareCoordinator(Component):
                 "stateEpoch": data["stateEpoch"],
                 "leaderEpoch": 0,
                 "startOffset": data["startOffset"],
+                # ShareGroupOffset.fromRequest: counting starts with a known start offset.
+                "deliveryCompleteCount": UNINITIALIZED_DELIVERY_COMPLETE_COUNT if data["startOffset"] == -1 else 0,
                 "createTimestamp": now,
                 "writeTimestamp": now,
                 "stateBatches": [],
@@ -546,6 +562,7 @@ def _merge(so_far: dict, update: dict) -> dict:
     return {
         **so_far,
         "startOffset": start,
+        "deliveryCompleteCount": delivery_complete_count(update),  # as written, -1 included
         "leaderEpoch": so_far["leaderEpoch"] if update["leaderEpoch"] == -1 else update["leaderEpoch"],
         "stateBatches": [batch_to_json(b) for b in batches],
     }

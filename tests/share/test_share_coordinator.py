@@ -34,13 +34,15 @@ class Shard:
             ]
             self.d.send("UpdateMetadata", 0, {"topicStates": states}, key=BROADCAST_KEY)
 
-    def call(self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID) -> dict:
+    def call(
+        self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID, version: int = 0
+    ) -> dict:
         body = {"groupId": group_id, "topics": [{"topicId": tid, "partitions": partitions}]}
-        return self.d.send(api, 0, body, key=share_partition_key(group_id, tid, partitions[0]["partition"]))
+        return self.d.send(api, version, body, key=share_partition_key(group_id, tid, partitions[0]["partition"]))
 
-    def one(self, api: str, group_id: str = GROUP_ID, tid: str = TOPIC_ID, **partition) -> dict:
+    def one(self, api: str, group_id: str = GROUP_ID, tid: str = TOPIC_ID, version: int = 0, **partition) -> dict:
         partition.setdefault("partition", PARTITION)
-        [result] = self.call(api, [partition], group_id, tid)["results"]
+        [result] = self.call(api, [partition], group_id, tid, version)["results"]
         [p] = result["partitions"]
         return p
 
@@ -112,6 +114,7 @@ def test_write_state_success(shard):
         "snapshotEpoch": 0,
         "leaderEpoch": 0,
         "startOffset": 0,
+        "deliveryCompleteCount": -1,  # a v0 write: WriteShareGroupStateRequest's default
         "stateBatches": [batch(0, 10, 0, 1)],
     }
     state = shard.state()
@@ -318,6 +321,7 @@ def test_initialize_state_success(shard):
         "stateEpoch": 0,
         "leaderEpoch": 0,
         "startOffset": 10,
+        "deliveryCompleteCount": 0,  # ShareGroupOffset.fromRequest: a known start offset counts from 0
         "createTimestamp": shard.d.now,
         "writeTimestamp": shard.d.now,
         "stateBatches": [],
@@ -417,3 +421,67 @@ def test_find_coordinator_share_key_type():
     assert (bad["errorCode"], bad["nodeId"]) == (Errors.INVALID_REQUEST.code, -1)
     resp = d.send("FindCoordinator", 5, {"keyType": 2, "coordinatorKeys": [KEY]}, key=KEY)
     assert resp["coordinators"][0]["errorCode"] == Errors.INVALID_REQUEST.code
+
+
+# ====================================================================== KIP-1226: deliveryCompleteCount
+def test_write_state_v1_records_the_delivery_complete_count():
+    """WriteShareGroupState v1 / ReadShareGroupStateSummary v1 (KIP-1226): the count goes into the
+    update and snapshot records as written (a v0 write, without it, writes -1, its default)."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=1)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1  # no state: PartitionFactory's default
+    shard.initialize(start_offset=0)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == 0
+    start = len(shard.records())
+    assert shard.write(version=1, deliveryCompleteCount=7, batches=[(0, 10, 2, 1)])["errorCode"] == 0
+    assert shard.write(version=1, deliveryCompleteCount=9, batches=[(11, 12, 2, 1)])["errorCode"] == 0
+    (update_key, update), (snapshot_key, snapshot) = shard.records(start)
+    assert update_key.startswith('["ShareUpdate"') and update["deliveryCompleteCount"] == 7
+    assert snapshot_key.startswith('["ShareSnapshot"') and snapshot["deliveryCompleteCount"] == 9
+    p = shard.summary(version=1)
+    assert (p["startOffset"], p["leaderEpoch"], p["deliveryCompleteCount"]) == (0, 0, 9)
+    assert "deliveryCompleteCount" not in shard.summary(version=0)  # v0 has no such field
+    shard.write(batches=[(13, 14, 2, 1)])  # v0
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+    # The state rebuilt from the log has the same count.
+    rebuilt = shard.rebuilt().component("share").states.get(KEY)
+    assert rebuilt["offset"]["deliveryCompleteCount"] == -1 == shard.state()["offset"]["deliveryCompleteCount"]
+
+
+def test_initialize_and_leader_epoch_update_keep_the_delivery_complete_count():
+    """ShareGroupOffset.fromRequest(Initialize...): -1 for an unknown start offset, 0 for a known one;
+    readStateAndMaybeUpdateLeaderEpoch writes the count the state has."""
+    shard = Shard()
+    shard.initialize(start_offset=-1)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+    shard.initialize(state_epoch=1, start_offset=5)
+    shard.write(version=1, state_epoch=1, start_offset=5, deliveryCompleteCount=3)
+    start = len(shard.records())
+    shard.read(leader_epoch=4)
+    [(_, value)] = shard.records(start)
+    assert value["leaderEpoch"] == 4 and value["deliveryCompleteCount"] == 3
+    assert shard.summary(version=1, leader_epoch=4)["deliveryCompleteCount"] == 3
+
+
+def test_a_share_state_written_before_kip_1226_loads():
+    """A checkpointed state and state-log records from before the field (no deliveryCompleteCount
+    anywhere) load and replay; the count reads -1, the records' tagged default."""
+    import state
+
+    shard = Shard()
+    shard.initialize(start_offset=0)
+    shard.write(batches=[(0, 10, 0, 1)])
+    snapshot = shard.d.partition.to_json()
+    for entry in snapshot["components"]["share"]["states"].values():
+        assert entry["offset"].pop("deliveryCompleteCount") == -1
+    loaded = state.StoredState(*state.encode(snapshot)).load(shard.d.partition_id, shard.d.partition.config)
+    offset = loaded.component("share").share_partition_state(GROUP_ID, TOPIC_ID, PARTITION)
+    assert "deliveryCompleteCount" not in offset and offset["startOffset"] == 0
+    old_records = [(k, {n: v for n, v in value.items() if n != "deliveryCompleteCount"} if value else value)
+                   for k, value in shard.records()]
+    replayed = shard.rebuilt(old_records).component("share").states.get(KEY)
+    assert replayed["offset"]["deliveryCompleteCount"] == -1
+    # The loaded state serves v1 and takes v1 writes.
+    shard.d._continue_with(loaded)  # the next batches start from the old state
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+    assert shard.write(version=1, deliveryCompleteCount=11, batches=[(11, 12, 2, 1)])["errorCode"] == 0
+    assert shard.summary(version=1)["deliveryCompleteCount"] == 11

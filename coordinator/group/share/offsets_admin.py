@@ -56,6 +56,10 @@ def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dic
         "partitionIndex": index,
         "startOffset": start_offset,
         "leaderEpoch": leader_epoch,
+        # v1 (KIP-1226): Kafka computes end offset - start offset - deliveryCompleteCount with a
+        # ListOffsets to the partition's leader; the sans-IO core has no end offsets, so it answers
+        # PartitionFactory.UNINITIALIZED_LAG, as Kafka does where the lag cannot be computed.
+        "lag": -1,
         "errorCode": 0,
         "errorMessage": None,
     }
