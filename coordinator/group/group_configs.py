@@ -346,12 +346,15 @@ def validate(overrides: dict[str, str], config) -> dict:
     for name, min_setting, max_setting in _BOUNDS:
         if name not in values:
             continue
-        value, lo, hi = values[name], min_setting and config[min_setting], max_setting and config[max_setting]
-        if min_setting and max_setting and not lo <= value <= hi:
-            raise invalid(f"{name} must be in the range {lo} to {hi} inclusive.")
-        if not max_setting and value < lo:
+        value = values[name]
+        lo = config[min_setting] if min_setting else None
+        hi = config[max_setting] if max_setting else None
+        if lo is not None and hi is not None:
+            if not lo <= value <= hi:  # validateIntRange
+                raise invalid(f"{name} must be in the range {lo} to {hi} inclusive.")
+        elif lo is not None and value < lo:  # validateIntMin
             raise invalid(f"{name} must be greater than or equal to {lo}")
-        if not min_setting and value > hi:
+        elif hi is not None and value > hi:  # validateIntMax
             raise invalid(f"{name} must be less than or equal to {hi}")
     if "streams.assignor.name" in values:
         name, registered = values["streams.assignor.name"], list(config["group.streams.assignors"])

@@ -432,15 +432,18 @@ def test_write_state_v1_records_the_delivery_complete_count():
     shard.initialize(start_offset=0)
     assert shard.summary(version=1)["deliveryCompleteCount"] == 0
     start = len(shard.records())
-    assert shard.write(version=1, deliveryCompleteCount=7, batches=[(0, 10, 2, 1)])["errorCode"] == 0
-    assert shard.write(version=1, deliveryCompleteCount=9, batches=[(11, 12, 2, 1)])["errorCode"] == 0
-    (update_key, update), (snapshot_key, snapshot) = shard.records(start)
-    assert update_key.startswith('["ShareUpdate"') and update["deliveryCompleteCount"] == 7
-    assert snapshot_key.startswith('["ShareSnapshot"') and snapshot["deliveryCompleteCount"] == 9
+    for count, first in ((7, 0), (8, 11), (9, 13)):  # two updates, then the cycle's snapshot
+        assert shard.write(version=1, deliveryCompleteCount=count, batches=[(first, first + 1, 2, 1)])["errorCode"] == 0
+    written = shard.records(start)
+    assert [(k.split(",")[0], v["deliveryCompleteCount"]) for k, v in written] == [
+        ('["ShareUpdate"', 7),
+        ('["ShareUpdate"', 8),
+        ('["ShareSnapshot"', 9),
+    ]
     p = shard.summary(version=1)
     assert (p["startOffset"], p["leaderEpoch"], p["deliveryCompleteCount"]) == (0, 0, 9)
     assert "deliveryCompleteCount" not in shard.summary(version=0)  # v0 has no such field
-    shard.write(batches=[(13, 14, 2, 1)])  # v0
+    shard.write(batches=[(15, 16, 2, 1)])  # v0
     assert shard.summary(version=1)["deliveryCompleteCount"] == -1
     # The state rebuilt from the log has the same count.
     rebuilt = shard.rebuilt().component("share").states.get(KEY)
