@@ -191,6 +191,33 @@ def _check_consumer_group_settings(v: dict) -> None:
     )
 
 
+def _check_kafka_44_settings(v: dict) -> None:
+    """GroupCoordinatorConfig's and ShareGroupConfig's checks of the Kafka 4.3/4.4 settings (their
+    wording): each value within its min/max."""
+    for prefix in ("group.consumer", "group.share", "group.streams"):
+        lo, hi, value = f"{prefix}.min.assignment.interval.ms", f"{prefix}.max.assignment.interval.ms", f"{prefix}.assignment.interval.ms"
+        _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
+        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+        _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
+    for what in ("delivery.count.limit", "partition.max.record.locks"):
+        lo, hi, value = f"group.share.min.{what}", f"group.share.max.{what}", f"group.share.{what}"
+        _require(v[hi] >= v[value], f"{hi} must be greater than or equal to {value}")
+        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+    offset = "group.streams.task.offset.interval.ms"
+    _require(
+        v[offset] >= v["group.streams.min.task.offset.interval.ms"],
+        f"{offset} must be greater than or equal to group.streams.min.task.offset.interval.ms",
+    )
+    _require(
+        v["group.streams.num.warmup.replicas"] <= v["group.streams.max.warmup.replicas"],
+        "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
+    )
+    tags = v["group.streams.rack.aware.assignment.tags"]
+    _require(
+        len(set(tags)) == len(tags), "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+    )
+
+
 def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
     """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer/share/streams)."""
 
@@ -225,6 +252,7 @@ class CoordinatorConfig(Mapping[str, Any]):
         if values["coordinator.partitions"] < 1:
             raise ValueError("coordinator.partitions must be at least 1")
         _check_consumer_group_settings(values)
+        _check_kafka_44_settings(values)
         self._values = values
 
     def __getitem__(self, name: str) -> Any:

@@ -812,3 +812,40 @@ def test_append_and_subtract_on_the_rack_aware_assignment_tags():
         Errors.INVALID_CONFIG.code,
         "Can't APPEND to key streams.assignor.name because its type is not LIST.",
     )
+
+
+def test_kafka_44_settings_are_checked_at_start_up():
+    """GroupCoordinatorConfig / ShareGroupConfig (4.4): each new setting within its bounds."""
+    cases = {
+        "group.consumer.assignment.interval.ms": (
+            20000,
+            "group.consumer.assignment.interval.ms must be less than or equal to "
+            "group.consumer.max.assignment.interval.ms",
+        ),
+        "group.share.delivery.count.limit": (
+            1,
+            "group.share.delivery.count.limit must be greater than or equal to group.share.min.delivery.count.limit",
+        ),
+        "group.share.partition.max.record.locks": (
+            5000,
+            "group.share.max.partition.max.record.locks must be greater than or equal to "
+            "group.share.partition.max.record.locks",
+        ),
+        "group.streams.task.offset.interval.ms": (
+            1000,
+            "group.streams.task.offset.interval.ms must be greater than or equal to "
+            "group.streams.min.task.offset.interval.ms",
+        ),
+        "group.streams.num.warmup.replicas": (
+            21,
+            "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
+        ),
+        "group.streams.rack.aware.assignment.tags": (
+            ["zone", "zone"],
+            "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
+        ),
+    }
+    for name, (value, expected) in cases.items():
+        with pytest.raises(ValueError) as e:
+            CoordinatorConfig({name: value})
+        assert str(e.value) == expected, name
