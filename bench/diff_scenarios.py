@@ -286,7 +286,7 @@ def consumer(run: str) -> Scenario:
 # ------------------------------------------------------------------ Kafka 4.3/4.4's group configs
 def group_configs(run: str) -> Scenario:
     """The group configs Kafka 4.3/4.4 added, on a group that does not exist (Kafka's configs live
-    apart from groups): 4.4's validation messages, a LIST's APPEND / SUBTRACT, DescribeConfigs of
+    apart from groups): 4.4's validation messages, APPEND refused even on the LIST config, DescribeConfigs of
     the configs whose fallback both sides share (the reference broker's assignment settings are set
     in its file, the job's are defaults)."""
     group = f"diff-configs-{run}"
@@ -342,8 +342,8 @@ def group_configs(run: str) -> Scenario:
                     ("errors.deadletterqueue.copy.record.enable", 0, "true"),
                 ),
             ),
-            Step("append rack tags", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 2, "zone,rack"))),
-            Step("subtract a rack tag", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 3, "zone"))),
+            Step("append to the list config", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 2, "zone"))),
+            Step("set rack tags", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 0, "zone, rack"))),
             Step("describe the group's values", "DescribeConfigs", 4, describe),
         ],
     )

@@ -11,8 +11,8 @@ written to the state log as `["GroupConfig", groupId]` -> `{"type": "GroupConfig
 The table is Kafka 4.4.0's GroupConfig.CONFIG_DEF. Validation is its GroupConfig.validate over the
 group's resulting configs (names, parsing, `atLeast` bounds, then only the configs the group sets
 against the coordinator's min/max settings, session > heartbeat against the coordinator's value of
-the one not set), with Kafka's messages; the admin-side checks (APPEND / SUBTRACT on the one LIST
-config) are ConfigAdminManager's and ConfigurationControlManager's. Configs are kept as the strings
+the one not set), with Kafka's messages; the admin-side checks are ConfigAdminManager's and
+ConfigurationControlManager's. Configs are kept as the strings
 the client sent, as Kafka's config records keep them.
 """
 
@@ -536,29 +536,21 @@ class GroupConfigs:
             raise ApiError(Errors.INVALID_REQUEST, "Null value not supported for : " + ", ".join(null_updates))
         for op in ops:
             kind = op["configOperation"]
-            if kind in (OP_APPEND, OP_SUBTRACT) and getattr(KEYS_BY_NAME.get(op["name"]), "type", None) != "LIST":
-                # Only streams.rack.aware.assignment.tags is a LIST (KafkaConfigSchema.isSplittable).
+            if kind in (OP_APPEND, OP_SUBTRACT):
+                # KafkaConfigSchema.isSplittable: the controller's schema (KafkaRaftServer.configSchema,
+                # Kafka 4.4.0 too) has only BROKER and TOPIC configs, so no GROUP config splits, not
+                # even the LIST streams.rack.aware.assignment.tags.
                 raise invalid(f"Can't {OP_NAMES[kind]} to key {op['name']} because its type is not LIST.")
-            if kind not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+            if kind not in (OP_SET, OP_DELETE):
                 raise ApiError(Errors.INVALID_REQUEST, f"Unknown operation type {kind}")
         group_id = _check_group(self.c, resource, "Default group resources are not allowed.")
         current = pending[group_id] if group_id in pending else self.overrides(group_id)
         updated = dict(current)
-        for op in ops:  # ConfigurationControlManager.incrementalAlterConfigResource
-            kind, name = op["configOperation"], op["name"]
-            if kind == OP_SET:
-                updated[name] = op["value"]
-            elif kind == OP_DELETE:
-                updated.pop(name, None)
-            else:  # the list's parts, or its default's (getParts), with the values added or removed
-                key = KEYS_BY_NAME[name]
-                parts = [p for p in _java_split(updated.get(name, to_string(key, key.default))) if p]
-                for value in _java_split(op["value"]):
-                    if kind == OP_APPEND and value not in parts:
-                        parts.append(value)
-                    elif kind == OP_SUBTRACT and value in parts:
-                        parts.remove(value)
-                updated[name] = ",".join(parts)
+        for op in ops:
+            if op["configOperation"] == OP_SET:
+                updated[op["name"]] = op["value"]
+            else:
+                updated.pop(op["name"], None)
         validate(updated, self.config)
         if validate_only or updated == current:
             return
@@ -638,16 +630,6 @@ class GroupConfigs:
             self.c.group_configs.pop(group_id, None)
         else:
             self.c.group_configs[group_id] = dict(value["configs"])
-
-
-def _java_split(text: str) -> list[str]:
-    """String.split(","): the whole string when it has no comma, else the trailing empty strings dropped."""
-    parts = text.split(",")
-    if len(parts) == 1:
-        return parts
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 def _check_type(resource: dict) -> None:
