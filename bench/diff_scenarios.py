@@ -322,11 +322,33 @@ def group_configs(run: str) -> Scenario:
         {},
         [
             Step("describe the defaults", "DescribeConfigs", 4, describe),
-            Step("delivery count above its bound", "IncrementalAlterConfigs", 1, alter(("share.delivery.count.limit", 0, "11"))),
-            Step("record locks below ConfigDef's", "IncrementalAlterConfigs", 1, alter(("share.partition.max.record.locks", 0, "99"))),
-            Step("an unregistered assignor", "IncrementalAlterConfigs", 1, alter(("streams.assignor.name", 0, "greedy"))),
-            Step("duplicate rack tags", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 0, "zone,zone"))),
-            Step("an internal DLQ name", "IncrementalAlterConfigs", 1, alter(("errors.deadletterqueue.topic.name", 0, "__dlq"))),
+            Step(
+                "delivery count above its bound",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("share.delivery.count.limit", 0, "11")),
+            ),
+            Step(
+                "record locks below ConfigDef's",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("share.partition.max.record.locks", 0, "99")),
+            ),
+            Step(
+                "an unregistered assignor", "IncrementalAlterConfigs", 1, alter(("streams.assignor.name", 0, "greedy"))
+            ),
+            Step(
+                "duplicate rack tags",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 0, "zone,zone")),
+            ),
+            Step(
+                "an internal DLQ name",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("errors.deadletterqueue.topic.name", 0, "__dlq")),
+            ),
             Step("not a boolean", "IncrementalAlterConfigs", 1, alter(("share.renew.acknowledge.enable", 0, "yes"))),
             Step("append to a non-list", "IncrementalAlterConfigs", 1, alter(("share.delivery.count.limit", 2, "3"))),
             Step(
@@ -342,8 +364,18 @@ def group_configs(run: str) -> Scenario:
                     ("errors.deadletterqueue.copy.record.enable", 0, "true"),
                 ),
             ),
-            Step("append to the list config", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 2, "zone"))),
-            Step("set rack tags", "IncrementalAlterConfigs", 1, alter(("streams.rack.aware.assignment.tags", 0, "zone, rack"))),
+            Step(
+                "append to the list config",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 2, "zone")),
+            ),
+            Step(
+                "set rack tags",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 0, "zone, rack")),
+            ),
             Step("describe the group's values", "DescribeConfigs", 4, describe),
         ],
     )

@@ -195,7 +195,11 @@ def _check_kafka_44_settings(v: dict) -> None:
     """GroupCoordinatorConfig's and ShareGroupConfig's checks of the Kafka 4.3/4.4 settings (their
     wording): each value within its min/max."""
     for prefix in ("group.consumer", "group.share", "group.streams"):
-        lo, hi, value = f"{prefix}.min.assignment.interval.ms", f"{prefix}.max.assignment.interval.ms", f"{prefix}.assignment.interval.ms"
+        lo, hi, value = (
+            f"{prefix}.min.assignment.interval.ms",
+            f"{prefix}.max.assignment.interval.ms",
+            f"{prefix}.assignment.interval.ms",
+        )
         _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
         _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
         _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")

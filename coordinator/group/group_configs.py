@@ -243,19 +243,47 @@ KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
 # GroupConfig.validateValues of Kafka 4.4.0, in its order: each config the group sets against the
 # coordinator's bounds (None: no bound on that side).
 _BOUNDS = (
-    (CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+    (
+        CONSUMER_HEARTBEAT_INTERVAL_MS,
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
     (CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
-    ("consumer.assignment.interval.ms", "group.consumer.min.assignment.interval.ms", "group.consumer.max.assignment.interval.ms"),
+    (
+        "consumer.assignment.interval.ms",
+        "group.consumer.min.assignment.interval.ms",
+        "group.consumer.max.assignment.interval.ms",
+    ),
     (SHARE_HEARTBEAT_INTERVAL_MS, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
     (SHARE_SESSION_TIMEOUT_MS, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
-    (SHARE_RECORD_LOCK_DURATION_MS, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+    (
+        SHARE_RECORD_LOCK_DURATION_MS,
+        "group.share.min.record.lock.duration.ms",
+        "group.share.max.record.lock.duration.ms",
+    ),
     ("share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
-    ("share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"),
-    ("share.assignment.interval.ms", "group.share.min.assignment.interval.ms", "group.share.max.assignment.interval.ms"),
-    (STREAMS_HEARTBEAT_INTERVAL_MS, "group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"),
+    (
+        "share.partition.max.record.locks",
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+    ),
+    (
+        "share.assignment.interval.ms",
+        "group.share.min.assignment.interval.ms",
+        "group.share.max.assignment.interval.ms",
+    ),
+    (
+        STREAMS_HEARTBEAT_INTERVAL_MS,
+        "group.streams.min.heartbeat.interval.ms",
+        "group.streams.max.heartbeat.interval.ms",
+    ),
     (STREAMS_SESSION_TIMEOUT_MS, "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
     (STREAMS_NUM_STANDBY_REPLICAS, None, "group.streams.max.standby.replicas"),
-    ("streams.assignment.interval.ms", "group.streams.min.assignment.interval.ms", "group.streams.max.assignment.interval.ms"),
+    (
+        "streams.assignment.interval.ms",
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
+    ),
     ("streams.task.offset.interval.ms", "group.streams.min.task.offset.interval.ms", None),
     ("streams.num.warmup.replicas", None, "group.streams.max.warmup.replicas"),
 )
@@ -308,7 +336,9 @@ def _parse_value(key: ConfigKey, value):
             value = number
         elif key.type == "BOOLEAN":
             if trimmed.lower() not in ("true", "false"):
-                raise invalid(f"Invalid value {value} for configuration {name}: Expected value to be either true or false")
+                raise invalid(
+                    f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+                )
             value = trimmed.lower() == "true"
         elif key.type == "LIST":
             value = _JAVA_LIST_SEPARATOR.split(trimmed) if trimmed else []

@@ -53,6 +53,7 @@ INTERNAL = [
 ]
 INT_CONFIGS = [k.name for k in CONFIG_KEYS if k.type == "INT"]
 
+
 def set_op(name, value):
     return {"name": name, "configOperation": 0, "value": value}
 
@@ -120,8 +121,11 @@ def test_from_props_invalid_long_boolean_and_list():
     )
     assert message({lag: "-1"}) == f"Invalid value -1 for configuration {lag}: Value must be at least 0"
     assert validate({lag: " 9223372036854775807"}, CFG)[lag] == 2**63 - 1  # beyond INT: a LONG
-    for name in ("consumer.assignor.offload.enable", "share.renew.acknowledge.enable",
-                 "errors.deadletterqueue.copy.record.enable"):
+    for name in (
+        "consumer.assignor.offload.enable",
+        "share.renew.acknowledge.enable",
+        "errors.deadletterqueue.copy.record.enable",
+    ):
         assert message({name: "yes"}) == (
             f"Invalid value yes for configuration {name}: Expected value to be either true or false"
         )
@@ -471,9 +475,15 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
     assert by_name["share.renew.acknowledge.enable"]["synonyms"] == [
         {"name": "share.renew.acknowledge.enable", "value": "true", "source": 5}
     ]
-    assert [(by_name[n]["value"], by_name[n]["configType"]) for n in (
-        "share.renew.acknowledge.enable", "streams.rack.aware.assignment.tags", "streams.assignor.name",
-        "errors.deadletterqueue.topic.name")] == [("true", 1), ("", 7), ("sticky", 2), ("", 2)]
+    assert [
+        (by_name[n]["value"], by_name[n]["configType"])
+        for n in (
+            "share.renew.acknowledge.enable",
+            "streams.rack.aware.assignment.tags",
+            "streams.assignor.name",
+            "errors.deadletterqueue.topic.name",
+        )
+    ] == [("true", 1), ("", 7), ("sticky", 2), ("", 2)]
     assert by_name["streams.assignor.name"]["synonyms"] == [
         {"name": "group.streams.assignors", "value": "sticky", "source": 5}
     ]

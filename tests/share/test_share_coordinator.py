@@ -479,8 +479,10 @@ def test_a_share_state_written_before_kip_1226_loads():
     loaded = state.StoredState(*state.encode(snapshot)).load(shard.d.partition_id, shard.d.partition.config)
     offset = loaded.component("share").share_partition_state(GROUP_ID, TOPIC_ID, PARTITION)
     assert "deliveryCompleteCount" not in offset and offset["startOffset"] == 0
-    old_records = [(k, {n: v for n, v in value.items() if n != "deliveryCompleteCount"} if value else value)
-                   for k, value in shard.records()]
+    old_records = [
+        (k, {n: v for n, v in value.items() if n != "deliveryCompleteCount"} if value else value)
+        for k, value in shard.records()
+    ]
     replayed = shard.rebuilt(old_records).component("share").states.get(KEY)
     assert replayed["offset"]["deliveryCompleteCount"] == -1
     # The loaded state serves v1 and takes v1 writes.

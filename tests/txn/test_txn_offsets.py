@@ -813,7 +813,9 @@ def test_consumer_group_transactional_offset_commit_v6_with_stale_member_epoch()
         "generationIdOrMemberEpoch": epoch + 1,
         "memberId": "m1",
         "groupInstanceId": None,
-        "topics": [{"name": "bar", "partitions": [{"partitionIndex": 0, "committedOffset": 5, "committedMetadata": None}]}],
+        "topics": [
+            {"name": "bar", "partitions": [{"partitionIndex": 0, "committedOffset": 5, "committedMetadata": None}]}
+        ],
     }
     assert errors(c.send("TxnOffsetCommit", 5, body)) == [E.ILLEGAL_GENERATION.code]
     resp = txn_commit_v6(c, [(tid, [(0, 5)])], memberId="m1", generationIdOrMemberEpoch=epoch)
@@ -829,5 +831,8 @@ def test_txn_offset_commit_v6_error_response_echoes_the_topic_ids():
     body = {"topics": [{"topicId": "ZarZarZarZarZarZarZarQ", "partitions": [{"partitionIndex": 3}]}]}
     resp = spec.error_response(6, body, E.NOT_COORDINATOR, None)
     assert resp["topics"] == [
-        {"topicId": "ZarZarZarZarZarZarZarQ", "partitions": [{"partitionIndex": 3, "errorCode": E.NOT_COORDINATOR.code}]}
+        {
+            "topicId": "ZarZarZarZarZarZarZarQ",
+            "partitions": [{"partitionIndex": 3, "errorCode": E.NOT_COORDINATOR.code}],
+        }
     ]
