@@ -204,6 +204,7 @@ class ShareCoordinator(Component):
         epoch grew, else an update."""
         now = self.p.clock_ms
         current = state["offset"]
+        count = _written_delivery_complete_count(current, data)
         batches = [batch_from_json(b) for b in data["stateBatches"]]
         if state.get("updateCount", 0) >= self.updates_per_snapshot or data["stateEpoch"] > current["stateEpoch"]:
             start = current["startOffset"] if data["startOffset"] == -1 else data["startOffset"]
@@ -214,7 +215,7 @@ class ShareCoordinator(Component):
                 "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
                 "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
                 "startOffset": start,
-                "deliveryCompleteCount": delivery_complete_count(data),
+                "deliveryCompleteCount": count,
                 "createTimestamp": now,
                 "writeTimestamp": now,
                 "stateBatches": [batch_to_json(b) for b in merged],
@@ -226,7 +227,7 @@ class ShareCoordinator(Component):
             "snapshotEpoch": current["snapshotEpoch"],
             "leaderEpoch": data["leaderEpoch"],
             "startOffset": data["startOffset"],
-            "deliveryCompleteCount": delivery_complete_count(data),
+            "deliveryCompleteCount": count,
             "stateBatches": [batch_to_json(b) for b in merged],
         }
         slot = 0 if "updateCount" not in state else state["updateCount"] + 1
@@ -549,6 +550,18 @@ def replayed_parsed(
     new["updateCount"] = 0 if "updateCount" not in new else new["updateCount"] + 1
     new["slots"] = max(new.get("slots", 0), slot + 1)
     return new
+
+
+def _written_delivery_complete_count(current: dict, data: dict) -> int:
+    """Kafka 4.4.0's ShareCoordinatorShard.generateShareStateRecord: the write's count, except that
+    a write at the same start offset keeps the larger of the two, and one below it (or -1: the start
+    offset unchanged) keeps the state's (a v0 write, whose count is -1, then changes nothing)."""
+    written, start = delivery_complete_count(data), data["startOffset"]
+    if start == current["startOffset"]:
+        return max(written, delivery_complete_count(current))
+    if start < current["startOffset"]:
+        return delivery_complete_count(current)
+    return written
 
 
 def _merge(so_far: dict, update: dict) -> dict:

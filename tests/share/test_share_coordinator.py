@@ -114,7 +114,7 @@ def test_write_state_success(shard):
         "snapshotEpoch": 0,
         "leaderEpoch": 0,
         "startOffset": 0,
-        "deliveryCompleteCount": -1,  # a v0 write: WriteShareGroupStateRequest's default
+        "deliveryCompleteCount": 0,  # a v0 write (count -1) at the same start offset keeps the state's
         "stateBatches": [batch(0, 10, 0, 1)],
     }
     state = shard.state()
@@ -425,8 +425,9 @@ def test_find_coordinator_share_key_type():
 
 # ====================================================================== KIP-1226: deliveryCompleteCount
 def test_write_state_v1_records_the_delivery_complete_count():
-    """WriteShareGroupState v1 / ReadShareGroupStateSummary v1 (KIP-1226): the count goes into the
-    update and snapshot records as written (a v0 write, without it, writes -1, its default)."""
+    """WriteShareGroupState v1 / ReadShareGroupStateSummary v1 (KIP-1226), as Kafka 4.4.0's
+    generateShareStateRecord counts: at the same start offset the larger count, below it (or -1,
+    unchanged) the state's, above it the write's; in the update and snapshot records alike."""
     shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=1)
     assert shard.summary(version=1)["deliveryCompleteCount"] == -1  # no state: PartitionFactory's default
     shard.initialize(start_offset=0)
@@ -443,11 +444,18 @@ def test_write_state_v1_records_the_delivery_complete_count():
     p = shard.summary(version=1)
     assert (p["startOffset"], p["leaderEpoch"], p["deliveryCompleteCount"]) == (0, 0, 9)
     assert "deliveryCompleteCount" not in shard.summary(version=0)  # v0 has no such field
-    shard.write(batches=[(15, 16, 2, 1)])  # v0
-    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+
+    def count_after(**write) -> int:
+        assert shard.write(**write)["errorCode"] == 0
+        return shard.summary(version=1)["deliveryCompleteCount"]
+
+    assert count_after(batches=[(15, 16, 2, 1)]) == 9  # v0 (-1) at the same start offset
+    assert count_after(version=1, deliveryCompleteCount=4) == 9  # the larger at the same start offset
+    assert count_after(version=1, start_offset=5, deliveryCompleteCount=2) == 2  # a new start offset
+    assert count_after(version=1, start_offset=-1, deliveryCompleteCount=100) == 2  # start unchanged
     # The state rebuilt from the log has the same count.
     rebuilt = shard.rebuilt().component("share").states.get(KEY)
-    assert rebuilt["offset"]["deliveryCompleteCount"] == -1 == shard.state()["offset"]["deliveryCompleteCount"]
+    assert rebuilt["offset"]["deliveryCompleteCount"] == 2 == shard.state()["offset"]["deliveryCompleteCount"]
 
 
 def test_initialize_and_leader_epoch_update_keep_the_delivery_complete_count():
@@ -475,7 +483,7 @@ def test_a_share_state_written_before_kip_1226_loads():
     shard.write(batches=[(0, 10, 0, 1)])
     snapshot = shard.d.partition.to_json()
     for entry in snapshot["components"]["share"]["states"].values():
-        assert entry["offset"].pop("deliveryCompleteCount") == -1
+        del entry["offset"]["deliveryCompleteCount"]
     loaded = state.StoredState(*state.encode(snapshot)).load(shard.d.partition_id, shard.d.partition.config)
     offset = loaded.component("share").share_partition_state(GROUP_ID, TOPIC_ID, PARTITION)
     assert "deliveryCompleteCount" not in offset and offset["startOffset"] == 0
