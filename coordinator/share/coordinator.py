@@ -33,6 +33,7 @@ from ..component import Component, Partition
 from ..errors import Errors
 from ..messages import Request, StateRecord
 from ..metadata import ZERO_UUID, TopicMetadata
+from ..protocol.loader import shape
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
 from ..routing import key_for_partition
@@ -136,7 +137,9 @@ class ShareCoordinator(Component):
                 else:
                     out = fn(staged, group_id, tid, partition, key, pdata)
                 results.setdefault(tid, []).append(out)
-        result.response = {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        response = {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        # The request's version's fields (v1 of Write / ReadSummary: deliveryCompleteCount).
+        result.response = shape(api + "Response", request.api_version, response)
         return result
 
     def _common_error(self, tid: str, partition: int, api: str) -> dict | None:

@@ -337,7 +337,7 @@ def test_validate_only_writes_nothing():
     r = c.alter(set_op(SESSION, "1"), validate_only=True)
     assert (r["errorCode"], r["errorMessage"]) == (
         Errors.INVALID_CONFIG.code,
-        f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
+        f"{SESSION} must be in the range 45000 to 60000 inclusive.",
     )
     assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
 
