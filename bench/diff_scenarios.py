@@ -283,6 +283,104 @@ def consumer(run: str) -> Scenario:
     )
 
 
+# ------------------------------------------------------------------ Kafka 4.3/4.4's group configs
+def group_configs(run: str) -> Scenario:
+    """The group configs Kafka 4.3/4.4 added, on a group that does not exist (Kafka's configs live
+    apart from groups): 4.4's validation messages, APPEND refused even on the LIST config, DescribeConfigs of
+    the configs whose fallback both sides share (the reference broker's assignment settings are set
+    in its file, the job's are defaults)."""
+    group = f"diff-configs-{run}"
+
+    def alter(*configs: tuple[str, int, str | None]) -> dict:
+        return {
+            "resources": [
+                {
+                    "resourceType": 32,
+                    "resourceName": group,
+                    "configs": [{"name": n, "configOperation": op, "value": v} for n, op, v in configs],
+                }
+            ],
+            "validateOnly": False,
+        }
+
+    described = [
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.renew.acknowledge.enable",
+        "streams.rack.aware.assignment.tags",
+        "streams.assignor.name",
+        "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.copy.record.enable",
+    ]
+    describe = {
+        "resources": [{"resourceType": 32, "resourceName": group, "configurationKeys": described}],
+        "includeSynonyms": False,
+        "includeDocumentation": True,
+    }
+    return Scenario(
+        f"group-configs-{run}",
+        {},
+        [
+            Step("describe the defaults", "DescribeConfigs", 4, describe),
+            Step(
+                "delivery count above its bound",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("share.delivery.count.limit", 0, "11")),
+            ),
+            Step(
+                "record locks below ConfigDef's",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("share.partition.max.record.locks", 0, "99")),
+            ),
+            Step(
+                "an unregistered assignor", "IncrementalAlterConfigs", 1, alter(("streams.assignor.name", 0, "greedy"))
+            ),
+            Step(
+                "duplicate rack tags",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 0, "zone,zone")),
+            ),
+            Step(
+                "an internal DLQ name",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("errors.deadletterqueue.topic.name", 0, "__dlq")),
+            ),
+            Step("not a boolean", "IncrementalAlterConfigs", 1, alter(("share.renew.acknowledge.enable", 0, "yes"))),
+            Step("append to a non-list", "IncrementalAlterConfigs", 1, alter(("share.delivery.count.limit", 2, "3"))),
+            Step(
+                "set the new configs",
+                "IncrementalAlterConfigs",
+                1,
+                alter(
+                    ("share.delivery.count.limit", 0, "7"),
+                    ("share.partition.max.record.locks", 0, "300"),
+                    ("share.renew.acknowledge.enable", 0, "false"),
+                    ("streams.assignor.name", 0, "sticky"),
+                    ("errors.deadletterqueue.topic.name", 0, "dlq"),
+                    ("errors.deadletterqueue.copy.record.enable", 0, "true"),
+                ),
+            ),
+            Step(
+                "append to the list config",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 2, "zone")),
+            ),
+            Step(
+                "set rack tags",
+                "IncrementalAlterConfigs",
+                1,
+                alter(("streams.rack.aware.assignment.tags", 0, "zone, rack")),
+            ),
+            Step("describe the group's values", "DescribeConfigs", 4, describe),
+        ],
+    )
+
+
 # ------------------------------------------------------------------ transactions
 def transactions(run: str) -> Scenario:
     txn, topic, group = f"diff-txn-{run}", f"diff-txn-{run}", f"diff-txn-group-{run}"
@@ -840,6 +938,7 @@ def share_expiry(run: str) -> Scenario:
 ALL: list[Callable[[str], Scenario]] = [
     classic,
     consumer,
+    group_configs,
     transactions,
     streams,
     streams_internal_topics,

@@ -87,6 +87,33 @@ DEFAULTS: dict[str, Any] = {
     "group.share.record.lock.duration.ms": 30000,
     "group.share.min.record.lock.duration.ms": 15000,
     "group.share.max.record.lock.duration.ms": 60000,
+    # Kafka 4.3/4.4 settings: the fallbacks and bounds of the new group configs (group_configs.py);
+    # ShareGroupConfig's delivery count and record locks are the broker's share-fetch side.
+    "group.consumer.assignment.interval.ms": 1000,
+    "group.consumer.min.assignment.interval.ms": 0,
+    "group.consumer.max.assignment.interval.ms": 15000,
+    "group.consumer.assignor.offload.enable": True,
+    "group.share.assignment.interval.ms": 1000,
+    "group.share.min.assignment.interval.ms": 0,
+    "group.share.max.assignment.interval.ms": 15000,
+    "group.share.assignor.offload.enable": True,
+    "group.share.delivery.count.limit": 5,
+    "group.share.min.delivery.count.limit": 2,
+    "group.share.max.delivery.count.limit": 10,
+    "group.share.partition.max.record.locks": 2000,
+    "group.share.min.partition.max.record.locks": 100,
+    "group.share.max.partition.max.record.locks": 4000,
+    "group.streams.initial.rebalance.delay.ms": 3000,
+    "group.streams.assignment.interval.ms": 1000,
+    "group.streams.min.assignment.interval.ms": 0,
+    "group.streams.max.assignment.interval.ms": 15000,
+    "group.streams.assignor.offload.enable": True,
+    "group.streams.min.task.offset.interval.ms": 15000,
+    "group.streams.num.warmup.replicas": 2,
+    "group.streams.max.warmup.replicas": 20,
+    "group.streams.acceptable.recovery.lag": 10000,
+    "group.streams.rack.aware.assignment.tags": [],
+    "group.streams.assignors": ["sticky"],
     # Transactions (TransactionStateManagerConfigs).
     "transaction.max.timeout.ms": 900000,
     "transactional.id.expiration.ms": 604800000,
@@ -164,6 +191,37 @@ def _check_consumer_group_settings(v: dict) -> None:
     )
 
 
+def _check_kafka_44_settings(v: dict) -> None:
+    """GroupCoordinatorConfig's and ShareGroupConfig's checks of the Kafka 4.3/4.4 settings (their
+    wording): each value within its min/max."""
+    for prefix in ("group.consumer", "group.share", "group.streams"):
+        lo, hi, value = (
+            f"{prefix}.min.assignment.interval.ms",
+            f"{prefix}.max.assignment.interval.ms",
+            f"{prefix}.assignment.interval.ms",
+        )
+        _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
+        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+        _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
+    for what in ("delivery.count.limit", "partition.max.record.locks"):
+        lo, hi, value = f"group.share.min.{what}", f"group.share.max.{what}", f"group.share.{what}"
+        _require(v[hi] >= v[value], f"{hi} must be greater than or equal to {value}")
+        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+    offset = "group.streams.task.offset.interval.ms"
+    _require(
+        v[offset] >= v["group.streams.min.task.offset.interval.ms"],
+        f"{offset} must be greater than or equal to group.streams.min.task.offset.interval.ms",
+    )
+    _require(
+        v["group.streams.num.warmup.replicas"] <= v["group.streams.max.warmup.replicas"],
+        "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
+    )
+    tags = v["group.streams.rack.aware.assignment.tags"]
+    _require(
+        len(set(tags)) == len(tags), "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+    )
+
+
 def _check_session_and_heartbeat(v: dict, prefix: str) -> None:
     """GroupCoordinatorConfig's session / heartbeat checks for `prefix` (group.consumer/share/streams)."""
 
@@ -198,6 +256,7 @@ class CoordinatorConfig(Mapping[str, Any]):
         if values["coordinator.partitions"] < 1:
             raise ValueError("coordinator.partitions must be at least 1")
         _check_consumer_group_settings(values)
+        _check_kafka_44_settings(values)
         self._values = values
 
     def __getitem__(self, name: str) -> Any:

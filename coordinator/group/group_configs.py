@@ -8,10 +8,12 @@ partition owns them: stored with the partition's state (one chunk per group with
 written to the state log as `["GroupConfig", groupId]` -> `{"type": "GroupConfig", "configs":
 {name: value}}` (a tombstone when no override is left), replayed on load.
 
-Validation is GroupConfig.validate over the group's resulting configs on top of the coordinator's
-(names, INT parsing, `atLeast` bounds, the min/max settings, session > heartbeat), with Kafka's
-messages; the admin-side checks are ConfigAdminManager's and ConfigurationControlManager's.
-Configs are kept as the strings the client sent, as Kafka's config records keep them.
+The table is Kafka 4.4.0's GroupConfig.CONFIG_DEF. Validation is its GroupConfig.validate over the
+group's resulting configs (names, parsing, `atLeast` bounds, then only the configs the group sets
+against the coordinator's min/max settings, session > heartbeat against the coordinator's value of
+the one not set), with Kafka's messages; the admin-side checks are ConfigAdminManager's and
+ConfigurationControlManager's. Configs are kept as the strings
+the client sent, as Kafka's config records keep them.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
-CONFIG_TYPES = {"STRING": 2, "INT": 3}  # DescribeConfigsResponse.ConfigType
+CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "LIST": 7}  # DescribeConfigsResponse.ConfigType
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 RECORD = "GroupConfig"
@@ -117,16 +119,32 @@ def _share_auto_offset_reset(name: str, value: str) -> None:
         )
 
 
+def _list_values(name: str, values: list) -> None:
+    """ConfigDef.ValidList.anyNonDuplicateValues(isEmptyAllowed=true, isNullAllowed=false)."""
+    if len(set(values)) != len(values):
+        raise invalid(f"Configuration '{name}' values must not be duplicated.")
+    if any(v == "" for v in values):
+        raise invalid(f"Configuration '{name}' values must not be empty.")
+
+
+def _any(_name: str, _value) -> None:
+    pass
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     name: str
-    type: str  # "INT" or "STRING" (ConfigDef.Type)
-    default: int | str  # GroupConfig's own default (ConfigDef)
+    type: str  # ConfigDef.Type: INT, LONG, BOOLEAN, STRING or LIST
+    default: Any  # GroupConfig's own default (ConfigDef), None for streams.assignor.name
     validator: Callable[[str, Any], None]
-    doc: str
-    # The coordinator setting that replaces `default` where Kafka passes the broker's values
-    # (GroupCoordinatorConfig.extractGroupConfigMap: consumer.* and share.* INT configs only).
+    # The coordinator setting Kafka takes when the group does not set the config (its broker
+    # synonym, GroupConfig.ALL_GROUP_CONFIG_SYNONYMS; None: GroupConfig's default).
     setting: str | None = None
+    internal: bool = False  # ConfigDef.defineInternal: described only where set
+
+    @property
+    def doc(self) -> str:
+        return _DOCS[self.name]
 
 
 _SHARE_AUTO_OFFSET_RESET_DOC = (
@@ -144,78 +162,86 @@ _SHARE_ISOLATION_LEVEL_DOC = (
     "group will return all messages, even transactional messages which have been aborted. Non-transactional "
     "records will be returned unconditionally in either mode."
 )
-
-# GroupConfig.CONFIG of Kafka 4.1.1, in its definition order (the order ConfigDef parses and validates in).
-CONFIG_KEYS = (
-    ConfigKey(
-        CONSUMER_SESSION_TIMEOUT_MS,
-        "INT",
-        45000,
-        _at_least(1),
-        "The timeout to detect client failures when using the consumer group protocol.",
-        "group.consumer.session.timeout.ms",
-    ),
-    ConfigKey(
-        CONSUMER_HEARTBEAT_INTERVAL_MS,
-        "INT",
-        5000,
-        _at_least(1),
-        "The heartbeat interval given to the members of a consumer group.",
-        "group.consumer.heartbeat.interval.ms",
-    ),
-    ConfigKey(
-        SHARE_SESSION_TIMEOUT_MS,
-        "INT",
-        45000,
-        _at_least(1),
-        "The timeout to detect client failures when using the share group protocol.",
-        "group.share.session.timeout.ms",
-    ),
-    ConfigKey(
-        SHARE_HEARTBEAT_INTERVAL_MS,
-        "INT",
-        5000,
-        _at_least(1),
-        "The heartbeat interval given to the members of a share group.",
-        "group.share.heartbeat.interval.ms",
-    ),
-    ConfigKey(
-        SHARE_RECORD_LOCK_DURATION_MS,
-        "INT",
-        30000,
-        _at_least(1000),
-        "The record acquisition lock duration in milliseconds for share groups.",
-        "group.share.record.lock.duration.ms",
-    ),
-    ConfigKey(SHARE_AUTO_OFFSET_RESET, "STRING", "latest", _share_auto_offset_reset, _SHARE_AUTO_OFFSET_RESET_DOC),
-    ConfigKey(
-        SHARE_ISOLATION_LEVEL,
-        "STRING",
-        "read_uncommitted",
-        _one_of("read_committed", "read_uncommitted"),
-        _SHARE_ISOLATION_LEVEL_DOC,
-    ),
-    ConfigKey(
-        STREAMS_SESSION_TIMEOUT_MS,
-        "INT",
-        45000,
-        _at_least(1),
-        "The timeout to detect client failures when using the streams group protocol.",
-    ),
-    ConfigKey(STREAMS_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "The heartbeat interval given to the members."),
-    ConfigKey(STREAMS_NUM_STANDBY_REPLICAS, "INT", 0, _at_least(0), "The number of standby replicas for each task."),
-)
-KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
-# The coordinator settings that are the defaults when Kafka falls back to its own (no group config).
-FALLBACK_SETTINGS = {
-    **{k.name: k.setting for k in CONFIG_KEYS if k.setting},
-    STREAMS_SESSION_TIMEOUT_MS: "group.streams.session.timeout.ms",
-    STREAMS_HEARTBEAT_INTERVAL_MS: "group.streams.heartbeat.interval.ms",
-    STREAMS_NUM_STANDBY_REPLICAS: "group.streams.num.standby.replicas",
+_DOCS = {
+    CONSUMER_SESSION_TIMEOUT_MS: "The timeout to detect client failures when using the consumer group protocol.",
+    CONSUMER_HEARTBEAT_INTERVAL_MS: "The heartbeat interval given to the members of a consumer group.",
+    "consumer.assignment.interval.ms": "The interval between assignment updates for a consumer group.",
+    "consumer.assignor.offload.enable": "Whether to offload consumer group assignment to a group coordinator "
+    "background thread.",
+    SHARE_SESSION_TIMEOUT_MS: "The timeout to detect client failures when using the share group protocol.",
+    SHARE_HEARTBEAT_INTERVAL_MS: "The heartbeat interval given to the members of a share group.",
+    SHARE_RECORD_LOCK_DURATION_MS: "The record acquisition lock duration in milliseconds for share groups.",
+    "share.delivery.count.limit": "The maximum number of delivery attempts for a record delivered to a share group.",
+    "share.partition.max.record.locks": "Share-group record lock limit per share-partition.",
+    SHARE_AUTO_OFFSET_RESET: _SHARE_AUTO_OFFSET_RESET_DOC,
+    SHARE_ISOLATION_LEVEL: _SHARE_ISOLATION_LEVEL_DOC,
+    "share.renew.acknowledge.enable": "Whether the renew acknowledge type is enabled for the share group.",
+    "share.assignment.interval.ms": "The interval between assignment updates for a share group.",
+    "share.assignor.offload.enable": "Whether to offload share group assignment to a group coordinator background "
+    "thread.",
+    STREAMS_SESSION_TIMEOUT_MS: "The timeout to detect client failures when using the streams group protocol.",
+    STREAMS_HEARTBEAT_INTERVAL_MS: "The heartbeat interval given to the members.",
+    STREAMS_NUM_STANDBY_REPLICAS: "The number of standby replicas for each task.",
+    "streams.initial.rebalance.delay.ms": "The amount of time the group coordinator will wait for more streams "
+    "clients to join a new group before performing the first rebalance. A longer delay means potentially fewer "
+    "rebalances.",
+    "streams.assignment.interval.ms": "The interval between assignment updates for a streams group.",
+    "streams.assignor.offload.enable": "Whether to offload streams group assignment to a group coordinator "
+    "background thread.",
+    "streams.task.offset.interval.ms": "The interval in which the warmup task changelog offsets on a client are "
+    "updated on the broker. The offsets are sent with the next heartbeat after this time has passed.",
+    "streams.num.warmup.replicas": "The maximum number of warmup task replicas.",
+    "streams.rack.aware.assignment.tags": "List of client tag keys used to distribute standby replicas across Kafka "
+    "Streams instances. When configured, and the used broker-side assignor supports it, it will make a best-effort "
+    "to distribute standby tasks over each client tag dimension.",
+    "streams.acceptable.recovery.lag": "The maximum acceptable lag (number of offsets to catch up) for a client to "
+    "be considered caught-up enough to receive an active task assignment.",
+    "streams.assignor.name": "The task assignor to use for this streams group, selected by short name from the "
+    "assignors registered via the broker configuration group.streams.assignors. When unset, the group defaults to "
+    "the first assignor configured in the broker's group.streams.assignors setting. Changing the assignor does not "
+    "trigger a rebalance for the group; the new assignor takes effect on the next rebalance.",
+    "errors.deadletterqueue.topic.name": "The name of the topic to be used as the dead-letter queue (DLQ) topic for "
+    "this share group. If blank (the default), the group does not have a DLQ topic.",
+    "errors.deadletterqueue.copy.record.enable": "When writing onto the dead-letter queue topic, whether to copy the "
+    "original record onto the DLQ topic, or just write a record containing the context information headers.",
 }
 
-# GroupConfig.validateValues: (config, lower-bound setting, upper-bound setting), in its order
-# (None: no bound on that side).
+# GroupConfig.CONFIG_DEF of Kafka 4.4.0, in its definition order (the order ConfigDef parses in):
+# name, type, default, validator, the coordinator setting it falls back to, internal.
+K = ConfigKey
+CONFIG_KEYS = (
+    K(CONSUMER_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1), "group.consumer.session.timeout.ms"),
+    K(CONSUMER_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "group.consumer.heartbeat.interval.ms"),
+    K("consumer.assignment.interval.ms", "INT", 1000, _at_least(0), "group.consumer.assignment.interval.ms"),
+    K("consumer.assignor.offload.enable", "BOOLEAN", True, _any, "group.consumer.assignor.offload.enable", True),
+    K(SHARE_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1), "group.share.session.timeout.ms"),
+    K(SHARE_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "group.share.heartbeat.interval.ms"),
+    K(SHARE_RECORD_LOCK_DURATION_MS, "INT", 30000, _at_least(1000), "group.share.record.lock.duration.ms"),
+    K("share.delivery.count.limit", "INT", 5, _at_least(2), "group.share.delivery.count.limit"),
+    K("share.partition.max.record.locks", "INT", 2000, _at_least(100), "group.share.partition.max.record.locks"),
+    K(SHARE_AUTO_OFFSET_RESET, "STRING", "latest", _share_auto_offset_reset),
+    K(SHARE_ISOLATION_LEVEL, "STRING", "read_uncommitted", _one_of("read_committed", "read_uncommitted")),
+    K("share.renew.acknowledge.enable", "BOOLEAN", True, _any),
+    K("share.assignment.interval.ms", "INT", 1000, _at_least(0), "group.share.assignment.interval.ms"),
+    K("share.assignor.offload.enable", "BOOLEAN", True, _any, "group.share.assignor.offload.enable", True),
+    K(STREAMS_SESSION_TIMEOUT_MS, "INT", 45000, _at_least(1), "group.streams.session.timeout.ms"),
+    K(STREAMS_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "group.streams.heartbeat.interval.ms"),
+    K(STREAMS_NUM_STANDBY_REPLICAS, "INT", 0, _at_least(0), "group.streams.num.standby.replicas"),
+    K("streams.initial.rebalance.delay.ms", "INT", 3000, _at_least(0), "group.streams.initial.rebalance.delay.ms"),
+    K("streams.assignment.interval.ms", "INT", 1000, _at_least(0), "group.streams.assignment.interval.ms"),
+    K("streams.assignor.offload.enable", "BOOLEAN", True, _any, "group.streams.assignor.offload.enable", True),
+    K("streams.task.offset.interval.ms", "INT", 60000, _at_least(1), "group.streams.task.offset.interval.ms", True),
+    K("streams.num.warmup.replicas", "INT", 2, _at_least(0), "group.streams.num.warmup.replicas", True),
+    K("streams.rack.aware.assignment.tags", "LIST", "", _list_values, "group.streams.rack.aware.assignment.tags"),
+    K("streams.acceptable.recovery.lag", "LONG", 10000, _at_least(0), "group.streams.acceptable.recovery.lag", True),
+    K("streams.assignor.name", "STRING", None, _any, "group.streams.assignors"),
+    K("errors.deadletterqueue.topic.name", "STRING", "", _any),
+    K("errors.deadletterqueue.copy.record.enable", "BOOLEAN", False, _any),
+)
+KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
+
+# GroupConfig.validateValues of Kafka 4.4.0, in its order: each config the group sets against the
+# coordinator's bounds (None: no bound on that side).
 _BOUNDS = (
     (
         CONSUMER_HEARTBEAT_INTERVAL_MS,
@@ -223,12 +249,28 @@ _BOUNDS = (
         "group.consumer.max.heartbeat.interval.ms",
     ),
     (CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    (
+        "consumer.assignment.interval.ms",
+        "group.consumer.min.assignment.interval.ms",
+        "group.consumer.max.assignment.interval.ms",
+    ),
     (SHARE_HEARTBEAT_INTERVAL_MS, "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
     (SHARE_SESSION_TIMEOUT_MS, "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
     (
         SHARE_RECORD_LOCK_DURATION_MS,
         "group.share.min.record.lock.duration.ms",
         "group.share.max.record.lock.duration.ms",
+    ),
+    ("share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"),
+    (
+        "share.partition.max.record.locks",
+        "group.share.min.partition.max.record.locks",
+        "group.share.max.partition.max.record.locks",
+    ),
+    (
+        "share.assignment.interval.ms",
+        "group.share.min.assignment.interval.ms",
+        "group.share.max.assignment.interval.ms",
     ),
     (
         STREAMS_HEARTBEAT_INTERVAL_MS,
@@ -237,6 +279,13 @@ _BOUNDS = (
     ),
     (STREAMS_SESSION_TIMEOUT_MS, "group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
     (STREAMS_NUM_STANDBY_REPLICAS, None, "group.streams.max.standby.replicas"),
+    (
+        "streams.assignment.interval.ms",
+        "group.streams.min.assignment.interval.ms",
+        "group.streams.max.assignment.interval.ms",
+    ),
+    ("streams.task.offset.interval.ms", "group.streams.min.task.offset.interval.ms", None),
+    ("streams.num.warmup.replicas", None, "group.streams.max.warmup.replicas"),
 )
 _SESSION_OVER_HEARTBEAT = (
     (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS),
@@ -246,40 +295,57 @@ _SESSION_OVER_HEARTBEAT = (
 
 _JAVA_INT = re.compile(r"[+-]?\d+")
 _JAVA_TRIM = "".join(chr(c) for c in range(0x21))  # String.trim strips every char <= ' '
+_JAVA_LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")  # ConfigDef's \\s*,\\s*
 
 
-def defaults(config) -> dict[str, int]:
-    """GroupCoordinatorConfig.extractGroupConfigMap: the coordinator's consumer.* and share.* INT
-    values, the defaults of a group's GroupConfig and of DescribeConfigs (the other configs take
-    GroupConfig's own defaults there, whatever the coordinator's group.streams.* settings)."""
-    return {k.name: config[k.setting] for k in CONFIG_KEYS if k.setting}
+def to_string(key: ConfigKey, value) -> str | None:
+    """ConfigDef.convertToString."""
+    if value is None or isinstance(value, str):
+        return value
+    if key.type == "BOOLEAN":
+        return "true" if value else "false"
+    if key.type == "LIST":
+        return ",".join(value)
+    return str(value)
 
 
-def _validation_defaults(config) -> dict[str, int]:
-    """GroupConfigManager.validate puts only extractConsumerGroupConfigMap under the new configs."""
-    return {
-        name: config[KEYS_BY_NAME[name].setting]
-        for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS)
-    }
+def setting_value(key: ConfigKey, config):
+    """The coordinator's value behind a config (AbstractKafkaConfig.extractGroupConfigMap): the
+    group.streams.assignors list stands for its first assignor."""
+    value = config[key.setting]
+    return value[0] if key.setting == "group.streams.assignors" else value
+
+
+def defaults(config) -> dict:
+    """AbstractKafkaConfig.extractGroupConfigMap (4.4): every config with a coordinator setting takes
+    its value (an internal config only where the broker's file sets it: here never, so GroupConfig's
+    default, the same as the setting's own default), the defaults of DescribeConfigs."""
+    return {k.name: setting_value(k, config) for k in CONFIG_KEYS if k.setting and not k.internal}
 
 
 def _parse_value(key: ConfigKey, value):
-    """ConfigDef.parseValue: parseType (INT: Integer.parseInt of the trimmed string; STRING: trimmed),
-    then the key's validator."""
+    """ConfigDef.parseValue: parseType of the trimmed string, then the key's validator."""
     name = key.name
-    if key.type == "INT":
-        if isinstance(value, int):
-            parsed = value
-        else:
-            trimmed = value.strip(_JAVA_TRIM)
+    if isinstance(value, str):
+        trimmed = value.strip(_JAVA_TRIM)
+        if key.type in ("INT", "LONG"):
+            lo, hi = (INT_MIN, INT_MAX) if key.type == "INT" else (LONG_MIN, LONG_MAX)
             number = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
-            if number is None or not INT_MIN <= number <= INT_MAX:
-                raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
-            parsed = number
-    else:
-        parsed = value.strip(_JAVA_TRIM)
-    key.validator(name, parsed)
-    return parsed
+            if number is None or not lo <= number <= hi:
+                raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type {key.type}")
+            value = number
+        elif key.type == "BOOLEAN":
+            if trimmed.lower() not in ("true", "false"):
+                raise invalid(
+                    f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+                )
+            value = trimmed.lower() == "true"
+        elif key.type == "LIST":
+            value = _JAVA_LIST_SEPARATOR.split(trimmed) if trimmed else []
+        else:
+            value = trimmed
+    key.validator(name, value)
+    return value
 
 
 def _config_parse(props: dict) -> dict:
@@ -288,26 +354,67 @@ def _config_parse(props: dict) -> dict:
 
 
 def parse(overrides: dict[str, str], config) -> dict:
-    """GroupConfig.fromProps(extractGroupConfigMap, overrides): every config's value in a group that
-    has overrides."""
+    """GroupConfig.fromProps(extractGroupConfigMap, overrides): every config's value in a group
+    (what DescribeConfigs shows)."""
     return _config_parse({**defaults(config), **overrides})
 
 
 def validate(overrides: dict[str, str], config) -> dict:
-    """GroupConfigManager.validate: raises ApiError(INVALID_CONFIG) with Kafka's message."""
+    """GroupConfig.validate of Kafka 4.4.0 over the group's configs after the change: names, the
+    rack tags' duplicates, parsing, then only the configs the group sets against the coordinator's
+    bounds. Raises ApiError(INVALID_CONFIG) with Kafka's message; returns the parsed values."""
     for name in overrides:
         if name not in KEYS_BY_NAME:
             raise invalid(f"Unknown group config name: {name}")
-    values = _config_parse({**_validation_defaults(config), **overrides})
+    tags = overrides.get("streams.rack.aware.assignment.tags")
+    if tags is not None:
+        trimmed = tags.strip(_JAVA_TRIM)
+        raw = _JAVA_LIST_SEPARATOR.split(trimmed) if trimmed else []
+        if len(set(raw)) != len(raw):
+            raise invalid("streams.rack.aware.assignment.tags must not contain duplicate tag keys.")
+    values = {k: v for k, v in _config_parse(overrides).items() if k in overrides}
     for name, min_setting, max_setting in _BOUNDS:
-        if min_setting and values[name] < config[min_setting]:
-            raise invalid(f"{name} must be greater than or equal to {min_setting}")
-        if values[name] > config[max_setting]:
-            raise invalid(f"{name} must be less than or equal to {max_setting}")
+        if name not in values:
+            continue
+        value = values[name]
+        lo = config[min_setting] if min_setting else None
+        hi = config[max_setting] if max_setting else None
+        if lo is not None and hi is not None:
+            if not lo <= value <= hi:  # validateIntRange
+                raise invalid(f"{name} must be in the range {lo} to {hi} inclusive.")
+        elif lo is not None and value < lo:  # validateIntMin
+            raise invalid(f"{name} must be greater than or equal to {lo}")
+        elif hi is not None and value > hi:  # validateIntMax
+            raise invalid(f"{name} must be less than or equal to {hi}")
+    if "streams.assignor.name" in values:
+        name, registered = values["streams.assignor.name"], list(config["group.streams.assignors"])
+        if name not in registered:
+            raise invalid(
+                f"streams.assignor.name '{name}' is not a registered task assignor. "
+                f"Registered assignors are: [{', '.join(registered)}]."
+            )
     for session, heartbeat in _SESSION_OVER_HEARTBEAT:
-        if values[session] <= values[heartbeat]:
-            raise invalid(f"{session} must be greater than {heartbeat}")
+        if session in values or heartbeat in values:
+            s = values.get(session, config[KEYS_BY_NAME[session].setting])
+            h = values.get(heartbeat, config[KEYS_BY_NAME[heartbeat].setting])
+            if s <= h:
+                raise invalid(f"{session} must be greater than {heartbeat}")
+    dlq = values.get("errors.deadletterqueue.topic.name")
+    if dlq and dlq.startswith("__"):
+        raise invalid("errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'")
     return values
+
+
+def clamp(name: str, value, config):
+    """GroupConfig.evaluate (4.4): a group's value outside the coordinator's current bounds (changed
+    since the group set it) is used capped to them."""
+    for bounded, min_setting, max_setting in _BOUNDS:
+        if bounded == name:
+            if min_setting and value < config[min_setting]:
+                return config[min_setting]
+            if max_setting and value > config[max_setting]:
+                return config[max_setting]
+    return value
 
 
 # ====================================================================== the store
@@ -326,18 +433,17 @@ class GroupConfigs:
         return dict(self.c.group_configs.get(group_id) or {})
 
     def effective(self, group_id: str, name: str):
-        """The group's value of `name` if the group sets it (validated when written), else the
-        coordinator's setting (GroupMetadataManager's `groupConfig.flatMap(...).orElse(config...)`),
-        or GroupConfig's default where Kafka has no setting (the share.* strings). Kafka 4.2+'s
-        GroupConfig accessors are Optionals, empty for a config the group does not set (KAFKA-20337):
-        4.1.1 gave such a config GroupConfig's static default once the group set any other, so a
-        group with only `streams.session.timeout.ms` set heartbeated every 5000 ms whatever
-        `group.streams.heartbeat.interval.ms` said."""
+        """The group's value of `name` if the group sets it (validated when written, capped to the
+        coordinator's current bounds as GroupConfig.evaluate does), else the coordinator's setting
+        (GroupMetadataManager's `groupConfig.flatMap(...).orElse(config...)`), or GroupConfig's
+        default where Kafka has no setting (share.auto.offset.reset, ...). Kafka 4.2+'s GroupConfig
+        accessors are Optionals, empty for a config the group does not set (KAFKA-20337): 4.1.1 gave
+        such a config GroupConfig's static default once the group set any other."""
+        key = KEYS_BY_NAME[name]
         overrides = self.c.group_configs.get(group_id)
         if overrides and name in overrides:
-            return parse(overrides, self.config)[name]
-        setting = FALLBACK_SETTINGS.get(name)
-        return self.config[setting] if setting else KEYS_BY_NAME[name].default
+            return clamp(name, _parse_value(key, overrides[name]), self.config)
+        return setting_value(key, self.config) if key.setting else key.default
 
     # One accessor per config (what the group types read).
     def consumer_session_timeout_ms(self, group_id: str) -> int:
@@ -371,6 +477,58 @@ class GroupConfigs:
 
     def streams_num_standby_replicas(self, group_id: str) -> int:
         return self.effective(group_id, STREAMS_NUM_STANDBY_REPLICAS)
+
+    # Kafka 4.3/4.4's configs: stored and described; what reads them is named in docs/protocol.md.
+    def consumer_assignment_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, "consumer.assignment.interval.ms")
+
+    def consumer_assignor_offload_enable(self, group_id: str) -> bool:
+        return self.effective(group_id, "consumer.assignor.offload.enable")
+
+    def share_delivery_count_limit(self, group_id: str) -> int:
+        return self.effective(group_id, "share.delivery.count.limit")
+
+    def share_partition_max_record_locks(self, group_id: str) -> int:
+        return self.effective(group_id, "share.partition.max.record.locks")
+
+    def share_renew_acknowledge_enable(self, group_id: str) -> bool:
+        return self.effective(group_id, "share.renew.acknowledge.enable")
+
+    def share_assignment_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, "share.assignment.interval.ms")
+
+    def share_assignor_offload_enable(self, group_id: str) -> bool:
+        return self.effective(group_id, "share.assignor.offload.enable")
+
+    def streams_initial_rebalance_delay_ms(self, group_id: str) -> int:
+        return self.effective(group_id, "streams.initial.rebalance.delay.ms")
+
+    def streams_assignment_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, "streams.assignment.interval.ms")
+
+    def streams_assignor_offload_enable(self, group_id: str) -> bool:
+        return self.effective(group_id, "streams.assignor.offload.enable")
+
+    def streams_task_offset_interval_ms(self, group_id: str) -> int:
+        return self.effective(group_id, "streams.task.offset.interval.ms")
+
+    def streams_num_warmup_replicas(self, group_id: str) -> int:
+        return self.effective(group_id, "streams.num.warmup.replicas")
+
+    def streams_rack_aware_assignment_tags(self, group_id: str) -> list[str]:
+        return list(self.effective(group_id, "streams.rack.aware.assignment.tags"))
+
+    def streams_acceptable_recovery_lag(self, group_id: str) -> int:
+        return self.effective(group_id, "streams.acceptable.recovery.lag")
+
+    def streams_assignor_name(self, group_id: str) -> str:
+        return self.effective(group_id, "streams.assignor.name")
+
+    def errors_dlq_topic_name(self, group_id: str) -> str:
+        return self.effective(group_id, "errors.deadletterqueue.topic.name")
+
+    def errors_dlq_copy_record_enable(self, group_id: str) -> bool:
+        return self.effective(group_id, "errors.deadletterqueue.copy.record.enable")
 
     # ------------------------------------------------------------------ IncrementalAlterConfigs
     def incremental_alter_configs(self, request: Request) -> CoordinatorResult:
@@ -409,7 +567,9 @@ class GroupConfigs:
         for op in ops:
             kind = op["configOperation"]
             if kind in (OP_APPEND, OP_SUBTRACT):
-                # No group config is a LIST (ConfigurationControlManager's isSplittable).
+                # KafkaConfigSchema.isSplittable: the controller's schema (KafkaRaftServer.configSchema,
+                # Kafka 4.4.0 too) has only BROKER and TOPIC configs, so no GROUP config splits, not
+                # even the LIST streams.rack.aware.assignment.tags.
                 raise invalid(f"Can't {OP_NAMES[kind]} to key {op['name']} because its type is not LIST.")
             if kind not in (OP_SET, OP_DELETE):
                 raise ApiError(Errors.INVALID_REQUEST, f"Unknown operation type {kind}")
@@ -458,22 +618,34 @@ class GroupConfigs:
     def _describe(
         self, group_id: str, keys: list | None, version: int, synonyms: bool, documentation: bool
     ) -> list[dict]:
-        """ConfigHelper.createGroupConfigEntry for every config (or the requested ones)."""
+        """ConfigHelper.createGroupConfigEntry (4.4) for every config (or the requested ones), as
+        ConfigHelperUtils.createResponseConfig lists them: first the internal configs the group sets
+        (with the value as set), then every other config."""
         overrides = self.overrides(group_id)
         values = parse(overrides, self.config)
+        internal = [(k, overrides[k.name]) for k in CONFIG_KEYS if k.internal and k.name in overrides]
+        listed = internal + [(k, values[k.name]) for k in CONFIG_KEYS if not k.internal]
         out = []
-        for key in CONFIG_KEYS:
+        for key, raw in listed:
             if keys and key.name not in keys:
                 continue
-            value = str(values[key.name])  # ConfigDef.convertToString
-            source = SOURCE_GROUP if key.name in overrides else SOURCE_DEFAULT
+            value = to_string(key, raw)
+            if key.setting:  # the broker synonym, at its default (see docs/protocol.md)
+                setting = self.config[key.setting]
+                setting = ",".join(setting) if isinstance(setting, list) else to_string(key, setting)
+                found = [{"name": key.setting, "value": setting, "source": SOURCE_DEFAULT}]
+            else:
+                found = [{"name": key.name, "value": to_string(key, key.default), "source": SOURCE_DEFAULT}]
+                found = [] if key.default is None else found
+            if key.name in overrides:
+                found = [{"name": key.name, "value": value, "source": SOURCE_GROUP}, *found]
             entry = {
                 "name": key.name,
                 "value": value,
                 "readOnly": False,
-                "configSource": source,
+                "configSource": found[0]["source"] if found else SOURCE_DEFAULT,
                 "isSensitive": False,
-                "synonyms": [{"name": key.name, "value": value, "source": source}] if synonyms else [],
+                "synonyms": found if synonyms else [],
             }
             if version >= 3:
                 entry["configType"] = CONFIG_TYPES[key.type]

@@ -66,6 +66,7 @@ from ..routing import coordinator_partition
 from ..timers import Timer
 from ..txn.apis import producer_fenced_for
 from .classic.group import ClassicGroup
+from .group import group_not_found
 from .offsets import OffsetAndMetadata
 
 CONSUMER_OFFSETS = "__consumer_offsets"
@@ -212,25 +213,56 @@ class _ResponseBuilder:
             self.topics.append(entry)
         entry["partitions"].append({"partitionIndex": partition, "errorCode": error.code})
 
-    def body(self) -> dict:
-        return {"throttleTimeMs": 0, "topics": self.topics}
+    def body(self, version: int, request_body: dict) -> dict:
+        """v6 (KIP-1319) names the answer's topics by id: the request's id of each resolved name
+        (`_with_names`), an unknown id as sent."""
+        if version < 6:
+            return {"throttleTimeMs": 0, "topics": self.topics}
+        ids = {t["name"]: t["topicId"] for t in request_body["topics"]}
+        return {
+            "throttleTimeMs": 0,
+            "topics": [{"topicId": ids[t["name"]], "partitions": t["partitions"]} for t in self.topics],
+        }
+
+
+def _unknown_id_name(topic_id: str) -> str:
+    # Not a legal topic name (a NUL), so it cannot collide with a resolved topic's name.
+    return "\x00" + topic_id
+
+
+def _with_names(comp, body: dict) -> dict:
+    """KafkaApis.handleTxnOffsetCommitRequest, v6: each topic id resolved to its name with the
+    metadata (as OffsetCommit v10's); an unknown one keeps a placeholder answered UNKNOWN_TOPIC_ID."""
+    metadata = comp.metadata
+    return {
+        **body,
+        "topics": [
+            {**t, "name": metadata.topic_name(t["topicId"]) or _unknown_id_name(t["topicId"])} for t in body["topics"]
+        ],
+    }
 
 
 def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
     body, version = request.body, request.api_version
+    if version >= 6:
+        body = _with_names(comp, body)
     metadata = comp.metadata
     response = _ResponseBuilder()
-    # KafkaApis: unknown topics and partitions are answered here; the rest go to the coordinator.
+    # KafkaApis: unknown topic ids, topics and partitions are answered here; the rest go to the
+    # coordinator.
     valid: list[tuple[str, dict]] = []
     for topic in body["topics"]:
+        name = topic["name"]
         for part in topic["partitions"]:
-            if metadata.exists(topic["name"], part["partitionIndex"]):
-                valid.append((topic["name"], part))
+            if name.startswith("\x00"):
+                response.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_ID)
+            elif metadata.exists(name, part["partitionIndex"]):
+                valid.append((name, part))
             else:
-                response.add(topic["name"], part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                response.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
     result = CoordinatorResult()
     if not valid:
-        result.response = response.body()
+        result.response = response.body(version, body)
         return result
     # GroupCoordinatorService.commitTransactionalOffsets: the group id, before the verification.
     error = _early_error(body)
@@ -248,7 +280,7 @@ def txn_offset_commit(comp, request: Request) -> CoordinatorResult:
             )
             error = _verification_error(version, answer)
         else:
-            _park(comp, request, response, valid, result)
+            _park(comp, request, body, response, valid, result)
             return result  # answered when the transaction coordinator's partition answers
     result.response = _finish(comp, body, version, response, valid, error, result)
     return result
@@ -286,7 +318,7 @@ def _finish(
     for entry in coordinator.topics:  # TxnOffsetCommitResponse.Builder.merge
         for p in entry["partitions"]:
             response.add(entry["name"], p["partitionIndex"], Errors.for_code(p["errorCode"]))
-    return response.body()
+    return response.body(version, body)
 
 
 # ====================================================================== KIP-890 verification
@@ -386,10 +418,12 @@ def _verification_timer_key(verification_id: int) -> str:
     return record_key(T_VERIFICATION_TIMEOUT, verification_id)
 
 
-def _park(comp, request: Request, response: _ResponseBuilder, valid: list, result: CoordinatorResult) -> None:
-    """Keep the request until the transaction coordinator's partition answers (TxnVerification on
-    the internal channel, answered by TxnVerificationResult), or the timeout."""
-    body = request.body
+def _park(
+    comp, request: Request, body: dict, response: _ResponseBuilder, valid: list, result: CoordinatorResult
+) -> None:
+    """Keep the request (its body with v6's names) until the transaction coordinator's partition
+    answers (TxnVerification on the internal channel, answered by TxnVerificationResult), or the
+    timeout."""
     st = _state(comp, create=True)
     vid = st.get("nextVerificationId", 0)
     st["nextVerificationId"] = vid + 1
@@ -488,14 +522,18 @@ def _commit_transactional_offsets(
     instance_id = body.get("groupInstanceId")
     generation = body.get("generationIdOrMemberEpoch", -1)
     group = comp.groups.get(group_id)
+    # OffsetMetadataManager.validateTransactionalOffsetCommit: v6 (KIP-1319) answers a missing group
+    # and a consumer member's stale epoch as they are; older versions as ILLEGAL_GENERATION.
     if group is None:
         if generation >= 0:
+            if version >= 6:
+                raise group_not_found(group_id)
             raise ApiError(Errors.ILLEGAL_GENERATION)
     else:
         try:
             group.validate_offset_commit(member_id, instance_id, generation, True, version)
         except ApiError as e:
-            if e.error is Errors.STALE_MEMBER_EPOCH:
+            if e.error is Errors.STALE_MEMBER_EPOCH and version < 6:
                 raise ApiError(Errors.ILLEGAL_GENERATION) from e
             raise
     accepted = [(name, part) for name, part in valid if not comp.is_offset_metadata_invalid(part["committedMetadata"])]

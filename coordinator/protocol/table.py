@@ -185,11 +185,12 @@ APIS: tuple[Api, ...] = (
     ),
     # Version 5 (KIP-890 part 2) asks the group coordinator to add the offsets partition to the
     # transaction itself; v0-4 have it verified (TxnVerification, coordinator/group/txn_offsets.py).
+    # Version 6 (KIP-1319, Kafka 4.4) names topics by id.
     Api(
         "TxnOffsetCommit",
         28,
         0,
-        5,
+        6,
         GROUPS,
         "groupId",
         errors=ErrorShape(
@@ -198,7 +199,7 @@ APIS: tuple[Api, ...] = (
                 Echo(
                     "topics",
                     "topics",
-                    copy={"name": "name"},
+                    copy={"name": "name", "topicId": "topicId"},
                     children=(Echo("partitions", "partitions", copy={"partitionIndex": "partitionIndex"}),),
                 ),
             ),
@@ -256,13 +257,14 @@ APIS: tuple[Api, ...] = (
     Api("ShareGroupHeartbeat", 76, 1, 1, GROUPS, "groupId", errors=ErrorShape()),
     Api("ShareGroupDescribe", 77, 1, 1, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # The share coordinator's state APIs: several share-partitions per request, each answered on its
-    # own (ownership per partition).
+    # own (ownership per partition). Version 1 of Write and ReadSummary (KIP-1226, Kafka 4.2) carries
+    # deliveryCompleteCount.
     *(
         Api(
             name,
             key,
             0,
-            0,
+            top,
             SHARE,
             errors=ErrorShape(
                 echo=(
@@ -275,23 +277,25 @@ APIS: tuple[Api, ...] = (
                 )
             ),
         )
-        for name, key in (
-            ("InitializeShareGroupState", 83),
-            ("ReadShareGroupState", 84),
-            ("WriteShareGroupState", 85),
-            ("DeleteShareGroupState", 86),
-            ("ReadShareGroupStateSummary", 87),
+        for name, key, top in (
+            ("InitializeShareGroupState", 83, 0),
+            ("ReadShareGroupState", 84, 0),
+            ("WriteShareGroupState", 85, 1),
+            ("DeleteShareGroupState", 86, 0),
+            ("ReadShareGroupStateSummary", 87, 1),
         )
     ),
     # ------------------------------------------------------------------ KIP-1071 streams groups
     Api("StreamsGroupHeartbeat", 88, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
     Api("StreamsGroupDescribe", 89, 0, 0, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # ------------------------------------------------------------------ share group offsets (admin)
+    # Version 1 (KIP-1226) adds each partition's lag: -1 here, the core has no partition end offsets
+    # (docs/protocol.md, *Share coordinator: deviations from Kafka*).
     Api(
         "DescribeShareGroupOffsets",
         90,
         0,
-        0,
+        1,
         GROUPS,
         errors=ErrorShape(echo=(Echo("groups", "groups", copy={"groupId": "groupId"}),)),
     ),

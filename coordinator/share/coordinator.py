@@ -33,6 +33,7 @@ from ..component import Component, Partition
 from ..errors import Errors
 from ..messages import Request, StateRecord
 from ..metadata import ZERO_UUID, TopicMetadata
+from ..protocol.loader import shape
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
 from ..routing import key_for_partition
@@ -50,6 +51,14 @@ READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowe
 
 # PartitionFactory's defaults (ReadShareGroupStateSummary of a share-partition without state).
 UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
+# KIP-1226 (Kafka 4.2+): how many offsets at or above the start offset were delivered completely,
+# -1 where unknown (PartitionFactory.UNINITIALIZED_DELIVERY_COMPLETE_COUNT). A state or record
+# written before the field has none: it reads as -1, the records' tagged-field default.
+UNINITIALIZED_DELIVERY_COMPLETE_COUNT = -1
+
+
+def delivery_complete_count(value: dict) -> int:
+    return int(value.get("deliveryCompleteCount", UNINITIALIZED_DELIVERY_COMPLETE_COUNT))
 
 
 def _offset(value: dict, state_epoch: int | None = None) -> dict:
@@ -59,6 +68,7 @@ def _offset(value: dict, state_epoch: int | None = None) -> dict:
         "stateEpoch": int(value["stateEpoch"]) if state_epoch is None else state_epoch,
         "leaderEpoch": int(value["leaderEpoch"]),
         "startOffset": int(value["startOffset"]),
+        "deliveryCompleteCount": delivery_complete_count(value),
         "stateBatches": [batch_to_json(batch_from_json(b)) for b in value.get("stateBatches") or []],
         "createTimestamp": int(value.get("createTimestamp", 0)),
         "writeTimestamp": int(value.get("writeTimestamp", 0)),
@@ -127,7 +137,9 @@ class ShareCoordinator(Component):
                 else:
                     out = fn(staged, group_id, tid, partition, key, pdata)
                 results.setdefault(tid, []).append(out)
-        result.response = {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        response = {"results": [{"topicId": tid, "partitions": parts} for tid, parts in results.items()]}
+        # The request's version's fields (v1 of Write / ReadSummary: deliveryCompleteCount).
+        result.response = shape(api + "Response", request.api_version, response)
         return result
 
     def _common_error(self, tid: str, partition: int, api: str) -> dict | None:
@@ -195,6 +207,7 @@ class ShareCoordinator(Component):
         epoch grew, else an update."""
         now = self.p.clock_ms
         current = state["offset"]
+        count = _written_delivery_complete_count(current, data)
         batches = [batch_from_json(b) for b in data["stateBatches"]]
         if state.get("updateCount", 0) >= self.updates_per_snapshot or data["stateEpoch"] > current["stateEpoch"]:
             start = current["startOffset"] if data["startOffset"] == -1 else data["startOffset"]
@@ -205,6 +218,7 @@ class ShareCoordinator(Component):
                 "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
                 "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
                 "startOffset": start,
+                "deliveryCompleteCount": count,
                 "createTimestamp": now,
                 "writeTimestamp": now,
                 "stateBatches": [batch_to_json(b) for b in merged],
@@ -216,6 +230,7 @@ class ShareCoordinator(Component):
             "snapshotEpoch": current["snapshotEpoch"],
             "leaderEpoch": data["leaderEpoch"],
             "startOffset": data["startOffset"],
+            "deliveryCompleteCount": count,
             "stateBatches": [batch_to_json(b) for b in merged],
         }
         slot = 0 if "updateCount" not in state else state["updateCount"] + 1
@@ -261,6 +276,7 @@ class ShareCoordinator(Component):
                         "leaderEpoch": leader_epoch,
                         "stateBatches": [],
                         "startOffset": offset["startOffset"],
+                        "deliveryCompleteCount": delivery_complete_count(offset),
                         "stateEpoch": offset["stateEpoch"],
                     },
                 )
@@ -285,6 +301,7 @@ class ShareCoordinator(Component):
                 "stateEpoch": DEFAULT_STATE_EPOCH,
                 "leaderEpoch": DEFAULT_LEADER_EPOCH,
                 "startOffset": UNINITIALIZED_START_OFFSET,
+                "deliveryCompleteCount": UNINITIALIZED_DELIVERY_COMPLETE_COUNT,
             }
         offset = state["offset"]
         return {
@@ -294,6 +311,7 @@ class ShareCoordinator(Component):
             "stateEpoch": offset["stateEpoch"],
             "leaderEpoch": offset["leaderEpoch"],
             "startOffset": offset["startOffset"],
+            "deliveryCompleteCount": delivery_complete_count(offset),  # v1 (KIP-1226)
         }
 
     # ================================================================ InitializeShareGroupState
@@ -328,6 +346,8 @@ class ShareCoordinator(Component):
                 "stateEpoch": data["stateEpoch"],
                 "leaderEpoch": 0,
                 "startOffset": data["startOffset"],
+                # ShareGroupOffset.fromRequest: counting starts with a known start offset.
+                "deliveryCompleteCount": UNINITIALIZED_DELIVERY_COMPLETE_COUNT if data["startOffset"] == -1 else 0,
                 "createTimestamp": now,
                 "writeTimestamp": now,
                 "stateBatches": [],
@@ -535,6 +555,18 @@ def replayed_parsed(
     return new
 
 
+def _written_delivery_complete_count(current: dict, data: dict) -> int:
+    """Kafka 4.4.0's ShareCoordinatorShard.generateShareStateRecord: the write's count, except that
+    a write at the same start offset keeps the larger of the two, and one below it (or -1: the start
+    offset unchanged) keeps the state's (a v0 write, whose count is -1, then changes nothing)."""
+    written, start = delivery_complete_count(data), data["startOffset"]
+    if start == current["startOffset"]:
+        return max(written, delivery_complete_count(current))
+    if start < current["startOffset"]:
+        return delivery_complete_count(current)
+    return written
+
+
 def _merge(so_far: dict, update: dict) -> dict:
     """ShareCoordinatorShard.merge: an update applied to the state so far."""
     start = so_far["startOffset"] if update["startOffset"] == -1 else update["startOffset"]
@@ -546,6 +578,7 @@ def _merge(so_far: dict, update: dict) -> dict:
     return {
         **so_far,
         "startOffset": start,
+        "deliveryCompleteCount": delivery_complete_count(update),  # as written, -1 included
         "leaderEpoch": so_far["leaderEpoch"] if update["leaderEpoch"] == -1 else update["leaderEpoch"],
         "stateBatches": [batch_to_json(b) for b in batches],
     }

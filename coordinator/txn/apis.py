@@ -7,8 +7,8 @@ coordinator/protocol/table.py. Versions are those of Apache Kafka 4.3 (`validVer
 KIP-939 two-phase commit, is still `latestVersionUnstable`), AddPartitionsToTxn 0-5 (4+ is the
 batched broker form), AddOffsetsToTxn 0-4, EndTxn 0-5 (5 = transaction version 2, KIP-890),
 WriteTxnMarkers 1-2 (v0 removed by KIP-896, v2 adds transactionVersion, KIP-1228: the service's
-own message file extends Kafka 4.1.1's), TxnOffsetCommit 0-5 (5: the group coordinator adds its
-offsets partition to the transaction itself, KIP-890 part 2), DescribeTransactions 0,
+own message file extends Kafka 4.1.1's), TxnOffsetCommit 0-6 (5: the group coordinator adds its
+offsets partition to the transaction itself, KIP-890 part 2; 6: topic ids, KIP-1319), DescribeTransactions 0,
 ListTransactions 0-2 (v1 durationFilter, KIP-994; v2 transactionalIdPattern, KIP-1152, matched with
 the linear-time matcher of consumer-group regexes, coordinator/group/consumer/regex.py).
 
@@ -27,7 +27,7 @@ question and the answer are both internal requests on the signed channel, so tha
 ask on a partition's behalf or answer for the transaction coordinator):
   TxnVerification (group partition G -> the transactionalId's partition, keyed by the id):
     AddPartitionsToTxn v5's fields for one transaction and the offsets partition G, `verifyOnly`
-    (TxnOffsetCommit v0-4) or not (v5: add it), and `verificationId` to match the answer.
+    (TxnOffsetCommit v0-4) or not (v5+: add it), and `verificationId` to match the answer.
   TxnVerificationResult (back to G, keyed by key_for_partition(G)): `verificationId`,
     `errorCode` (the partition's AddPartitionsToTxn error).
 and a third spares the question in the usual case:

@@ -10,7 +10,7 @@ import pytest
 import state
 from coordinator import CoordinatorConfig, CoordinatorPartition, coordinator_partition
 from coordinator.errors import ApiError, Errors
-from coordinator.group.group_configs import parse, validate
+from coordinator.group.group_configs import CONFIG_KEYS, parse, validate
 from coordinator.messages import StateRecord
 from coordinator.routing import key_for_partition
 from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
@@ -18,19 +18,40 @@ from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
 GROUP = 32
 SESSION, HEARTBEAT = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 CFG = CoordinatorConfig()
-# GroupConfig.CONFIG of Kafka 4.1.1, in its definition order.
+# GroupConfig.CONFIG_DEF of Kafka 4.4.0, in its definition order, without its internal configs
+# (DescribeConfigs lists those only where the group sets them).
 ALL_CONFIGS = [
     SESSION,
     HEARTBEAT,
+    "consumer.assignment.interval.ms",
     "share.session.timeout.ms",
     "share.heartbeat.interval.ms",
     "share.record.lock.duration.ms",
+    "share.delivery.count.limit",
+    "share.partition.max.record.locks",
     "share.auto.offset.reset",
     "share.isolation.level",
+    "share.renew.acknowledge.enable",
+    "share.assignment.interval.ms",
     "streams.session.timeout.ms",
     "streams.heartbeat.interval.ms",
     "streams.num.standby.replicas",
+    "streams.initial.rebalance.delay.ms",
+    "streams.assignment.interval.ms",
+    "streams.rack.aware.assignment.tags",
+    "streams.assignor.name",
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.copy.record.enable",
 ]
+INTERNAL = [
+    "consumer.assignor.offload.enable",
+    "share.assignor.offload.enable",
+    "streams.assignor.offload.enable",
+    "streams.task.offset.interval.ms",
+    "streams.num.warmup.replicas",
+    "streams.acceptable.recovery.lag",
+]
+INT_CONFIGS = [k.name for k in CONFIG_KEYS if k.type == "INT"]
 
 
 def set_op(name, value):
@@ -86,12 +107,34 @@ def message(overrides: dict) -> str:
 
 
 # ====================================================================== GroupConfigTest
-@pytest.mark.parametrize(
-    "name", [n for n in ALL_CONFIGS if n not in ("share.auto.offset.reset", "share.isolation.level")]
-)
+@pytest.mark.parametrize("name", INT_CONFIGS)
 @pytest.mark.parametrize("value", ["not_a_number", "-0.1", "1.2", "", "2147483648", "1_000", "0x10"])
 def test_from_props_invalid(name, value):
     assert message({name: value}) == f"Invalid value {value} for configuration {name}: Not a number of type INT"
+
+
+def test_from_props_invalid_long_boolean_and_list():
+    """GroupConfigTest.testFromPropsInvalid for the LONG, BOOLEAN and LIST configs of 4.3/4.4."""
+    lag = "streams.acceptable.recovery.lag"
+    assert message({lag: "9223372036854775808"}) == (
+        f"Invalid value 9223372036854775808 for configuration {lag}: Not a number of type LONG"
+    )
+    assert message({lag: "-1"}) == f"Invalid value -1 for configuration {lag}: Value must be at least 0"
+    assert validate({lag: " 9223372036854775807"}, CFG)[lag] == 2**63 - 1  # beyond INT: a LONG
+    for name in (
+        "consumer.assignor.offload.enable",
+        "share.renew.acknowledge.enable",
+        "errors.deadletterqueue.copy.record.enable",
+    ):
+        assert message({name: "yes"}) == (
+            f"Invalid value yes for configuration {name}: Expected value to be either true or false"
+        )
+        assert validate({name: " FALSE "}, CFG)[name] is False  # equalsIgnoreCase after trim
+    tags = "streams.rack.aware.assignment.tags"
+    assert validate({tags: " zone , rack "}, CFG)[tags] == ["zone", "rack"]
+    assert validate({tags: ""}, CFG)[tags] == []
+    assert message({tags: "zone, zone"}) == f"{tags} must not contain duplicate tag keys."
+    assert message({tags: "zone,,rack"}) == f"Configuration '{tags}' values must not be empty."
 
 
 def test_at_least_bounds_and_java_parsing():
@@ -104,66 +147,56 @@ def test_at_least_bounds_and_java_parsing():
 
 
 def test_invalid_props():
+    """GroupConfig.validateValues of Kafka 4.4.0: a config the group sets against the coordinator's
+    bounds, with the bounds' values in the message."""
     cases = {
-        (SESSION, "1"): f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
-        (SESSION, "70000"): f"{SESSION} must be less than or equal to group.consumer.max.session.timeout.ms",
-        (HEARTBEAT, "1"): f"{HEARTBEAT} must be greater than or equal to group.consumer.min.heartbeat.interval.ms",
-        (HEARTBEAT, "70000"): f"{HEARTBEAT} must be less than or equal to group.consumer.max.heartbeat.interval.ms",
-        (
-            "share.session.timeout.ms",
-            "1",
-        ): "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms",
-        (
-            "share.session.timeout.ms",
-            "70000",
-        ): "share.session.timeout.ms must be less than or equal to group.share.max.session.timeout.ms",
-        (
-            "share.heartbeat.interval.ms",
-            "1",
-        ): "share.heartbeat.interval.ms must be greater than or equal to group.share.min.heartbeat.interval.ms",
-        (
-            "share.heartbeat.interval.ms",
-            "70000",
-        ): "share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
-        (
-            "share.record.lock.duration.ms",
-            "10000",
-        ): "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
-        (
-            "share.record.lock.duration.ms",
-            "70000",
-        ): "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms",
-        (
-            "streams.session.timeout.ms",
-            "1",
-        ): "streams.session.timeout.ms must be greater than or equal to group.streams.min.session.timeout.ms",
-        (
-            "streams.session.timeout.ms",
-            "70000",
-        ): "streams.session.timeout.ms must be less than or equal to group.streams.max.session.timeout.ms",
-        (
-            "streams.heartbeat.interval.ms",
-            "1000",
-        ): "streams.heartbeat.interval.ms must be greater than or equal to group.streams.min.heartbeat.interval.ms",
-        (
-            "streams.heartbeat.interval.ms",
-            "70000",
-        ): "streams.heartbeat.interval.ms must be less than or equal to group.streams.max.heartbeat.interval.ms",
-        (
-            "streams.num.standby.replicas",
-            "3",
-        ): "streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+        (SESSION, "1"): f"{SESSION} must be in the range 45000 to 60000 inclusive.",
+        (SESSION, "70000"): f"{SESSION} must be in the range 45000 to 60000 inclusive.",
+        (HEARTBEAT, "1"): f"{HEARTBEAT} must be in the range 5000 to 15000 inclusive.",
+        (HEARTBEAT, "70000"): f"{HEARTBEAT} must be in the range 5000 to 15000 inclusive.",
+        ("consumer.assignment.interval.ms", "15001"): "consumer.assignment.interval.ms must be in the range 0 to "
+        "15000 inclusive.",
+        ("share.session.timeout.ms", "1"): "share.session.timeout.ms must be in the range 45000 to 60000 inclusive.",
+        ("share.heartbeat.interval.ms", "70000"): "share.heartbeat.interval.ms must be in the range 5000 to 15000 "
+        "inclusive.",
+        ("share.record.lock.duration.ms", "10000"): "share.record.lock.duration.ms must be in the range 15000 to "
+        "60000 inclusive.",
+        ("share.delivery.count.limit", "11"): "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        ("share.delivery.count.limit", "1"): "Invalid value 1 for configuration share.delivery.count.limit: Value "
+        "must be at least 2",
+        ("share.partition.max.record.locks", "4001"): "share.partition.max.record.locks must be in the range 100 to "
+        "4000 inclusive.",
+        ("share.partition.max.record.locks", "99"): "Invalid value 99 for configuration "
+        "share.partition.max.record.locks: Value must be at least 100",
+        ("share.assignment.interval.ms", "-1"): "Invalid value -1 for configuration share.assignment.interval.ms: "
+        "Value must be at least 0",
+        ("streams.session.timeout.ms", "70000"): "streams.session.timeout.ms must be in the range 45000 to 60000 "
+        "inclusive.",
+        ("streams.heartbeat.interval.ms", "1000"): "streams.heartbeat.interval.ms must be in the range 5000 to 15000 "
+        "inclusive.",
+        ("streams.num.standby.replicas", "3"): "streams.num.standby.replicas must be less than or equal to 2",
         (
             "streams.num.standby.replicas",
             "-1",
         ): "Invalid value -1 for configuration streams.num.standby.replicas: Value must be at least 0",
+        ("streams.assignment.interval.ms", "20000"): "streams.assignment.interval.ms must be in the range 0 to 15000 "
+        "inclusive.",
+        ("streams.task.offset.interval.ms", "14999"): "streams.task.offset.interval.ms must be greater than or equal "
+        "to 15000",
+        ("streams.num.warmup.replicas", "21"): "streams.num.warmup.replicas must be less than or equal to 20",
+        ("streams.initial.rebalance.delay.ms", "-1"): "Invalid value -1 for configuration "
+        "streams.initial.rebalance.delay.ms: Value must be at least 0",
+        ("streams.assignor.name", "greedy"): "streams.assignor.name 'greedy' is not a registered task assignor. "
+        "Registered assignors are: [sticky].",
+        ("errors.deadletterqueue.topic.name", "__dlq"): "errors.deadletterqueue.topic.name: DLQ topic name must not "
+        "start with '__'",
         ("share.isolation.level", "read_commit"): "Invalid value read_commit for configuration "
         "share.isolation.level: String must be one of: read_committed, read_uncommitted",
         ("share.isolation.level", "READ_COMMITTED"): "Invalid value READ_COMMITTED for configuration "
         "share.isolation.level: String must be one of: read_committed, read_uncommitted",
     }
     for (name, value), expected in cases.items():
-        assert message({name: value}) == expected
+        assert message({name: value}) == expected, name
     for value in (
         "hello",
         "by_duration",
@@ -202,10 +235,10 @@ def test_valid_share_auto_offset_reset_and_isolation_level_values():
         assert validate({"share.isolation.level": value}, CFG)["share.isolation.level"] == value
 
 
-def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
-    """GroupConfigManager.validate combines extractConsumerGroupConfigMap with the new configs: the
-    share.* and streams.* configs a request leaves out take GroupConfig's own defaults there, so
-    the coordinator's group.share.session.timeout.ms does not count, its bounds do."""
+def test_validation_checks_only_the_configs_the_group_sets():
+    """GroupConfig.validate of Kafka 4.4.0 keeps only the group's own configs after parsing
+    (`parsed.keySet().retainAll(...)`): the coordinator's own values are not checked again, so a
+    group config is accepted whatever the coordinator's other settings."""
     cfg = CoordinatorConfig(
         {
             "group.share.min.session.timeout.ms": 50000,
@@ -213,16 +246,12 @@ def test_validation_puts_only_the_consumer_settings_under_the_new_configs():
             "group.share.max.session.timeout.ms": 60000,
         }
     )
-    with pytest.raises(ApiError) as e:
-        validate({SESSION: "50000"}, cfg)
-    assert e.value.message == (
-        "share.session.timeout.ms must be greater than or equal to group.share.min.session.timeout.ms"
-    )
-    # A group's GroupConfig (what it uses and DescribeConfigs shows) starts from extractGroupConfigMap:
-    # the coordinator's consumer.* and share.* values, GroupConfig's defaults for streams.*.
+    assert validate({SESSION: "50000"}, cfg) == {SESSION: 50000}
+    # A group's GroupConfig (what DescribeConfigs shows) starts from extractGroupConfigMap: every
+    # config's coordinator setting (4.4: the streams.* ones too), GroupConfig's default for the others.
     cfg = CoordinatorConfig({"group.streams.session.timeout.ms": 50000, "group.share.session.timeout.ms": 50000})
     values = parse({SESSION: "50000"}, cfg)
-    assert (values["share.session.timeout.ms"], values["streams.session.timeout.ms"]) == (50000, 45000)
+    assert (values["share.session.timeout.ms"], values["streams.session.timeout.ms"]) == (50000, 50000)
 
 
 def test_session_must_be_greater_than_heartbeat():
@@ -233,6 +262,11 @@ def test_session_must_be_greater_than_heartbeat():
         validate({SESSION: "5000", HEARTBEAT: "5000"}, cfg)
     assert e.value.message == f"{SESSION} must be greater than {HEARTBEAT}"
     assert validate({SESSION: "5001", HEARTBEAT: "5000"}, cfg)[SESSION] == 5001
+    # The one the group leaves out is the coordinator's (45000 session, 5000 heartbeat here).
+    with pytest.raises(ApiError) as e:
+        validate({SESSION: "5000"}, cfg)
+    assert e.value.message == f"{SESSION} must be greater than {HEARTBEAT}"
+    assert validate({HEARTBEAT: "15000"}, cfg) == {HEARTBEAT: 15000}
 
 
 def test_from_props_with_default_value():
@@ -240,14 +274,31 @@ def test_from_props_with_default_value():
     assert values == {
         SESSION: 50000,
         HEARTBEAT: 5000,
+        "consumer.assignment.interval.ms": 1000,
+        "consumer.assignor.offload.enable": True,
         "share.session.timeout.ms": 45000,
         "share.heartbeat.interval.ms": 5000,
         "share.record.lock.duration.ms": 30000,
+        "share.delivery.count.limit": 5,
+        "share.partition.max.record.locks": 2000,
         "share.auto.offset.reset": "latest",
         "share.isolation.level": "read_uncommitted",
+        "share.renew.acknowledge.enable": True,
+        "share.assignment.interval.ms": 1000,
+        "share.assignor.offload.enable": True,
         "streams.session.timeout.ms": 45000,
         "streams.heartbeat.interval.ms": 5000,
         "streams.num.standby.replicas": 0,
+        "streams.initial.rebalance.delay.ms": 3000,
+        "streams.assignment.interval.ms": 1000,
+        "streams.assignor.offload.enable": True,
+        "streams.task.offset.interval.ms": 60000,
+        "streams.num.warmup.replicas": 2,
+        "streams.rack.aware.assignment.tags": [],
+        "streams.acceptable.recovery.lag": 10000,
+        "streams.assignor.name": "sticky",  # the first of group.streams.assignors
+        "errors.deadletterqueue.topic.name": "",
+        "errors.deadletterqueue.copy.record.enable": False,
     }
 
 
@@ -286,7 +337,7 @@ def test_validate_only_writes_nothing():
     r = c.alter(set_op(SESSION, "1"), validate_only=True)
     assert (r["errorCode"], r["errorMessage"]) == (
         Errors.INVALID_CONFIG.code,
-        f"{SESSION} must be greater than or equal to group.consumer.min.session.timeout.ms",
+        f"{SESSION} must be in the range 45000 to 60000 inclusive.",
     )
     assert c.records() == [] and c.values()[SESSION] == ("45000", 5)
 
@@ -410,12 +461,31 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
         "readOnly": False,
         "configSource": 8,
         "isSensitive": False,
-        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}],
+        "synonyms": [
+            {"name": HEARTBEAT, "value": "6000", "source": 8},
+            {"name": "group.consumer.heartbeat.interval.ms", "value": "5000", "source": 5},
+        ],
         "configType": 3,
         "documentation": "The heartbeat interval given to the members of a consumer group.",
     }
     assert by_name[SESSION]["configSource"] == 5 and by_name[SESSION]["synonyms"] == [
-        {"name": SESSION, "value": "45000", "source": 5}
+        {"name": "group.consumer.session.timeout.ms", "value": "45000", "source": 5}
+    ]
+    # No broker synonym: GroupConfig's default; BOOLEAN, LIST and the assignor name.
+    assert by_name["share.renew.acknowledge.enable"]["synonyms"] == [
+        {"name": "share.renew.acknowledge.enable", "value": "true", "source": 5}
+    ]
+    assert [
+        (by_name[n]["value"], by_name[n]["configType"])
+        for n in (
+            "share.renew.acknowledge.enable",
+            "streams.rack.aware.assignment.tags",
+            "streams.assignor.name",
+            "errors.deadletterqueue.topic.name",
+        )
+    ] == [("true", 1), ("", 7), ("sticky", 2), ("", 2)]
+    assert by_name["streams.assignor.name"]["synonyms"] == [
+        {"name": "group.streams.assignors", "value": "sticky", "source": 5}
     ]
     # Requested keys only (unknown ones are left out); no synonyms / documentation unless asked;
     # v1-2 have no configType / documentation.
@@ -442,7 +512,7 @@ def test_describe_share_and_streams_configs():
         accessors.share_heartbeat_interval_ms(c.group_id),
         accessors.streams_num_standby_replicas(c.group_id),
     ) == ("latest", "read_uncommitted", 50000, 6000, 0)
-    assert c.values()["streams.session.timeout.ms"] == ("45000", 5)  # GroupConfig's default, as Kafka shows
+    assert c.values()["streams.session.timeout.ms"] == ("50000", 5)  # 4.4: the coordinator's, as Kafka shows
     assert (
         c.alter(
             set_op("share.auto.offset.reset", " by_duration:PT1H "),
@@ -458,7 +528,10 @@ def test_describe_share_and_streams_configs():
         "readOnly": False,
         "configSource": 8,
         "isSensitive": False,
-        "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H", "source": 8}],
+        "synonyms": [
+            {"name": "share.auto.offset.reset", "value": "by_duration:PT1H", "source": 8},
+            {"name": "share.auto.offset.reset", "value": "latest", "source": 5},
+        ],
         "configType": 2,
         "documentation": None,
     }
@@ -606,3 +679,174 @@ def test_checks_follow_kafkas_order():
     )
     assert c.alter(set_op(SESSION, "1"), group_id="")["errorMessage"] == "Default group resources are not allowed."
     assert c.alter(set_op(SESSION, "1"), group_id=elsewhere)["errorCode"] == Errors.NOT_COORDINATOR.code
+
+
+# ====================================================================== Kafka 4.3/4.4's configs
+def test_internal_configs_are_described_only_where_the_group_sets_them():
+    """ConfigHelperUtils.createResponseConfig (4.4): GroupConfig's internal configs (defineInternal)
+    are left out of DescribeConfigs unless explicitly set, then listed first with the value as set."""
+    c = Client()
+    assert [e["name"] for e in c.describe_configs()["configs"]] == ALL_CONFIGS
+    assert c.describe_configs("streams.num.warmup.replicas")["configs"] == []
+    r = c.alter(set_op("streams.num.warmup.replicas", " 3"), set_op("consumer.assignor.offload.enable", "FALSE"))
+    assert r["errorCode"] == 0
+    described = c.describe_configs(synonyms=True)["configs"]
+    assert [e["name"] for e in described] == [
+        "consumer.assignor.offload.enable",
+        "streams.num.warmup.replicas",
+        *ALL_CONFIGS,
+    ]
+    assert (described[0]["value"], described[0]["configType"], described[0]["synonyms"]) == (
+        "FALSE",
+        1,
+        [
+            {"name": "consumer.assignor.offload.enable", "value": "FALSE", "source": 8},
+            {"name": "group.consumer.assignor.offload.enable", "value": "true", "source": 5},
+        ],
+    )
+    assert (described[1]["value"], described[1]["configSource"]) == (" 3", 8)
+    accessors = c.d.component("groups").configs
+    assert accessors.streams_num_warmup_replicas(c.group_id) == 3
+    assert accessors.consumer_assignor_offload_enable(c.group_id) is False
+
+
+def test_every_new_config_is_settable_with_its_accessor_and_fallback():
+    """Each Kafka 4.3/4.4 group config: the coordinator's setting while unset (the broker synonym of
+    GroupConfig.ALL_GROUP_CONFIG_SYNONYMS), the group's value once set."""
+    settings = {
+        "group_consumer_assignment_interval_ms": 2000,
+        "group_share_delivery_count_limit": 7,
+        "group_share_partition_max_record_locks": 3000,
+        "group_streams_initial_rebalance_delay_ms": 0,
+        "group_streams_acceptable_recovery_lag": 500,
+        "group_streams_rack_aware_assignment_tags": ["zone"],
+        "group_streams_assignors": ["sticky"],
+    }
+    c = Client(**settings)
+    a = c.d.component("groups").configs
+    g = c.group_id
+    unset = {
+        "consumer_assignment_interval_ms": 2000,
+        "consumer_assignor_offload_enable": True,
+        "share_delivery_count_limit": 7,
+        "share_partition_max_record_locks": 3000,
+        "share_renew_acknowledge_enable": True,
+        "share_assignment_interval_ms": 1000,
+        "share_assignor_offload_enable": True,
+        "streams_initial_rebalance_delay_ms": 0,
+        "streams_assignment_interval_ms": 1000,
+        "streams_assignor_offload_enable": True,
+        "streams_task_offset_interval_ms": 60000,
+        "streams_num_warmup_replicas": 2,
+        "streams_rack_aware_assignment_tags": ["zone"],
+        "streams_acceptable_recovery_lag": 500,
+        "streams_assignor_name": "sticky",
+        "errors_dlq_topic_name": "",
+        "errors_dlq_copy_record_enable": False,
+    }
+    assert {name: getattr(a, name)(g) for name in unset} == unset
+    ops = {
+        "consumer.assignment.interval.ms": "0",
+        "consumer.assignor.offload.enable": "false",
+        "share.delivery.count.limit": "10",
+        "share.partition.max.record.locks": "100",
+        "share.renew.acknowledge.enable": "false",
+        "share.assignment.interval.ms": "15000",
+        "share.assignor.offload.enable": "false",
+        "streams.initial.rebalance.delay.ms": "100",
+        "streams.assignment.interval.ms": "5",
+        "streams.assignor.offload.enable": "false",
+        "streams.task.offset.interval.ms": "15000",
+        "streams.num.warmup.replicas": "0",
+        "streams.rack.aware.assignment.tags": "zone,rack",
+        "streams.acceptable.recovery.lag": "0",
+        "streams.assignor.name": "sticky",
+        "errors.deadletterqueue.topic.name": "dlq",
+        "errors.deadletterqueue.copy.record.enable": "true",
+    }
+    assert c.alter(*(set_op(n, v) for n, v in ops.items()))["errorCode"] == 0
+    a = c.d.component("groups").configs
+    assert {name: getattr(a, name)(g) for name in unset} == {
+        "consumer_assignment_interval_ms": 0,
+        "consumer_assignor_offload_enable": False,
+        "share_delivery_count_limit": 10,
+        "share_partition_max_record_locks": 100,
+        "share_renew_acknowledge_enable": False,
+        "share_assignment_interval_ms": 15000,
+        "share_assignor_offload_enable": False,
+        "streams_initial_rebalance_delay_ms": 100,
+        "streams_assignment_interval_ms": 5,
+        "streams_assignor_offload_enable": False,
+        "streams_task_offset_interval_ms": 15000,
+        "streams_num_warmup_replicas": 0,
+        "streams_rack_aware_assignment_tags": ["zone", "rack"],
+        "streams_acceptable_recovery_lag": 0,
+        "streams_assignor_name": "sticky",
+        "errors_dlq_topic_name": "dlq",
+        "errors_dlq_copy_record_enable": True,
+    }
+
+
+def test_a_group_value_beyond_the_coordinators_current_bounds_is_capped():
+    """GroupConfig.evaluate (GroupConfigManager.updateGroupConfig, 4.4): bounds lowered after the
+    group set its value cap it where it is used; DescribeConfigs shows the value as set."""
+    c = Client()
+    assert c.alter(set_op("share.delivery.count.limit", "9"), set_op(HEARTBEAT, "12000"))["errorCode"] == 0
+    records = [StateRecord(k, v) for k, v in c.records()]
+    lowered = CFG.with_overrides(group_share_max_delivery_count_limit=6, group_consumer_max_heartbeat_interval_ms=10000)
+    rebuilt = CoordinatorPartition.from_records(c.d.partition_id, records, lowered, now_ms=c.now)
+    configs = rebuilt.component("groups").configs
+    assert configs.share_delivery_count_limit(c.group_id) == 6
+    assert configs.consumer_heartbeat_interval_ms(c.group_id) == 10000
+
+
+def test_append_and_subtract_are_refused_even_on_the_list_config():
+    """ConfigurationControlManager.incrementalAlterConfigResource asks KafkaConfigSchema.isSplittable,
+    whose schema (KafkaRaftServer.configSchema, Kafka 4.4.0) has only BROKER and TOPIC configs: a
+    GROUP resource's APPEND / SUBTRACT is refused even for the LIST streams.rack.aware.assignment.tags."""
+    c = Client()
+    for kind, op in ((2, "APPEND"), (3, "SUBTRACT")):
+        r = c.alter({"name": "streams.rack.aware.assignment.tags", "configOperation": kind, "value": "zone"})
+        assert (r["errorCode"], r["errorMessage"]) == (
+            Errors.INVALID_CONFIG.code,
+            f"Can't {op} to key streams.rack.aware.assignment.tags because its type is not LIST.",
+        )
+    assert c.alter(set_op("streams.rack.aware.assignment.tags", "zone, rack"))["errorCode"] == 0
+    assert c.values()["streams.rack.aware.assignment.tags"] == ("zone,rack", 8)
+
+
+def test_kafka_44_settings_are_checked_at_start_up():
+    """GroupCoordinatorConfig / ShareGroupConfig (4.4): each new setting within its bounds."""
+    cases = {
+        "group.consumer.assignment.interval.ms": (
+            20000,
+            "group.consumer.assignment.interval.ms must be less than or equal to "
+            "group.consumer.max.assignment.interval.ms",
+        ),
+        "group.share.delivery.count.limit": (
+            1,
+            "group.share.delivery.count.limit must be greater than or equal to group.share.min.delivery.count.limit",
+        ),
+        "group.share.partition.max.record.locks": (
+            5000,
+            "group.share.max.partition.max.record.locks must be greater than or equal to "
+            "group.share.partition.max.record.locks",
+        ),
+        "group.streams.task.offset.interval.ms": (
+            1000,
+            "group.streams.task.offset.interval.ms must be greater than or equal to "
+            "group.streams.min.task.offset.interval.ms",
+        ),
+        "group.streams.num.warmup.replicas": (
+            21,
+            "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
+        ),
+        "group.streams.rack.aware.assignment.tags": (
+            ["zone", "zone"],
+            "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys.",
+        ),
+    }
+    for name, (value, expected) in cases.items():
+        with pytest.raises(ValueError) as e:
+            CoordinatorConfig({name: value})
+        assert str(e.value) == expected, name

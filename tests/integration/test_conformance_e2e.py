@@ -367,9 +367,11 @@ def test_group_configs_apply_to_the_consumer_group_heartbeat(client, job):
         [result] = resp["responses"]
         return result["errorCode"], result["errorMessage"]
 
+    defaults = job.cfg.coordinator_config()
     assert alter({"name": "consumer.session.timeout.ms", "configOperation": 0, "value": "1"}) == (
         INVALID_CONFIG,
-        "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+        f"consumer.session.timeout.ms must be in the range {defaults['group.consumer.min.session.timeout.ms']} to "
+        f"{defaults['group.consumer.max.session.timeout.ms']} inclusive.",
     )
     assert alter(
         {"name": "consumer.session.timeout.ms", "configOperation": 0, "value": "50000"},
@@ -387,22 +389,32 @@ def test_group_configs_apply_to_the_consumer_group_heartbeat(client, job):
     )
     [result] = described["results"]
     assert result["errorCode"] == 0, result
-    # The rest are defaults (DEFAULT_CONFIG): consumer.* and share.* the coordinator's settings
-    # (the shared job's, tests/integration/conftest.py), streams.* GroupConfig's own whatever the
-    # coordinator's group.streams.* (Kafka's GroupCoordinatorConfig.extractGroupConfigMap).
-    defaults = job.cfg.coordinator_config()
+    # The rest are defaults (DEFAULT_CONFIG): the coordinator's settings (the shared job's,
+    # tests/integration/conftest.py), streams.* included (Kafka 4.4's extractGroupConfigMap);
+    # GroupConfig's own for those without one; internal configs left out.
     assert defaults["group.streams.session.timeout.ms"] != 45000  # so the line below tells them apart
     assert {c["name"]: (c["value"], c["configSource"]) for c in result["configs"]} == {
         "consumer.session.timeout.ms": ("50000", 8),
         "consumer.heartbeat.interval.ms": ("7000", 8),
+        "consumer.assignment.interval.ms": (str(defaults["group.consumer.assignment.interval.ms"]), 5),
         "share.session.timeout.ms": (str(defaults["group.share.session.timeout.ms"]), 5),
         "share.heartbeat.interval.ms": (str(defaults["group.share.heartbeat.interval.ms"]), 5),
-        "share.record.lock.duration.ms": ("30000", 5),
+        "share.record.lock.duration.ms": (str(defaults["group.share.record.lock.duration.ms"]), 5),
+        "share.delivery.count.limit": (str(defaults["group.share.delivery.count.limit"]), 5),
+        "share.partition.max.record.locks": (str(defaults["group.share.partition.max.record.locks"]), 5),
         "share.auto.offset.reset": ("latest", 5),
         "share.isolation.level": ("read_uncommitted", 5),
-        "streams.session.timeout.ms": ("45000", 5),
-        "streams.heartbeat.interval.ms": ("5000", 5),
-        "streams.num.standby.replicas": ("0", 5),
+        "share.renew.acknowledge.enable": ("true", 5),
+        "share.assignment.interval.ms": (str(defaults["group.share.assignment.interval.ms"]), 5),
+        "streams.session.timeout.ms": (str(defaults["group.streams.session.timeout.ms"]), 5),
+        "streams.heartbeat.interval.ms": (str(defaults["group.streams.heartbeat.interval.ms"]), 5),
+        "streams.num.standby.replicas": (str(defaults["group.streams.num.standby.replicas"]), 5),
+        "streams.initial.rebalance.delay.ms": (str(defaults["group.streams.initial.rebalance.delay.ms"]), 5),
+        "streams.assignment.interval.ms": (str(defaults["group.streams.assignment.interval.ms"]), 5),
+        "streams.rack.aware.assignment.tags": (",".join(defaults["group.streams.rack.aware.assignment.tags"]), 5),
+        "streams.assignor.name": (defaults["group.streams.assignors"][0], 5),
+        "errors.deadletterqueue.topic.name": ("", 5),
+        "errors.deadletterqueue.copy.record.enable": ("false", 5),
     }
     assert alter({"name": "share.isolation.level", "configOperation": 0, "value": "READ_COMMITTED"}) == (
         INVALID_CONFIG,

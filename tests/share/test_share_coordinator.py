@@ -34,13 +34,15 @@ class Shard:
             ]
             self.d.send("UpdateMetadata", 0, {"topicStates": states}, key=BROADCAST_KEY)
 
-    def call(self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID) -> dict:
+    def call(
+        self, api: str, partitions: list[dict], group_id: str = GROUP_ID, tid: str = TOPIC_ID, version: int = 0
+    ) -> dict:
         body = {"groupId": group_id, "topics": [{"topicId": tid, "partitions": partitions}]}
-        return self.d.send(api, 0, body, key=share_partition_key(group_id, tid, partitions[0]["partition"]))
+        return self.d.send(api, version, body, key=share_partition_key(group_id, tid, partitions[0]["partition"]))
 
-    def one(self, api: str, group_id: str = GROUP_ID, tid: str = TOPIC_ID, **partition) -> dict:
+    def one(self, api: str, group_id: str = GROUP_ID, tid: str = TOPIC_ID, version: int = 0, **partition) -> dict:
         partition.setdefault("partition", PARTITION)
-        [result] = self.call(api, [partition], group_id, tid)["results"]
+        [result] = self.call(api, [partition], group_id, tid, version)["results"]
         [p] = result["partitions"]
         return p
 
@@ -112,6 +114,7 @@ def test_write_state_success(shard):
         "snapshotEpoch": 0,
         "leaderEpoch": 0,
         "startOffset": 0,
+        "deliveryCompleteCount": 0,  # a v0 write (count -1) at the same start offset keeps the state's
         "stateBatches": [batch(0, 10, 0, 1)],
     }
     state = shard.state()
@@ -318,6 +321,7 @@ def test_initialize_state_success(shard):
         "stateEpoch": 0,
         "leaderEpoch": 0,
         "startOffset": 10,
+        "deliveryCompleteCount": 0,  # ShareGroupOffset.fromRequest: a known start offset counts from 0
         "createTimestamp": shard.d.now,
         "writeTimestamp": shard.d.now,
         "stateBatches": [],
@@ -417,3 +421,80 @@ def test_find_coordinator_share_key_type():
     assert (bad["errorCode"], bad["nodeId"]) == (Errors.INVALID_REQUEST.code, -1)
     resp = d.send("FindCoordinator", 5, {"keyType": 2, "coordinatorKeys": [KEY]}, key=KEY)
     assert resp["coordinators"][0]["errorCode"] == Errors.INVALID_REQUEST.code
+
+
+# ====================================================================== KIP-1226: deliveryCompleteCount
+def test_write_state_v1_records_the_delivery_complete_count():
+    """WriteShareGroupState v1 / ReadShareGroupStateSummary v1 (KIP-1226), as Kafka 4.4.0's
+    generateShareStateRecord counts: at the same start offset the larger count, below it (or -1,
+    unchanged) the state's, above it the write's; in the update and snapshot records alike."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=1)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1  # no state: PartitionFactory's default
+    shard.initialize(start_offset=0)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == 0
+    start = len(shard.records())
+    for count, first in ((7, 0), (8, 11), (9, 13)):  # two updates, then the cycle's snapshot
+        assert shard.write(version=1, deliveryCompleteCount=count, batches=[(first, first + 1, 2, 1)])["errorCode"] == 0
+    written = shard.records(start)
+    assert [(k.split(",")[0], v["deliveryCompleteCount"]) for k, v in written] == [
+        ('["ShareUpdate"', 7),
+        ('["ShareUpdate"', 8),
+        ('["ShareSnapshot"', 9),
+    ]
+    p = shard.summary(version=1)
+    assert (p["startOffset"], p["leaderEpoch"], p["deliveryCompleteCount"]) == (0, 0, 9)
+    assert "deliveryCompleteCount" not in shard.summary(version=0)  # v0 has no such field
+
+    def count_after(**write) -> int:
+        assert shard.write(**write)["errorCode"] == 0
+        return shard.summary(version=1)["deliveryCompleteCount"]
+
+    assert count_after(batches=[(15, 16, 2, 1)]) == 9  # v0 (-1) at the same start offset
+    assert count_after(version=1, deliveryCompleteCount=4) == 9  # the larger at the same start offset
+    assert count_after(version=1, start_offset=5, deliveryCompleteCount=2) == 2  # a new start offset
+    assert count_after(version=1, start_offset=-1, deliveryCompleteCount=100) == 2  # start unchanged
+    # The state rebuilt from the log has the same count.
+    rebuilt = shard.rebuilt().component("share").states.get(KEY)
+    assert rebuilt["offset"]["deliveryCompleteCount"] == 2 == shard.state()["offset"]["deliveryCompleteCount"]
+
+
+def test_initialize_and_leader_epoch_update_keep_the_delivery_complete_count():
+    """ShareGroupOffset.fromRequest(Initialize...): -1 for an unknown start offset, 0 for a known one;
+    readStateAndMaybeUpdateLeaderEpoch writes the count the state has."""
+    shard = Shard()
+    shard.initialize(start_offset=-1)
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+    shard.initialize(state_epoch=1, start_offset=5)
+    shard.write(version=1, state_epoch=1, start_offset=5, deliveryCompleteCount=3)
+    start = len(shard.records())
+    shard.read(leader_epoch=4)
+    [(_, value)] = shard.records(start)
+    assert value["leaderEpoch"] == 4 and value["deliveryCompleteCount"] == 3
+    assert shard.summary(version=1, leader_epoch=4)["deliveryCompleteCount"] == 3
+
+
+def test_a_share_state_written_before_kip_1226_loads():
+    """A checkpointed state and state-log records from before the field (no deliveryCompleteCount
+    anywhere) load and replay; the count reads -1, the records' tagged default."""
+    import state
+
+    shard = Shard()
+    shard.initialize(start_offset=0)
+    shard.write(batches=[(0, 10, 0, 1)])
+    snapshot = shard.d.partition.to_json()
+    for entry in snapshot["components"]["share"]["states"].values():
+        del entry["offset"]["deliveryCompleteCount"]
+    loaded = state.StoredState(*state.encode(snapshot)).load(shard.d.partition_id, shard.d.partition.config)
+    offset = loaded.component("share").share_partition_state(GROUP_ID, TOPIC_ID, PARTITION)
+    assert "deliveryCompleteCount" not in offset and offset["startOffset"] == 0
+    old_records = [
+        (k, {n: v for n, v in value.items() if n != "deliveryCompleteCount"} if value else value)
+        for k, value in shard.records()
+    ]
+    replayed = shard.rebuilt(old_records).component("share").states.get(KEY)
+    assert replayed["offset"]["deliveryCompleteCount"] == -1
+    # The loaded state serves v1 and takes v1 writes.
+    shard.d._continue_with(loaded)  # the next batches start from the old state
+    assert shard.summary(version=1)["deliveryCompleteCount"] == -1
+    assert shard.write(version=1, deliveryCompleteCount=11, batches=[(11, 12, 2, 1)])["errorCode"] == 0
+    assert shard.summary(version=1)["deliveryCompleteCount"] == 11

@@ -30,8 +30,8 @@ def metadata(d: CoreDriver, partitions: int = 8) -> None:
     )
 
 
-def describe(d: CoreDriver, topics=None, group=GROUP) -> dict | None:
-    return d.send("DescribeShareGroupOffsets", 0, {"groups": [{"groupId": group, "topics": topics}]}, key=group)
+def describe(d: CoreDriver, topics=None, group=GROUP, version: int = 0) -> dict | None:
+    return d.send("DescribeShareGroupOffsets", version, {"groups": [{"groupId": group, "topics": topics}]}, key=group)
 
 
 def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int = 1) -> None:
@@ -95,6 +95,21 @@ def test_describe_share_group_offsets_on_one_partition():
             ],
         },
     ]
+
+
+def test_describe_share_group_offsets_v1_answers_the_lag_it_cannot_compute():
+    """DescribeShareGroupOffsets v1 (KIP-1226) adds `lag`; Kafka computes it with the partition's end
+    offset (a ListOffsets), which the service's core does not have: -1, Kafka's UNINITIALIZED_LAG
+    (docs/protocol.md). Everything else is v0's answer."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    init_and_write(d, 0, start=5)
+    topics = [{"topicName": TOPIC, "partitions": [0, 1]}]
+    v0, v1 = describe(d, topics)["groups"][0], describe(d, topics, version=1)["groups"][0]
+    parts = v1["topics"][0]["partitions"]
+    assert [(p["startOffset"], p["lag"]) for p in parts] == [(5, -1), (-1, -1)]
+    assert [{k: v for k, v in p.items() if k != "lag"} for p in parts] == v0["topics"][0]["partitions"]
+    assert "lag" not in v0["topics"][0]["partitions"][0]
 
 
 def test_describe_share_group_offsets_not_coordinator_and_no_metadata():

@@ -749,6 +749,26 @@ def test_heartbeat_task_offset_interval_is_the_configured_interval():
     assert c.heartbeat("m1", r["memberEpoch"])["taskOffsetIntervalMs"] == 20000
 
 
+def test_heartbeat_task_offset_interval_follows_the_group_config():
+    """Kafka 4.4.0's GroupMetadataManager.streamsGroupTaskOffsetIntervalMs: the group's
+    streams.task.offset.interval.ms (an internal group config), else the coordinator's setting."""
+    c = client()
+    r = c.join("m1", TOPO)
+    assert r["taskOffsetIntervalMs"] == 60000
+    alter = {
+        "resources": [
+            {
+                "resourceType": 32,
+                "resourceName": c.group_id,
+                "configs": [{"name": "streams.task.offset.interval.ms", "configOperation": 0, "value": "30000"}],
+            }
+        ],
+        "validateOnly": False,
+    }
+    assert c.send("IncrementalAlterConfigs", 1, alter)["responses"][0]["errorCode"] == 0
+    assert c.heartbeat("m1", r["memberEpoch"])["taskOffsetIntervalMs"] == 30000
+
+
 def test_leave_answer_status_is_an_empty_list():
     """Kafka 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default: a leave's answer,
     which sets no status, carries [] (found by the differential test against a 4.4.0 broker)."""

@@ -25,7 +25,7 @@ E = Errors
         ("AddOffsetsToTxn", 25, 0, 4, "transactions"),
         ("EndTxn", 26, 0, 5, "transactions"),
         ("WriteTxnMarkers", 27, 1, 2, "groups"),
-        ("TxnOffsetCommit", 28, 0, 5, "groups"),
+        ("TxnOffsetCommit", 28, 0, 6, "groups"),
         ("DescribeTransactions", 65, 0, 0, "transactions"),
         ("ListTransactions", 66, 0, 2, "transactions"),
     ],

@@ -717,3 +717,122 @@ def test_several_producers_pending_on_one_partition_resolve_like_kafka():
         records = compacted(c.records()) if compact else c.records()
         rebuilt = c.d.rebuilt(records).component("groups")
         assert observable(rebuilt) == observable(c.groups())
+
+
+# ====================================================================== v6: topic ids, member epochs (KIP-1319)
+def txn_commit_v6(c, topics: list[tuple[str, list[tuple[int, int]]]], **body) -> dict:
+    req = {
+        "transactionalId": "txn",
+        "groupId": c.group_id,
+        "producerId": PID,
+        "producerEpoch": 0,
+        "generationIdOrMemberEpoch": -1,
+        "memberId": "",
+        "groupInstanceId": None,
+        "topics": [
+            {
+                "topicId": tid,
+                "partitions": [
+                    {"partitionIndex": p, "committedOffset": o, "committedLeaderEpoch": -1, "committedMetadata": None}
+                    for p, o in parts
+                ],
+            }
+            for tid, parts in topics
+        ],
+    }
+    req.update(body)
+    resp = c.send("TxnOffsetCommit", 6, req)
+    return resp[1] if isinstance(resp, tuple) else resp
+
+
+def test_txn_offset_commit_v6_names_topics_by_id():
+    """KafkaApis.handleTxnOffsetCommitRequest (4.4): each id resolved with the metadata, an unknown
+    one answered UNKNOWN_TOPIC_ID, a partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION, the
+    answer named by id; the pending offsets are kept under the topic's name."""
+    from tests.group.test_group_offsets import with_topic_ids
+
+    c = client()
+    ids = with_topic_ids(c, bar=2, baz=1)
+    zar = "ZarZarZarZarZarZarZarQ"
+    resp = txn_commit_v6(c, [(ids["bar"], [(0, 10), (2, 30)]), (zar, [(0, 60)]), (ids["baz"], [(0, 40)])])
+    assert resp == {
+        "throttleTimeMs": 0,
+        "topics": [
+            {
+                "topicId": ids["bar"],
+                "partitions": [
+                    {"partitionIndex": 2, "errorCode": E.UNKNOWN_TOPIC_OR_PARTITION.code},
+                    {"partitionIndex": 0, "errorCode": 0},
+                ],
+            },
+            {"topicId": zar, "partitions": [{"partitionIndex": 0, "errorCode": E.UNKNOWN_TOPIC_ID.code}]},
+            {"topicId": ids["baz"], "partitions": [{"partitionIndex": 0, "errorCode": 0}]},
+        ],
+    }
+    assert pending(c) == {(PID, "foo", "bar", 0): 10, (PID, "foo", "baz", 0): 40}
+    # Only unknown ids: the coordinator is not asked (no group is created).
+    other = client()
+    assert errors(txn_commit_v6(other, [(zar, [(0, 1)])])) == [E.UNKNOWN_TOPIC_ID.code] and other.group() is None
+
+
+def test_txn_offset_commit_v6_with_unknown_group_id():
+    """OffsetMetadataManagerTest (KIP-1319): a group that does not exist with a generation/epoch
+    >= 0 is GROUP_ID_NOT_FOUND from v6, ILLEGAL_GENERATION before."""
+    from tests.group.test_group_offsets import with_topic_ids
+
+    c = client()
+    ids = with_topic_ids(c, bar=1)
+    resp = txn_commit_v6(c, [(ids["bar"], [(0, 1)])], memberId="member", generationIdOrMemberEpoch=10)
+    assert resp["topics"] == [
+        {"topicId": ids["bar"], "partitions": [{"partitionIndex": 0, "errorCode": E.GROUP_ID_NOT_FOUND.code}]}
+    ]
+    assert c.group() is None and c.records() == []
+    assert errors(txn_commit(c, {("bar", 0): 1}, member_id="member", generation=10, version=5)) == [
+        E.ILLEGAL_GENERATION.code
+    ]
+
+
+def test_consumer_group_transactional_offset_commit_v6_with_stale_member_epoch():
+    """A consumer-protocol member's epoch newer than its own is STALE_MEMBER_EPOCH from v6 (KIP-1319),
+    ILLEGAL_GENERATION before; its current epoch commits."""
+    from tests.consumer.consumer_group_helpers import ConsumerGroupTestClient
+
+    c = ConsumerGroupTestClient(topics={"bar": 1}, transaction_partition_verification_enable=False)
+    joined = c.join("m1", ["bar"])
+    epoch = joined["memberEpoch"]
+    tid = c.d.component("groups").metadata.topic_id("bar")
+    resp = txn_commit_v6(c, [(tid, [(0, 5)])], memberId="m1", generationIdOrMemberEpoch=epoch + 1)
+    assert resp["topics"] == [
+        {"topicId": tid, "partitions": [{"partitionIndex": 0, "errorCode": E.STALE_MEMBER_EPOCH.code}]}
+    ]
+    body = {
+        "transactionalId": "txn",
+        "groupId": c.group_id,
+        "producerId": PID,
+        "producerEpoch": 0,
+        "generationIdOrMemberEpoch": epoch + 1,
+        "memberId": "m1",
+        "groupInstanceId": None,
+        "topics": [
+            {"name": "bar", "partitions": [{"partitionIndex": 0, "committedOffset": 5, "committedMetadata": None}]}
+        ],
+    }
+    assert errors(c.send("TxnOffsetCommit", 5, body)) == [E.ILLEGAL_GENERATION.code]
+    resp = txn_commit_v6(c, [(tid, [(0, 5)])], memberId="m1", generationIdOrMemberEpoch=epoch)
+    assert errors(resp) == [0]
+
+
+def test_txn_offset_commit_v6_error_response_echoes_the_topic_ids():
+    """TxnOffsetCommitRequest.getErrorResponse: a whole-request error names each topic as sent."""
+    from coordinator.protocol.table import API_TABLE
+
+    spec = next(s for s in API_TABLE if s.name == "TxnOffsetCommit")
+    assert spec.max_version == 6
+    body = {"topics": [{"topicId": "ZarZarZarZarZarZarZarQ", "partitions": [{"partitionIndex": 3}]}]}
+    resp = spec.error_response(6, body, E.NOT_COORDINATOR, None)
+    assert resp["topics"] == [
+        {
+            "topicId": "ZarZarZarZarZarZarZarQ",
+            "partitions": [{"partitionIndex": 3, "errorCode": E.NOT_COORDINATOR.code}],
+        }
+    ]

@@ -29,6 +29,7 @@ from ...api import registered
 from ...errors import ApiError, Errors
 from ...messages import ReplyTo, Request
 from ...metadata import ZERO_UUID
+from ...protocol.loader import shape
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...routing import coordinator_partition
@@ -56,6 +57,10 @@ def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dic
         "partitionIndex": index,
         "startOffset": start_offset,
         "leaderEpoch": leader_epoch,
+        # v1 (KIP-1226): Kafka computes end offset - start offset - deliveryCompleteCount with a
+        # ListOffsets to the partition's leader; the sans-IO core has no end offsets, so it answers
+        # PartitionFactory.UNINITIALIZED_LAG, as Kafka does where the lag cannot be computed.
+        "lag": -1,
         "errorCode": 0,
         "errorMessage": None,
     }
@@ -111,7 +116,7 @@ class ShareOffsetsAdmin:
                 entry["topics"].append({"topicName": name, "topicId": tid, "partitions": parts})
         response = {"throttleTimeMs": 0, "groups": groups_out}
         if not remote:
-            result.response = response
+            result.response = _described(request.api_version, response)
             return result
         self._park(result, request.reply, response, remote)
         return result
@@ -570,7 +575,14 @@ class ShareOffsetsAdmin:
         if "deleteOffsets" in parked:
             _public(parked["response"])
             self._complete_delete_offsets(result, parked["deleteOffsets"], parked["response"])
-        result.reply(ReplyTo.from_json(parked["reply"]), _public(parked["response"]))
+        reply = ReplyTo.from_json(parked["reply"])
+        response = parked["response"]
+        result.reply(reply, _described(reply.api_version, response) if "groups" in response else _public(response))
+
+
+def _described(version: int, response: dict) -> dict:
+    """A DescribeShareGroupOffsets answer with its version's fields (v0 has no `lag`)."""
+    return shape("DescribeShareGroupOffsetsResponse", version, response)
 
 
 def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:

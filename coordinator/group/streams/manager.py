@@ -411,7 +411,7 @@ class StreamsGroupManager(ModernGroupManager):
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-            task_offset_interval_ms=self.config["group.streams.task.offset.interval.ms"],
+            task_offset_interval_ms=self.c.configs.streams_task_offset_interval_ms(group.group_id),
         )
         if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
             response["activeTasks"] = tasks_to_wire(reconciled.assigned_tasks.active)
