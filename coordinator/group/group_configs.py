@@ -28,7 +28,7 @@ from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
 SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
-CONFIG_TYPES = {"STRING": 2, "INT": 3}  # DescribeConfigsResponse.ConfigType
+CONFIG_TYPES = {"STRING": 2, "INT": 3, "LONG": 5, "LIST": 7}  # DescribeConfigsResponse.ConfigType
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 RECORD = "GroupConfig"
@@ -45,6 +45,10 @@ SHARE_ISOLATION_LEVEL = "share.isolation.level"
 STREAMS_SESSION_TIMEOUT_MS = "streams.session.timeout.ms"
 STREAMS_HEARTBEAT_INTERVAL_MS = "streams.heartbeat.interval.ms"
 STREAMS_NUM_STANDBY_REPLICAS = "streams.num.standby.replicas"
+STREAMS_NUM_WARMUP_REPLICAS = "streams.num.warmup.replicas"
+STREAMS_ACCEPTABLE_RECOVERY_LAG = "streams.acceptable.recovery.lag"
+STREAMS_RACK_AWARE_ASSIGNMENT_TAGS = "streams.rack.aware.assignment.tags"
+STREAMS_ASSIGNOR_NAME = "streams.assignor.name"
 
 
 def invalid(message: str) -> ApiError:
@@ -204,14 +208,27 @@ CONFIG_KEYS = (
     ),
     ConfigKey(STREAMS_HEARTBEAT_INTERVAL_MS, "INT", 5000, _at_least(1), "The heartbeat interval given to the members."),
     ConfigKey(STREAMS_NUM_STANDBY_REPLICAS, "INT", 0, _at_least(0), "The number of standby replicas for each task."),
+    # Kafka 4.4.0's streams assignor inputs (KIP-1331/1357), read by coordinator/group/streams.
+    ConfigKey(STREAMS_NUM_WARMUP_REPLICAS, "INT", 2, _at_least(0), "The maximum number of warmup task replicas."),
+    ConfigKey(STREAMS_ACCEPTABLE_RECOVERY_LAG, "LONG", 10000, _at_least(0), "The maximum acceptable lag."),
+    ConfigKey(STREAMS_RACK_AWARE_ASSIGNMENT_TAGS, "LIST", "", lambda n, v: None, "Client tag keys for standbys."),
+    ConfigKey(STREAMS_ASSIGNOR_NAME, "STRING", None, lambda n, v: None, "The task assignor of the group."),
 )
 KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
+# Set and read, not yet described (DescribeConfigs of Kafka 4.4.0's new group configs: the
+# new-group-configs work describes them all, internal ones included or not, as Kafka does).
+_ASSIGNOR_INPUTS = frozenset(
+    (STREAMS_NUM_WARMUP_REPLICAS, STREAMS_ACCEPTABLE_RECOVERY_LAG, STREAMS_RACK_AWARE_ASSIGNMENT_TAGS, STREAMS_ASSIGNOR_NAME)
+)
 # The coordinator settings that are the defaults when Kafka falls back to its own (no group config).
 FALLBACK_SETTINGS = {
     **{k.name: k.setting for k in CONFIG_KEYS if k.setting},
     STREAMS_SESSION_TIMEOUT_MS: "group.streams.session.timeout.ms",
     STREAMS_HEARTBEAT_INTERVAL_MS: "group.streams.heartbeat.interval.ms",
     STREAMS_NUM_STANDBY_REPLICAS: "group.streams.num.standby.replicas",
+    STREAMS_NUM_WARMUP_REPLICAS: "group.streams.num.warmup.replicas",
+    STREAMS_ACCEPTABLE_RECOVERY_LAG: "group.streams.acceptable.recovery.lag",
+    STREAMS_RACK_AWARE_ASSIGNMENT_TAGS: "group.streams.rack.aware.assignment.tags",
 }
 
 # GroupConfig.validateValues: (config, lower-bound setting, upper-bound setting), in its order
@@ -267,14 +284,17 @@ def _parse_value(key: ConfigKey, value):
     """ConfigDef.parseValue: parseType (INT: Integer.parseInt of the trimmed string; STRING: trimmed),
     then the key's validator."""
     name = key.name
-    if key.type == "INT":
+    if value is None:
+        return None  # a STRING config without a default, unset
+    if key.type in ("INT", "LONG"):
+        low, high = (INT_MIN, INT_MAX) if key.type == "INT" else (LONG_MIN, LONG_MAX)
         if isinstance(value, int):
             parsed = value
         else:
             trimmed = value.strip(_JAVA_TRIM)
             number = int(trimmed) if _JAVA_INT.fullmatch(trimmed) else None
-            if number is None or not INT_MIN <= number <= INT_MAX:
-                raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type INT")
+            if number is None or not low <= number <= high:
+                raise invalid(f"Invalid value {value} for configuration {name}: Not a number of type {key.type}")
             parsed = number
     else:
         parsed = value.strip(_JAVA_TRIM)
@@ -372,6 +392,24 @@ class GroupConfigs:
     def streams_num_standby_replicas(self, group_id: str) -> int:
         return self.effective(group_id, STREAMS_NUM_STANDBY_REPLICAS)
 
+    def streams_num_warmup_replicas(self, group_id: str) -> int:
+        return self.effective(group_id, STREAMS_NUM_WARMUP_REPLICAS)
+
+    def streams_acceptable_recovery_lag(self, group_id: str) -> int:
+        return self.effective(group_id, STREAMS_ACCEPTABLE_RECOVERY_LAG)
+
+    def streams_rack_aware_assignment_tags(self, group_id: str) -> list[str]:
+        """A LIST config: the comma-separated keys, trimmed (a list setting of the coordinator as is)."""
+        value = self.effective(group_id, STREAMS_RACK_AWARE_ASSIGNMENT_TAGS)
+        if isinstance(value, list):
+            return value
+        return [t.strip(_JAVA_TRIM) for t in value.split(",")] if value.strip(_JAVA_TRIM) else []
+
+    def streams_assignor_name(self, group_id: str) -> str | None:
+        """The group's `streams.assignor.name`, None when it sets none (no coordinator fallback)."""
+        overrides = self.c.group_configs.get(group_id)
+        return overrides.get(STREAMS_ASSIGNOR_NAME) if overrides else None
+
     # ------------------------------------------------------------------ IncrementalAlterConfigs
     def incremental_alter_configs(self, request: Request) -> CoordinatorResult:
         body = request.body
@@ -463,7 +501,7 @@ class GroupConfigs:
         values = parse(overrides, self.config)
         out = []
         for key in CONFIG_KEYS:
-            if keys and key.name not in keys:
+            if (keys and key.name not in keys) or key.name in _ASSIGNOR_INPUTS:
                 continue
             value = str(values[key.name])  # ConfigDef.convertToString
             source = SOURCE_GROUP if key.name in overrides else SOURCE_DEFAULT
