@@ -1,5 +1,6 @@
-"""Ports of Kafka 4.1's StickyTaskAssignorTest (kafka-group-coordinator-tests,
-streams/assignor/StickyTaskAssignorTest.java): same member specs, same topologies, same assertions.
+"""Ports of Kafka's StickyTaskAssignorTest (kafka-group-coordinator-tests,
+streams/assignor/StickyTaskAssignorTest.java; 4.1's tests, which 4.4.0's assignor passes, then
+tests of 4.4.0's additions): same member specs, same topologies, same assertions.
 `spec(process, active, standby)` is createAssignmentMemberSpec; `topo(n, stateful, subtopologies)`
 is TopologyDescriberImpl."""
 
@@ -239,13 +240,18 @@ def test_shouldAssignMoreTasksToClientWithMoreCapacity():
     assert len(active(r, "member1")) == 4
 
 
+def all_task_ids(result, m) -> list[int]:
+    """getAllTaskIds: the active task ids, then the standby ones (a member holding 0 as active and 3
+    as standby differs from one holding 3 as active and 0 as standby)."""
+    return sorted(active(result, m)) + sorted(standby(result, m))
+
+
 def test_shouldNotHaveSameAssignmentOnAnyTwoHosts():
     r = assign({f"member{i}": spec(f"process{i}") for i in range(1, 5)}, topo(4, True), standby=1)
     for m in r:
-        mine = sorted(active(r, m) + standby(r, m))
         for other in r:
             if other != m:
-                assert mine != sorted(active(r, other) + standby(r, other))
+                assert all_task_ids(r, m) != all_task_ids(r, other)
 
 
 def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks():
@@ -257,10 +263,9 @@ def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks
     }
     r = assign(members, topo(4, True), standby=1)
     for m in r:
-        mine = sorted(active(r, m) + standby(r, m))
         for other in r:
             if other != m:
-                assert mine != sorted(active(r, other) + standby(r, other))
+                assert all_task_ids(r, m) != all_task_ids(r, other)
 
 
 def test_shouldReBalanceTasksAcrossAllClientsWhenCapacityAndTaskCountTheSame():

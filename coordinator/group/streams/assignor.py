@@ -22,14 +22,15 @@ reported task offsets (TargetAssignmentBuilder.createMemberMetadataAndState). Ka
 assignor hands out no warm-up tasks (its AssignmentRefiner returns the target unchanged), and it
 reads no rack-aware tags; neither does this one.
 
-Determinism: Kafka iterates hash maps and breaks priority-queue ties by heap position; here
-members are taken in member-id order, and ties between processes (equal load) and members (equal
-task count) go to the smaller id, so an assignment is the same on every run.
+Determinism: Kafka iterates hash maps (members, processes) and breaks ties between equally loaded
+processes or members by their place in a java.util.PriorityQueue; here the maps are iterated in id
+order and the queues are `JavaPriorityQueue`, java.util.PriorityQueue's sift rules over the same
+insertions, so ties fall as in Kafka whenever its hash order is the id order, and an assignment is
+the same on every run.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -65,6 +66,52 @@ class SubtopologySpec:
     stateful: bool
 
 
+class JavaPriorityQueue:
+    """java.util.PriorityQueue (offer, poll) with a key: the same sift-up and sift-down rules, so
+    that equal keys come out in the order Java's heap gives them, not in insertion or id order."""
+
+    def __init__(self, key, items=()):
+        self.key = key
+        self.queue: list = []
+        for item in items:
+            self.offer(item)
+
+    def offer(self, x) -> None:
+        q, k, kx = self.queue, len(self.queue), self.key(x)
+        q.append(x)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if kx >= self.key(q[parent]):
+                break
+            q[k] = q[parent]
+            k = parent
+        q[k] = x
+
+    def poll(self):
+        q = self.queue
+        if not q:
+            return None
+        result, x = q[0], q.pop()
+        n = len(q)
+        if n:
+            k, kx, half = 0, self.key(x), n >> 1
+            while k < half:
+                child = 2 * k + 1
+                c = q[child]
+                if child + 1 < n and self.key(c) > self.key(q[child + 1]):
+                    child += 1
+                    c = q[child]
+                if kx <= self.key(c):
+                    break
+                q[k] = c
+                k = child
+            q[k] = x
+        return result
+
+    def __bool__(self) -> bool:
+        return bool(self.queue)
+
+
 class _Process:
     """ProcessState."""
 
@@ -77,6 +124,7 @@ class _Process:
         self.active: dict[str, set] = {}
         self.standby: dict[str, set] = {}
         self.assigned: set = set()
+        self.members_by_load: JavaPriorityQueue | None = None  # [member id, count], rebuilt after add_task
 
     def add_member(self, member_id: str) -> None:
         self.member_counts[member_id] = 0
@@ -85,6 +133,10 @@ class _Process:
 
     def add_task(self, member_id: str, task: TaskId, is_active: bool) -> int:
         """The member's task count once `task` is added."""
+        self.members_by_load = None
+        return self._add_task(member_id, task, is_active)
+
+    def _add_task(self, member_id: str, task: TaskId, is_active: bool) -> int:
         self.task_count += 1
         self.assigned.add(task)
         (self.active if is_active else self.standby).setdefault(member_id, set()).add(task)
@@ -95,8 +147,16 @@ class _Process:
     def add_task_to_least_loaded_member(self, task: TaskId, is_active: bool) -> int:
         if not self.member_counts:
             return -1
-        member_id = min(self.member_counts, key=lambda m: (self.member_counts[m], m))
-        return self.add_task(member_id, task, is_active)
+        if len(self.member_counts) == 1:
+            return self._add_task(next(iter(self.member_counts)), task, is_active)
+        if self.members_by_load is None:
+            self.members_by_load = JavaPriorityQueue(
+                lambda e: e[1], ([m, self.member_counts[m]] for m in sorted(self.member_counts))
+            )
+        entry = self.members_by_load.poll()
+        entry[1] = self._add_task(entry[0], task, is_active)
+        self.members_by_load.offer(entry)
+        return entry[1]
 
     def _compute_load(self) -> None:
         self.load = -1.0 if self.capacity <= 0 else self.task_count / self.capacity
@@ -105,18 +165,9 @@ class _Process:
         return task in self.assigned
 
 
-class _ByLoad:
-    """PriorityQueue<ProcessState> by load: a process is pushed back after its load changed."""
-
-    def __init__(self, processes):
-        self.heap = [(p.load, p.process_id, p) for p in processes]
-        heapq.heapify(self.heap)
-
-    def poll(self) -> _Process | None:
-        return heapq.heappop(self.heap)[2] if self.heap else None
-
-    def add(self, p: _Process) -> None:
-        heapq.heappush(self.heap, (p.load, p.process_id, p))
+def _by_load(processes) -> JavaPriorityQueue:
+    """PriorityQueue<ProcessState> by load (a process is offered back once its load changed)."""
+    return JavaPriorityQueue(lambda p: p.load, processes)
 
 
 class StickyTaskAssignor:
@@ -217,7 +268,7 @@ class StickyTaskAssignor:
             else:
                 remaining.append(task)
         remaining.sort()
-        by_load = _ByLoad(self.processes[p] for p in sorted(self.processes))
+        by_load = _by_load(self.processes[p] for p in sorted(self.processes))
         for task in remaining:  # 3. the least-loaded process
             process = by_load.poll()
             if process is None:
@@ -227,7 +278,7 @@ class StickyTaskAssignor:
                 raise TaskAssignorError(f"No member available to assign active task {_task_str(task)}.")
             self._update_active_quota(count)
             self._update_total_quota(count)
-            by_load.add(process)
+            by_load.offer(process)
 
     def _add_active(self, member: tuple[str, str], task: TaskId) -> None:
         count = self.processes[member[0]].add_task(member[1], task, True)
@@ -255,7 +306,7 @@ class StickyTaskAssignor:
                 to_least_loaded.append((task, self.num_standby - i))
                 break
         to_least_loaded.sort(key=lambda x: x[0], reverse=True)
-        by_load = _ByLoad(self.processes[p] for p in sorted(self.processes))
+        by_load = _by_load(self.processes[p] for p in sorted(self.processes))
         for task, replicas in to_least_loaded:
             for i in range(replicas):
                 if not self._assign_standby_to_least_loaded(by_load, task):
@@ -269,7 +320,7 @@ class StickyTaskAssignor:
                     )
                     break
 
-    def _assign_standby_to_least_loaded(self, by_load: _ByLoad, task: TaskId) -> bool:
+    def _assign_standby_to_least_loaded(self, by_load: JavaPriorityQueue, task: TaskId) -> bool:
         """assignStandbyToMemberWithLeastLoad: the least-loaded process without the task (the
         processes polled on the way go back into the queue)."""
         polled, found = [], False
@@ -285,7 +336,7 @@ class StickyTaskAssignor:
                     self._update_total_quota(count)
                 break
         for process in polled:
-            by_load.add(process)
+            by_load.offer(process)
         return found
 
     # ---------------------------------------------------------------- result
