@@ -144,7 +144,9 @@ def _check_consumer_group_settings(v: dict) -> None:
         v["group.streams.num.warmup.replicas"] <= v["group.streams.max.warmup.replicas"],
         "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
     )
-    _require(v["group.streams.acceptable.recovery.lag"] >= 0, "group.streams.acceptable.recovery.lag must be at least 0")
+    _require(
+        v["group.streams.acceptable.recovery.lag"] >= 0, "group.streams.acceptable.recovery.lag must be at least 0"
+    )
     tags = v["group.streams.rack.aware.assignment.tags"]
     _require(
         len(set(tags)) == len(tags), "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."

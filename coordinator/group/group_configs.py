@@ -125,7 +125,7 @@ def _share_auto_offset_reset(name: str, value: str) -> None:
 class ConfigKey:
     name: str
     type: str  # "INT" or "STRING" (ConfigDef.Type)
-    default: int | str  # GroupConfig's own default (ConfigDef)
+    default: int | str | None  # GroupConfig's own default (ConfigDef; None: unset)
     validator: Callable[[str, Any], None]
     doc: str
     # The coordinator setting that replaces `default` where Kafka passes the broker's values
@@ -218,7 +218,12 @@ KEYS_BY_NAME = {k.name: k for k in CONFIG_KEYS}
 # Set and read, not yet described (DescribeConfigs of Kafka 4.4.0's new group configs: the
 # new-group-configs work describes them all, internal ones included or not, as Kafka does).
 _ASSIGNOR_INPUTS = frozenset(
-    (STREAMS_NUM_WARMUP_REPLICAS, STREAMS_ACCEPTABLE_RECOVERY_LAG, STREAMS_RACK_AWARE_ASSIGNMENT_TAGS, STREAMS_ASSIGNOR_NAME)
+    (
+        STREAMS_NUM_WARMUP_REPLICAS,
+        STREAMS_ACCEPTABLE_RECOVERY_LAG,
+        STREAMS_RACK_AWARE_ASSIGNMENT_TAGS,
+        STREAMS_ASSIGNOR_NAME,
+    )
 )
 # The coordinator settings that are the defaults when Kafka falls back to its own (no group config).
 FALLBACK_SETTINGS = {

@@ -248,6 +248,10 @@ def test_from_props_with_default_value():
         "streams.session.timeout.ms": 45000,
         "streams.heartbeat.interval.ms": 5000,
         "streams.num.standby.replicas": 0,
+        "streams.num.warmup.replicas": 2,
+        "streams.acceptable.recovery.lag": 10000,
+        "streams.rack.aware.assignment.tags": "",
+        "streams.assignor.name": None,
     }
 
 

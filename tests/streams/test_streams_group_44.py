@@ -135,7 +135,7 @@ def test_testStreamsNoGroupEpochBumpWhenStaticMemberChangesOnlyItsClientId():
 def test_testStreamsStaticMemberRejoinsAGroupAtMaximumSize():
     """throwIfStreamsGroupIsFull lets a known static member's instance rejoin a full group."""
     c = client(**{"group.streams.max.size": 2})
-    members = static_group(c)
+    static_group(c)
     c.heartbeat("m1", -2, instanceId="i1")
     assert c.join("m3", TOPO)["errorCode"] == Errors.GROUP_MAX_SIZE_REACHED.code
     assert c.join("m1-new", TOPO, instanceId="i1", process_id="process-m1")["errorCode"] == 0

@@ -289,7 +289,9 @@ class StreamsGroup(ModernGroup):
             "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
             "shutdownRequestMemberId": self.shutdown_request_member_id,
             "endpointInformationEpoch": self.endpoint_information_epoch,
-            "taskOffsets": {m: [_offsets_to_json(o), _offsets_to_json(e)] for m, (o, e) in sorted(self.task_offsets.items())},
+            "taskOffsets": {
+                m: [_offsets_to_json(o), _offsets_to_json(e)] for m, (o, e) in sorted(self.task_offsets.items())
+            },
         }
 
     @classmethod

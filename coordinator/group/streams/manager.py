@@ -29,12 +29,12 @@ from ...messages import Request
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
-from ..group import STREAMS
 from ..consumer.heartbeat import (
     throw_if_instance_id_is_fenced,
     throw_if_instance_id_is_unreleased,
     throw_if_static_member_is_unknown,
 )
+from ..group import STREAMS
 from ..modern.manager import ModernGroupManager
 from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
 from ..modern.records import (
@@ -503,19 +503,16 @@ class StreamsGroupManager(ModernGroupManager):
             member = group.members.get(member_id)
             if member is None:
                 if not joining:
-                    raise ApiError(
-                        Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
-                    )
+                    raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
                 member = StreamsGroupMember.default(member_id)
             if not joining:
                 _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
             return group, member, owned, None
-        existing = group.static_member(instance_id)
         if not joining:
-            throw_if_static_member_is_unknown(existing, instance_id)
-            throw_if_instance_id_is_fenced(existing, group_id, member_id, instance_id)
-            _throw_if_member_epoch_is_invalid(existing, member_epoch, owned)
-            return group, existing, owned, None
+            known = _static_member_or_throw(group, member_id, instance_id)
+            _throw_if_member_epoch_is_invalid(known, member_epoch, owned)
+            return group, known, owned, None
+        existing = group.static_member(instance_id)
         if existing is None:
             return group, group.members.get(member_id) or StreamsGroupMember.default(member_id), owned, None
         # Only a member that left with epoch -2 releases its instance id; one that rejoins with
@@ -532,9 +529,7 @@ class StreamsGroupManager(ModernGroupManager):
         return group, new, owned, (existing if existing.member_id != member_id else None)
 
     @staticmethod
-    def _replace_member(
-        records: list, group: StreamsGroup, old: StreamsGroupMember, new: StreamsGroupMember
-    ) -> None:
+    def _replace_member(records: list, group: StreamsGroup, old: StreamsGroupMember, new: StreamsGroupMember) -> None:
         """replaceStreamsMember: the old member's tombstones (its timers stay and will find
         nothing), then the new member with the old one's target assignment."""
         gid = group.group_id
@@ -542,7 +537,9 @@ class StreamsGroupManager(ModernGroupManager):
         records.append((record_key(R_TARGET, gid, old.member_id), None))
         records.append((record_key(R_MEMBER, gid, old.member_id), None))
         records.append((record_key(R_MEMBER, gid, new.member_id), member_value(new)))
-        records.append((record_key(R_TARGET, gid, new.member_id), target_value(group.target_assignment_of(old.member_id))))
+        records.append(
+            (record_key(R_TARGET, gid, new.member_id), target_value(group.target_assignment_of(old.member_id)))
+        )
         records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
 
     def _maybe_update_topology(
@@ -694,9 +691,7 @@ class StreamsGroupManager(ModernGroupManager):
             if instance_id is None:
                 member = group.get_member(member_id)
             else:
-                member = group.static_member(instance_id)
-                throw_if_static_member_is_unknown(member, instance_id)
-                throw_if_instance_id_is_fenced(member, group.group_id, member_id, instance_id)
+                member = _static_member_or_throw(group, member_id, instance_id)
         except ApiError as e:
             if not shutdown_requested:
                 raise
@@ -734,13 +729,16 @@ class StreamsGroupManager(ModernGroupManager):
             groupInstanceId=member.instance_id,
             processId=member.process_id,
             temporary=True,
-            reason="static member left temporarily (member epoch -2); it keeps its tasks until its "
-            "session expires",
+            reason="static member left temporarily (member epoch -2); it keeps its tasks until its session expires",
             memberEpoch=member.member_epoch,
         )
         members = {**group.members, member.member_id: leaving}
         after = derive_state(
-            members.values(), group.topology, group.configured_topology, group.group_epoch, group.target_assignment_epoch
+            members.values(),
+            group.topology,
+            group.configured_topology,
+            group.group_epoch,
+            group.target_assignment_epoch,
         )
         self.state_changed_event(result, gid, before, after, group.group_epoch, group.target_assignment_epoch)
         return result
@@ -966,7 +964,9 @@ def _updated_member(member: StreamsGroupMember, request: Request) -> StreamsGrou
 def _described_offsets(offsets: dict) -> list[dict]:
     """StreamsGroupMember.taskOffsetsFromMap: by subtopology, then partition."""
     return [
-        {"subtopologyId": s, "partition": p, "offset": offsets[s][p]} for s in sorted(offsets) for p in sorted(offsets[s])
+        {"subtopologyId": s, "partition": p, "offset": offsets[s][p]}
+        for s in sorted(offsets)
+        for p in sorted(offsets[s])
     ]
 
 
@@ -984,6 +984,16 @@ def _tasks(task_ids: list[dict] | None) -> dict:
 
 def _contained(owned: dict, assigned: dict) -> bool:
     return all(set(p) <= set(assigned.get(s, ())) for s, p in owned.items())
+
+
+def _static_member_or_throw(group: StreamsGroup, member_id: str, instance_id: str) -> StreamsGroupMember:
+    """The static member of `instance_id`: UNKNOWN_MEMBER_ID if none, FENCED_INSTANCE_ID if another
+    member id holds the instance id (throwIfStaticMemberIsUnknown, throwIfInstanceIdIsFenced)."""
+    member = group.static_member(instance_id)
+    throw_if_static_member_is_unknown(member, instance_id)
+    assert member is not None
+    throw_if_instance_id_is_fenced(member, group.group_id, member_id, instance_id)
+    return member
 
 
 def _throw_if_group_is_full(group: StreamsGroup, instance_id: str | None, member_id: str, max_size: int) -> None:
