@@ -667,10 +667,21 @@ def streams_static(run: str) -> Scenario:
     m1b = _streams_heartbeat(group, "diffstaticmember1b", "process-1", topology, instance)
     m3 = _streams_heartbeat(group, "diffstaticmember3", "process-3", topology, instance)
     describe = {"groupIds": [group], "includeAuthorizedOperations": False}
+    session = {"name": "streams.session.timeout.ms", "configOperation": 0, "value": "60000"}
     return Scenario(
         f"streams-static-{run}",
         {topic: 2},
         [
+            # The members heartbeat only when a step says so: a long session keeps them on a slow run.
+            Step(
+                "a session long enough for the scenario",
+                "IncrementalAlterConfigs",
+                1,
+                {
+                    "resources": [{"resourceType": 32, "resourceName": group, "configs": [session]}],
+                    "validateOnly": False,
+                },
+            ),
             Step("static member joins", "StreamsGroupHeartbeat", 0, m1(0), save=_save_epoch("diffstaticmember1")),
             Step(
                 "static member heartbeats until it has every task",
