@@ -321,3 +321,18 @@ def test_topology_description_update_without_a_plugin_GroupCoordinatorService():
     )
     off = client(**{"group.coordinator.rebalance.protocols": ["classic", "consumer"]})
     assert off.send("StreamsGroupTopologyDescriptionUpdate", 0, body)["errorCode"] == Errors.UNSUPPORTED_VERSION.code
+
+
+def test_the_last_member_leaving_sets_the_assignment_epoch_streamsGroupFenceMember():
+    """Kafka 4.4.0 writes the target assignment epoch (= the new group epoch) when the last member
+    is fenced, so an empty group's assignmentEpoch is its groupEpoch; not while others remain."""
+    c = client()
+    members = static_group(c)
+    c.heartbeat("m2", -1)
+    g = c.group()
+    assert g.target_assignment_epoch < g.group_epoch
+    c.heartbeat("m1", -1, instanceId="i1")
+    g = c.group()
+    assert g.members == {} and g.target_assignment_epoch == g.group_epoch == members["m1"].member_epoch + 2
+    assert c.described()["assignmentEpoch"] == g.group_epoch
+    assert c.rebuilt().component("groups").groups[GROUP].target_assignment_epoch == g.group_epoch

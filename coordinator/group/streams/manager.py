@@ -747,7 +747,8 @@ class StreamsGroupManager(ModernGroupManager):
         self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str
     ) -> CoordinatorResult:
         """streamsGroupFenceMember: the member's tombstones and a group epoch bump (metadata hash 0,
-        as Kafka writes it: the next heartbeat recomputes it)."""
+        as Kafka 4.1 writes it: the next heartbeat recomputes it); the last member's leaves the
+        group's (empty) target assignment at that epoch, as Kafka 4.4.0 does."""
         gid, mid = group.group_id, member.member_id
         group_epoch = group.group_epoch + 1
         before = self._state(gid)
@@ -756,6 +757,10 @@ class StreamsGroupManager(ModernGroupManager):
         result.record(record_key(R_TARGET, gid, mid), None)
         result.record(record_key(R_MEMBER, gid, mid), None)
         result.record(record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))
+        target_epoch = group.target_assignment_epoch
+        if len(group.members) == 1:
+            target_epoch = group_epoch
+            result.record(record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch))
         self._cancel_timers(result, gid, mid)
         self.event(
             result,
@@ -776,10 +781,8 @@ class StreamsGroupManager(ModernGroupManager):
         )
         # The state once the tombstones are replayed: the other members, the new group epoch.
         remaining = [m for m_id, m in group.members.items() if m_id != mid]
-        after = derive_state(
-            remaining, group.topology, group.configured_topology, group_epoch, group.target_assignment_epoch
-        )
-        self.state_changed_event(result, group.group_id, before, after, group_epoch, group.target_assignment_epoch)
+        after = derive_state(remaining, group.topology, group.configured_topology, group_epoch, target_epoch)
+        self.state_changed_event(result, group.group_id, before, after, group_epoch, target_epoch)
         return result
 
     # ================================================================ timers
