@@ -500,7 +500,7 @@ def _topology(source: str, changelog: str | None = None) -> dict:
 
 
 def _streams_heartbeat(
-    group: str, member: str, process: str, topology: dict | None
+    group: str, member: str, process: str, topology: dict | None, instance: str | None = None
 ) -> Callable[..., Callable[[Side], dict]]:
     """Heartbeat bodies of one streams member: `hb(epoch)` joins (0), leaves (-1) or sends the
     member's saved epoch; `owned` names the tasks it reports owning ({subtopology: partitions})."""
@@ -519,7 +519,7 @@ def _streams_heartbeat(
                 "memberId": member,
                 "memberEpoch": e,
                 "endpointInformationEpoch": side.saved.get(f"{member}-endpoint-epoch", -1),
-                "instanceId": None,
+                "instanceId": instance,
                 "rackId": None,
                 "rebalanceTimeoutMs": 10000 if e == 0 else -1,
                 "topology": topology if e == 0 else None,
@@ -754,6 +754,59 @@ def streams_expiry(run: str) -> Scenario:
     )
 
 
+def streams_static(run: str) -> Scenario:
+    """Kafka 4.4.0's static streams members: a temporary leave (epoch -2) keeps the tasks, the
+    instance rejoining under a new member id takes them back; the replaced id is fenced, a third
+    member cannot take the instance id while it is held."""
+    group, topic = f"diff-streams-static-{run}", f"diff-streams-static-{run}"
+    topology = _topology(topic)
+    instance = f"diff-static-instance-{run}"
+    m1 = _streams_heartbeat(group, "diffstaticmember1", "process-1", topology, instance)
+    m1b = _streams_heartbeat(group, "diffstaticmember1b", "process-1", topology, instance)
+    m3 = _streams_heartbeat(group, "diffstaticmember3", "process-3", topology, instance)
+    describe = {"groupIds": [group], "includeAuthorizedOperations": False}
+    session = {"name": "streams.session.timeout.ms", "configOperation": 0, "value": "60000"}
+    return Scenario(
+        f"streams-static-{run}",
+        {topic: 2},
+        [
+            # The members heartbeat only when a step says so: a long session keeps them on a slow run.
+            Step(
+                "a session long enough for the scenario",
+                "IncrementalAlterConfigs",
+                1,
+                {
+                    "resources": [{"resourceType": 32, "resourceName": group, "configs": [session]}],
+                    "validateOnly": False,
+                },
+            ),
+            Step("static member joins", "StreamsGroupHeartbeat", 0, m1(0), save=_save_epoch("diffstaticmember1")),
+            Step(
+                "static member heartbeats until it has every task",
+                "StreamsGroupHeartbeat",
+                0,
+                m1(None, owned="saved"),
+                until=_owns("diffstaticmember1", {"0": [0, 1]}),
+                save=_save_epoch("diffstaticmember1"),
+            ),
+            Step("static member leaves temporarily", "StreamsGroupHeartbeat", 0, m1(-2)),
+            Step("describe the temporarily left member", "StreamsGroupDescribe", 0, describe),
+            Step(
+                "the instance rejoins under a new member id",
+                "StreamsGroupHeartbeat",
+                0,
+                m1b(0),
+                save=_save_epoch("diffstaticmember1b"),
+            ),
+            Step("the replaced member id is fenced", "StreamsGroupHeartbeat", 0, m1(None, owned="saved")),
+            Step("another member cannot take the held instance id", "StreamsGroupHeartbeat", 0, m3(0)),
+            Step("describe the replacing member", "StreamsGroupDescribe", 0, describe),
+            Step("the static member leaves for good", "StreamsGroupHeartbeat", 0, m1b(-1)),
+            Step("describe empty", "StreamsGroupDescribe", 0, describe),
+        ],
+    )
+
+
 # ------------------------------------------------------------------ share groups
 def _share_heartbeat(group: str, member: str, topic: str) -> Callable[[int | None], Callable[[Side], dict]]:
     def hb(epoch: int | None = None) -> Callable[[Side], dict]:
@@ -943,6 +996,7 @@ ALL: list[Callable[[str], Scenario]] = [
     streams,
     streams_internal_topics,
     streams_expiry,
+    streams_static,
     share,
     share_expiry,
 ]

@@ -50,7 +50,8 @@ REFERENCE_CONFIG = {
     # Kafka 4.2-4.4 behaviours the service does not follow yet (docs/protocol.md, *Kafka 4.4.0*),
     # turned off on the reference so the rest compares: assignments computed at once, on the
     # request's own thread (4.4.0: at most every 1 s, on a background thread), a streams group's
-    # first assignment not delayed (4.4.0: 3 s), and no streams warm-up tasks (4.4.0: 2).
+    # first assignment not delayed (4.4.0: 3 s). Streams warm-ups stay at the job's value (Kafka's
+    # default, 2): 4.4.0's AssignmentRefiner hands out none, as the service.
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",
     "group.share.assignment.interval.ms": "0",
@@ -58,7 +59,6 @@ REFERENCE_CONFIG = {
     "group.streams.assignment.interval.ms": "0",
     "group.streams.assignor.offload.enable": "false",
     "group.streams.initial.rebalance.delay.ms": "0",
-    "group.streams.num.warmup.replicas": "0",
 }
 # The service's job config keys that are not broker configs (the rest are Kafka's names).
 SERVICE_ONLY_PREFIXES = ("coordinator.", "share.admin.", "group.share.enable")

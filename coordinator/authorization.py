@@ -799,6 +799,7 @@ CHECKS: dict[str, Callable[[Context, dict], Verdict | None]] = {
     "ShareGroupDescribe": _describe_groups("groupIds", _described_group_error),
     "StreamsGroupHeartbeat": _heartbeat_with_topics(_streams_topics),
     "StreamsGroupDescribe": _describe_groups("groupIds", _described_group_error),
+    "StreamsGroupTopologyDescriptionUpdate": _group(Op.READ),
     # The share coordinator's state APIs are broker-to-broker in Kafka.
     "InitializeShareGroupState": _cluster_action,
     "ReadShareGroupState": _cluster_action,

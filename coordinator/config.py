@@ -66,6 +66,15 @@ DEFAULTS: dict[str, Any] = {
     "group.streams.max.standby.replicas": 2,
     # Kafka 4.2+: every StreamsGroupHeartbeat answer carries it as taskOffsetIntervalMs (4.1 sent 0).
     "group.streams.task.offset.interval.ms": 60000,
+    # Kafka 4.4.0's streams assignor inputs (the fallbacks of the streams.* group configs of the
+    # same names): warm-up replicas (4.4.0's refinement hands out none yet), the recovery lag
+    # StreamsGroupHeartbeat v1 answers, the client tags every member must send (else the
+    # MISSING_CLIENT_TAGS status), and the task assignors (the first is the default).
+    "group.streams.num.warmup.replicas": 2,
+    "group.streams.max.warmup.replicas": 20,
+    "group.streams.acceptable.recovery.lag": 10000,
+    "group.streams.rack.aware.assignment.tags": [],
+    "group.streams.assignors": ["sticky"],
     # Share groups (KIP-932): the defaults and bounds of the share.* group configs
     # (IncrementalAlterConfigs / DescribeConfigs on GROUP resources accept and describe them).
     # group.share.enable stands for Kafka 4.1's `group.share.enable` / `share.version` feature:
@@ -156,6 +165,22 @@ def _check_consumer_group_settings(v: dict) -> None:
     _require(
         v["group.streams.num.standby.replicas"] <= v["group.streams.max.standby.replicas"],
         "group.streams.num.standby.replicas must be less than or equal to group.streams.max.standby.replicas",
+    )
+    _require(v["group.streams.num.warmup.replicas"] >= 0, "group.streams.num.warmup.replicas must be at least 0")
+    _require(
+        v["group.streams.num.warmup.replicas"] <= v["group.streams.max.warmup.replicas"],
+        "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
+    )
+    _require(
+        v["group.streams.acceptable.recovery.lag"] >= 0, "group.streams.acceptable.recovery.lag must be at least 0"
+    )
+    tags = v["group.streams.rack.aware.assignment.tags"]
+    _require(
+        len(set(tags)) == len(tags), "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
+    )
+    _require(
+        v["group.streams.assignors"] and all(a == "sticky" for a in v["group.streams.assignors"]),
+        "group.streams.assignors: the service's only task assignor is sticky",
     )
     lock = "group.share.record.lock.duration.ms"
     _require(

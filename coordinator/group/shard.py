@@ -123,6 +123,7 @@ class GroupCoordinator(Component):
         "ShareGroupDescribe": lambda g, request: g.share.share_group_describe(request),
         "StreamsGroupHeartbeat": lambda g, request: g.streams.streams_group_heartbeat(request),
         "StreamsGroupDescribe": lambda g, request: g.streams.streams_group_describe(request),
+        "StreamsGroupTopologyDescriptionUpdate": lambda g, r: g.streams.streams_group_topology_description_update(r),
         "IncrementalAlterConfigs": lambda g, request: g.configs.incremental_alter_configs(request),
         "DescribeConfigs": lambda g, request: g.configs.describe_configs(request),
         "TxnOffsetCommit": lambda g, request: g.txn_offsets.txn_offset_commit(request),

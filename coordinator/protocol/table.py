@@ -286,8 +286,8 @@ APIS: tuple[Api, ...] = (
         )
     ),
     # ------------------------------------------------------------------ KIP-1071 streams groups
-    Api("StreamsGroupHeartbeat", 88, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
-    Api("StreamsGroupDescribe", 89, 0, 0, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
+    Api("StreamsGroupHeartbeat", 88, 0, 1, GROUPS, "groupId", errors=ErrorShape()),
+    Api("StreamsGroupDescribe", 89, 0, 1, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # ------------------------------------------------------------------ share group offsets (admin)
     # Version 1 (KIP-1226) adds each partition's lag: -1 here, the core has no partition end offsets
     # (docs/protocol.md, *Share coordinator: deviations from Kafka*).
@@ -301,6 +301,9 @@ APIS: tuple[Api, ...] = (
     ),
     Api("AlterShareGroupOffsets", 91, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
     Api("DeleteShareGroupOffsets", 92, 0, 0, GROUPS, "groupId", errors=ErrorShape()),
+    # KIP-1331: answered as a 4.4.0 broker without a topology-description plugin does.
+    # Any partition answers: the refusal does not depend on the group (Kafka refuses before routing).
+    Api("StreamsGroupTopologyDescriptionUpdate", 93, 0, 0, GROUPS, errors=ErrorShape()),
     # ------------------------------------------------------------------ internal, between partitions
     # KIP-890 verification (Kafka's group coordinator sends AddPartitionsToTxn v4+ to the
     # transaction coordinator's broker; here question and answer are internal requests).

@@ -1,5 +1,6 @@
-"""Ports of Kafka 4.1's StickyTaskAssignorTest (kafka-group-coordinator-tests,
-streams/assignor/StickyTaskAssignorTest.java): same member specs, same topologies, same assertions.
+"""Ports of Kafka's StickyTaskAssignorTest (kafka-group-coordinator-tests,
+streams/assignor/StickyTaskAssignorTest.java; 4.1's tests, which 4.4.0's assignor passes, then
+tests of 4.4.0's additions): same member specs, same topologies, same assertions.
 `spec(process, active, standby)` is createAssignmentMemberSpec; `topo(n, stateful, subtopologies)`
 is TopologyDescriberImpl."""
 
@@ -239,13 +240,18 @@ def test_shouldAssignMoreTasksToClientWithMoreCapacity():
     assert len(active(r, "member1")) == 4
 
 
+def all_task_ids(result, m) -> list[int]:
+    """getAllTaskIds: the active task ids, then the standby ones (a member holding 0 as active and 3
+    as standby differs from one holding 3 as active and 0 as standby)."""
+    return sorted(active(result, m)) + sorted(standby(result, m))
+
+
 def test_shouldNotHaveSameAssignmentOnAnyTwoHosts():
     r = assign({f"member{i}": spec(f"process{i}") for i in range(1, 5)}, topo(4, True), standby=1)
     for m in r:
-        mine = sorted(active(r, m) + standby(r, m))
         for other in r:
             if other != m:
-                assert mine != sorted(active(r, other) + standby(r, other))
+                assert all_task_ids(r, m) != all_task_ids(r, other)
 
 
 def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks():
@@ -257,10 +263,9 @@ def test_shouldNotHaveSameAssignmentOnAnyTwoHostsWhenThereArePreviousActiveTasks
     }
     r = assign(members, topo(4, True), standby=1)
     for m in r:
-        mine = sorted(active(r, m) + standby(r, m))
         for other in r:
             if other != m:
-                assert mine != sorted(active(r, other) + standby(r, other))
+                assert all_task_ids(r, m) != all_task_ids(r, other)
 
 
 def test_shouldReBalanceTasksAcrossAllClientsWhenCapacityAndTaskCountTheSame():
@@ -372,3 +377,70 @@ def test_deterministic_for_the_same_input():
     members = {f"m{i}": spec(f"p{i % 7}") for i in range(40)}
     t = topo(13, True, ["a", "b", "c"])
     assert assign(members, t, 1) == assign(dict(reversed(list(members.items()))), t, 1)
+
+
+# ---------------------------------------------------------------------- Kafka 4.4.0's additions
+def offsets_spec(process: str, active=None, standby=None, offsets=None) -> MemberSpec:
+    """createMemberMetadataAndState with reported task offsets ({subtopology: {partition: offset}})."""
+    s = spec(process, active, standby)
+    return MemberSpec(s.process_id, s.active, s.standby, offsets or {})
+
+
+def test_shouldRankStandbyCandidatesByReportedOffsetSum():
+    """rankStandbyCandidates: among members that reported an offset for the task, the larger sum wins."""
+    r = assign(
+        {
+            "member1": offsets_spec("process1", {S: {0}}),
+            "member2": offsets_spec("process2", offsets={S: {0: 5}}),
+            "member3": offsets_spec("process3", offsets={S: {0: 50}}),
+        },
+        topo(1, True),
+        standby=1,
+    )
+    assert active_map(r, "member1") == {S: {0}}
+    assert standby(r, "member3") == [0] and standby(r, "member2") == []
+
+
+def test_shouldPreferCurrentStandbyOverLargerReportedOffsetSum():
+    """A member holding the task as a standby now ranks before any member that only reported offsets."""
+    r = assign(
+        {
+            "member1": offsets_spec("process1", {S: {0}}),
+            "member2": offsets_spec("process2", standby={S: {0}}, offsets={S: {0: 1}}),
+            "member3": offsets_spec("process3", offsets={S: {0: 100}}),
+        },
+        topo(1, True),
+        standby=1,
+    )
+    assert standby(r, "member2") == [0] and standby(r, "member3") == []
+
+
+def test_shouldAssignActiveTaskToPreviousStandbyBeforeLeastLoadedProcess():
+    r = assign({"member2": spec("process2", standby={S: {0}}), "member3": spec("process3")}, topo(2))
+    assert active_map(r, "member2") == {S: {0}} and active_map(r, "member3") == {S: {1}}
+
+
+def test_shouldKeepOnlyTheActiveTaskQuotaOfAPreviousOwner():
+    """A member keeps its current tasks up to ceil(tasks / members), in (partition, subtopology) order."""
+    r = assign({"member1": spec("process1", {S: {0, 1, 2, 3}}), "member2": spec("process2")}, topo(4))
+    assert active_map(r, "member1") == {S: {0, 1}} and active_map(r, "member2") == {S: {2, 3}}
+
+
+def test_shouldNotAssignStandbyToTheActivesProcessAndWarnWhenCapacityIsMissing(caplog):
+    with caplog.at_level("WARNING"):
+        r = assign({"member1": spec("process1"), "member2": spec("process1")}, topo(1, True), standby=1)
+    assert sorted(active(r, "member1", "member2")) == [0] and standby(r, "member1", "member2") == []
+    assert "Unable to assign 1 of 1 standby tasks for task [test-subtopology_0]." in caplog.text
+
+
+def test_shouldNeverAssignWarmupTasks_AssignmentRefiner():
+    r = assign({f"member{i}": spec(f"process{i}") for i in (1, 2, 3)}, topo(6, True), standby=2)
+    assert all(t.warmup == {} for t in r.values())
+    assert all(len(standby(r, m)) == 4 for m in r)
+
+
+def test_assignment_does_not_depend_on_member_insertion_order():
+    members = {f"member{i}": spec(f"process{i % 2}", {S: {i}} if i < 3 else None) for i in range(5)}
+    first = assign(members, topo(7, True), standby=1)
+    second = assign(dict(reversed(list(members.items()))), topo(7, True), standby=1)
+    assert first == second

@@ -172,8 +172,12 @@ def test_testStreamsNewMemberIsRejectedWithMaximumMembersIsReached():
         ({"memberId": "m", "memberEpoch": 1, "topology": TOPO}, "Topology can only be provided when (re-)joining."),
         ({"memberId": "m", "memberEpoch": -3}, "MemberEpoch is -3, but must be greater than or equal to -2."),
         ({"memberId": "m", "memberEpoch": 1, "activeTasks": []}, "If one task-type is non-null, all must be non-null."),
-        ({"memberId": "m", "memberEpoch": 1, "instanceId": "i"}, "Static membership is not yet supported."),
-        ({"memberId": "m", "memberEpoch": 1, "warmupTasks": tasks(**{"0": {1}})}, "WarmupTasks are not supported yet."),
+        ({"memberId": "m", "memberEpoch": 1, "instanceId": " "}, "InstanceId can't be empty."),
+        ({"memberId": "m", "memberEpoch": -2}, "InstanceId can't be null."),
+        (
+            {"memberId": "m", "memberEpoch": 0, "rebalanceTimeoutMs": 1000, "warmupTasks": tasks(**{"0": {1}})},
+            "WarmupTasks must be empty when (re-)joining.",
+        ),
         (
             {
                 "memberId": "m",
@@ -643,19 +647,17 @@ def test_replay_of_an_inconsistent_log_is_refused_GroupMetadataManagerTest_testR
     assert GROUP not in c.rebuilt().component("groups").groups
 
 
-def test_a_known_member_rejoining_with_epoch_0_is_fenced_as_in_4_1():
-    """throwIfStreamsGroupMemberEpochIsInvalid runs for joining members too (getOrMaybeCreateDynamicStreamsGroupMember)."""
+def test_a_known_member_rejoining_with_epoch_0_keeps_its_place_as_in_4_4():
+    """Kafka 4.4.0's throwIfStreamsGroupMemberEpochIsInvalid lets epoch 0 pass (4.1 fenced a known
+    member rejoining with it): the member is answered its epoch and its tasks."""
     c = client()
     c.join("m1", TOPO)
     c.join("m2", TOPO)
     c.heartbeat("m1", 1, active=[], standby=[], warmup=[])
     assert c.member("m1").member_epoch == 2
     r = c.join("m1", TOPO)
-    assert r["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
-    assert r["errorMessage"] == (
-        "The streams group member has a smaller member epoch (0) than the one known by the "
-        "group coordinator (2). The member must abandon all its partitions and rejoin."
-    )
+    assert r["errorCode"] == 0 and r["memberEpoch"] == 2
+    assert r["activeTasks"] is not None and c.group().group_epoch == 2
 
 
 def test_TargetAssignmentBuilderTest_testAssignmentHasNotChanged_via_a_metadata_update():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ...errors import ApiError, Errors
-from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
+from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, ModernGroupMember
 from ._java import hashmap_order
 from .member import ConsumerGroupMember
 
@@ -112,7 +112,7 @@ def throw_if_member_epoch_is_invalid(
 
 
 def throw_if_instance_id_is_unreleased(
-    member: ConsumerGroupMember, group_id: str, received_member_id: str, received_instance_id: str
+    member: ModernGroupMember, group_id: str, received_member_id: str, received_instance_id: str
 ) -> None:
     """A new member may take an instance id only once its holder left with epoch -2."""
     if member.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
@@ -124,7 +124,7 @@ def throw_if_instance_id_is_unreleased(
 
 
 def throw_if_instance_id_is_fenced(
-    member: ConsumerGroupMember, group_id: str, received_member_id: str, received_instance_id: str
+    member: ModernGroupMember, group_id: str, received_member_id: str, received_instance_id: str
 ) -> None:
     if member.member_id != received_member_id:
         raise ApiError(
@@ -134,7 +134,7 @@ def throw_if_instance_id_is_fenced(
         )
 
 
-def throw_if_static_member_is_unknown(static_member: ConsumerGroupMember | None, received_instance_id: str) -> None:
+def throw_if_static_member_is_unknown(static_member: ModernGroupMember | None, received_instance_id: str) -> None:
     if static_member is None:
         raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Instance id {received_instance_id} is unknown.")
 

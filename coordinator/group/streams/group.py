@@ -9,9 +9,11 @@ Persistent part, one field per record type (StreamsGroup* records of __consumer_
     target assignment per member     StreamsGroupTargetAssignmentMember
     target assignment epoch          StreamsGroupTargetAssignmentMetadata
 Derived on every change: which process owns each task (active / standby / warm-up), the state.
+Derived too: the static members (instance id -> member id).
 Soft state (in the snapshot, not in the log; reset when the partition is rebuilt from its log, as
 Kafka keeps it in memory): the configured topology, the metadata refresh deadline, the member that
-asked for an application shutdown, the endpoint information epoch.
+asked for an application shutdown, the endpoint information epoch, the task offsets each member
+reported (Kafka 4.4.0's MemberTaskOffsets: `taskOffsets` and `taskEndOffsets`).
 """
 
 from __future__ import annotations
@@ -106,12 +108,15 @@ class StreamsGroup(ModernGroup):
         self.active_owner: dict[tuple, str] = {}
         self.standby_owners: dict[tuple, set] = {}
         self.warmup_owners: dict[tuple, set] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
         # soft
         self.configured_topology: ConfiguredTopology | None = None
         self.shutdown_request_member_id: str | None = None
         # Kafka's StreamsGroup field (-1 at creation, not a record: a group loaded from its records
         # starts at -1 again), bumped whenever a heartbeat hands a member other tasks.
         self.endpoint_information_epoch = -1
+        # member id -> (taskOffsets, taskEndOffsets), each {subtopology: {partition: offset}}
+        self.task_offsets: dict[str, tuple[dict, dict]] = {}
 
     # ================================================================ record-shaped updates
     def update_member(self, member: StreamsGroupMember) -> None:
@@ -120,11 +125,18 @@ class StreamsGroup(ModernGroup):
             self._remove_task_owner(old)
         self.members[member.member_id] = member
         self._add_task_owner(member)
+        if old is not None and old.instance_id is not None:
+            self.static_members.pop(old.instance_id, None)
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
         if old is not None:
             self._remove_task_owner(old)
+            if old.instance_id is not None:
+                self.static_members.pop(old.instance_id, None)
+        self.task_offsets.pop(member_id, None)
         if not self.members:
             self.shutdown_request_member_id = None
 
@@ -165,6 +177,17 @@ class StreamsGroup(ModernGroup):
 
     def target_assignment_of(self, member_id: str) -> TasksTuple:
         return self.target_assignment.get(member_id, EMPTY)
+
+    def static_member(self, instance_id: str | None) -> StreamsGroupMember | None:
+        member_id = None if instance_id is None else self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def has_static_member(self, instance_id: str | None) -> bool:
+        return instance_id is not None and instance_id in self.static_members
+
+    def member_task_offsets(self, member_id: str) -> tuple[dict, dict]:
+        """MemberTaskOffsets of the member (EMPTY: none reported)."""
+        return self.task_offsets.get(member_id, ({}, {}))
 
     def get_member(self, member_id: str) -> StreamsGroupMember:
         member = self.members.get(member_id)
@@ -266,6 +289,9 @@ class StreamsGroup(ModernGroup):
             "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
             "shutdownRequestMemberId": self.shutdown_request_member_id,
             "endpointInformationEpoch": self.endpoint_information_epoch,
+            "taskOffsets": {
+                m: [_offsets_to_json(o), _offsets_to_json(e)] for m, (o, e) in sorted(self.task_offsets.items())
+            },
         }
 
     @classmethod
@@ -282,6 +308,9 @@ class StreamsGroup(ModernGroup):
         g.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
         g.shutdown_request_member_id = data.get("shutdownRequestMemberId")
         g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", -1))
+        g.task_offsets = {
+            m: (_offsets_from_json(o), _offsets_from_json(e)) for m, (o, e) in data.get("taskOffsets", {}).items()
+        }
         return g
 
 
@@ -291,3 +320,11 @@ def _validate_member_epoch(received: int, expected: int) -> None:
             Errors.STALE_MEMBER_EPOCH,
             f"The received member epoch {received} does not match the expected member epoch {expected}.",
         )
+
+
+def _offsets_to_json(offsets: dict) -> dict:
+    return {s: {str(p): o for p, o in sorted(parts.items())} for s, parts in sorted(offsets.items())}
+
+
+def _offsets_from_json(data: dict) -> dict:
+    return {s: {int(p): int(o) for p, o in parts.items()} for s, parts in data.items()}

@@ -29,6 +29,11 @@ from ...messages import Request
 from ...records import record_key
 from ...result import CoordinatorResult
 from ...timers import Timer
+from ..consumer.heartbeat import (
+    throw_if_instance_id_is_fenced,
+    throw_if_instance_id_is_unreleased,
+    throw_if_static_member_is_unknown,
+)
 from ..group import STREAMS
 from ..modern.manager import ModernGroupManager
 from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
@@ -62,6 +67,7 @@ from .member import MemberState, StreamsGroupMember
 from .reconciliation import reconcile
 from .tasks import EMPTY, TasksTuple, tasks_to_wire
 from .topology import (
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     StreamsInvalidTopologyError,
@@ -71,15 +77,13 @@ from .topology import (
 )
 
 T_SESSION = "streams-session"
+TOPOLOGY_DESCRIPTION_NOT_STORED = 1  # StreamsGroupDescribeResponse.TopologyDescriptionStatus
 T_REBALANCE = "streams-rebalance"
 INT32_MAX = 2**31 - 1
 METADATA_REFRESH_INTERVAL_MS = INT32_MAX
 # Kafka's Topic.isInternal / Topic.isValid
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-# StreamsGroupHeartbeatResponse v0's acceptableRecoveryLagLegacy: Kafka 4.4.0 never sets it (0); its
-# int64 acceptableRecoveryLag is v1's. taskOffsetIntervalMs is group.streams.task.offset.interval.ms.
-ACCEPTABLE_RECOVERY_LAG = 0
 
 
 def _invalid(message: str) -> ApiError:
@@ -92,22 +96,17 @@ def _is_blank(value) -> bool:
 
 def throw_if_request_is_invalid(body: dict) -> None:
     """GroupCoordinatorService: throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures, then
-    throwIfStreamsGroupHeartbeatRequestIsInvalid (Kafka 4.1's checks and messages)."""
+    throwIfStreamsGroupHeartbeatRequestIsInvalid (Kafka 4.4.0's checks and messages: static members,
+    task offsets and warm-up tasks are accepted since 4.4.0)."""
     topology = body["topology"]
-    if body["instanceId"] is not None:
-        raise _invalid("Static membership is not yet supported.")
-    if body["taskOffsets"] is not None:
-        raise _invalid("TaskOffsets are not supported yet.")
-    if body["taskEndOffsets"] is not None:
-        raise _invalid("TaskEndOffsets are not supported yet.")
-    if body["warmupTasks"]:
-        raise _invalid("WarmupTasks are not supported yet.")
     if topology is not None and any(s["sourceTopicRegex"] for s in topology["subtopologies"]):
         raise _invalid("Regular expressions for source topics are not supported yet.")
     if _is_blank(body["memberId"]):
         raise _invalid("MemberId can't be empty.")
     if _is_blank(body["groupId"]):
         raise _invalid("GroupId can't be empty.")
+    if _is_blank(body["instanceId"]):
+        raise _invalid("InstanceId can't be empty.")
     if _is_blank(body["rackId"]):
         raise _invalid("RackId can't be empty.")
     epoch = body["memberEpoch"]
@@ -131,6 +130,9 @@ def throw_if_request_is_invalid(body: dict) -> None:
                         f"Changelog topic {t['name']} must have an undefined partition count, but it "
                         f"is set to {t['partitions']}.",
                     )
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if body["instanceId"] is None:
+            raise _invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
     if any(body[n] is not None for n in ("activeTasks", "standbyTasks", "warmupTasks")):
@@ -186,6 +188,12 @@ class StreamsGroupManager(ModernGroupManager):
     def num_standby_replicas(self, group_id: str) -> int:
         return self.c.configs.streams_num_standby_replicas(group_id)
 
+    def assignor_name(self, group_id: str) -> str:
+        """streamsGroupAssignor: the group's `streams.assignor.name` if the coordinator has that
+        assignor, else the first of `group.streams.assignors`."""
+        name = self.c.configs.streams_assignor_name(group_id)
+        return name if name in ASSIGNORS else self.config["group.streams.assignors"][0]
+
     def topology_metadata_hash(self, topology: dict) -> int:
         """StreamsGroup.computeMetadataHash over the topology's required topics that exist."""
         return self.compute_metadata_hash(required_topics(topology))
@@ -220,17 +228,18 @@ class StreamsGroupManager(ModernGroupManager):
         status: list[dict] = []
         state_before = self._state(group_id)
 
-        group, member, owned = self._group_and_member(body)
+        group, member, owned, replaced = self._group_and_member(body, records, events)
         is_new_group = group_id not in self.c.groups
         is_new_member = member_id not in group.members
 
-        # 1. Create or update the member.
+        # 1. Create or update the member. A static member's new metadata bumps the group epoch
+        # only if it matters to the assignment (hasEpochRelevantMemberConfigChanged).
         topology = body["topology"]
         updated = _updated_member(member, request)
         bump = False
         if updated != member:
             records.append((record_key(R_MEMBER, group_id, member_id), member_value(updated)))
-            bump = True
+            bump = body["instanceId"] is None or _epoch_relevant_changed(member, updated)
 
         # 2. Initialise or check the group's topology.
         group_topology = self._maybe_update_topology(group, member_id, topology, records, events)
@@ -260,6 +269,12 @@ class StreamsGroupManager(ModernGroupManager):
         if configured.is_ready():
             for tasks in (body["activeTasks"], body["standbyTasks"], body["warmupTasks"]):
                 _throw_if_invalid_tasks(configured, tasks)
+        task_offsets = None
+        if body["taskOffsets"] is not None or body["taskEndOffsets"] is not None:
+            task_offsets = _updated_task_offsets(group.member_task_offsets(member_id), body)
+        group_task_offsets = dict(group.task_offsets)
+        if task_offsets is not None:
+            group_task_offsets[member_id] = task_offsets
 
         group_epoch = group.group_epoch
         if bump:
@@ -279,13 +294,16 @@ class StreamsGroupManager(ModernGroupManager):
                 )
             )
 
-        # 4. A new target assignment if the group epoch is ahead of the assignment epoch.
+        # 4. A new target assignment if the group epoch is ahead of the assignment epoch (a static
+        # member replacing another takes its place and its target: UpdatedMembersAndTargetAssignmentView).
         if group_epoch > group.target_assignment_epoch:
-            target = self._update_target_assignment(group, group_epoch, updated, configured, records, events)
+            target = self._update_target_assignment(
+                group, group_epoch, updated, replaced, configured, group_task_offsets, records, events
+            )
             target_epoch = group_epoch
         else:
             target_epoch = group.target_assignment_epoch
-            target = group.target_assignment_of(member_id)
+            target = group.target_assignment_of(member_id if replaced is None else replaced.member_id)
 
         # 5. Reconcile the member with its target (revoke before assign).
         reconciled = updated
@@ -308,10 +326,14 @@ class StreamsGroupManager(ModernGroupManager):
         for key, value in records:
             result.record(key, value)
         members_before = dict(group.members)  # Kafka builds the endpoint map before its records apply
+        if replaced is not None:
+            del members_before[replaced.member_id]
         if is_new_group:
             # The records' replay fills this group: it holds the soft state set below.
             self.c.groups[group_id] = group
         group.configured_topology = configured
+        if task_offsets is not None:
+            group.task_offsets[member_id] = task_offsets
         if bump:
             group.set_metadata_refresh_deadline(now + METADATA_REFRESH_INTERVAL_MS, group_epoch)
         if reconciled != updated:
@@ -338,7 +360,9 @@ class StreamsGroupManager(ModernGroupManager):
         self.state_changed_event(result, group_id, state_before, state_after, group_epoch, target_epoch)
 
         # 7. The response.
-        result.response = self._heartbeat_response(body, group, member, reconciled, members_before, configured, status)
+        result.response = self._heartbeat_response(
+            request, group, member, reconciled, members_before, configured, status
+        )
         if is_new_group:
             _forget_soft_state(group)
         return result
@@ -394,7 +418,7 @@ class StreamsGroupManager(ModernGroupManager):
 
     def _heartbeat_response(
         self,
-        body: dict,
+        request: Request,
         group: StreamsGroup,
         member: StreamsGroupMember,
         reconciled: StreamsGroupMember,
@@ -404,13 +428,15 @@ class StreamsGroupManager(ModernGroupManager):
     ) -> dict:
         """The StreamsGroupHeartbeat answer: the member's tasks when they changed (a new endpoint
         information epoch then), the endpoints when the member's epoch of them is behind, and the
-        statuses (topology, internal topics, a shutdown request)."""
+        statuses (topology, internal topics, a shutdown request, v1: missing client tags)."""
+        body = request.body
         member_epoch = body["memberEpoch"]
         response = heartbeat_response(
+            request.api_version,
             member_id=member.member_id,
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
-            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+            acceptable_recovery_lag=self.c.configs.streams_acceptable_recovery_lag(group.group_id),
             task_offset_interval_ms=self.c.configs.streams_task_offset_interval_ms(group.group_id),
         )
         if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
@@ -432,16 +458,32 @@ class StreamsGroupManager(ModernGroupManager):
                     "fatal error and requested a shutdown for the entire application.",
                 }
             )
+        tags = self.c.configs.streams_rack_aware_assignment_tags(group.group_id)
+        if request.api_version >= 1 and tags:
+            member_tags = {k for k, _ in reconciled.client_tags}
+            missing = [t for t in tags if t not in member_tags]
+            if missing:
+                status.append(
+                    {
+                        "statusCode": MISSING_CLIENT_TAGS,
+                        "statusDetail": "Missing required client tags for rack-aware standby assignment: "
+                        f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your Streams config.",
+                    }
+                )
         # Kafka 4.2+ sets the list on every answer, [] when there is nothing to say (4.1.1 left it
         # null then; 4.4.0's StreamsGroupHeartbeatResponse.Status has no null default any more).
         response["status"] = status
         return response
 
-    def _group_and_member(self, body: dict) -> tuple[StreamsGroup, StreamsGroupMember, TasksTuple | None]:
+    def _group_and_member(
+        self, body: dict, records: list, events: list
+    ) -> tuple[StreamsGroup, StreamsGroupMember, TasksTuple | None, StreamsGroupMember | None]:
         """The group (a new one, not yet in the groups map, for a joining member), the member (a
-        default one for a joining member) and the tasks it says it owns (None: unchanged), after
-        Kafka's checks of the group's size and the member's epoch."""
+        default one for a joining member), the tasks it says it owns (None: unchanged) and the
+        static member it replaces (None: none), after Kafka's checks of the group's size, the
+        instance id and the member's epoch (getOrMaybeCreate{Dynamic,Static}StreamsGroupMember)."""
         group_id, member_id, member_epoch = body["groupId"], body["memberId"], body["memberEpoch"]
+        instance_id = body["instanceId"]
         joining = member_epoch == 0
         group = self.c.groups.get(group_id)
         if group is not None and not isinstance(group, StreamsGroup):
@@ -450,24 +492,55 @@ class StreamsGroupManager(ModernGroupManager):
             if not joining:
                 raise ApiError(Errors.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
             group = StreamsGroup(group_id)
-        if joining and len(group.members) >= self.config["group.streams.max.size"]:
-            raise ApiError(
-                Errors.GROUP_MAX_SIZE_REACHED,
-                "The streams group has reached its maximum capacity of "
-                f"{self.config['group.streams.max.size']} members.",
-            )
+        if joining:
+            _throw_if_group_is_full(group, instance_id, member_id, self.config["group.streams.max.size"])
         owned = None
         if body["activeTasks"] is not None:
             owned = TasksTuple.of(
                 _tasks(body["activeTasks"]), _tasks(body["standbyTasks"]), _tasks(body["warmupTasks"])
             )
-        member = group.members.get(member_id)
-        if member is None:
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
+                member = StreamsGroupMember.default(member_id)
             if not joining:
-                raise ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
-            member = StreamsGroupMember.default(member_id)
-        _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
-        return group, member, owned
+                _throw_if_member_epoch_is_invalid(member, member_epoch, owned)
+            return group, member, owned, None
+        if not joining:
+            known = _static_member_or_throw(group, member_id, instance_id)
+            _throw_if_member_epoch_is_invalid(known, member_epoch, owned)
+            return group, known, owned, None
+        existing = group.static_member(instance_id)
+        if existing is None:
+            return group, group.members.get(member_id) or StreamsGroupMember.default(member_id), owned, None
+        # Only a member that left with epoch -2 releases its instance id; one that rejoins with
+        # its own member id is replaced by itself, as in Kafka (tombstones, then itself at epoch 0).
+        throw_if_instance_id_is_unreleased(existing, group_id, member_id, instance_id)
+        new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        self._replace_member(records, group, existing, new)
+        events.append(
+            (
+                "StaticMemberReplaced",
+                {"groupInstanceId": instance_id, "oldMemberId": existing.member_id, "newMemberId": member_id},
+            )
+        )
+        return group, new, owned, (existing if existing.member_id != member_id else None)
+
+    @staticmethod
+    def _replace_member(records: list, group: StreamsGroup, old: StreamsGroupMember, new: StreamsGroupMember) -> None:
+        """replaceStreamsMember: the old member's tombstones (its timers stay and will find
+        nothing), then the new member with the old one's target assignment."""
+        gid = group.group_id
+        records.append((record_key(R_CURRENT, gid, old.member_id), None))
+        records.append((record_key(R_TARGET, gid, old.member_id), None))
+        records.append((record_key(R_MEMBER, gid, old.member_id), None))
+        records.append((record_key(R_MEMBER, gid, new.member_id), member_value(new)))
+        records.append(
+            (record_key(R_TARGET, gid, new.member_id), target_value(group.target_assignment_of(old.member_id)))
+        )
+        records.append((record_key(R_CURRENT, gid, new.member_id), current_value(new)))
 
     def _maybe_update_topology(
         self, group: StreamsGroup, member_id: str, topology: dict | None, records: list, events: list
@@ -504,26 +577,38 @@ class StreamsGroupManager(ModernGroupManager):
         group: StreamsGroup,
         group_epoch: int,
         updated: StreamsGroupMember,
+        replaced: StreamsGroupMember | None,
         configured,
+        task_offsets: dict,
         records: list,
         events: list,
     ) -> TasksTuple:
-        """updateStreamsTargetAssignment (TargetAssignmentBuilder): the assignor sees each member's
-        process and its current target; a topology that is not ready gives everyone nothing."""
+        """maybeUpdateStreamsTargetAssignment (TargetAssignmentBuilder): the assignor sees each
+        member's process, its current (not target) active and standby tasks and the task offsets it
+        reported (Kafka 4.4.0); a topology that is not ready gives everyone nothing. A static
+        member replacing another takes its place and its target."""
         members = dict(group.members)
+        targets = dict(group.target_assignment)
+        if replaced is not None:
+            del members[replaced.member_id]
+            targets[updated.member_id] = targets.pop(replaced.member_id, EMPTY)
         members[updated.member_id] = updated
         specs = {
             m: MemberSpec(
-                members[m].process_id, group.target_assignment_of(m).active, group.target_assignment_of(m).standby
+                members[m].process_id,
+                members[m].assigned_tasks.active,
+                members[m].assigned_tasks.standby,
+                task_offsets.get(m, ({}, {}))[0],
             )
             for m in members
         }
+        assignor = self.assignor_name(group.group_id)
         if configured.is_ready():
             subs = {
                 sid: SubtopologySpec(s.number_of_tasks, s.is_stateful()) for sid, s in configured.subtopologies.items()
             }
             try:
-                new = ASSIGNORS["sticky"]().assign(specs, subs, self.num_standby_replicas(group.group_id))
+                new = ASSIGNORS[assignor]().assign(specs, subs, self.num_standby_replicas(group.group_id))
             except TaskAssignorError as e:
                 raise ApiError(
                     Errors.UNKNOWN_SERVER_ERROR,
@@ -534,7 +619,7 @@ class StreamsGroupManager(ModernGroupManager):
         gid = group.group_id
         changed = []
         for m in sorted(specs):
-            old = group.target_assignment.get(m)
+            old = targets.get(m)
             if old is None or old != new[m]:
                 records.append((record_key(R_TARGET, gid, m), target_value(new[m])))
                 changed.append(m)
@@ -545,7 +630,7 @@ class StreamsGroupManager(ModernGroupManager):
                 "TargetAssignmentComputed",
                 {
                     "assignmentEpoch": group_epoch,
-                    "assignor": "sticky",
+                    "assignor": assignor,
                     "members": len(new),
                     "changedMembers": changed if len(changed) <= 1000 else len(changed),
                     "targetAssignment": {m: t.to_wire() for m, t in sorted(new.items())} if total <= 10_000 else total,
@@ -601,8 +686,12 @@ class StreamsGroupManager(ModernGroupManager):
             # Kafka records the shutdown request (a plain field, not timeline state) before it
             # looks the member up: an unknown member's request stands although its leave fails.
             group.shutdown_request_member_id = member_id
+        instance_id = body["instanceId"]
         try:
-            member = group.get_member(member_id)
+            if instance_id is None:
+                member = group.get_member(member_id)
+            else:
+                member = _static_member_or_throw(group, member_id, instance_id)
         except ApiError as e:
             if not shutdown_requested:
                 raise
@@ -610,17 +699,56 @@ class StreamsGroupManager(ModernGroupManager):
             result = CoordinatorResult(response=spec.error_response(request.api_version, body, e.error, e.message))
             self.event(result, group.group_id, "StreamsShutdownRequested", memberId=member_id)
             return result
-        result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+        if body["memberEpoch"] == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            result = self._static_member_leave(group, member)
+        else:
+            result = self.fence_member(group, member, "MemberLeft", "the member left the group (member epoch -1)")
+            result.response = heartbeat_response(
+                request.api_version, member_id=member_id, member_epoch=body["memberEpoch"]
+            )
         if shutdown_requested:
             self.event(result, group.group_id, "StreamsShutdownRequested", memberId=member_id)
-        result.response = heartbeat_response(member_id=member_id, member_epoch=body["memberEpoch"])
+        return result
+
+    def _static_member_leave(self, group: StreamsGroup, member: StreamsGroupMember) -> CoordinatorResult:
+        """streamsGroupStaticMemberGroupLeave: the member stays with epoch -2 and keeps its tasks
+        (none pending revocation) until it rejoins under a new member id or its session expires;
+        the group epoch does not move."""
+        gid = group.group_id
+        leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, tasks_pending_revocation=EMPTY)
+        before = self._state(gid)
+        result = CoordinatorResult(
+            heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        )
+        result.record(record_key(R_CURRENT, gid, member.member_id), current_value(leaving))
+        self.event(
+            result,
+            gid,
+            "MemberLeft",
+            memberId=member.member_id,
+            groupInstanceId=member.instance_id,
+            processId=member.process_id,
+            temporary=True,
+            reason="static member left temporarily (member epoch -2); it keeps its tasks until its session expires",
+            memberEpoch=member.member_epoch,
+        )
+        members = {**group.members, member.member_id: leaving}
+        after = derive_state(
+            members.values(),
+            group.topology,
+            group.configured_topology,
+            group.group_epoch,
+            group.target_assignment_epoch,
+        )
+        self.state_changed_event(result, gid, before, after, group.group_epoch, group.target_assignment_epoch)
         return result
 
     def fence_member(
         self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str
     ) -> CoordinatorResult:
         """streamsGroupFenceMember: the member's tombstones and a group epoch bump (metadata hash 0,
-        as Kafka writes it: the next heartbeat recomputes it)."""
+        as Kafka 4.1 writes it: the next heartbeat recomputes it); the last member's leaves the
+        group's (empty) target assignment at that epoch, as Kafka 4.4.0 does."""
         gid, mid = group.group_id, member.member_id
         group_epoch = group.group_epoch + 1
         before = self._state(gid)
@@ -629,6 +757,10 @@ class StreamsGroupManager(ModernGroupManager):
         result.record(record_key(R_TARGET, gid, mid), None)
         result.record(record_key(R_MEMBER, gid, mid), None)
         result.record(record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))
+        target_epoch = group.target_assignment_epoch
+        if len(group.members) == 1:
+            target_epoch = group_epoch
+            result.record(record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch))
         self._cancel_timers(result, gid, mid)
         self.event(
             result,
@@ -649,10 +781,8 @@ class StreamsGroupManager(ModernGroupManager):
         )
         # The state once the tombstones are replayed: the other members, the new group epoch.
         remaining = [m for m_id, m in group.members.items() if m_id != mid]
-        after = derive_state(
-            remaining, group.topology, group.configured_topology, group_epoch, group.target_assignment_epoch
-        )
-        self.state_changed_event(result, group.group_id, before, after, group_epoch, group.target_assignment_epoch)
+        after = derive_state(remaining, group.topology, group.configured_topology, group_epoch, target_epoch)
+        self.state_changed_event(result, group.group_id, before, after, group_epoch, target_epoch)
         return result
 
     # ================================================================ timers
@@ -699,21 +829,42 @@ class StreamsGroupManager(ModernGroupManager):
 
     # ================================================================ StreamsGroupDescribe
     def streams_group_describe(self, request: Request) -> dict:
+        """v1 (KIP-1331): asked for topology descriptions, a broker without a topology-description
+        plugin (this service has none) answers NOT_STORED (1) for every described group and no
+        description (StreamsGroupTopologyDescriptionManager.attachTopologyDescriptions)."""
         if not self.enabled():
             raise ApiError(Errors.UNSUPPORTED_VERSION)
-        return self.describe_groups(request.body, request.api_version)
+        response = self.describe_groups(request.body, request.api_version)
+        if request.body.get("includeTopologyDescription"):
+            for g in response["groups"]:
+                if g["errorCode"] == 0:
+                    g["topologyDescriptionStatus"] = TOPOLOGY_DESCRIPTION_NOT_STORED
+        return response
+
+    def streams_group_topology_description_update(self, request: Request) -> dict:
+        """StreamsGroupTopologyDescriptionUpdate (93): KafkaApis answers UNSUPPORTED_VERSION without
+        streams groups; with them, GroupCoordinatorService's first check refuses every request
+        when no topology-description plugin is configured (the service has none)."""
+        if not self.enabled():
+            raise ApiError(Errors.UNSUPPORTED_VERSION)
+        raise ApiError(
+            Errors.UNSUPPORTED_VERSION, "The broker has no streams group topology description plugin configured."
+        )
 
     @staticmethod
     def member_order(member_id: str) -> str:
         return member_id  # Python's string order
 
     def described_group(self, version: int, group_id: str, error: Error | None = None, **fields: Any) -> dict:
-        return described_group(group_id, error, **fields)
+        return described_group(version, group_id, error, **fields)
 
     def described_own(self, group: StreamsGroup) -> dict:
-        """StreamsGroup.asDescribedGroup's topology."""
+        """StreamsGroup.asDescribedGroup's topology and (v1) the assignor of the next assignment."""
         configured = group.configured_topology
-        return {"topology": None if configured is None else configured.as_describe_topology()}
+        return {
+            "assignorName": self.assignor_name(group.group_id),
+            "topology": None if configured is None else configured.as_describe_topology(),
+        }
 
     def described_member(self, version: int, group: StreamsGroup, m: StreamsGroupMember) -> dict:
         """StreamsGroupMember.asStreamsGroupDescribeMember."""
@@ -728,8 +879,8 @@ class StreamsGroupManager(ModernGroupManager):
             "processId": m.process_id,
             "userEndpoint": m.user_endpoint_value(),
             "clientTags": m.client_tags_value(),
-            "taskOffsets": [],
-            "taskEndOffsets": [],
+            "taskOffsets": _described_offsets(group.member_task_offsets(m.member_id)[0]),
+            "taskEndOffsets": _described_offsets(group.member_task_offsets(m.member_id)[1]),
             "assignment": m.assigned_tasks.to_wire(),
             "targetAssignment": (group.target_assignment.get(m.member_id) or EMPTY).to_wire(),
             "isClassic": False,
@@ -799,6 +950,7 @@ def _updated_member(member: StreamsGroupMember, request: Request) -> StreamsGrou
     body = request.body
     endpoint, tags, topology = body["userEndpoint"], body["clientTags"], body["topology"]
     return member.replace(
+        instance_id=body["instanceId"] if body["instanceId"] is not None else member.instance_id,
         rack_id=body["rackId"] if body["rackId"] is not None else member.rack_id,
         rebalance_timeout_ms=(
             body["rebalanceTimeoutMs"] if body["rebalanceTimeoutMs"] != -1 else member.rebalance_timeout_ms
@@ -810,6 +962,15 @@ def _updated_member(member: StreamsGroupMember, request: Request) -> StreamsGrou
         client_tags=tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None else member.client_tags,
         user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint,
     )
+
+
+def _described_offsets(offsets: dict) -> list[dict]:
+    """StreamsGroupMember.taskOffsetsFromMap: by subtopology, then partition."""
+    return [
+        {"subtopologyId": s, "partition": p, "offset": offsets[s][p]}
+        for s in sorted(offsets)
+        for p in sorted(offsets[s])
+    ]
 
 
 def _stored(value: dict) -> dict:
@@ -828,8 +989,63 @@ def _contained(owned: dict, assigned: dict) -> bool:
     return all(set(p) <= set(assigned.get(s, ())) for s, p in owned.items())
 
 
+def _static_member_or_throw(group: StreamsGroup, member_id: str, instance_id: str) -> StreamsGroupMember:
+    """The static member of `instance_id`: UNKNOWN_MEMBER_ID if none, FENCED_INSTANCE_ID if another
+    member id holds the instance id (throwIfStaticMemberIsUnknown, throwIfInstanceIdIsFenced)."""
+    member = group.static_member(instance_id)
+    throw_if_static_member_is_unknown(member, instance_id)
+    assert member is not None
+    throw_if_instance_id_is_fenced(member, group.group_id, member_id, instance_id)
+    return member
+
+
+def _throw_if_group_is_full(group: StreamsGroup, instance_id: str | None, member_id: str, max_size: int) -> None:
+    """throwIfStreamsGroupIsFull: a known static member or member may always rejoin."""
+    if group.has_static_member(instance_id):
+        return
+    if len(group.members) >= max_size and (member_id == "" or member_id not in group.members):
+        raise ApiError(
+            Errors.GROUP_MAX_SIZE_REACHED,
+            f"The streams group has reached its maximum capacity of {max_size} members.",
+        )
+
+
+def _epoch_relevant_changed(old: StreamsGroupMember, new: StreamsGroupMember) -> bool:
+    """hasEpochRelevantMemberConfigChanged: what a static member changes that the assignment reads."""
+    return (old.topology_epoch, old.rack_id, old.client_tags, old.process_id) != (
+        new.topology_epoch,
+        new.rack_id,
+        new.client_tags,
+        new.process_id,
+    )
+
+
+def _updated_task_offsets(current: tuple[dict, dict], body: dict) -> tuple[dict, dict]:
+    """MemberTaskOffsets.update: a list the heartbeat sends replaces the one reported before."""
+
+    def nested(entries: list[dict]) -> dict:
+        out: dict[str, dict] = {}
+        for e in entries:
+            by_partition = out.setdefault(e["subtopologyId"], {})
+            if e["partition"] in by_partition:
+                raise _invalid(
+                    f"Task offsets contain a duplicate entry for subtopology {e['subtopologyId']} and "
+                    f"partition {e['partition']}."
+                )
+            by_partition[e["partition"]] = e["offset"]
+        return out
+
+    offsets, end_offsets = current
+    return (
+        offsets if body["taskOffsets"] is None else nested(body["taskOffsets"]),
+        end_offsets if body["taskEndOffsets"] is None else nested(body["taskEndOffsets"]),
+    )
+
+
 def _throw_if_member_epoch_is_invalid(member: StreamsGroupMember, received: int, owned: TasksTuple | None) -> None:
-    """throwIfStreamsGroupMemberEpochIsInvalid."""
+    """throwIfStreamsGroupMemberEpochIsInvalid (a joining member, epoch 0, passes)."""
+    if received == 0:
+        return
     if received > member.member_epoch:
         raise ApiError(
             Errors.FENCED_MEMBER_EPOCH,
@@ -880,3 +1096,4 @@ def _forget_soft_state(group: StreamsGroup) -> None:
     group.metadata_refresh_deadline = [0, 0]
     group.shutdown_request_member_id = None
     group.endpoint_information_epoch = -1
+    group.task_offsets = {}

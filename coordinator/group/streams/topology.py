@@ -26,6 +26,7 @@ from ..group import IllegalStateError
 # StreamsGroupHeartbeatResponse.Status
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
 MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION = 3, 4
+ASSIGNMENT_DELAYED, MISSING_CLIENT_TAGS = 5, 6  # MISSING_CLIENT_TAGS: StreamsGroupHeartbeat v1 only
 
 
 class TopicConfigurationError(Exception):
