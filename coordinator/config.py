@@ -118,11 +118,6 @@ DEFAULTS: dict[str, Any] = {
     "group.streams.max.assignment.interval.ms": 15000,
     "group.streams.assignor.offload.enable": True,
     "group.streams.min.task.offset.interval.ms": 15000,
-    "group.streams.num.warmup.replicas": 2,
-    "group.streams.max.warmup.replicas": 20,
-    "group.streams.acceptable.recovery.lag": 10000,
-    "group.streams.rack.aware.assignment.tags": [],
-    "group.streams.assignors": ["sticky"],
     # Transactions (TransactionStateManagerConfigs).
     "transaction.max.timeout.ms": 900000,
     "transactional.id.expiration.ms": 604800000,
@@ -236,14 +231,6 @@ def _check_kafka_44_settings(v: dict) -> None:
     _require(
         v[offset] >= v["group.streams.min.task.offset.interval.ms"],
         f"{offset} must be greater than or equal to group.streams.min.task.offset.interval.ms",
-    )
-    _require(
-        v["group.streams.num.warmup.replicas"] <= v["group.streams.max.warmup.replicas"],
-        "group.streams.num.warmup.replicas must be less than or equal to group.streams.max.warmup.replicas",
-    )
-    tags = v["group.streams.rack.aware.assignment.tags"]
-    _require(
-        len(set(tags)) == len(tags), "group.streams.rack.aware.assignment.tags must not contain duplicate tag keys."
     )
 
 
