@@ -21,13 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import DEFAULTS
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..records import record_key
 from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
-SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
+# DescribeConfigsResponse.ConfigSource STATIC_BROKER_CONFIG / DEFAULT_CONFIG / GROUP_CONFIG
+SOURCE_STATIC_BROKER, SOURCE_DEFAULT, SOURCE_GROUP = 4, 5, 8
 CONFIG_TYPES = {"STRING": 2, "INT": 3}  # DescribeConfigsResponse.ConfigType
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
@@ -460,26 +462,39 @@ class GroupConfigs:
     ) -> list[dict]:
         """ConfigHelper.createGroupConfigEntry for every config (or the requested ones)."""
         overrides = self.overrides(group_id)
-        values = parse(overrides, self.config)
         out = []
         for key in CONFIG_KEYS:
             if keys and key.name not in keys:
                 continue
-            value = str(values[key.name])  # ConfigDef.convertToString
-            source = SOURCE_GROUP if key.name in overrides else SOURCE_DEFAULT
+            value = str(self.effective(group_id, key.name))  # ConfigDef.convertToString
+            every = self._synonyms(key, overrides, value)
             entry = {
                 "name": key.name,
                 "value": value,
                 "readOnly": False,
-                "configSource": source,
+                "configSource": every[0]["source"],
                 "isSensitive": False,
-                "synonyms": [{"name": key.name, "value": value, "source": source}] if synonyms else [],
+                "synonyms": every if synonyms else [],
             }
             if version >= 3:
                 entry["configType"] = CONFIG_TYPES[key.type]
                 entry["documentation"] = key.doc if documentation else None
             out.append(entry)
         return out
+
+    def _synonyms(self, key: ConfigKey, overrides: dict[str, str], value: str) -> list[dict]:
+        """Kafka 4.4's ConfigHelper.createGroupConfigEntry: the group's own value (GROUP_CONFIG)
+        when set, then the broker setting it falls back to (GroupConfig.brokerSynonym) as
+        STATIC_BROKER_CONFIG when the service's configuration sets it (its server.properties) and
+        as DEFAULT_CONFIG with Kafka's default; a config without a broker setting: GroupConfig's
+        default. The config's source is the first one's."""
+        out = [{"name": key.name, "value": value, "source": SOURCE_GROUP}] if key.name in overrides else []
+        setting = FALLBACK_SETTINGS.get(key.name)
+        if setting is None:
+            return [*out, {"name": key.name, "value": str(key.default), "source": SOURCE_DEFAULT}]
+        if setting in self.config.static_configs:
+            out.append({"name": setting, "value": str(self.config[setting]), "source": SOURCE_STATIC_BROKER})
+        return [*out, {"name": setting, "value": str(DEFAULTS[setting]), "source": SOURCE_DEFAULT}]
 
     # ------------------------------------------------------------------ replay
     def replay(self, _kind: str, ids: list, value: dict | None) -> None:

@@ -323,6 +323,21 @@ def test_leaving_member_bumps_group_epoch(mock_assignor):
     assert not any("m2" in k for k in c.timers())
 
 
+def test_last_member_leaving_moves_the_assignment_epoch(mock_assignor):
+    """Kafka 4.4.0's consumerGroupFenceMembers: when the last members go, the (empty) target
+    assignment is at the new group epoch (ConsumerGroupTargetAssignmentMetadata, timestamp 0)."""
+    c = client(group_consumer_assignors=["mock"])
+    c.inject_group(10, [stable_member("m1", 10, {"foo": frozenset({0, 1, 2})})])
+    mark = len(c.records())
+    assert c.heartbeat("m1", -1)["errorCode"] == 0
+    assert c.records(mark)[-1] == (
+        rk("ConsumerGroupTargetAssignmentMetadata"),
+        {"type": "ConsumerGroupTargetAssignmentMetadata", "assignmentEpoch": 11},
+    )
+    described = c.describe(GROUP)[0]
+    assert (described["groupState"], described["groupEpoch"], described["assignmentEpoch"]) == ("Empty", 11, 11)
+
+
 def test_leaving_static_member_bumps_group_epoch(mock_assignor):
     c = client(group_consumer_assignors=["mock"])
     m1 = stable_member("m1", 10, {"foo": frozenset({0, 1, 2})})
@@ -666,3 +681,44 @@ def test_owned_partitions_of_an_unknown_topic_id_are_not_owned():
     c.join("m1", ["foo"])
     r = c.heartbeat("m1", 1, owned_ids=[{"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [0]}])
     assert r["errorCode"] == 0 and r["memberEpoch"] == 1
+
+
+# ====================================================================== the assignment interval (Kafka 4.3+)
+def test_can_compute_next_target_assignment():
+    """testCanComputeNextTargetAssignmentWithNoPreviousAssignmentTimestamp / ...WithZeroAssignmentIntervalMs
+    / testCanComputeNextTargetAssignment."""
+    from coordinator.group.consumer.group import ConsumerGroup
+
+    def can(timestamp, interval, now):
+        g = ConsumerGroup("g")
+        g.assignment_timestamp = timestamp
+        return g.can_compute_next_target_assignment(interval, now)
+
+    assert can(0, 1000, 0)
+    assert can(1000000, 0, 0) and can(1000000, 0, 999999) and can(1000000, 0, 1000000)
+    assert not can(1000000, 5000, 0) and not can(1000000, 5000, 999999)
+    assert not can(1000000, 5000, 1000000) and not can(1000000, 5000, 1004999)
+    assert can(1000000, 5000, 1005000) and can(1000000, 5000, 1007500)
+
+
+def test_consumer_group_assignment_interval():
+    """testConsumerGroupAssignmentInterval: the first member is assigned at once (no previous
+    assignment); a member joining within the interval bumps the group epoch but gets the last
+    assignment's epoch and nothing; once the interval elapsed its next heartbeat computes it."""
+    c = client(topics={"foo": 6}, group_consumer_assignment_interval_ms=5000)
+    r1 = c.join("m1", ["foo"])
+    assert r1["memberEpoch"] == 2 and c.assignment(r1) == {"foo": [0, 1, 2, 3, 4, 5]}
+    assert c.records()[-2][1]["assignmentTimestamp"] == c.d.now  # when it was computed
+    c.d.advance(4995)
+    mark = len(c.records())
+    r2 = c.join("m2", ["foo"])
+    assert (r2["memberEpoch"], c.assignment(r2)) == (2, {})
+    assert keys(c.records(mark)) == [
+        rk("ConsumerGroupMemberMetadata", "m2"),
+        rk("ConsumerGroupMetadata"),
+        rk("ConsumerGroupCurrentMemberAssignment", "m2"),
+    ]
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (3, 2)
+    c.d.advance(10)
+    r3 = c.heartbeat("m2", 2)
+    assert r3["memberEpoch"] == 3 and c.group().target_assignment_epoch == 3

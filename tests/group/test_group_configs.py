@@ -410,12 +410,20 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
         "readOnly": False,
         "configSource": 8,
         "isSensitive": False,
-        "synonyms": [{"name": HEARTBEAT, "value": "6000", "source": 8}],
+        # Kafka 4.4's ConfigHelper: the group's value, then the broker setting it falls back to
+        "synonyms": [
+            {"name": HEARTBEAT, "value": "6000", "source": 8},
+            {"name": "group.consumer.heartbeat.interval.ms", "value": "5000", "source": 5},
+        ],
         "configType": 3,
         "documentation": "The heartbeat interval given to the members of a consumer group.",
     }
     assert by_name[SESSION]["configSource"] == 5 and by_name[SESSION]["synonyms"] == [
-        {"name": SESSION, "value": "45000", "source": 5}
+        {"name": "group.consumer.session.timeout.ms", "value": "45000", "source": 5}
+    ]
+    # No broker setting behind it: GroupConfig's default.
+    assert by_name["share.isolation.level"]["synonyms"] == [
+        {"name": "share.isolation.level", "value": "read_uncommitted", "source": 5}
     ]
     # Requested keys only (unknown ones are left out); no synonyms / documentation unless asked;
     # v1-2 have no configType / documentation.
@@ -426,8 +434,31 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
 
 
 def test_describe_follows_the_coordinator_settings_for_unset_configs():
+    """Kafka 4.4's ConfigHelper.createGroupConfigEntry: an unset group config shows the broker
+    setting it falls back to, STATIC_BROKER_CONFIG (4) when the broker's file sets it (here: the
+    service's configuration), else DEFAULT_CONFIG (5)."""
     c = Client(**{"group_consumer_session_timeout_ms": 50000})
-    assert c.values()[SESSION] == ("50000", 5)
+    assert c.values()[SESSION] == ("50000", 4)
+    assert c.values()[HEARTBEAT] == ("5000", 5)
+    assert c.describe_configs(SESSION, synonyms=True)["configs"][0]["synonyms"] == [
+        {"name": "group.consumer.session.timeout.ms", "value": "50000", "source": 4},
+        {"name": "group.consumer.session.timeout.ms", "value": "45000", "source": 5},
+    ]
+    # A setting the configuration names is static even at its default value.
+    c = Client(**{"group_consumer_heartbeat_interval_ms": 5000})
+    assert c.values()[HEARTBEAT] == ("5000", 4)
+
+
+def test_the_configured_names_survive_the_configs_json_round_trip():
+    """The job hands its settings to the Spark workers as JSON (to_json): which names its file set
+    must survive it, as the defaults it did not set must stay defaults."""
+    cfg = CoordinatorConfig({"group.consumer.session.timeout.ms": 50000})
+    assert cfg.static_configs == {"group.consumer.session.timeout.ms"}
+    again = CoordinatorConfig(cfg.to_json())
+    assert again.static_configs == cfg.static_configs and again.to_json() == cfg.to_json()
+    assert CoordinatorConfig(CoordinatorConfig().to_json()).static_configs == frozenset()
+    more = cfg.with_overrides(group_share_heartbeat_interval_ms=6000)
+    assert more.static_configs == {"group.consumer.session.timeout.ms", "group.share.heartbeat.interval.ms"}
 
 
 def test_describe_share_and_streams_configs():
@@ -442,7 +473,9 @@ def test_describe_share_and_streams_configs():
         accessors.share_heartbeat_interval_ms(c.group_id),
         accessors.streams_num_standby_replicas(c.group_id),
     ) == ("latest", "read_uncommitted", 50000, 6000, 0)
-    assert c.values()["streams.session.timeout.ms"] == ("45000", 5)  # GroupConfig's default, as Kafka shows
+    # Kafka 4.4: every group config with a broker setting falls back to it (extractGroupConfigMap;
+    # 4.1.1 passed only the consumer.* and share.* ones and showed GroupConfig's 45000 here).
+    assert c.values()["streams.session.timeout.ms"] == ("50000", 4)
     assert (
         c.alter(
             set_op("share.auto.offset.reset", " by_duration:PT1H "),

@@ -220,6 +220,21 @@ def test_share_group_delete_tombstones():
     ]
 
 
+def test_share_group_last_member_leaving_moves_the_assignment_epoch():
+    """Kafka 4.4.0's shareGroupFenceMember: when the last member leaves, the (empty) target
+    assignment is at the new group epoch (a ShareGroupTargetAssignmentMetadata record, timestamp 0),
+    so the empty group describes assignmentEpoch = groupEpoch (4.1.1 kept the last one)."""
+    c = client(topics={"foo": 6})
+    c.inject_share_group(10, [share_member(M1, 10, {"foo": [0, 1, 2, 3, 4, 5]})])
+    start = len(c.d.records)
+    assert c.share_heartbeat(M1, -1, topics=["foo"])["errorCode"] == 0
+    records = c.records(start)
+    assert keys(records)[-2:] == [rk("ShareGroupMetadata"), rk("ShareGroupTargetAssignmentMetadata")]
+    assert records[-1][1]["assignmentEpoch"] == 11 == records[-2][1]["epoch"]
+    described = c.share_describe(GROUP)[0]
+    assert (described["groupState"], described["groupEpoch"], described["assignmentEpoch"]) == ("Empty", 11, 11)
+
+
 def test_share_group_states():
     """testShareGroupStates: Empty without members, Stable with."""
     c = client()
@@ -634,3 +649,21 @@ def test_importing_the_core_registers_the_share_apis():
     code = f"import coordinator; from coordinator.api import lookup; print([n for n in {names!r} if lookup(n) is None])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_share_group_assignment_interval():
+    """testShareGroupAssignmentInterval (Kafka 4.3+): within group.share.assignment.interval.ms of
+    the last target assignment a joining member bumps the group epoch but is not assigned; after
+    it, the next heartbeat computes the new assignment."""
+    c = client(topics={"foo": 2}, group_share_assignment_interval_ms=5000)
+    c.inject_share_group(10, [share_member(M1, 10, {"foo": [0, 1]})])
+    c.share_heartbeat(M1, 10)  # no change: nothing computed
+    r = c.share_heartbeat(M2, 0, topics=["foo"])
+    assert r["memberEpoch"] == 11 and c.group().target_assignment_epoch == 11  # no timestamp yet: at once
+    c.d.advance(4995)
+    r3 = c.share_heartbeat(M3, 0, topics=["foo"])
+    assert r3["memberEpoch"] == 11 and assigned(c, r3) == {}
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (12, 11)
+    c.d.advance(10)
+    r3 = c.share_heartbeat(M3, 11)
+    assert r3["memberEpoch"] == 12 and c.group().target_assignment_epoch == 12

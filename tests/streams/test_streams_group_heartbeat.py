@@ -1,6 +1,6 @@
 """StreamsGroupHeartbeat, StreamsGroupDescribe and the other group APIs on streams groups, through
-the whole core (requests in, responses, records and events out). Each test names the Kafka 4.1 test
-it follows (GroupMetadataManagerTest testStreams*, StreamsGroupTest, GroupCoordinatorServiceTest);
+the whole core (requests in, responses, records and events out). Each test names the Kafka test
+it follows (4.1, or 4.3 where Kafka changed) (GroupMetadataManagerTest testStreams*, StreamsGroupTest, GroupCoordinatorServiceTest);
 tests without a name cover this service's own parts (events, internal topics, replay, snapshots)."""
 
 from __future__ import annotations
@@ -244,14 +244,16 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     assert c.events("StreamsInternalTopicsMissing")[-1]["topics"] == [
         {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}
     ]
-    # The heartbeat that created the group configured a group object Kafka does not keep.
+    # Kafka 4.2+: NotReady (no validated topology epoch), described with the topology of the
+    # group's record (partitions as the member sent them) while it is not configured and ready.
     described = c.described()
-    assert (described["groupState"], described["topology"]) == ("NotReady", None)
+    assert described["groupState"] == "NotReady"
+    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 0
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
     assert status_codes(r) == [MISSING_INTERNAL_TOPICS]
     described = c.described()
     assert described["groupState"] == "NotReady"
-    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 3
+    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 0
     c.set_topics({FOO: 3, CHANGELOG: 3})
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
     assert r["status"] == [] and active_of(r) == {"0": {0, 1, 2}}
@@ -381,8 +383,10 @@ def test_testStreamsStreamsGroupStates():
     c = client()
     r = c.join("m1", TOPO)
     # The heartbeat that created the group configured its topology on a group object Kafka
-    # discards (getOrCreateStreamsGroup): NotReady until the member's next heartbeat.
-    assert c.group().state == "NotReady" and c.group().configured_topology is None
+    # discards (getOrCreateStreamsGroup); since Kafka 4.2 the state follows the validated topology
+    # epoch of the group's record: Stable at once, although not configured until the next heartbeat.
+    assert c.group().state == "Stable" and c.group().configured_topology is None
+    assert c.group().validated_topology_epoch == 0
     c.heartbeat("m1", r["memberEpoch"])
     g = c.group()
     assert g.state == "Stable"
@@ -498,8 +502,8 @@ def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_Descr
     dg = c.send("DescribeGroups", 5, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"][0]
     assert dg["groupState"] == "Dead"
     listed = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["streams"]})["groups"]
-    # (NotReady: the heartbeat that created the group configured a group object Kafka discards)
-    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "NotReady", "groupType": "streams"}]
+    # (Kafka 4.2+: Stable, the record's validated topology epoch; 4.1.1: NotReady until the next heartbeat)
+    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "Stable", "groupType": "streams"}]
 
 
 def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
@@ -581,7 +585,9 @@ def test_the_state_log_rebuilds_the_same_group():
         "standby_owners",
     ):
         assert getattr(rebuilt, attr) == getattr(live, attr), attr
-    assert rebuilt.configured_topology is None and rebuilt.state == "NotReady"  # soft state, as in Kafka
+    assert rebuilt.validated_topology_epoch == live.validated_topology_epoch == 0
+    # The configured topology is soft state, as in Kafka; the state follows the record's epoch.
+    assert rebuilt.configured_topology is None and rebuilt.state == live.state
     assert StreamsGroup.from_json(live.to_json()).to_json() == live.to_json()
 
 
@@ -685,39 +691,55 @@ def test_TargetAssignmentBuilderTest_testBuildEmptyAssignmentWhenTopologyNotRead
 
 
 def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
+    """Kafka 4.3+: a joining member with an endpoint gets the endpoints at once (its own, last),
+    the member epoch 2 (a new group starts at epoch 1), and endpoint information epoch 0 (the group
+    the heartbeat created is not the one the records make, which starts at 0); once it has the
+    group's epoch, no endpoints."""
     c = StreamsTestClient(GROUP, topics={FOO: 2})
     topo = topology(0, subtopology("subtopology1", source=[FOO]))
     endpoint = {"host": "localhost", "port": 9092}
-    r = c.join("m1", topo, userEndpoint=endpoint, endpointInformationEpoch=-1)
-    assert active_of(r) == {"subtopology1": {0, 1}}
-    assert r["partitionsByUserEndpoint"] is None  # the joining member was not in the group yet
-    # The group was created by this heartbeat: Kafka bumped the epoch of a group object of its own
-    # (-1 -> 0, in the answer only); the group the records created starts at -1.
-    assert r["endpointInformationEpoch"] == 0
-    assert c.group().endpoint_information_epoch == -1
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=0)
-    assert r["endpointInformationEpoch"] == -1
+    r = c.join("m1", topo, userEndpoint=endpoint, endpointInformationEpoch=0)
+    assert r["memberEpoch"] == 2 and active_of(r) == {"subtopology1": {0, 1}}
     assert r["partitionsByUserEndpoint"] == [
-        {"userEndpoint": endpoint, "standbyPartitions": [], "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}
+        {"userEndpoint": endpoint, "activePartitions": [{"topic": FOO, "partitions": [0, 1]}], "standbyPartitions": []}
     ]
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=-1)
+    assert r["endpointInformationEpoch"] == 0 == c.group().endpoint_information_epoch
+    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=r["endpointInformationEpoch"])
     assert r["partitionsByUserEndpoint"] is None
 
 
-def test_endpoint_information_epoch_is_bumped_on_the_existing_group_when_tasks_move():
-    """Found by the differential test (bench/differential.py): a 4.1.1 broker answers -1 until
-    a member of an existing group gets other tasks, then 0, 1, ..."""
+def test_testStreamsGroupEndpointInformationIncludesNewMember():
+    c = StreamsTestClient(GROUP, topics={FOO: 4})
+    topo = topology(0, subtopology("subtopology1", source=[FOO]))
+    r1 = c.join("m1", topo, userEndpoint={"host": "host1", "port": 9092}, endpointInformationEpoch=0)
+    assert r1["memberEpoch"] == 2
+    r2 = c.join("m2", topo, userEndpoint={"host": "host2", "port": 9093})
+    # The joining member's endpoint changed (none before): the group's epoch goes 0 -> 1, the
+    # member's is 0, so both members' endpoints come back, the joining one last.
+    assert r2["endpointInformationEpoch"] == 1
+    endpoints = r2["partitionsByUserEndpoint"]
+    assert [e["userEndpoint"] for e in endpoints] == [{"host": "host1", "port": 9092}, {"host": "host2", "port": 9093}]
+    assert [[p for t in e["activePartitions"] for p in t["partitions"]] for e in endpoints] == [
+        [0, 1, 2, 3],  # m1 still owns every task until it revokes two
+        sorted(p for parts in active_of(r2).values() for p in parts),
+    ]
+
+
+def test_endpoint_information_epoch_is_bumped_when_a_member_with_an_endpoint_gets_other_tasks():
+    """Kafka 4.3+: the epoch moves when a member's endpoint changes or a member with an endpoint
+    is handed other tasks; a member without an endpoint moves it by neither."""
     c = StreamsTestClient(GROUP, topics={FOO: 2})
     topo = topology(0, subtopology("subtopology1", source=[FOO]))
-    r1 = c.join("m1", topo, endpointInformationEpoch=-1)
-    assert r1["endpointInformationEpoch"] == 0
-    r2 = c.join("m2", topo, endpointInformationEpoch=-1)  # joins with no tasks: no bump
-    assert r2["endpointInformationEpoch"] == -1 and r2["partitionsByUserEndpoint"] is None
+    r1 = c.join("m1", topo, userEndpoint={"host": "h", "port": 1}, endpointInformationEpoch=-1)
+    assert r1["endpointInformationEpoch"] == 0 and r1["partitionsByUserEndpoint"] is not None
+    r2 = c.join("m2", topo, endpointInformationEpoch=0)  # no endpoint, no tasks yet: no bump
+    assert r2["endpointInformationEpoch"] == 0 and r2["partitionsByUserEndpoint"] is None
     r1 = c.heartbeat(
-        "m1", r1["memberEpoch"], active=r1["activeTasks"], standby=[], warmup=[], endpointInformationEpoch=-1
+        "m1", r1["memberEpoch"], active=r1["activeTasks"], standby=[], warmup=[], endpointInformationEpoch=0
     )
     assert r1["activeTasks"] is not None  # asked to revoke one task: its tasks changed
-    assert r1["endpointInformationEpoch"] == 0 == c.group().endpoint_information_epoch
+    assert r1["endpointInformationEpoch"] == 1 == c.group().endpoint_information_epoch
+    assert len(r1["partitionsByUserEndpoint"]) == 1  # only m1 has an endpoint
 
 
 def test_onLoaded_arms_session_and_rebalance_timers():
@@ -758,3 +780,22 @@ def test_leave_answer_status_is_an_empty_list():
     assert left["errorCode"] == 0 and left["memberEpoch"] == -1, left
     assert left["status"] == []
     assert r["status"] == []
+
+
+def test_testStreamsGroupAssignmentInterval():
+    """Kafka 4.3+: within group.streams.assignment.interval.ms of the last target assignment, a
+    joining member bumps the group epoch but gets the last assignment, with the ASSIGNMENT_DELAYED
+    status; after it, the next heartbeat computes the new one."""
+    c = client(group_streams_assignment_interval_ms=5000)
+    r1 = c.join("m1", TOPO)
+    assert r1["memberEpoch"] == 2 and r1["status"] == []
+    c.d.advance(4995)
+    r2 = c.join("m2", TOPO)
+    assert r2["memberEpoch"] == 2 and active_of(r2) == {}
+    assert r2["status"] == [
+        {"statusCode": 5, "statusDetail": "Assignment delayed due to the configured assignment interval."}
+    ]
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (3, 2)
+    c.d.advance(10)
+    r2 = c.heartbeat("m2", 2)
+    assert r2["status"] == [] and c.group().target_assignment_epoch == 3

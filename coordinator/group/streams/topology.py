@@ -25,7 +25,7 @@ from ..group import IllegalStateError
 
 # StreamsGroupHeartbeatResponse.Status
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
-MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION = 3, 4
+MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
 
 
 class TopicConfigurationError(Exception):
@@ -133,6 +133,27 @@ class ConfiguredTopology:
                 }
             )
         return {"epoch": self.topology_epoch, "subtopologies": subs}
+
+
+def describe_stored_topology(topology: Mapping) -> dict:
+    """StreamsTopology.asStreamsGroupDescribeTopology: the topology of the group's record, as the
+    member sent it (partitions not yet resolved), subtopologies and topics in name order."""
+    subs = []
+    for s in sorted(topology["subtopologies"], key=lambda s: s["subtopologyId"]):
+        subs.append(
+            {
+                "subtopologyId": s["subtopologyId"],
+                "sourceTopics": sorted(s.get("sourceTopics") or []),
+                "repartitionSinkTopics": sorted(s.get("repartitionSinkTopics") or []),
+                "stateChangelogTopics": sorted(
+                    (_topic_info(t) for t in s.get("stateChangelogTopics") or []), key=lambda t: t["name"]
+                ),
+                "repartitionSourceTopics": sorted(
+                    (_topic_info(t) for t in s.get("repartitionSourceTopics") or []), key=lambda t: t["name"]
+                ),
+            }
+        )
+    return {"epoch": topology["epoch"], "subtopologies": subs}
 
 
 def _describe_topic(name: str, partitions: int) -> dict:
