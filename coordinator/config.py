@@ -184,7 +184,11 @@ def _check_consumer_group_settings(v: dict) -> None:
 
 def _check_assignment_interval(v: dict, prefix: str) -> None:
     """GroupCoordinatorConfig's assignment interval checks (Kafka 4.3+), in its order."""
-    lo, hi, value = f"{prefix}.min.assignment.interval.ms", f"{prefix}.max.assignment.interval.ms", f"{prefix}.assignment.interval.ms"
+    lo, hi, value = (
+        f"{prefix}.min.assignment.interval.ms",
+        f"{prefix}.max.assignment.interval.ms",
+        f"{prefix}.assignment.interval.ms",
+    )
     _require(v[lo] >= 0 and v[hi] >= 0 and v[value] >= 0, f"{prefix}.*assignment.interval.ms must be at least 0")
     _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
     _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")

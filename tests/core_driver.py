@@ -26,7 +26,6 @@ from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import Outputs, StateRecord
 from coordinator.result import CoordinatorResult
 
-
 # Core tests compute every target assignment at once (as Kafka's own GroupMetadataManagerTest
 # mostly does, its groups built without an assignment time); tests of the assignment interval
 # (Kafka 4.3+, 1 s by default) set it.

@@ -70,67 +70,83 @@ def java_uuid_hash(msb: int, lsb: int) -> int:
 
 
 class JavaHashMap:
-    """The iteration order of a `java.util.HashMap` (and of a HashSet, its key set): buckets in index
-    order, a bucket's keys in insertion order (a resize splits buckets without reordering them;
-    removals reorder nothing). `hash_of` is the key's `hashCode()`; `capacity` the constructor's
-    initial capacity (None: the default, 16). The table never shrinks. Tree bins (8+ colliding
+    """A `java.util.HashMap` (and a HashSet, its key set) whose iteration order is Java's: buckets
+    in index order, each bucket's chain in order. `put` (and HashSet.add) appends to the chain and
+    resizes after the insertion that passes the threshold; `compute_if_absent` resizes first, then
+    puts the new key at the head of its chain, as HashMap.computeIfAbsent does. A resize splits
+    each chain keeping its order; removals reorder nothing. `hash_of` is the key's `hashCode()`,
+    `capacity` the constructor's initial capacity (None: the default, 16). Tree bins (8+ colliding
     keys in a table of 64+) are not modelled."""
 
-    def __init__(self, hash_of: Callable[[Any], int], capacity: int | None = None, items: Iterable = ()):
+    def __init__(self, hash_of: Callable[[Any], int], capacity: int | None = None):
         self._hash_of = hash_of
         self._first_capacity = 16 if capacity is None else _table_size_for(capacity)
-        self._capacity = 0  # the table is allocated at the first put
-        self._entries: dict = {}  # key -> [insertion sequence, value]
-        self._seq = 0
-        for k, v in items:
-            self.put(k, v)
+        self._table: list[list] = []  # allocated at the first insertion
+        self._values: dict = {}
+
+    def _bucket(self, key) -> int:
+        return _spread(self._hash_of(key)) & (len(self._table) - 1)
+
+    def _resize(self) -> None:
+        if not self._table:
+            self._table = [[] for _ in range(self._first_capacity)]
+            return
+        old, self._table = self._table, [[] for _ in range(2 * len(self._table))]
+        for chain in old:
+            for key in chain:
+                self._table[self._bucket(key)].append(key)
+
+    def _threshold(self) -> int:
+        return int(len(self._table) * 0.75)
 
     def put(self, key, value=None) -> None:
-        entry = self._entries.get(key)
-        if entry is not None:
-            entry[1] = value
+        if key in self._values:
+            self._values[key] = value
             return
-        if self._capacity == 0:
-            self._capacity = self._first_capacity
-        self._seq += 1
-        self._entries[key] = [self._seq, value]
-        if len(self._entries) > int(self._capacity * 0.75):
-            self._capacity *= 2
+        if not self._table:
+            self._resize()
+        self._table[self._bucket(key)].append(key)
+        self._values[key] = value
+        if len(self._values) > self._threshold():
+            self._resize()
 
     def add(self, key) -> None:
         """HashSet.add."""
         self.put(key)
 
     def get(self, key, default=None):
-        entry = self._entries.get(key)
-        return default if entry is None else entry[1]
+        return self._values.get(key, default)
 
     def compute_if_absent(self, key, make: Callable[[], Any]):
-        if key not in self._entries:
-            self.put(key, make())
-        return self._entries[key][1]
+        if key in self._values:
+            return self._values[key]
+        if not self._table or len(self._values) > self._threshold():
+            self._resize()
+        value = make()
+        self._table[self._bucket(key)].insert(0, key)
+        self._values[key] = value
+        return value
 
     def remove(self, key) -> bool:
-        return self._entries.pop(key, None) is not None
+        if key not in self._values:
+            return False
+        del self._values[key]
+        self._table[self._bucket(key)].remove(key)
+        return True
 
     def __contains__(self, key) -> bool:
-        return key in self._entries
+        return key in self._values
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._values)
 
     def keys(self) -> list:
         """The keys in iteration order (a snapshot: an iterator's remove() of the current key does
         not change the order of the others)."""
-        mask = self._capacity - 1
-
-        def where(key):
-            return (_spread(self._hash_of(key)) & mask, self._entries[key][0])
-
-        return sorted(self._entries, key=where)
+        return [key for chain in self._table for key in chain]
 
     def __iter__(self):
         return iter(self.keys())
 
     def items(self) -> list[tuple]:
-        return [(k, self._entries[k][1]) for k in self.keys()]
+        return [(k, self._values[k]) for k in self.keys()]

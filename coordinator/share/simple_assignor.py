@@ -84,7 +84,8 @@ class _Topics:
     def assignment(self, current: Mapping[str, frozenset] | None) -> JavaHashMap:
         """A member's assignment as Kafka holds it: Map<Uuid, Set<Integer>> (HashMap, HashSets)."""
         out = JavaHashMap(self.hash)
-        for topic in sorted(current or {}, key=order_key):
+        current = current or {}
+        for topic in sorted(current, key=order_key):
             out.put(topic, _int_set_of(sorted(current[topic])))
         return out
 

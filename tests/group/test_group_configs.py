@@ -491,7 +491,10 @@ def test_describe_share_and_streams_configs():
         "readOnly": False,
         "configSource": 8,
         "isSensitive": False,
-        "synonyms": [{"name": "share.auto.offset.reset", "value": "by_duration:PT1H", "source": 8}],
+        "synonyms": [
+            {"name": "share.auto.offset.reset", "value": "by_duration:PT1H", "source": 8},
+            {"name": "share.auto.offset.reset", "value": "latest", "source": 5},
+        ],
         "configType": 2,
         "documentation": None,
     }
@@ -516,14 +519,14 @@ def test_consumer_group_dynamic_configs():
     """GroupMetadataManagerTest.testConsumerGroupDynamicConfigs."""
     c = Client(topics={"foo": 6})
     r = c.join("m1", ["foo"], rebalance_timeout=90000)
-    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 5000
+    assert r["memberEpoch"] == 2 and r["heartbeatIntervalMs"] == 5000
     assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 45000
     c.sleep(5000)
 
     assert c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "10000"))["errorCode"] == 0
     # The session timer is rescheduled on the next heartbeat, with the group's values.
-    r = c.heartbeat("m1", 1)
-    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 10000
+    r = c.heartbeat("m1", 2)
+    assert r["memberEpoch"] == 2 and r["heartbeatIntervalMs"] == 10000
     assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
 
     # The session expires after the group's timeout, not the coordinator's.

@@ -9,7 +9,6 @@ from ...records import record_key
 from ..group import Group
 from .records import RecordValues
 
-
 INITIAL_GROUP_EPOCH = 1
 
 
