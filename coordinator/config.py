@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 INT_MAX = 2**31 - 1
+STATIC_CONFIGS = "coordinator.static.configs"
 
 DEFAULTS: dict[str, Any] = {
     # Routing (offsets.topic.num.partitions / transaction.state.log.num.partitions in Kafka).
@@ -29,6 +30,11 @@ DEFAULTS: dict[str, Any] = {
     # topics, they never join a transaction, so no marker is ever written into them. The stream
     # sets them from its [topics] table.
     "coordinator.internal.topics": [],
+    # The names the service's configuration sets (conf/defaults.toml's [coordinator] table and the
+    # job's file): its "broker file". DescribeConfigs reports a group config that falls back to one
+    # of them as STATIC_BROKER_CONFIG, as Kafka does for a `group.*` setting in server.properties,
+    # and DEFAULT_CONFIG otherwise. Left empty, it is taken from the names given; to_json() keeps it.
+    STATIC_CONFIGS: [],
     # Classic groups (GroupCoordinatorConfig).
     "group.initial.rebalance.delay.ms": 3000,
     "group.max.size": INT_MAX,
@@ -51,6 +57,17 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
     "group.consumer.regex.refresh.interval.ms": 600000,
+    # Kafka 4.3+'s assignment batching: a group's next target assignment is computed at most once
+    # per interval (a heartbeat within it gets the last one), per group type; 0 computes at once.
+    "group.consumer.assignment.interval.ms": 1000,
+    "group.consumer.min.assignment.interval.ms": 0,
+    "group.consumer.max.assignment.interval.ms": 15000,
+    "group.share.assignment.interval.ms": 1000,
+    "group.share.min.assignment.interval.ms": 0,
+    "group.share.max.assignment.interval.ms": 15000,
+    "group.streams.assignment.interval.ms": 1000,
+    "group.streams.min.assignment.interval.ms": 0,
+    "group.streams.max.assignment.interval.ms": 15000,
     # KIP-1071 streams groups (GroupCoordinatorConfig group.streams.*; also the fallbacks and bounds
     # of the streams.* group configs); StreamsGroupHeartbeat and StreamsGroupDescribe answer
     # UNSUPPORTED_VERSION unless "streams" is in the protocols.
@@ -98,13 +115,7 @@ DEFAULTS: dict[str, Any] = {
     "group.share.max.record.lock.duration.ms": 60000,
     # Kafka 4.3/4.4 settings: the fallbacks and bounds of the new group configs (group_configs.py);
     # ShareGroupConfig's delivery count and record locks are the broker's share-fetch side.
-    "group.consumer.assignment.interval.ms": 1000,
-    "group.consumer.min.assignment.interval.ms": 0,
-    "group.consumer.max.assignment.interval.ms": 15000,
     "group.consumer.assignor.offload.enable": True,
-    "group.share.assignment.interval.ms": 1000,
-    "group.share.min.assignment.interval.ms": 0,
-    "group.share.max.assignment.interval.ms": 15000,
     "group.share.assignor.offload.enable": True,
     "group.share.delivery.count.limit": 5,
     "group.share.min.delivery.count.limit": 2,
@@ -113,9 +124,6 @@ DEFAULTS: dict[str, Any] = {
     "group.share.min.partition.max.record.locks": 100,
     "group.share.max.partition.max.record.locks": 4000,
     "group.streams.initial.rebalance.delay.ms": 3000,
-    "group.streams.assignment.interval.ms": 1000,
-    "group.streams.min.assignment.interval.ms": 0,
-    "group.streams.max.assignment.interval.ms": 15000,
     "group.streams.assignor.offload.enable": True,
     "group.streams.min.task.offset.interval.ms": 15000,
     # Transactions (TransactionStateManagerConfigs).
@@ -149,6 +157,7 @@ def _check_consumer_group_settings(v: dict) -> None:
         _require(v[name] >= 1, f"{name} must be at least 1")
     for prefix in ("group.consumer", "group.share", "group.streams"):  # the same rules for each type
         _check_session_and_heartbeat(v, prefix)
+        _check_assignment_interval(v, prefix)
     protocols = v["group.coordinator.rebalance.protocols"]
     _require(
         all(p in ("classic", "consumer", "streams", "share") for p in protocols),
@@ -211,18 +220,22 @@ def _check_consumer_group_settings(v: dict) -> None:
     )
 
 
+def _check_assignment_interval(v: dict, prefix: str) -> None:
+    """GroupCoordinatorConfig's assignment interval checks (Kafka 4.3+), in its order."""
+    lo, hi, value = (
+        f"{prefix}.min.assignment.interval.ms",
+        f"{prefix}.max.assignment.interval.ms",
+        f"{prefix}.assignment.interval.ms",
+    )
+    _require(v[lo] >= 0 and v[hi] >= 0 and v[value] >= 0, f"{prefix}.*assignment.interval.ms must be at least 0")
+    _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
+    _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
+    _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
+
+
 def _check_kafka_44_settings(v: dict) -> None:
     """GroupCoordinatorConfig's and ShareGroupConfig's checks of the Kafka 4.3/4.4 settings (their
-    wording): each value within its min/max."""
-    for prefix in ("group.consumer", "group.share", "group.streams"):
-        lo, hi, value = (
-            f"{prefix}.min.assignment.interval.ms",
-            f"{prefix}.max.assignment.interval.ms",
-            f"{prefix}.assignment.interval.ms",
-        )
-        _require(v[hi] >= v[lo], f"{hi} must be greater than or equal to {lo}")
-        _require(v[value] >= v[lo], f"{value} must be greater than or equal to {lo}")
-        _require(v[value] <= v[hi], f"{value} must be less than or equal to {hi}")
+    wording): each value within its min/max (the assignment intervals: _check_assignment_interval)."""
     for what in ("delivery.count.limit", "partition.max.record.locks"):
         lo, hi, value = f"group.share.min.{what}", f"group.share.max.{what}", f"group.share.{what}"
         _require(v[hi] >= v[value], f"{hi} must be greater than or equal to {value}")
@@ -265,6 +278,8 @@ class CoordinatorConfig(Mapping[str, Any]):
             if expected is not int and not isinstance(value, expected):
                 raise ValueError(f"coordinator setting {name!r} must be a {expected.__name__}")
             values[name] = value
+        given = overrides or {}
+        values[STATIC_CONFIGS] = sorted(given[STATIC_CONFIGS] if STATIC_CONFIGS in given else given)
         if values["coordinator.partitions"] < 1:
             raise ValueError("coordinator.partitions must be at least 1")
         _check_consumer_group_settings(values)
@@ -283,10 +298,15 @@ class CoordinatorConfig(Mapping[str, Any]):
     def with_overrides(self, **kv: Any) -> CoordinatorConfig:
         """Overrides by Kafka name with dots written as underscores, for tests:
         `cfg.with_overrides(group_max_size=10)`."""
-        merged = {k: v for k, v in self._values.items() if v != DEFAULTS[k]}
+        merged = {k: v for k, v in self._values.items() if v != DEFAULTS[k] and k != STATIC_CONFIGS}
         for k, v in kv.items():
             merged[k.replace("_", ".")] = v
-        return CoordinatorConfig(merged)
+        return CoordinatorConfig({**merged, STATIC_CONFIGS: sorted({*self.static_configs, *merged})})
+
+    @property
+    def static_configs(self) -> frozenset[str]:
+        """The names the configuration sets (see STATIC_CONFIGS in DEFAULTS)."""
+        return frozenset(self._values[STATIC_CONFIGS])
 
     def to_json(self) -> dict:
         return dict(self._values)

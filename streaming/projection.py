@@ -17,10 +17,9 @@ Keys (prefix `p`, docs/operations.md *The Redis read model*):
 A group's state is what a coordinator loading the log would derive (Kafka's replay), computed by the
 core's own functions: a classic group with members is Stable, one without Empty (a rebalance in
 progress is not in the log); a consumer group's state follows ConsumerGroup.maybeUpdateGroupState,
-a share group's ShareGroup.maybeUpdateGroupState, a streams group's StreamsGroup's. A streams
-group's configured topology is soft state (it needs topic metadata, which is not in the log), so a
-coordinator that loaded the log, and this model, call a streams group with members NotReady until
-its next heartbeat; StreamsGroupDescribe (coordinator-admin streams-groups) gives the live state.
+a share group's ShareGroup.maybeUpdateGroupState, a streams group's StreamsGroup's (Kafka 4.2+: from
+the validated topology epoch of its StreamsGroupMetadata record, so exact too; 4.1's depended on the
+configured topology, soft state a loaded coordinator lacks until the next heartbeat).
 
 A share group's progress is the share coordinator's state (ShareSnapshot / ShareUpdate records,
 keyed by topic id): p:shareoffsets:<g> holds each share-partition's start offset by
@@ -486,7 +485,7 @@ def share_group(f: dict) -> dict:
 
 def streams_group(f: dict) -> dict:
     """The group hash fields of a streams group, its state derived by the core's derive_state as a
-    coordinator that loaded the log has it (no configured topology: NotReady with members)."""
+    coordinator that loaded the log has it."""
     models, members = [], []
     for m in _members_of(f, "StreamsGroup"):
         model = StreamsGroupMember.default(m).with_metadata_value(f.get(f"{streams.R_MEMBER}:{m}") or {})
@@ -509,10 +508,11 @@ def streams_group(f: dict) -> dict:
         )
     topology = f.get(streams.R_TOPOLOGY)
     group_epoch = (f.get(streams.R_GROUP) or {}).get("epoch", 0)
+    validated = (f.get(streams.R_GROUP) or {}).get("validatedTopologyEpoch", -1)
     target_epoch = (f.get(streams.R_TARGET_EPOCH) or {}).get("assignmentEpoch", 0)
     return {
         "type": "streams",
-        "state": streams.derive_state(models, topology, None, group_epoch, target_epoch),
+        "state": streams.derive_state(models, topology, validated, group_epoch, target_epoch),
         "protocolType": streams.STREAMS_PROTOCOL_TYPE,
         "generation": group_epoch,
         "assignmentEpoch": target_epoch,

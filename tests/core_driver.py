@@ -26,6 +26,15 @@ from coordinator.batch import InputRecord, run_batch
 from coordinator.messages import Outputs, StateRecord
 from coordinator.result import CoordinatorResult
 
+# Core tests compute every target assignment at once (as Kafka's own GroupMetadataManagerTest
+# mostly does, its groups built without an assignment time); tests of the assignment interval
+# (Kafka 4.3+, 1 s by default) set it.
+CORE_TEST_SETTINGS = {
+    "group.consumer.assignment.interval.ms": 0,
+    "group.share.assignment.interval.ms": 0,
+    "group.streams.assignment.interval.ms": 0,
+}
+
 
 class CoreDriver:
     def __init__(
@@ -39,7 +48,7 @@ class CoreDriver:
         roundtrip: bool = True,
         **overrides: Any,
     ):
-        self.config = config or CoordinatorConfig()
+        self.config = config or CoordinatorConfig(CORE_TEST_SETTINGS)
         if overrides:
             self.config = self.config.with_overrides(**overrides)
         n = self.config["coordinator.partitions"]

@@ -23,13 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import DEFAULTS
 from ..errors import ApiError, Errors
 from ..messages import Request
 from ..records import record_key
 from ..result import CoordinatorResult
 
 GROUP_RESOURCE_TYPE = 32  # ConfigResource.Type.GROUP
-SOURCE_DEFAULT, SOURCE_GROUP = 5, 8  # DescribeConfigsResponse.ConfigSource DEFAULT_CONFIG / GROUP_CONFIG
+# DescribeConfigsResponse.ConfigSource STATIC_BROKER_CONFIG / DEFAULT_CONFIG / GROUP_CONFIG
+SOURCE_STATIC_BROKER, SOURCE_DEFAULT, SOURCE_GROUP = 4, 5, 8
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "LIST": 7}  # DescribeConfigsResponse.ConfigType
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
@@ -630,15 +632,7 @@ class GroupConfigs:
             if keys and key.name not in keys:
                 continue
             value = to_string(key, raw)
-            if key.setting:  # the broker synonym, at its default (see docs/protocol.md)
-                setting = self.config[key.setting]
-                setting = ",".join(setting) if isinstance(setting, list) else to_string(key, setting)
-                found = [{"name": key.setting, "value": setting, "source": SOURCE_DEFAULT}]
-            else:
-                found = [{"name": key.name, "value": to_string(key, key.default), "source": SOURCE_DEFAULT}]
-                found = [] if key.default is None else found
-            if key.name in overrides:
-                found = [{"name": key.name, "value": value, "source": SOURCE_GROUP}, *found]
+            found = self._synonyms(key, overrides, value)
             entry = {
                 "name": key.name,
                 "value": value,
@@ -653,6 +647,30 @@ class GroupConfigs:
             out.append(entry)
         return out
 
+    def _synonyms(self, key: ConfigKey, overrides: dict, value: str | None) -> list[dict]:
+        """Kafka 4.4's ConfigHelper.createGroupConfigEntry: the group's own value (GROUP_CONFIG)
+        when set, then the broker setting it falls back to (GroupConfig.brokerSynonym) as
+        STATIC_BROKER_CONFIG when the service's configuration sets it (its server.properties) and
+        as DEFAULT_CONFIG with Kafka's default; a config without a broker setting: GroupConfig's
+        default (none for a config without one). The config's source is the first one's."""
+        out = [{"name": key.name, "value": value, "source": SOURCE_GROUP}] if key.name in overrides else []
+        if key.setting is None:
+            if key.default is not None:
+                out.append({"name": key.name, "value": to_string(key, key.default), "source": SOURCE_DEFAULT})
+            return out
+        if key.setting in self.config.static_configs:
+            out.append(
+                {
+                    "name": key.setting,
+                    "value": _setting_string(key, self.config[key.setting]),
+                    "source": SOURCE_STATIC_BROKER,
+                }
+            )
+        out.append(
+            {"name": key.setting, "value": _setting_string(key, DEFAULTS[key.setting]), "source": SOURCE_DEFAULT}
+        )
+        return out
+
     # ------------------------------------------------------------------ replay
     def replay(self, _kind: str, ids: list, value: dict | None) -> None:
         group_id = ids[0]
@@ -660,6 +678,11 @@ class GroupConfigs:
             self.c.group_configs.pop(group_id, None)
         else:
             self.c.group_configs[group_id] = dict(value["configs"])
+
+
+def _setting_string(key: ConfigKey, setting) -> str | None:
+    """A coordinator setting as DescribeConfigs prints a synonym (a list setting comma-joined)."""
+    return ",".join(setting) if isinstance(setting, list) else to_string(key, setting)
 
 
 def _check_type(resource: dict) -> None:

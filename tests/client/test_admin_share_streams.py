@@ -28,7 +28,16 @@ _ids = itertools.count()
 
 @pytest.fixture
 def service():
-    s = LocalService(**{"coordinator.partitions": PARTITIONS})
+    # Target assignments at once (Kafka 4.3+ batches them, 1 s by default; each request here comes
+    # from a new client id, a member change that bumps the group epoch).
+    s = LocalService(
+        **{
+            "coordinator.partitions": PARTITIONS,
+            "group.consumer.assignment.interval.ms": 0,
+            "group.share.assignment.interval.ms": 0,
+            "group.streams.assignment.interval.ms": 0,
+        }
+    )
     body = {"topicStates": [{"topicName": t, "topicId": topic_id(t), "numPartitions": n} for t, n in TOPICS.items()]}
     envelope = {"apiKey": "UpdateMetadata", "apiVersion": 0, "correlationId": 0, "clientId": "meta", "request": body}
     with s._lock:  # the broker's metadata broadcast reaches every coordinator partition
@@ -123,7 +132,7 @@ def test_share_groups_list_describe_offsets_reset_delete(service, cli):
     # The share-partitions are initialized: the next heartbeat gets them, at a new epoch.
     second = share_member(service, "sg", "m1", ["orders"], first["memberEpoch"])
     epoch = second["memberEpoch"]
-    assert epoch == 2 and second["assignment"]["topicPartitions"][0]["partitions"] == [0, 1]
+    assert epoch == 3 and second["assignment"]["topicPartitions"][0]["partitions"] == [0, 1]
     # A consumer group of the same service is no share group: not listed.
     request(
         service,

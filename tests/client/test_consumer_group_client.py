@@ -40,7 +40,7 @@ def test_join_heartbeat_reconcile_and_leave():
     )
     m2 = ConsumerGroupMember(net, c.group_id, ["foo"], member_id="m2")
     m1.heartbeat_once()
-    assert names(c, m1.owned()) == {"foo": [0, 1, 2, 3]} and m1.member_epoch == 1
+    assert names(c, m1.owned()) == {"foo": [0, 1, 2, 3]} and m1.member_epoch == 2
     assert net.sent[0]["topicPartitions"] == [] and net.sent[0]["rebalanceTimeoutMs"] == 60000
     m1.heartbeat_once()  # acknowledges: reports what it owns; nothing else is resent
     assert net.sent[-1]["subscribedTopicNames"] is None and net.sent[-1]["rebalanceTimeoutMs"] == -1
@@ -48,7 +48,7 @@ def test_join_heartbeat_reconcile_and_leave():
     m1.heartbeat_once()
     assert net.sent[-1]["topicPartitions"] is None  # unchanged: not repeated
     m2.heartbeat_once()
-    assert m2.owned() == {} and m2.member_epoch == 2
+    assert m2.owned() == {} and m2.member_epoch == 3
     m1.heartbeat_once()  # told to revoke two partitions: revokes them first
     assert len(revoked) == 1 and sum(len(p) for p in m1.owned().values()) == 2
     m1.heartbeat_once()  # the acknowledgement

@@ -129,7 +129,7 @@ def test_streams_member_joins_reconciles_and_leaves():
     )
     m2 = StreamsGroupMember(net, GROUP, TOPO, member_id="m2", create_internal_topics=False)
     m1.heartbeat_once()
-    assert active(m1) == [0, 1, 2, 3] and m1.member_epoch == 1 and m1._ack_needed
+    assert active(m1) == [0, 1, 2, 3] and m1.member_epoch == 2 and m1._ack_needed
     assert net.sent[-1]["topology"] == TOPO and net.sent[-1]["activeTasks"] == []
     m1.heartbeat_once()  # the acknowledgement: the owned tasks
     assert net.sent[-1]["activeTasks"] == [{"subtopologyId": "0", "partitions": [0, 1, 2, 3]}]

@@ -29,9 +29,9 @@ def classic_view(c: ConsumerGroupTestClient) -> GroupTestClient:
 def stable_two_members(c):
     c.join("m1", ["foo"], assignor="range")
     c.join("m2", ["foo"], assignor="range")
-    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2]})
-    c.heartbeat("m2", 2)
-    c.heartbeat("m1", 2)
+    c.heartbeat("m1", 2, owned={"foo": [0, 1, 2]})
+    c.heartbeat("m2", 3)
+    c.heartbeat("m1", 3)
     assert str(c.group().state) == "Stable"
 
 
@@ -49,8 +49,8 @@ def test_consumer_group_describe_no_errors():
         "errorMessage": None,
         "groupId": GROUP,
         "groupState": "Stable",
-        "groupEpoch": 2,
-        "assignmentEpoch": 2,
+        "groupEpoch": 3,
+        "assignmentEpoch": 3,
         "assignorName": "range",
         "authorizedOperations": -(2**31),
         "members": [
@@ -58,7 +58,7 @@ def test_consumer_group_describe_no_errors():
                 "memberId": "m1",
                 "instanceId": None,
                 "rackId": None,
-                "memberEpoch": 2,
+                "memberEpoch": 3,
                 "clientId": "client",
                 "clientHost": "",
                 "subscribedTopicNames": ["foo"],
@@ -71,7 +71,7 @@ def test_consumer_group_describe_no_errors():
                 "memberId": "m2",
                 "instanceId": None,
                 "rackId": None,
-                "memberEpoch": 2,
+                "memberEpoch": 3,
                 "clientId": "client",
                 "clientHost": "",
                 "subscribedTopicNames": ["foo"],
@@ -167,7 +167,7 @@ def test_delete_groups_needs_an_empty_consumer_group():
         9,
         {
             "groupId": GROUP,
-            "generationIdOrMemberEpoch": 1,
+            "generationIdOrMemberEpoch": 2,
             "memberId": "m1",
             "groupInstanceId": None,
             "topics": [
@@ -224,14 +224,14 @@ def test_offset_commit_and_fetch_with_member_epochs():
     c = client()
     c.join("m1", ["foo"])
     assert commit(c, "m1", 0) == Errors.STALE_MEMBER_EPOCH.code
-    assert commit(c, "m1", 2) == Errors.STALE_MEMBER_EPOCH.code
+    assert commit(c, "m1", 3) == Errors.STALE_MEMBER_EPOCH.code
     assert commit(c, "zz", 1) == Errors.UNKNOWN_MEMBER_ID.code
     assert commit(c, "", -1) == Errors.UNKNOWN_MEMBER_ID.code  # the group has members
-    assert commit(c, "m1", 1, version=8) == Errors.UNSUPPORTED_VERSION.code
-    assert commit(c, "m1", 1) == 0
+    assert commit(c, "m1", 2, version=8) == Errors.UNSUPPORTED_VERSION.code
+    assert commit(c, "m1", 2) == 0
     assert fetch(c, "m1", 0)["errorCode"] == Errors.STALE_MEMBER_EPOCH.code
     assert fetch(c, "zz", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
-    ok = fetch(c, "m1", 1)
+    ok = fetch(c, "m1", 2)
     assert ok["errorCode"] == 0 and ok["topics"][0]["partitions"][0]["committedOffset"] == 10
     assert fetch(c, None, -1)["topics"][0]["partitions"][0]["committedOffset"] == 10  # admin
     # Once empty, the admin client may commit with epoch -1.
@@ -250,7 +250,7 @@ def test_offset_commit_to_an_unknown_group_v9_and_txn_offset_commit_epochs():
     with pytest.raises(ApiError) as e:
         groups.validate_transactional_offset_commit(GROUP, "m1", None, 7, 4, CoordinatorResult())
     assert e.value.error.name == "ILLEGAL_GENERATION"
-    assert groups.validate_transactional_offset_commit(GROUP, "m1", None, 1, 4, CoordinatorResult()) is not None
+    assert groups.validate_transactional_offset_commit(GROUP, "m1", None, 2, 4, CoordinatorResult()) is not None
 
 
 def test_offset_delete_refuses_subscribed_topics():
@@ -279,7 +279,7 @@ def test_offsets_of_consumer_groups_expire_from_their_commit_time_except_subscri
         9,
         {
             "groupId": GROUP,
-            "generationIdOrMemberEpoch": 1,
+            "generationIdOrMemberEpoch": 2,
             "memberId": "m1",
             "groupInstanceId": None,
             "topics": [
@@ -288,9 +288,9 @@ def test_offsets_of_consumer_groups_expire_from_their_commit_time_except_subscri
             ],
         },
     )
-    c.heartbeat("m1", 1)
+    c.heartbeat("m1", 2)
     c.sleep(40_000)
-    c.heartbeat("m1", 1)
+    c.heartbeat("m1", 2)
     c.sleep(21_000)
     left = c.groups().offsets.group_offsets(GROUP)
     assert set(left) == {"foo"}
@@ -395,12 +395,12 @@ def test_upgrade_messages_follow_the_migration_policy():
 def test_regex_subscription_is_resolved_after_the_heartbeat():
     c = client(topics={"foo": 6, "food": 2, "bar": 3})
     resp = c.join("m1", None, regex="foo.*")
-    assert resp["memberEpoch"] == 1 and c.assignment(resp) == {}
+    assert resp["memberEpoch"] == 2 and c.assignment(resp) == {}
     assert c.group().resolved_regular_expressions == {}
     c.sleep(0)  # the next micro-batch resolves it
     resolved = c.group().resolved_regular_expressions["foo.*"]
     assert resolved.topics == frozenset({"foo", "food"})
-    assert c.group().group_epoch == 2
+    assert c.group().group_epoch == 3
     assert (
         record_key("ConsumerGroupRegularExpression", GROUP, "foo.*"),
         {
@@ -410,8 +410,8 @@ def test_regex_subscription_is_resolved_after_the_heartbeat():
             "timestamp": resolved.timestamp,
         },
     ) in c.records()
-    resp = c.heartbeat("m1", 1)
-    assert resp["memberEpoch"] == 2 and c.assignment(resp) == {"foo": [0, 1, 2, 3, 4, 5], "food": [0, 1]}
+    resp = c.heartbeat("m1", 2)
+    assert resp["memberEpoch"] == 3 and c.assignment(resp) == {"foo": [0, 1, 2, 3, 4, 5], "food": [0, 1]}
     assert c.group().is_subscribed_to_topic("food") and not c.group().is_subscribed_to_topic("bar")
 
 
@@ -419,15 +419,15 @@ def test_regex_picks_up_new_topics_on_its_next_refresh():
     c = client(topics={"foo": 2})
     c.join("m1", None, regex="foo.*")
     c.sleep(0)
-    c.heartbeat("m1", 1)
+    c.heartbeat("m1", 2)
     c.set_topics({"foo": 2, "foo2": 1})
-    c.heartbeat("m1", 2)  # within 10 s of the last resolution: no refresh yet
+    c.heartbeat("m1", 3)  # within 10 s of the last resolution: no refresh yet
     assert c.group().resolved_regular_expressions["foo.*"].topics == {"foo"}
     c.sleep(10_001)
-    c.heartbeat("m1", 2)
+    c.heartbeat("m1", 3)
     c.sleep(0)
     assert c.group().resolved_regular_expressions["foo.*"].topics == {"foo", "foo2"}
-    resp = c.heartbeat("m1", 2)
+    resp = c.heartbeat("m1", 3)
     assert c.assignment(resp) == {"foo": [0, 1], "foo2": [0]}
 
 
@@ -541,7 +541,7 @@ def test_rebuilt_members_resume_their_rebalance_timeouts():
     c = client()
     c.join("m1", ["foo"])
     c.join("m2", ["foo"])
-    c.heartbeat("m1", 1)  # UNREVOKED
+    c.heartbeat("m1", 2)  # UNREVOKED
     assert c.member("m1").state.name == "UNREVOKED_PARTITIONS"
     rebuilt = c.rebuilt()
     assert record_key("consumer-rebalance", GROUP, "m1") in rebuilt.timers.schedule_view()
@@ -563,7 +563,7 @@ def test_replay_replaces_a_simple_group_made_by_offsets_replayed_first():
 
     c = client()
     c.join("m1", ["foo"])
-    assert commit(c, "m1", 1) == 0
+    assert commit(c, "m1", 2) == 0
     records = [StateRecord(k, v) for k, v in c.records()]
     offsets = [r for r in records if r.key.startswith('["OffsetCommit"')]
     rest = [r for r in records if not r.key.startswith('["OffsetCommit"')]

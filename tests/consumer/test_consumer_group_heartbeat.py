@@ -122,11 +122,11 @@ def test_member_id_generation():
     """testMemberIdGeneration: version 0 lets the coordinator generate the id."""
     c = ConsumerGroupTestClient()  # no metadata: nothing to assign
     resp = c.heartbeat("", 0, version=0, topics=["foo", "bar"], rebalance_timeout=5000, owned={})
-    assert resp["errorCode"] == 0 and resp["memberEpoch"] == 1
+    assert resp["errorCode"] == 0 and resp["memberEpoch"] == 2
     member_id = resp["memberId"]
     assert len(member_id) == 22 and not member_id.startswith("-")
     assert resp["assignment"] == {"topicPartitions": []}
-    assert c.group().members[member_id].member_epoch == 1
+    assert c.group().members[member_id].member_epoch == 2
     # Version 1 requires the client to bring its own id.
     assert (
         c.heartbeat("", 0, topics=["foo"], rebalance_timeout=5000, owned={})["errorMessage"]
@@ -184,7 +184,7 @@ def test_member_joins_empty_consumer_group(mock_assignor):
         "errorCode": 0,
         "errorMessage": None,
         "memberId": "m",
-        "memberEpoch": 1,
+        "memberEpoch": 2,
         "heartbeatIntervalMs": 5000,
         "assignment": {
             "topicPartitions": [
@@ -193,7 +193,7 @@ def test_member_joins_empty_consumer_group(mock_assignor):
             ]
         },
     }
-    expected_member = stable_member("m", 1, {"foo": frozenset(range(6)), "bar": frozenset(range(3))}).replace(
+    expected_member = stable_member("m", 2, {"foo": frozenset(range(6)), "bar": frozenset(range(3))}).replace(
         previous_member_epoch=0
     )
     assert c.member("m") == expected_member
@@ -205,14 +205,15 @@ def test_member_joins_empty_consumer_group(mock_assignor):
         rk("ConsumerGroupCurrentMemberAssignment", "m"),
     ]
     records = dict(c.records())
-    assert records[rk("ConsumerGroupMetadata")]["epoch"] == 1
+    assert records[rk("ConsumerGroupMetadata")]["epoch"] == 2
     assert records[rk("ConsumerGroupTargetAssignmentMetadata")] == {
         "type": "ConsumerGroupTargetAssignmentMetadata",
-        "assignmentEpoch": 1,
+        "assignmentEpoch": 2,
+        "assignmentTimestamp": c.d.now,
     }
     assert records[rk("ConsumerGroupCurrentMemberAssignment", "m")] == {
         "type": "ConsumerGroupCurrentMemberAssignment",
-        "memberEpoch": 1,
+        "memberEpoch": 2,
         "previousMemberEpoch": 0,
         "state": "STABLE",
         "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
@@ -241,9 +242,9 @@ def test_updating_subscription_triggers_new_target_assignment(mock_assignor):
 def test_new_joining_member_triggers_new_target_assignment_with_the_default_uniform_assignor():
     c = client()
     r1 = c.join("m1", ["foo", "bar"])
-    assert (r1["memberEpoch"], c.assignment(r1)) == (1, {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]})
+    assert (r1["memberEpoch"], c.assignment(r1)) == (2, {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]})
     r2 = c.join("m2", ["foo", "bar"])
-    assert r2["memberEpoch"] == 2 and c.assignment(r2) == {}  # everything is still owned by m1
+    assert r2["memberEpoch"] == 3 and c.assignment(r2) == {}  # everything is still owned by m1
     assert str(c.group().state) == "Reconciling"
     targets = {m: {t: sorted(p) for t, p in a.items()} for m, a in c.group().target_assignment.items()}
     sizes = sorted(sum(len(p) for p in a.values()) for a in targets.values())
@@ -258,7 +259,7 @@ def test_group_max_size_reached():
         Errors.GROUP_MAX_SIZE_REACHED.code,
         "The consumer group has reached its maximum capacity of 1 members.",
     )
-    assert c.heartbeat("m1", 1)["errorCode"] == 0  # members already in the group are fine
+    assert c.heartbeat("m1", 2)["errorCode"] == 0  # members already in the group are fine
 
 
 def test_server_assignor_choice_follows_the_members():
@@ -288,7 +289,7 @@ def test_assignor_failure_is_unknown_server_error(mock_assignor):
     resp = c.join("m", ["foo"])
     assert (resp["errorCode"], resp["errorMessage"]) == (
         Errors.UNKNOWN_SERVER_ERROR.code,
-        "Failed to compute a new target assignment for epoch 1: Assignment failed.",
+        "Failed to compute a new target assignment for epoch 2: Assignment failed.",
     )
     assert c.records() == [] and c.group() is None
 
@@ -321,6 +322,21 @@ def test_leaving_member_bumps_group_epoch(mock_assignor):
     ]
     assert set(c.group().members) == {"m1"} and str(c.group().state) == "Assigning"
     assert not any("m2" in k for k in c.timers())
+
+
+def test_last_member_leaving_moves_the_assignment_epoch(mock_assignor):
+    """Kafka 4.4.0's consumerGroupFenceMembers: when the last members go, the (empty) target
+    assignment is at the new group epoch (ConsumerGroupTargetAssignmentMetadata, timestamp 0)."""
+    c = client(group_consumer_assignors=["mock"])
+    c.inject_group(10, [stable_member("m1", 10, {"foo": frozenset({0, 1, 2})})])
+    mark = len(c.records())
+    assert c.heartbeat("m1", -1)["errorCode"] == 0
+    assert c.records(mark)[-1] == (
+        rk("ConsumerGroupTargetAssignmentMetadata"),
+        {"type": "ConsumerGroupTargetAssignmentMetadata", "assignmentEpoch": 11},
+    )
+    described = c.describe(GROUP)[0]
+    assert (described["groupState"], described["groupEpoch"], described["assignmentEpoch"]) == ("Empty", 11, 11)
 
 
 def test_leaving_static_member_bumps_group_epoch(mock_assignor):
@@ -411,8 +427,8 @@ def test_static_member_gets_back_assignment_upon_rejoin():
     c.join("m1", ["foo", "bar"], instance_id="i1", assignor="range")
     c.join("m2", ["foo", "bar"], instance_id="i2", assignor="range")
     # Settle: m1 revokes, m2 gets its share.
-    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2], "bar": [0, 1]}, instance_id="i1")
-    c.heartbeat("m2", 2, instance_id="i2")
+    c.heartbeat("m1", 2, owned={"foo": [0, 1, 2], "bar": [0, 1]}, instance_id="i1")
+    c.heartbeat("m2", 3, instance_id="i2")
     before = assignment_of(c.member("m2"))
     assert before == {"bar": [2], "foo": [3, 4, 5]} and str(c.group().state) == "Stable"
     epoch = c.group().group_epoch
@@ -563,8 +579,8 @@ def test_fenced_member_epoch_in_unknown_state_unless_it_owns_nothing(mock_assign
 def test_full_request_gets_the_assignment_and_lost_responses_are_recovered():
     c = client()
     c.join("m1", ["foo"])
-    assert c.assignment(c.heartbeat("m1", 1)) is None  # nothing changed: no assignment
-    full = c.heartbeat("m1", 1, topics=["foo"], rebalance_timeout=5000, owned={"foo": list(range(6))})
+    assert c.assignment(c.heartbeat("m1", 2)) is None  # nothing changed: no assignment
+    full = c.heartbeat("m1", 2, topics=["foo"], rebalance_timeout=5000, owned={"foo": list(range(6))})
     assert c.assignment(full) == {"foo": [0, 1, 2, 3, 4, 5]}
 
 
@@ -574,12 +590,12 @@ def test_session_timeout_lifecycle():
     c.join("m1", ["foo"])
     assert c.timers()[record_key("consumer-session", GROUP, "m1")][0] == c.now + 45_000
     c.sleep(30_000)
-    c.heartbeat("m1", 1)
+    c.heartbeat("m1", 2)
     c.sleep(44_999)
     assert "m1" in c.group().members
     c.sleep(1)
     assert "m1" not in c.group().members
-    assert c.group().group_epoch == 2 and str(c.group().state) == "Empty"
+    assert c.group().group_epoch == 3 and str(c.group().state) == "Empty"
     [fenced] = c.events("MemberFenced")
     assert fenced["reason"] == "the member session expired"
 
@@ -630,15 +646,15 @@ def test_a_topic_gaining_partitions_bumps_the_group_epoch_at_the_next_heartbeat(
     c = client()
     c.join("m1", ["foo"])
     c.join("m2", ["foo"])
-    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2]})
-    c.heartbeat("m2", 2)
-    c.heartbeat("m1", 2)
-    assert str(c.group().state) == "Stable" and c.group().group_epoch == 2
+    c.heartbeat("m1", 2, owned={"foo": [0, 1, 2]})
+    c.heartbeat("m2", 3)
+    c.heartbeat("m1", 3)
+    assert str(c.group().state) == "Stable" and c.group().group_epoch == 3
     c.set_topics({"foo": 8, "bar": 3})
-    assert c.group().group_epoch == 2  # Kafka bumps on the next heartbeat, not on the update
-    r = c.heartbeat("m1", 2)
-    assert c.group().group_epoch == 3 and r["memberEpoch"] == 3
-    c.heartbeat("m2", 2)
+    assert c.group().group_epoch == 3  # Kafka bumps on the next heartbeat, not on the update
+    r = c.heartbeat("m1", 3)
+    assert c.group().group_epoch == 4 and r["memberEpoch"] == 4
+    c.heartbeat("m2", 3)
     owned = {m: assignment_of(c.member(m)) for m in ("m1", "m2")}
     assert sorted(p for a in owned.values() for p in a["foo"]) == list(range(8))
     assert [e["reason"] for e in c.events("GroupEpochBumped")][-1] == "the metadata of the subscribed topics changed"
@@ -648,21 +664,62 @@ def test_metadata_of_other_topics_does_not_bump():
     c = client()
     c.join("m1", ["foo"])
     c.set_topics({"foo": 6, "bar": 5, "baz": 1})
-    c.heartbeat("m1", 1)
-    assert c.group().group_epoch == 1
+    c.heartbeat("m1", 2)
+    assert c.group().group_epoch == 2
 
 
 def test_subscribing_to_a_topic_that_appears_later():
     c = client()
     r = c.join("m1", ["later"])
-    assert c.assignment(r) == {} and r["memberEpoch"] == 1
+    assert c.assignment(r) == {} and r["memberEpoch"] == 2
     c.set_topics({"foo": 6, "bar": 3, "later": 2})
-    r = c.heartbeat("m1", 1)
-    assert r["memberEpoch"] == 2 and c.assignment(r) == {"later": [0, 1]}
+    r = c.heartbeat("m1", 2)
+    assert r["memberEpoch"] == 3 and c.assignment(r) == {"later": [0, 1]}
 
 
 def test_owned_partitions_of_an_unknown_topic_id_are_not_owned():
     c = client()
     c.join("m1", ["foo"])
-    r = c.heartbeat("m1", 1, owned_ids=[{"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [0]}])
-    assert r["errorCode"] == 0 and r["memberEpoch"] == 1
+    r = c.heartbeat("m1", 2, owned_ids=[{"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [0]}])
+    assert r["errorCode"] == 0 and r["memberEpoch"] == 2
+
+
+# ====================================================================== the assignment interval (Kafka 4.3+)
+def test_can_compute_next_target_assignment():
+    """testCanComputeNextTargetAssignmentWithNoPreviousAssignmentTimestamp / ...WithZeroAssignmentIntervalMs
+    / testCanComputeNextTargetAssignment."""
+    from coordinator.group.consumer.group import ConsumerGroup
+
+    def can(timestamp, interval, now):
+        g = ConsumerGroup("g")
+        g.assignment_timestamp = timestamp
+        return g.can_compute_next_target_assignment(interval, now)
+
+    assert can(0, 1000, 0)
+    assert can(1000000, 0, 0) and can(1000000, 0, 999999) and can(1000000, 0, 1000000)
+    assert not can(1000000, 5000, 0) and not can(1000000, 5000, 999999)
+    assert not can(1000000, 5000, 1000000) and not can(1000000, 5000, 1004999)
+    assert can(1000000, 5000, 1005000) and can(1000000, 5000, 1007500)
+
+
+def test_consumer_group_assignment_interval():
+    """testConsumerGroupAssignmentInterval: the first member is assigned at once (no previous
+    assignment); a member joining within the interval bumps the group epoch but gets the last
+    assignment's epoch and nothing; once the interval elapsed its next heartbeat computes it."""
+    c = client(topics={"foo": 6}, group_consumer_assignment_interval_ms=5000)
+    r1 = c.join("m1", ["foo"])
+    assert r1["memberEpoch"] == 2 and c.assignment(r1) == {"foo": [0, 1, 2, 3, 4, 5]}
+    assert c.records()[-2][1]["assignmentTimestamp"] == c.d.now  # when it was computed
+    c.d.advance(4995)
+    mark = len(c.records())
+    r2 = c.join("m2", ["foo"])
+    assert (r2["memberEpoch"], c.assignment(r2)) == (2, {})
+    assert keys(c.records(mark)) == [
+        rk("ConsumerGroupMemberMetadata", "m2"),
+        rk("ConsumerGroupMetadata"),
+        rk("ConsumerGroupCurrentMemberAssignment", "m2"),
+    ]
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (3, 2)
+    c.d.advance(10)
+    r3 = c.heartbeat("m2", 2)
+    assert r3["memberEpoch"] == 3 and c.group().target_assignment_epoch == 3

@@ -77,7 +77,7 @@ def test_racks_are_in_the_group_metadata_hash():
     from coordinator.envelope import BROADCAST_KEY
 
     c = ConsumerGroupTestClient(topics={"foo": 2})
-    assert c.join("m", ["foo"])["memberEpoch"] == 1
+    assert c.join("m", ["foo"])["memberEpoch"] == 2
     c.d.send(
         "UpdateMetadata",
         0,
@@ -93,9 +93,9 @@ def test_racks_are_in_the_group_metadata_hash():
         },
         key=BROADCAST_KEY,
     )
-    assert c.heartbeat("m", 1)["memberEpoch"] == 2
+    assert c.heartbeat("m", 2)["memberEpoch"] == 3
     assert c.group().metadata_hash == group_hash({"foo": topic_hash("foo", topic_id("foo"), 2, [["r0", "r1"], ["r2"]])})
-    assert c.heartbeat("m", 2)["memberEpoch"] == 2
+    assert c.heartbeat("m", 3)["memberEpoch"] == 3
     assert c.d.partition.component("metadata").topic_racks == {"foo": [["r1", "r0"], ["r2"]]}
 
 

@@ -96,7 +96,7 @@ def test_joining_consumer_group_with_new_dynamic_member():
     assert resp == {
         "throttleTimeMs": 0,
         "errorCode": 0,
-        "generationId": 2,
+        "generationId": 3,
         "protocolType": "consumer",
         "protocolName": "range",
         "leader": "",
@@ -107,7 +107,7 @@ def test_joining_consumer_group_with_new_dynamic_member():
     member = c.member(mid)
     assert member.use_classic_protocol and member.classic_session_timeout_ms == SESSION
     assert member.supported_classic_protocols == [(p["name"], p["metadata"]) for p in protos()]
-    assert member.member_epoch == 2 and member.rebalance_timeout_ms == REBALANCE
+    assert member.member_epoch == 3 and member.rebalance_timeout_ms == REBALANCE
     assert [k for k, _ in c.records(mark)] == [
         record_key("ConsumerGroupMemberMetadata", GROUP, mid),
         record_key("ConsumerGroupMetadata", GROUP),
@@ -135,7 +135,7 @@ def test_joining_consumer_group_with_new_static_member():
     c = client()
     consumer_group_with_one_member(c)
     resp = classic_join(c, "", instance_id="i1")  # a static member gets no MEMBER_ID_REQUIRED
-    assert resp["errorCode"] == 0 and resp["generationId"] == 2
+    assert resp["errorCode"] == 0 and resp["generationId"] == 3
     assert c.member(resp["memberId"]).instance_id == "i1"
     # Rejoining with a new member id replaces it (records of the old id tombstoned).
     again = classic_join(c, "", instance_id="i1")

@@ -24,9 +24,9 @@ def wire(resp) -> list | None:
 
 def stable_member(c) -> None:
     resp = c.join("m1", ["foo"])
-    assert (resp["memberEpoch"], wire(resp)) == (1, [(OLD_ID, [0, 1])])
-    resp = c.heartbeat("m1", 1, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
-    assert resp["memberEpoch"] == 1 and str(c.group().state) == "Stable"
+    assert (resp["memberEpoch"], wire(resp)) == (2, [(OLD_ID, [0, 1])])
+    resp = c.heartbeat("m1", 2, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
+    assert resp["memberEpoch"] == 2 and str(c.group().state) == "Stable"
 
 
 def test_recreated_topic_loses_its_assignment():
@@ -43,17 +43,17 @@ def test_recreated_topic_loses_its_assignment():
     # The member still owns the old topic's partitions: it must revoke them first (no epoch bump,
     # an empty assignment, then none as it did not change), as long as it reports them.
     for expected in ([], None):
-        resp = c.heartbeat("m1", 1, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
-        assert (resp["errorCode"], resp["memberEpoch"], wire(resp)) == (0, 1, expected)
+        resp = c.heartbeat("m1", 2, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
+        assert (resp["errorCode"], resp["memberEpoch"], wire(resp)) == (0, 2, expected)
     member = c.group().members["m1"]
     assert (str(member.state), dict(member.partitions_pending_revocation)) == (
         "MemberState.UNREVOKED_PARTITIONS",
         {ghost: frozenset({0, 1})},
     )
-    assert c.group().group_epoch == 2 and dict(c.group().target_assignment["m1"]) == {"foo": frozenset({0, 1})}
+    assert c.group().group_epoch == 3 and dict(c.group().target_assignment["m1"]) == {"foo": frozenset({0, 1})}
     # Once revoked, the new topic's partitions come at the new epoch, under the new id.
-    resp = c.heartbeat("m1", 1, owned_ids=[])
-    assert (resp["memberEpoch"], wire(resp)) == (2, [(NEW_ID, [0, 1])])
+    resp = c.heartbeat("m1", 2, owned_ids=[])
+    assert (resp["memberEpoch"], wire(resp)) == (3, [(NEW_ID, [0, 1])])
     [described] = c.describe()
     assert [tp["topicId"] for tp in described["members"][0]["assignment"]["topicPartitions"]] == [NEW_ID]
 
@@ -63,10 +63,10 @@ def test_topic_deleted_then_recreated_in_two_metadata_updates():
     stable_member(c)
     c.set_topics({"bar": 1})  # foo deleted
     c.set_topics({"foo": 2, "bar": 1}, ids={"foo": NEW_ID})  # and re-created before the next heartbeat
-    resp = c.heartbeat("m1", 1, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
-    assert (resp["memberEpoch"], wire(resp)) == (1, [])
-    resp = c.heartbeat("m1", 1, owned_ids=[])
-    assert (resp["memberEpoch"], wire(resp)) == (2, [(NEW_ID, [0, 1])])
+    resp = c.heartbeat("m1", 2, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
+    assert (resp["memberEpoch"], wire(resp)) == (2, [])
+    resp = c.heartbeat("m1", 2, owned_ids=[])
+    assert (resp["memberEpoch"], wire(resp)) == (3, [(NEW_ID, [0, 1])])
 
 
 def test_unchanged_topics_and_new_partitions_keep_their_assignments():
@@ -75,8 +75,8 @@ def test_unchanged_topics_and_new_partitions_keep_their_assignments():
     mark = len(c.records())
     c.set_topics({"foo": 3}, ids={"foo": OLD_ID})  # more partitions, same topic
     assert c.records(mark) == []
-    resp = c.heartbeat("m1", 1, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
-    assert (resp["memberEpoch"], wire(resp)) == (2, [(OLD_ID, [0, 1, 2])])
+    resp = c.heartbeat("m1", 2, owned_ids=[{"topicId": OLD_ID, "partitions": [0, 1]}])
+    assert (resp["memberEpoch"], wire(resp)) == (3, [(OLD_ID, [0, 1, 2])])
 
 
 def test_renamed_assignments_survive_a_rebuild_from_the_state_log():

@@ -53,4 +53,4 @@ def test_results_do_not_depend_on_the_hash_seed():
         )
         outputs.add(done.stdout)
     assert len(outputs) == 1
-    assert json.loads(outputs.pop())["group"]["groupEpoch"] == 25
+    assert json.loads(outputs.pop())["group"]["groupEpoch"] == 26

@@ -117,7 +117,7 @@ def test_classic_member_join_returns_its_records_to_be_replayed():
     body = join_body(mid)
     result = handle(c, "JoinGroup", 9, body)
     assert result.replay_records is True and result.response is not None
-    assert result.response["memberId"] == mid and result.response["generationId"] == 2
+    assert result.response["memberId"] == mid and result.response["generationId"] == 3
     assert record_key("ConsumerGroupMemberMetadata", GROUP, mid) in [r.key for r in result.records]
     assert "MemberJoined" in [e.event for e in result.events]
     # The handler applied nothing: the member is not in the group yet.

@@ -73,7 +73,7 @@ def test_a_consumer_members_client_host_follows_its_heartbeats():
     assert shown() == "/10.0.0.8"
     # Kafka records the address of every heartbeat (a client that reconnected from elsewhere).
     d.send(
-        "ConsumerGroupHeartbeat", 1, {**body, "memberEpoch": 1, "subscribedTopicNames": None}, client_host="/10.0.0.9"
+        "ConsumerGroupHeartbeat", 1, {**body, "memberEpoch": 2, "subscribedTopicNames": None}, client_host="/10.0.0.9"
     )
     assert shown() == "/10.0.0.9"
 

@@ -325,7 +325,11 @@ def test_set_then_delete_writes_the_record_and_its_tombstone():
     assert c.values()[SESSION] == ("45000", 5)
     assert c.alter(delete_op(HEARTBEAT), delete_op("share.session.timeout.ms"))["errorCode"] == 0
     assert c.records(2) == [(f'["GroupConfig","{c.group_id}"]', None)]
-    assert all(source == 5 for _, source in c.values().values())
+    # Back to the coordinator's settings: DEFAULT_CONFIG, but STATIC_BROKER_CONFIG for the ones the
+    # core driver's configuration names (its "server.properties": the assignment intervals).
+    static = {n for n, (_, source) in c.values().items() if source == 4}
+    assert static == {f"{t}.assignment.interval.ms" for t in ("consumer", "share", "streams")}
+    assert all(source in (4, 5) for _, source in c.values().values())
     # Deleting what is not set changes nothing: no record.
     assert c.alter(delete_op(SESSION))["errorCode"] == 0
     assert len(c.records()) == 3
@@ -461,6 +465,7 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
         "readOnly": False,
         "configSource": 8,
         "isSensitive": False,
+        # Kafka 4.4's ConfigHelper: the group's value, then the broker setting it falls back to
         "synonyms": [
             {"name": HEARTBEAT, "value": "6000", "source": 8},
             {"name": "group.consumer.heartbeat.interval.ms", "value": "5000", "source": 5},
@@ -496,8 +501,31 @@ def test_describe_shows_every_config_with_its_source_type_and_documentation():
 
 
 def test_describe_follows_the_coordinator_settings_for_unset_configs():
+    """Kafka 4.4's ConfigHelper.createGroupConfigEntry: an unset group config shows the broker
+    setting it falls back to, STATIC_BROKER_CONFIG (4) when the broker's file sets it (here: the
+    service's configuration), else DEFAULT_CONFIG (5)."""
     c = Client(**{"group_consumer_session_timeout_ms": 50000})
-    assert c.values()[SESSION] == ("50000", 5)
+    assert c.values()[SESSION] == ("50000", 4)
+    assert c.values()[HEARTBEAT] == ("5000", 5)
+    assert c.describe_configs(SESSION, synonyms=True)["configs"][0]["synonyms"] == [
+        {"name": "group.consumer.session.timeout.ms", "value": "50000", "source": 4},
+        {"name": "group.consumer.session.timeout.ms", "value": "45000", "source": 5},
+    ]
+    # A setting the configuration names is static even at its default value.
+    c = Client(**{"group_consumer_heartbeat_interval_ms": 5000})
+    assert c.values()[HEARTBEAT] == ("5000", 4)
+
+
+def test_the_configured_names_survive_the_configs_json_round_trip():
+    """The job hands its settings to the Spark workers as JSON (to_json): which names its file set
+    must survive it, as the defaults it did not set must stay defaults."""
+    cfg = CoordinatorConfig({"group.consumer.session.timeout.ms": 50000})
+    assert cfg.static_configs == {"group.consumer.session.timeout.ms"}
+    again = CoordinatorConfig(cfg.to_json())
+    assert again.static_configs == cfg.static_configs and again.to_json() == cfg.to_json()
+    assert CoordinatorConfig(CoordinatorConfig().to_json()).static_configs == frozenset()
+    more = cfg.with_overrides(group_share_heartbeat_interval_ms=6000)
+    assert more.static_configs == {"group.consumer.session.timeout.ms", "group.share.heartbeat.interval.ms"}
 
 
 def test_describe_share_and_streams_configs():
@@ -512,7 +540,9 @@ def test_describe_share_and_streams_configs():
         accessors.share_heartbeat_interval_ms(c.group_id),
         accessors.streams_num_standby_replicas(c.group_id),
     ) == ("latest", "read_uncommitted", 50000, 6000, 0)
-    assert c.values()["streams.session.timeout.ms"] == ("50000", 5)  # 4.4: the coordinator's, as Kafka shows
+    # Kafka 4.4: every group config with a broker setting falls back to it (extractGroupConfigMap;
+    # 4.1.1 passed only the consumer.* and share.* ones and showed GroupConfig's 45000 here).
+    assert c.values()["streams.session.timeout.ms"] == ("50000", 4)
     assert (
         c.alter(
             set_op("share.auto.offset.reset", " by_duration:PT1H "),
@@ -556,14 +586,14 @@ def test_consumer_group_dynamic_configs():
     """GroupMetadataManagerTest.testConsumerGroupDynamicConfigs."""
     c = Client(topics={"foo": 6})
     r = c.join("m1", ["foo"], rebalance_timeout=90000)
-    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 5000
+    assert r["memberEpoch"] == 2 and r["heartbeatIntervalMs"] == 5000
     assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 45000
     c.sleep(5000)
 
     assert c.alter(set_op(SESSION, "50000"), set_op(HEARTBEAT, "10000"))["errorCode"] == 0
     # The session timer is rescheduled on the next heartbeat, with the group's values.
-    r = c.heartbeat("m1", 1)
-    assert r["memberEpoch"] == 1 and r["heartbeatIntervalMs"] == 10000
+    r = c.heartbeat("m1", 2)
+    assert r["memberEpoch"] == 2 and r["heartbeatIntervalMs"] == 10000
     assert c.timers()[f'["consumer-session","{c.group_id}","m1"]'][0] == c.now + 50000
 
     # The session expires after the group's timeout, not the coordinator's.
@@ -731,10 +761,10 @@ def test_every_new_config_is_settable_with_its_accessor_and_fallback():
         "share_delivery_count_limit": 7,
         "share_partition_max_record_locks": 3000,
         "share_renew_acknowledge_enable": True,
-        "share_assignment_interval_ms": 1000,
+        "share_assignment_interval_ms": 0,  # the core driver's setting (tests/core_driver.py)
         "share_assignor_offload_enable": True,
         "streams_initial_rebalance_delay_ms": 0,
-        "streams_assignment_interval_ms": 1000,
+        "streams_assignment_interval_ms": 0,
         "streams_assignor_offload_enable": True,
         "streams_task_offset_interval_ms": 60000,
         "streams_num_warmup_replicas": 2,

@@ -398,7 +398,7 @@ def test_consumer_group_heartbeat_authorization_failed():
     publish(d, [allow(GROUP_RT, "g", READ), allow(TOPIC_RT, "t", DESCRIBE)], 1)
     assert send(d, "ConsumerGroupHeartbeat", 1, hb)["errorCode"] == Errors.TOPIC_AUTHORIZATION_FAILED.code
     r = send(d, "ConsumerGroupHeartbeat", 1, {**hb, "subscribedTopicNames": ["t"]})
-    assert r["errorCode"] == 0 and r["memberEpoch"] == 1
+    assert r["errorCode"] == 0 and r["memberEpoch"] == 2
 
 
 def test_consumer_group_describe_authorization_and_topic_filtering():
@@ -707,11 +707,11 @@ def test_regex_subscription_resolves_only_to_topics_the_member_may_describe():
         "topicPartitions": [],
     }
     d = driver([allow(GROUP_RT, "g", READ), allow(TOPIC_RT, "t", DESCRIBE)])
-    assert send(d, "ConsumerGroupHeartbeat", 1, hb)["memberEpoch"] == 1
+    assert send(d, "ConsumerGroupHeartbeat", 1, hb)["memberEpoch"] == 2
     d.advance(0)  # the next micro-batch resolves the regex
     resolved = d.events_named("RegularExpressionsResolved")[-1]["resolved"]
     assert resolved == {".*": ["t"]}
-    r = send(d, "ConsumerGroupHeartbeat", 1, {**hb, "memberEpoch": 1, "subscribedTopicRegex": None})
+    r = send(d, "ConsumerGroupHeartbeat", 1, {**hb, "memberEpoch": 2, "subscribedTopicRegex": None})
     assigned = {t["topicId"] for t in r["assignment"]["topicPartitions"]}
     assert len(assigned) == 1  # only "t"'s partitions
 

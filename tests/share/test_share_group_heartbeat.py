@@ -61,11 +61,11 @@ def test_share_group_heartbeat_disabled_answers_unsupported_version():
 
 # ====================================================================== heartbeat
 def test_share_group_member_id_generation():
-    """testShareGroupMemberIdGeneration: the client's member id is kept, epoch 1."""
+    """testShareGroupMemberIdGeneration: the client's member id is kept, epoch 2 (Kafka 4.3+: a new group starts at epoch 1)."""
     c = client(topics={"foo": 1, "bar": 1})
     resp = c.share_heartbeat(M1, 0, topics=["foo", "bar"])
     assert resp["errorCode"] == 0
-    assert resp["memberId"] == M1 and resp["memberEpoch"] == 1 and resp["heartbeatIntervalMs"] == 5000
+    assert resp["memberId"] == M1 and resp["memberEpoch"] == 2 and resp["heartbeatIntervalMs"] == 5000
     assert assigned(c, resp) == {}  # empty until initialized
 
 
@@ -90,7 +90,7 @@ def test_share_group_member_joins_empty_group_with_assignments():
     c = client()
     c.inject(
         [
-            (rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 0, "metadataHash": 0}),
+            (rk("ShareGroupMetadata"), {"type": "ShareGroupMetadata", "epoch": 1, "metadataHash": 0}),
             (
                 rk("ShareGroupStatePartitionMetadata"),
                 {
@@ -107,7 +107,7 @@ def test_share_group_member_joins_empty_group_with_assignments():
     )
     start = len(c.d.records)
     resp = c.share_heartbeat(M1, 0, topics=["foo", "bar"], client_id="client")
-    assert resp["memberEpoch"] == 1
+    assert resp["memberEpoch"] == 2
     assert assigned(c, resp) == {"foo": [0, 1, 2, 3, 4, 5], "bar": [0, 1, 2]}
     records = c.records(start)
     assert keys(records) == [
@@ -126,13 +126,13 @@ def test_share_group_member_joins_empty_group_with_assignments():
         "clientHost": "",
         "subscribedTopicNames": ["bar", "foo"],
     }
-    assert values[rk("ShareGroupMetadata")]["epoch"] == 1
+    assert values[rk("ShareGroupMetadata")]["epoch"] == 2
     assert values[rk("ShareGroupMetadata")]["metadataHash"] == c.consumer_manager().compute_metadata_hash(
         {"foo", "bar"}
     )
     assert values[rk("ShareGroupCurrentMemberAssignment", M1)] == {
         "type": "ShareGroupCurrentMemberAssignment",
-        "memberEpoch": 1,
+        "memberEpoch": 2,
         "previousMemberEpoch": 0,
         "state": "STABLE",
         "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
@@ -144,13 +144,14 @@ def test_share_group_partitions_are_shared_and_rebalanced_on_joins():
     member's epoch moves to the target epoch on its next heartbeat (no revocation)."""
     c = client(topics={"foo": 2})
     r1 = c.share_join(M1, topics=["foo"])
-    assert assigned(c, r1) == {"foo": [0, 1]} and r1["memberEpoch"] == 2
+    assert assigned(c, r1) == {"foo": [0, 1]} and r1["memberEpoch"] == 3
     r2 = c.share_heartbeat(M2, 0, topics=["foo"])
     r3 = c.share_heartbeat(M3, 0, topics=["foo"])
-    assert r2["memberEpoch"] == 3 and r3["memberEpoch"] == 4
-    r1 = c.share_heartbeat(M1, 2)
-    assert r1["memberEpoch"] == 4 and r1["assignment"] is not None
-    r2 = c.share_heartbeat(M2, 3)
+    assert r2["memberEpoch"] == 4 and r3["memberEpoch"] == 5
+    r1 = c.share_heartbeat(M1, 3)
+    assert r1["memberEpoch"] == 5  # Kafka 4.3's assignor may leave M1 both partitions (2, 1, 1)
+    r2 = c.share_heartbeat(M2, 4)
+    c.share_heartbeat(M3, 5)
     group = c.group()
     every = [p for m in group.members.values() for p in m.assigned_partitions.get("foo", ())]
     assert sorted(set(every)) == [0, 1]
@@ -158,20 +159,20 @@ def test_share_group_partitions_are_shared_and_rebalanced_on_joins():
     assert len(every) >= 3  # three members, two partitions: at least one partition is shared
     assert group.state_as_string() == "Stable"
     # An unchanged heartbeat gets no assignment.
-    assert c.share_heartbeat(M2, 4)["assignment"] is None
+    assert c.share_heartbeat(M2, 5)["assignment"] is None
 
 
 def test_share_group_fenced_member_epoch():
     """throwIfShareGroupMemberEpochIsInvalid: ahead, or behind and not the previous epoch."""
     c = client()
     c.share_heartbeat(M1, 0, topics=["foo"])
-    assert c.share_heartbeat(M1, 5)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
+    assert c.share_heartbeat(M1, 6)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
     c.share_heartbeat(M2, 0, topics=["foo"])
-    c.share_heartbeat(M1, 1)  # to epoch 2, previous 1
-    assert c.share_heartbeat(M1, 1)["errorCode"] == 0  # the previous epoch is accepted
+    c.share_heartbeat(M1, 2)  # to epoch 2, previous 1
+    assert c.share_heartbeat(M1, 2)["errorCode"] == 0  # the previous epoch is accepted
     c.share_heartbeat(M3, 0, topics=["foo"])
-    c.share_heartbeat(M1, 2)  # to epoch 3, previous 2
-    assert c.share_heartbeat(M1, 1)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
+    c.share_heartbeat(M1, 3)  # to epoch 3, previous 2
+    assert c.share_heartbeat(M1, 2)["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
 
 
 def test_share_group_leaving_member_bumps_group_epoch():
@@ -220,6 +221,21 @@ def test_share_group_delete_tombstones():
     ]
 
 
+def test_share_group_last_member_leaving_moves_the_assignment_epoch():
+    """Kafka 4.4.0's shareGroupFenceMember: when the last member leaves, the (empty) target
+    assignment is at the new group epoch (a ShareGroupTargetAssignmentMetadata record, timestamp 0),
+    so the empty group describes assignmentEpoch = groupEpoch (4.1.1 kept the last one)."""
+    c = client(topics={"foo": 6})
+    c.inject_share_group(10, [share_member(M1, 10, {"foo": [0, 1, 2, 3, 4, 5]})])
+    start = len(c.d.records)
+    assert c.share_heartbeat(M1, -1, topics=["foo"])["errorCode"] == 0
+    records = c.records(start)
+    assert keys(records)[-2:] == [rk("ShareGroupMetadata"), rk("ShareGroupTargetAssignmentMetadata")]
+    assert records[-1][1]["assignmentEpoch"] == 11 == records[-2][1]["epoch"]
+    described = c.share_describe(GROUP)[0]
+    assert (described["groupState"], described["groupEpoch"], described["assignmentEpoch"]) == ("Empty", 11, 11)
+
+
 def test_share_group_states():
     """testShareGroupStates: Empty without members, Stable with."""
     c = client()
@@ -260,7 +276,7 @@ def test_share_group_states():
 def test_session_timeout_expiration_for_share_member():
     """testSessionTimeoutExpirationForShareMember."""
     c = client()
-    assert c.share_heartbeat(M1, 0, topics=["foo"])["memberEpoch"] == 1
+    assert c.share_heartbeat(M1, 0, topics=["foo"])["memberEpoch"] == 2
     c.initialize_share_partitions()
     timer = record_key("share-session", GROUP, M1)
     assert c.timers()[timer][0] == c.now + 45000
@@ -272,8 +288,9 @@ def test_session_timeout_expiration_for_share_member():
         rk("ShareGroupTargetAssignmentMember", M1),
         rk("ShareGroupMemberMetadata", M1),
         rk("ShareGroupMetadata"),
+        rk("ShareGroupTargetAssignmentMetadata"),  # Kafka 4.4: the last member gone
     ]
-    assert records[3][1] == {"type": "ShareGroupMetadata", "epoch": 2, "metadataHash": 0}
+    assert records[3][1] == {"type": "ShareGroupMetadata", "epoch": 3, "metadataHash": 0}
     assert timer not in c.timers()
     assert [e["memberId"] for e in c.events("MemberFenced")] == [M1]
 
@@ -634,3 +651,21 @@ def test_importing_the_core_registers_the_share_apis():
     code = f"import coordinator; from coordinator.api import lookup; print([n for n in {names!r} if lookup(n) is None])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_share_group_assignment_interval():
+    """testShareGroupAssignmentInterval (Kafka 4.3+): within group.share.assignment.interval.ms of
+    the last target assignment a joining member bumps the group epoch but is not assigned; after
+    it, the next heartbeat computes the new assignment."""
+    c = client(topics={"foo": 2}, group_share_assignment_interval_ms=5000)
+    c.inject_share_group(10, [share_member(M1, 10, {"foo": [0, 1]})])
+    c.share_heartbeat(M1, 10)  # no change: nothing computed
+    r = c.share_heartbeat(M2, 0, topics=["foo"])
+    assert r["memberEpoch"] == 11 and c.group().target_assignment_epoch == 11  # no timestamp yet: at once
+    c.d.advance(4995)
+    r3 = c.share_heartbeat(M3, 0, topics=["foo"])
+    assert r3["memberEpoch"] == 11 and assigned(c, r3) == {}
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (12, 11)
+    c.d.advance(10)
+    r3 = c.share_heartbeat(M3, 11)
+    assert r3["memberEpoch"] == 12 and c.group().target_assignment_epoch == 12

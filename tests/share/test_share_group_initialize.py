@@ -72,32 +72,32 @@ def test_share_group_heartbeat_initialize_on_partition_update():
     c = ShareGroupTestClient(topics={"t1": 2, "t2": 2})
     start = len(c.d.records)
     r = c.share_heartbeat(M1, 0, topics=["t1", "t2"])
-    assert r["memberEpoch"] == 1 and c.assignment(r) == {}  # nothing initialized yet
+    assert r["memberEpoch"] == 2 and c.assignment(r) == {}  # nothing initialized yet
     assert spm_records(c, start) == [spm_value(initializing=[("t1", [0, 1]), ("t2", [0, 1])])]
     # Every share-partition is initialized, on this partition or by its owner.
     owned_here = {(t, p) for t in (T1, T2) for p in (0, 1) if c.d.partition.owns(share_partition_key(GROUP, t, p))}
     remote = {t: ps for t, ps in queries(c).items()}
     assert {(t, p) for t, ps in remote.items() for p in ps} | owned_here == {(t, p) for t in (T1, T2) for p in (0, 1)}
-    assert all(v == (1, -1) for ps in remote.values() for v in ps.values())
+    assert all(v == (2, -1) for ps in remote.values() for v in ps.values())
 
     c.inject([(SPM, spm_value(initialized=[("t1", [0, 1]), ("t2", [0, 1])]))])
     c.d.internal_requests.clear()
     c.set_topics({"t1": 4, "t2": 2})  # partition increase
     start = len(c.d.records)
-    r = c.share_heartbeat(M1, 1)
-    assert r["memberEpoch"] == 2
+    r = c.share_heartbeat(M1, 2)
+    assert r["memberEpoch"] == 3
     assert c.assignment(r) == {"t1": [0, 1], "t2": [0, 1]}  # the new partitions wait for initialization
     [first] = spm_records(c, start)[:1]
     assert first == spm_value(initializing=[("t1", [2, 3])], initialized=[("t1", [0, 1]), ("t2", [0, 1])])
-    assert set(queries(c)) <= {T1} and all(v == (2, -1) for ps in queries(c).values() for v in ps.values())
+    assert set(queries(c)) <= {T1} and all(v == (3, -1) for ps in queries(c).values() for v in ps.values())
     c.initialize_share_partitions()
     info = c.group().state_partition_metadata
     assert info["initializing"] == {}
     assert {t: v["partitions"] for t, v in info["initialized"].items()} == {T1: [0, 1, 2, 3], T2: [0, 1]}
     # initializedAssignmentPending: the next heartbeat bumps the epoch and assigns them.
-    r = c.share_heartbeat(M1, 2)
-    assert r["memberEpoch"] == 3 and c.assignment(r) == {"t1": [0, 1, 2, 3], "t2": [0, 1]}
-    assert [e["groupEpoch"] for e in c.events("GroupEpochBumped")] == [1, 2, 3]
+    r = c.share_heartbeat(M1, 3)
+    assert r["memberEpoch"] == 4 and c.assignment(r) == {"t1": [0, 1, 2, 3], "t2": [0, 1]}
+    assert [e["groupEpoch"] for e in c.events("GroupEpochBumped")] == [2, 3, 4]
 
 
 def test_share_group_initialize_success():
@@ -222,7 +222,7 @@ def test_initialization_across_partitions_and_share_state():
         assert (state["offset"]["startOffset"], state["offset"]["stateEpoch"]) == (-1, 1)
     # A second member gets partitions at once: nothing new to initialize.
     r2 = c.share_heartbeat(M2, 0, topics=["t1"])
-    assert c.d.internal_requests == [] and r2["memberEpoch"] == 3
+    assert c.d.internal_requests == [] and r2["memberEpoch"] == 4
     # The record survives a rebuild from the state log.
     rebuilt = c.rebuilt().component("groups").groups[GROUP]
     assert {t: v["partitions"] for t, v in rebuilt.state_partition_metadata["initialized"].items()} == {
@@ -276,7 +276,7 @@ def test_persister_initialize_records_every_partition_once_all_owners_answered()
     c = ShareGroupTestClient(topics={"t1": N})
     start = len(c.d.records)
     r = c.share_heartbeat(M1, 0, topics=["t1"])
-    assert r["memberEpoch"] == 1 and c.assignment(r) == {}
+    assert r["memberEpoch"] == 2 and c.assignment(r) == {}
     assert len(c.d.internal_requests) > 1  # several owning coordinator partitions
     # Each owner's answer alone records nothing.
     pending = c.d.internal_requests
@@ -292,4 +292,4 @@ def test_persister_initialize_records_every_partition_once_all_owners_answered()
     ]
     assert sum(1 for v in spm_records(c, start) if v["initializedTopics"]) == 1
     r = c.share_heartbeat(M1, r["memberEpoch"])
-    assert r["memberEpoch"] == 2 and c.assignment(r) == {"t1": list(range(N))}
+    assert r["memberEpoch"] == 3 and c.assignment(r) == {"t1": list(range(N))}

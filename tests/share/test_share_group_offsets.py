@@ -193,7 +193,7 @@ def test_describe_share_group_all_offsets_uses_the_initialized_partitions():
                 {
                     "topicId": TID,
                     "partitions": [
-                        {"partition": 1, "stateEpoch": 1, "leaderEpoch": 1, "startOffset": 9, "stateBatches": []}
+                        {"partition": 1, "stateEpoch": 2, "leaderEpoch": 1, "startOffset": 9, "stateBatches": []}
                     ],
                 }
             ],
@@ -270,7 +270,7 @@ def test_alter_share_group_offsets_initializes_the_share_partitions():
     [g] = describe(d, [{"topicName": TOPIC, "partitions": [0]}])["groups"]
     assert g["topics"][0]["partitions"][0]["startOffset"] == 7
     state = d.component("share").states[share_partition_key(GROUP, TID, 0)]
-    assert state["offset"]["stateEpoch"] == 2  # the group epoch after the join and the leave
+    assert state["offset"]["stateEpoch"] == 3  # the group epoch after the join and the leave
 
 
 def test_alter_share_group_offsets_across_partitions():

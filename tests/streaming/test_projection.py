@@ -159,7 +159,7 @@ def consumer_scenario(log: StateLog, projector: RedisProjector) -> ConsumerGroup
     c.join("m1", ["foo"], assignor="range")
     projector.on_batch(log.take(c.d))
     c.join("m2", ["foo"], assignor="range")
-    c.heartbeat("m1", 1, owned={"foo": [0, 1, 2]})
+    c.heartbeat("m1", 2, owned={"foo": [0, 1, 2]})
     projector.on_batch(log.take(c.d))
     return c
 
@@ -170,14 +170,14 @@ def test_consumer_group_matches_describe_while_reconciling_and_stable(setup):
     [d] = c.describe()
     assert d["groupState"] == "Reconciling"
     assert consumer_differences(rm.group(c.group_id), d) == []
-    c.heartbeat("m2", 2)
-    c.heartbeat("m1", 2)
+    c.heartbeat("m2", 3)
+    c.heartbeat("m1", 3)
     projector.on_batch(log.take(c.d))
     [d] = c.describe()
     assert d["groupState"] == "Stable"
     assert consumer_differences(rm.group(c.group_id), d) == []
     g = rm.group(c.group_id)
-    assert (g["generation"], g["assignmentEpoch"], g["protocol"], g["protocolType"]) == (2, 2, "range", "consumer")
+    assert (g["generation"], g["assignmentEpoch"], g["protocol"], g["protocolType"]) == (3, 3, "range", "consumer")
     assert [m["targetAssignment"] for m in g["members"]] == [
         [{"topic": "foo", "partitions": [0, 1, 2]}],
         [{"topic": "foo", "partitions": [3, 4, 5]}],

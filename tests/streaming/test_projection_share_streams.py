@@ -220,11 +220,12 @@ def test_streams_group_matches_streams_group_describe_and_the_loaded_state():
         for m in model["members"]
     }
     assert got == want
-    # The state: what a coordinator that loaded this log derives (the configured topology is soft
-    # state: NotReady until the next heartbeat), not the live one.
+    # The state: what a coordinator that loaded this log derives, the live one since Kafka 4.2
+    # (the validated topology epoch is in the group's record; 4.1's state asked the configured
+    # topology, soft state, and said NotReady until the next heartbeat).
     live = c.d.component("groups").groups[c.group_id].state_as_string()
     loaded = c.rebuilt().component("groups").groups[c.group_id].state_as_string()
-    assert (live, loaded, model["state"]) == ("Reconciling", "NotReady", "NotReady")
+    assert (live, loaded, model["state"]) == ("Reconciling", "Reconciling", "Reconciling")
 
 
 def test_streams_group_empty_offsets_and_deletion():

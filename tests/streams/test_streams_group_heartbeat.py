@@ -1,6 +1,6 @@
 """StreamsGroupHeartbeat, StreamsGroupDescribe and the other group APIs on streams groups, through
-the whole core (requests in, responses, records and events out). Each test names the Kafka 4.1 test
-it follows (GroupMetadataManagerTest testStreams*, StreamsGroupTest, GroupCoordinatorServiceTest);
+the whole core (requests in, responses, records and events out). Each test names the Kafka test
+it follows (4.1, or 4.3 where Kafka changed) (GroupMetadataManagerTest testStreams*, StreamsGroupTest, GroupCoordinatorServiceTest);
 tests without a name cover this service's own parts (events, internal topics, replay, snapshots)."""
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def settle(c: StreamsTestClient, responses: dict) -> dict:
 def test_testStreamsNewJoiningMemberTriggersNewTargetAssignment():
     c = client()
     r1 = c.join("m1", TOPO)
-    assert r1["errorCode"] == 0 and r1["memberEpoch"] == 1
+    assert r1["errorCode"] == 0 and r1["memberEpoch"] == 2
     assert active_of(r1) == {"0": {0, 1, 2, 3, 4, 5}}
     assert r1["status"] == []
     r2 = c.join("m2", TOPO)
-    assert r2["memberEpoch"] == 2 and active_of(r2) == {}  # its tasks are still m1's
+    assert r2["memberEpoch"] == 3 and active_of(r2) == {}  # its tasks are still m1's
     g = c.group()
-    assert g.group_epoch == 2 and g.target_assignment_epoch == 2
+    assert g.group_epoch == 3 and g.target_assignment_epoch == 3
     assert sorted(p for t in g.target_assignment.values() for p in t.active["0"]) == [0, 1, 2, 3, 4, 5]
     assert all(len(t.active["0"]) == 3 for t in g.target_assignment.values())
     assert c.described()["groupState"] == "Reconciling"
@@ -77,18 +77,18 @@ def test_testStreamsReconciliationProcess():
     c = client()
     r1 = c.join("m1", TOPO)
     c.join("m2", TOPO)
-    r1b = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
-    assert r1b["memberEpoch"] == 1
+    r1b = c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])
+    assert r1b["memberEpoch"] == 2
     assert c.member("m1").state == MemberState.UNREVOKED_TASKS
     keep = active_of(r1b)["0"]
     assert len(keep) == 3
     # m2 still waits: the tasks are owned by m1's process
-    r2b = c.heartbeat("m2", 2, active=[], standby=[], warmup=[])
+    r2b = c.heartbeat("m2", 3, active=[], standby=[], warmup=[])
     assert c.member("m2").state == MemberState.UNRELEASED_TASKS and r2b["activeTasks"] is None
     # m1 acknowledges the revocation: epoch 2, stable
-    r1c = c.heartbeat("m1", 1, active=tasks(**{"0": keep}), standby=[], warmup=[])
-    assert r1c["memberEpoch"] == 2 and c.member("m1").state == MemberState.STABLE
-    r2c = c.heartbeat("m2", 2, active=[], standby=[], warmup=[])
+    r1c = c.heartbeat("m1", 2, active=tasks(**{"0": keep}), standby=[], warmup=[])
+    assert r1c["memberEpoch"] == 3 and c.member("m1").state == MemberState.STABLE
+    r2c = c.heartbeat("m2", 3, active=[], standby=[], warmup=[])
     assert active_of(r2c) == {"0": {0, 1, 2, 3, 4, 5} - keep}
     assert c.described()["groupState"] == "Stable"
     assert all_active(c) == [0, 1, 2, 3, 4, 5]
@@ -99,7 +99,7 @@ def test_testStreamsGroupHeartbeatPartialResponseWhenNothingChanges():
     r = c.join("m1", TOPO)
     r2 = c.heartbeat("m1", r["memberEpoch"], active=r["activeTasks"], standby=[], warmup=[])
     assert r2["activeTasks"] is None and r2["standbyTasks"] is None and r2["warmupTasks"] is None
-    assert r2["memberEpoch"] == 1 and r2["heartbeatIntervalMs"] == 5000
+    assert r2["memberEpoch"] == 2 and r2["heartbeatIntervalMs"] == 5000
 
 
 def test_testStreamsLeavingMemberRemovesMemberAndBumpsGroupEpoch():
@@ -125,28 +125,28 @@ def test_testStreamsGroupMemberEpochValidation():
     c = client()
     r = c.join("m1", TOPO)
     assert (
-        c.heartbeat("m1", 5, active=r["activeTasks"], standby=[], warmup=[])["errorCode"]
+        c.heartbeat("m1", 6, active=r["activeTasks"], standby=[], warmup=[])["errorCode"]
         == Errors.FENCED_MEMBER_EPOCH.code
     )
     c.join("m2", TOPO)
-    c.heartbeat("m1", 1, active=[], standby=[], warmup=[])  # m1 revokes everything it must: epoch 2
-    assert c.member("m1").member_epoch == 2
+    c.heartbeat("m1", 2, active=[], standby=[], warmup=[])  # m1 revokes everything it must: epoch 2
+    assert c.member("m1").member_epoch == 3
     # the previous epoch with owned tasks within the assignment is accepted (lost response)
-    ok = c.heartbeat("m1", 1, active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}), standby=[], warmup=[])
+    ok = c.heartbeat("m1", 2, active=tasks(**{"0": c.member("m1").assigned_tasks.active["0"]}), standby=[], warmup=[])
     assert ok["errorCode"] == 0
     # the previous epoch owning tasks it no longer has is fenced
-    bad = c.heartbeat("m1", 1, active=tasks(**{"0": {0, 1, 2, 3, 4, 5}}), standby=[], warmup=[])
+    bad = c.heartbeat("m1", 2, active=tasks(**{"0": {0, 1, 2, 3, 4, 5}}), standby=[], warmup=[])
     assert bad["errorCode"] == Errors.FENCED_MEMBER_EPOCH.code
-    assert c.heartbeat("unknown", 1)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
+    assert c.heartbeat("unknown", 2)["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
 
 
 def test_testStreamsOwnedTasksValidation():
     c = client()
     r = c.join("m1", TOPO)
-    bad = c.heartbeat("m1", 1, active=tasks(**{"0": {9}}), standby=[], warmup=[])
+    bad = c.heartbeat("m1", 2, active=tasks(**{"0": {9}}), standby=[], warmup=[])
     assert bad["errorCode"] == Errors.INVALID_REQUEST.code
     assert bad["errorMessage"] == "Task 9 for subtopology 0 is invalid. Number of tasks for this subtopology: 6"
-    bad = c.heartbeat("m1", 1, active=tasks(**{"x": {0}}), standby=[], warmup=[])
+    bad = c.heartbeat("m1", 2, active=tasks(**{"x": {0}}), standby=[], warmup=[])
     assert bad["errorMessage"] == "Subtopology x does not exist in the topology."
     assert r["errorCode"] == 0
 
@@ -248,14 +248,16 @@ def test_testStreamsGroupMemberJoiningWithMissingInternalTopic():
     assert c.events("StreamsInternalTopicsMissing")[-1]["topics"] == [
         {"name": CHANGELOG, "numPartitions": 3, "replicationFactor": -1, "configs": []}
     ]
-    # The heartbeat that created the group configured a group object Kafka does not keep.
+    # Kafka 4.2+: NotReady (no validated topology epoch), described with the topology of the
+    # group's record (partitions as the member sent them) while it is not configured and ready.
     described = c.described()
-    assert (described["groupState"], described["topology"]) == ("NotReady", None)
+    assert described["groupState"] == "NotReady"
+    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 0
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
     assert status_codes(r) == [MISSING_INTERNAL_TOPICS]
     described = c.described()
     assert described["groupState"] == "NotReady"
-    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 3
+    assert described["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 0
     c.set_topics({FOO: 3, CHANGELOG: 3})
     r = c.heartbeat("m1", r["memberEpoch"], active=[], standby=[], warmup=[])
     assert r["status"] == [] and active_of(r) == {"0": {0, 1, 2}}
@@ -303,9 +305,9 @@ def test_testStreamsGroupMemberRequestingShutdownApplication():
     c = client()
     r1 = c.join("m1", TOPO)
     c.join("m2", TOPO)
-    r = c.heartbeat("m2", 2, active=[], standby=[], warmup=[], shutdownApplication=True)
+    r = c.heartbeat("m2", 3, active=[], standby=[], warmup=[], shutdownApplication=True)
     assert SHUTDOWN_APPLICATION in status_codes(r)
-    r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    r = c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])
     assert r["status"][-1] == {
         "statusCode": SHUTDOWN_APPLICATION,
         "statusDetail": "Streams group member m2 encountered a fatal error and requested a shutdown for the "
@@ -320,7 +322,7 @@ def test_a_leaving_member_requesting_shutdown_makes_the_others_shut_down():
     r = c.heartbeat("m2", -1, shutdownApplication=True)
     assert (r["errorCode"], r["memberEpoch"]) == (0, -1)
     assert "m2" not in c.group().members
-    r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    r = c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])
     assert SHUTDOWN_APPLICATION in status_codes(r)
     assert [e["memberId"] for e in c.events("StreamsShutdownRequested")] == ["m2"]
 
@@ -331,7 +333,7 @@ def test_an_unknown_members_shutdown_request_stands_although_its_leave_fails_as_
     r1 = c.join("m1", TOPO)
     r = c.heartbeat("gone", -1, shutdownApplication=True)
     assert r["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
-    r = c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])
+    r = c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])
     assert r["status"][-1]["statusCode"] == SHUTDOWN_APPLICATION
     assert "member gone encountered a fatal error" in r["status"][-1]["statusDetail"]
     # Without a shutdown request, an unknown member's leave changes nothing.
@@ -363,11 +365,11 @@ def test_testStreamsRebalanceTimeoutExpiration():
     c = client()
     r1 = c.join("m1", TOPO, rebalance_timeout_ms=12000)
     c.join("m2", TOPO)
-    c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])  # told to revoke; never does
+    c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])  # told to revoke; never does
     assert c.member("m1").state == MemberState.UNREVOKED_TASKS
     c.sleep(12000)
     assert "m1" not in c.group().members
-    assert c.events("MemberFenced")[-1]["reason"] == "it failed to transition from epoch 1 within 12000ms"
+    assert c.events("MemberFenced")[-1]["reason"] == "it failed to transition from epoch 2 within 12000ms"
 
 
 def test_testStreamsOnNewMetadataImage():
@@ -385,8 +387,10 @@ def test_testStreamsStreamsGroupStates():
     c = client()
     r = c.join("m1", TOPO)
     # The heartbeat that created the group configured its topology on a group object Kafka
-    # discards (getOrCreateStreamsGroup): NotReady until the member's next heartbeat.
-    assert c.group().state == "NotReady" and c.group().configured_topology is None
+    # discards (getOrCreateStreamsGroup); since Kafka 4.2 the state follows the validated topology
+    # epoch of the group's record: Stable at once, although not configured until the next heartbeat.
+    assert c.group().state == "Stable" and c.group().configured_topology is None
+    assert c.group().validated_topology_epoch == 0
     c.heartbeat("m1", r["memberEpoch"])
     g = c.group()
     assert g.state == "Stable"
@@ -416,7 +420,8 @@ def test_standby_tasks_follow_group_streams_num_standby_replicas():
 def test_testStreamsGroupDescribeNoErrors_and_WithErrors():
     c = client()
     r = c.join("m1", TOPO)
-    assert c.describe(GROUP)["groups"][0]["topology"] is None  # configured on a discarded group object
+    # configured on a discarded group object: the record's topology (Kafka 4.2+; 4.1.1: null)
+    assert c.describe(GROUP)["groups"][0]["topology"]["subtopologies"][0]["stateChangelogTopics"][0]["partitions"] == 0
     c.heartbeat("m1", r["memberEpoch"])
     unknown = local_id(c, "unknown")
     out = c.describe(GROUP, unknown)["groups"]
@@ -502,8 +507,8 @@ def test_group_type_conflicts_testStreamsGroupHeartbeatOnConsumerGroup_and_Descr
     dg = c.send("DescribeGroups", 5, {"groups": [GROUP], "includeAuthorizedOperations": False})["groups"][0]
     assert dg["groupState"] == "Dead"
     listed = c.send("ListGroups", 5, {"statesFilter": [], "typesFilter": ["streams"]})["groups"]
-    # (NotReady: the heartbeat that created the group configured a group object Kafka discards)
-    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "NotReady", "groupType": "streams"}]
+    # (Kafka 4.2+: Stable, the record's validated topology epoch; 4.1.1: NotReady until the next heartbeat)
+    assert listed == [{"groupId": GROUP, "protocolType": "streams", "groupState": "Stable", "groupType": "streams"}]
 
 
 def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
@@ -529,10 +534,10 @@ def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
         r = c.send("OffsetCommit", version, body)
         return r["topics"][0]["partitions"][0]["errorCode"]
 
-    assert commit(9, 1) == 0
+    assert commit(9, 2) == 0
     assert commit(9, 0) == Errors.STALE_MEMBER_EPOCH.code
-    assert commit(9, 1, "nobody") == Errors.UNKNOWN_MEMBER_ID.code
-    assert commit(8, 1) == Errors.UNSUPPORTED_VERSION.code
+    assert commit(9, 2, "nobody") == Errors.UNKNOWN_MEMBER_ID.code
+    assert commit(8, 2) == Errors.UNSUPPORTED_VERSION.code
     f = c.send(
         "OffsetFetch",
         9,
@@ -541,7 +546,7 @@ def test_offsets_StreamsGroupTest_testValidateOffsetCommit_and_Fetch():
                 {
                     "groupId": GROUP,
                     "memberId": "m1",
-                    "memberEpoch": 1,
+                    "memberEpoch": 2,
                     "topics": [{"name": FOO, "partitionIndexes": [0]}],
                 }
             ],
@@ -585,7 +590,9 @@ def test_the_state_log_rebuilds_the_same_group():
         "standby_owners",
     ):
         assert getattr(rebuilt, attr) == getattr(live, attr), attr
-    assert rebuilt.configured_topology is None and rebuilt.state == "NotReady"  # soft state, as in Kafka
+    assert rebuilt.validated_topology_epoch == live.validated_topology_epoch == 0
+    # The configured topology is soft state, as in Kafka; the state follows the record's epoch.
+    assert rebuilt.configured_topology is None and rebuilt.state == live.state
     assert StreamsGroup.from_json(live.to_json()).to_json() == live.to_json()
 
 
@@ -653,11 +660,11 @@ def test_a_known_member_rejoining_with_epoch_0_keeps_its_place_as_in_4_4():
     c = client()
     c.join("m1", TOPO)
     c.join("m2", TOPO)
-    c.heartbeat("m1", 1, active=[], standby=[], warmup=[])
-    assert c.member("m1").member_epoch == 2
+    c.heartbeat("m1", 2, active=[], standby=[], warmup=[])
+    assert c.member("m1").member_epoch == 3
     r = c.join("m1", TOPO)
-    assert r["errorCode"] == 0 and r["memberEpoch"] == 2
-    assert r["activeTasks"] is not None and c.group().group_epoch == 2
+    assert r["errorCode"] == 0 and r["memberEpoch"] == 3
+    assert r["activeTasks"] is not None and c.group().group_epoch == 3
 
 
 def test_TargetAssignmentBuilderTest_testAssignmentHasNotChanged_via_a_metadata_update():
@@ -687,39 +694,57 @@ def test_TargetAssignmentBuilderTest_testBuildEmptyAssignmentWhenTopologyNotRead
 
 
 def test_testStreamsGroupEndpointInformationOnlyWhenEpochGreater():
+    """Kafka 4.3+: a joining member with an endpoint gets the endpoints at once (its own, last),
+    the member epoch 2 (a new group starts at epoch 1), and endpoint information epoch 0 (the group
+    the heartbeat created is not the one the records make, which starts at 0); once it has the
+    group's epoch, no endpoints."""
     c = StreamsTestClient(GROUP, topics={FOO: 2})
     topo = topology(0, subtopology("subtopology1", source=[FOO]))
     endpoint = {"host": "localhost", "port": 9092}
-    r = c.join("m1", topo, userEndpoint=endpoint, endpointInformationEpoch=-1)
-    assert active_of(r) == {"subtopology1": {0, 1}}
-    assert r["partitionsByUserEndpoint"] is None  # the joining member was not in the group yet
-    # The group was created by this heartbeat: Kafka bumped the epoch of a group object of its own
-    # (-1 -> 0, in the answer only); the group the records created starts at -1.
-    assert r["endpointInformationEpoch"] == 0
-    assert c.group().endpoint_information_epoch == -1
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=0)
-    assert r["endpointInformationEpoch"] == -1
+    r = c.join("m1", topo, userEndpoint=endpoint, endpointInformationEpoch=0)
+    assert r["memberEpoch"] == 2 and active_of(r) == {"subtopology1": {0, 1}}
     assert r["partitionsByUserEndpoint"] == [
-        {"userEndpoint": endpoint, "standbyPartitions": [], "activePartitions": [{"topic": FOO, "partitions": [0, 1]}]}
+        {"userEndpoint": endpoint, "activePartitions": [{"topic": FOO, "partitions": [0, 1]}], "standbyPartitions": []}
     ]
-    r = c.heartbeat("m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=-1)
+    assert r["endpointInformationEpoch"] == 0 == c.group().endpoint_information_epoch
+    r = c.heartbeat(
+        "m1", r["memberEpoch"], userEndpoint=endpoint, endpointInformationEpoch=r["endpointInformationEpoch"]
+    )
     assert r["partitionsByUserEndpoint"] is None
 
 
-def test_endpoint_information_epoch_is_bumped_on_the_existing_group_when_tasks_move():
-    """Found by the differential test (bench/differential.py): a 4.1.1 broker answers -1 until
-    a member of an existing group gets other tasks, then 0, 1, ..."""
+def test_testStreamsGroupEndpointInformationIncludesNewMember():
+    c = StreamsTestClient(GROUP, topics={FOO: 4})
+    topo = topology(0, subtopology("subtopology1", source=[FOO]))
+    r1 = c.join("m1", topo, userEndpoint={"host": "host1", "port": 9092}, endpointInformationEpoch=0)
+    assert r1["memberEpoch"] == 2
+    r2 = c.join("m2", topo, userEndpoint={"host": "host2", "port": 9093})
+    # The joining member's endpoint changed (none before): the group's epoch goes 0 -> 1, the
+    # member's is 0, so both members' endpoints come back, the joining one last.
+    assert r2["endpointInformationEpoch"] == 1
+    endpoints = r2["partitionsByUserEndpoint"]
+    assert [e["userEndpoint"] for e in endpoints] == [{"host": "host1", "port": 9092}, {"host": "host2", "port": 9093}]
+    assert [[p for t in e["activePartitions"] for p in t["partitions"]] for e in endpoints] == [
+        [0, 1, 2, 3],  # m1 still owns every task until it revokes two
+        sorted(p for parts in active_of(r2).values() for p in parts),
+    ]
+
+
+def test_endpoint_information_epoch_is_bumped_when_a_member_with_an_endpoint_gets_other_tasks():
+    """Kafka 4.3+: the epoch moves when a member's endpoint changes or a member with an endpoint
+    is handed other tasks; a member without an endpoint moves it by neither."""
     c = StreamsTestClient(GROUP, topics={FOO: 2})
     topo = topology(0, subtopology("subtopology1", source=[FOO]))
-    r1 = c.join("m1", topo, endpointInformationEpoch=-1)
-    assert r1["endpointInformationEpoch"] == 0
-    r2 = c.join("m2", topo, endpointInformationEpoch=-1)  # joins with no tasks: no bump
-    assert r2["endpointInformationEpoch"] == -1 and r2["partitionsByUserEndpoint"] is None
+    r1 = c.join("m1", topo, userEndpoint={"host": "h", "port": 1}, endpointInformationEpoch=-1)
+    assert r1["endpointInformationEpoch"] == 0 and r1["partitionsByUserEndpoint"] is not None
+    r2 = c.join("m2", topo, endpointInformationEpoch=0)  # no endpoint, no tasks yet: no bump
+    assert r2["endpointInformationEpoch"] == 0 and r2["partitionsByUserEndpoint"] is None
     r1 = c.heartbeat(
-        "m1", r1["memberEpoch"], active=r1["activeTasks"], standby=[], warmup=[], endpointInformationEpoch=-1
+        "m1", r1["memberEpoch"], active=r1["activeTasks"], standby=[], warmup=[], endpointInformationEpoch=0
     )
     assert r1["activeTasks"] is not None  # asked to revoke one task: its tasks changed
-    assert r1["endpointInformationEpoch"] == 0 == c.group().endpoint_information_epoch
+    assert r1["endpointInformationEpoch"] == 1 == c.group().endpoint_information_epoch
+    assert len(r1["partitionsByUserEndpoint"]) == 1  # only m1 has an endpoint
 
 
 def test_onLoaded_arms_session_and_rebalance_timers():
@@ -728,7 +753,7 @@ def test_onLoaded_arms_session_and_rebalance_timers():
     c = client()
     r1 = c.join("m1", TOPO)
     c.join("m2", TOPO)
-    c.heartbeat("m1", 1, active=r1["activeTasks"], standby=[], warmup=[])  # m1: UNREVOKED_TASKS
+    c.heartbeat("m1", 2, active=r1["activeTasks"], standby=[], warmup=[])  # m1: UNREVOKED_TASKS
     timers = c.rebuilt().timers.schedule_view()
     assert {k for k in timers if "streams-session" in k} == {
         record_key("streams-session", GROUP, m) for m in ("m1", "m2")
@@ -780,3 +805,22 @@ def test_leave_answer_status_is_an_empty_list():
     assert left["errorCode"] == 0 and left["memberEpoch"] == -1, left
     assert left["status"] == []
     assert r["status"] == []
+
+
+def test_testStreamsGroupAssignmentInterval():
+    """Kafka 4.3+: within group.streams.assignment.interval.ms of the last target assignment, a
+    joining member bumps the group epoch but gets the last assignment, with the ASSIGNMENT_DELAYED
+    status; after it, the next heartbeat computes the new one."""
+    c = client(group_streams_assignment_interval_ms=5000)
+    r1 = c.join("m1", TOPO)
+    assert r1["memberEpoch"] == 2 and r1["status"] == []
+    c.d.advance(4995)
+    r2 = c.join("m2", TOPO)
+    assert r2["memberEpoch"] == 2 and active_of(r2) == {}
+    assert r2["status"] == [
+        {"statusCode": 5, "statusDetail": "Assignment delayed due to the configured assignment interval."}
+    ]
+    assert (c.group().group_epoch, c.group().target_assignment_epoch) == (3, 2)
+    c.d.advance(10)
+    r2 = c.heartbeat("m2", 2)
+    assert r2["status"] == [] and c.group().target_assignment_epoch == 3

@@ -390,6 +390,7 @@ class ConsumerGroup(ModernGroup):
             "groupId": self.group_id,
             "groupEpoch": self.group_epoch,
             "assignmentEpoch": self.target_assignment_epoch,
+            "assignmentTimestamp": self.assignment_timestamp,
             "members": {m: self.members[m].to_json() for m in sorted(self.members)},
             "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
             "resolvedRegularExpressions": {
@@ -404,6 +405,7 @@ class ConsumerGroup(ModernGroup):
         group = cls(data["groupId"])
         group.group_epoch = int(data.get("groupEpoch", 0))
         group.target_assignment_epoch = int(data.get("assignmentEpoch", 0))
+        group.assignment_timestamp = int(data.get("assignmentTimestamp", 0))
         for m in (data.get("members") or {}).values():
             group.update_member(ConsumerGroupMember.from_json(m))
         for member_id, a in (data.get("targetAssignment") or {}).items():

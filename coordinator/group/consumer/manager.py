@@ -27,6 +27,7 @@ from ...result import CoordinatorResult
 from ...timers import Timer
 from ..classic.apis import leave_response
 from ..classic.group import ClassicGroup
+from ..modern.group import INITIAL_GROUP_EPOCH
 from ..modern.ids import kafka_uuid
 from ..modern.manager import ModernGroupManager
 from ..modern.member import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH
@@ -215,14 +216,16 @@ class ConsumerGroupManager(ModernGroupManager):
 
         group_epoch = group.group_epoch
         subscription_type = group.subscription_type()
-        bump = group_epoch == 0 or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
+        created = is_new_group and not group.members  # not an online upgrade of a classic group
+        bump = created or names_changed or regex_status == REGEX_UPDATED_AND_RESOLVED
         if bump or (self.metadata.available and group.has_metadata_expired(now)):
             group_epoch, subscription_type = self._update_subscription_metadata(
                 group, bump, member, updated, records, events, after
             )
 
-        # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
-        if group_epoch > group.target_assignment_epoch:
+        # 2. A new target assignment if the group epoch is ahead of the assignment epoch (and the
+        # assignment interval allows it).
+        if group_epoch > group.target_assignment_epoch and self.can_compute_next_target_assignment(group):
             target = self._update_target_assignment(
                 group, group_epoch, member, updated, subscription_type, records, events
             )
@@ -465,7 +468,7 @@ class ConsumerGroupManager(ModernGroupManager):
         subscription_type = derive_subscription_type(members.values(), group.resolved_regular_expressions)
         reason = (
             "new group"
-            if group.group_epoch == 0
+            if group.group_epoch == INITIAL_GROUP_EPOCH and not group.members
             else f"member {updated.member_id} changed its subscription"
             if bump
             else None
@@ -534,7 +537,7 @@ class ConsumerGroupManager(ModernGroupManager):
         gid = group.group_id
         for m, assignment in result.changed.items():
             records.append((record_key(R_TARGET, gid, m), target_value(assignment)))
-        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch, self.now)))
         total = sum(len(p) for a in result.target_assignment.values() for p in a.values())
         events.append(
             (
@@ -674,6 +677,11 @@ class ConsumerGroupManager(ModernGroupManager):
         metadata_hash = self.compute_metadata_hash(subscribed_topic_counts(remaining.values(), resolved))
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
+        target_epoch = group.target_assignment_epoch
+        if len(group.members) == len(members):
+            # Kafka 4.4: the last members gone, the (empty) target assignment is at the new epoch.
+            target_epoch = group_epoch
+            records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
         before = self._state(gid)
         result.records += [StateRecord(key, value) for key, value in records]
         for m in members:
@@ -696,10 +704,9 @@ class ConsumerGroupManager(ModernGroupManager):
             metadataHash=metadata_hash,
             reason=f"{len(members)} member(s) removed: {reason}",
         )
-        # The state once the tombstones are replayed: the remaining members, the new group epoch
-        # (the target assignment epoch does not change).
-        after = str(derive_group_state(remaining.values(), group_epoch, group.target_assignment_epoch))
-        self.state_changed_event(result, gid, before, after, group_epoch, group.target_assignment_epoch)
+        # The state once the tombstones are replayed: the remaining members, the new group epoch.
+        after = str(derive_group_state(remaining.values(), group_epoch, target_epoch))
+        self.state_changed_event(result, gid, before, after, group_epoch, target_epoch)
         return result
 
     def classic_leave(self, group: ConsumerGroup, request: Request, identities: list[dict]) -> CoordinatorResult:

@@ -183,7 +183,7 @@ class ClassicMembers:
             )
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
-        if group_epoch > group.target_assignment_epoch:
+        if group_epoch > group.target_assignment_epoch and m.can_compute_next_target_assignment(group):
             target = m._update_target_assignment(
                 group, group_epoch, member, updated, subscription_type, records, events
             )

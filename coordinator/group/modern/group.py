@@ -9,6 +9,8 @@ from ...records import record_key
 from ..group import Group
 from .records import RecordValues
 
+INITIAL_GROUP_EPOCH = 1
+
 
 class ModernGroup(Group):
     """A group whose members are assigned by the coordinator: a group epoch and the metadata hash it
@@ -20,9 +22,16 @@ class ModernGroup(Group):
 
     def __init__(self, group_id: str):
         self.group_id = group_id
-        self.group_epoch = 0
+        # Kafka 4.3+: a new group starts at group epoch 1 and assignment epoch 1
+        # (TargetAssignmentMetadata.INITIAL), so the heartbeat that creates it bumps to 2 and its
+        # first member's epoch is 2 (4.1: 0, then 1). A group made by the replay of its records
+        # takes theirs.
+        self.group_epoch = INITIAL_GROUP_EPOCH
         self.metadata_hash = 0
-        self.target_assignment_epoch = 0
+        self.target_assignment_epoch = INITIAL_GROUP_EPOCH
+        # When the target assignment was computed (Kafka 4.3+'s TargetAssignmentMetadata record;
+        # 0: unknown, or none yet): the next one waits for the group type's assignment interval.
+        self.assignment_timestamp = 0
         self.members: dict[str, Any] = {}
         self.target_assignment: dict[str, Any] = {}
         # Soft state (Kafka's DeadlineAndEpoch): [deadline ms, group epoch]; [0, 0] = refresh now.
@@ -38,6 +47,13 @@ class ModernGroup(Group):
     def has_metadata_expired(self, now_ms: int) -> bool:
         deadline, epoch = self.metadata_refresh_deadline
         return now_ms >= deadline or self.group_epoch < epoch
+
+    def can_compute_next_target_assignment(self, interval_ms: int, now_ms: int) -> bool:
+        """GroupMetadataManager.canComputeNextTargetAssignment: at once when there is no previous
+        assignment or its time is unknown, or the interval is 0; else once the interval elapsed."""
+        if self.assignment_timestamp == 0 or interval_ms == 0:
+            return True
+        return now_ms >= self.assignment_timestamp + interval_ms
 
     # ================================================================ Group interface
     def member_tombstone_keys(self, members: Iterable[str]) -> list[str]:

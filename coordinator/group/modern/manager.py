@@ -51,6 +51,13 @@ class ModernGroupManager:
         topics, ids, racks = self.topics(), self.metadata.topic_ids, self.metadata.topic_racks
         return group_hash({t: topic_hash(t, ids.get(t), topics[t], racks.get(t)) for t in topic_names if t in topics})
 
+    def can_compute_next_target_assignment(self, group) -> bool:
+        """Kafka 4.3+'s assignment batching: the group's {type}.assignment.interval.ms (its group
+        config, else group.{type}.assignment.interval.ms) since the group's last target assignment
+        (a heartbeat within it keeps the last one)."""
+        interval = self.c.configs.effective(group.group_id, f"{self.type_name}.assignment.interval.ms")
+        return group.can_compute_next_target_assignment(interval, self.now)
+
     def typed_group(self, group_id: str) -> Any:
         """GroupMetadataManager.{consumer,share,streams}Group(groupId): the group, or
         GROUP_ID_NOT_FOUND when it is missing or of another type."""

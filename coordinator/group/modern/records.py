@@ -89,8 +89,13 @@ class RecordValues:
     def target(self, assignment) -> dict:
         return {"type": self.kinds[2], **self._target_fields(assignment)}
 
-    def target_epoch(self, epoch: int) -> dict:
-        return {"type": self.kinds[3], "assignmentEpoch": epoch}
+    def target_epoch(self, epoch: int, timestamp_ms: int = 0) -> dict:
+        """The assignment epoch and (Kafka 4.3+, a tagged field: written when not 0) when the
+        assignment was computed."""
+        value = {"type": self.kinds[3], "assignmentEpoch": epoch}
+        if timestamp_ms:
+            value["assignmentTimestamp"] = timestamp_ms
+        return value
 
     def current(self, member) -> dict:
         return {"type": self.kinds[4], **member.assignment_value()}
@@ -124,6 +129,7 @@ def replay_target_assignment_epoch(group, value: dict | None) -> None:
     tombstone) -1, which Kafka allows only once every member's target assignment is gone."""
     if value is not None:
         group.target_assignment_epoch = int(value["assignmentEpoch"])
+        group.assignment_timestamp = int(value.get("assignmentTimestamp", 0))
         return
     if group.target_assignment:
         raise IllegalStateError(
@@ -131,3 +137,4 @@ def replay_target_assignment_epoch(group, value: dict | None) -> None:
             f"the assignment still has {len(group.target_assignment)} members."
         )
     group.target_assignment_epoch = -1
+    group.assignment_timestamp = 0

@@ -210,6 +210,7 @@ class ShareGroup(ModernGroup):
             "groupEpoch": self.group_epoch,
             "metadataHash": self.metadata_hash,
             "assignmentEpoch": self.target_assignment_epoch,
+            "assignmentTimestamp": self.assignment_timestamp,
             "members": {m: self.members[m].to_json() for m in sorted(self.members)},
             "targetAssignment": {m: assignment_to_json(a) for m, a in sorted(self.target_assignment.items())},
             "metadataRefreshDeadline": list(self.metadata_refresh_deadline),
@@ -222,6 +223,7 @@ class ShareGroup(ModernGroup):
         group.group_epoch = int(data.get("groupEpoch", 0))
         group.metadata_hash = int(data.get("metadataHash", 0))
         group.target_assignment_epoch = int(data.get("assignmentEpoch", 0))
+        group.assignment_timestamp = int(data.get("assignmentTimestamp", 0))
         for m in (data.get("members") or {}).values():
             group.update_member(ShareGroupMember.from_json(m))
         for member_id, a in (data.get("targetAssignment") or {}).items():

@@ -191,7 +191,7 @@ class ShareGroupManager(ModernGroupManager):
             metadata_hash = self.compute_metadata_hash(counts)
             reason = (
                 "new group"
-                if group.group_epoch == 0
+                if group_id not in self.c.groups
                 else (f"member {member_id} changed its subscription" if bump else None)
             )
             if metadata_hash != group.metadata_hash:
@@ -208,7 +208,7 @@ class ShareGroupManager(ModernGroupManager):
             refresh_deadline = None
 
         # 2. A new target assignment if the group epoch is ahead of the assignment epoch.
-        if group_epoch > group.target_assignment_epoch:
+        if group_epoch > group.target_assignment_epoch and self.can_compute_next_target_assignment(group):
             target = self._update_target_assignment(group, group_epoch, members_after, records, events).get(
                 member_id, {}
             )
@@ -297,7 +297,9 @@ class ShareGroupManager(ModernGroupManager):
         homogeneous = all(c == len(members) for t, c in counts.items() if t in topics)
         initialized = initialized_by_name(group)
         try:
-            result = ASSIGNOR.assign(specs, topics, homogeneous, lambda t, p: p in initialized.get(t, ()))
+            result = ASSIGNOR.assign(
+                specs, topics, homogeneous, lambda t, p: p in initialized.get(t, ()), self.metadata.topic_ids
+            )
         except PartitionAssignorException as ex:
             raise ApiError(
                 Errors.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch {group_epoch}: {ex}"
@@ -308,7 +310,7 @@ class ShareGroupManager(ModernGroupManager):
             if group.target_assignment.get(m_id, {}) != result[m_id]:
                 records.append((record_key(R_TARGET, gid, m_id), target_value(result[m_id])))
                 changed.append(m_id)
-        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch, self.now)))
         total = sum(len(p) for a in result.values() for p in a.values())
         events.append(
             (
@@ -348,6 +350,11 @@ class ShareGroupManager(ModernGroupManager):
         metadata_hash = self.compute_metadata_hash(group.subscribed_topic_names(remaining))
         group_epoch = group.group_epoch + 1
         records.append((record_key(R_GROUP, gid), group_epoch_value(group_epoch, metadata_hash)))
+        target_epoch = group.target_assignment_epoch
+        if not remaining:
+            # Kafka 4.4: the last member gone, the (empty) target assignment is at the new epoch.
+            target_epoch = group_epoch
+            records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
         before = self._state(gid)
         result = CoordinatorResult()
         result.records += [StateRecord(key, value) for key, value in records]
@@ -373,7 +380,7 @@ class ShareGroupManager(ModernGroupManager):
             reason=f"1 member(s) removed: {reason}",
         )
         after = STABLE if remaining else EMPTY  # the group's state once the tombstones are replayed
-        self.state_changed_event(result, gid, before, after, group_epoch, group.target_assignment_epoch)
+        self.state_changed_event(result, gid, before, after, group_epoch, target_epoch)
         return result
 
     # ================================================================ timers
@@ -446,6 +453,7 @@ class ShareGroupManager(ModernGroupManager):
                 group.remove_target_assignment(ids[1])
         elif kind == R_TARGET_EPOCH:
             group.target_assignment_epoch = -1 if value is None else int(value["assignmentEpoch"])
+            group.assignment_timestamp = 0 if value is None else int(value.get("assignmentTimestamp", 0))
         elif kind == R_CURRENT:
             member_id = ids[1]
             old = group.members.get(member_id)

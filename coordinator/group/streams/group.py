@@ -51,16 +51,19 @@ RECORD_TYPES = (R_GROUP, R_TOPOLOGY, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRE
 def derive_state(
     members: Iterable[StreamsGroupMember],
     topology: dict | None,
-    configured: ConfiguredTopology | None,
+    validated_topology_epoch: int,
     group_epoch: int,
     target_assignment_epoch: int,
 ) -> str:
     """StreamsGroup.maybeUpdateGroupState over the given parts: a handler derives the state its
-    records will leave before the runtime replays them."""
+    records will leave before the runtime replays them. Kafka 4.2+: the group is NotReady until its
+    topology's epoch is the one a heartbeat validated (configured against the topics, a field of
+    the StreamsGroupMetadata record); 4.1.1 asked the configured topology, soft state that a
+    new group's first heartbeat did not keep."""
     members = list(members)
     if not members:
         return EMPTY_STATE
-    if topology is None or configured is None or not configured.is_ready():
+    if topology is None or topology["epoch"] != validated_topology_epoch:
         return NOT_READY
     if group_epoch > target_assignment_epoch:
         return ASSIGNING
@@ -83,7 +86,13 @@ def unknown_member(member_id: str | None, group_id: str) -> ApiError:
 
 # ====================================================================== record values
 _VALUES = RecordValues(R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, TasksTuple.to_wire)
-group_epoch_value = _VALUES.group_epoch
+
+
+def group_epoch_value(epoch: int, metadata_hash: int, validated_topology_epoch: int) -> dict:
+    """StreamsGroupMetadataValue: Kafka 4.2+ keeps the validated topology epoch in it (-1: none)."""
+    return {**_VALUES.group_epoch(epoch, metadata_hash), "validatedTopologyEpoch": validated_topology_epoch}
+
+
 member_value = _VALUES.member
 target_value = _VALUES.target
 target_epoch_value = _VALUES.target_epoch
@@ -102,6 +111,9 @@ class StreamsGroup(ModernGroup):
     def __init__(self, group_id: str):
         super().__init__(group_id)
         self.topology: dict | None = None
+        # The topology epoch the last epoch bump found configured (StreamsGroupMetadata record;
+        # 0 in a group no record made yet, as Kafka's TimelineInteger, -1 in a record without it).
+        self.validated_topology_epoch = 0
         self.members: dict[str, StreamsGroupMember] = {}
         self.target_assignment: dict[str, TasksTuple] = {}
         # derived
@@ -112,9 +124,10 @@ class StreamsGroup(ModernGroup):
         # soft
         self.configured_topology: ConfiguredTopology | None = None
         self.shutdown_request_member_id: str | None = None
-        # Kafka's StreamsGroup field (-1 at creation, not a record: a group loaded from its records
-        # starts at -1 again), bumped whenever a heartbeat hands a member other tasks.
-        self.endpoint_information_epoch = -1
+        # Kafka's StreamsGroup field (0 at creation since 4.2, -1 before; not a record: a group
+        # loaded from its records starts at 0 again), bumped whenever a member's endpoint changes
+        # or a member with an endpoint is handed other tasks.
+        self.endpoint_information_epoch = 0
         # member id -> (taskOffsets, taskEndOffsets), each {subtopology: {partition: offset}}
         self.task_offsets: dict[str, tuple[dict, dict]] = {}
 
@@ -201,7 +214,7 @@ class StreamsGroup(ModernGroup):
         return derive_state(
             self.members.values(),
             self.topology,
-            self.configured_topology,
+            self.validated_topology_epoch,
             self.group_epoch,
             self.target_assignment_epoch,
         )
@@ -282,7 +295,9 @@ class StreamsGroup(ModernGroup):
             "groupEpoch": self.group_epoch,
             "metadataHash": self.metadata_hash,
             "targetAssignmentEpoch": self.target_assignment_epoch,
+            "assignmentTimestamp": self.assignment_timestamp,
             "topology": self.topology,
+            "validatedTopologyEpoch": self.validated_topology_epoch,
             "members": [self.members[m].to_json() for m in sorted(self.members)],
             "targetAssignment": {m: t.to_wire() for m, t in sorted(self.target_assignment.items())},
             "configuredTopology": configured_to_json(self.configured_topology),
@@ -300,14 +315,16 @@ class StreamsGroup(ModernGroup):
         g.group_epoch = int(data["groupEpoch"])
         g.metadata_hash = int(data["metadataHash"])
         g.target_assignment_epoch = int(data["targetAssignmentEpoch"])
+        g.assignment_timestamp = int(data.get("assignmentTimestamp", 0))
         g.topology = data.get("topology")
+        g.validated_topology_epoch = int(data.get("validatedTopologyEpoch", -1))
         for m in data.get("members", []):
             g.update_member(StreamsGroupMember.from_json(m))
         g.target_assignment = {m: TasksTuple.from_wire(t) for m, t in data.get("targetAssignment", {}).items()}
         g.configured_topology = configured_from_json(data.get("configuredTopology"))
         g.metadata_refresh_deadline = list(data.get("metadataRefreshDeadline", [0, 0]))
         g.shutdown_request_member_id = data.get("shutdownRequestMemberId")
-        g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", -1))
+        g.endpoint_information_epoch = int(data.get("endpointInformationEpoch", 0))
         g.task_offsets = {
             m: (_offsets_from_json(o), _offsets_from_json(e)) for m, (o, e) in data.get("taskOffsets", {}).items()
         }

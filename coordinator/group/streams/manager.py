@@ -67,11 +67,13 @@ from .member import MemberState, StreamsGroupMember
 from .reconciliation import reconcile
 from .tasks import EMPTY, TasksTuple, tasks_to_wire
 from .topology import (
+    ASSIGNMENT_DELAYED,
     MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     StreamsInvalidTopologyError,
     configure_topics,
+    describe_stored_topology,
     required_topics,
     topology_record_value,
 )
@@ -266,7 +268,9 @@ class StreamsGroupManager(ModernGroupManager):
                     configured = configure_topics(group_topology, metadata_hash, self.topics())
                 except StreamsInvalidTopologyError as e:
                     raise ApiError(Errors.STREAMS_INVALID_TOPOLOGY, str(e)) from e
+        validated_topology_epoch = -1
         if configured.is_ready():
+            validated_topology_epoch = group_topology["epoch"]
             for tasks in (body["activeTasks"], body["standbyTasks"], body["warmupTasks"]):
                 _throw_if_invalid_tasks(configured, tasks)
         task_offsets = None
@@ -275,11 +279,20 @@ class StreamsGroupManager(ModernGroupManager):
         group_task_offsets = dict(group.task_offsets)
         if task_offsets is not None:
             group_task_offsets[member_id] = task_offsets
+        if validated_topology_epoch != group.validated_topology_epoch:
+            bump = True  # Kafka 4.2+
 
         group_epoch = group.group_epoch
+        validated_after = group.validated_topology_epoch
         if bump:
             group_epoch += 1
-            records.append((record_key(R_GROUP, group_id), group_epoch_value(group_epoch, metadata_hash)))
+            validated_after = validated_topology_epoch
+            records.append(
+                (
+                    record_key(R_GROUP, group_id),
+                    group_epoch_value(group_epoch, metadata_hash, validated_topology_epoch),
+                )
+            )
             events.append(
                 (
                     "GroupEpochBumped",
@@ -287,16 +300,26 @@ class StreamsGroupManager(ModernGroupManager):
                         "groupEpoch": group_epoch,
                         "metadataHash": metadata_hash,
                         "reason": "new group"
-                        if group.group_epoch == 0
+                        if is_new_group
                         else f"member {member_id} joined or changed its metadata, or the "
                         "topics of the topology changed",
                     },
                 )
             )
 
-        # 4. A new target assignment if the group epoch is ahead of the assignment epoch (a static
-        # member replacing another takes its place and its target: UpdatedMembersAndTargetAssignmentView).
-        if group_epoch > group.target_assignment_epoch:
+        # 4. A new target assignment if the group epoch is ahead of the assignment epoch and the
+        # assignment interval allows it (else Kafka 4.3+ says so in a status); a static member
+        # replacing another takes its place and its target (UpdatedMembersAndTargetAssignmentView).
+        if group_epoch > group.target_assignment_epoch and not self.can_compute_next_target_assignment(group):
+            status.append(
+                {
+                    "statusCode": ASSIGNMENT_DELAYED,
+                    "statusDetail": "Assignment delayed due to the configured assignment interval.",
+                }
+            )
+            target_epoch = group.target_assignment_epoch
+            target = group.target_assignment_of(member_id if replaced is None else replaced.member_id)
+        elif group_epoch > group.target_assignment_epoch:
             target = self._update_target_assignment(
                 group, group_epoch, updated, replaced, configured, group_task_offsets, records, events
             )
@@ -355,13 +378,12 @@ class StreamsGroupManager(ModernGroupManager):
         )
         members_after = dict(members_before)
         members_after[member_id] = reconciled
-        kept = None if is_new_group else configured  # see _forget_soft_state
-        state_after = derive_state(members_after.values(), group_topology, kept, group_epoch, target_epoch)
+        state_after = derive_state(members_after.values(), group_topology, validated_after, group_epoch, target_epoch)
         self.state_changed_event(result, group_id, state_before, state_after, group_epoch, target_epoch)
 
         # 7. The response.
         result.response = self._heartbeat_response(
-            request, group, member, reconciled, members_before, configured, status
+            request, group, member, reconciled, members_before, configured, status, is_new_group
         )
         if is_new_group:
             _forget_soft_state(group)
@@ -425,10 +447,14 @@ class StreamsGroupManager(ModernGroupManager):
         members_before: dict,
         configured,
         status: list[dict],
+        is_new_group: bool,
     ) -> dict:
-        """The StreamsGroupHeartbeat answer: the member's tasks when they changed (a new endpoint
-        information epoch then), the endpoints when the member's epoch of them is behind, and the
-        statuses (topology, internal topics, a shutdown request, v1: missing client tags)."""
+        """The StreamsGroupHeartbeat answer: the member's tasks when it joins or they changed, the
+        endpoints when the member's epoch of them is behind, and the statuses (topology, internal
+        topics, a shutdown request, v1: missing client tags). Kafka 4.4 bumps the endpoint
+        information epoch when the member's endpoint changed (a joining member's too) or the tasks of
+        a member with an endpoint did; a new group answers epoch 0 (its bumped epoch is not kept:
+        the group the records create starts at 0)."""
         body = request.body
         member_epoch = body["memberEpoch"]
         response = heartbeat_response(
@@ -439,15 +465,18 @@ class StreamsGroupManager(ModernGroupManager):
             acceptable_recovery_lag=self.c.configs.streams_acceptable_recovery_lag(group.group_id),
             task_offset_interval_ms=self.c.configs.streams_task_offset_interval_ms(group.group_id),
         )
-        if member_epoch == 0 or member.assigned_tasks != reconciled.assigned_tasks:
+        tasks_changed = member.assigned_tasks != reconciled.assigned_tasks
+        if member_epoch == 0 or tasks_changed:
             response["activeTasks"] = tasks_to_wire(reconciled.assigned_tasks.active)
             response["standbyTasks"] = tasks_to_wire(reconciled.assigned_tasks.standby)
             response["warmupTasks"] = tasks_to_wire(reconciled.assigned_tasks.warmup)
-            if member_epoch != 0 or not reconciled.assigned_tasks.is_empty():
-                group.endpoint_information_epoch += 1
+        endpoint_changed = member.user_endpoint != reconciled.user_endpoint
+        if endpoint_changed or (tasks_changed and reconciled.user_endpoint is not None):
+            group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != body["endpointInformationEpoch"]:
             response["partitionsByUserEndpoint"] = self._endpoint_to_partitions(group, members_before, reconciled)
-        response["endpointInformationEpoch"] = group.endpoint_information_epoch
+        if not is_new_group:
+            response["endpointInformationEpoch"] = group.endpoint_information_epoch
         if configured.status is not None:
             status.append({"statusCode": configured.status, "statusDetail": configured.status_detail})
         if group.shutdown_request_member_id is not None:
@@ -623,7 +652,7 @@ class StreamsGroupManager(ModernGroupManager):
             if old is None or old != new[m]:
                 records.append((record_key(R_TARGET, gid, m), target_value(new[m])))
                 changed.append(m)
-        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch)))
+        records.append((record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch, self.now)))
         total = sum(t.num_tasks() for t in new.values())
         events.append(
             (
@@ -640,23 +669,24 @@ class StreamsGroupManager(ModernGroupManager):
         return new[updated.member_id]
 
     def _endpoint_to_partitions(self, group: StreamsGroup, members: dict, updated: StreamsGroupMember) -> list | None:
-        """maybeBuildEndpointToPartitions (EndpointToPartitionsManager): for each member with an
-        endpoint (the members as they were before this heartbeat, the heartbeating one with its new
-        tasks), the partitions of its active and standby tasks' source topics; null when none."""
+        """StreamsGroup.buildEndpointToPartitions (EndpointToPartitionsManager): for each member
+        with an endpoint (the other members as they were before this heartbeat, then the
+        heartbeating one, last, with its new endpoint and tasks), the partitions of its active and
+        standby tasks' source topics. Kafka takes the others in its members map's order, here in
+        member id order."""
         out = []
-        for member_id in sorted(members):
-            endpoint = members[member_id].user_endpoint
-            if endpoint is None:
+        others = [members[m] for m in sorted(members) if m != updated.member_id]
+        for m in [*others, updated]:
+            if m.user_endpoint is None:
                 continue
-            m = updated if member_id == updated.member_id else members[member_id]
             out.append(
                 {
-                    "userEndpoint": {"host": endpoint[0], "port": endpoint[1]},
+                    "userEndpoint": {"host": m.user_endpoint[0], "port": m.user_endpoint[1]},
                     "activePartitions": self._task_partitions(group, m.assigned_tasks.active),
                     "standbyPartitions": self._task_partitions(group, m.assigned_tasks.standby),
                 }
             )
-        return out or None
+        return out
 
     def _task_partitions(self, group: StreamsGroup, tasks) -> list[dict]:
         """One entry per (subtopology, source topic): the task partitions, cut to the topic's
@@ -736,7 +766,7 @@ class StreamsGroupManager(ModernGroupManager):
         after = derive_state(
             members.values(),
             group.topology,
-            group.configured_topology,
+            group.validated_topology_epoch,
             group.group_epoch,
             group.target_assignment_epoch,
         )
@@ -746,9 +776,10 @@ class StreamsGroupManager(ModernGroupManager):
     def fence_member(
         self, group: StreamsGroup, member: StreamsGroupMember, event: str, reason: str
     ) -> CoordinatorResult:
-        """streamsGroupFenceMember: the member's tombstones and a group epoch bump (metadata hash 0,
-        as Kafka 4.1 writes it: the next heartbeat recomputes it); the last member's leaves the
-        group's (empty) target assignment at that epoch, as Kafka 4.4.0 does."""
+        """streamsGroupFenceMember: the member's tombstones and a group epoch bump. Kafka 4.4 keeps
+        the group's metadata hash (4.1.1 wrote 0, and the next heartbeat bumped the epoch again
+        when it recomputed it); the last member's leaves the group's (empty) target assignment at
+        that epoch."""
         gid, mid = group.group_id, member.member_id
         group_epoch = group.group_epoch + 1
         before = self._state(gid)
@@ -756,9 +787,14 @@ class StreamsGroupManager(ModernGroupManager):
         result.record(record_key(R_CURRENT, gid, mid), None)
         result.record(record_key(R_TARGET, gid, mid), None)
         result.record(record_key(R_MEMBER, gid, mid), None)
-        result.record(record_key(R_GROUP, gid), group_epoch_value(group_epoch, 0))
+        result.record(
+            record_key(R_GROUP, gid),
+            group_epoch_value(group_epoch, group.metadata_hash, group.validated_topology_epoch),
+        )
+        remaining = [m for m_id, m in group.members.items() if m_id != mid]
         target_epoch = group.target_assignment_epoch
-        if len(group.members) == 1:
+        if not remaining:
+            # Kafka 4.4: the last member gone, the (empty) target assignment is at the new epoch.
             target_epoch = group_epoch
             result.record(record_key(R_TARGET_EPOCH, gid), target_epoch_value(group_epoch))
         self._cancel_timers(result, gid, mid)
@@ -776,12 +812,11 @@ class StreamsGroupManager(ModernGroupManager):
             gid,
             "GroupEpochBumped",
             groupEpoch=group_epoch,
-            metadataHash=0,
+            metadataHash=group.metadata_hash,
             reason=f"member {mid} removed: {reason}",
         )
         # The state once the tombstones are replayed: the other members, the new group epoch.
-        remaining = [m for m_id, m in group.members.items() if m_id != mid]
-        after = derive_state(remaining, group.topology, group.configured_topology, group_epoch, target_epoch)
+        after = derive_state(remaining, group.topology, group.validated_topology_epoch, group_epoch, target_epoch)
         self.state_changed_event(result, group.group_id, before, after, group_epoch, target_epoch)
         return result
 
@@ -859,12 +894,16 @@ class StreamsGroupManager(ModernGroupManager):
         return described_group(version, group_id, error, **fields)
 
     def described_own(self, group: StreamsGroup) -> dict:
-        """StreamsGroup.asDescribedGroup's topology and (v1) the assignor of the next assignment."""
+        """StreamsGroup.asDescribedGroup's topology: the configured one when it is ready, else (Kafka
+        4.2+; 4.1.1: null) the topology as the group's record holds it; and (v1) the assignor of the
+        next assignment."""
         configured = group.configured_topology
-        return {
-            "assignorName": self.assignor_name(group.group_id),
-            "topology": None if configured is None else configured.as_describe_topology(),
-        }
+        topology: dict | None
+        if configured is not None and configured.is_ready():
+            topology = configured.as_describe_topology()
+        else:
+            topology = None if group.topology is None else describe_stored_topology(group.topology)
+        return {"assignorName": self.assignor_name(group.group_id), "topology": topology}
 
     def described_member(self, version: int, group: StreamsGroup, m: StreamsGroupMember) -> dict:
         """StreamsGroupMember.asStreamsGroupDescribeMember."""
@@ -905,6 +944,8 @@ class StreamsGroupManager(ModernGroupManager):
                 "did not receive StreamsGroupTargetAssignmentMetadataValue tombstone.",
                 check_targets=False,
             )
+            if value is not None:
+                group.validated_topology_epoch = int(value.get("validatedTopologyEpoch", -1))
         elif kind == R_TOPOLOGY:
             group.topology = None if value is None else _stored(value)
             if value is None:
@@ -960,7 +1001,14 @@ def _updated_member(member: StreamsGroupMember, request: Request) -> StreamsGrou
         client_host=request.client_host,
         process_id=body["processId"] if body["processId"] is not None else member.process_id,
         client_tags=tuple(sorted((t["key"], t["value"]) for t in tags)) if tags is not None else member.client_tags,
-        user_endpoint=(endpoint["host"], endpoint["port"]) if endpoint is not None else member.user_endpoint,
+        # Kafka 4.4: a joining member's endpoint is the one it sends, none if it sends none.
+        user_endpoint=(
+            (endpoint["host"], endpoint["port"])
+            if endpoint is not None
+            else None
+            if body["memberEpoch"] == 0
+            else member.user_endpoint
+        ),
     )
 
 
@@ -1088,12 +1136,14 @@ def _throw_if_invalid_tasks(configured, tasks: list[dict] | None) -> None:
 def _forget_soft_state(group: StreamsGroup) -> None:
     """Kafka computes the heartbeat that creates a group on a group object of its own
     (getOrCreateStreamsGroup); the replay of its records creates the group it keeps, without what
-    that heartbeat set outside records: the configured topology (the group is NotReady, its
-    described topology null, until the next heartbeat configures it), the metadata refresh
-    deadline, a shutdown request, and the endpoint information epoch (-1; the answer showed the
-    bumped one). Found by the differential test (bench/differential.py)."""
+    that heartbeat set outside records: the configured topology (until the next heartbeat
+    configures it again, StreamsGroupDescribe shows the topology of the group's record; since
+    Kafka 4.2 the state follows the record's validated topology epoch, so the group is not
+    NotReady meanwhile), the metadata refresh deadline, a shutdown request, and the endpoint
+    information epoch (0, as the answer said). Found by the differential test
+    (bench/differential.py)."""
     group.configured_topology = None
     group.metadata_refresh_deadline = [0, 0]
     group.shutdown_request_member_id = None
-    group.endpoint_information_epoch = -1
+    group.endpoint_information_epoch = 0
     group.task_offsets = {}

@@ -136,6 +136,27 @@ class ConfiguredTopology:
         return {"epoch": self.topology_epoch, "subtopologies": subs}
 
 
+def describe_stored_topology(topology: Mapping) -> dict:
+    """StreamsTopology.asStreamsGroupDescribeTopology: the topology of the group's record, as the
+    member sent it (partitions not yet resolved), subtopologies and topics in name order."""
+    subs = []
+    for s in sorted(topology["subtopologies"], key=lambda s: s["subtopologyId"]):
+        subs.append(
+            {
+                "subtopologyId": s["subtopologyId"],
+                "sourceTopics": sorted(s.get("sourceTopics") or []),
+                "repartitionSinkTopics": sorted(s.get("repartitionSinkTopics") or []),
+                "stateChangelogTopics": sorted(
+                    (_topic_info(t) for t in s.get("stateChangelogTopics") or []), key=lambda t: t["name"]
+                ),
+                "repartitionSourceTopics": sorted(
+                    (_topic_info(t) for t in s.get("repartitionSourceTopics") or []), key=lambda t: t["name"]
+                ),
+            }
+        )
+    return {"epoch": topology["epoch"], "subtopologies": subs}
+
+
 def _describe_topic(name: str, partitions: int) -> dict:
     return {"name": name, "partitions": partitions, "replicationFactor": 0, "topicConfigs": []}
 
