@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from streaming.metadata_publisher import MetadataPublisher
     from streaming.query import start, step_settings
     from streaming.session import build_session
+    from streaming.state_timeouts import CheckpointTimeoutMismatch
     from streaming.status import StatusReporter, status_path
     from streaming.supervisor import PermanentFailure, RestartPolicy, Supervisor, summary
     from streaming.timer_waker import TimerWaker
@@ -121,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
             check_before_start(cfg.checkpoint, repair_damage=bool(cfg.stream["checkpoint_repair"]))
         except CheckpointDamaged as e:
             raise PermanentFailure(str(e)) from e  # restarting cannot help: an operator must act
-        query = start(spark, cfg, step_settings(cfg, tuple(quarantined)))
+        try:
+            settings = step_settings(cfg, tuple(quarantined))
+        except CheckpointTimeoutMismatch as e:
+            raise PermanentFailure(str(e)) from e  # the configuration contradicts the checkpoint
+        query = start(spark, cfg, settings)
         log.info(
             "coordinator query %s started: requests=%s checkpoint=%s quarantined topics=%s",
             query.id,

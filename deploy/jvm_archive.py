@@ -31,9 +31,8 @@ def train(cfg: StreamConfig, archive: Path, seconds: float = 120) -> None:
     """Load the classes a coordinator job loads, in a driver JVM that writes them to `archive`
     when it exits; returns once it has exited."""
     from pyspark.sql import functions as F
-    from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from streaming.query import coordinator_outputs, step_settings
+    from streaming.query import coordinator_outputs, group_state_timeout, step_settings
     from streaming.routing import with_coordinator_partition
     from streaming.step import OUTPUT_SCHEMA, STATE_SCHEMA, make_step
     from streaming.trust import STAMP_HEADER, header_sql
@@ -60,7 +59,7 @@ def train(cfg: StreamConfig, archive: Path, seconds: float = 120) -> None:
         )
         routed = with_coordinator_partition(records, "key", cfg.coordinator_partitions)
         out = routed.groupBy("cp").applyInPandasWithState(
-            make_step(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout
+            make_step(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", group_state_timeout(settings)
         )
 
         def count(df, _batch_id: int) -> None:

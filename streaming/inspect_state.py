@@ -56,7 +56,8 @@ def read_states(
             if gs is None:
                 continue
             snapshot = state_codec.decode(gs.format, bytes(gs.payload))
-            snapshot["sparkTimeoutTimestamp"] = row.value.timeoutTimestamp
+            if "timeoutTimestamp" in row.value.__fields__:  # a checkpoint without Spark's timeouts has none
+                snapshot["sparkTimeoutTimestamp"] = row.value.timeoutTimestamp
             out[int(row.key.cp)] = snapshot
         return out
     finally:

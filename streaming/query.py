@@ -11,6 +11,7 @@ from coordinator.metadata import BROADCAST_KEY
 
 from .config import StreamConfig
 from .routing import with_coordinator_partition
+from .state_timeouts import spark_timeouts
 from .step import OUTPUT_SCHEMA, STATE_SCHEMA, StepSettings, make_identity_step, make_step
 from .trust import MAC_HEADER, PRINCIPAL_MAC_HEADER, STAMP_HEADER, header_sql, key_path
 
@@ -33,6 +34,7 @@ def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSett
         quarantined_topics=tuple(quarantined_topics),
         txn_markers=cfg.txn_markers,
         bootstrap=cfg.bootstrap,
+        spark_timeouts=spark_timeouts(cfg.checkpoint, bool(cfg.stream["timer_wakeups"])),
     )
 
 
@@ -107,14 +109,17 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
     ).drop("owner")
 
 
+def group_state_timeout(settings: StepSettings) -> str:
+    """The query's GroupStateTimeout: part of the state schema, so the checkpoint chose it."""
+    return GroupStateTimeout.ProcessingTimeTimeout if settings.spark_timeouts else GroupStateTimeout.NoTimeout
+
+
 def coordinator_outputs(spark: SparkSession, cfg: StreamConfig, settings: StepSettings) -> DataFrame:
     factory = {"coordinator": make_step, "identity": make_identity_step}[cfg.stream.get("step", "coordinator")]
     return (
         request_records(spark, cfg)
         .groupBy("cp")
-        .applyInPandasWithState(
-            factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.ProcessingTimeTimeout
-        )
+        .applyInPandasWithState(factory(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append", group_state_timeout(settings))
     )
 
 

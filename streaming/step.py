@@ -74,6 +74,9 @@ class StepSettings:
     # sent by the state function before it returns, streaming/txn_markers.py) to `bootstrap`.
     txn_markers: str = "auto"
     bootstrap: str = ""
+    # Whether the query runs with Spark's processing-time timeouts (the checkpoint decides:
+    # streaming/state_timeouts.py); without them a partition's timers are started by wake records.
+    spark_timeouts: bool = True
 
 
 # Event keys echo request-record keys; a hostile key must not make an event too large.
@@ -489,7 +492,7 @@ def make_step(settings: StepSettings):
         if stored is None or not stored.same(new_blob):
             gstate.update(new_blob)
         deadline = partition.next_deadline()
-        if deadline is not None:
+        if deadline is not None and settings.spark_timeouts:
             gstate.setTimeoutDuration(max(1, deadline - batch_time))
         rows = output_rows(out, cp, settings, partition.component("metadata").max_message_bytes)
         rows.append(deadline_row(settings, cp, deadline, batch_time))
