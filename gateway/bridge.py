@@ -43,6 +43,11 @@ class BridgeTimeout(TimeoutError):
     pass
 
 
+def _expire(future: asyncio.Future, message: str) -> None:
+    if not future.done():
+        future.set_exception(BridgeTimeout(message))
+
+
 class BridgeRequestTooLarge(ValueError):
     """A request the service cannot carry: its envelope is larger than the service takes
     (`coordinator.request.max.bytes`). Answered INVALID_REQUEST with the message the service gives
@@ -243,11 +248,12 @@ class CoordinatorBridge:
                 ) from None
             size = len(value)
             sent.add_errback(lambda e: loop.call_soon_threadsafe(self._fail, cid, e, size))
-            left = deadline - loop.time()
+            # (a timer handle: asyncio.wait_for costs a task and more callbacks per request)
+            timer = loop.call_at(deadline, _expire, future, f"no answer to {api} in {timeout_s:.1f}s")
             try:
-                answer = await asyncio.wait_for(future, max(left, 0.001))
-            except TimeoutError:
-                raise BridgeTimeout(f"no answer to {api} in {timeout_s:.1f}s") from None
+                answer = await future
+            finally:
+                timer.cancel()
         finally:
             self._pending.pop(cid, None)
         return answer["response"]
@@ -261,12 +267,13 @@ class CoordinatorBridge:
             else:
                 future.set_exception(BridgeTimeout(f"request not written: {error}"))
 
-    def _deliver(self, cid: int, envelope: dict) -> None:
-        future = self._pending.get(cid)
-        if future is None or future.done():
-            self.duplicates += 1
-            return
-        future.set_result(envelope)
+    def _deliver(self, answers: list[tuple[int, dict]]) -> None:
+        for cid, envelope in answers:
+            future = self._pending.get(cid)
+            if future is None or future.done():
+                self.duplicates += 1
+                continue
+            future.set_result(envelope)
 
     def _poll(self) -> None:
         loop, consumer = _started(self._loop), _started(self._consumer)
@@ -279,6 +286,7 @@ class CoordinatorBridge:
                 log.exception("polling %s", self.cfg.reply_to)
                 time.sleep(0.5)
                 continue
+            answers = []
             for records in batches.values():
                 for rec in records:
                     try:
@@ -287,4 +295,6 @@ class CoordinatorBridge:
                         envelope["response"]
                     except (TypeError, ValueError, KeyError):
                         continue
-                    loop.call_soon_threadsafe(self._deliver, cid, envelope)
+                    answers.append((cid, envelope))
+            if answers:  # one wake-up of the event loop per poll, not one per answer
+                loop.call_soon_threadsafe(self._deliver, answers)

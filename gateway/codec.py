@@ -21,7 +21,7 @@ import base64
 import struct
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from . import schema
 from .schema import ArrayOf, Field, Message, Struct, in_range
@@ -34,7 +34,16 @@ class DecodeError(ValueError):
     """Bytes that are not a message of the expected API and version."""
 
 
-_FIXED = {"bool": "?", "int8": "b", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I", "int64": "q", "float64": "d"}
+_FIXED = {
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
+}
 _INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
 _I8, _I16, _I32 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i")
 _UV = [bytes((i,)) for i in range(128)]  # the one-byte unsigned varints
@@ -85,7 +94,7 @@ def uuid_bytes(value: str) -> bytes:
     return raw
 
 
-def _bytes_value(value: Any) -> bytes:
+def _bytes_value(value: Any) -> bytes | bytearray:
     return value if isinstance(value, (bytes, bytearray)) else base64.b64decode(value)
 
 
@@ -128,6 +137,10 @@ def _length(b: bytes, p: int, flexible: bool, wide: bool) -> tuple[int, int]:
     if wide:
         return _I32.unpack_from(b, p)[0], p + 4
     return _I16.unpack_from(b, p)[0], p + 2
+
+
+def _unused(*args: Any) -> Any:
+    raise AssertionError("an array of fixed-width items is read and written whole")
 
 
 def _reader(t: Any, name: str, nullable: bool, flexible: bool, version: int, message_flexible: bool) -> Reader:
@@ -182,7 +195,7 @@ def _reader(t: Any, name: str, nullable: bool, flexible: bool, version: int, mes
 def _array_reader(item: Any, name: str, nullable: bool, flexible: bool, version: int, message_flexible: bool) -> Reader:
     fixed = _FIXED.get(item) if isinstance(item, str) else None
     item_size = struct.calcsize(">" + fixed) if fixed else 0
-    read_item = None if fixed else _reader(item, name, False, flexible, version, message_flexible)
+    read_item = _unused if fixed else _reader(item, name, False, flexible, version, message_flexible)
 
     def read_array(b, p):
         if flexible and b[p] < 0x80:
@@ -237,7 +250,13 @@ def _struct_reader(s: Struct, version: int, flexible: bool) -> Reader:
             steps.append((True, tuple(x.name for x in run), fmt))
         else:
             nullable = in_range(f.nullable, version)
-            steps.append((False, f.name, _reader(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible)))
+            steps.append(
+                (
+                    False,
+                    f.name,
+                    _reader(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible),
+                )
+            )
     tagged = {
         f.tag: (f.name, _reader(f.type, f.name, in_range(f.nullable, version), True, version, flexible))
         for f in present
@@ -255,7 +274,7 @@ def _struct_reader(s: Struct, version: int, flexible: bool) -> Reader:
                 if len(names) == 1:
                     d[names[0]] = values[0]
                 else:
-                    d.update(zip(names, values))
+                    d.update(zip(names, values, strict=True))
             else:
                 d[names], p = fn(b, p)
         if flexible:
@@ -324,7 +343,7 @@ def _writer(t: Any, name: str, nullable: bool, flexible: bool, version: int, mes
 
 def _array_writer(item: Any, name: str, flexible: bool, version: int, message_flexible: bool) -> Writer:
     fixed = _FIXED.get(item) if isinstance(item, str) else None
-    write_item = None if fixed else _writer(item, name, False, flexible, version, message_flexible)
+    write_item = _unused if fixed else _writer(item, name, False, flexible, version, message_flexible)
     null = b"\x00" if flexible else b"\xff\xff\xff\xff"
 
     def write_array(out, value):
@@ -353,11 +372,11 @@ def _struct_writer(s: Struct, version: int, flexible: bool) -> Writer:
             steps.append((True, tuple((x.name, default_json(x, version)) for x in run), fmt, None))
         else:
             nullable = in_range(f.nullable, version)
-            write = _writer(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible)
-            steps.append((False, (f.name, nullable), write, default_json(f, version)))
+            write_field = _writer(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible)
+            steps.append((False, (f.name, nullable), write_field, default_json(f, version)))
     tagged = sorted(
         (
-            f.tag,
+            cast(int, f.tag),
             f.name,
             in_range(f.nullable, version),
             _writer(f.type, f.name, in_range(f.nullable, version), True, version, flexible),

@@ -106,7 +106,11 @@ def _field(spec: dict, commons: dict) -> Field:
         spec.get("tag"),
         parse_versions(spec.get("taggedVersions")),
         "message" if flexible is None else parse_versions(flexible),
-        None if "default" not in spec else str(spec["default"]).lower() if isinstance(spec["default"], bool) else str(spec["default"]),
+        None
+        if "default" not in spec
+        else str(spec["default"]).lower()
+        if isinstance(spec["default"], bool)
+        else str(spec["default"]),
     )
 
 

@@ -195,8 +195,13 @@ def test_tagged_fields_are_written_only_when_not_their_default_and_unknown_tags_
     frame = encode_response(1, 18, 3, plain)
     assert frame == struct.pack(">ihbib", 1, 0, 1, 0, 0)  # header v0, no tagged field
     _, decoded = decode_response(frame, 18, 3)
-    assert decoded == {**plain, "supportedFeatures": [], "finalizedFeaturesEpoch": -1, "finalizedFeatures": [],
-                       "zkMigrationReady": False}
+    assert decoded == {
+        **plain,
+        "supportedFeatures": [],
+        "finalizedFeaturesEpoch": -1,
+        "finalizedFeatures": [],
+        "zkMigrationReady": False,
+    }
     frame = encode_response(1, 18, 3, {**plain, "finalizedFeaturesEpoch": 7, "zkMigrationReady": True})
     assert frame.endswith(b"\x02\x01\x08" + (7).to_bytes(8, "big") + b"\x03\x01\x01")  # ascending tags
     # A tag this version does not know (9): skipped, as Kafka keeps it unread.
@@ -211,8 +216,11 @@ def test_the_gateways_own_message_files_are_kafkas_unchanged():
         for n in (
             "RequestHeader",
             "ResponseHeader",
-            *(f"{a}{k}" for a in ("ApiVersions", "Metadata", "DescribeCluster", "SaslHandshake",
-                                  "SaslAuthenticate") for k in ("Request", "Response")),
+            *(
+                f"{a}{k}"
+                for a in ("ApiVersions", "Metadata", "DescribeCluster", "SaslHandshake", "SaslAuthenticate")
+                for k in ("Request", "Response")
+            ),
         )
     }
     if not kafka_messages.available():
@@ -224,7 +232,7 @@ def test_the_gateways_own_message_files_are_kafkas_unchanged():
 # ------------------------------------------------------------------ damaged frames
 def _frames():
     """A valid request frame of every bridged API in its newest and oldest version."""
-    for key, spec in sorted(apis._BY_KEY.items()):
+    for key in sorted(apis._BY_KEY):
         lo, hi = apis.service_versions(key)
         for v in sorted({lo, hi}):
             body = sample(schema.by_key()[(key, "request")].body, v, 1, False)

@@ -32,12 +32,16 @@ def main() -> int:
         given, produced = Path(tmp) / "cases.json", Path(tmp) / "golden.json"
         given.write_text(json.dumps(cases()))
         classpath = ":".join(str(j) for j in jars)
-        subprocess.run(["java", "-cp", classpath, str(HERE / "GoldenBytes.java"), str(given), str(produced)], check=True)
+        subprocess.run(
+            ["java", "-cp", classpath, str(HERE / "GoldenBytes.java"), str(given), str(produced)], check=True
+        )
         out = json.loads(produced.read_text())
     for case in out:  # Kafka's JSON of the bytes: kept only where it is not the sample itself
         if case["kafkaJson"] == case["json"]:
             del case["kafkaJson"]
-    GOLDEN.write_text("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in out) + "\n]\n")
+    GOLDEN.write_text(
+        "[\n" + ",\n".join(json.dumps(c, ensure_ascii=False, separators=(",", ":")) for c in out) + "\n]\n"
+    )
     print(f"{len(out)} cases written to {GOLDEN}")
     return 0
 

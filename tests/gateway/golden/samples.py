@@ -62,8 +62,8 @@ def _item(t, v: int, n: int, nulls: bool):
     return {
         "bool": n % 2 == 0,
         "int8": sign * (n % 120 + 1),
-        "int16": sign * (300 + n),
-        "uint16": 40000 + n,
+        "int16": sign * (300 + n % 30000),
+        "uint16": 40000 + n % 20000,
         "int32": sign * (70000 + n),
         "uint32": 3_000_000_000 + n,
         "int64": sign * (2**40 + n),
