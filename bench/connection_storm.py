@@ -39,7 +39,7 @@ from kafka import KafkaAdminClient  # noqa: E402
 from kafka.admin import NewTopic  # noqa: E402
 
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
-from gateway.codec import decode_response, encode_request, from_json, request_class  # noqa: E402
+from gateway.codec import decode_response, encode_request  # noqa: E402
 
 ATTEMPT_TIMEOUT = 10.0
 DEADLINE = 60.0
@@ -63,13 +63,9 @@ def raise_fd_limit(needed: int) -> None:
 def frames(client: int) -> list[bytes]:
     out = []
     for cid, (key, version, body) in enumerate(REQUESTS):
-        cls = request_class(key, version)
-        header = cls.__header_schema__(
-            request_api_key=key, request_api_version=version, correlation_id=cid, client_id=f"storm-{client}"
-        )
         if key == 10:
             body = {**body, "coordinatorKeys": [f"storm-group-{client}"]}
-        payload = encode_request(header, from_json(cls, body))
+        payload = encode_request(key, version, cid, f"storm-{client}", body)
         out.append(len(payload).to_bytes(4, "big") + payload)
     return out
 
@@ -83,10 +79,10 @@ async def attempt(host: str, port: int, requests: list[bytes]) -> asyncio.Stream
             size = int.from_bytes(await reader.readexactly(4), "big")
             answer = await reader.readexactly(size)
             header, body = decode_response(answer, REQUESTS[cid][0], REQUESTS[cid][1])
-            if header.correlation_id != cid:
-                raise ConnectionError(f"answer to correlation id {header.correlation_id}, expected {cid}")
-            if REQUESTS[cid][0] == 18 and body.error_code:
-                raise ConnectionError(f"ApiVersions error {body.error_code}")
+            if header["correlationId"] != cid:
+                raise ConnectionError(f"answer to correlation id {header['correlationId']}, expected {cid}")
+            if REQUESTS[cid][0] == 18 and body["errorCode"]:
+                raise ConnectionError(f"ApiVersions error {body['errorCode']}")
         return writer
     except BaseException:
         writer.close()

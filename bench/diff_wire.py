@@ -1,11 +1,11 @@
 """The differential test's two targets and its comparison (bench/differential.py).
 
 `KafkaWire` is a blocking Kafka-protocol connection: a JSON body (Kafka's JSON converter names, as
-the service's envelope carries them) is encoded with the gateway's kio mapping (gateway/codec.py),
+the service's envelope carries them) is encoded with the gateway's wire codec (gateway/codec.py),
 and the answer decoded back to JSON. The reference is a real broker spoken to only this way; the
 service is the gateway for the APIs it bridges and the JSON envelope (`client.CoordinatorClient`)
 for the others (the share-group APIs, which the gateway hides, and the group configs, which it
-passes through to its own broker). A JSON answer goes through the same kio response class, so both
+passes through to its own broker). A JSON answer is encoded and decoded by the same codec, so both
 answers have exactly the fields of the version asked.
 
 `normalise` replaces what legitimately differs between two clusters by stable placeholders (server
@@ -24,7 +24,7 @@ from typing import Any
 from client import CoordinatorClient
 from coordinator.api import lookup
 from gateway.apis import FIND_COORDINATOR, bridged_spec
-from gateway.codec import decode_response, encode_request, from_json, request_class, response_class, to_json
+from gateway.codec import decode_response, encode_request, encode_response
 
 METADATA = 3
 
@@ -39,16 +39,12 @@ class KafkaWire:
         self._cid = 0
 
     def call_key(self, api_key: int, version: int, body: dict) -> dict:
-        cls = request_class(api_key, version)
         self._cid += 1
-        header = cls.__header_schema__(
-            request_api_key=api_key, request_api_version=version, correlation_id=self._cid, client_id=self.client_id
-        )
-        frame = encode_request(header, from_json(cls, body))
+        frame = encode_request(api_key, version, self._cid, self.client_id, body)
         self.sock.sendall(struct.pack(">i", len(frame)) + frame)
         (size,) = struct.unpack(">i", self._read(4))
         _, answer = decode_response(self._read(size), api_key, version)
-        return to_json(answer)
+        return answer
 
     def call(self, api: str, version: int, body: dict) -> dict:
         return self.call_key(api_key(api), version, body)
@@ -108,7 +104,8 @@ class ServiceTarget:
             return self.wire.call(api, version, body)
         answer = self.json.request(api, version, body, key=routing_key(body), timeout=60)
         # The JSON answer in the shape of the version asked (fields, defaults), as the wire's.
-        return to_json(from_json(response_class(api_key(api), version), answer))
+        key = api_key(api)
+        return decode_response(encode_response(0, key, version, answer), key, version)[1]
 
     def close(self) -> None:
         self.wire.close()

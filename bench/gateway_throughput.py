@@ -43,7 +43,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
-from gateway.codec import decode_response, encode_request, from_json, request_class  # noqa: E402
+from gateway.codec import decode_response, encode_request  # noqa: E402
 from tests.integration.gateway_process import Gateway  # noqa: E402
 from tests.integration.harness import StreamJob, _to_toml, simple_commit, wait_topics_known  # noqa: E402
 
@@ -63,11 +63,7 @@ def process_cpu(pid: int) -> float:
 def commit_frame(path: str, conn: int, n: int, cid: int) -> bytes:
     group = f"bench-{path}-{conn}-{n % GROUPS_PER_CONNECTION}"
     body = simple_commit(group, {TOPIC: {n % PARTITIONS: n}})
-    cls = request_class(OFFSET_COMMIT, VERSION)
-    header = cls.__header_schema__(
-        request_api_key=OFFSET_COMMIT, request_api_version=VERSION, correlation_id=cid, client_id=f"bench-{conn}"
-    )
-    payload = encode_request(header, from_json(cls, body))
+    payload = encode_request(OFFSET_COMMIT, VERSION, cid, f"bench-{conn}", body)
     return len(payload).to_bytes(4, "big") + payload
 
 
@@ -111,8 +107,8 @@ async def kafka_connection(host: str, port: int, path: str, conn: int, in_flight
         size = int.from_bytes(await reader.readexactly(4), "big")
         header, body = decode_response(await reader.readexactly(size), OFFSET_COMMIT, VERSION)
         n, sent = sent_at.popleft()
-        assert header.correlation_id == n, (header.correlation_id, n)
-        error = max((int(p.error_code) for t in body.topics for p in t.partitions), default=0)
+        assert header["correlationId"] == n, (header["correlationId"], n)
+        error = max((p["errorCode"] for t in body["topics"] for p in t["partitions"]), default=0)
         tally.answered(sent, loop.time(), error)
         room.release()
     await sender
@@ -138,11 +134,9 @@ async def prime_broker(address: str, connections: int, timeout: float = 120) -> 
     reader, writer = await asyncio.open_connection(host, int(port))
     pending = [(c, n) for c in range(connections) for n in range(GROUPS_PER_CONNECTION)]
     deadline = time.monotonic() + timeout
-    find = request_class(10, 4)
     while pending:
         # FindCoordinator makes the broker create __consumer_offsets (an OffsetCommit does not)
-        header = find.__header_schema__(request_api_key=10, request_api_version=4, correlation_id=0, client_id="b")
-        payload = encode_request(header, from_json(find, {"keyType": 0, "coordinatorKeys": ["bench"]}))
+        payload = encode_request(10, 4, 0, "b", {"keyType": 0, "coordinatorKeys": ["bench"]})
         writer.write(len(payload).to_bytes(4, "big") + payload)
         await reader.readexactly(int.from_bytes(await reader.readexactly(4), "big"))
         for c, n in pending:
@@ -151,7 +145,7 @@ async def prime_broker(address: str, connections: int, timeout: float = 120) -> 
         for c, n in pending:
             size = int.from_bytes(await reader.readexactly(4), "big")
             _, body = decode_response(await reader.readexactly(size), OFFSET_COMMIT, VERSION)
-            if any(int(p.error_code) for t in body.topics for p in t.partitions):
+            if any(p["errorCode"] for t in body["topics"] for p in t["partitions"]):
                 failed.append((c, n))
         pending = failed
         if pending:

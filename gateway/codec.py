@@ -1,244 +1,527 @@
-"""Kafka's binary messages (kio entities) <-> the service's JSON bodies, generically.
+"""Kafka's binary protocol <-> the service's JSON bodies, from Kafka 4.4.0's own message files.
 
-kio generates one frozen dataclass per message version from Kafka's own JSON schemas. Its field
-names are the schema's names in snake_case, except that `...Ms` fields typed as durations or
-timestamps lose the suffix (`sessionTimeoutMs` -> `session_timeout`, a timedelta). The service's
-JSON is what Kafka's generated JSON converters print: camelCase names, bytes in base64, Uuids as 22
-characters of url-safe base64. The mapping below is derived from each field's `kafka_type`, so it
-covers every API kio knows; `tests/gateway/test_gateway_codec.py` checks it against Kafka's schemas.
+A message version is compiled once (gateway/schema.py reads the files) into a reader and a writer
+that go straight between the bytes and the JSON that Kafka's generated JSON converters print:
+camelCase names, every field of the version (a tagged field absent from the bytes at its default),
+bytes and records in base64, Uuids as 22 characters of url-safe base64, int64 as numbers. The bytes
+are those of Kafka's generated `Readable`/`Writable` code: int16/int32 lengths before the flexible
+versions, unsigned varints (length + 1, 0 for null) from them, a tagged-field section at the end of
+every struct of a flexible version (tags in ascending order, a field written only when it differs
+from its default), a nullable struct behind an int8 marker (-1: null). Runs of fixed-width fields
+are read and written with one `struct` call. `tests/gateway/test_gateway_codec.py` checks the bytes
+against Kafka's own classes (golden bytes) for every bridged API and version.
+
+A frame that does not decode raises `DecodeError` (the gateway closes the connection, as a broker
+closes one whose request does not parse).
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
-import datetime
-import functools
-import io
-import uuid
-from typing import Any
+import struct
+from collections.abc import Callable
+from functools import cache
+from typing import Any, cast
 
-from kio.index import load_request_schema, load_response_schema
-from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field, is_optional
+from . import schema
+from .schema import ArrayOf, Field, Message, Struct, in_range
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_MS = datetime.timedelta(milliseconds=1)
-_DURATIONS = ("timedelta_i32", "timedelta_i64")
-_TIMESTAMPS = ("datetime_i64",)
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+API_VERSIONS = 18  # its response header is v0 in every version (clients read it before they know)
 
 
-def json_name(field: dataclasses.Field) -> str:
-    """Kafka's camelCase name of a kio field."""
-    head, *rest = field.name.split("_")
-    name = head + "".join(part[:1].upper() + part[1:] for part in rest)
-    if field.metadata.get("kafka_type") in _DURATIONS + _TIMESTAMPS:
-        name += "Ms"
-    return name
+class DecodeError(ValueError):
+    """Bytes that are not a message of the expected API and version."""
 
 
-# Fields Kafka renamed after the schemas kio 0.6.5 was generated from (Kafka 4.1's): the service's
-# JSON uses Kafka 4.4.0's names, the wire bytes are the same. (message class, kio's JSON name) -> name.
-RENAMED = {
-    ("TxnOffsetCommitRequest", "generationId"): "generationIdOrMemberEpoch",  # KIP-1319 (4.4.0)
-    ("StreamsGroupHeartbeatResponse", "acceptableRecoveryLag"): "acceptableRecoveryLagLegacy",  # KIP-1331, v0
+_FIXED = {
+    "bool": "?",
+    "int8": "b",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "float64": "d",
 }
+_INTS = frozenset({"int8", "int16", "uint16", "int32", "uint32", "int64"})
+_I8, _I16, _I32 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i")
+_UV = [bytes((i,)) for i in range(128)]  # the one-byte unsigned varints
+
+Reader = Callable[[bytes, int], tuple[Any, int]]
+Writer = Callable[[bytearray, Any], None]
 
 
-@dataclasses.dataclass(frozen=True)
-class _FieldMap:
-    field: dataclasses.Field
-    name: str  # the JSON name
-    kafka_type: str | None  # None for nested entities
-    array: bool
-    entity: type | None  # nested entity class
-    optional: bool
+# ------------------------------------------------------------------ varints
+def read_uvarint(b: bytes, p: int) -> tuple[int, int]:
+    """Kafka's ByteUtils.readUnsignedVarint: at most 5 bytes."""
+    v = b[p]
+    if v < 0x80:
+        return v, p + 1
+    value, shift = v & 0x7F, 7
+    p += 1
+    while True:
+        v = b[p]
+        p += 1
+        value |= (v & 0x7F) << shift
+        if v < 0x80:
+            return value, p
+        shift += 7
+        if shift > 28:
+            raise DecodeError("varint is too long")
 
 
-@functools.cache
-def _fields(cls: type) -> tuple[_FieldMap, ...]:
-    out = []
-    for f in dataclasses.fields(cls):
-        kind = classify_field(f)
-        entity = kind.type_ if isinstance(kind, (EntityField, EntityTupleField)) else None
-        out.append(
-            _FieldMap(
-                f,
-                RENAMED.get((cls.__name__, json_name(f)), json_name(f)),
-                f.metadata.get("kafka_type"),
-                isinstance(kind, (EntityTupleField, PrimitiveTupleField)),
-                entity,
-                is_optional(f),
-            )
-        )
-    return tuple(out)
+def uvarint(v: int) -> bytes:
+    if v < 0x80:
+        return _UV[v]
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
 
 
-# ------------------------------------------------------------------ scalars
-def _scalar_to_json(kafka_type: str | None, value: Any) -> Any:
-    if value is None:
-        return ZERO_UUID if kafka_type == "uuid" else None
-    if kafka_type in _DURATIONS:
-        return value // _MS
-    if kafka_type in _TIMESTAMPS:
-        return (value - _EPOCH) // _MS
-    if kafka_type == "uuid":
-        return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-    if kafka_type in ("bytes", "records"):
-        return base64.b64encode(bytes(value)).decode()
-    if kafka_type == "error_code":
-        return int(value)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)  # kio's int subclasses
-    if isinstance(value, str):
-        return str(value)
-    return value
+# ------------------------------------------------------------------ JSON forms
+def uuid_json(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode()[:22]
 
 
-def _scalar_from_json(kafka_type: str | None, value: Any) -> Any:
-    if value is None:
-        return None
-    if kafka_type in _DURATIONS:
-        return datetime.timedelta(milliseconds=value)
-    if kafka_type in _TIMESTAMPS:
-        return _EPOCH + datetime.timedelta(milliseconds=value)
-    if kafka_type == "uuid":
-        raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-        return None if raw == bytes(16) else uuid.UUID(bytes=raw)
-    if kafka_type in ("bytes", "records"):
-        return base64.b64decode(value)
-    if kafka_type == "error_code":
-        try:
-            return ErrorCode(value)
-        except ValueError:  # a code newer than kio's table: kio writes it as an int16 all the same
-            return _UnknownErrorCode(value)
-    return value
+def uuid_bytes(value: str) -> bytes:
+    raw = base64.urlsafe_b64decode(value + "==")
+    if len(raw) != 16:
+        raise ValueError(f"not a Uuid: {value!r}")
+    return raw
 
 
-class _UnknownErrorCode(int):
-    @property
-    def value(self) -> int:
-        return int(self)
+def _bytes_value(value: Any) -> bytes | bytearray:
+    return value if isinstance(value, (bytes, bytearray)) else base64.b64decode(value)
 
 
-def _zero(fm: _FieldMap) -> Any:
-    if fm.array:
-        return ()
-    if fm.optional:
-        return None
-    if fm.entity is not None:
-        return from_json(fm.entity, {})
-    t = fm.kafka_type
-    if t == "string":
-        return ""
-    if t in ("bytes", "records"):
-        return b""
-    if t == "bool":
-        return False
+def default_json(f: Field, version: int) -> Any:
+    """A field's default in Kafka's JSON form: the file's default, else the zero of its type (as
+    Kafka's generated classes initialise it). Structs and arrays get a fresh object."""
+    t, d = f.type, f.default
+    if isinstance(t, ArrayOf):
+        return None if d == "null" else []
+    if isinstance(t, Struct):
+        return None if d == "null" else struct_default(t, version)
+    if d is not None and d != "":
+        if d == "null":
+            return None
+        if t in _INTS:
+            return int(d, 0)
+        if t == "bool":
+            return d == "true"
+        if t == "float64":
+            return float(d)
+        return d
+    if t in _INTS:
+        return 0
+    return {"bool": False, "float64": 0.0, "string": "", "bytes": "", "uuid": ZERO_UUID, "records": None}[t]
+
+
+def struct_default(s: Struct, version: int) -> dict:
+    return {f.name: default_json(f, version) for f in s.fields if in_range(f.versions, version)}
+
+
+# ------------------------------------------------------------------ readers
+def _length(b: bytes, p: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """A length or count: -1 for null."""
+    if flexible:
+        n = b[p]
+        if n < 0x80:  # (the usual one-byte varint, inline)
+            return n - 1, p + 1
+        n, p = read_uvarint(b, p)
+        return n - 1, p
+    if wide:
+        return _I32.unpack_from(b, p)[0], p + 4
+    return _I16.unpack_from(b, p)[0], p + 2
+
+
+def _unused(*args: Any) -> Any:
+    raise AssertionError("an array of fixed-width items is read and written whole")
+
+
+def _reader(t: Any, name: str, nullable: bool, flexible: bool, version: int, message_flexible: bool) -> Reader:
+    if isinstance(t, ArrayOf):
+        return _array_reader(t.item, name, nullable, flexible, version, message_flexible)
+    if isinstance(t, Struct):
+        read_struct = _struct_reader(t, version, message_flexible)
+        if not nullable:
+            return read_struct
+
+        def read_nullable_struct(b, p):
+            if _I8.unpack_from(b, p)[0] < 0:
+                return None, p + 1
+            return read_struct(b, p + 1)
+
+        return read_nullable_struct
+    if t in _FIXED:
+        s = struct.Struct(">" + _FIXED[t])
+        size = s.size
+        return lambda b, p: (s.unpack_from(b, p)[0], p + size)
     if t == "uuid":
-        return None
-    if t in _DURATIONS:
-        return datetime.timedelta(0)
-    if t in _TIMESTAMPS:
-        return _EPOCH
-    if t == "error_code":
-        return ErrorCode.none
-    return 0
 
+        def read_uuid(b, p):
+            end = p + 16
+            if end > len(b):
+                raise DecodeError(f"{name}: a Uuid runs past the end")
+            return uuid_json(b[p:end]), end
 
-# ------------------------------------------------------------------ entities
-def to_json(entity: Any) -> dict:
-    """A kio entity as the service's JSON body (Kafka's JSON converter names and encodings)."""
-    out: dict[str, Any] = {}
-    cls: type = type(entity)
-    for fm in _fields(cls):
-        value = getattr(entity, fm.field.name)
-        if fm.entity is not None:
-            if fm.array:
-                out[fm.name] = None if value is None else [to_json(v) for v in value]
-            else:
-                out[fm.name] = None if value is None else to_json(value)
-        elif fm.array:
-            out[fm.name] = None if value is None else [_scalar_to_json(fm.kafka_type, v) for v in value]
+        return read_uuid
+    wide = t != "string"
+
+    def read_sized(b, p):
+        if flexible and b[p] < 0x80:
+            n = b[p] - 1
+            p += 1
         else:
-            out[fm.name] = _scalar_to_json(fm.kafka_type, value)
-    return out
+            n, p = _length(b, p, flexible, wide)
+        if n < 0:
+            if n == -1 and nullable:
+                return None, p
+            raise DecodeError(f"non-nullable field {name} was serialized as null")
+        end = p + n
+        if end > len(b):
+            raise DecodeError(f"{name}: {n} bytes run past the end")
+        raw = b[p:end]
+        # Kafka reads strings as Java does: malformed UTF-8 becomes U+FFFD, not an error
+        return (raw.decode("utf-8", "replace") if not wide else base64.b64encode(raw).decode()), end
+
+    return read_sized
 
 
-def from_json(cls: type, data: dict) -> Any:
-    """A kio entity from a JSON body. A missing field takes kio's default (the schema's), else the
-    type's zero value; fields kio's version does not have are ignored."""
-    kwargs = {}
-    for fm in _fields(cls):
-        if fm.name not in data or (data[fm.name] is None and not fm.optional):
-            f = fm.field
-            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-                continue
-            kwargs[f.name] = _zero(fm)
-            continue
-        value = data[fm.name]
-        if value is None:
-            kwargs[fm.field.name] = None
-        elif fm.entity is not None:
-            kwargs[fm.field.name] = (
-                tuple(from_json(fm.entity, v) for v in value) if fm.array else from_json(fm.entity, value)
+def _array_reader(item: Any, name: str, nullable: bool, flexible: bool, version: int, message_flexible: bool) -> Reader:
+    fixed = _FIXED.get(item) if isinstance(item, str) else None
+    item_size = struct.calcsize(">" + fixed) if fixed else 0
+    read_item = _unused if fixed else _reader(item, name, False, flexible, version, message_flexible)
+
+    def read_array(b, p):
+        if flexible and b[p] < 0x80:
+            n = b[p] - 1
+            p += 1
+        else:
+            n, p = _length(b, p, flexible, True)
+        if n < 0:
+            if n == -1 and nullable:
+                return None, p
+            raise DecodeError(f"non-nullable field {name} was serialized as null")
+        if n > len(b) - p:  # Kafka's check before it allocates the collection
+            raise DecodeError(f"{name}: an array of {n} with {len(b) - p} bytes left")
+        if fixed is not None:  # (struct caches the formats)
+            return list(struct.unpack_from(f">{n}{fixed}", b, p)), p + n * item_size
+        out = []
+        for _ in range(n):
+            value, p = read_item(b, p)
+            out.append(value)
+        return out, p
+
+    return read_array
+
+
+def _field_flexible(f: Field, version: int, message_flexible: bool) -> bool:
+    return message_flexible and (f.flexible == "message" or in_range(f.flexible, version))  # type: ignore[arg-type]
+
+
+def _is_tagged(f: Field, version: int) -> bool:
+    return f.tag is not None and in_range(f.tagged, version)
+
+
+def _fixed_runs(fields: list[Field]) -> list[list[Field]]:
+    """Consecutive untagged fields, fixed-width scalars grouped into runs."""
+    runs: list[list[Field]] = []
+    for f in fields:
+        if f.type in _FIXED and runs and runs[-1][0].type in _FIXED:
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    return runs
+
+
+@cache
+def _struct_reader(s: Struct, version: int, flexible: bool) -> Reader:
+    present = [f for f in s.fields if in_range(f.versions, version)]
+    steps: list[tuple[bool, Any, Any]] = []
+    for run in _fixed_runs([f for f in present if not _is_tagged(f, version)]):
+        f = run[0]
+        if f.type in _FIXED:
+            fmt = struct.Struct(">" + "".join(_FIXED[x.type] for x in run))
+            steps.append((True, tuple(x.name for x in run), fmt))
+        else:
+            nullable = in_range(f.nullable, version)
+            steps.append(
+                (
+                    False,
+                    f.name,
+                    _reader(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible),
+                )
             )
-        elif fm.array:
-            kwargs[fm.field.name] = tuple(_scalar_from_json(fm.kafka_type, v) for v in value)
+    tagged = {
+        f.tag: (f.name, _reader(f.type, f.name, in_range(f.nullable, version), True, version, flexible))
+        for f in present
+        if _is_tagged(f, version)
+    }
+    # (fresh lists and dicts per message: the caller may change what it reads)
+    tag_defaults = [(f, default_json(f, version)) for f in present if _is_tagged(f, version)]
+
+    def read(b, p):
+        d: dict[str, Any] = {}
+        for fixed, names, fn in steps:
+            if fixed:
+                values = fn.unpack_from(b, p)
+                p += fn.size
+                if len(names) == 1:
+                    d[names[0]] = values[0]
+                else:
+                    d.update(zip(names, values, strict=True))
+            else:
+                d[names], p = fn(b, p)
+        if flexible:
+            for f, dflt in tag_defaults:
+                d[f.name] = default_json(f, version) if isinstance(dflt, (list, dict)) else dflt
+            n, p = read_uvarint(b, p)
+            for _ in range(n):
+                tag, p = read_uvarint(b, p)
+                size, p = read_uvarint(b, p)
+                end = p + size
+                if end > len(b):
+                    raise DecodeError(f"{s.name}: tagged field {tag} runs past the end")
+                known = tagged.get(tag)
+                if known is not None:  # (an unknown tag is skipped, as Kafka keeps it unread)
+                    d[known[0]] = known[1](b[p:end], 0)[0]
+                p = end
+        return d, p
+
+    return read
+
+
+# ------------------------------------------------------------------ writers
+def _writer(t: Any, name: str, nullable: bool, flexible: bool, version: int, message_flexible: bool) -> Writer:
+    if isinstance(t, ArrayOf):
+        return _array_writer(t.item, name, flexible, version, message_flexible)
+    if isinstance(t, Struct):
+        write_struct = _struct_writer(t, version, message_flexible)
+        if not nullable:
+            return write_struct
+
+        def write_nullable_struct(out, value):
+            if value is None:
+                out += b"\xff"
+            else:
+                out += b"\x01"
+                write_struct(out, value)
+
+        return write_nullable_struct
+    if t in _FIXED:
+        s = struct.Struct(">" + _FIXED[t])
+        return lambda out, value: out.extend(s.pack(value))
+    if t == "uuid":
+        return lambda out, value: out.extend(uuid_bytes(value))
+    null = b"\x00" if flexible else b"\xff\xff" if t == "string" else b"\xff\xff\xff\xff"
+
+    def write_sized(out, value):
+        if value is None:
+            out += null
+            return
+        if t == "string":
+            raw = value.encode("utf-8")
+            if len(raw) > 0x7FFF:
+                raise ValueError(f"'{name}' field is too long to be serialized")
         else:
-            kwargs[fm.field.name] = _scalar_from_json(fm.kafka_type, value)
-    return cls(**kwargs)
+            raw = _bytes_value(value)
+        if flexible:
+            out += uvarint(len(raw) + 1)
+        elif t == "string":
+            out += _I16.pack(len(raw))
+        else:
+            out += _I32.pack(len(raw))
+        out += raw
+
+    return write_sized
 
 
-# ------------------------------------------------------------------ frames
-# kio resolves a schema by importing its module path on every call: a few percent of the gateway's
-# time per request, kept once per (api key, version).
-@functools.cache
-def request_class(api_key: int, version: int) -> type[Any]:
-    return load_request_schema(api_key, version)
+def _array_writer(item: Any, name: str, flexible: bool, version: int, message_flexible: bool) -> Writer:
+    fixed = _FIXED.get(item) if isinstance(item, str) else None
+    write_item = _unused if fixed else _writer(item, name, False, flexible, version, message_flexible)
+    null = b"\x00" if flexible else b"\xff\xff\xff\xff"
+
+    def write_array(out, value):
+        if value is None:
+            out += null
+            return
+        n = len(value)
+        out += uvarint(n + 1) if flexible else _I32.pack(n)
+        if fixed is not None:
+            out += struct.pack(f">{n}{fixed}", *value)
+        else:
+            for x in value:
+                write_item(out, x)
+
+    return write_array
 
 
-@functools.cache
-def response_class(api_key: int, version: int) -> type[Any]:
-    return load_response_schema(api_key, version)
+@cache
+def _struct_writer(s: Struct, version: int, flexible: bool) -> Writer:
+    present = [f for f in s.fields if in_range(f.versions, version)]
+    steps: list[tuple[bool, Any, Any, Any]] = []
+    for run in _fixed_runs([f for f in present if not _is_tagged(f, version)]):
+        f = run[0]
+        if f.type in _FIXED:
+            fmt = struct.Struct(">" + "".join(_FIXED[x.type] for x in run))
+            steps.append((True, tuple((x.name, default_json(x, version)) for x in run), fmt, None))
+        else:
+            nullable = in_range(f.nullable, version)
+            write_field = _writer(f.type, f.name, nullable, _field_flexible(f, version, flexible), version, flexible)
+            steps.append((False, (f.name, nullable), write_field, default_json(f, version)))
+    tagged = sorted(
+        (
+            cast(int, f.tag),
+            f.name,
+            in_range(f.nullable, version),
+            _writer(f.type, f.name, in_range(f.nullable, version), True, version, flexible),
+            default_json(f, version),
+        )
+        for f in present
+        if _is_tagged(f, version)
+    )
+
+    def write(out, d):
+        for fixed, names, fn, default in steps:
+            if fixed:
+                values = [d.get(name, dflt) for name, dflt in names]
+                try:
+                    out += fn.pack(*values)
+                except struct.error:  # a null where Kafka has none: the field's default
+                    out += fn.pack(*(dflt if v is None else v for v, (_, dflt) in zip(values, names, strict=True)))
+            else:
+                # absent: the default; null where the version has no null: the default too
+                value = d.get(names[0], default)
+                fn(out, default if value is None and not names[1] else value)
+        if flexible:
+            found = []
+            for tag, name, nullable, fn, dflt in tagged:
+                value = d.get(name, dflt)
+                if value is None and not nullable:
+                    value = dflt
+                if value != dflt:
+                    buf = bytearray()
+                    fn(buf, value)
+                    found.append((tag, buf))
+            out += uvarint(len(found))
+            for tag, buf in found:
+                out += uvarint(tag)
+                out += uvarint(len(buf))
+                out += buf
+
+    return write
 
 
-def decode_request(frame: bytes, api_key: int, version: int) -> tuple[Any, Any]:
-    """(header, body entity) of a request frame (without its 4-byte size prefix)."""
-    cls = request_class(api_key, version)
-    # kio's readers return (value, bytes read)
-    header, offset = entity_reader(cls.__header_schema__)(frame, 0)
-    body, size = entity_reader(cls)(frame, offset)
-    if offset + size != len(frame):
-        raise ValueError(f"{len(frame) - offset - size} bytes after the request body")
-    return header, body
+# ------------------------------------------------------------------ messages
+def _message(api_key: int, kind: str) -> Message:
+    m = schema.by_key().get((api_key, kind))
+    if m is None:
+        raise DecodeError(f"unknown api key {api_key}")
+    return m
 
 
-def decode_response(frame: bytes, api_key: int, version: int) -> tuple[Any, Any]:
-    cls = response_class(api_key, version)
-    header, offset = entity_reader(cls.__header_schema__)(frame, 0)
-    body, _ = entity_reader(cls)(frame, offset)
-    return header, body
+def is_flexible(api_key: int, version: int, kind: str = "request") -> bool:
+    return in_range(_message(api_key, kind).flexible, version)
 
 
-def encode_response(correlation_id: int, body: Any) -> bytes:
-    """A response frame (without its size prefix), with the header version the body's API needs
-    (ApiVersions always answers with header v0)."""
-    cls = type(body)
-    buf = io.BytesIO()
-    entity_writer(cls.__header_schema__)(buf, cls.__header_schema__(correlation_id=correlation_id))
-    entity_writer(cls)(buf, body)
-    return buf.getvalue()
+@cache
+def body_codec(api_key: int, version: int, kind: str) -> tuple[Reader, Writer]:
+    """(reader, writer) of an API's request or response body in one version."""
+    m = _message(api_key, kind)
+    if not in_range(m.valid, version):
+        raise DecodeError(f"{m.name} has no version {version}")
+    flex = in_range(m.flexible, version)
+    return _struct_reader(m.body, version, flex), _struct_writer(m.body, version, flex)
 
 
-def encode_request(header: Any, body: Any) -> bytes:
+@cache
+def _header_codec(kind: str, version: int) -> tuple[Reader, Writer]:
+    m = schema.load(kind)
+    flex = in_range(m.flexible, version)
+    return _struct_reader(m.body, version, flex), _struct_writer(m.body, version, flex)
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    return 2 if is_flexible(api_key, version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    if api_key == API_VERSIONS:
+        return 0
+    return 1 if is_flexible(api_key, version, "response") else 0
+
+
+def known_versions(api_key: int) -> tuple[int, int] | None:
+    """The versions of an API the codec reads and writes (Kafka 4.4.0's), None: an API it has no file for."""
+    return schema.versions(api_key)
+
+
+_ERRORS = (struct.error, IndexError, ValueError, OverflowError, TypeError, RecursionError)
+
+
+def _reading(kind: str, header: str, header_version: Callable[[int, int], int]):
+    """decode(frame, api_key, version) for requests or responses; the readers of an (api key,
+    version) kept in a dict (the per-request path: one lookup)."""
+    readers: dict[tuple[int, int], tuple[Reader, Reader]] = {}
+
+    def decode(frame: bytes, api_key: int, version: int, whole: bool) -> tuple[dict, dict]:
+        pair = readers.get((api_key, version))
+        if pair is None:
+            pair = readers[(api_key, version)] = (
+                _header_codec(header, header_version(api_key, version))[0],
+                body_codec(api_key, version, kind)[0],
+            )
+        try:
+            head, p = pair[0](frame, 0)
+            body, p = pair[1](frame, p)
+        except DecodeError:
+            raise
+        except _ERRORS as e:
+            raise DecodeError(f"{type(e).__name__}: {e}") from None
+        if whole and p != len(frame):
+            raise DecodeError(f"{len(frame) - p} bytes after the {kind} body")
+        return head, body
+
+    return decode
+
+
+_decode_request = _reading("request", "RequestHeader", request_header_version)
+_decode_response = _reading("response", "ResponseHeader", response_header_version)
+
+
+def decode_request(frame: bytes, api_key: int, version: int) -> tuple[dict, dict]:
+    """(header, body) of a request frame (without its size prefix), in Kafka's JSON form."""
+    return _decode_request(frame, api_key, version, True)
+
+
+def decode_response(frame: bytes, api_key: int, version: int) -> tuple[dict, dict]:
+    """(header, body) of a response frame (without its size prefix)."""
+    return _decode_response(frame, api_key, version, False)
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None, body: dict) -> bytes:
     """A request frame (without its size prefix)."""
-    cls = type(body)
-    buf = io.BytesIO()
-    entity_writer(cls.__header_schema__)(buf, header)
-    entity_writer(cls)(buf, body)
-    return buf.getvalue()
+    out = bytearray()
+    header = {
+        "requestApiKey": api_key,
+        "requestApiVersion": version,
+        "correlationId": correlation_id,
+        "clientId": client_id,
+    }
+    _header_codec("RequestHeader", request_header_version(api_key, version))[1](out, header)
+    body_codec(api_key, version, "request")[1](out, body)
+    return bytes(out)
+
+
+def encode_response(correlation_id: int, api_key: int, version: int, body: dict) -> bytes:
+    """A response frame (without its size prefix), in the header version the API's version takes."""
+    out = bytearray(_I32.pack(correlation_id))
+    if response_header_version(api_key, version) == 1:
+        out += b"\x00"  # no tagged fields in the header
+    body_codec(api_key, version, "response")[1](out, body)
+    return bytes(out)

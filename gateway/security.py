@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -107,15 +108,15 @@ class UpstreamSecurity:
             return
         call = request_caller(upstream, self.client_id)
 
-        answer = await call(SASL_HANDSHAKE, 1, mechanism=self.mechanism)
-        if answer.error_code != 0:
-            raise ConnectionError(f"the broker refused SASL mechanism {self.mechanism}: {list(answer.mechanisms)}")
+        answer = await call(SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
+        if answer["errorCode"] != 0:
+            raise ConnectionError(f"the broker refused SASL mechanism {self.mechanism}: {answer['mechanisms']}")
 
         async def authenticate(token: bytes) -> bytes:
-            reply = await call(SASL_AUTHENTICATE, 1, auth_bytes=token)
-            if reply.error_code != 0:
-                raise ConnectionError(f"the gateway's SASL authentication failed: {reply.error_message}")
-            return bytes(reply.auth_bytes)
+            reply = await call(SASL_AUTHENTICATE, 1, {"authBytes": token})
+            if reply["errorCode"] != 0:
+                raise ConnectionError(f"the gateway's SASL authentication failed: {reply['errorMessage']}")
+            return base64.b64decode(reply["authBytes"])
 
         if self.mechanism == "PLAIN":
             await authenticate(b"\0" + self.username.encode() + b"\0" + self.password.encode())
@@ -139,20 +140,17 @@ class UpstreamSecurity:
 
 
 def request_caller(upstream: Upstream, client_id: str):
-    """`await call(api_key, version, **body)`: one request on `upstream` (correlation ids 1, 2, ...),
-    its decoded answer; for the exchanges the gateway holds itself on a broker connection."""
-    from .codec import decode_response, encode_request, request_class
+    """`await call(api_key, version, body)`: one request on `upstream` (correlation ids 1, 2, ...),
+    its decoded answer (Kafka's JSON form; a bytes field may be given as bytes); for the exchanges
+    the gateway holds itself on a broker connection."""
+    from .codec import decode_response, encode_request
 
     cid = 0
 
-    async def call(api_key: int, version: int, **body):
+    async def call(api_key: int, version: int, body: dict) -> dict:
         nonlocal cid
         cid += 1
-        cls = request_class(api_key, version)
-        header = cls.__header_schema__(
-            request_api_key=api_key, request_api_version=version, correlation_id=cid, client_id=client_id
-        )
-        frame = await upstream.send(encode_request(header, cls(**body)), cid, True)
+        frame = await upstream.send(encode_request(api_key, version, cid, client_id, body), cid, True)
         return decode_response(frame, api_key, version)[1]
 
     return call

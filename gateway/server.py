@@ -14,27 +14,16 @@ answers of memory).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import base64
 import itertools
 import logging
 from typing import Any
-
-from kio.schema.index import api_key_map, schema_name_map
 
 from coordinator.errors import Errors
 
 from . import apis
 from .bridge import BridgeRequestTooLarge, BridgeTimeout, CoordinatorBridge
-from .codec import (
-    decode_request,
-    decode_response,
-    encode_request,
-    encode_response,
-    from_json,
-    request_class,
-    response_class,
-    to_json,
-)
+from .codec import DecodeError, decode_request, decode_response, encode_request, encode_response, known_versions
 from .config import GatewayConfig
 from .frames import FrameError, produce_expects_response, read_frame, request_header
 from .limits import ConnectionQuotas, RequestMemory
@@ -51,14 +40,6 @@ REWRITE_CACHE_ENTRIES = 64
 REWRITE_CACHE_MAX_BYTES = 1 << 20  # per answer
 
 
-def kio_versions(api_key: int) -> tuple[int, int] | None:
-    name = api_key_map.get(api_key)
-    if name is None:
-        return None
-    versions = sorted(schema_name_map[name])
-    return versions[0], versions[-1]
-
-
 async def fetch_brokers(
     bootstrap_servers: str, client_id: str, security: UpstreamSecurity | None = None
 ) -> dict[int, tuple[str, int]]:
@@ -72,14 +53,10 @@ async def fetch_brokers(
             last = e
             continue
         try:
-            cls = request_class(apis.METADATA, 12)
-            header = cls.__header_schema__(
-                request_api_key=apis.METADATA, request_api_version=12, correlation_id=1, client_id=client_id
-            )
-            body = cls(topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-            frame = await upstream.send(encode_request(header, body), 1, True)
+            body = {"topics": [], "allowAutoTopicCreation": False, "includeTopicAuthorizedOperations": False}
+            frame = await upstream.send(encode_request(apis.METADATA, 12, 1, client_id, body), 1, True)
             _, response = decode_response(frame, apis.METADATA, 12)
-            return {int(b.node_id): (b.host, int(b.port)) for b in response.brokers}
+            return {b["nodeId"]: (b["host"], b["port"]) for b in response["brokers"]}
         finally:
             upstream.close()
     raise ConnectionError(f"no broker answers at {bootstrap_servers}: {last}")
@@ -212,27 +189,25 @@ class Gateway:
                     self.idle_closed += 1
                     conn.abort()
 
-    def advertised_versions(self, entries) -> tuple:
-        """The broker's ApiVersions entries, narrowed to what the gateway can serve."""
+    def advertised_versions(self, entries: list[dict]) -> list[dict]:
+        """The broker's ApiVersions entries, narrowed to what the gateway can serve: the service's
+        versions for the APIs it answers, the codec's (Kafka 4.4.0's) for the answers it rewrites."""
         out = []
         for e in entries:
-            key = int(e.api_key)
+            key = e["apiKey"]
             if key in apis.HIDDEN_API_KEYS:
                 continue
-            lo, hi = int(e.min_version), int(e.max_version)
+            lo, hi = e["minVersion"], e["maxVersion"]
             if key == SASL_HANDSHAKE:  # v0 (unframed SASL tokens after it) is not served (gateway/sasl.py)
                 lo = max(lo, 1)
             own = apis.service_versions(key)
+            if own is None and key in REWRITTEN:
+                own = known_versions(key)
             if own is not None:
                 lo, hi = max(lo, own[0]), min(hi, own[1])
-            if own is not None or key in REWRITTEN:
-                known = kio_versions(key)
-                if known is None:
-                    continue
-                lo, hi = max(lo, known[0]), min(hi, known[1])
             if lo <= hi:
-                out.append(dataclasses.replace(e, min_version=lo, max_version=hi))
-        return tuple(out)
+                out.append({**e, "minVersion": lo, "maxVersion": hi})
+        return out
 
     async def close(self) -> None:
         for server in self.servers.values():
@@ -424,9 +399,9 @@ class ClientConnection:
         assert session is not None
         mechanism = auth_bytes = None
         if api_key == SASL_HANDSHAKE:
-            mechanism = _decode(frame, api_key, version)[1].mechanism
+            mechanism = _decode(frame, api_key, version)[1]["mechanism"]
         elif api_key == SASL_AUTHENTICATE:
-            auth_bytes = bytes(_decode(frame, api_key, version)[1].auth_bytes)
+            auth_bytes = base64.b64decode(_decode(frame, api_key, version)[1]["authBytes"])
         now = asyncio.get_running_loop().time()
         admission = session.admit(api_key, version, now, mechanism=mechanism, auth_bytes=auth_bytes)
         if admission.verdict is Verdict.FORWARD:
@@ -435,7 +410,7 @@ class ClientConnection:
             log.info("closing the connection from %s: %s", self.client_host, admission.reason)
             answer = {"errorCode": Errors.UNSUPPORTED_SASL_MECHANISM.code, "mechanisms": list(session.enabled)}
             self._close_after = slot
-            slot.set_result(encode_response(cid, from_json(response_class(api_key, version), answer)))
+            slot.set_result(encode_response(cid, api_key, version, answer))
             return False
         # Closed without an answer, as Kafka closes it, once the answers to the requests before
         # this one are written (Kafka answers them before it reads the next request).
@@ -452,12 +427,10 @@ class ClientConnection:
         assert session is not None
         _, answer = decode_response(frame, api_key, version)
         if api_key == SASL_HANDSHAKE:
-            keep, why = session.handshake_answered(int(answer.error_code)), "the broker refused the mechanism"
+            keep, why = session.handshake_answered(answer["errorCode"]), "the broker refused the mechanism"
         else:
-            lifetime = getattr(answer, "session_lifetime", None)
-            lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime is not None else 0
             keep, why = session.authenticate_answered(
-                int(answer.error_code), lifetime_ms, asyncio.get_running_loop().time()
+                answer["errorCode"], answer.get("sessionLifetimeMs", 0), asyncio.get_running_loop().time()
             )
             if keep and session.authenticated:
                 log.debug("%s authenticated as %s (%s)", self.client_host, session.principal, session.mechanism)
@@ -498,18 +471,16 @@ class ClientConnection:
     async def _rewrite_answer(self, frame: bytes, api_key: int, version: int, cid: int) -> bytes:
         try:
             _, body = decode_response(frame, api_key, version)
-        except Exception:  # noqa: BLE001 - e.g. ApiVersions answered in v0 for an unknown version
+        except DecodeError:  # e.g. ApiVersions answered in v0 for a version the broker does not know
             return frame
         if api_key == apis.API_VERSIONS:
-            body = dataclasses.replace(body, api_keys=self.gw.advertised_versions(body.api_keys))
+            body["apiKeys"] = self.gw.advertised_versions(body["apiKeys"])
         else:
-            brokers = []
-            for b in body.brokers:
-                node = int(b.node_id if hasattr(b, "node_id") else b.broker_id)
-                port = await self.gw.ensure_listener(node, b.host, int(b.port))
-                brokers.append(dataclasses.replace(b, host=self.gw.cfg.advertised_host, port=port))
-            body = dataclasses.replace(body, brokers=tuple(brokers))
-        return encode_response(cid, body)
+            for b in body["brokers"]:
+                node = b["nodeId"] if "nodeId" in b else b["brokerId"]
+                b["port"] = await self.gw.ensure_listener(node, b["host"], b["port"])
+                b["host"] = self.gw.cfg.advertised_host
+        return encode_response(cid, api_key, version, body)
 
     async def _find_coordinator(
         self, frame: bytes, version: int, cid: int, asked: asyncio.Future | None = None
@@ -518,8 +489,7 @@ class ClientConnection:
         is connected to. `asked`: the broker's answer to the same request (a SASL client's, on its
         own connection), whose authorisation errors are the answer for their keys (Kafka's DESCRIBE
         check on the group or transactional id; the broker's other answers are not the service's)."""
-        _, request = _decode(frame, apis.FIND_COORDINATOR, version)
-        body = to_json(request)
+        _, body = _decode(frame, apis.FIND_COORDINATOR, version)
         host, port = self.gw.cfg.advertised_host, self.gw.ports[self.node_id]
         denied = await _denied_keys(asked, version, body.get("key", "")) if asked is not None else {}
 
@@ -552,11 +522,10 @@ class ClientConnection:
             response = {"throttleTimeMs": 0, **answer}
         else:
             response = {"throttleTimeMs": 0, "coordinators": [one(k) for k in body.get("coordinatorKeys", [])]}
-        return encode_response(cid, from_json(response_class(apis.FIND_COORDINATOR, version), response))
+        return encode_response(cid, apis.FIND_COORDINATOR, version, response)
 
     async def _bridge(self, spec, frame: bytes, version: int, cid: int, client_id: str | None) -> bytes:
-        _, request = _decode(frame, spec.api_key, version)
-        body = to_json(request)
+        _, body = _decode(frame, spec.api_key, version)
         timeout_s = self.gw.cfg.request_timeout_ms / 1000
         if spec.name == "JoinGroup":  # answered when the rebalance's join phase completes
             # (v0 has no rebalance timeout: the session timeout is used, as JoinGroupRequest does)
@@ -588,7 +557,7 @@ class ClientConnection:
             response = _error_body(spec, version, body, str(e))
         except BridgeRequestTooLarge as e:  # as the service answers an oversized request
             response = _error_body(spec, version, body, str(e), Errors.INVALID_REQUEST)
-        return encode_response(cid, from_json(response_class(spec.api_key, version), response))
+        return encode_response(cid, spec.api_key, version, response)
 
 
 # FindCoordinator's authorisation errors (KafkaApis: DESCRIBE on the GROUP / TRANSACTIONAL_ID)
@@ -601,20 +570,20 @@ async def _denied_keys(asked: asyncio.Future, version: int, v0_key: str) -> dict
     """key -> {errorCode, errorMessage} of the keys the broker's FindCoordinator answer denies."""
     _, answer = decode_response(await asked, apis.FIND_COORDINATOR, version)
     if version < 4:
-        entries = [(v0_key, answer.error_code, getattr(answer, "error_message", None))]  # (v0 has none)
+        entries = [(v0_key, answer["errorCode"], answer.get("errorMessage"))]  # (v0 has none)
     else:
-        entries = [(c.key, c.error_code, c.error_message) for c in answer.coordinators]
+        entries = [(c["key"], c["errorCode"], c["errorMessage"]) for c in answer["coordinators"]]
     return {
-        key: {"errorCode": int(code), "errorMessage": message}
+        key: {"errorCode": code, "errorMessage": message}
         for key, code, message in entries
-        if int(code) in _FIND_COORDINATOR_DENIED
+        if code in _FIND_COORDINATOR_DENIED
     }
 
 
-def _decode(frame: bytes, api_key: int, version: int):
+def _decode(frame: bytes, api_key: int, version: int) -> tuple[dict, dict]:
     try:
         return decode_request(frame, api_key, version)
-    except Exception as e:  # noqa: BLE001 - kio raises several kinds on a damaged frame
+    except DecodeError as e:
         raise FrameError(f"malformed request (api key {api_key} v{version}): {e}") from None
 
 

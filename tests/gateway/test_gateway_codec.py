@@ -1,158 +1,168 @@
-"""The gateway's translation between Kafka's binary messages (kio) and the service's JSON bodies,
-for every bridged API and every version the gateway offers, both ways."""
+"""The gateway's wire codec (gateway/codec.py): Kafka's bytes as Kafka 4.4.0's own classes write
+them (golden bytes, tests/gateway/golden/), the JSON the service validates, the service's answers
+encodable in every version the gateway offers, and damaged frames refused with `DecodeError` only."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
+import base64
 import json
-import re
-import uuid
+import random
+import struct
+from functools import cache
+from importlib import resources
+from pathlib import Path
 
 import pytest
-from kio.schema.errors import ErrorCode
-from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField, classify_field
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.errors import Errors
-from coordinator.schema import Array, Struct
-from gateway import apis
+from gateway import apis, schema
 from gateway.codec import (
-    RENAMED,
     ZERO_UUID,
+    DecodeError,
+    body_codec,
     decode_request,
     decode_response,
+    default_json,
     encode_request,
     encode_response,
-    from_json,
-    json_name,
-    request_class,
-    response_class,
-    to_json,
+    known_versions,
 )
-from gateway.server import kio_versions
+from gateway.schema import ArrayOf, Struct, in_range
 from tests import kafka_messages
+from tests.gateway.golden.samples import api_keys, sample
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "kafka-4.4.0.json"
 
 
-def _cases():
+@cache
+def golden() -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for case in json.loads(GOLDEN.read_text(encoding="utf-8")):
+        out.setdefault(case["message"], []).append(case)
+    return out
+
+
+def _codec(message: str, version: int):
+    from gateway.codec import _header_codec
+
+    m = schema.load(message)
+    if m.kind == "header":
+        return _header_codec(message, version)
+    return body_codec(m.api_key, version, m.kind)
+
+
+def _with_defaults(kafka: dict, s: Struct, version: int) -> dict:
+    """Kafka's JSON of a message, with the fields its converter leaves out (tagged fields at their
+    default) at their default, nested too."""
+    out = {}
+    for f in s.fields:
+        if not in_range(f.versions, version):
+            continue
+        value = kafka.get(f.name, default_json(f, version))
+        t = f.type
+        if isinstance(t, Struct) and value is not None:
+            value = _with_defaults(value, t, version)
+        elif isinstance(t, ArrayOf) and isinstance(t.item, Struct) and value is not None:
+            value = [_with_defaults(x, t.item, version) for x in value]
+        out[f.name] = value
+    return out
+
+
+def test_the_golden_bytes_cover_every_message_the_gateway_reads_or_writes():
+    wanted = {"RequestHeader", "ResponseHeader"} | {
+        schema.by_key()[(k, kind)].name for k in api_keys() for kind in ("request", "response")
+    }
+    assert set(golden()) == wanted
+    for name, cases in golden().items():
+        lo, hi = schema.load(name).valid
+        assert {c["version"] for c in cases} == set(range(lo, hi + 1)), name
+
+
+@pytest.mark.parametrize("message", sorted(golden()))
+def test_bytes_are_kafkas_own_both_ways(message):
+    """Kafka 4.4.0's generated classes wrote these bytes from the same JSON (GoldenBytes.java): the
+    codec writes the same bytes, and reads them back to the JSON Kafka's converter prints."""
+    m = schema.load(message)
+    for case in golden()[message]:
+        version = case["version"]
+        reader, writer = _codec(message, version)
+        raw = bytes.fromhex(case["hex"])
+        out = bytearray()
+        writer(out, case["json"])
+        assert out.hex() == case["hex"], f"{message} v{version}"
+        decoded, end = reader(raw, 0)
+        assert end == len(raw)
+        assert decoded == _with_defaults(case.get("kafkaJson", case["json"]), m.body, version), f"{message} v{version}"
+
+
+def _served():
     for key, spec in sorted(apis._BY_KEY.items()):
         lo, hi = apis.service_versions(key)
-        klo, khi = kio_versions(key)
-        for v in range(max(lo, klo), min(hi, khi) + 1):
+        for v in range(lo, hi + 1):
             yield pytest.param(spec, v, id=f"{spec.name}-v{v}")
 
 
-CASES = list(_cases())
+SERVED = list(_served())
 
 
-def sample(cls, depth: int = 0):
-    """An entity of `cls` with a non-default value in every field."""
-    kwargs = {}
-    for i, f in enumerate(dataclasses.fields(cls)):
-        kind = classify_field(f)
-        if isinstance(kind, (EntityField, EntityTupleField)):
-            value = sample(kind.type_, depth + 1)
-            kwargs[f.name] = (value,) if isinstance(kind, EntityTupleField) else value
-            continue
-        value = _scalar(f.metadata["kafka_type"], f.name, i + depth)
-        kwargs[f.name] = (value,) if isinstance(kind, PrimitiveTupleField) else value
-    return cls(**kwargs)
+def test_the_codec_knows_every_version_the_service_serves():
+    for key, spec in apis._BY_KEY.items():
+        lo, hi = apis.service_versions(key)
+        klo, khi = known_versions(key)
+        assert klo <= lo and hi <= khi, spec.name
+    assert known_versions(apis.FIND_COORDINATOR) == apis.service_versions(apis.FIND_COORDINATOR)
 
 
-def _scalar(kafka_type: str, name: str, i: int):
-    return {
-        "string": f"{name}-{i}",
-        "bool": True,
-        "int8": 1,
-        "int16": 2 + i,
-        "uint16": 9000 + i,
-        "int32": 1000 + i,
-        "int64": 2**40 + i,
-        "bytes": bytes([0, 1, 255, i % 256]),
-        "records": b"",
-        "uuid": uuid.UUID(int=(i + 1) << 64 | 7),
-        "timedelta_i32": datetime.timedelta(milliseconds=1500 + i),
-        "timedelta_i64": datetime.timedelta(milliseconds=1500 + i),
-        "datetime_i64": datetime.datetime(2026, 1, 2, tzinfo=datetime.UTC),
-        "error_code": ErrorCode.coordinator_not_available,
-    }[kafka_type]
+@pytest.mark.parametrize("spec,version", SERVED)
+def test_a_request_decodes_to_the_json_the_service_validates(spec, version):
+    m = schema.by_key()[(spec.api_key, "request")]
+    body = sample(m.body, version, 1, False)
+    header, decoded = decode_request(encode_request(spec.api_key, version, 42, "client-1", body), spec.api_key, version)
+    assert header["correlationId"] == 42 and header["clientId"] == "client-1"
+    assert decoded == body
+    validated = spec.request.validate(json.loads(json.dumps(decoded)), version)
+    assert set(validated) == set(decoded)
 
 
-def _names(struct: Struct, body: dict, version: int, path: str = "") -> list[str]:
-    """Keys of `body` the service's request schema does not have in `version` (recursively)."""
-    fields = {f.name: f for f in struct.fields if f.in_version(version)}
-    unknown = [path + k for k in body if k not in fields]
-    for k, v in body.items():
-        f = fields.get(k)
-        if f is None or v is None:
-            continue
-        t = f.type
-        if isinstance(t, Struct):
-            unknown += _names(t, v, version, f"{path}{k}.")
-        elif isinstance(t, Array) and isinstance(t.item, Struct):
-            for item in v:
-                unknown += _names(t.item, item, version, f"{path}{k}[].")
-    return unknown
-
-
-@pytest.mark.parametrize("spec,version", CASES)
-def test_a_request_decodes_to_the_json_the_service_validates_and_back(spec, version):
-    cls = request_class(spec.api_key, version)
-    entity = sample(cls)
-    header = cls.__header_schema__(
-        request_api_key=spec.api_key, request_api_version=version, correlation_id=42, client_id="client-1"
-    )
-    _, decoded = decode_request(encode_request(header, entity), spec.api_key, version)
-    assert decoded == entity
-    body = to_json(decoded)
-    # Every field the gateway sends is one the service knows in this version, and the service
-    # accepts the body (names, types, encodings).
-    assert _names(spec.request, body, version) == []
-    validated = spec.request.validate(json.loads(json.dumps(body)), version)
-    assert set(validated) == set(body)
-    assert from_json(cls, body) == entity
-
-
-@pytest.mark.parametrize("spec,version", CASES)
-def test_a_response_from_json_encodes_in_the_clients_version_and_back(spec, version):
-    cls = response_class(spec.api_key, version)
-    entity = sample(cls)
-    body = to_json(entity)
-    assert from_json(cls, json.loads(json.dumps(body))) == entity
-    header, decoded = decode_response(encode_response(7, entity), spec.api_key, version)
-    assert header.correlation_id == 7 and decoded == entity
-
-
-@pytest.mark.parametrize("spec,version", CASES)
-def test_the_services_error_shape_maps_onto_kios_fields(spec, version):
-    """The service's own response JSON (its error shape for the API) uses names kio knows, and
-    its values come back unchanged after a trip through the binary form."""
-    request = to_json(sample(request_class(spec.api_key, version)))
+@pytest.mark.parametrize("spec,version", SERVED)
+def test_the_services_error_answer_encodes_in_the_clients_version(spec, version):
+    """The service's own answer (its error shape for the API) uses the message's names: its values
+    come back unchanged from the bytes."""
+    request = sample(schema.by_key()[(spec.api_key, "request")].body, version, 1, False)
     answer = spec.error_response(
         version, spec.request.validate(request, version), Errors.COORDINATOR_NOT_AVAILABLE, "no coordinator"
     )
-    cls = response_class(spec.api_key, version)
-    _, decoded = decode_response(encode_response(1, from_json(cls, answer)), spec.api_key, version)
-    again = to_json(decoded)
-    _assert_contained(answer, again, spec.name)
+    header, decoded = decode_response(encode_response(7, spec.api_key, version, answer), spec.api_key, version)
+    assert header == {"correlationId": 7}
+    _assert_contained(answer, decoded, spec.name)
 
 
-def _assert_contained(service: dict, kio: dict, path: str) -> None:
+def _assert_contained(service: dict, wire: dict, path: str) -> None:
     for k, v in service.items():
-        if k == "errorMessage" and k not in kio:
+        if k == "errorMessage" and k not in wire:
             continue  # the service adds it to every rejection; versions without it drop it
-        assert k in kio, f"{path}.{k} has no kio field"
+        assert k in wire, f"{path}.{k} is not a field of the message"
         if isinstance(v, dict):
-            _assert_contained(v, kio[k], f"{path}.{k}")
+            _assert_contained(v, wire[k], f"{path}.{k}")
         elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for a, b in zip(v, kio[k], strict=True):
+            for a, b in zip(v, wire[k], strict=True):
                 _assert_contained(a, b, f"{path}.{k}[]")
         else:
-            assert kio[k] == v, f"{path}.{k}: {kio[k]!r} != {v!r}"
+            assert wire[k] == v, f"{path}.{k}: {wire[k]!r} != {v!r}"
+
+
+def test_kafka_4_4_versions_unknown_to_4_1_are_served():
+    """DeleteGroups v3 (4.4.0's errorMessage) and TxnOffsetCommit's 4.4.0 field name."""
+    answer = {"throttleTimeMs": 0, "results": [{"groupId": "g", "errorCode": 69, "errorMessage": "not empty"}]}
+    _, decoded = decode_response(encode_response(1, 42, 3, answer), 42, 3)
+    assert decoded["results"][0]["errorMessage"] == "not empty"
+    body = sample(schema.by_key()[(28, "request")].body, 5, 1, False)
+    assert "generationIdOrMemberEpoch" in decode_request(encode_request(28, 5, 1, "c", body), 28, 5)[1]
 
 
 def test_special_values_use_kafkas_json_forms():
-    from kio.schema.consumer_group_heartbeat.v1.response import ConsumerGroupHeartbeatResponse
-
     body = {
         "throttleTimeMs": 0,
         "errorCode": 0,
@@ -167,47 +177,129 @@ def test_special_values_use_kafkas_json_forms():
             ]
         },
     }
-    entity = from_json(ConsumerGroupHeartbeatResponse, body)
-    assert entity.heartbeat_interval == datetime.timedelta(seconds=5)
-    assert entity.assignment.topic_partitions[0].topic_id is None  # kio's zero Uuid
-    assert entity.assignment.topic_partitions[1].topic_id == uuid.UUID(int=1)
-    assert to_json(entity) == body
-    # An error code newer than kio's table still travels.
-    from kio.schema.heartbeat.v4.response import HeartbeatResponse
-
-    frame = encode_response(3, from_json(HeartbeatResponse, {"errorCode": 133}))
-    assert frame[-3:-1] == (133).to_bytes(2, "big")
-
-
-@pytest.mark.skipif(not kafka_messages.available(), reason="kafka-clients is not resolved: run deploy/setup.sh")
-@pytest.mark.parametrize("spec,version", CASES)
-def test_json_names_are_kafkas_schema_names(spec, version):
-    for kind, cls in (
-        ("Request", request_class(spec.api_key, version)),
-        ("Response", response_class(spec.api_key, version)),
-    ):
-        text = kafka_messages.message_bytes(f"{spec.name}{kind}.json").decode("utf-8")
-        schema = json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
-        _compare(cls, schema["fields"], schema.get("commonStructs", []), version, f"{spec.name}{kind}")
+    frame = encode_response(3, 68, 1, body)
+    assert bytes(15) + b"\x01" in frame  # the Uuid 0...01, as 16 bytes
+    _, decoded = decode_response(frame, 68, 1)
+    assert decoded == body
+    # An error code newer than any table travels as an int16.
+    assert encode_response(3, 12, 4, {"errorCode": 133})[-3:-1] == (133).to_bytes(2, "big")
+    # Absent fields take the file's defaults (JoinGroupResponse v9: generationId -1).
+    _, join = decode_response(encode_response(1, 11, 9, {"errorCode": 25}), 11, 9)
+    assert join["generationId"] == -1 and join["memberId"] == "" and join["members"] == []
 
 
-def _in(versions: str, v: int) -> bool:
-    if versions == "none":
-        return False
-    if versions.endswith("+"):
-        return v >= int(versions[:-1])
-    lo, _, hi = versions.partition("-")
-    return int(lo) <= v <= int(hi or lo)
+def test_tagged_fields_are_written_only_when_not_their_default_and_unknown_tags_are_skipped():
+    """ApiVersionsResponse v3: SupportedFeatures (tag 0), FinalizedFeaturesEpoch (tag 1, -1),
+    FinalizedFeatures (tag 2), ZkMigrationReady (tag 3, false)."""
+    plain = {"errorCode": 0, "apiKeys": [], "throttleTimeMs": 0}
+    frame = encode_response(1, 18, 3, plain)
+    assert frame == struct.pack(">ihbib", 1, 0, 1, 0, 0)  # header v0, no tagged field
+    _, decoded = decode_response(frame, 18, 3)
+    assert decoded == {
+        **plain,
+        "supportedFeatures": [],
+        "finalizedFeaturesEpoch": -1,
+        "finalizedFeatures": [],
+        "zkMigrationReady": False,
+    }
+    frame = encode_response(1, 18, 3, {**plain, "finalizedFeaturesEpoch": 7, "zkMigrationReady": True})
+    assert frame.endswith(b"\x02\x01\x08" + (7).to_bytes(8, "big") + b"\x03\x01\x01")  # ascending tags
+    # A tag this version does not know (9): skipped, as Kafka keeps it unread.
+    unknown = frame[:-14] + b"\x03\x01\x08" + (7).to_bytes(8, "big") + b"\x09\x02ab\x03\x01\x01"
+    assert decode_response(unknown, 18, 3)[1]["finalizedFeaturesEpoch"] == 7
 
 
-def _compare(cls, fields, commons, version, path) -> None:
-    mine = dataclasses.fields(cls)
-    theirs = [f for f in fields if _in(f["versions"], version)]
-    # The codec's names: kio's (Kafka 4.1's schemas), with Kafka's later renames (codec.RENAMED).
-    names = [RENAMED.get((cls.__name__, json_name(f)), json_name(f)) for f in mine]
-    assert names == [f["name"][0].lower() + f["name"][1:] for f in theirs], path
-    for a, b in zip(mine, theirs, strict=True):
-        kind = classify_field(a)
-        if isinstance(kind, (EntityField, EntityTupleField)):
-            sub = b.get("fields") or next(c["fields"] for c in commons if c["name"] == b["type"].strip("[]"))
-            _compare(kind.type_, sub, commons, version, f"{path}.{b['name']}")
+def test_the_gateways_own_message_files_are_kafkas_unchanged():
+    files = sorted((resources.files("gateway") / "messages").iterdir(), key=str)
+    assert {f.name for f in files} == {
+        f"{n}.json"
+        for n in (
+            "RequestHeader",
+            "ResponseHeader",
+            *(
+                f"{a}{k}"
+                for a in ("ApiVersions", "Metadata", "DescribeCluster", "SaslHandshake", "SaslAuthenticate")
+                for k in ("Request", "Response")
+            ),
+        )
+    }
+    if not kafka_messages.available():
+        pytest.skip("kafka-clients is not resolved: run deploy/setup.sh")
+    for path in files:
+        assert path.read_bytes() == kafka_messages.message_bytes(path.name), path.name
+
+
+# ------------------------------------------------------------------ damaged frames
+def _frames():
+    """A valid request frame of every bridged API in its newest and oldest version."""
+    for key in sorted(apis._BY_KEY):
+        lo, hi = apis.service_versions(key)
+        for v in sorted({lo, hi}):
+            body = sample(schema.by_key()[(key, "request")].body, v, 1, False)
+            yield key, v, encode_request(key, v, 1, "c", body)
+
+
+FRAMES = list(_frames())
+
+
+def test_a_frame_cut_anywhere_or_with_bytes_after_it_is_refused():
+    for key, v, frame in FRAMES:
+        for cut in range(len(frame)):
+            with pytest.raises(DecodeError):
+                decode_request(frame[:cut], key, v)
+        with pytest.raises(DecodeError, match="bytes after the request body"):
+            decode_request(frame + b"\0", key, v)
+
+
+def test_damaged_bytes_decode_or_raise_decode_error_only():
+    rng = random.Random(7)
+    for key, v, frame in FRAMES:
+        for _ in range(200):
+            damaged = bytearray(frame)
+            for _ in range(rng.randint(1, 4)):
+                damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+            try:
+                decode_request(bytes(damaged), key, v)
+            except DecodeError:
+                pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(FRAMES), st.binary(max_size=64), st.integers(min_value=0))
+def test_random_bytes_after_a_header_decode_or_raise_decode_error_only(case, tail, cut):
+    key, v, frame = case
+    head = frame[: cut % (len(frame) + 1)]
+    try:
+        decode_request(head + tail, key, v)
+    except DecodeError:
+        pass
+
+
+def test_lengths_kafka_refuses():
+    # OffsetCommit v8 (flexible): groupId is a compact string; v2 (not): an int16 length.
+    good = encode_request(8, 8, 1, "c", {"groupId": "g", "topics": []})
+    header_end = 4 + 4 + 2 + 1 + 1  # key, version, correlation id, client id "c", no tags
+    with pytest.raises(DecodeError, match="non-nullable field groupId was serialized as null"):
+        decode_request(good[:header_end] + b"\x00" + good[header_end + 2 :], 8, 8)
+    with pytest.raises(DecodeError, match="varint is too long"):
+        decode_request(good[:header_end] + b"\xff" * 6, 8, 8)
+    # An array count larger than the bytes left (Kafka's check before it allocates).
+    v2 = encode_request(8, 2, 1, "c", {"groupId": "g", "topics": []})
+    with pytest.raises(DecodeError, match="an array of 1000000"):
+        decode_request(v2[:-4] + (1_000_000).to_bytes(4, "big"), 8, 2)
+    with pytest.raises(DecodeError, match="has no version 99"):
+        decode_request(v2, 8, 99)
+    with pytest.raises(DecodeError, match="unknown api key"):
+        decode_request(v2, 999, 0)
+
+
+def test_malformed_utf8_reads_as_java_reads_it():
+    frame = encode_request(12, 4, 1, "c", {"groupId": "gé", "generationId": 1, "memberId": "m"})
+    damaged = frame.replace("gé".encode(), b"g\xff\xfe")
+    assert decode_request(damaged, 12, 4)[1]["groupId"] == "g\ufffd\ufffd"
+
+
+def test_bytes_fields_are_base64_both_ways():
+    frame = encode_request(36, 2, 1, "c", {"authBytes": b"\0alice\0secret"})  # bytes as they are, or base64
+    assert decode_request(frame, 36, 2)[1]["authBytes"] == base64.b64encode(b"\0alice\0secret").decode()
+    assert encode_request(36, 2, 1, "c", {"authBytes": base64.b64encode(b"\0alice\0secret").decode()}) == frame

@@ -47,7 +47,7 @@ def test_request_memory_bounds_what_many_connections_sending_partial_frames_buff
             bridge.calls[i][1].set_result({"throttleTimeMs": 0, "errorCode": Errors.UNKNOWN_MEMBER_ID.code})
         for cid, (r, w) in enumerate(clients):
             header, body = await read_response(r, 11, 9)
-            assert header.correlation_id == cid and int(body.error_code) == Errors.UNKNOWN_MEMBER_ID.code
+            assert header["correlationId"] == cid and body["errorCode"] == Errors.UNKNOWN_MEMBER_ID.code
             w.close()
         await until(lambda: gw.memory.used == 0)
 
@@ -65,7 +65,7 @@ def test_a_frame_larger_than_the_whole_request_memory_closes_its_connection(run)
         w.write(frame(heartbeat(1)))
         await until(lambda: len(bridge.calls) == 1)
         bridge.calls[0][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
-        assert (await read_response(r))[0].correlation_id == 1
+        assert (await read_response(r))[0]["correlationId"] == 1
 
     run(test, queued_max_request_bytes=MiB, max_frame_bytes=100 * MiB)
 
@@ -83,12 +83,12 @@ def test_idle_connections_are_closed_busy_ones_and_ones_awaiting_an_answer_are_n
             busy_w.write(frame(heartbeat(cid)))
             await until(lambda n=cid - 98: len(bridge.calls) == n)
             bridge.calls[-1][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
-            assert (await read_response(busy_r))[0].correlation_id == cid
+            assert (await read_response(busy_r))[0]["correlationId"] == cid
             cid += 1
             await asyncio.wait([closed], timeout=0.05)
         assert closed.result() == b"" and gw.idle_closed == 1
         bridge.calls[0][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
-        assert (await read_response(waiting_r))[0].correlation_id == 1  # kept while it awaited its answer
+        assert (await read_response(waiting_r))[0]["correlationId"] == 1  # kept while it awaited its answer
         assert await waiting_r.read() == b""  # and closed once idle after it
         assert cid > 100 + 2  # the busy one was served across more than one idle time
 
@@ -118,14 +118,14 @@ def test_connections_past_the_per_address_limit_are_closed_at_once(run):
             fw.write(frame(heartbeat(i)))
             await until(lambda i=i: len(bridge.calls) == i + 1)
             bridge.calls[i][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
-            assert (await read_response(fr))[0].correlation_id == i
+            assert (await read_response(fr))[0]["correlationId"] == i
         first[0][1].close()
         await until(lambda: len(gw.connections) == 1)
         r, w = await asyncio.open_connection("127.0.0.1", port)  # room again
         w.write(frame(heartbeat(9)))
         await until(lambda: len(bridge.calls) == 3)
         bridge.calls[2][1].set_result({"throttleTimeMs": 0, "errorCode": 0})
-        assert (await read_response(r))[0].correlation_id == 9
+        assert (await read_response(r))[0]["correlationId"] == 9
 
     run(test, max_connections_per_ip=2)
 

@@ -238,17 +238,10 @@ def test_an_oversized_join_group_is_answered_invalid_request_and_the_connection_
             s.sendall(len(request).to_bytes(4, "big") + request)
             answer = _recv_exactly(s, int.from_bytes(_recv_exactly(s, 4), "big"))
             header, body = decode_response(answer, 11, 9)
-            assert header.correlation_id == cid and int(body.error_code) == Errors.INVALID_REQUEST.code
-        from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-
-        find = encode_request(
-            FindCoordinatorRequest.__header_schema__(
-                request_api_key=10, request_api_version=4, correlation_id=3, client_id="big"
-            ),
-            FindCoordinatorRequest(key_type=0, coordinator_keys=("big",)),
-        )
+            assert header["correlationId"] == cid and body["errorCode"] == Errors.INVALID_REQUEST.code
+        find = encode_request(10, 4, 3, "big", {"keyType": 0, "coordinatorKeys": ["big"]})
         s.sendall(len(find).to_bytes(4, "big") + find)  # the same connection goes on
         header, body = decode_response(_recv_exactly(s, int.from_bytes(_recv_exactly(s, 4), "big")), 10, 4)
-        assert header.correlation_id == 3 and int(body.coordinators[0].error_code) == 0
+        assert header["correlationId"] == 3 and body["coordinators"][0]["errorCode"] == 0
     log = gateway.log_file.read_text(errors="replace")
     assert "Traceback" not in log and "MessageSizeTooLarge" not in log

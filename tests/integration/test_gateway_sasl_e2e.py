@@ -33,6 +33,7 @@ The three run at once, in one test (their waits overlap).
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import ssl
 import subprocess
@@ -228,17 +229,17 @@ async def _authenticate(address: str, cafile, password: str) -> tuple[int, str |
     call = request_caller(upstream, "sasl-e2e")
 
     try:
-        assert (await call(17, 1, mechanism="SCRAM-SHA-256")).error_code == 0
+        assert (await call(17, 1, {"mechanism": "SCRAM-SHA-256"}))["errorCode"] == 0
         scram = ScramClient("SCRAM-SHA-256", "bob", password)
-        first = await call(36, 2, auth_bytes=scram.first_message())
-        assert first.error_code == 0
-        final = await call(36, 2, auth_bytes=scram.final_message(bytes(first.auth_bytes)))
-        if final.error_code != 0:
+        first = await call(36, 2, {"authBytes": scram.first_message()})
+        assert first["errorCode"] == 0
+        final = await call(36, 2, {"authBytes": scram.final_message(base64.b64decode(first["authBytes"]))})
+        if final["errorCode"] != 0:
             try:
                 await asyncio.wait_for(upstream.task, 10)  # the reader ends when the peer closes
             except (TimeoutError, UpstreamClosed):
                 pass
-        return int(final.error_code), final.error_message, upstream.closed
+        return final["errorCode"], final["errorMessage"], upstream.closed
     finally:
         upstream.close()
 
