@@ -2,14 +2,43 @@
 # Install everything the project needs that is missing: a Python virtualenv with the pinned
 # packages (.venv) and the Kafka broker and Spark-Kafka connector jars from Maven Central
 # (.cache/jars). Idempotent: each step is skipped when its inputs have not changed.
+#   deploy/setup.sh                  everything
+#   deploy/setup.sh --no-archive     everything but the Spark driver's class-data archive (last step)
+#   deploy/setup.sh --archive-only   only that archive (deploy/test.sh makes it while lint runs)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+STEPS="${1:-all}"
 PYTHON="${PYTHON:-python3}"
 mkdir -p .cache
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is required but not installed" >&2; exit 1; }; }
 need "$PYTHON"; need java; need mvn
+# The installed pyspark's jars, found without importing pyspark (a second of CPU on every run).
+pyspark_jars() { ls -d "$ROOT"/.venv/lib/python3*/site-packages/pyspark/jars | head -n 1; }
+
+# --- The Spark driver's class-data archive (deploy/jvm_archive.py): every job's JVM starts with the
+# classes already parsed and verified. Remade when a jar, the JDK or the training changes; a failure
+# only costs the speed-up (drivers run without the archive).
+build_jvm_archive() {
+  local stamp=.cache/jvm/spark-driver.stamp
+  local want; want="$( (stat -c '%n %s %Y' "$(pyspark_jars)"/*.jar .cache/jars/spark/*.jar .cache/jars/own/*.jar; \
+    java -version 2>&1; cat deploy/jvm_archive.py) | sha256sum | cut -d' ' -f1)"
+  if [ -f .cache/jvm/spark-driver.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: writing the Spark driver's class-data archive into .cache/jvm (once, ~1 min)" >&2
+  mkdir -p .cache/jvm
+  rm -f .cache/jvm/spark-driver.jsa
+  if .venv/bin/python -m deploy.jvm_archive > .cache/jvm/archive.log 2>&1; then
+    echo "$want" > "$stamp"
+  else
+    echo "setup: no class-data archive (see .cache/jvm/archive.log); Spark starts without it" >&2
+  fi
+}
+case "$STEPS" in
+  all | --no-archive) ;;
+  --archive-only) build_jvm_archive; exit 0 ;;
+  *) echo "usage: deploy/setup.sh [--no-archive | --archive-only]" >&2; exit 2 ;;
+esac
 
 # --- Redis (the read model, docs/operations.md): Debian's server, run by deploy/redis_local.py ----
 # Only the binary: the system service is neither enabled nor started (policy-rc.d refuses it).
@@ -75,8 +104,6 @@ fetch_jars deploy/spark-kafka.pom.xml .cache/jars/spark
 # --- The service's own JVM classes (deploy/java): compiled against the installed Spark's Hadoop --
 # NoForkLocalFileSystem: Hadoop's local file system without a chmod process per created file
 # (streaming/session.py uses it for file: checkpoints).
-# The installed pyspark's jars, found without importing pyspark (a second of CPU on every run).
-pyspark_jars() { ls -d "$ROOT"/.venv/lib/python3*/site-packages/pyspark/jars | head -n 1; }
 build_own_jar() {
   local out=.cache/jars/own/coordinator-jvm.jar stamp=.cache/jars/own.stamp
   local jars; jars="$(pyspark_jars)"
@@ -92,21 +119,4 @@ build_own_jar() {
 need javac; need jar
 build_own_jar
 
-# --- The Spark driver's class-data archive (deploy/jvm_archive.py): every job's JVM starts with the
-# classes already parsed and verified. Remade when a jar, the JDK or the training changes; a failure
-# only costs the speed-up (drivers run without the archive).
-build_jvm_archive() {
-  local stamp=.cache/jvm/spark-driver.stamp
-  local want; want="$( (stat -c '%n %s %Y' "$(pyspark_jars)"/*.jar .cache/jars/spark/*.jar .cache/jars/own/*.jar; \
-    java -version 2>&1; cat deploy/jvm_archive.py) | sha256sum | cut -d' ' -f1)"
-  if [ -f .cache/jvm/spark-driver.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
-  echo "setup: writing the Spark driver's class-data archive into .cache/jvm (once, ~1 min)" >&2
-  mkdir -p .cache/jvm
-  rm -f .cache/jvm/spark-driver.jsa
-  if .venv/bin/python -m deploy.jvm_archive > .cache/jvm/archive.log 2>&1; then
-    echo "$want" > "$stamp"
-  else
-    echo "setup: no class-data archive (see .cache/jvm/archive.log); Spark starts without it" >&2
-  fi
-}
-build_jvm_archive
+[ "$STEPS" = --no-archive ] || build_jvm_archive

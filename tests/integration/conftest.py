@@ -13,9 +13,19 @@ The modules are ordered so that each shared job starts once and is stopped befor
 module's own job) starts: an idle job costs most of a core, two at once would slow every test.
 Modules that kill the job or need their own configuration use `job_factory` (one job per call,
 stopped with the module).
+
+The broker and the first shared job start as soon as the tests are collected (`WarmUp`), in the
+background: deploy/test.sh starts this run while lint and the unit tests run, on the core they
+leave idle, and its tests wait for their outcome (`SUITE_GATE`).
 """
 
 from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -93,10 +103,134 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for _, _, item in sorted((rank(item), i, item) for i, item in enumerate(items))]
 
 
+class WarmUp:
+    """The run's broker and its first shared job, started in the background as soon as the tests are
+    collected (`pytest_collection_finish`): deploy/test.sh starts the integration run while the unit
+    tests run (SUITE_GATE below), so that these starts use the core the unit tests leave idle. The
+    `kafka` fixture and `SharedJobs` take what it started, waiting for it if it is still starting."""
+
+    def __init__(self, tmp_path_factory, first_job: str | None):
+        self.broker = LocalKafka(tmp_path_factory.mktemp("kafka"), free_port(), free_port())
+        self.job: StreamJob | None = None
+        self.first_job = first_job
+        self.job_dir = tmp_path_factory.mktemp(f"shared-{first_job}") if first_job else None
+        self.broker_up, self.done = threading.Event(), threading.Event()
+        self.broker_taken = False
+        self.failed_job: str | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="integration-warm-up", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            # Both start beside lint and the unit tests: longer bounds than a start's usual ones.
+            self.broker.start(timeout=300)
+            self.broker_up.set()
+            if self.first_job is not None:
+                self.job = _shared_job(self.broker, self.job_dir, self.first_job, self.first_job)
+                self.job.start(timeout=300)
+        except BaseException as e:  # noqa: BLE001 - raised by whoever takes what failed
+            self.error = e
+            if self.job is not None:
+                self.job.kill()
+        finally:
+            self.broker_up.set()
+            self.done.set()
+
+    def take_broker(self) -> LocalKafka | None:
+        """The started broker; None if it did not start (the fixture starts one as usual)."""
+        self.broker_up.wait()
+        if self.error is not None and not self.broker.pid():
+            return None
+        self.broker_taken = True
+        return self.broker
+
+    def take_job(self, name: str) -> StreamJob | None:
+        """The warm-up's started job if it is `name`'s (once); None otherwise, or if it did not start
+        (then `SharedJobs` starts one as usual: a warm-up's failure costs time, not the run)."""
+        if name != self.first_job:
+            return None
+        self.first_job = None
+        self.done.wait()
+        if self.error is not None:
+            print(f"\nthe warm-up's {name} job did not start ({self.error}); starting another")
+            self.failed_job = name
+            return None
+        return self.job
+
+    def stop(self) -> None:
+        """Whatever was started and never taken (the run stopped before its tests)."""
+        untaken_job = self.first_job is not None
+        if untaken_job and self.job is not None:
+            self.job.kill()  # a job still starting fails its wait at once
+        self.thread.join(timeout=150)
+        if untaken_job and self.job is not None:
+            self.job.kill()
+        if not self.broker_taken:
+            self.broker.stop(timeout=3)
+
+
+_warm_up: WarmUp | None = None
+
+
+def pytest_collection_finish(session):
+    """Start the broker (and the first shared job) now if the collected tests take them; under
+    deploy/test.sh, then wait for the unit tests' outcome before running any test (SUITE_GATE: a
+    file the script writes `go` into, or why the integration tests must not run)."""
+    global _warm_up
+    items = [item for item in session.items if item.get_closest_marker("integration") is not None]
+    if not items or session.config.option.collectonly:
+        return
+    gate = Path(os.environ["SUITE_GATE"]) if os.environ.get("SUITE_GATE") else None
+    if gate is not None:
+        # Started in the background by a script, which leaves SIGINT ignored: a Ctrl-C (or the
+        # script's SIGINT when it stops) ends the run with its fixtures' tear-down, as in the foreground.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _stop_unless_go(_verdict(gate, wait=False))  # the unit tests failed already: start nothing
+    if any("kafka" in item.fixturenames for item in items):
+        marker = items[0].get_closest_marker("shared_job")
+        first = marker.args[0] if marker is not None and "job" in items[0].fixturenames else None
+        _warm_up = WarmUp(session.config._tmp_path_factory, first if first == "plain" else None)
+        session.config.add_cleanup(_warm_up.stop)
+    if gate is not None:
+        _stop_unless_go(_verdict(gate, wait=True))
+
+
+def _verdict(gate: Path, wait: bool) -> str:
+    """The gate's word: `go` once the unit tests passed, else why not ("" while they run and not
+    `wait`). The script gone (SUITE_GATE_PID) or its file gone is a `no`."""
+    script = int(os.environ.get("SUITE_GATE_PID", "0"))
+    while True:
+        try:
+            verdict = gate.read_text().strip()
+        except FileNotFoundError:
+            return "the gate file is gone"
+        if verdict or not wait:
+            return verdict
+        if script:
+            try:
+                os.kill(script, 0)
+            except ProcessLookupError:
+                return "deploy/test.sh is gone"
+        time.sleep(0.5)
+
+
+def _stop_unless_go(verdict: str) -> None:
+    if verdict not in ("", "go"):
+        pytest.exit(f"integration tests not run: {verdict}", returncode=pytest.ExitCode.INTERRUPTED)
+
+
+def _shared_job(kafka, workdir: Path, name: str, label: str, redis_url: str | None = None) -> StreamJob:
+    """The shared job `name` (not started); `label` names its topics (a second start: `name-1`)."""
+    kw = PLAIN if name == "plain" else _observed(redis_url, f"e2e-{label}")
+    return StreamJob(kafka.bootstrap, workdir, f"shared-{label}", **kw)
+
+
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory):
-    broker = LocalKafka(tmp_path_factory.mktemp("kafka"), free_port(), free_port())
-    broker.start()
+    broker = _warm_up.take_broker() if _warm_up is not None else None
+    if broker is None:
+        broker = LocalKafka(tmp_path_factory.mktemp("kafka"), free_port(), free_port()).start()
     yield broker
     broker.stop(timeout=3)  # its data is thrown away; no need for a controlled shutdown
 
@@ -122,11 +256,15 @@ class SharedJobs:
         if self.running is not None and self.running[0] == name and self.running[1].proc.poll() is None:
             return self.running[1]
         self.stop_running()
-        label = name if name not in self.started else f"{name}-{self.started.count(name)}"
-        kw = PLAIN if name == "plain" else _observed(self.redis_factory().url, f"e2e-{label}")
-        job = StreamJob(self.kafka.bootstrap, self.tmp.mktemp(f"shared-{label}"), f"shared-{label}", **kw)
+        job = _warm_up.take_job(name) if _warm_up is not None else None
+        if job is None and _warm_up is not None and _warm_up.failed_job == name:
+            self.started.append(name)  # another label: not the topics of the warm-up's failed start
+        if job is None:
+            label = name if name not in self.started else f"{name}-{self.started.count(name)}"
+            redis_url = self.redis_factory().url if name != "plain" else None
+            job = _shared_job(self.kafka, self.tmp.mktemp(f"shared-{label}"), name, label, redis_url)
+            job.start()
         self.started.append(name)
-        job.start()
         self.running = (name, job)
         return job
 

@@ -15,7 +15,8 @@ signed record was accepted by the real state function: an unverified principal i
 - the coordinator APIs are authorised with the broker's own ACLs: the job runs with `[security]
   acls_enabled` (deploy/secured_kafka.service_settings), its ACL publisher reading them over
   SASL_SSL as admin (SCRAM-SHA-512). A DIFFERENTIAL check: Java kafka-clients (GatewayClient's
-  `authz` mode: a consumer group, a transactional producer, an Admin) as bob with SCRAM-SHA-256
+  `authz` probe: a consumer group, a transactional producer, an Admin; the four probes in one JVM,
+  `authz-all`: seven JVMs starting at once starved the machine) as bob with SCRAM-SHA-256
   (consumer protocol) and as alice with PLAIN (classic protocol), with the same ACLs, against the
   broker directly and against the gateway print the same outcome for every step: a group they may
   read consumes and commits, a transactional id they may write commits, and the same errors for a
@@ -72,7 +73,14 @@ def secured(tmp_path_factory, shared_jobs):
     job = None
     gateway = None
     try:
-        job = StreamJob(broker.bootstrap, tmp_path_factory.mktemp("sasl-job"), "sasl")
+        job = StreamJob(
+            broker.bootstrap,
+            tmp_path_factory.mktemp("sasl-job"),
+            "sasl",
+            # As the broker it is compared with (tests' brokers gather no classic group for 3 s), and
+            # the test run's ten coordinator partitions (its listings ask every one).
+            coordinator={"coordinator.partitions": 10, "group.initial.rebalance.delay.ms": 0},
+        )
         _grant(broker.bootstrap)  # before the job starts: its first ACL snapshot has them
         # the service verifies the gateway's signed principals with the same key, and authorises
         # the coordinator APIs with the broker's ACLs (read over SASL_SSL as admin)
@@ -80,13 +88,18 @@ def secured(tmp_path_factory, shared_jobs):
         settings["security"]["acl_refresh_ms"] = 500
         with open(job.config_file, "a") as f:
             f.write("\n" + toml_tables(settings))
-        job.start()
-        gateway = Gateway(
+        # The gateway starts alongside the job: it is ready once the job answers it.
+        starting = concurrent.futures.ThreadPoolExecutor(1).submit(
+            Gateway,
             job.config_file,
             tmp_path_factory.mktemp("sasl-gateway"),
             client_id="sasl-gateway",
             settings=gateway_settings(certs, sasl_port, principal_key),
         )
+        try:
+            job.start()
+        finally:
+            gateway = starting.result()
         yield {
             "certs": certs,
             "broker_sasl": f"127.0.0.1:{sasl_port}",
@@ -270,10 +283,13 @@ def _java_config(secured, tmp_path, user: str, mechanism: str) -> Path:
     return path
 
 
-def _java(classpath: str, config: Path, main: str, *args: str, timeout: float = 240) -> list[str]:
+def _java(
+    classpath: str, config: Path | None, main: str, *args: str, timeout: float = 240, heap: str | None = None
+) -> list[str]:
     """A Java program's stdout lines (Kafka's tools print their errors there too, and exit 0)."""
+    options = [*JVM_OPTS, *([f"-Xmx{heap}"] if heap else []), *([f"-Dclient.config={config}"] if config else [])]
     run = subprocess.run(
-        ["java", *JVM_OPTS, f"-Dclient.config={config}", "-cp", classpath, main, *args],
+        ["java", *options, "-cp", classpath, main, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -316,8 +332,10 @@ def _admin_security(secured) -> dict:
     }
 
 
-def _results(lines: list[str]) -> dict[str, str]:
-    return {step: outcome for _, step, outcome in (line.split(" ", 2) for line in lines if line.startswith("RESULT "))}
+def _results(lines: list[str], label: str | None = None) -> dict[str, str]:
+    """step -> outcome of the RESULT lines (of the probe `label`, with authz-all)."""
+    head = "RESULT " if label is None else f"RESULT {label} "
+    return dict(line[len(head) :].split(" ", 1) for line in lines if line.startswith(head))
 
 
 def test_coordinator_apis_are_authorised_as_the_broker_authorises_them(secured, java, tmp_path):
@@ -345,15 +363,18 @@ def _differential(secured, java: str, tmp_path: Path) -> None:
     )
     bootstrap = {"broker": secured["broker_sasl"], "gateway": secured["gateway"].bootstrap}
     users = {"bob": ("SCRAM-SHA-256", "consumer"), "alice": ("PLAIN", "classic")}
-    out: dict[tuple[str, str], dict[str, str]] = {}
-
-    def probe(side: str, user: str):
-        mechanism, protocol = users[user]
-        config = _java_config(secured, tmp_path, user, mechanism)
-        lines = _java(java, config, "GatewayClient", "authz", bootstrap[side], P, user, protocol, SIDES[side])
-        out[side, user] = _results(lines)
-
-    run_concurrently({f"{side}-{user}": lambda s=side, u=user: probe(s, u) for side in bootstrap for user in users})
+    # The four probes (each user against each side) at once in one JVM: one JVM start, not four.
+    probes = {
+        f"{side}-{user}": (
+            f"{_java_config(secured, tmp_path, user, users[user][0])},{bootstrap[side]},{user},{users[user][1]},"
+            f"{SIDES[side]}"
+        )
+        for side in bootstrap
+        for user in users
+    }
+    specs = [f"{label}={spec}" for label, spec in probes.items()]
+    lines = _java(java, None, "GatewayClient", "authz-all", P, *specs, heap="512m")  # four probes' clients
+    out = {(side, user): _results(lines, f"{side}-{user}") for side in bootstrap for user in users}
     for user in users:
         direct, through = out["broker", user], out["gateway", user]
         # the broker's answers are what Kafka does; they must be the expected ones for the check to mean anything

@@ -3,9 +3,10 @@ job's Prometheus endpoint.
 
 A classic group forms, rebalances when a second member joins, loses that member to its session
 timeout and empties when the first leaves; a KIP-848 group forms, loses its member to its session
-timeout and, with no offsets, is expired; a simple group commits offsets. Each step is seen in the
-scraped series, as a change from a scrape taken when the test starts (this module runs first on a
-fresh job, `order=-1`, but counts nothing another module may have left). Then an exporter of our
+timeout and, with no offsets, is expired (the two groups' flows at once: their session expiries
+overlap); then a simple group commits offsets. Each step is seen in the scraped series,
+as a change from a scrape taken when the test starts (this module runs first on a fresh job,
+`order=-1`, but counts nothing another module may have left). Then an exporter of our
 own, started on the metrics topic, rebuilds the same totals as the job's (the newest record of every
 coordinator partition counts, whatever was written twice): `python -m streaming.metrics_exporter`,
 as an operator runs it.
@@ -26,6 +27,7 @@ from client.consumer_group import ConsumerGroupMember
 from deploy.kafka_local import free_port
 from streaming.config import ROOT
 
+from .gateway_process import run_concurrently
 from .harness import create_data_topics
 
 # First on the observed job (fresh counts): the histogram of a job that has not rebalanced yet.
@@ -173,110 +175,124 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job, topic):
         text = scrape_text(metrics_url(job))
         assert f"# TYPE {P}group_rebalance_duration_ms histogram" not in text  # nothing rebalanced yet
 
-    # ---- a classic group forms
-    kw = dict(
-        requests_topic=job.topics["requests"],
-        responses_topic=job.topics["responses"],
-        session_timeout_ms=10000,
-        heartbeat_interval_ms=1000,
-        rebalance_timeout_ms=30000,
-    )
-    a = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw).start()
-    b = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw)
+    # The classic group's flow and the KIP-848 group's run at once, so that their members' session
+    # expiries are waited for together; each counts only the series of its own protocol.
+    def classic_flow() -> None:
+        # ---- a classic group forms
+        kw = dict(
+            requests_topic=job.topics["requests"],
+            responses_topic=job.topics["responses"],
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            rebalance_timeout_ms=30000,
+        )
+        a = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw).start()
+        b = ClassicGroupMember(job.bootstrap, CLASSIC, [TOPIC], **kw)
+        try:
+            a.wait_stable(1, timeout=WAIT)
+            m = wait_until(
+                job,
+                "a Stable classic group",
+                lambda m: (
+                    d(m, "classic_group_count", state="Stable") == 1
+                    and d(m, "group_rebalance_completed_total", protocol="classic") == 1
+                    and d(m, "requests_total", api="Heartbeat") >= 1
+                ),
+            )
+            # (A JoinGroup without a member id creates the group, as in Kafka; the expiry check, every
+            # 2 s here, may delete it again, Empty, before the member's second JoinGroup.)
+            assert d(m, "group_count", protocol="classic") == 1
+            assert (
+                d(m, "group_created_total", protocol="classic") - d(m, "group_deleted_total", protocol="classic") == 1
+            )
+            assert d(m, "group_member_joined_total", protocol="classic") == 1
+            # The initial rebalance waits group.initial.rebalance.delay.ms (3 s) of logical time.
+            assert d(m, "group_rebalance_duration_ms_count", protocol="classic") == 1
+            assert d(m, "group_rebalance_duration_ms_sum", protocol="classic") >= 3000
+            assert d(m, "group_heartbeat_latency_ms_count", api="Heartbeat") >= 1
+
+            # ---- a second member: a rebalance
+            b.start()
+            b.wait_stable(2, timeout=WAIT)
+            m = wait_until(
+                job, "the second rebalance", lambda m: d(m, "group_rebalance_completed_total", protocol="classic") >= 2
+            )
+            assert d(m, "group_rebalance_started_total", protocol="classic") >= 2
+            assert d(m, "group_member_joined_total", protocol="classic") == 2
+
+            # ---- the second member dies: its session expires, the group rebalances without it
+            b.abandon()
+            m = wait_until(
+                job,
+                "the member's session expiry",
+                lambda m: (
+                    d(m, "group_member_left_total", protocol="classic", reason="expired") >= 1
+                    and d(m, "group_rebalance_completed_total", protocol="classic") >= 3
+                ),
+            )
+            assert d(m, "classic_group_count", state="Stable") == 1
+            deleted = value(m, "group_deleted_total", protocol="classic")
+        finally:
+            b.abandon()
+            a.close(leave=True)
+        # ---- the last member leaves: the group is Empty, then (no offsets) expired and deleted
+        m = wait_until(
+            job,
+            "the classic group leaving and expiring",
+            lambda m: (
+                d(m, "group_member_left_total", protocol="classic", reason="left") >= 1
+                and value(m, "group_deleted_total", protocol="classic") == deleted + 1
+            ),
+        )
+        assert d(m, "group_count", protocol="classic") == 0
+        assert (
+            sum(
+                d(m, "classic_group_count", state=s)
+                for s in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
+            )
+            == 0
+        )
+
+    def consumer_flow() -> None:
+        # ---- a KIP-848 group forms; its member dies; the group expires (its session: 8 s, the
+        # group's config set by the `topic` fixture)
+        cc = job.client("metrics-e2e-cg")
+        member = ConsumerGroupMember(cc, CONSUMER, [TOPIC], response_timeout_s=4).start()
+        try:
+            m = wait_until(
+                job,
+                "a Stable consumer group",
+                lambda m: (
+                    d(m, "consumer_group_count", state="Stable") == 1
+                    and d(m, "group_rebalance_completed_total", protocol="consumer") >= 1
+                ),
+            )
+            assert d(m, "group_created_total", protocol="consumer") == 1
+            assert d(m, "group_rebalance_started_total", protocol="consumer") >= 1
+            assert d(m, "group_assignment_changes_total", protocol="consumer") >= 1
+            assert d(m, "requests_total", api="ConsumerGroupHeartbeat") >= 1
+            assert d(m, "assignment_compute_seconds_count") >= 1  # wall clock, from the step
+            member.kill()
+            m = wait_until(
+                job,
+                "the consumer member's session expiry and the group's expiry",
+                lambda m: (
+                    d(m, "group_member_left_total", protocol="consumer", reason="expired") == 1
+                    and d(m, "group_deleted_total", protocol="consumer") == 1
+                ),
+            )
+            assert d(m, "group_count", protocol="consumer") == 0
+        finally:
+            member.kill()
+            cc.close()
+
+    run_concurrently({"classic": classic_flow, "consumer": consumer_flow})
+
+    # After both: a simple group is a classic group (the classic flow counts those).
+    simple = job.client("metrics-e2e-simple")
     try:
-        a.wait_stable(1, timeout=WAIT)
-        m = wait_until(
-            job,
-            "a Stable classic group",
-            lambda m: (
-                d(m, "classic_group_count", state="Stable") == 1
-                and d(m, "group_rebalance_completed_total", protocol="classic") == 1
-                and d(m, "requests_total", api="Heartbeat") >= 1
-            ),
-        )
-        # (A JoinGroup without a member id creates the group, as in Kafka; the expiry check, every
-        # 2 s here, may delete it again, Empty, before the member's second JoinGroup.)
-        assert d(m, "group_count", protocol="classic") == 1
-        assert d(m, "group_created_total", protocol="classic") - d(m, "group_deleted_total", protocol="classic") == 1
-        assert d(m, "group_member_joined_total", protocol="classic") == 1
-        # The initial rebalance waits group.initial.rebalance.delay.ms (3 s) of logical time.
-        assert d(m, "group_rebalance_duration_ms_count", protocol="classic") == 1
-        assert d(m, "group_rebalance_duration_ms_sum", protocol="classic") >= 3000
-        assert d(m, "group_heartbeat_latency_ms_count", api="Heartbeat") >= 1
-
-        # ---- a second member: a rebalance
-        b.start()
-        b.wait_stable(2, timeout=WAIT)
-        m = wait_until(
-            job, "the second rebalance", lambda m: d(m, "group_rebalance_completed_total", protocol="classic") >= 2
-        )
-        assert d(m, "group_rebalance_started_total", protocol="classic") >= 2
-        assert d(m, "group_member_joined_total", protocol="classic") == 2
-
-        # ---- the second member dies: its session expires, the group rebalances without it
-        b.abandon()
-        m = wait_until(
-            job,
-            "the member's session expiry",
-            lambda m: (
-                d(m, "group_member_left_total", protocol="classic", reason="expired") >= 1
-                and d(m, "group_rebalance_completed_total", protocol="classic") >= 3
-            ),
-        )
-        assert d(m, "classic_group_count", state="Stable") == 1
-        deleted = value(m, "group_deleted_total", protocol="classic")
-    finally:
-        b.abandon()
-        a.close(leave=True)
-    # ---- the last member leaves: the group is Empty, then (no offsets) expired and deleted
-    m = wait_until(
-        job,
-        "the classic group leaving and expiring",
-        lambda m: (
-            d(m, "group_member_left_total", protocol="classic", reason="left") >= 1
-            and value(m, "group_deleted_total", protocol="classic") == deleted + 1
-        ),
-    )
-    assert d(m, "group_count", protocol="classic") == 0
-    assert (
-        sum(
-            d(m, "classic_group_count", state=s)
-            for s in ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable")
-        )
-        == 0
-    )
-
-    # ---- a KIP-848 group forms; its member dies; the group expires (its session: 8 s, the
-    # group's config set by the `topic` fixture)
-    cc = job.client("metrics-e2e-cg")
-    member = ConsumerGroupMember(cc, CONSUMER, [TOPIC], response_timeout_s=4).start()
-    try:
-        m = wait_until(
-            job,
-            "a Stable consumer group",
-            lambda m: (
-                d(m, "consumer_group_count", state="Stable") == 1
-                and d(m, "group_rebalance_completed_total", protocol="consumer") >= 1
-            ),
-        )
-        assert d(m, "group_created_total", protocol="consumer") == 1
-        assert d(m, "group_rebalance_started_total", protocol="consumer") >= 1
-        assert d(m, "group_assignment_changes_total", protocol="consumer") >= 1
-        assert d(m, "requests_total", api="ConsumerGroupHeartbeat") >= 1
-        assert d(m, "assignment_compute_seconds_count") >= 1  # wall clock, from the step
-        member.kill()
-        m = wait_until(
-            job,
-            "the consumer member's session expiry and the group's expiry",
-            lambda m: (
-                d(m, "group_member_left_total", protocol="consumer", reason="expired") == 1
-                and d(m, "group_deleted_total", protocol="consumer") == 1
-            ),
-        )
-        assert d(m, "group_count", protocol="consumer") == 0
-
         # ---- offsets committed by a simple group
-        resp = cc.request(
+        resp = simple.request(
             "OffsetCommit",
             9,
             {
@@ -305,8 +321,7 @@ def test_metrics_follow_groups_forming_rebalancing_and_expiring(job, topic):
         assert all(p["errorCode"] == 0 for t in resp["topics"] for p in t["partitions"])
         m = wait_until(job, "the offset commits", lambda m: d(m, "group_offset_commit_total") == 3)
     finally:
-        member.kill()
-        cc.close()
+        simple.close()
 
     # ---- the standalone exporter, started afresh on the metrics topic, rebuilds the same totals
     port = free_port()

@@ -16,6 +16,8 @@
 //       RESULT <step> OK|<exception class>[: <detail>]   one line per step: what a client of `user`
 //       may do with the coordinator APIs (the differential of tests/integration/test_gateway_sasl_e2e.py
 //       runs it against the broker and against the gateway and compares the lines); see authz() below
+//   authz-all <prefix> <label>=<settings file>,<bootstrap>,<user>,<classic|consumer>,<topic> ...
+//       RESULT <label> <step> ...   authz of each, all at once in this JVM, each with its own settings
 //
 // -Dclient.config=<file.properties> adds its settings to every client (security.protocol, SASL, TLS).
 import java.time.Duration;
@@ -43,14 +45,19 @@ public class GatewayClient {
             case "produce-txn" -> produceTxn(args[1], args[2], args[3], Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             case "read-committed" -> readCommitted(args[1], args[2]);
             case "authz" -> authz(args[1], args[2], args[3], args[4], args[5]);
+            case "authz-all" -> authzAll(args[1], Arrays.copyOfRange(args, 2, args.length));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
 
-    /** The settings of -Dclient.config (none without it). */
+    // authz-all: each probe's thread (and the threads it starts) has its own settings file and label.
+    static final InheritableThreadLocal<String> PROBE_CONFIG = new InheritableThreadLocal<>();
+    static final InheritableThreadLocal<String> PROBE_LABEL = new InheritableThreadLocal<>();
+
+    /** The settings of -Dclient.config, or of the probe's own file (none without either). */
     static Properties base() {
         Properties p = new Properties();
-        String file = System.getProperty("client.config");
+        String file = PROBE_CONFIG.get() != null ? PROBE_CONFIG.get() : System.getProperty("client.config");
         if (file != null) {
             try (java.io.FileReader r = new java.io.FileReader(file)) {
                 p.load(r);
@@ -195,7 +202,8 @@ public class GatewayClient {
             }
             outcome = cause.getClass().getSimpleName() + ": " + cause.getMessage();
         }
-        out("RESULT " + name + " " + outcome);
+        String label = PROBE_LABEL.get();
+        out("RESULT " + (label == null ? "" : label + " ") + name + " " + outcome);
     }
 
     /** Runs each at once in a thread of its own (their requests share the service's micro-batches), and waits. */
@@ -207,6 +215,26 @@ public class GatewayClient {
             threads.add(t);
         }
         for (Thread t : threads) t.join();
+    }
+
+    /** authz for several principals at once in this one JVM (one start instead of one per probe):
+     *  each spec is label=config-file,bootstrap,user,protocol,topic; its lines say RESULT label step outcome. */
+    static void authzAll(String prefix, String[] specs) throws InterruptedException {
+        List<Runnable> probes = new ArrayList<>();
+        for (String spec : specs) {
+            String label = spec.substring(0, spec.indexOf('='));
+            String[] a = spec.substring(spec.indexOf('=') + 1).split(",");
+            probes.add(() -> {
+                PROBE_LABEL.set(label);
+                PROBE_CONFIG.set(a[0]);
+                try {
+                    authz(a[1], prefix, a[2], a[3], a[4]);
+                } catch (Exception e) {
+                    out("RESULT " + label + " probe-failed " + e);
+                }
+            });
+        }
+        atOnce(probes.toArray(new Runnable[0]));
     }
 
     static void authz(String bootstrap, String prefix, String user, String protocol, String topic) throws Exception {
