@@ -82,6 +82,7 @@ def _reject_constant(name: str):
 
 # json.loads with a keyword argument builds a decoder on every call; this is the same decoder, once.
 _ENVELOPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_scan_envelope = _ENVELOPE_DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _loads_envelope(raw: bytes | bytearray | str):
@@ -92,8 +93,20 @@ def _loads_envelope(raw: bytes | bytearray | str):
         return _ENVELOPE_DECODER.decode(raw)
     # A JSON object's first byte "{" is neither a BOM nor a zero byte of UTF-16/32: json.loads would
     # pick UTF-8 for it unless the second byte is zero (detect_encoding, asked only then).
-    encoding = "utf-8" if raw[:1] == b"{" and raw[1:2] != b"\x00" else json.detect_encoding(raw)
-    return _ENVELOPE_DECODER.decode(raw.decode(encoding, "surrogatepass"))
+    if raw[:1] == b"{" and raw[1:2] != b"\x00":
+        text = raw.decode("utf-8", "surrogatepass")
+        # The decoder's C scanner, called directly: JSONDecoder.decode spends as much in its Python
+        # layers (two whitespace matches, raw_decode) as the scanner spends parsing. A text that
+        # starts with "{" and ends where the object ends decodes the same; anything else (trailing
+        # whitespace or data, an error) goes through decode for its exact answer or message.
+        try:
+            value, end = _scan_envelope(text, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end == len(text):
+            return value
+        return _ENVELOPE_DECODER.decode(text)
+    return _ENVELOPE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def scan_reply(raw: bytes | None) -> ReplyTo | None:
