@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import re
+from json import encoder as json_encoder
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
 from coordinator.compact_json import compact_encoder
-from coordinator.messages import Outputs, response_envelope
+from coordinator.messages import Outputs, ReplyTo, response_envelope
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
@@ -89,6 +90,22 @@ def _json_bytes(obj) -> bytes:
     return _encode(obj).encode("utf-8", "backslashreplace")
 
 
+_quote = json_encoder.encode_basestring  # a JSON string as _encode writes it (ensure_ascii off)
+
+
+def _response_bytes(reply: ReplyTo, body: dict) -> bytes:
+    """_json_bytes(response_envelope(reply, body)), without building the envelope: its text is
+    put together around the body's (the same text, for the types a ReplyTo holds)."""
+    cid, api, version, client = reply.correlation_id, reply.api_key, reply.api_version, reply.client_id
+    if type(cid) is not int or type(version) is not int or type(api) is not str or type(client) is not str:
+        return _json_bytes(response_envelope(reply, body))
+    text = (
+        f'{{"correlationId":{cid},"apiKey":{_quote(api)},"apiVersion":{version},'
+        f'"clientId":{_quote(client)},"response":{_encode(body)}}}'
+    )
+    return text.encode("utf-8", "backslashreplace")
+
+
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 512
 
@@ -102,19 +119,34 @@ def output_rows(
     oversized: list[dict] = []
     dead: list[tuple[str, dict]] = []
     limits = topic_limits or {}
+    quarantined = s.quarantined_topics
+    max_record = s.max_record_bytes
+    topic_limit: dict[str | None, int] = {}  # by topic, computed once per call
+
+    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
+        """The limit `key` and `value` exceed, or None if they fit (the common case: nothing built)."""
+        limit = topic_limit.get(topic)
+        if limit is None:
+            limit = max_record
+            if topic in limits:
+                limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
+            topic_limit[topic] = limit
+        size = len(value or b"")
+        if size + len(key or "") <= limit and (key is None or key.isascii()):
+            return None  # an ASCII key is one byte per character
+        size += len((key or "").encode("utf-8", "backslashreplace"))
+        return None if size <= limit else limit
 
     def fits(key: str | None, value: bytes | None, what: dict, topic: str | None = None) -> bool:
-        size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
-        limit = s.max_record_bytes
-        if topic in limits:
-            limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
-        if size <= limit:
+        limit = too_big(key, value, topic)
+        if limit is None:
             return True
+        size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
         oversized.append({**what, "bytes": size, "maxRecordBytes": limit})
         return False
 
     def writable(topic: str, key: str | None, value: bytes | None, what: dict) -> bool:
-        if topic in s.quarantined_topics:
+        if topic in quarantined:
             dead.append(
                 (
                     key or "",
@@ -129,33 +161,35 @@ def output_rows(
             return False
         return True
 
+    responses_topic = s.responses_topic
     for r in out.responses:
-        client = safe_text(r.reply.client_id)
-        topic = r.reply.reply_to or s.responses_topic
-        if not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
+        reply = r.reply
+        client = safe_text(reply.client_id)
+        topic = reply.reply_to or responses_topic
+        if topic != responses_topic and not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
             dead.append(
                 (
                     client,
                     {
                         "what": "response",
                         "reason": f"unsafe response topic {topic[:300]!r}",
-                        "apiKey": r.reply.api_key,
-                        "correlationId": r.reply.correlation_id,
+                        "apiKey": reply.api_key,
+                        "correlationId": reply.correlation_id,
                     },
                 )
             )
             continue
-        value = _json_bytes(response_envelope(r.reply, r.body))
-        if not fits(
+        value = _response_bytes(reply, r.body)
+        if too_big(client, value, topic) is not None and not fits(
             client,
             value,
-            {"what": "response", "apiKey": r.reply.api_key, "correlationId": r.reply.correlation_id, "topic": topic},
+            {"what": "response", "apiKey": reply.api_key, "correlationId": reply.correlation_id, "topic": topic},
             topic,
         ):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
             value = _json_bytes(
                 response_envelope(
-                    r.reply,
+                    reply,
                     {
                         "throttleTimeMs": 0,
                         "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
@@ -163,18 +197,23 @@ def output_rows(
                     },
                 )
             )
-        if writable(topic, client, value, {"what": "response", "correlationId": r.reply.correlation_id}):
+        if topic not in quarantined or writable(
+            topic, client, value, {"what": "response", "correlationId": reply.correlation_id}
+        ):
             rows.append((topic, client, value, None, []))
     for e in out.events:
         key = safe_text(e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…")
         value = _json_bytes(e.body)
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
+    state_log_topic = s.state_log_topic
     for rec in out.records:
         record_value = None if rec.value is None else _json_bytes(rec.value)  # None: a tombstone
         key = safe_text(rec.key)
-        if fits(key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}):
-            rows.append((s.state_log_topic, key, record_value, coordinator_partition, []))
+        if too_big(key, record_value) is None or fits(
+            key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}
+        ):
+            rows.append((state_log_topic, key, record_value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
