@@ -218,7 +218,10 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=F
     client_id = envelope.get("clientId", "")
     if client_id is None:
         client_id = ""
-    if not _is_valid_string(client_id):
+    # (an ASCII string of at most the limit is valid: checked inline, the usual case)
+    if not (type(client_id) is str and client_id.isascii() and len(client_id) <= MAX_CLIENT_ID_BYTES) and not (
+        _is_valid_string(client_id)
+    ):
         return Rejection(
             Errors.INVALID_REQUEST,
             f"envelope field 'clientId' must be a string of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes",
@@ -259,7 +262,7 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=F
     client_host = envelope.get("clientHost")
     if client_host is None:
         client_host = ""
-    if not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
+    elif not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
         return Rejection(
             Errors.INVALID_REQUEST,
             f"envelope field 'clientHost' must be a string of at most {MAX_CLIENT_HOST_BYTES} UTF-8 bytes",
