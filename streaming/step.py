@@ -337,11 +337,14 @@ def records_from_frames(
         ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
         for (key, value, size, ts, part, off), (key_valid, internal, mac, raw_stamp, principal_mac) in rows:
-            key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
-            value = None if value is None else bytes(value)
+            if type(key) is not str:
+                key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
+            if type(value) is not bytes:
+                value = None if value is None else bytes(value)
             stamp = None
             principal_verified = False
-            principal_mac = _text_or_none(principal_mac)
+            if principal_mac is not None:
+                principal_mac = _text_or_none(principal_mac)
             if principal_mac is not None and not bool(internal):
                 if principal_secret is None:
                     principal_secret = (
@@ -376,18 +379,20 @@ def records_from_frames(
                             }
                         )
                     continue
+            if type(size) is not int:
+                size = None if size is None or pd.isna(size) else int(size)
             records.append(
                 InputRecord(
-                    key=key,
-                    value=value,
-                    time_ms=int(ts),
-                    partition=int(part),
-                    offset=int(off),
-                    value_size=None if size is None or (type(size) is not int and pd.isna(size)) else int(size),
-                    internal=bool(internal),
-                    key_valid=bool(key_valid),
-                    stamp=stamp,
-                    principal_verified=principal_verified,
+                    key,
+                    value,
+                    ts if type(ts) is int else int(ts),
+                    part if type(part) is int else int(part),
+                    off if type(off) is int else int(off),
+                    size,
+                    internal if internal is False else bool(internal),
+                    key_valid if key_valid is True else bool(key_valid),
+                    stamp,
+                    principal_verified,
                 )
             )
     return records, forged
@@ -511,7 +516,8 @@ def make_step(settings: StepSettings):
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs, settings, cp)
         # A wake record only starts the batch (its partition's timers are due): no request.
-        records = [r for r in records if not is_wake(r.key, r.internal)]
+        if any(r.internal for r in records):
+            records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
         # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.
         stored = None if blob is None else state_codec.StoredState(int(blob[0]), bytes(blob[1]))
