@@ -351,7 +351,7 @@ def in_process(args) -> int:
         profile_step(steps["coordinator"], frames, partition, args.profile)
     if args.opcodes:
         print(
-            f"Python bytecodes per request (batches 2-4, deterministic): "
+            "Python bytecodes per request (batches 2-4, deterministic): "
             + ", ".join(f"{name} {count_opcodes(step, frames, partition):.0f}" for name, step in steps.items())
         )
     ident, coord = statistics.median(cpu["identity"]), statistics.median(cpu["coordinator"])

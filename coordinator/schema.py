@@ -157,7 +157,9 @@ def _compile_struct(s: Struct, version: int):
             lines.append(f"            out[{key}] = v")
         elif t == "string":
             # ASCII text is valid UTF-8 of one byte per character: no need to encode it.
-            lines.append("            if not isinstance(v, str) or (len(v) > MAX if v.isascii() else not _utf8_fits(v)):")
+            lines.append(
+                "            if not isinstance(v, str) or (len(v) > MAX if v.isascii() else not _utf8_fits(v)):"
+            )
             lines.append("                raise _Misfit")
             lines.append(f"            out[{key}] = v")
         else:

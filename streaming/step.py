@@ -11,10 +11,10 @@ from __future__ import annotations
 import gc
 import json
 import re
-from json import encoder as json_encoder
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json import encoder as json_encoder
 
 import pandas as pd
 
@@ -166,7 +166,9 @@ def output_rows(
         reply = r.reply
         client = safe_text(reply.client_id)
         topic = reply.reply_to or responses_topic
-        if topic != responses_topic and not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
+        if topic != responses_topic and not _is_response_topic(
+            topic, s
+        ):  # the core checks replyTo; this is the last line
             dead.append(
                 (
                     client,
