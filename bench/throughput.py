@@ -4,7 +4,7 @@
     .venv/bin/python bench/throughput.py [--burst 20000] [--rates 1000,2000,3000,4000,5000]
                                          [--seconds 20] [--groups 1000] [--steps identity,coordinator]
                                          [--rounds 1]
-    .venv/bin/python bench/throughput.py --in-process [--batch 400] [--batches 40]
+    .venv/bin/python bench/throughput.py --in-process [--batch 400] [--batches 40] [--opcodes] [--profile N]
 
 One broker; the two jobs run one after the other, never together (the machine has 2 cores): the
 real coordinator step and the identity step (`[stream] step = "identity"`: the same Spark pipeline
@@ -30,6 +30,8 @@ request much less.
 `--in-process`: the two state functions alone, called as Spark calls them (one coordinator
 partition, frames of `--batch` OffsetCommit records, the state carried from batch to batch), CPU
 time per request: the Python part of the difference, without Spark, the broker or the client.
+`--opcodes` adds the Python bytecodes per request (deterministic: the same on a busy machine),
+`--profile N` cProfile's N costliest functions of the coordinator step.
 """
 
 from __future__ import annotations
@@ -345,6 +347,13 @@ def in_process(args) -> int:
                 assert len(out) >= len(pdf)
             if b >= 2:  # warm-up batches
                 cpu[name].append((time.process_time() - t) / len(pdf) * 1e6)
+    if args.profile:
+        profile_step(steps["coordinator"], frames, partition, args.profile)
+    if args.opcodes:
+        print(
+            "Python bytecodes per request (batches 2-4, deterministic): "
+            + ", ".join(f"{name} {count_opcodes(step, frames, partition):.0f}" for name, step in steps.items())
+        )
     ident, coord = statistics.median(cpu["identity"]), statistics.median(cpu["coordinator"])
     print(
         f"state function alone, one partition, batches of {args.batch} OffsetCommits "
@@ -352,6 +361,47 @@ def in_process(args) -> int:
     )
     print(f"identity {ident:.1f}, coordinator {coord:.1f}, identity / coordinator {ident / coord:.2f}")
     return 0
+
+
+def profile_step(step, frames, partition: int, top: int) -> None:
+    """cProfile of the coordinator step over the frames again (on a fresh state), the `top`
+    functions by own time: where the time goes (cProfile's cost per call inflates small functions)."""
+    import cProfile
+    import pstats
+
+    gs = FakeGroupState(1_000_000)
+    profiler = cProfile.Profile()
+    for b, pdf in enumerate(frames):
+        gs.now = 1_000_000 + 200 * (b + 1)
+        if b == 2:
+            profiler.enable()
+        for _ in step((partition,), iter([pdf]), gs):
+            pass
+    profiler.disable()
+    pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(top)
+
+
+def count_opcodes(step, frames, partition: int) -> float:
+    """Python bytecodes the step runs per request over batches 2-4 (on a fresh state): a figure the
+    machine's load does not move, for comparing two versions of the code."""
+    gs, ops = FakeGroupState(1_000_000), [0]
+
+    def tracer(frame, event, arg):
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            ops[0] += 1
+        return tracer
+
+    counted = 0
+    for b, pdf in enumerate(frames[:5]):
+        gs.now = 1_000_000 + 200 * (b + 1)
+        if b >= 2:
+            sys.settrace(tracer)
+            counted += len(pdf)
+        for _ in step((partition,), iter([pdf]), gs):
+            pass
+        sys.settrace(None)
+    return ops[0] / counted
 
 
 def main() -> int:
@@ -371,6 +421,8 @@ def main() -> int:
     ap.add_argument("--in-process", action="store_true")
     ap.add_argument("--batch", type=int, default=400)
     ap.add_argument("--batches", type=int, default=40)
+    ap.add_argument("--profile", type=int, default=0, help="--in-process: print cProfile's N costliest functions")
+    ap.add_argument("--opcodes", action="store_true", help="--in-process: Python bytecodes per request too")
     args = ap.parse_args()
     if args.in_process:
         return in_process(args)

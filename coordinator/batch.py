@@ -56,16 +56,20 @@ class InputRecord:
 
 def order_records(records: list[InputRecord]) -> list[tuple[int, InputRecord]]:
     """(effective time, record) in application order."""
-    # (source, record), the source computed once per record rather than in every comparison.
-    by_source = sorted(((r.source, r) for r in records), key=lambda e: (e[0], e[1].offset))
-    effective: list[tuple[int, tuple[int, int], InputRecord]] = []
+    # Sorted as plain tuples (compared in C, no key function): (source, offset, position); the
+    # position breaks ties as a stable sort would, and no comparison ever reaches a record.
+    by_source = sorted([(r.source, r.offset, i) for i, r in enumerate(records)])
+    effective: list[tuple[int, tuple[int, int], int, int, int]] = []
     running: dict[tuple[int, int], int] = {}
-    for source, r in by_source:
-        t = max(running.get(source, r.time_ms), r.time_ms)
+    for j, (source, offset, i) in enumerate(by_source):
+        time_ms = records[i].time_ms
+        t = running.get(source, time_ms)
+        if time_ms > t:
+            t = time_ms
         running[source] = t
-        effective.append((t, source, r))
-    effective.sort(key=lambda e: (e[0], e[1], e[2].offset))
-    return [(t, r) for t, _, r in effective]
+        effective.append((t, source, offset, j, i))
+    effective.sort()
+    return [(t, records[i]) for t, _, _, _, i in effective]
 
 
 class _ItemFailed(Exception):

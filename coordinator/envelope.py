@@ -82,6 +82,7 @@ def _reject_constant(name: str):
 
 # json.loads with a keyword argument builds a decoder on every call; this is the same decoder, once.
 _ENVELOPE_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_scan_envelope = _ENVELOPE_DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def _loads_envelope(raw: bytes | bytearray | str):
@@ -92,8 +93,20 @@ def _loads_envelope(raw: bytes | bytearray | str):
         return _ENVELOPE_DECODER.decode(raw)
     # A JSON object's first byte "{" is neither a BOM nor a zero byte of UTF-16/32: json.loads would
     # pick UTF-8 for it unless the second byte is zero (detect_encoding, asked only then).
-    encoding = "utf-8" if raw[:1] == b"{" and raw[1:2] != b"\x00" else json.detect_encoding(raw)
-    return _ENVELOPE_DECODER.decode(raw.decode(encoding, "surrogatepass"))
+    if raw[:1] == b"{" and raw[1:2] != b"\x00":
+        text = raw.decode("utf-8", "surrogatepass")
+        # The decoder's C scanner, called directly: JSONDecoder.decode spends as much in its Python
+        # layers (two whitespace matches, raw_decode) as the scanner spends parsing. A text that
+        # starts with "{" and ends where the object ends decodes the same; anything else (trailing
+        # whitespace or data, an error) goes through decode for its exact answer or message.
+        try:
+            value, end = _scan_envelope(text, 0)
+        except (StopIteration, ValueError):
+            end = -1
+        if end == len(text):
+            return value
+        return _ENVELOPE_DECODER.decode(text)
+    return _ENVELOPE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
 def scan_reply(raw: bytes | None) -> ReplyTo | None:
@@ -205,7 +218,10 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=F
     client_id = envelope.get("clientId", "")
     if client_id is None:
         client_id = ""
-    if not _is_valid_string(client_id):
+    # (an ASCII string of at most the limit is valid: checked inline, the usual case)
+    if not (type(client_id) is str and client_id.isascii() and len(client_id) <= MAX_CLIENT_ID_BYTES) and not (
+        _is_valid_string(client_id)
+    ):
         return Rejection(
             Errors.INVALID_REQUEST,
             f"envelope field 'clientId' must be a string of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes",
@@ -246,7 +262,7 @@ def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=F
     client_host = envelope.get("clientHost")
     if client_host is None:
         client_host = ""
-    if not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
+    elif not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
         return Rejection(
             Errors.INVALID_REQUEST,
             f"envelope field 'clientHost' must be a string of at most {MAX_CLIENT_HOST_BYTES} UTF-8 bytes",

@@ -6,13 +6,14 @@ timers live in the partition's encoded state.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class ReplyTo:
-    """Where and how to answer a request; stored when a response is parked (JoinGroup, SyncGroup)."""
+class ReplyTo(NamedTuple):
+    """Where and how to answer a request; stored when a response is parked (JoinGroup, SyncGroup).
+    A named tuple (immutable, as the frozen dataclass it was): one is built for every request, and
+    a frozen dataclass sets each field through object.__setattr__."""
 
     api_key: str
     api_version: int
@@ -21,7 +22,7 @@ class ReplyTo:
     reply_to: str | None = None  # response topic override; None = the configured response topic
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
     @staticmethod
     def from_json(d: dict) -> ReplyTo:

@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json import encoder as json_encoder
 
 import pandas as pd
 
@@ -22,7 +23,7 @@ from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
 from coordinator.compact_json import compact_encoder
-from coordinator.messages import Outputs, response_envelope
+from coordinator.messages import Outputs, ReplyTo, response_envelope
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
@@ -92,6 +93,22 @@ def _json_bytes(obj) -> bytes:
     return _encode(obj).encode("utf-8", "backslashreplace")
 
 
+_quote = json_encoder.encode_basestring  # a JSON string as _encode writes it (ensure_ascii off)
+
+
+def _response_bytes(reply: ReplyTo, body: dict) -> bytes:
+    """_json_bytes(response_envelope(reply, body)), without building the envelope: its text is
+    put together around the body's (the same text, for the types a ReplyTo holds)."""
+    cid, api, version, client = reply.correlation_id, reply.api_key, reply.api_version, reply.client_id
+    if type(cid) is not int or type(version) is not int or type(api) is not str or type(client) is not str:
+        return _json_bytes(response_envelope(reply, body))
+    text = (
+        f'{{"correlationId":{cid},"apiKey":{_quote(api)},"apiVersion":{version},'
+        f'"clientId":{_quote(client)},"response":{_encode(body)}}}'
+    )
+    return text.encode("utf-8", "backslashreplace")
+
+
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 512
 
@@ -105,19 +122,34 @@ def output_rows(
     oversized: list[dict] = []
     dead: list[tuple[str, dict]] = []
     limits = topic_limits or {}
+    quarantined = s.quarantined_topics
+    max_record = s.max_record_bytes
+    topic_limit: dict[str | None, int] = {}  # by topic, computed once per call
+
+    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
+        """The limit `key` and `value` exceed, or None if they fit (the common case: nothing built)."""
+        limit = topic_limit.get(topic)
+        if limit is None:
+            limit = max_record
+            if topic in limits:
+                limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
+            topic_limit[topic] = limit
+        size = len(value or b"")
+        if size + len(key or "") <= limit and (key is None or key.isascii()):
+            return None  # an ASCII key is one byte per character
+        size += len((key or "").encode("utf-8", "backslashreplace"))
+        return None if size <= limit else limit
 
     def fits(key: str | None, value: bytes | None, what: dict, topic: str | None = None) -> bool:
-        size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
-        limit = s.max_record_bytes
-        if topic in limits:
-            limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
-        if size <= limit:
+        limit = too_big(key, value, topic)
+        if limit is None:
             return True
+        size = len(value or b"") + len((key or "").encode("utf-8", "backslashreplace"))
         oversized.append({**what, "bytes": size, "maxRecordBytes": limit})
         return False
 
     def writable(topic: str, key: str | None, value: bytes | None, what: dict) -> bool:
-        if topic in s.quarantined_topics:
+        if topic in quarantined:
             dead.append(
                 (
                     key or "",
@@ -132,33 +164,37 @@ def output_rows(
             return False
         return True
 
+    responses_topic = s.responses_topic
     for r in out.responses:
-        client = safe_text(r.reply.client_id)
-        topic = r.reply.reply_to or s.responses_topic
-        if not _is_response_topic(topic, s):  # the core checks replyTo; this is the last line
+        reply = r.reply
+        client = safe_text(reply.client_id)
+        topic = reply.reply_to or responses_topic
+        if topic != responses_topic and not _is_response_topic(
+            topic, s
+        ):  # the core checks replyTo; this is the last line
             dead.append(
                 (
                     client,
                     {
                         "what": "response",
                         "reason": f"unsafe response topic {topic[:300]!r}",
-                        "apiKey": r.reply.api_key,
-                        "correlationId": r.reply.correlation_id,
+                        "apiKey": reply.api_key,
+                        "correlationId": reply.correlation_id,
                     },
                 )
             )
             continue
-        value = _json_bytes(response_envelope(r.reply, r.body))
-        if not fits(
+        value = _response_bytes(reply, r.body)
+        if too_big(client, value, topic) is not None and not fits(
             client,
             value,
-            {"what": "response", "apiKey": r.reply.api_key, "correlationId": r.reply.correlation_id, "topic": topic},
+            {"what": "response", "apiKey": reply.api_key, "correlationId": reply.correlation_id, "topic": topic},
             topic,
         ):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
             value = _json_bytes(
                 response_envelope(
-                    r.reply,
+                    reply,
                     {
                         "throttleTimeMs": 0,
                         "errorCode": Errors.UNKNOWN_SERVER_ERROR.code,
@@ -166,18 +202,23 @@ def output_rows(
                     },
                 )
             )
-        if writable(topic, client, value, {"what": "response", "correlationId": r.reply.correlation_id}):
+        if topic not in quarantined or writable(
+            topic, client, value, {"what": "response", "correlationId": reply.correlation_id}
+        ):
             rows.append((topic, client, value, None, []))
     for e in out.events:
         key = safe_text(e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…")
         value = _json_bytes(e.body)
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
+    state_log_topic = s.state_log_topic
     for rec in out.records:
         record_value = None if rec.value is None else _json_bytes(rec.value)  # None: a tombstone
         key = safe_text(rec.key)
-        if fits(key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}):
-            rows.append((s.state_log_topic, key, record_value, coordinator_partition, []))
+        if too_big(key, record_value) is None or fits(
+            key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}
+        ):
+            rows.append((state_log_topic, key, record_value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
@@ -301,11 +342,14 @@ def records_from_frames(
         ]
         rows = zip(zip(*columns, strict=True), zip(*flags, strict=True), strict=True)
         for (key, value, size, ts, part, off), (key_valid, internal, mac, raw_stamp, principal_mac) in rows:
-            key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
-            value = None if value is None else bytes(value)
+            if type(key) is not str:
+                key = None if key is None or (isinstance(key, float) and pd.isna(key)) else str(key)
+            if type(value) is not bytes:
+                value = None if value is None else bytes(value)
             stamp = None
             principal_verified = False
-            principal_mac = _text_or_none(principal_mac)
+            if principal_mac is not None:
+                principal_mac = _text_or_none(principal_mac)
             if principal_mac is not None and not bool(internal):
                 if principal_secret is None:
                     principal_secret = (
@@ -340,18 +384,20 @@ def records_from_frames(
                             }
                         )
                     continue
+            if type(size) is not int:
+                size = None if size is None or pd.isna(size) else int(size)
             records.append(
                 InputRecord(
-                    key=key,
-                    value=value,
-                    time_ms=int(ts),
-                    partition=int(part),
-                    offset=int(off),
-                    value_size=None if size is None or (type(size) is not int and pd.isna(size)) else int(size),
-                    internal=bool(internal),
-                    key_valid=bool(key_valid),
-                    stamp=stamp,
-                    principal_verified=principal_verified,
+                    key,
+                    value,
+                    ts if type(ts) is int else int(ts),
+                    part if type(part) is int else int(part),
+                    off if type(off) is int else int(off),
+                    size,
+                    internal if internal is False else bool(internal),
+                    key_valid if key_valid is True else bool(key_valid),
+                    stamp,
+                    principal_verified,
                 )
             )
     return records, forged
@@ -475,7 +521,8 @@ def make_step(settings: StepSettings):
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs, settings, cp)
         # A wake record only starts the batch (its partition's timers are due): no request.
-        records = [r for r in records if not is_wake(r.key, r.internal)]
+        if any(r.internal for r in records):
+            records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
         # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.
         stored = None if blob is None else state_codec.StoredState(int(blob[0]), bytes(blob[1]))

@@ -173,8 +173,8 @@ def safe_text(s: str | None) -> str | None: ...
 def safe_text(s: str | None) -> str | None:
     """`s` as valid Unicode for a sink column: a lone surrogate (which UTF-8 cannot carry, and
     Arrow refuses) becomes U+FFFD. Strings the core accepted are valid already."""
-    if s is None:
-        return None
+    if s is None or s.isascii():
+        return s
     try:
         s.encode("utf-8")
         return s

@@ -129,7 +129,9 @@ class OffsetManager:
                     parts.append(part)
                 else:
                     answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
-            if parts:
+            if len(parts) == len(topic["partitions"]):
+                valid.append(topic)  # all there (read only from here on)
+            elif parts:
                 valid.append({**topic, "partitions": parts})
         return answered, valid
 
