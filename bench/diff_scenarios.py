@@ -604,6 +604,32 @@ def streams(run: str) -> Scenario:
                 save=_save_epoch("diffstreamsmember2"),
             ),
             Step("describe two members", "StreamsGroupDescribe", 0, describe),
+            # Kafka 4.4.0's v1s (KIP-1331/1357) and key 93, on a broker without a topology-description
+            # plugin (the reference's default, and the service's only way).
+            Step(
+                "second member heartbeats with v1",
+                "StreamsGroupHeartbeat",
+                1,
+                m2(None, owned="saved"),
+                save=_save_epoch("diffstreamsmember2"),
+            ),
+            Step(
+                "describe v1 with the topology description",
+                "StreamsGroupDescribe",
+                1,
+                {**describe, "includeTopologyDescription": True},
+            ),
+            Step(
+                "push a topology description",
+                "StreamsGroupTopologyDescriptionUpdate",
+                0,
+                {
+                    "groupId": group,
+                    "memberId": "diffstreamsmember1",
+                    "topologyEpoch": 0,
+                    "topologyDescription": {"subtopologies": [], "globalStores": []},
+                },
+            ),
             Step(
                 "commit from a member",
                 "OffsetCommit",
