@@ -196,13 +196,12 @@ class StreamsGroupMember(HeartbeatMember):
             key=self.group_id,
             timeout=self.response_timeout_s * 4,
         )["groups"][0]
-        wanted: dict[str, int] = {}
-        for sub in (described.get("topology") or {}).get("subtopologies", []):
-            for t in sub["stateChangelogTopics"] + sub["repartitionSourceTopics"]:
-                wanted[t["name"]] = t["partitions"]
+        subtopologies = (described.get("topology") or {}).get("subtopologies", [])
         admin = KafkaAdminClient(bootstrap_servers=self.client.bootstrap_servers, client_id="streams-member-admin")
         try:
-            missing = [n for n in sorted(wanted) if n not in set(admin.list_topics())]
+            existing = set(admin.list_topics())
+            wanted = _internal_topic_partitions(subtopologies, _partition_counts(admin, subtopologies, existing))
+            missing = [n for n in sorted(wanted) if n not in existing and wanted[n] > 0]
             for name in missing:
                 try:
                     admin.create_topics([NewTopic(name, wanted[name], 1)])
@@ -229,3 +228,29 @@ class StreamsGroupMember(HeartbeatMember):
                 "endpointInformationEpoch": self.endpoint_information_epoch,
             }
         )
+
+
+def _partition_counts(admin: KafkaAdminClient, subtopologies: list[dict], existing: set[str]) -> dict[str, int]:
+    """The partition counts of the topology's source topics that exist on the broker."""
+    sources = sorted({t for sub in subtopologies for t in sub["sourceTopics"] if t in existing})
+    if not sources:
+        return {}
+    return {d["name"]: len(d["partitions"]) for d in admin.describe_topics(sources) if d.get("error_code") == 0}
+
+
+def _internal_topic_partitions(subtopologies: list[dict], source_partitions: dict[str, int]) -> dict[str, int]:
+    """Each changelog and repartition topic's partition count. A configured topology (a Ready
+    group's describe) gives them; a group not yet configured describes its topology as the member
+    sent it (Kafka 4.2+), partitions 0 where the member left them to the broker: then, as Kafka's
+    InternalTopicManager does for a subtopology's changelogs, the subtopology's task count (its
+    largest source topic), and for a repartition topic the largest source topic of the topology."""
+    largest = max(source_partitions.values(), default=0)
+    wanted: dict[str, int] = {}
+    for sub in subtopologies:
+        tasks = max((source_partitions.get(t, 0) for t in sub["sourceTopics"]), default=0)
+        for t in sub["repartitionSourceTopics"]:
+            wanted[t["name"]] = t["partitions"] or largest
+            tasks = max(tasks, wanted[t["name"]])
+        for t in sub["stateChangelogTopics"]:
+            wanted[t["name"]] = t["partitions"] or tasks
+    return wanted

@@ -389,30 +389,74 @@ def test_group_configs_apply_to_the_consumer_group_heartbeat(client, job):
     )
     [result] = described["results"]
     assert result["errorCode"] == 0, result
-    # The rest are defaults (DEFAULT_CONFIG): the coordinator's settings (the shared job's,
+
+    # The rest are the coordinator's settings (the shared job's,
     # tests/integration/conftest.py), streams.* included (Kafka 4.4's extractGroupConfigMap);
     # GroupConfig's own for those without one; internal configs left out.
+    def source(setting: str) -> int:
+        # Kafka 4.4: STATIC_BROKER_CONFIG for a setting the broker's file (the job's config) names.
+        return 4 if setting in defaults.static_configs else 5
+
     assert defaults["group.streams.session.timeout.ms"] != 45000  # so the line below tells them apart
     assert {c["name"]: (c["value"], c["configSource"]) for c in result["configs"]} == {
         "consumer.session.timeout.ms": ("50000", 8),
         "consumer.heartbeat.interval.ms": ("7000", 8),
-        "consumer.assignment.interval.ms": (str(defaults["group.consumer.assignment.interval.ms"]), 5),
-        "share.session.timeout.ms": (str(defaults["group.share.session.timeout.ms"]), 5),
-        "share.heartbeat.interval.ms": (str(defaults["group.share.heartbeat.interval.ms"]), 5),
-        "share.record.lock.duration.ms": (str(defaults["group.share.record.lock.duration.ms"]), 5),
-        "share.delivery.count.limit": (str(defaults["group.share.delivery.count.limit"]), 5),
-        "share.partition.max.record.locks": (str(defaults["group.share.partition.max.record.locks"]), 5),
+        "consumer.assignment.interval.ms": (
+            str(defaults["group.consumer.assignment.interval.ms"]),
+            source("group.consumer.assignment.interval.ms"),
+        ),
+        "share.session.timeout.ms": (
+            str(defaults["group.share.session.timeout.ms"]),
+            source("group.share.session.timeout.ms"),
+        ),
+        "share.heartbeat.interval.ms": (
+            str(defaults["group.share.heartbeat.interval.ms"]),
+            source("group.share.heartbeat.interval.ms"),
+        ),
+        "share.record.lock.duration.ms": (
+            str(defaults["group.share.record.lock.duration.ms"]),
+            source("group.share.record.lock.duration.ms"),
+        ),
+        "share.delivery.count.limit": (
+            str(defaults["group.share.delivery.count.limit"]),
+            source("group.share.delivery.count.limit"),
+        ),
+        "share.partition.max.record.locks": (
+            str(defaults["group.share.partition.max.record.locks"]),
+            source("group.share.partition.max.record.locks"),
+        ),
         "share.auto.offset.reset": ("latest", 5),
         "share.isolation.level": ("read_uncommitted", 5),
         "share.renew.acknowledge.enable": ("true", 5),
-        "share.assignment.interval.ms": (str(defaults["group.share.assignment.interval.ms"]), 5),
-        "streams.session.timeout.ms": (str(defaults["group.streams.session.timeout.ms"]), 5),
-        "streams.heartbeat.interval.ms": (str(defaults["group.streams.heartbeat.interval.ms"]), 5),
-        "streams.num.standby.replicas": (str(defaults["group.streams.num.standby.replicas"]), 5),
-        "streams.initial.rebalance.delay.ms": (str(defaults["group.streams.initial.rebalance.delay.ms"]), 5),
-        "streams.assignment.interval.ms": (str(defaults["group.streams.assignment.interval.ms"]), 5),
-        "streams.rack.aware.assignment.tags": (",".join(defaults["group.streams.rack.aware.assignment.tags"]), 5),
-        "streams.assignor.name": (defaults["group.streams.assignors"][0], 5),
+        "share.assignment.interval.ms": (
+            str(defaults["group.share.assignment.interval.ms"]),
+            source("group.share.assignment.interval.ms"),
+        ),
+        "streams.session.timeout.ms": (
+            str(defaults["group.streams.session.timeout.ms"]),
+            source("group.streams.session.timeout.ms"),
+        ),
+        "streams.heartbeat.interval.ms": (
+            str(defaults["group.streams.heartbeat.interval.ms"]),
+            source("group.streams.heartbeat.interval.ms"),
+        ),
+        "streams.num.standby.replicas": (
+            str(defaults["group.streams.num.standby.replicas"]),
+            source("group.streams.num.standby.replicas"),
+        ),
+        "streams.initial.rebalance.delay.ms": (
+            str(defaults["group.streams.initial.rebalance.delay.ms"]),
+            source("group.streams.initial.rebalance.delay.ms"),
+        ),
+        "streams.assignment.interval.ms": (
+            str(defaults["group.streams.assignment.interval.ms"]),
+            source("group.streams.assignment.interval.ms"),
+        ),
+        "streams.rack.aware.assignment.tags": (
+            ",".join(defaults["group.streams.rack.aware.assignment.tags"]),
+            source("group.streams.rack.aware.assignment.tags"),
+        ),
+        "streams.assignor.name": (defaults["group.streams.assignors"][0], source("group.streams.assignors")),
         "errors.deadletterqueue.topic.name": ("", 5),
         "errors.deadletterqueue.copy.record.enable": ("false", 5),
     }

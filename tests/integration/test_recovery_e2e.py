@@ -708,6 +708,9 @@ def test_a_failed_query_is_restarted_by_the_supervisor(running, job, client):
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # A micro-batch runs only for a record (timer wake-ups): one per round, so that a task meets
+        # a killed worker (a read-only request; answered after the restart if its batch failed).
+        client.send("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": [DAMAGE_GROUPS[0]]}, key=DAMAGE_GROUPS[0])
         return False
 
     wait_until(failed, "no query failure after killing Python workers", WAIT, every=0.3)

@@ -121,7 +121,7 @@ def wait_converged(cc, members: dict[str, StreamsGroupMember], expected: dict[st
         time.sleep(0.2)
     raise AssertionError(
         f"no convergence in {timeout}s: owned={ {n: m.owned() for n, m in members.items()} } "
-        f"group={last} errors={ {n: (m.error, m.status) for n, m in members.items()} }"
+        f"group={last} errors={ {n: (m.error, m.status, m.topic_creation_error) for n, m in members.items()} }"
     )
 
 
