@@ -23,8 +23,10 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, cast
 
+from coordinator.protocol.loader import in_range
+
 from . import schema
-from .schema import ArrayOf, Field, Message, Struct, in_range
+from .schema import ArrayOf, Field, Message, Struct
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 API_VERSIONS = 18  # its response header is v0 in every version (clients read it before they know)

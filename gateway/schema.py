@@ -11,27 +11,17 @@ versions, and which versions make a field nullable.
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from coordinator.protocol.loader import parse_versions
+from coordinator.protocol.loader import parse_versions, read_message_file
 
-_COMMENT = re.compile(r"^\s*//.*$", re.M)
 SCALARS = frozenset(
     {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string", "bytes", "uuid", "records"}
 )
 Range = tuple[int, int | None] | None  # parse_versions' form; None: no version
-
-
-def in_range(rng: Range, v: int) -> bool:
-    if rng is None:
-        return False
-    lo, hi = rng
-    return v >= lo and (hi is None or v <= hi)
 
 
 @dataclass(frozen=True)
@@ -83,7 +73,7 @@ def load(name: str) -> Message:
     path = _files().get(name)
     if path is None:
         raise KeyError(f"no message file {name}.json")
-    raw = json.loads(_COMMENT.sub("", path.read_text(encoding="utf-8")))
+    raw = read_message_file(path)
     commons = {c["name"]: c for c in raw.get("commonStructs", [])}
     body = Struct(raw["name"], tuple(_field(f, commons) for f in raw["fields"]))
     return Message(

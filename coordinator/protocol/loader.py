@@ -40,7 +40,7 @@ class FieldSpec:
     default: Any  # _NO_DEFAULT when the file declares none
 
     def in_version(self, v: int) -> bool:
-        return _in(self.versions, v)
+        return in_range(self.versions, v)
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ class Message:
 _NO_DEFAULT = object()
 
 
-def _in(rng: tuple[int, int | None] | None, v: int) -> bool:
+def in_range(rng: tuple[int, int | None] | None, v: int) -> bool:
+    """Whether version `v` is in a range of `parse_versions` (None: no version is)."""
     if rng is None:
         return False
     lo, hi = rng
@@ -94,12 +95,17 @@ def _camel(name: str) -> str:
     return name[0].lower() + name[1:]
 
 
+def read_message_file(path) -> dict:
+    """A Kafka message file's JSON (its `//` comment lines removed)."""
+    return json.loads(_COMMENT.sub("", path.read_text(encoding="utf-8")))
+
+
 def _read(name: str) -> tuple[dict, bool]:
     root = resources.files(__package__) / "messages"
     for source in _SOURCES:
         path = root / source / f"{name}.json"
         if path.is_file():
-            return json.loads(_COMMENT.sub("", path.read_text(encoding="utf-8"))), source == "service"
+            return read_message_file(path), source == "service"
     raise KeyError(f"no message file {name}.json")
 
 

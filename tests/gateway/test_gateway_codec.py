@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coordinator.errors import Errors
+from coordinator.protocol.loader import in_range
 from gateway import apis, schema
 from gateway.codec import (
     ZERO_UUID,
@@ -29,7 +30,7 @@ from gateway.codec import (
     encode_response,
     known_versions,
 )
-from gateway.schema import ArrayOf, Struct, in_range
+from gateway.schema import ArrayOf, Struct
 from tests import kafka_messages
 from tests.gateway.golden.samples import api_keys, sample
 

@@ -71,12 +71,12 @@ def serializer() -> ApplyInPandasWithStateSerializer:
     return ApplyInPandasWithStateSerializer(**{k: v for k, v in wanted.items() if k in known})
 
 
-def new_state(cp: int) -> GroupState:
+def new_state(cp: int, timeout_conf: str = GroupStateTimeout.ProcessingTimeTimeout) -> GroupState:
     return GroupState(
         optionalValue=None,
         batchProcessingTimeMs=10_000,
         eventTimeWatermarkMs=-1,
-        timeoutConf=GroupStateTimeout.ProcessingTimeTimeout,
+        timeoutConf=timeout_conf,
         hasTimedOut=False,
         watermarkPresent=False,
         defined=False,

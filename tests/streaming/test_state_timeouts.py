@@ -8,14 +8,14 @@ import dataclasses
 
 import pytest
 from pyspark.errors import PySparkRuntimeError
-from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
+from pyspark.sql.streaming.state import GroupStateTimeout
 
 from coordinator.routing import coordinator_partition
 from streaming.query import group_state_timeout
 from streaming.state_timeouts import SCHEMA_FILE, CheckpointTimeoutMismatch, checkpoint_has_timeouts, spark_timeouts
 from streaming.step import make_step
-from tests.streaming.test_output_frames import STATE_TYPE
-from tests.streaming.test_step import SETTINGS, env, frame, run
+from tests.streaming.test_output_frames import new_state
+from tests.streaming.test_step import JOIN, SETTINGS, env, frame, run
 
 KEY = '{"type":"struct","fields":[{"name":"cp","type":"integer","nullable":true,"metadata":{}}]}'
 GROUP_STATE = (
@@ -72,41 +72,14 @@ def test_a_checkpoint_without_timeouts_refuses_to_run_without_wake_ups(tmp_path)
         spark_timeouts(checkpoint(tmp_path, WITHOUT_TIMEOUTS), timer_wakeups=False)
 
 
-def group_state(timeout_conf: str) -> GroupState:
-    return GroupState(
-        optionalValue=None,
-        batchProcessingTimeMs=10_000,
-        eventTimeWatermarkMs=-1,
-        timeoutConf=timeout_conf,
-        hasTimedOut=False,
-        watermarkPresent=False,
-        defined=False,
-        updated=False,
-        removed=False,
-        timeoutTimestamp=-1,
-        keyAsUnsafe=str(CP).encode(),
-        valueSchema=STATE_TYPE,
-    )
-
-
-GROUP = "g-timeouts"
+GROUP = JOIN["groupId"]
 CP = coordinator_partition(GROUP)
 
 
 def join_request():
     # A new member of a classic group: MEMBER_ID_REQUIRED, and a pending member whose session
     # timer gives the partition a deadline.
-    body = {
-        "groupId": GROUP,
-        "sessionTimeoutMs": 6000,
-        "rebalanceTimeoutMs": 6000,
-        "memberId": "",
-        "groupInstanceId": None,
-        "protocolType": "consumer",
-        "protocols": [{"name": "range", "metadata": ""}],
-        "reason": None,
-    }
-    return frame((GROUP, env("JoinGroup", 9, 1, body), 100, 9_000, 0, 0))
+    return frame((GROUP, env("JoinGroup", 9, 1, JOIN), 100, 9_000, 0, 0))
 
 
 @pytest.mark.parametrize("timeouts", [True, False], ids=["spark-timeouts", "wake-ups-only"])
@@ -114,7 +87,7 @@ def test_the_state_function_sets_a_timeout_only_with_spark_timeouts(timeouts):
     settings = dataclasses.replace(SETTINGS, spark_timeouts=timeouts)
     conf = group_state_timeout(settings)
     assert conf == (GroupStateTimeout.ProcessingTimeTimeout if timeouts else GroupStateTimeout.NoTimeout)
-    state = group_state(conf)
+    state = new_state(CP, conf)
     out = run(make_step(settings), CP, [join_request()], state)
     assert b'"errorCode":79' in out["value"].iloc[0]  # MEMBER_ID_REQUIRED
     assert state.exists
@@ -130,4 +103,4 @@ def test_a_timeout_under_no_timeout_fails_the_batch():
     # without them raises (pyspark's GroupState), every batch.
     settings = dataclasses.replace(SETTINGS, spark_timeouts=True)
     with pytest.raises(PySparkRuntimeError):
-        run(make_step(settings), CP, [join_request()], group_state(GroupStateTimeout.NoTimeout))
+        run(make_step(settings), CP, [join_request()], new_state(CP, GroupStateTimeout.NoTimeout))

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import base64
 
+from coordinator.protocol.loader import in_range
 from gateway import apis, schema
-from gateway.schema import ArrayOf, Struct, in_range
+from gateway.schema import ArrayOf, Struct
 
 # What the gateway decodes or encodes besides the bridged APIs: FindCoordinator (answered),
 # ApiVersions, Metadata, DescribeCluster (rewritten), SaslHandshake, SaslAuthenticate (read).
