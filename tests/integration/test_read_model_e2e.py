@@ -312,45 +312,54 @@ SHARE_MEMBER, STREAMS_MEMBER = "rmx-share-member-000000", "rmx-streams-member-00
 
 class KeepAlive:
     """Heartbeats of the share and the streams member every 500 ms from a thread of its own (the
-    shared job's sessions are 6 s), at the epochs and with the tasks their last answers gave."""
+    shared job's sessions are 6 s), at the epochs and with the tasks their last answers gave.
+
+    The first beat is sent before the constructor returns: it comes from another client id, and a
+    streams member's new client id is new member metadata, which bumps the group epoch (Kafka's
+    hasStreamsMemberMetadataChanged). Sent later, that bump could land between the read model
+    catching up and the describe it is compared with."""
 
     def __init__(self, client, share_epoch: int, streams: dict):
         self.client, self.stop = client, threading.Event()
         self.share_epoch, self.streams_epoch, self.tasks = share_epoch, streams["memberEpoch"], streams["activeTasks"]
+        self._beat()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stop.wait(0.5):
             try:
-                r = self.client.request(
-                    "ShareGroupHeartbeat",
-                    1,
-                    {"groupId": SHARE, "memberId": SHARE_MEMBER, "memberEpoch": self.share_epoch, "rackId": None},
-                    key=SHARE,
-                    timeout=30,
-                )
-                self.share_epoch = r["memberEpoch"] if r["errorCode"] == 0 else self.share_epoch
-                r = self.client.request(
-                    "StreamsGroupHeartbeat",
-                    0,
-                    {
-                        "groupId": STREAMS,
-                        "memberId": STREAMS_MEMBER,
-                        "memberEpoch": self.streams_epoch,
-                        "endpointInformationEpoch": 0,
-                        "activeTasks": self.tasks,
-                        "standbyTasks": [],
-                        "warmupTasks": [],
-                    },
-                    key=STREAMS,
-                    timeout=30,
-                )
-                if r["errorCode"] == 0:
-                    self.streams_epoch = r["memberEpoch"]
-                    self.tasks = self.tasks if r["activeTasks"] is None else r["activeTasks"]
+                self._beat()
             except Exception:  # noqa: BLE001 - a slow answer: the next beat tries again
                 pass
+
+    def _beat(self) -> None:
+        r = self.client.request(
+            "ShareGroupHeartbeat",
+            1,
+            {"groupId": SHARE, "memberId": SHARE_MEMBER, "memberEpoch": self.share_epoch, "rackId": None},
+            key=SHARE,
+            timeout=30,
+        )
+        self.share_epoch = r["memberEpoch"] if r["errorCode"] == 0 else self.share_epoch
+        r = self.client.request(
+            "StreamsGroupHeartbeat",
+            0,
+            {
+                "groupId": STREAMS,
+                "memberId": STREAMS_MEMBER,
+                "memberEpoch": self.streams_epoch,
+                "endpointInformationEpoch": 0,
+                "activeTasks": self.tasks,
+                "standbyTasks": [],
+                "warmupTasks": [],
+            },
+            key=STREAMS,
+            timeout=30,
+        )
+        if r["errorCode"] == 0:
+            self.streams_epoch = r["memberEpoch"]
+            self.tasks = self.tasks if r["activeTasks"] is None else r["activeTasks"]
 
     def close(self) -> None:
         self.stop.set()
