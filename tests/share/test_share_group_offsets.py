@@ -112,7 +112,9 @@ def write_complete(d: CoreDriver, partition: int, start: int, complete: int, lea
         "deliveryCompleteCount": complete,
         "stateBatches": [],
     }
-    r = d.send("WriteShareGroupState", 1, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]}, key=key)
+    r = d.send(
+        "WriteShareGroupState", 1, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]}, key=key
+    )
     assert r["results"][0]["partitions"][0]["errorCode"] == 0
 
 
@@ -131,7 +133,11 @@ def answer_end_offsets(d: CoreDriver, query: dict, offsets: dict[tuple[str, int]
         {
             "topicName": t["topicName"],
             "partitions": [
-                {"partitionIndex": p, "offset": offsets[(t["topicName"], p)][0], "errorCode": offsets[(t["topicName"], p)][1]}
+                {
+                    "partitionIndex": p,
+                    "offset": offsets[(t["topicName"], p)][0],
+                    "errorCode": offsets[(t["topicName"], p)][1],
+                }
                 for p in t["partitions"]
                 if (t["topicName"], p) in offsets
             ],
@@ -182,7 +188,9 @@ def test_describe_share_group_offsets_v1_without_initialized_state_needs_no_end_
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d)
     init_and_write(d, 0, start=5)  # a v0 write above the start offset: deliveryCompleteCount -1
-    resp = describe(d, [{"topicName": TOPIC, "partitions": [0, 1]}, {"topicName": "missing", "partitions": [0]}], version=1)
+    resp = describe(
+        d, [{"topicName": TOPIC, "partitions": [0, 1]}, {"topicName": "missing", "partitions": [0]}], version=1
+    )
     assert [[(p["startOffset"], p["lag"]) for p in t["partitions"]] for t in resp["groups"][0]["topics"]] == [
         [(5, -1), (-1, -1)],
         [(-1, -1)],
@@ -204,7 +212,12 @@ def test_describe_share_group_offsets_v1_end_offset_errors_are_the_partitions_er
     answer_end_offsets(d, query, {(TOPIC, 0): (9, 0), (TOPIC, 1): (-1, Errors.LEADER_NOT_AVAILABLE.code)})
     parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
     assert parts[0] == {
-        "partitionIndex": 0, "startOffset": 5, "leaderEpoch": 4, "lag": 4, "errorCode": 0, "errorMessage": None
+        "partitionIndex": 0,
+        "startOffset": 5,
+        "leaderEpoch": 4,
+        "lag": 4,
+        "errorCode": 0,
+        "errorMessage": None,
     }
     assert parts[1] == {
         "partitionIndex": 1,
@@ -264,7 +277,10 @@ def test_share_end_offsets_answer_is_refused_on_the_public_request_topic():
         "apiVersion": 0,
         "correlationId": 991,
         "clientId": "mallory",
-        "request": {"queryId": 0, "topics": [{"topicName": TOPIC, "partitions": [{"partitionIndex": 0, "offset": 10**9, "errorCode": 0}]}]},
+        "request": {
+            "queryId": 0,
+            "topics": [{"topicName": TOPIC, "partitions": [{"partitionIndex": 0, "offset": 10**9, "errorCode": 0}]}],
+        },
     }
     d.send_raw(json.dumps(forged).encode(), key=GROUP, internal=False)
     assert d.responses[991]["errorCode"] != 0
@@ -335,8 +351,20 @@ def _describe_remote_v1(end_first: bool) -> tuple[CoreDriver, dict]:
     for d in (grp, owner):
         metadata(d, partitions=100)
     init_and_write(owner, remote, start=0, leader_epoch=3)
-    written = {"partition": remote, "stateEpoch": 0, "leaderEpoch": 3, "startOffset": 42, "deliveryCompleteCount": 3, "stateBatches": []}
-    owner.send("WriteShareGroupState", 1, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]}, key=share_partition_key(GROUP, TID, remote))
+    written = {
+        "partition": remote,
+        "stateEpoch": 0,
+        "leaderEpoch": 3,
+        "startOffset": 42,
+        "deliveryCompleteCount": 3,
+        "stateBatches": [],
+    }
+    owner.send(
+        "WriteShareGroupState",
+        1,
+        {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]},
+        key=share_partition_key(GROUP, TID, remote),
+    )
     assert describe(grp, [{"topicName": TOPIC, "partitions": [remote]}], version=1) is None
     cid = grp.last_cid
     # One batch asks both: the summary's owner and the responder (no extra micro-batch for the lag).
@@ -382,7 +410,11 @@ def test_a_summary_answer_written_before_delivery_complete_count_reads_minus_one
     """ShareStateSummaryAnswer gained deliveryCompleteCount (default -1): an answer without it (a
     record written by the previous release) parses, and its partition's lag is not computed."""
     spec = lookup("ShareStateSummaryAnswer")
-    old = {"queryId": 1, "groupId": GROUP, "summaries": [{"topicId": TID, "partition": 0, "startOffset": 4, "leaderEpoch": 1, "errorCode": 0}]}
+    old = {
+        "queryId": 1,
+        "groupId": GROUP,
+        "summaries": [{"topicId": TID, "partition": 0, "startOffset": 4, "leaderEpoch": 1, "errorCode": 0}],
+    }
     assert spec.request.validate(old, 0)["summaries"][0]["deliveryCompleteCount"] == -1
 
 

@@ -686,7 +686,11 @@ def _with_lag(response: dict, end_offsets: dict | None) -> None:
                     continue
                 error = Errors.for_code(code)
                 p.update(
-                    startOffset=0, leaderEpoch=0, lag=UNINITIALIZED_LAG, errorCode=error.code, errorMessage=error.message
+                    startOffset=0,
+                    leaderEpoch=0,
+                    lag=UNINITIALIZED_LAG,
+                    errorCode=error.code,
+                    errorMessage=error.message,
                 )
 
 
