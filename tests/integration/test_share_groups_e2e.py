@@ -197,6 +197,7 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             return starts if starts == ends else None
 
         wait_until("start offsets at the end of each partition", offsets_at_end, timeout=120, every=1)
+        states: dict[int, tuple[int, int]] = {}  # partition -> (state epoch, leader epoch)
         for w in workers.values():
             w.halt()  # no more claims: the leader epochs stay put for the reads below
         for p, end in ends.items():
@@ -222,6 +223,50 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             )["results"][0]["partitions"][0]
             assert (read["errorCode"], read["startOffset"]) == (0, end)
             assert all(b["deliveryState"] in (2, 4) for b in read["stateBatches"])
+            states[p] = (read["stateEpoch"], summary["leaderEpoch"])
+
+        # KIP-1226 lag (DescribeShareGroupOffsets v1): 5 more records on partition 0, 2 of them
+        # delivered completely as a share-partition leader writes it (WriteShareGroupState v1); the
+        # driver's responder answers the partition's end offset (a real ListOffsets): 25 - 20 - 2.
+        for i in range(5):
+            producer.send(TOPIC, value=f"lag-{i}".encode(), partition=0)
+        producer.flush()
+        state_epoch, leader_epoch = states[0]
+        written = cc.request(
+            "WriteShareGroupState",
+            1,
+            {
+                "groupId": GROUP,
+                "topics": [
+                    {
+                        "topicId": tid,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "stateEpoch": state_epoch,
+                                "leaderEpoch": leader_epoch,
+                                "startOffset": 20,
+                                "deliveryCompleteCount": 2,
+                                "stateBatches": [
+                                    {"firstOffset": 22, "lastOffset": 23, "deliveryState": 2, "deliveryCount": 1}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+            key=f"{GROUP}:{tid}:0",
+            timeout=30,
+        )["results"][0]["partitions"][0]
+        assert written["errorCode"] == 0, written
+        lagged = cc.request(
+            "DescribeShareGroupOffsets",
+            1,
+            {"groups": [{"groupId": GROUP, "topics": [{"topicName": TOPIC, "partitions": [0]}]}]},
+            key=GROUP,
+            timeout=60,
+        )["groups"][0]["topics"][0]["partitions"][0]
+        assert (lagged["errorCode"], lagged["startOffset"], lagged["lag"]) == (0, 20, 25 - 20 - 2), lagged
     finally:
         for w in workers.values():
             w.halt()
