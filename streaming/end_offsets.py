@@ -289,12 +289,12 @@ class EndOffsetsResponder(threading.Thread):
         if not queries:
             return 0
         tps = wanted(queries)
+        broken: Exception | None = None
         try:
-            leaders = self._leaders(tps)
-        except Exception as e:  # noqa: BLE001 - no metadata: no leader known, as Kafka's cache without one
-            log.warning("end offsets: no partition metadata (%s)", e)
-            leaders = {}
-        offsets = latest_offsets(tps, leaders, self._send)
+            offsets = latest_offsets(tps, self._leaders(tps), self._send)
+        except Exception as e:  # noqa: BLE001 - the broker cannot be reached: answered, then new clients
+            broken = e
+            offsets = {tp: (-1, NETWORK_EXCEPTION) for tp in tps}
         for q in queries:
             key, value, headers = answer_record(q, offsets, self.partitions, self._key, self._stamps.next())
             self._producer.send(self.internal_topic, key=key, value=value, headers=headers)
@@ -303,6 +303,8 @@ class EndOffsetsResponder(threading.Thread):
                 self._answered.popitem(last=False)
         self._producer.flush()
         self.answers_sent += len(queries)
+        if broken is not None:
+            raise broken  # run() reconnects (kafka-python's admin client may not recover on its own)
         return len(queries)
 
     def run_once(self) -> int:
