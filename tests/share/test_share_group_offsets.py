@@ -474,6 +474,26 @@ def _alter(d: CoreDriver, offsets: dict, topic: str = TOPIC) -> dict | None:
     )
 
 
+def test_describe_share_group_offsets_v1_lag_of_altered_offsets():
+    """AlterShareGroupOffsets initializes at the new start offset with deliveryCompleteCount 0
+    (ShareCoordinatorShard.initializeState), so the lag is end offset - start offset; the partition
+    the heartbeat initialized at -1 has none (the differential test's step against the broker)."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d, partitions=2)
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [TOPIC]}
+    d.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
+    d.send("ShareGroupHeartbeat", 1, {**heartbeat, "memberEpoch": -1}, key=GROUP)
+    assert _alter(d, {0: 0})["responses"][0]["partitions"][0]["errorCode"] == 0
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0, 1]}], version=1) is None
+    cid = d.last_cid
+    _, query = end_offsets_query(d)
+    assert query["request"]["topics"] == [{"topicName": TOPIC, "partitions": [0]}]
+    answer_end_offsets(d, query, {(TOPIC, 0): (3, 0)})
+    parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
+    assert [(p["startOffset"], p["lag"]) for p in parts] == [(0, 3), (-1, -1)]
+
+
 def test_alter_share_group_offsets_requires_an_empty_share_group():
     """ShareGroup.validateOffsetsAlterable / GroupMetadataManager.shareGroup: GROUP_ID_NOT_FOUND for
     an unknown group, NON_EMPTY_GROUP while it has members; the messages are the errors' own
