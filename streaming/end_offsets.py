@@ -218,7 +218,8 @@ class EndOffsetsResponder(threading.Thread):
             client_id=CLIENT_ID,
             enable_auto_commit=False,
             group_id=None,
-            fetch_max_wait_ms=500,
+            # A fetch returns as soon as a record arrives: a long wait only spaces the idle fetches.
+            fetch_max_wait_ms=self.POLL_MS,
         )
         parts = consumer.partitions_for_topic(self.internal_topic) or {0}
         tps = [TopicPartition(self.internal_topic, p) for p in sorted(parts)]
