@@ -276,3 +276,75 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
         producer.close()
         cc.close()
         admin.close()
+
+
+def test_the_end_offsets_responder_against_the_broker(job):
+    """The driver's end-offsets responder (streaming/end_offsets.py) on a channel of this test's own
+    (not the job's, whose queries it must not answer), against the real broker: a signed query is
+    answered with the partitions' end offsets, a partition or topic the broker does not have
+    LEADER_NOT_AVAILABLE (no leader, as Kafka's metadata cache), a forged query not at all."""
+    import json
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    from coordinator.group.share.offsets_admin import END_OFFSETS_QUERY, end_offsets_key
+    from streaming.end_offsets import EndOffsetsResponder
+    from streaming.trust import signed_headers
+
+    channel, topic, secret = "share-e2e-end-offsets-channel", "share-e2e-end-offsets", bytes(range(32))
+    admin = KafkaAdminClient(bootstrap_servers=job.bootstrap)
+    producer = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all")
+    admin.create_topics([NewTopic(channel, 1, 1), NewTopic(topic, 2, 1)])
+    responder = EndOffsetsResponder(job.bootstrap, channel, 10, secret, epoch=1)
+    consumer = KafkaConsumer(bootstrap_servers=job.bootstrap, group_id=None)
+    try:
+        for _ in range(4):
+            producer.send(topic, b"x", partition=1)
+        responder.start()
+        assert responder.ready.wait(60)
+        asked = [{"topicName": topic, "partitions": [0, 1, 9]}, {"topicName": f"{topic}-none", "partitions": [0]}]
+        key = end_offsets_key(3).encode()
+        for i, (queried, mac_key) in enumerate(((asked[:1], bytes(32)), (asked, secret))):  # forged, then genuine
+            value = json.dumps(
+                {
+                    "apiKey": END_OFFSETS_QUERY,
+                    "apiVersion": 0,
+                    "correlationId": i,
+                    "clientId": "share-admin-3",
+                    "request": {"queryId": i, "fromPartition": 3, "topics": queried},
+                }
+            ).encode()
+            stamp = f"partition-3/1/{i}".encode()
+            producer.send(channel, key=key, value=value, headers=signed_headers(mac_key, key, value, stamp))
+        producer.flush()
+        consumer.assign([TopicPartition(channel, 0)])
+        consumer.seek_to_beginning()
+
+        def answers():
+            got = [r for rs in consumer.poll(500).values() for r in rs if not r.key.startswith(key)]
+            return got or None
+
+        [answer] = wait_until("the responder's answer", answers, timeout=60, every=0)
+        body = json.loads(answer.value)["request"]
+        assert body == {
+            "queryId": 1,
+            "topics": [
+                {
+                    "topicName": topic,
+                    "partitions": [
+                        {"partitionIndex": 0, "offset": 0, "errorCode": 0},
+                        {"partitionIndex": 1, "offset": 4, "errorCode": 0},
+                        {"partitionIndex": 9, "offset": -1, "errorCode": 5},
+                    ],
+                },
+                {"topicName": f"{topic}-none", "partitions": [{"partitionIndex": 0, "offset": -1, "errorCode": 5}]},
+            ],
+        }
+        assert {k for k, _ in answer.headers} == {"coordinator-mac", "coordinator-seq"}
+        assert responder.answers_sent == 1
+    finally:
+        responder.stop()
+        consumer.close()
+        producer.close()
+        admin.delete_topics([channel, topic])
+        admin.close()
