@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from streaming.acl_publisher import AclPublisher
     from streaming.checkpoint_guard import CheckpointDamaged, check_before_start
+    from streaming.end_offsets import EndOffsetsResponder
     from streaming.metadata_publisher import MetadataPublisher
     from streaming.query import start, step_settings
     from streaming.session import build_session
@@ -114,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
             cfg.bootstrap, cfg.topics["timers"], cfg.topics["internal"], cfg.coordinator_partitions, internal_key
         )
         waker.start()
+    # DescribeShareGroupOffsets v1's lag: answers the coordinator partitions' end-offsets queries
+    # with ListOffsets (streaming/end_offsets.py).
+    end_offsets = EndOffsetsResponder(
+        cfg.bootstrap, cfg.topics["internal"], cfg.coordinator_partitions, internal_key, epoch=publisher_epoch
+    )
+    end_offsets.start()
     exporter = start_metrics_exporter(cfg, status, log)
     quarantined: list[str] = []  # output topics the sink failed on that do not exist
 
@@ -184,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         acl_publisher.stop()
     if waker is not None:
         waker.stop()
+    end_offsets.stop()
     if exporter is not None:
         exporter.stop()
     spark.stop()

@@ -857,6 +857,28 @@ def _assigned(member: str, count: int) -> Callable[[dict, Side], bool]:
     return check
 
 
+def _produce_once(topic: str, partition: int, count: int) -> Callable[[Side], None]:
+    """Append `count` records to a partition of the side's broker, once per side (a step's `before`
+    runs before each attempt): their end offset is what DescribeShareGroupOffsets v1's lag counts."""
+
+    def produce(side: Side) -> None:
+        done = f"produced-{topic}-{partition}"
+        if side.saved.get(done):
+            return
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=side.bootstrap, acks="all")
+        try:
+            for i in range(count):
+                producer.send(topic, value=f"r{i}".encode(), partition=partition)
+            producer.flush()
+        finally:
+            producer.close()
+        side.saved[done] = True
+
+    return produce
+
+
 def share(run: str) -> Scenario:
     group, topic = f"diff-share-{run}", f"diff-share-{run}"
     m1 = _share_heartbeat(group, "diffsharemember000000001", topic)
@@ -958,6 +980,13 @@ def share(run: str) -> Scenario:
                 0,
                 offsets,
                 deviation={"groups[*].topics[*].partitions[*].startOffset": DOC_SHARE_ALTER},
+            ),
+            Step(
+                "describe altered offsets with their lag (v1, KIP-1226) after 3 records",
+                "DescribeShareGroupOffsets",
+                1,
+                offsets,
+                before=_produce_once(topic, 0, 3),
             ),
             Step(
                 "delete offsets",

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.streaming.state import GroupStateTimeout
 
+from coordinator.group.share.offsets_admin import END_OFFSETS_KEY_PREFIX
 from coordinator.metadata import BROADCAST_KEY
 
 from .config import StreamConfig
@@ -94,6 +95,7 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
         # A gateway's request record signs its envelope's principal (null for anyone else's).
         F.when(~from_internal, F.expr(header_sql(PRINCIPAL_MAC_HEADER))).alias("principal_mac"),
     )
+    rows = without_responder_queries(rows)
     n = cfg.coordinator_partitions
     routed = with_coordinator_partition(rows, "key", n, out_col="owner")
     # A broadcast on the internal channel (the metadata publisher's UpdateMetadata) goes to every
@@ -107,6 +109,15 @@ def request_records(spark: SparkSession, cfg: StreamConfig) -> DataFrame:
             )
         ),
     ).drop("owner")
+
+
+def without_responder_queries(rows: DataFrame) -> DataFrame:
+    """The coordinator partitions' end-offsets queries on the internal channel are for the driver's
+    responder (streaming/end_offsets.py), not for a coordinator partition: dropped here, in the JVM,
+    so that they cost no state-function work. A client's record with such a key is not `internal`:
+    it goes on, to be answered as any request."""
+    for_responder = F.col("internal") & F.coalesce(F.col("key").startswith(END_OFFSETS_KEY_PREFIX), F.lit(False))
+    return rows.where(~for_responder)
 
 
 def group_state_timeout(settings: StepSettings) -> str:

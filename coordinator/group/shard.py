@@ -134,6 +134,7 @@ class GroupCoordinator(Component):
         "AlterShareGroupOffsets": lambda g, request: g.share_offsets.alter(request),
         "DeleteShareGroupOffsets": lambda g, request: g.share_offsets.delete(request),
         "ShareStateSummaryAnswer": lambda g, request: g.share_offsets.on_answer(request),
+        "ShareEndOffsetsAnswer": lambda g, request: g.share_offsets.on_end_offsets(request),
     }
     TIMER_HANDLERS = {
         T_JOIN: lambda g, timer: g.classic.on_join_timer(timer),

@@ -289,8 +289,8 @@ APIS: tuple[Api, ...] = (
     Api("StreamsGroupHeartbeat", 88, 0, 1, GROUPS, "groupId", errors=ErrorShape()),
     Api("StreamsGroupDescribe", 89, 0, 1, GROUPS, errors=ErrorShape(echo=(_GROUP_IDS,))),
     # ------------------------------------------------------------------ share group offsets (admin)
-    # Version 1 (KIP-1226) adds each partition's lag: -1 here, the core has no partition end offsets
-    # (docs/protocol.md, *Share coordinator: deviations from Kafka*).
+    # Version 1 (KIP-1226) adds each partition's lag, from the partitions' end offsets that the
+    # driver's responder answers (ShareEndOffsetsAnswer, below).
     Api(
         "DescribeShareGroupOffsets",
         90,
@@ -315,6 +315,9 @@ APIS: tuple[Api, ...] = (
     # asking the share coordinator of other partitions' share-partitions, and its answer.
     Api("ShareStateSummaryQuery", 1011, 0, 0, SHARE, internal=True),
     Api("ShareStateSummaryAnswer", 1012, 0, 0, GROUPS, internal=True),
+    # The driver's end-offsets responder (streaming/end_offsets.py) answering the group side's
+    # end-offsets query for DescribeShareGroupOffsets v1's lag (Kafka: a ListOffsets from the broker).
+    Api("ShareEndOffsetsAnswer", 1013, 0, 0, GROUPS, internal=True),
 )
 
 

@@ -382,10 +382,13 @@ class ShareCoordinator(Component):
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
     # ================================================================ for the group side
-    def start_offset(self, group_id: str, tid: str, partition: int) -> tuple[int, int]:
-        """(start offset, leader epoch) of a share-partition this partition owns; (-1, 0) without state."""
+    def start_offset(self, group_id: str, tid: str, partition: int) -> tuple[int, int, int]:
+        """(start offset, leader epoch, deliveryCompleteCount) of a share-partition this partition
+        owns; (-1, 0, -1) without state (ReadShareGroupStateSummary's answer)."""
         offset = self.share_partition_state(group_id, tid, partition)
-        return (-1, 0) if offset is None else (offset["startOffset"], offset["leaderEpoch"])
+        if offset is None:
+            return UNINITIALIZED_START_OFFSET, DEFAULT_LEADER_EPOCH, UNINITIALIZED_DELIVERY_COMPLETE_COUNT
+        return offset["startOffset"], offset["leaderEpoch"], delivery_complete_count(offset)
 
     def initialize_at(
         self, staged: StagedStates, group_id: str, tid: str, partition: int, state_epoch: int, start: int
@@ -434,13 +437,14 @@ class ShareCoordinator(Component):
                         }
                     )
                     continue
-                start, epoch = self.start_offset(b["groupId"], t["topicId"], p)
+                start, epoch, complete = self.start_offset(b["groupId"], t["topicId"], p)
                 summaries.append(
                     {
                         "topicId": t["topicId"],
                         "partition": p,
                         "startOffset": start,
                         "leaderEpoch": epoch,
+                        "deliveryCompleteCount": complete,
                         "errorCode": 0,
                     }
                 )

@@ -197,6 +197,7 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             return starts if starts == ends else None
 
         wait_until("start offsets at the end of each partition", offsets_at_end, timeout=120, every=1)
+        states: dict[int, tuple[int, int]] = {}  # partition -> (state epoch, leader epoch)
         for w in workers.values():
             w.halt()  # no more claims: the leader epochs stay put for the reads below
         for p, end in ends.items():
@@ -222,6 +223,50 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
             )["results"][0]["partitions"][0]
             assert (read["errorCode"], read["startOffset"]) == (0, end)
             assert all(b["deliveryState"] in (2, 4) for b in read["stateBatches"])
+            states[p] = (read["stateEpoch"], summary["leaderEpoch"])
+
+        # KIP-1226 lag (DescribeShareGroupOffsets v1): 5 more records on partition 0, 2 of them
+        # delivered completely as a share-partition leader writes it (WriteShareGroupState v1); the
+        # driver's responder answers the partition's end offset (a real ListOffsets): 25 - 20 - 2.
+        for i in range(5):
+            producer.send(TOPIC, value=f"lag-{i}".encode(), partition=0)
+        producer.flush()
+        state_epoch, leader_epoch = states[0]
+        written = cc.request(
+            "WriteShareGroupState",
+            1,
+            {
+                "groupId": GROUP,
+                "topics": [
+                    {
+                        "topicId": tid,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "stateEpoch": state_epoch,
+                                "leaderEpoch": leader_epoch,
+                                "startOffset": 20,
+                                "deliveryCompleteCount": 2,
+                                "stateBatches": [
+                                    {"firstOffset": 22, "lastOffset": 23, "deliveryState": 2, "deliveryCount": 1}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+            key=f"{GROUP}:{tid}:0",
+            timeout=30,
+        )["results"][0]["partitions"][0]
+        assert written["errorCode"] == 0, written
+        lagged = cc.request(
+            "DescribeShareGroupOffsets",
+            1,
+            {"groups": [{"groupId": GROUP, "topics": [{"topicName": TOPIC, "partitions": [0]}]}]},
+            key=GROUP,
+            timeout=60,
+        )["groups"][0]["topics"][0]["partitions"][0]
+        assert (lagged["errorCode"], lagged["startOffset"], lagged["lag"]) == (0, 20, 25 - 20 - 2), lagged
     finally:
         for w in workers.values():
             w.halt()
@@ -230,4 +275,77 @@ def test_share_group_joins_member_loss_topology_change_and_acknowledgements(job)
                 c.stop()
         producer.close()
         cc.close()
+        admin.close()
+
+
+def test_the_end_offsets_responder_against_the_broker(job):
+    """The driver's end-offsets responder (streaming/end_offsets.py) on a channel of this test's own
+    (not the job's, whose queries it must not answer), against the real broker: a signed query is
+    answered with the partitions' end offsets, a partition or topic the broker does not have
+    LEADER_NOT_AVAILABLE (no leader, as Kafka's metadata cache), a forged query not at all."""
+    import json
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    from coordinator.group.share.offsets_admin import END_OFFSETS_QUERY, end_offsets_key
+    from streaming.end_offsets import EndOffsetsResponder
+    from streaming.trust import signed_headers
+
+    channel, topic, secret = "share-e2e-end-offsets-channel", "share-e2e-end-offsets", bytes(range(32))
+    admin = KafkaAdminClient(bootstrap_servers=job.bootstrap)
+    producer = KafkaProducer(bootstrap_servers=job.bootstrap, acks="all")
+    admin.create_topics([NewTopic(channel, 1, 1), NewTopic(topic, 2, 1)])
+    responder = EndOffsetsResponder(job.bootstrap, channel, 10, secret, epoch=1)
+    consumer = KafkaConsumer(bootstrap_servers=job.bootstrap, group_id=None)
+    try:
+        for _ in range(4):
+            producer.send(topic, b"x", partition=1)
+        responder.start()
+        assert responder.ready.wait(60)
+        asked = [{"topicName": topic, "partitions": [0, 1, 9]}, {"topicName": f"{topic}-none", "partitions": [0]}]
+        key = end_offsets_key(3).encode()
+        for i, (queried, mac_key) in enumerate(((asked[:1], bytes(32)), (asked, secret))):  # forged, then genuine
+            value = json.dumps(
+                {
+                    "apiKey": END_OFFSETS_QUERY,
+                    "apiVersion": 0,
+                    "correlationId": i,
+                    "clientId": "share-admin-3",
+                    "request": {"queryId": i, "fromPartition": 3, "topics": queried},
+                }
+            ).encode()
+            stamp = f"partition-3/1/{i}".encode()
+            producer.send(channel, key=key, value=value, headers=signed_headers(mac_key, key, value, stamp))
+        producer.flush()
+        consumer.assign([TopicPartition(channel, 0)])
+        consumer.seek_to_beginning()
+
+        def answers():
+            got = [r for rs in consumer.poll(500).values() for r in rs if not r.key.startswith(key)]
+            return got or None
+
+        [answer] = wait_until("the responder's answer", answers, timeout=60, every=0)
+        body = json.loads(answer.value)["request"]
+        assert body == {
+            "queryId": 1,
+            "topics": [
+                {
+                    "topicName": topic,
+                    "partitions": [
+                        {"partitionIndex": 0, "offset": 0, "errorCode": 0},
+                        {"partitionIndex": 1, "offset": 4, "errorCode": 0},
+                        {"partitionIndex": 9, "offset": -1, "errorCode": 5},
+                    ],
+                },
+                {"topicName": f"{topic}-none", "partitions": [{"partitionIndex": 0, "offset": -1, "errorCode": 5}]},
+            ],
+        }
+        assert {k for k, _ in answer.headers} == {"coordinator-mac", "coordinator-seq"}
+        # (The forged query came first: had it been answered, the first answer read would be its own.)
+        wait_until("the responder to count its one answer", lambda: responder.answers_sent == 1, timeout=10, every=0.05)
+    finally:
+        responder.stop()
+        consumer.close()
+        producer.close()
+        admin.delete_topics([channel, topic])
         admin.close()

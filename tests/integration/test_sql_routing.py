@@ -74,3 +74,16 @@ def test_header_values_of_records_with_and_without_the_header(spark):
     df = spark.createDataFrame(rows, "headers array<struct<key:string,value:binary>>")
     got = [tuple(r) for r in df.selectExpr(header_sql(MAC_HEADER), header_sql(STAMP_HEADER)).collect()]
     assert got == [(None, None), (None, None), ("m1", None), ("m2", "p/1/2")]
+
+
+def test_the_end_offsets_queries_are_dropped_before_the_state_function(spark):
+    """Only the internal channel's records with the responder's key prefix (streaming/end_offsets.py):
+    a client's record with that key, an internal record without a key or with another key go on."""
+    from coordinator.group.share.offsets_admin import end_offsets_key
+    from streaming.query import without_responder_queries
+
+    rows = [(end_offsets_key(3), True), (end_offsets_key(3), False), (None, True), ("my-group", True)]
+    df = spark.createDataFrame(rows, "key string, internal boolean")
+    assert sorted(without_responder_queries(df).collect(), key=str) == sorted(
+        [(end_offsets_key(3), False), (None, True), ("my-group", True)], key=str
+    )

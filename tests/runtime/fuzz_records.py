@@ -81,6 +81,7 @@ API_NAMES = [
     "DeleteShareGroupOffsets",
     "ShareStateSummaryQuery",
     "ShareStateSummaryAnswer",
+    "ShareEndOffsetsAnswer",
 ]
 
 

@@ -71,6 +71,7 @@ def test_the_services_own_apis_are_marked_internal_and_their_files_as_ours():
         "TxnOffsetsAdded",
         "ShareStateSummaryQuery",
         "ShareStateSummaryAnswer",
+        "ShareEndOffsetsAnswer",
     } <= ours
     for name in ours - {"WriteTxnMarkers"}:  # (WriteTxnMarkers: Kafka's file plus v2, KIP-1228)
         assert lookup(name).internal, name

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 
+from coordinator.api import lookup
 from coordinator.errors import Errors
+from coordinator.group.share.offsets_admin import END_OFFSETS_KEY_PREFIX, END_OFFSETS_QUERY, end_offsets_key
 from coordinator.metadata import BROADCAST_KEY, ZERO_UUID
-from coordinator.routing import coordinator_partition
+from coordinator.routing import coordinator_partition, key_for_partition
 from coordinator.share.keys import share_partition_key
 from tests.consumer.consumer_group_helpers import topic_id
 from tests.core_driver import CoreDriver
@@ -97,19 +99,192 @@ def test_describe_share_group_offsets_on_one_partition():
     ]
 
 
-def test_describe_share_group_offsets_v1_answers_the_lag_it_cannot_compute():
-    """DescribeShareGroupOffsets v1 (KIP-1226) adds `lag`; Kafka computes it with the partition's end
-    offset (a ListOffsets), which the service's core does not have: -1, Kafka's UNINITIALIZED_LAG
-    (docs/protocol.md). Everything else is v0's answer."""
+def write_complete(d: CoreDriver, partition: int, start: int, complete: int, leader_epoch: int = 1) -> None:
+    """InitializeShareGroupState at 0, then a partition leader's WriteShareGroupState v1 (KIP-1226)
+    at `start` with its deliveryCompleteCount."""
+    init_and_write(d, partition, start=0, leader_epoch=leader_epoch)
+    key = share_partition_key(GROUP, TID, partition)
+    written = {
+        "partition": partition,
+        "stateEpoch": 0,
+        "leaderEpoch": leader_epoch,
+        "startOffset": start,
+        "deliveryCompleteCount": complete,
+        "stateBatches": [],
+    }
+    r = d.send(
+        "WriteShareGroupState", 1, {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]}, key=key
+    )
+    assert r["results"][0]["partitions"][0]["errorCode"] == 0
+
+
+def end_offsets_query(d: CoreDriver) -> tuple[str, dict]:
+    """The end-offsets query the group's partition sent the driver's responder (its last one)."""
+    queries = [(k, e) for k, e in d.internal_requests if e["apiKey"] == END_OFFSETS_QUERY]
+    assert queries, d.internal_requests
+    return queries[-1]
+
+
+def answer_end_offsets(d: CoreDriver, query: dict, offsets: dict[tuple[str, int], tuple[int, int]]) -> None:
+    """The responder's ShareEndOffsetsAnswer: {(topic, partition): (offset, error code)} of the
+    partitions asked (one left out of `offsets` is left out of the answer)."""
+    body = query["request"]
+    topics = [
+        {
+            "topicName": t["topicName"],
+            "partitions": [
+                {
+                    "partitionIndex": p,
+                    "offset": offsets[(t["topicName"], p)][0],
+                    "errorCode": offsets[(t["topicName"], p)][1],
+                }
+                for p in t["partitions"]
+                if (t["topicName"], p) in offsets
+            ],
+        }
+        for t in body["topics"]
+    ]
+    d.send_raw(
+        json.dumps(
+            {
+                "apiKey": "ShareEndOffsetsAnswer",
+                "apiVersion": 0,
+                "correlationId": body["queryId"],
+                "clientId": "share-end-offsets-responder",
+                "request": {"queryId": body["queryId"], "topics": topics},
+            }
+        ).encode(),
+        key=key_for_partition(body["fromPartition"], d.config["coordinator.partitions"]),
+    )
+
+
+def test_describe_share_group_offsets_v1_lag_is_end_minus_start_minus_delivery_complete_count():
+    """computeShareGroupLagAndBuildResponse: lag = end offset - start offset - deliveryCompleteCount
+    for a share-partition whose summary is initialized (shouldComputeSharePartitionLag), -1 for one
+    without state; the end offset comes from the driver's responder (Kafka: listLatestOffsets), asked
+    only for the partitions that need it. Everything else is v0's answer."""
     d = CoreDriver(GROUP, coordinator_partitions=1)
     metadata(d)
-    init_and_write(d, 0, start=5)
+    write_complete(d, 0, start=5, complete=2)
     topics = [{"topicName": TOPIC, "partitions": [0, 1]}]
-    v0, v1 = describe(d, topics)["groups"][0], describe(d, topics, version=1)["groups"][0]
-    parts = v1["topics"][0]["partitions"]
-    assert [(p["startOffset"], p["lag"]) for p in parts] == [(5, -1), (-1, -1)]
+    v0 = describe(d, topics)["groups"][0]  # v0: no lag, no end offsets asked, answered at once
+    assert not [e for _, e in d.internal_requests if e["apiKey"] == END_OFFSETS_QUERY]
+    assert describe(d, topics, version=1) is None  # parked until the end offsets come
+    cid = d.last_cid
+    key, query = end_offsets_query(d)
+    assert key == end_offsets_key(d.partition_id) and key.startswith(END_OFFSETS_KEY_PREFIX)
+    assert query["request"]["topics"] == [{"topicName": TOPIC, "partitions": [0]}]
+    answer_end_offsets(d, query, {(TOPIC, 0): (20, 0)})
+    parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
+    assert [(p["startOffset"], p["lag"]) for p in parts] == [(5, 20 - 5 - 2), (-1, -1)]
     assert [{k: v for k, v in p.items() if k != "lag"} for p in parts] == v0["topics"][0]["partitions"]
     assert "lag" not in v0["topics"][0]["partitions"][0]
+    assert not any(k.startswith("_") for p in parts for k in p)
+
+
+def test_describe_share_group_offsets_v1_without_initialized_state_needs_no_end_offsets():
+    """Nothing to compute (no state, a delivery complete count of -1, an unknown topic): lag -1,
+    answered in the request's own batch, no end-offsets query."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    init_and_write(d, 0, start=5)  # a v0 write above the start offset: deliveryCompleteCount -1
+    resp = describe(
+        d, [{"topicName": TOPIC, "partitions": [0, 1]}, {"topicName": "missing", "partitions": [0]}], version=1
+    )
+    assert [[(p["startOffset"], p["lag"]) for p in t["partitions"]] for t in resp["groups"][0]["topics"]] == [
+        [(5, -1), (-1, -1)],
+        [(-1, -1)],
+    ]
+    assert not d.internal_requests
+
+
+def test_describe_share_group_offsets_v1_end_offset_errors_are_the_partitions_errors():
+    """A partition whose end offset came with an error (LEADER_NOT_AVAILABLE: no leader) gets that
+    error, start offset and leader epoch 0 and lag -1, as Kafka builds it; one the answer leaves out
+    UNKNOWN_TOPIC_OR_PARTITION (NetworkPartitionMetadataClient.handleResponse)."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    for p in (0, 1, 2):
+        write_complete(d, p, start=5, complete=0, leader_epoch=4)
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0, 1, 2]}], version=1) is None
+    cid = d.last_cid
+    _, query = end_offsets_query(d)
+    answer_end_offsets(d, query, {(TOPIC, 0): (9, 0), (TOPIC, 1): (-1, Errors.LEADER_NOT_AVAILABLE.code)})
+    parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
+    assert parts[0] == {
+        "partitionIndex": 0,
+        "startOffset": 5,
+        "leaderEpoch": 4,
+        "lag": 4,
+        "errorCode": 0,
+        "errorMessage": None,
+    }
+    assert parts[1] == {
+        "partitionIndex": 1,
+        "startOffset": 0,
+        "leaderEpoch": 0,
+        "lag": -1,
+        "errorCode": Errors.LEADER_NOT_AVAILABLE.code,
+        "errorMessage": Errors.LEADER_NOT_AVAILABLE.message,
+    }
+    assert (parts[2]["errorCode"], parts[2]["lag"]) == (Errors.UNKNOWN_TOPIC_OR_PARTITION.code, -1)
+
+
+def test_describe_share_group_offsets_v1_responder_timeout_is_request_timed_out():
+    """No end offsets within share.admin.timeout.ms: REQUEST_TIMED_OUT on the partitions that needed
+    them (Kafka's listLatestOffsets whose ListOffsets timed out); a late answer changes nothing."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    write_complete(d, 0, start=5, complete=1)
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0, 1]}], version=1) is None
+    cid = d.last_cid
+    _, query = end_offsets_query(d)
+    d.advance(d.config["share.admin.timeout.ms"])
+    parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
+    assert [(p["errorCode"], p["startOffset"], p["lag"]) for p in parts] == [
+        (Errors.REQUEST_TIMED_OUT.code, 0, -1),
+        (0, -1, -1),
+    ]
+    answered = len(d.response_envelopes)
+    answer_end_offsets(d, query, {(TOPIC, 0): (9, 0)})
+    assert len(d.response_envelopes) == answered and not d.component("share").admin_state().get("pending")
+
+
+def test_describe_share_group_offsets_v1_a_second_answer_is_dropped():
+    """A replayed query makes the responder answer twice: the request completes with the first."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    write_complete(d, 0, start=5, complete=1)
+    describe(d, [{"topicName": TOPIC, "partitions": [0]}], version=1)
+    cid = d.last_cid
+    _, query = end_offsets_query(d)
+    answer_end_offsets(d, query, {(TOPIC, 0): (9, 0)})
+    answer_end_offsets(d, query, {(TOPIC, 0): (50, 0)})
+    assert [r for r, _ in d.response_envelopes if r.correlation_id == cid].__len__() == 1
+    assert d.response(cid)["groups"][0]["topics"][0]["partitions"][0]["lag"] == 3
+
+
+def test_share_end_offsets_answer_is_refused_on_the_public_request_topic():
+    """Only the driver's responder answers end offsets: the internal API from a client is refused
+    and the parked request still waits."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d)
+    write_complete(d, 0, start=5, complete=1)
+    describe(d, [{"topicName": TOPIC, "partitions": [0]}], version=1)
+    cid = d.last_cid
+    forged = {
+        "apiKey": "ShareEndOffsetsAnswer",
+        "apiVersion": 0,
+        "correlationId": 991,
+        "clientId": "mallory",
+        "request": {
+            "queryId": 0,
+            "topics": [{"topicName": TOPIC, "partitions": [{"partitionIndex": 0, "offset": 10**9, "errorCode": 0}]}],
+        },
+    }
+    d.send_raw(json.dumps(forged).encode(), key=GROUP, internal=False)
+    assert d.responses[991]["errorCode"] != 0
+    assert d.response(cid) is None and d.component("share").admin_state()["pending"]
 
 
 def test_describe_share_group_offsets_not_coordinator_and_no_metadata():
@@ -166,6 +341,83 @@ def test_describe_share_group_offsets_timeout_answers_uninitialized():
     assert g["topics"][0]["partitions"][0]["startOffset"] == -1
 
 
+def _describe_remote_v1(end_first: bool) -> tuple[CoreDriver, dict]:
+    """A v1 describe of a share-partition another coordinator partition owns (deliveryCompleteCount
+    3 at start offset 42), both answers delivered in the order asked; returns the group's driver
+    and its answer."""
+    grp = CoreDriver(GROUP)
+    remote = _remote_partition()
+    owner = CoreDriver(share_partition_key(GROUP, TID, remote))
+    for d in (grp, owner):
+        metadata(d, partitions=100)
+    init_and_write(owner, remote, start=0, leader_epoch=3)
+    written = {
+        "partition": remote,
+        "stateEpoch": 0,
+        "leaderEpoch": 3,
+        "startOffset": 42,
+        "deliveryCompleteCount": 3,
+        "stateBatches": [],
+    }
+    owner.send(
+        "WriteShareGroupState",
+        1,
+        {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [written]}]},
+        key=share_partition_key(GROUP, TID, remote),
+    )
+    assert describe(grp, [{"topicName": TOPIC, "partitions": [remote]}], version=1) is None
+    cid = grp.last_cid
+    # One batch asks both: the summary's owner and the responder (no extra micro-batch for the lag).
+    [(key, summary_query), (_, end_query)] = grp.internal_requests
+    assert (summary_query["apiKey"], end_query["apiKey"]) == ("ShareStateSummaryQuery", END_OFFSETS_QUERY)
+    assert end_query["request"]["topics"] == [{"topicName": TOPIC, "partitions": [remote]}]
+
+    def summary() -> None:
+        owner.send_raw(json.dumps(summary_query).encode(), key=key)
+        [(back_key, answer)] = owner.internal_requests
+        assert answer["request"]["summaries"][0]["deliveryCompleteCount"] == 3
+        grp.send_raw(json.dumps(answer).encode(), key=back_key)
+
+    def end() -> None:
+        answer_end_offsets(grp, end_query, {(TOPIC, remote): (100, 0)})
+
+    first, second = (end, summary) if end_first else (summary, end)
+    first()
+    assert grp.response(cid) is None  # still waiting for the other answer
+    second()
+    return grp, grp.response(cid)
+
+
+def test_describe_share_group_offsets_v1_across_partitions():
+    """The summary of another partition's share-partition carries its deliveryCompleteCount; the lag
+    is computed once both the summary and the end offsets are in, whichever comes first."""
+    for end_first in (False, True):
+        _, resp = _describe_remote_v1(end_first)
+        [p] = resp["groups"][0]["topics"][0]["partitions"]
+        assert (p["startOffset"], p["leaderEpoch"], p["lag"], p["errorCode"]) == (42, 3, 100 - 42 - 3, 0)
+
+
+def test_describe_share_group_offsets_v1_replays_to_the_same_answer_and_state():
+    """Deterministic on replay: the same records (request, then the recorded answers) give the same
+    answer and the same stored state, whatever the end offsets are now."""
+    runs = [_describe_remote_v1(end_first=True) for _ in range(2)]
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][0].stored().payload == runs[1][0].stored().payload
+    assert not runs[0][0].component("share").admin_state().get("pending")
+
+
+def test_a_summary_answer_written_before_delivery_complete_count_reads_minus_one():
+    """ShareStateSummaryAnswer gained deliveryCompleteCount (default -1): an answer without it (a
+    record written by the previous release) parses, and its partition's lag is not computed."""
+    spec = lookup("ShareStateSummaryAnswer")
+    old = {
+        "queryId": 1,
+        "groupId": GROUP,
+        "summaries": [{"topicId": TID, "partition": 0, "startOffset": 4, "leaderEpoch": 1, "errorCode": 0}],
+    }
+    assert spec.request.validate(old, 0)["summaries"][0]["deliveryCompleteCount"] == -1
+
+
 def test_describe_share_group_all_offsets_uses_the_initialized_partitions():
     """`topics: null`: every initialized share-partition of the group (ShareGroupStatePartitionMetadata);
     the heartbeat initialized both at start offset -1 with the group epoch as state epoch."""
@@ -220,6 +472,26 @@ def _alter(d: CoreDriver, offsets: dict, topic: str = TOPIC) -> dict | None:
         },
         key=GROUP,
     )
+
+
+def test_describe_share_group_offsets_v1_lag_of_altered_offsets():
+    """AlterShareGroupOffsets initializes at the new start offset with deliveryCompleteCount 0
+    (ShareCoordinatorShard.initializeState), so the lag is end offset - start offset; the partition
+    the heartbeat initialized at -1 has none (the differential test's step against the broker)."""
+    d = CoreDriver(GROUP, coordinator_partitions=1)
+    metadata(d, partitions=2)
+    m = "m1-aaaaaaaaaaaaaaaaaaaa"
+    heartbeat = {"groupId": GROUP, "memberId": m, "memberEpoch": 0, "rackId": None, "subscribedTopicNames": [TOPIC]}
+    d.send("ShareGroupHeartbeat", 1, heartbeat, key=GROUP)
+    d.send("ShareGroupHeartbeat", 1, {**heartbeat, "memberEpoch": -1}, key=GROUP)
+    assert _alter(d, {0: 0})["responses"][0]["partitions"][0]["errorCode"] == 0
+    assert describe(d, [{"topicName": TOPIC, "partitions": [0, 1]}], version=1) is None
+    cid = d.last_cid
+    _, query = end_offsets_query(d)
+    assert query["request"]["topics"] == [{"topicName": TOPIC, "partitions": [0]}]
+    answer_end_offsets(d, query, {(TOPIC, 0): (3, 0)})
+    parts = d.response(cid)["groups"][0]["topics"][0]["partitions"]
+    assert [(p["startOffset"], p["lag"]) for p in parts] == [(0, 3), (-1, -1)]
 
 
 def test_alter_share_group_offsets_requires_an_empty_share_group():

@@ -19,6 +19,17 @@ the checkpointed state and not in the state log.
 
 `topics: null` asks for every initialized share-partition of the group (its
 ShareGroupStatePartitionMetadata record, as Kafka).
+
+v1's `lag` (KIP-1226): Kafka computes end offset - start offset - deliveryCompleteCount for each
+share-partition whose summary is initialized, the end offset from a ListOffsets to the partition's
+leader (PartitionMetadataClient.listLatestOffsets). The core has no broker: in the same batch as its
+summary queries, G asks the driver's end-offsets responder (streaming/end_offsets.py) with an
+internal request keyed `END_OFFSETS_KEY_PREFIX`-G (the query never reaches a coordinator
+partition: the query drops it before the state function), for the partitions it may need (its own
+initialized ones, every remote one); the responder answers with a signed `ShareEndOffsetsAnswer`
+keyed back to G, which the parked request waits for like a summary answer. A v0 request asks for
+none (v0 has no lag). No answer by the timeout: REQUEST_TIMED_OUT on those partitions, as Kafka
+answers a ListOffsets that timed out.
 """
 
 from __future__ import annotations
@@ -43,6 +54,11 @@ if TYPE_CHECKING:
     from ...share.coordinator import ShareCoordinator
 
 T_ADMIN_TIMEOUT = "share-admin-timeout"
+# The routing key prefix of the end-offsets queries for the driver's responder (streaming/end_offsets.py).
+END_OFFSETS_KEY_PREFIX = "__share_end_offsets__"
+END_OFFSETS_QUERY = "ShareEndOffsetsQuery"
+# PartitionFactory: the lag of a share-partition whose lag is not computed.
+UNINITIALIZED_LAG = -1
 
 
 # The APIs (DescribeShareGroupOffsets, Alter/DeleteShareGroupOffsets and the internal
@@ -52,18 +68,29 @@ _alter_error = registered("AlterShareGroupOffsets").error_response
 _delete_error = registered("DeleteShareGroupOffsets").error_response
 
 
-def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0) -> dict:
+def _partition(index: int, start_offset: int = -1, leader_epoch: int = 0, complete: int = -1) -> dict:
     return {
         "partitionIndex": index,
         "startOffset": start_offset,
         "leaderEpoch": leader_epoch,
-        # v1 (KIP-1226): Kafka computes end offset - start offset - deliveryCompleteCount with a
-        # ListOffsets to the partition's leader; the sans-IO core has no end offsets, so it answers
-        # PartitionFactory.UNINITIALIZED_LAG, as Kafka does where the lag cannot be computed.
-        "lag": -1,
+        # v1 (KIP-1226): set once the end offset is known (`_with_lag`).
+        "lag": UNINITIALIZED_LAG,
         "errorCode": 0,
         "errorMessage": None,
+        # The summary's deliveryCompleteCount, kept for the lag (not a response field).
+        "_complete": complete,
     }
+
+
+def _lag_computable(p: dict) -> bool:
+    """shouldComputeSharePartitionLag: the summary read worked, its start offset and its
+    deliveryCompleteCount are initialized."""
+    return p["errorCode"] == 0 and p["startOffset"] != -1 and p.get("_complete", -1) != -1
+
+
+def end_offsets_key(partition_id: int) -> str:
+    """The routing key of coordinator partition `partition_id`'s end-offsets queries."""
+    return f"{END_OFFSETS_KEY_PREFIX}-{partition_id}"
 
 
 class ShareOffsetsAdmin:
@@ -82,6 +109,8 @@ class ShareOffsetsAdmin:
         result = CoordinatorResult()
         groups_out: list = []
         remote: dict[int, dict] = {}  # owning partition -> {"key": routing key, "topics": {tid: [p]}}
+        # topic name -> partitions whose end offset the lag may need (v1: v0 has no lag)
+        ends: dict[str, set[int]] | None = {} if request.api_version >= 1 else None
         meta = self.groups.metadata
         for g in request.body["groups"]:
             group_id = g["groupId"]
@@ -108,17 +137,21 @@ class ShareOffsetsAdmin:
                     key = f"{group_id}:{tid}:{p}"
                     if self.p.owns(key):
                         parts.append(_partition(p, *self.share.start_offset(group_id, tid, p)))
+                        if ends is not None and _lag_computable(parts[-1]):
+                            ends.setdefault(name, set()).add(p)
                     else:
                         parts.append(_partition(p))  # filled in by the answer
                         owner = coordinator_partition(key, self.p.config["coordinator.partitions"])
                         ask = remote.setdefault(owner, {"key": key, "groups": {}})
                         ask["groups"].setdefault(group_id, {}).setdefault(tid, []).append(p)
+                        if ends is not None:  # asked now, with the summaries: no extra micro-batch
+                            ends.setdefault(name, set()).add(p)
                 entry["topics"].append({"topicName": name, "topicId": tid, "partitions": parts})
         response = {"throttleTimeMs": 0, "groups": groups_out}
-        if not remote:
+        if not remote and not ends:
             result.response = _described(request.api_version, response)
             return result
-        self._park(result, request.reply, response, remote)
+        self._park(result, request.reply, response, remote, end_offsets=ends or None)
         return result
 
     def _requested(self, group_id: str, topics: list | None) -> list[tuple[str, list[int]]]:
@@ -139,8 +172,10 @@ class ShareOffsetsAdmin:
         remote: dict,
         op: str = "summary",
         state_epoch: int = 0,
+        end_offsets: dict[str, set[int]] | None = None,
     ) -> dict:
-        """Ask the owners (`remote`) and keep the request waiting in the admin state (what Kafka
+        """Ask the owners (`remote`), and the driver's responder for the `end_offsets` of
+        {topic name: partitions}, and keep the request waiting in the admin state (what Kafka
         keeps in memory as the persister's pending futures; here checkpointed, never in the log).
         Returns the parked entry."""
         st = self.share.admin_state()
@@ -163,7 +198,11 @@ class ShareOffsetsAdmin:
                     "startOffsets": [p[1] for ps in topics.values() for p in ps] if op == "initialize" else [],
                 }
                 self._ask(result, ask["key"], query)
-        parked = {"reply": reply.to_json(), "response": response, "waiting": waiting}
+        parked: dict[str, Any] = {"reply": reply.to_json(), "response": response, "waiting": waiting}
+        if end_offsets:
+            self._ask_end_offsets(result, qid, end_offsets)
+            parked["waiting"] += 1
+            parked["awaitsEndOffsets"] = True
         st.setdefault("pending", {})[str(qid)] = parked
         self._expire(result, qid)
         return parked
@@ -173,6 +212,40 @@ class ShareOffsetsAdmin:
         qid = query["queryId"]
         client_id = f"share-admin-{self.p.partition_id}"
         result.send_request(key, "ShareStateSummaryQuery", 0, query, correlation_id=qid % 2**31, client_id=client_id)
+
+    def _ask_end_offsets(self, result: CoordinatorResult, qid: int, wanted: dict[str, set[int]]) -> None:
+        """An end-offsets query for the driver's responder (Kafka: listLatestOffsets)."""
+        query = {
+            "queryId": qid,
+            "fromPartition": self.p.partition_id,
+            "topics": [{"topicName": t, "partitions": sorted(wanted[t])} for t in sorted(wanted)],
+        }
+        client_id = f"share-admin-{self.p.partition_id}"
+        result.send_request(
+            end_offsets_key(self.p.partition_id),
+            END_OFFSETS_QUERY,
+            0,
+            query,
+            correlation_id=qid % 2**31,
+            client_id=client_id,
+        )
+
+    def on_end_offsets(self, request: Request) -> CoordinatorResult:
+        """The responder's ShareEndOffsetsAnswer: the end offsets a parked describe waits for."""
+        b = request.body
+        result = CoordinatorResult()
+        parked = self.share.admin_state().get("pending", {}).get(str(b["queryId"]))
+        if parked is None or not parked.pop("awaitsEndOffsets", False):
+            return result  # timed out already, or a second answer (a replayed query)
+        parked["endOffsets"] = {
+            f"{t['topicName']}:{p['partitionIndex']}": [p["offset"], p["errorCode"]]
+            for t in b["topics"]
+            for p in t["partitions"]
+        }
+        parked["waiting"] -= 1
+        if parked["waiting"] <= 0:
+            self._finish(result, b["queryId"])
+        return result
 
     def _expire(self, result: CoordinatorResult, qid: int) -> None:
         """The timer after which query `qid`'s missing answers count as failed."""
@@ -220,6 +293,7 @@ class ShareOffsetsAdmin:
                     s = found.get((t["topicId"], p["partitionIndex"]))
                     if s is not None:
                         p["startOffset"], p["leaderEpoch"] = s["startOffset"], s["leaderEpoch"]
+                        p["_complete"] = s.get("deliveryCompleteCount", -1)
         parked["waiting"] -= 1
         if parked["waiting"] <= 0:
             self._finish(result, b["queryId"])
@@ -577,12 +651,47 @@ class ShareOffsetsAdmin:
             self._complete_delete_offsets(result, parked["deleteOffsets"], parked["response"])
         reply = ReplyTo.from_json(parked["reply"])
         response = parked["response"]
-        result.reply(reply, _described(reply.api_version, response) if "groups" in response else _public(response))
+        if "groups" not in response:
+            result.reply(reply, _public(response))
+            return
+        if reply.api_version >= 1:
+            _with_lag(response, parked.get("endOffsets"))
+        result.reply(reply, _described(reply.api_version, response))
 
 
 def _described(version: int, response: dict) -> dict:
-    """A DescribeShareGroupOffsets answer with its version's fields (v0 has no `lag`)."""
+    """A DescribeShareGroupOffsets answer with its version's fields (v0 has no `lag`; the
+    bookkeeping keys "_..." go)."""
     return shape("DescribeShareGroupOffsetsResponse", version, response)
+
+
+def _with_lag(response: dict, end_offsets: dict | None) -> None:
+    """computeShareGroupLagAndBuildResponse: each share-partition whose summary is initialized gets
+    end offset - start offset - deliveryCompleteCount; one whose end offset came with an error gets
+    that error (start offset and leader epoch 0, lag -1, as Kafka builds that partition), and one
+    whose end offset did not come in time (`end_offsets` None: no answer) REQUEST_TIMED_OUT, as
+    Kafka's listLatestOffsets whose request timed out (one the answer left out
+    UNKNOWN_TOPIC_OR_PARTITION, as Kafka's for a partition its ListOffsets answer leaves out). The
+    others keep lag -1."""
+    missing = Errors.REQUEST_TIMED_OUT if end_offsets is None else Errors.UNKNOWN_TOPIC_OR_PARTITION
+    ends = end_offsets or {}
+    for g in response["groups"]:
+        for t in g["topics"]:
+            for p in t["partitions"]:
+                if not _lag_computable(p):
+                    continue
+                offset, code = ends.get(f"{t['topicName']}:{p['partitionIndex']}", (-1, missing.code))
+                if code == 0:
+                    p["lag"] = offset - p["startOffset"] - p["_complete"]
+                    continue
+                error = Errors.for_code(code)
+                p.update(
+                    startOffset=0,
+                    leaderEpoch=0,
+                    lag=UNINITIALIZED_LAG,
+                    errorCode=error.code,
+                    errorMessage=error.message,
+                )
 
 
 def _all_or_nothing(done: dict, failed: dict) -> tuple[dict, dict]:
