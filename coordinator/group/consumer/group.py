@@ -235,7 +235,7 @@ class ConsumerGroup(ModernGroup):
         per-partition check (None: every partition passes)."""
         # Epoch -1 with no members: the admin client, or a consumer without group management.
         if member_epoch < 0 and not self.members:
-            return
+            return None
         # TxnOffsetCommit may omit member id, generation and instance id.
         if (
             is_transactional
@@ -243,7 +243,7 @@ class ConsumerGroup(ModernGroup):
             and member_id == UNKNOWN_MEMBER_ID
             and group_instance_id is None
         ):
-            return
+            return None
         member = self.get_member(member_id)
         if not is_transactional and not member.use_classic_protocol and api_version < 9:
             raise ApiError(

@@ -226,15 +226,16 @@ class CurrentAssignmentBuilder:
                 assigned_partitions=new_assigned,
                 partitions_pending_revocation=new_pending_revocation,
             )
-        epochs = member.partition_epochs
+        epochs: Mapping[str, Mapping[int, int]] = member.partition_epochs
         if new_pending_assignment:
             # Newly assigned partitions are assigned at the target epoch (also one the member
             # still held pending revocation); the kept ones keep theirs.
-            epochs = {t: dict(e) for t, e in epochs.items()}
+            updated = {t: dict(e) for t, e in epochs.items()}
             for topic, partitions in new_pending_assignment.items():
                 cur = new_assigned.get(topic)
                 new_assigned[topic] = partitions if cur is None else cur | partitions
-                epochs.setdefault(topic, {}).update(dict.fromkeys(partitions, self.target_assignment_epoch))
+                updated.setdefault(topic, {}).update(dict.fromkeys(partitions, self.target_assignment_epoch))
+            epochs = updated
             state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
         elif has_unreleased:
             state = MemberState.UNRELEASED_PARTITIONS
