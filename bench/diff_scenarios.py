@@ -266,7 +266,6 @@ def consumer(run: str) -> Scenario:
                 "generationIdOrMemberEpoch": epoch(side),
                 "memberId": who,
                 "groupInstanceId": None,
-                "retentionTimeMs": -1,
                 "topics": [{**named, "partitions": parts}],
             }
 

@@ -260,3 +260,18 @@ def test_leaving_static_member_resets_assignment_epochs_to_zero(mock_assignor):
     assert resp["errorCode"] == 0
     assert c.member("m1b").partition_epochs == {FOO: {0: 0, 1: 0}}
     assert resp["memberEpoch"] > 0 and commit(c, "m1b", 0, [0, 1]) == [0, 0]
+
+
+def test_a_snapshot_written_before_the_epochs_still_loads():
+    """The state of a previous release (members without the epoch fields) loads: each partition at
+    its member's epoch, as a replayed Kafka 4.2 record; saved again, the epochs are written."""
+    from coordinator.group.consumer.group import ConsumerGroup
+
+    old = ConsumerGroup("g")
+    old.update_member(ConsumerGroupMember("m", member_epoch=5, assigned_partitions={"t": {0, 1}}))
+    snapshot = old.to_json()
+    for member in snapshot["members"].values():
+        del member["assignedPartitionsAssignmentEpochs"], member["partitionsPendingRevocationAssignmentEpochs"]
+    loaded = ConsumerGroup.from_json(snapshot)
+    assert loaded.members["m"].partition_epochs == {"t": {0: 5, 1: 5}}
+    assert loaded.to_json()["members"]["m"]["assignedPartitionsAssignmentEpochs"] == {"t": [5, 5]}
