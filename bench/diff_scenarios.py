@@ -178,9 +178,32 @@ def classic(run: str) -> Scenario:
 
 
 # ------------------------------------------------------------------ KIP-848 consumer groups, configs
+def _save_consumer_member(member: str) -> Callable[[dict, Side], None]:
+    """Keeps a KIP-848 member's epoch and the last assignment it was sent (null: unchanged)."""
+
+    def save(answer: dict, side: Side) -> None:
+        if answer["errorCode"] == 0:
+            side.saved[f"{member}-epoch"] = answer["memberEpoch"]
+            if answer["assignment"] is not None:
+                side.saved[f"{member}-assigned"] = answer["assignment"]["topicPartitions"]
+
+    return save
+
+
+def _partitions(side: Side, member: str) -> list[int]:
+    return sorted(p for t in side.saved.get(f"{member}-assigned") or [] for p in t["partitions"])
+
+
+def _topic_id(side: Side, topic: str) -> str:
+    """The side's own id of the topic (the two clusters give a topic different ids)."""
+    return next(tid for tid, name in side.names.topic_ids.items() if name == topic)
+
+
 def consumer(run: str) -> Scenario:
     group, topic = f"diff-consumer-{run}", f"diff-consumer-{run}"
     member = "diffconsumermember000001"
+    second = "diffconsumermember000002"
+    txn = f"diff-consumer-txn-{run}"
 
     def heartbeat(epoch: int, **extra) -> Callable[[Side], dict]:
         def body(side: Side) -> dict:
@@ -199,6 +222,79 @@ def consumer(run: str) -> Scenario:
             }
 
         return body
+
+    def member_heartbeat(who: str, epoch: int | None, owned: Callable[[Side], list] | None = None):
+        """`who`'s heartbeat: a join (epoch 0), a leave (-1), else at its saved epoch."""
+
+        def body(side: Side) -> dict:
+            return {
+                "groupId": group,
+                "memberId": who,
+                "memberEpoch": epoch if epoch is not None else side.saved[f"{who}-epoch"],
+                "instanceId": None,
+                "rackId": None,
+                "rebalanceTimeoutMs": 10000 if epoch == 0 else -1,
+                "subscribedTopicNames": [topic] if epoch == 0 else None,
+                "subscribedTopicRegex": None,
+                "serverAssignor": None,
+                "topicPartitions": [] if epoch == 0 else (owned(side) if owned is not None else None),
+            }
+
+        return body
+
+    # KIP-1251 (Kafka 4.3+): a commit at an older member epoch is accepted for the partitions
+    # assigned to the member at or before it. `first_epoch` is the first member's epoch before the
+    # second member joined: it keeps some partitions from then; the others are the second's.
+    def first_epoch(side: Side) -> int:
+        return side.saved["joined"]["memberEpoch"]
+
+    def kept(side: Side) -> list[int]:
+        return _partitions(side, member)
+
+    def everything(side: Side) -> list[int]:
+        return sorted(kept(side) + _partitions(side, second))
+
+    def offset_commit(who: str, epoch: Callable[[Side], int], partitions: Callable[[Side], list[int]], version: int):
+        def body(side: Side) -> dict:
+            parts = [
+                {"partitionIndex": p, "committedOffset": 5, "committedLeaderEpoch": -1, "committedMetadata": ""}
+                for p in partitions(side)
+            ]
+            named = {"topicId": _topic_id(side, topic)} if version >= 10 else {"name": topic}
+            return {
+                "groupId": group,
+                "generationIdOrMemberEpoch": epoch(side),
+                "memberId": who,
+                "groupInstanceId": None,
+                "topics": [{**named, "partitions": parts}],
+            }
+
+        return body
+
+    def txn_producer(side: Side) -> dict:
+        a = side.saved["init"]
+        return {"transactionalId": txn, "producerId": a["producerId"], "producerEpoch": a["producerEpoch"]}
+
+    def txn_offset_commit(partitions: Callable[[Side], list[int]], version: int):
+        def body(side: Side) -> dict:
+            parts = [
+                {"partitionIndex": p, "committedOffset": 7, "committedLeaderEpoch": -1, "committedMetadata": None}
+                for p in partitions(side)
+            ]
+            named = {"topicId": _topic_id(side, topic)} if version >= 6 else {"name": topic}
+            return {
+                **txn_producer(side),
+                "groupId": group,
+                "generationIdOrMemberEpoch": first_epoch(side),
+                "memberId": member,
+                "groupInstanceId": None,
+                "topics": [{**named, "partitions": parts}],
+            }
+
+        return body
+
+    def acknowledged(side: Side) -> list:
+        return side.saved.get(f"{member}-assigned") or []
 
     resource = {"resourceType": 32, "resourceName": group}
     return Scenario(
@@ -257,6 +353,98 @@ def consumer(run: str) -> Scenario:
                 heartbeat(1),
                 until=lambda a, s: a["heartbeatIntervalMs"] == 2000,
             ),
+            Step(
+                "second member joins",
+                "ConsumerGroupHeartbeat",
+                1,
+                member_heartbeat(second, 0),
+                save=_save_consumer_member(second),
+            ),
+            Step(
+                "first member is asked to revoke",
+                "ConsumerGroupHeartbeat",
+                1,
+                lambda s: {**heartbeat(1)(s), "topicPartitions": s.saved["joined"]["assignment"]["topicPartitions"]},
+                save=_save_consumer_member(member),
+            ),
+            Step(
+                "first member revokes",
+                "ConsumerGroupHeartbeat",
+                1,
+                member_heartbeat(member, None, acknowledged),
+                save=_save_consumer_member(member),
+            ),
+            Step(
+                "second member heartbeats until assigned",
+                "ConsumerGroupHeartbeat",
+                1,
+                member_heartbeat(second, None, lambda s: s.saved.get(f"{second}-assigned") or []),
+                save=_save_consumer_member(second),
+                until=lambda a, s: a["errorCode"] != 0 or bool(_partitions(s, second)),
+            ),
+            Step(
+                "commit at an older epoch, partitions kept since",
+                "OffsetCommit",
+                9,
+                offset_commit(member, first_epoch, kept, 9),
+            ),
+            Step(
+                "commit at an older epoch, a partition assigned since to another member",
+                "OffsetCommit",
+                10,
+                offset_commit(member, first_epoch, everything, 10),
+            ),
+            Step(
+                "commit at an epoch older than the partition's assignment",
+                "OffsetCommit",
+                10,
+                offset_commit(second, first_epoch, lambda s: _partitions(s, second), 10),
+            ),
+            Step(
+                "offsets committed at older epochs",
+                "OffsetFetch",
+                10,
+                lambda s: {
+                    "groups": [
+                        {
+                            "groupId": group,
+                            "memberId": None,
+                            "memberEpoch": -1,
+                            "topics": [{"topicId": _topic_id(s, topic), "partitionIndexes": [0, 1, 2]}],
+                        }
+                    ],
+                    "requireStable": False,
+                },
+            ),
+            Step(
+                "init producer id",
+                "InitProducerId",
+                5,
+                {"transactionalId": txn, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
+                save=saved("init"),
+                until=retried,
+            ),
+            Step("add offsets", "AddOffsetsToTxn", 3, lambda s: {**txn_producer(s), "groupId": group}),
+            Step(
+                "txn commit at an older epoch, partitions kept since (v6)",
+                "TxnOffsetCommit",
+                6,
+                txn_offset_commit(kept, 6),
+            ),
+            Step(
+                "txn commit at an older epoch, a partition assigned since (v6)",
+                "TxnOffsetCommit",
+                6,
+                txn_offset_commit(everything, 6),
+            ),
+            Step(
+                "txn commit at an older epoch, a partition assigned since (v4)",
+                "TxnOffsetCommit",
+                4,
+                txn_offset_commit(everything, 4),
+            ),
+            Step("abort", "EndTxn", 3, lambda s: {**txn_producer(s), "committed": False}),
+            Step("second member leaves", "ConsumerGroupHeartbeat", 1, member_heartbeat(second, -1)),
             Step("leave", "ConsumerGroupHeartbeat", 1, heartbeat(-1)),
             Step(
                 "describe empty",

@@ -4,6 +4,7 @@ and to the service, answers compared field by field.
     .venv/bin/python -m bench.differential                 # every scenario
     .venv/bin/python -m bench.differential -k streams      # the scenarios whose name contains "streams"
     .venv/bin/python -m bench.differential --list
+    .venv/bin/python -m bench.differential -k consumer --answers   # matching steps' answers too
 
 It starts, in a temporary directory: the reference broker (`reference_broker`: streams and share
 groups enabled as Kafka documents, Kafka's defaults otherwise, the group timings the service's job
@@ -124,7 +125,7 @@ def _documented(step: Step, path: str) -> str | None:
     return None
 
 
-def run_scenario(scenario: Scenario, ref: Side, svc: Side, out=print) -> list[Outcome]:
+def run_scenario(scenario: Scenario, ref: Side, svc: Side, out=print, answers: bool = False) -> list[Outcome]:
     from client.drill.load import ensure_data_topics
 
     for side in (ref, svc):
@@ -138,8 +139,10 @@ def run_scenario(scenario: Scenario, ref: Side, svc: Side, out=print) -> list[Ou
         # Both sides at once: a step that waits on one side (an expiry, a rebalance) must not let the
         # other side's members time out meanwhile.
         with ThreadPoolExecutor(2) as pool:
-            answers = list(pool.map(lambda side: run_step(step, side), (ref, svc)))
-        kind, detail = compare(step, answers[0], ref, answers[1], svc)
+            replies = list(pool.map(lambda side: run_step(step, side), (ref, svc)))
+        kind, detail = compare(step, replies[0], ref, replies[1], svc)
+        if answers and kind == "match":  # what both answered (normalised), to read what a step checked
+            detail = json.dumps(normalise(replies[0], ref.names, step.api))
         outcomes.append(Outcome(scenario.name, step.name, step.api, kind, detail))
         path = svc.target.path(step.api)
         out(
@@ -239,10 +242,10 @@ def sides(reference_bootstrap: str, gateway_bootstrap: str, job: Any, client_id:
     return ref, svc
 
 
-def run(scenarios: list[Scenario], ref: Side, svc: Side, out=print) -> list[Outcome]:
+def run(scenarios: list[Scenario], ref: Side, svc: Side, out=print, answers: bool = False) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for scenario in scenarios:
-        outcomes += run_scenario(scenario, ref, svc, out)
+        outcomes += run_scenario(scenario, ref, svc, out, answers)
     return outcomes
 
 
@@ -252,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-k", dest="match", default="", help="run only the scenarios whose name contains this")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    parser.add_argument("--answers", action="store_true", help="print the (normalised) answer of matching steps too")
     parser.add_argument("--workdir", type=Path, help="where the brokers, job and gateway live (default: a temp dir)")
     args = parser.parse_args(argv)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1` prints where a stuck run waits
@@ -268,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference broker {clusters.reference.bootstrap}, gateway {clusters.gateway.bootstrap}", flush=True)
         ref, svc = sides(clusters.reference.bootstrap, clusters.gateway.bootstrap, clusters.job, "differential")
         try:
-            outcomes = run(chosen, ref, svc, lambda line: print(line, flush=True))
+            outcomes = run(chosen, ref, svc, lambda line: print(line, flush=True), args.answers)
         finally:
             ref.close()
             svc.close()

@@ -25,6 +25,9 @@ BaseTimestamp = Callable[["object"], int]
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
 GROUP_TYPE_NAMES = (CLASSIC, CONSUMER, STREAMS, SHARE)
 
+# Kafka's CommitPartitionValidator: (topic, partition) -> None, or raises ApiError.
+CommitPartitionValidator = Callable[[str, int], None]
+
 _GROUP_TYPES: dict[str, type[Group]] = {}
 
 
@@ -77,7 +80,9 @@ class Group:
     # ---------------------------------------------------------------- offsets
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
-    ) -> None:
+    ) -> CommitPartitionValidator | None:
+        """Raises ApiError for the whole commit, or returns the check of each partition (None:
+        all pass; only a consumer group member's older epoch has one, Kafka 4.3+)."""
         raise NotImplementedError
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

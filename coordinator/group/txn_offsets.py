@@ -56,6 +56,7 @@ parked that way goes on when its transaction's notice arrives.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Generator, Iterator
 
 from ..errors import ApiError, Error, Errors
@@ -524,19 +525,22 @@ def _commit_transactional_offsets(
     group = comp.groups.get(group_id)
     # OffsetMetadataManager.validateTransactionalOffsetCommit: v6 (KIP-1319) answers a missing group
     # and a consumer member's stale epoch as they are; older versions as ILLEGAL_GENERATION.
+    validator = None
     if group is None:
         if generation >= 0:
             if version >= 6:
                 raise group_not_found(group_id)
             raise ApiError(Errors.ILLEGAL_GENERATION)
     else:
-        try:
-            group.validate_offset_commit(member_id, instance_id, generation, True, version)
-        except ApiError as e:
-            if e.error is Errors.STALE_MEMBER_EPOCH and version < 6:
-                raise ApiError(Errors.ILLEGAL_GENERATION) from e
-            raise
+        with _stale_epoch_as_illegal_generation(version):
+            validator = group.validate_offset_commit(member_id, instance_id, generation, True, version)
     accepted = [(name, part) for name, part in valid if not comp.is_offset_metadata_invalid(part["committedMetadata"])]
+    if validator is not None:
+        # An older member epoch (Kafka 4.3+): each partition is checked against its assignment
+        # epoch, in the coordinator, before the log's producer-epoch check.
+        with _stale_epoch_as_illegal_generation(version):
+            for name, part in accepted:
+                validator(name, part["partitionIndex"])
     if accepted:
         # The log layer: an append with an epoch older than the producer's last one is fenced.
         current = producer_epoch(comp, producer_id)
@@ -572,6 +576,18 @@ def _commit_transactional_offsets(
         out.add(name, index, Errors.NONE)
     if accepted:  # the producer's state, which these records start or update, expires
         _ensure_expiration_timer(comp, result)
+
+
+@contextlib.contextmanager
+def _stale_epoch_as_illegal_generation(version: int) -> Iterator[None]:
+    """STALE_MEMBER_EPOCH is TxnOffsetCommit v6's (supportsStaleMemberEpochError); older versions
+    get ILLEGAL_GENERATION."""
+    try:
+        yield
+    except ApiError as e:
+        if e.error is Errors.STALE_MEMBER_EPOCH and version < 6:
+            raise ApiError(Errors.ILLEGAL_GENERATION) from e
+        raise
 
 
 def _pending_record(

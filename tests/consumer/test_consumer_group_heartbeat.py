@@ -218,6 +218,9 @@ def test_member_joins_empty_consumer_group(mock_assignor):
         "state": "STABLE",
         "assignedPartitions": {"bar": [0, 1, 2], "foo": [0, 1, 2, 3, 4, 5]},
         "partitionsPendingRevocation": {},
+        # Kafka 4.3+'s AssignmentEpochs: every partition assigned at epoch 2.
+        "assignedPartitionsAssignmentEpochs": {"bar": [2, 2, 2], "foo": [2, 2, 2, 2, 2, 2]},
+        "partitionsPendingRevocationAssignmentEpochs": {},
     }
     assert str(c.group().state) == "Stable"
 

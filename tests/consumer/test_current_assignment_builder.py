@@ -1,5 +1,6 @@
-"""Mirrors Kafka's CurrentAssignmentBuilderTest (4.2: KAFKA-19431 subscription consistency and
-KAFKA-19449 own pending revocations). Topic ids become topic names."""
+"""Mirrors Kafka's CurrentAssignmentBuilderTest (4.3.1: KAFKA-19431 subscription consistency,
+KAFKA-19449 own pending revocations, KIP-1251 assignment epochs). Topic ids become topic names;
+`at=` is Kafka's `toAssignmentWithEpochs(..., epoch)`, `epochs=` its `mkAssignmentWithEpochs`."""
 
 from __future__ import annotations
 
@@ -16,7 +17,15 @@ T1, T2 = "topic1", "topic2"
 METADATA = {T1: 10, T2: 10}
 
 
-def m(state, epoch, previous, assigned, pending=None, topics=(T1, T2), regex=""):
+def m(state, epoch, previous, assigned, pending=None, topics=(T1, T2), regex="", at=None, epochs=None):
+    """A member; its partitions assigned at epoch `at` (default: its member epoch), those named in
+    `epochs` ({topic: {partition: epoch}}) at theirs."""
+    every = {t: dict.fromkeys(ps, epoch if at is None else at) for t, ps in {**(pending or {}), **assigned}.items()}
+    for t, ps in (pending or {}).items():
+        if t in assigned:
+            every[t].update(dict.fromkeys(ps, epoch if at is None else at))
+    for t, e in (epochs or {}).items():
+        every.setdefault(t, {}).update(e)
     return ConsumerGroupMember(
         "member",
         member_epoch=epoch,
@@ -26,6 +35,7 @@ def m(state, epoch, previous, assigned, pending=None, topics=(T1, T2), regex="")
         subscribed_topic_regex=regex,
         assigned_partitions=assigned,
         partitions_pending_revocation=pending or {},
+        partition_epochs=every,
     )
 
 
@@ -54,15 +64,18 @@ STABLE, UNREVOKED, UNRELEASED, UNKNOWN = (
 
 
 def test_stable_to_stable():
-    member = m(STABLE, 10, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)))
+    member = m(STABLE, 10, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), at=5)
     updated = builder(member, 11, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), lambda t, p: 10).build()
-    assert updated == m(STABLE, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)))
+    assert updated == m(STABLE, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), at=5)
 
 
 def test_stable_to_stable_with_new_partitions():
     member = m(STABLE, 10, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)))
     updated = builder(member, 11, mk_assignment(tp(T1, 1, 2, 3, 4), tp(T2, 4, 5, 6, 7)), lambda t, p: -1).build()
-    assert updated == m(STABLE, 11, 10, mk_assignment(tp(T1, 1, 2, 3, 4), tp(T2, 4, 5, 6, 7)))
+    # Kept partitions keep their epoch (10), new ones are assigned at the target epoch (11).
+    assert updated == m(
+        STABLE, 11, 10, mk_assignment(tp(T1, 1, 2, 3, 4), tp(T2, 4, 5, 6, 7)), at=10, epochs={T1: {4: 11}, T2: {7: 11}}
+    )
 
 
 def test_stable_to_unrevoked_partitions():
@@ -76,7 +89,7 @@ def test_stable_to_unrevoked_partitions():
 def test_stable_to_unreleased_partitions():
     member = m(STABLE, 10, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)))
     updated = builder(member, 11, mk_assignment(tp(T1, 1, 2, 3, 4), tp(T2, 4, 5, 6, 7)), lambda t, p: 10).build()
-    assert updated == m(UNRELEASED, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)))
+    assert updated == m(UNRELEASED, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), at=10)
 
 
 def test_stable_to_unreleased_partitions_with_owned_partitions_not_having_revoked_partitions():
@@ -84,7 +97,7 @@ def test_stable_to_unreleased_partitions_with_owned_partitions_not_having_revoke
     updated = builder(
         member, 11, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 7)), lambda t, p: 10 if t == T2 else -1, owned={}
     ).build()
-    assert updated == m(UNRELEASED, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5)))
+    assert updated == m(UNRELEASED, 11, 10, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5)), at=10)
 
 
 def test_unrevoked_partitions_to_stable():
@@ -92,7 +105,7 @@ def test_unrevoked_partitions_to_stable():
     updated = builder(
         member, 11, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)), lambda t, p: -1, owned={T1: [2, 3], T2: [5, 6]}
     ).build()
-    assert updated == m(STABLE, 11, 10, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)))
+    assert updated == m(STABLE, 11, 10, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)), at=10)
 
 
 def test_remains_in_unrevoked_partitions():
@@ -106,8 +119,8 @@ def test_remains_in_unrevoked_partitions():
 @pytest.mark.parametrize(
     "member_epoch,target_epoch,expected_epoch",
     [
-        (10, 12, 11),
-        (10, 10, 10),  # the member epoch must not advance past the target assignment epoch
+        (10, 12, 10),  # Kafka 4.2+: the member stays at its epoch (4.1 advanced it by one)
+        (10, 10, 10),
     ],
 )
 def test_unrevoked_partitions_to_unrevoked_partitions(member_epoch, target_epoch, expected_epoch):
@@ -149,13 +162,16 @@ def test_unrevoked_partitions_to_stable_with_returned_partitions_pending_revocat
         lambda t, p: 10 if (t, p) in owners else -1,
         owned={T1: [2, 3], T2: [5, 6]},
     ).build()
-    assert updated == m(STABLE, 12, 10, mk_assignment(tp(T1, 2, 3, 4), tp(T2, 5, 6, 7)))
+    # Partition 4, pending revocation at epoch 10, is assigned again: at the target epoch.
+    assert updated == m(
+        STABLE, 12, 10, mk_assignment(tp(T1, 2, 3, 4), tp(T2, 5, 6, 7)), at=10, epochs={T1: {4: 12}, T2: {7: 12}}
+    )
 
 
 def test_unreleased_partitions_to_stable():
     member = m(UNRELEASED, 11, 11, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)))
     updated = builder(member, 12, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)), lambda t, p: 10).build()
-    assert updated == m(STABLE, 12, 11, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)))
+    assert updated == m(STABLE, 12, 11, mk_assignment(tp(T1, 2, 3), tp(T2, 5, 6)), at=11)
 
 
 def test_unreleased_partitions_to_stable_with_new_partitions():
@@ -187,7 +203,8 @@ def test_unknown_state():
     )
     # Then it rejoins with no owned partitions.
     updated = builder(member, 12, mk_assignment(tp(T1, 3), tp(T2, 6)), lambda t, p: 11, owned={}).build()
-    assert updated == m(STABLE, 12, 11, mk_assignment(tp(T1, 3), tp(T2, 6)))
+    # Retained partitions keep their original epoch (11).
+    assert updated == m(STABLE, 12, 11, mk_assignment(tp(T1, 3), tp(T2, 6)), at=11)
 
 
 def test_unknown_state_with_an_owned_entry_without_partitions_is_fenced():
@@ -207,7 +224,7 @@ def test_unknown_state_with_an_owned_entry_without_partitions_is_fenced():
 def test_stable_to_stable_with_assignment_topics_no_longer_in_subscription(
     member_epoch, target_epoch, expected_epoch, subscription_changed
 ):
-    member = m(STABLE, member_epoch, member_epoch, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), topics=[T2])
+    member = m(STABLE, member_epoch, member_epoch - 1, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), topics=[T2])
     updated = builder(
         member,
         target_epoch,
@@ -216,7 +233,11 @@ def test_stable_to_stable_with_assignment_topics_no_longer_in_subscription(
         owned={T2: [4, 5, 6]},
         subscription_changed=subscription_changed,
     ).build()
-    assert updated == m(STABLE, expected_epoch, member_epoch, mk_assignment(tp(T2, 4, 5, 6)), topics=[T2])
+    # Retained partitions keep their original epoch; the previous member epoch is updated in all
+    # cases (Kafka 4.3+), also when only the subscription shrank the assignment.
+    assert updated == m(
+        STABLE, expected_epoch, member_epoch, mk_assignment(tp(T2, 4, 5, 6)), topics=[T2], at=member_epoch
+    )
 
 
 @pytest.mark.parametrize(
@@ -230,7 +251,7 @@ def test_stable_to_stable_with_assignment_topics_no_longer_in_subscription(
 def test_stable_to_unrevoked_partitions_with_assignment_topics_no_longer_in_subscription(
     member_epoch, target_epoch, expected_epoch, subscription_changed
 ):
-    member = m(STABLE, member_epoch, member_epoch, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), topics=[T2])
+    member = m(STABLE, member_epoch, member_epoch - 1, mk_assignment(tp(T1, 1, 2, 3), tp(T2, 4, 5, 6)), topics=[T2])
     updated = builder(
         member,
         target_epoch,

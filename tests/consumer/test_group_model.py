@@ -177,7 +177,7 @@ def test_validate_offset_commit():
         group.validate_offset_commit("member-id", None, 11, False, 9)
     assert (e.value.error, e.value.message) == (
         Errors.STALE_MEMBER_EPOCH,
-        "The received member epoch 11 does not match the expected member epoch 10.",
+        "Received member epoch 11 is newer than current member epoch 10.",
     )
     with pytest.raises(ApiError) as e:
         group.validate_offset_commit("member-id", None, 10, False, 8)
@@ -193,9 +193,106 @@ def test_validate_offset_commit():
         )
     )
     with pytest.raises(ApiError) as e:
-        group.validate_offset_commit("classic", None, 9, False, 8)
+        group.validate_offset_commit("classic", None, 11, False, 8)
+    assert e.value.error == Errors.ILLEGAL_GENERATION
+    # An older generation is checked per partition (Kafka 4.3+): it has none assigned.
+    with pytest.raises(ApiError) as e:
+        group.validate_offset_commit("classic", None, 9, False, 8)("foo", 0)
     assert e.value.error == Errors.ILLEGAL_GENERATION
     group.validate_offset_commit("classic", None, 10, False, 8)
+
+
+# Kafka 4.3's OffsetCommit versions 0-10 and TxnOffsetCommit versions 0-6.
+COMMIT_VERSIONS = [(False, v) for v in range(11)] + [(True, v) for v in range(7)]
+
+
+def _epoch_member(member_id="member-id", assigned=None, pending=None, **kw) -> ConsumerGroupMember:
+    """A member at epoch 10 whose partitions were assigned at epoch 7."""
+    assigned, pending = assigned or {}, pending or {}
+    epochs = {t: dict.fromkeys(ps, 7) for t, ps in {**pending, **assigned}.items()}
+    for t, ps in pending.items():
+        epochs[t].update(dict.fromkeys(ps, 7))
+    return ConsumerGroupMember(
+        member_id,
+        member_epoch=10,
+        assigned_partitions=assigned,
+        partitions_pending_revocation=pending,
+        partition_epochs=epochs,
+        **kw,
+    )
+
+
+@pytest.mark.parametrize("pending", [False, True], ids=["assigned", "pending_revocation"])
+@pytest.mark.parametrize("is_transactional,version", COMMIT_VERSIONS)
+def test_validate_offset_commit_with_epoch_validation(is_transactional, version, pending):
+    """Kafka's testValidateOffsetCommitWithEpochValidation (KIP-1251)."""
+    group = ConsumerGroup("group-foo")
+    part = {"foo": frozenset({0})}
+    group.update_member(_epoch_member(**({"pending": part} if pending else {"assigned": part})))
+    if not is_transactional and version < 9:
+        for epoch in (11, 10, 7, 6):
+            with pytest.raises(ApiError) as e:
+                group.validate_offset_commit("member-id", "", epoch, is_transactional, version)
+            assert e.value.error == Errors.UNSUPPORTED_VERSION
+        return
+    # Client epoch (11) > broker epoch (10).
+    with pytest.raises(ApiError) as e:
+        group.validate_offset_commit("member-id", "", 11, is_transactional, version)
+    assert e.value.error == Errors.STALE_MEMBER_EPOCH
+    # Client epoch == broker epoch: no per-partition check.
+    assert group.validate_offset_commit("member-id", "", 10, is_transactional, version) is None
+    # Assignment epoch (7) <= client epoch (7) <= broker epoch (10).
+    group.validate_offset_commit("member-id", "", 7, is_transactional, version)("foo", 0)
+    # Client epoch (6) < assignment epoch (7): the validator raises.
+    validator = group.validate_offset_commit("member-id", "", 6, is_transactional, version)
+    with pytest.raises(ApiError) as e:
+        validator("foo", 0)
+    assert (e.value.error, e.value.message) == (
+        Errors.STALE_MEMBER_EPOCH,
+        "Received member epoch 6 is older than assignment epoch 7 for partition foo-0.",
+    )
+
+
+@pytest.mark.parametrize("is_transactional,version", COMMIT_VERSIONS)
+def test_validate_offset_commit_with_classic_protocol_member(is_transactional, version):
+    """Kafka's testValidateOffsetCommitWithClassicProtocolMember: ILLEGAL_GENERATION throughout."""
+    group = ConsumerGroup("group-foo")
+    group.update_member(
+        _epoch_member(assigned={"foo": frozenset({0})}, classic_member_metadata={"sessionTimeoutMs": 45000})
+    )
+    with pytest.raises(ApiError) as e:
+        group.validate_offset_commit("member-id", "", 11, is_transactional, version)
+    assert e.value.error == Errors.ILLEGAL_GENERATION
+    assert group.validate_offset_commit("member-id", "", 10, is_transactional, version) is None
+    group.validate_offset_commit("member-id", "", 7, is_transactional, version)("foo", 0)
+    stale = group.validate_offset_commit("member-id", "", 6, is_transactional, version)
+    with pytest.raises(ApiError) as e:
+        stale("foo", 0)
+    assert (e.value.error, e.value.message) == (
+        Errors.ILLEGAL_GENERATION,
+        "Received generation id 6 is older than assignment epoch 7 for partition foo-0.",
+    )
+
+
+@pytest.mark.parametrize("is_transactional,version", COMMIT_VERSIONS)
+def test_validate_offset_commit_with_unassigned_topic_or_partition(is_transactional, version):
+    """Kafka's testValidateOffsetCommitWithUnassignedTopicOrPartition."""
+    group = ConsumerGroup("group-foo")
+    group.update_member(_epoch_member(assigned={"foo": frozenset({0})}, pending={"foo": frozenset({1})}))
+    if not is_transactional and version < 9:
+        with pytest.raises(ApiError) as e:
+            group.validate_offset_commit("member-id", "", 7, is_transactional, version)
+        assert e.value.error == Errors.UNSUPPORTED_VERSION
+        return
+    validator = group.validate_offset_commit("member-id", "", 7, is_transactional, version)
+    validator("foo", 1)  # pending revocation, assigned at 7
+    for topic, partition in (("bar", 0), ("foo", 2)):
+        with pytest.raises(ApiError) as e:
+            validator(topic, partition)
+        assert (e.value.error, e.value.message) == (
+            Errors.STALE_MEMBER_EPOCH,
+            f"Partition {topic}-{partition} is not assigned or pending revocation for member.",
+        )
 
 
 def test_validate_offset_fetch():

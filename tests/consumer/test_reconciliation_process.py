@@ -52,14 +52,24 @@ def stable_member(member_id, assigned, epoch=10, state=STABLE, pending=None, top
     )
 
 
-def current(member_id, state, epoch, previous, assigned=None, pending=None):
-    """The current-assignment part Kafka records for the member."""
+def current(member_id, state, epoch, previous, assigned=None, pending=None, at=None, epochs=None):
+    """The current-assignment part Kafka records for the member: its partitions assigned at epoch
+    `at` (default: the member epoch), those in `epochs` ({topic: {partition: epoch}}) at theirs."""
+
+    def epochs_of(assignment):
+        return {
+            t: [(epochs or {}).get(t, {}).get(p, epoch if at is None else at) for p in sorted(ps)]
+            for t, ps in sorted((assignment or {}).items())
+        }
+
     return {
         "memberEpoch": epoch,
         "previousMemberEpoch": previous,
         "state": state.name,
         "assignedPartitions": {t: sorted(p) for t, p in sorted((assigned or {}).items())},
         "partitionsPendingRevocation": {t: sorted(p) for t, p in sorted((pending or {}).items())},
+        "assignedPartitionsAssignmentEpochs": epochs_of(assigned),
+        "partitionsPendingRevocationAssignmentEpochs": epochs_of(pending),
     }
 
 
@@ -128,7 +138,8 @@ def test_reconciliation_process(mock_assignor):
     # Member 1 acknowledges the revocation by reporting what it still owns: epoch 11, STABLE.
     r = c.heartbeat(M1, 10, owned={FOO: [0, 1], BAR: [0]})
     assert response(c, r) == (11, None)  # unchanged, and not a full request (Kafka 4.x)
-    assert state_of(M1) == current(M1, STABLE, 11, 10, mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)))
+    # Kept partitions keep the epoch at which they were assigned (Kafka 4.3+).
+    assert state_of(M1) == current(M1, STABLE, 11, 10, mk_assignment(tp(FOO, 0, 1), tp(BAR, 0)), at=10)
     assert c.group().state == ConsumerGroupState.RECONCILING
 
     # Member 2 heartbeats without acknowledging: nothing changes, nothing is written.
@@ -151,7 +162,9 @@ def test_reconciliation_process(mock_assignor):
     # Member 2 acknowledges: epoch 11, STABLE, and it gets foo-2 (released by member 1).
     r = c.heartbeat(M2, 10, owned={FOO: [3], BAR: [2]})
     assert response(c, r) == (11, mk_assignment(tp(FOO, 2, 3), tp(BAR, 2)))
-    assert state_of(M2) == current(M2, STABLE, 11, 10, mk_assignment(tp(FOO, 2, 3), tp(BAR, 2)))
+    assert state_of(M2) == current(
+        M2, STABLE, 11, 10, mk_assignment(tp(FOO, 2, 3), tp(BAR, 2)), at=10, epochs={FOO: {2: 11}}
+    )
     assert c.group().state == ConsumerGroupState.RECONCILING
 
     # Member 3 acknowledges bar-1 and gets foo-4 and foo-5: everyone is STABLE at epoch 11.

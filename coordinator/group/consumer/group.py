@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from ...errors import ApiError, Errors
 from ...records import record_key
 from ...result import CoordinatorResult
-from ..group import CONSUMER, register_group_type
+from ..group import CONSUMER, CommitPartitionValidator, register_group_type
 from ..modern.group import ModernGroup
 from ..modern.records import RecordValues, partitions_target
 from .assignors.api import SubscriptionType
@@ -230,11 +230,12 @@ class ConsumerGroup(ModernGroup):
     # ------------------------------------------------------------------ offset validation
     def validate_offset_commit(
         self, member_id: str, group_instance_id: str | None, member_epoch: int, is_transactional: bool, api_version: int
-    ) -> None:
-        """Kafka's ConsumerGroup.validateOffsetCommit."""
+    ) -> CommitPartitionValidator | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: raises for the whole request, or returns the
+        per-partition check (None: every partition passes)."""
         # Epoch -1 with no members: the admin client, or a consumer without group management.
         if member_epoch < 0 and not self.members:
-            return
+            return None
         # TxnOffsetCommit may omit member id, generation and instance id.
         if (
             is_transactional
@@ -242,14 +243,28 @@ class ConsumerGroup(ModernGroup):
             and member_id == UNKNOWN_MEMBER_ID
             and group_instance_id is None
         ):
-            return
+            return None
         member = self.get_member(member_id)
         if not is_transactional and not member.use_classic_protocol and api_version < 9:
             raise ApiError(
                 Errors.UNSUPPORTED_VERSION,
                 "OffsetCommit version 9 or above must be used by members using the modern group protocol",
             )
-        self._validate_member_epoch(member_epoch, member)
+        # The epoch of the last heartbeat, or (Kafka 4.3+, KIP-1251) an older one for partitions
+        # assigned to the member at or before it.
+        if member_epoch == member.member_epoch:
+            return None
+        if member_epoch > member.member_epoch:
+            if member.use_classic_protocol:
+                raise ApiError(
+                    Errors.ILLEGAL_GENERATION,
+                    f"Received generation id {member_epoch} is newer than current member epoch {member.member_epoch}.",
+                )
+            raise ApiError(
+                Errors.STALE_MEMBER_EPOCH,
+                f"Received member epoch {member_epoch} is newer than current member epoch {member.member_epoch}.",
+            )
+        return _assignment_epoch_validator(member, member_epoch)
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         """Kafka's ConsumerGroup.validateOffsetFetch (at the latest committed state)."""
@@ -421,3 +436,26 @@ class ConsumerGroup(ModernGroup):
             f"ConsumerGroup({self.group_id!r}, epoch={self.group_epoch}, "
             f"assignmentEpoch={self.target_assignment_epoch}, members={sorted(self.members)})"
         )
+
+
+def _assignment_epoch_validator(member: ConsumerGroupMember, received_epoch: int) -> CommitPartitionValidator:
+    """Kafka's ConsumerGroup.createAssignmentEpochValidator: a commit at an older member epoch is
+    accepted for a partition assigned (or pending revocation) to the member at or before that
+    epoch."""
+    error = Errors.ILLEGAL_GENERATION if member.use_classic_protocol else Errors.STALE_MEMBER_EPOCH
+    kind = "generation id" if member.use_classic_protocol else "member epoch"
+
+    def validate(topic: str, partition: int) -> None:
+        epoch = member.assignment_epoch(topic, partition)
+        if epoch is None:
+            epoch = member.pending_revocation_epoch(topic, partition)
+        if epoch is None:
+            raise ApiError(error, f"Partition {topic}-{partition} is not assigned or pending revocation for member.")
+        if received_epoch < epoch:
+            raise ApiError(
+                error,
+                f"Received {kind} {received_epoch} is older than assignment epoch {epoch} "
+                f"for partition {topic}-{partition}.",
+            )
+
+    return validate

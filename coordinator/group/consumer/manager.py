@@ -612,7 +612,11 @@ class ConsumerGroupManager(ModernGroupManager):
         member = static
         throw_if_instance_id_is_fenced(member, group_id, member_id, instance_id)
         if member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            # Assignment epochs reset to 0: the member rejoining under a new id owns the partitions
+            # as from epoch 0 (Kafka's resetAssignedPartitionsEpochsToZero).
+            leaving = member.replace(
+                member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={}
+            ).with_assignment_epochs_reset_to_zero()
             before = self._state(group_id)
             result = CoordinatorResult(
                 heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
@@ -995,6 +999,14 @@ class ConsumerGroupManager(ModernGroupManager):
                 out[key] = frozenset(out.get(key, frozenset()) | partitions)
             return out
 
+        def renamed_epochs(epochs):
+            # The partitions keep their assignment epochs under the placeholder name.
+            out: dict = {}
+            for topic, partitions in epochs.items():
+                key = unknown_topic_key(gone[topic]) if topic in gone else topic
+                out[key] = {**out.get(key, {}), **partitions}
+            return out
+
         gid = group.group_id
         for member in list(group.members.values()):
             assigned = renamed(member.assigned_partitions)
@@ -1006,6 +1018,7 @@ class ConsumerGroupManager(ModernGroupManager):
                     partitions_pending_revocation=freeze(
                         member.partitions_pending_revocation if pending is None else pending
                     ),
+                    partition_epochs=renamed_epochs(member.partition_epochs),
                 )
                 result.record(record_key(R_CURRENT, gid, member.member_id), current_value(updated))
         for member_id, assignment in list(group.target_assignment.items()):

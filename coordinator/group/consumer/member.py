@@ -8,6 +8,17 @@ member epoch, state, assigned partitions, partitions pending revocation). `metad
 `with_assignment_value()` apply them, as Kafka's `Builder.updateWith` does on replay.
 
 Assignments are `{topic: frozenset(partitions)}` in memory and `{topic: [sorted]}` in JSON.
+
+Each assigned or pending-revocation partition also has its assignment epoch (Kafka 4.3+, KIP-1251:
+the epoch at which the member got it; `partition_epochs`, `{topic: {partition: epoch}}`, one map
+for both sets since a partition is in at most one and keeps its epoch when it moves to pending
+revocation). A commit at an older member epoch is accepted for a partition assigned at or before
+that epoch (`ConsumerGroup.validate_offset_commit`). In the record it is Kafka's tagged
+`AssignmentEpochs` of each topic entry: `assignedPartitionsAssignmentEpochs` /
+`partitionsPendingRevocationAssignmentEpochs`, `{topic: [epochs]}` aligned with the sorted
+partitions of the same topic. A partition without one (a record or snapshot written before,
+a member built without them) gets the member epoch, at least 0, as Kafka's
+`Utils.assignmentFromTopicPartitions` gives on replay.
 """
 
 from __future__ import annotations
@@ -90,6 +101,9 @@ class ConsumerGroupMember(ModernGroupMember):
     # Set when the member uses the classic protocol inside a consumer group (online migration);
     # kept opaque here: {"sessionTimeoutMs": int, "supportedProtocols": [{"name", "metadata"}]}.
     classic_member_metadata: Mapping | None = None
+    # {topic: {partition: assignment epoch}} of the assigned and pending-revocation partitions
+    # (normalised in __post_init__: exactly those partitions, missing ones at the member epoch).
+    partition_epochs: Mapping[str, Mapping[int, int]] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "subscribed_topic_names", frozenset(self.subscribed_topic_names))
@@ -99,6 +113,15 @@ class ConsumerGroupMember(ModernGroupMember):
         )
         if not isinstance(self.state, MemberState):
             object.__setattr__(self, "state", MemberState.from_json(self.state))
+        object.__setattr__(
+            self,
+            "partition_epochs",
+            _normalised_epochs(
+                self.partition_epochs,
+                (self.assigned_partitions, self.partitions_pending_revocation),
+                max(self.member_epoch, 0),
+            ),
+        )
 
     # ------------------------------------------------------------------ builder-style updates
     def update_member_epoch(self, member_epoch: int, **changes) -> ConsumerGroupMember:
@@ -198,6 +221,25 @@ class ConsumerGroupMember(ModernGroupMember):
     def has_assigned_partitions_changed(self, other: ConsumerGroupMember) -> bool:
         return self.assigned_partitions != other.assigned_partitions
 
+    def assignment_epoch(self, topic: str, partition: int) -> int | None:
+        """Kafka's `assignmentEpoch`: the epoch at which the assigned partition was assigned, or
+        None when it is not assigned."""
+        parts = self.assigned_partitions.get(topic)
+        return self.partition_epochs[topic][partition] if parts and partition in parts else None
+
+    def pending_revocation_epoch(self, topic: str, partition: int) -> int | None:
+        """Kafka's `pendingRevocationEpoch`: the assignment epoch of a partition pending
+        revocation, or None."""
+        parts = self.partitions_pending_revocation.get(topic)
+        return self.partition_epochs[topic][partition] if parts and partition in parts else None
+
+    def with_assignment_epochs_reset_to_zero(self) -> ConsumerGroupMember:
+        """Kafka's `resetAssignedPartitionsEpochsToZero` (a static member leaving): the member that
+        takes its place gets the partitions as from epoch 0; commits with the old member id are
+        fenced."""
+        zero = {t: dict.fromkeys(parts, 0) for t, parts in self.assigned_partitions.items()}
+        return dataclasses.replace(self, partition_epochs=zero)
+
     # ------------------------------------------------------------------ record-shaped parts
     def metadata_value(self) -> dict:
         """The subscription part (ConsumerGroupMemberMetadataValue fields)."""
@@ -221,6 +263,10 @@ class ConsumerGroupMember(ModernGroupMember):
             "state": self.state.name,
             "assignedPartitions": assignment_to_json(self.assigned_partitions),
             "partitionsPendingRevocation": assignment_to_json(self.partitions_pending_revocation),
+            "assignedPartitionsAssignmentEpochs": _epochs_to_json(self.assigned_partitions, self.partition_epochs),
+            "partitionsPendingRevocationAssignmentEpochs": _epochs_to_json(
+                self.partitions_pending_revocation, self.partition_epochs
+            ),
         }
 
     @staticmethod
@@ -239,10 +285,55 @@ class ConsumerGroupMember(ModernGroupMember):
 
     @staticmethod
     def assignment_fields(v: Mapping) -> dict:
+        epochs: dict = {}
+        _epochs_from_json(epochs, v.get("assignedPartitions"), v.get("assignedPartitionsAssignmentEpochs"))
+        _epochs_from_json(
+            epochs, v.get("partitionsPendingRevocation"), v.get("partitionsPendingRevocationAssignmentEpochs")
+        )
         return {
             "member_epoch": v.get("memberEpoch", 0),
             "previous_member_epoch": v.get("previousMemberEpoch", -1),
             "state": MemberState.from_json(v.get("state", 0)),
             "assigned_partitions": freeze(v.get("assignedPartitions")),
             "partitions_pending_revocation": freeze(v.get("partitionsPendingRevocation")),
+            "partition_epochs": epochs,
         }
+
+
+def _normalised_epochs(epochs: Mapping, assignments: tuple, default: int) -> Mapping:
+    """`epochs` narrowed to the partitions of `assignments`, a missing one at `default`; the same
+    object when it already is exactly that (the common case: a member replaced without moving
+    partitions)."""
+    size = 0
+    exact = True
+    for assignment in assignments:
+        for topic, parts in assignment.items():
+            size += len(parts)
+            known = epochs.get(topic)
+            if exact and (known is None or any(p not in known for p in parts)):
+                exact = False
+    if exact and sum(len(e) for e in epochs.values()) == size:
+        return epochs
+    out: dict = {}
+    for assignment in assignments:
+        for topic, parts in assignment.items():
+            known = epochs.get(topic) or {}
+            mine = out.setdefault(topic, {})
+            for p in parts:
+                mine[p] = known.get(p, default)
+    return out
+
+
+def _epochs_to_json(assignment: Mapping[str, frozenset], epochs: Mapping) -> dict[str, list[int]]:
+    """`{topic: [epochs]}` aligned with `to_json(assignment)`'s sorted partitions."""
+    return {t: [epochs[t][p] for p in parts] for t, parts in assignment_to_json(assignment).items()}
+
+
+def _epochs_from_json(out: dict, assignment: Mapping | None, epochs: Mapping | None) -> None:
+    """Kafka's `assignmentFromTopicPartitions`: a topic's epochs are taken when there is one per
+    partition; otherwise (none: an older record) the partitions get the default (the member
+    epoch, in `_normalised_epochs`)."""
+    for topic, parts in (assignment or {}).items():
+        topic_epochs = (epochs or {}).get(topic)
+        if topic_epochs is not None and len(topic_epochs) == len(parts):
+            out.setdefault(topic, {}).update(zip(parts, topic_epochs, strict=True))

@@ -21,13 +21,17 @@ and then, in this order:
   3. only unreleased partitions -> UNRELEASED_PARTITIONS at the target epoch;
   4. otherwise STABLE at the target epoch.
 
+Every assigned or pending partition keeps the epoch at which it was assigned (KIP-1251): a kept or
+revoked partition its old one, a newly assigned one the target epoch.
+
 UNREVOKED_PARTITIONS waits until the owned partitions no longer include any partition pending
-revocation, then advances one epoch (never past the target epoch) and reconciles again;
+revocation, then reconciles again from its epoch (Kafka 4.2+; 4.1 advanced one epoch, which the
+assignment epochs made unnecessary);
 UNRELEASED_PARTITIONS re-runs the computation on every heartbeat; UNKNOWN fences the member
 (FENCED_MEMBER_EPOCH) unless it reports owning nothing. A STABLE member already at the target
 epoch only drops partitions of topics it no longer subscribes to, when its subscription changed.
 
-This is Kafka 4.2's builder: it includes KAFKA-19431 (assignments follow subscription changes
+This is Kafka 4.4's builder: it includes KAFKA-19431 (assignments follow subscription changes
 immediately) and KAFKA-19449 (a partition pending revocation by the member itself is not
 "unreleased" for it).
 """
@@ -130,11 +134,8 @@ class CurrentAssignmentBuilder:
                 if self.has_subscription_changed:
                     return self._update_current_assignment(member.assigned_partitions)
                 return member
-            # All revoked: advance one epoch (not past the target, as a subscription change can
-            # enter this state at the target epoch) and reconcile with the latest target.
-            return self._compute_next_assignment(
-                min(member.member_epoch + 1, self.target_assignment_epoch), member.assigned_partitions
-            )
+            # All revoked: reconcile with the latest target.
+            return self._compute_next_assignment(member.member_epoch, member.assigned_partitions)
         if state == MemberState.UNRELEASED_PARTITIONS:
             return self._compute_next_assignment(member.member_epoch, member.assigned_partitions)
         # UNKNOWN: only a downgraded coordinator sees it; reset the member from scratch.
@@ -175,14 +176,16 @@ class CurrentAssignmentBuilder:
             for t in removed:
                 cur = new_pending.get(t)
                 new_pending[t] = assigned[t] if cur is None else cur | assigned[t]
+        # The member epoch stays, the previous one becomes it (Kafka 4.3+'s updateMemberEpoch).
         if new_pending and self._owns_revoked_partitions(new_pending):
-            return member.replace(
+            return member.update_member_epoch(
+                member.member_epoch,
                 state=MemberState.UNREVOKED_PARTITIONS,
                 assigned_partitions=new_assigned,
                 partitions_pending_revocation=new_pending,
             )
         # Removed, but already revoked: keep the state, shrink the assignment.
-        return member.replace(assigned_partitions=new_assigned)
+        return member.update_member_epoch(member.member_epoch, assigned_partitions=new_assigned)
 
     def _compute_next_assignment(self, member_epoch: int, assigned: Mapping[str, frozenset]) -> ConsumerGroupMember:
         member = self.member
@@ -223,10 +226,16 @@ class CurrentAssignmentBuilder:
                 assigned_partitions=new_assigned,
                 partitions_pending_revocation=new_pending_revocation,
             )
+        epochs: Mapping[str, Mapping[int, int]] = member.partition_epochs
         if new_pending_assignment:
+            # Newly assigned partitions are assigned at the target epoch (also one the member
+            # still held pending revocation); the kept ones keep theirs.
+            updated = {t: dict(e) for t, e in epochs.items()}
             for topic, partitions in new_pending_assignment.items():
                 cur = new_assigned.get(topic)
                 new_assigned[topic] = partitions if cur is None else cur | partitions
+                updated.setdefault(topic, {}).update(dict.fromkeys(partitions, self.target_assignment_epoch))
+            epochs = updated
             state = MemberState.UNRELEASED_PARTITIONS if has_unreleased else MemberState.STABLE
         elif has_unreleased:
             state = MemberState.UNRELEASED_PARTITIONS
@@ -237,6 +246,7 @@ class CurrentAssignmentBuilder:
             state=state,
             assigned_partitions=new_assigned,
             partitions_pending_revocation={},
+            partition_epochs=epochs,
         )
 
 
