@@ -165,7 +165,14 @@ class Clusters:
         from tests.integration.conftest import PLAIN
 
         self.workdir = workdir
-        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or PLAIN["coordinator"]}
+        from .diff_scenarios import SNAPSHOT_EVERY
+
+        coordinator = {
+            **PLAIN["coordinator"],
+            # Both sides (the reference takes the job's Kafka-named settings): snapshots within a scenario.
+            "share.coordinator.snapshot.update.records.per.snapshot": SNAPSHOT_EVERY,
+        }
+        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or coordinator}
         self.reference = reference_broker(workdir / "reference", self.config["coordinator"])
         self.broker = LocalKafka(workdir / "kafka", free_port(), free_port())
         self.job: Any = None

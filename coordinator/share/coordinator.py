@@ -35,7 +35,7 @@ from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from ..component import Component, Partition
 from ..errors import Errors
 from ..messages import Request, StateRecord
-from ..metadata import ZERO_UUID, TopicMetadata
+from ..metadata import TopicMetadata
 from ..protocol.loader import shape
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
@@ -47,7 +47,6 @@ from .state_apis import partition_error
 R_SNAPSHOT = "ShareSnapshot"
 R_UPDATE = "ShareUpdate"
 
-NULL_TOPIC_ID = "The topic id cannot be null."
 NEGATIVE_PARTITION_ID = "The partition id cannot be a negative number."
 WRITE_UNINITIALIZED = "Write operation on uninitialized share partition not allowed."
 READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
@@ -149,8 +148,8 @@ class ShareCoordinator(Component):
         return result
 
     def _common_error(self, tid: str, partition: int, api: str) -> dict | None:
-        if tid == ZERO_UUID:  # Kafka's null topic id (the JSON form has no null uuid)
-            return partition_error(Errors.INVALID_REQUEST, NULL_TOPIC_ID, partition, api)
+        """The shard's checks of any request. Its null topic id cannot come over the wire (a uuid
+        field is never null): the zero id is a topic id like any other, which no topic has."""
         if partition < 0:
             return partition_error(Errors.INVALID_REQUEST, NEGATIVE_PARTITION_ID, partition, api)
         return None
