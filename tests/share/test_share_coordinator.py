@@ -164,7 +164,10 @@ def test_write_state_invalid_request_data(shard):
         "The partition id cannot be a negative number.",
     )
     # The zero id is no null over the wire (the differential test: Kafka 4.4.0 answers it as any id).
-    assert shard.write(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"] == "Write operation on uninitialized share partition not allowed."
+    assert (
+        shard.write(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"]
+        == "Write operation on uninitialized share partition not allowed."
+    )
     for kw, message in (
         ({"leader_epoch": -1}, "The leader epoch cannot be a negative number."),
         ({"state_epoch": -1}, "The state epoch cannot be a negative number."),

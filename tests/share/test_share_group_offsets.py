@@ -50,7 +50,10 @@ def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int 
     d.send(
         "ReadShareGroupState",
         0,
-        {"groupId": GROUP, "topics": [{"topicId": TID, "partitions": [{"partition": partition, "leaderEpoch": leader_epoch}]}]},
+        {
+            "groupId": GROUP,
+            "topics": [{"topicId": TID, "partitions": [{"partition": partition, "leaderEpoch": leader_epoch}]}],
+        },
         key=key,
     )
     r = d.send(
