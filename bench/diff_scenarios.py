@@ -1201,7 +1201,8 @@ def _only(scenario: Scenario, names: list[str]) -> Scenario:
 
 def smoke(run: str) -> list[Scenario]:
     """The suite's smoke (tests/integration/test_differential_smoke.py): a classic group, a streams
-    group through its first configuration, a share group through initialization and the admin APIs."""
+    group through its first configuration, a share group through initialization and the admin APIs,
+    the share coordinator's epochs and start offsets (Kafka 4.4.0's write rules)."""
     return [
         _only(classic(run), ["join without member id", "join with member id", "sync as leader", "describe", "leave"]),
         _only(
@@ -1225,6 +1226,20 @@ def smoke(run: str) -> list[Scenario]:
                 "first member leaves",
                 "alter offsets of the empty group",
                 "describe altered offsets",
+            ],
+        ),
+        _only(
+            share_coordinator(run),
+            [
+                "find the share coordinator",
+                "summary before initialization",
+                "initialize",
+                "read with a new leader epoch",
+                "write with a higher leader epoch",
+                "write with the leader epoch the read recorded",
+                "write with a negative leader epoch",
+                "write moves the start offset back",
+                "read the merged batches",
             ],
         ),
     ]
