@@ -18,7 +18,7 @@ from .diff_model import Scenario, Side, Step
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
 DOC_SHARE_ALTER = "docs/protocol.md#share-coordinator-deviations-from-kafka (AlterShareGroupOffsets in Kafka 4.1.1)"
 DOC_KAFKA_44 = "docs/protocol.md#open-differences-with-kafka-440 (not yet followed)"
-DOC_GATEWAY_SHARE_KEY = "docs/protocol.md#routing (the gateway serves no share coordinator: keyType 2 is unknown there)"
+DOC_GATEWAY_SHARE_KEY = "docs/protocol.md#share-coordinator-kip-932 (Routing: keyType 2 is unknown to the gateway)"
 # Where the Kafka 4.4.0 reference answers otherwise for a cause the service does not follow yet
 # (docs/protocol.md, *Open differences with Kafka 4.4.0*): these fields, on every step of the API.
 KAFKA_44_OPEN: dict[str, tuple[str, ...]] = {}
