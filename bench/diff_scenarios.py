@@ -9,6 +9,7 @@ service answers otherwise; every other difference fails the run.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
@@ -1019,9 +1020,16 @@ SHARE_STATE_APIS = (
 )
 
 
-def _topic_id(side: Side, topic: str) -> str:
-    """The side's id of `topic` (the ids differ per cluster; answers show them as `<topicId:name>`)."""
-    return next(tid for tid, name in side.names.topic_ids.items() if name == topic)
+def _topic_id(side: Side, topic: str, timeout_s: float = 30) -> str:
+    """The side's id of `topic` (the ids differ per cluster; answers show them as `<topicId:name>`),
+    once its broker's metadata has the new topic."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [tid for tid, name in side.names.topic_ids.items() if name == topic]
+        if found or time.monotonic() > deadline:
+            return found[0] if found else topic
+        time.sleep(0.2)
+        side.names.topic_ids = {v: k for k, v in side.metadata.topic_ids().items()}
 
 
 def _share_state(group: str, topic: str, partition: int = 0, **fields) -> Callable[[Side], dict]:

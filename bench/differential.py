@@ -76,7 +76,9 @@ def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
     }
     # As many __consumer_offsets partitions as the service has coordinator partitions: a group's
     # offsets partition (in DescribeTransactions' topics) is its coordinator partition on both.
-    partitions = {"offsets.topic.num.partitions": str(coordinator_config.get("coordinator.partitions", 50))}
+    # The same for __share_group_state (fewer to create and load when a run first looks one up).
+    count = str(coordinator_config.get("coordinator.partitions", 50))
+    partitions = {"offsets.topic.num.partitions": count, "share.coordinator.state.topic.num.partitions": count}
     return LocalKafka(
         workdir,
         free_port(),
