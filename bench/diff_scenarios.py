@@ -9,6 +9,7 @@ service answers otherwise; every other difference fails the run.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
@@ -18,6 +19,7 @@ from .diff_model import Scenario, Side, Step
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
 DOC_SHARE_ALTER = "docs/protocol.md#share-coordinator-deviations-from-kafka (AlterShareGroupOffsets in Kafka 4.1.1)"
 DOC_KAFKA_44 = "docs/protocol.md#open-differences-with-kafka-440 (not yet followed)"
+DOC_GATEWAY_SHARE_KEY = "docs/protocol.md#share-coordinator-kip-932 (Routing: keyType 2 is unknown to the gateway)"
 # Where the Kafka 4.4.0 reference answers otherwise for a cause the service does not follow yet
 # (docs/protocol.md, *Open differences with Kafka 4.4.0*): these fields, on every step of the API.
 KAFKA_44_OPEN: dict[str, tuple[str, ...]] = {}
@@ -30,6 +32,11 @@ TOPIC_ID_ORDER: dict[str, tuple[str, ...]] = {
     "ShareGroupHeartbeat": ("assignment",),
     "ShareGroupDescribe": ("groups[*].members[*].assignment",),
 }
+
+# The share coordinator's updates between snapshots on both sides of a run (Kafka's
+# share.coordinator.snapshot.update.records.per.snapshot, 500 by default): few, so that the
+# share-coordinator scenario writes several snapshots (bench/differential.py sets it).
+SNAPSHOT_EVERY = 3
 
 # Errors
 MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, NON_EMPTY_GROUP = 79, 25, 68
@@ -1217,6 +1224,167 @@ def share_expiry(run: str) -> Scenario:
     )
 
 
+# ------------------------------------------------------------------ the share coordinator (inter-broker APIs)
+# A topic id neither cluster has (the same on both sides); the zero id is Kafka's Uuid.ZERO_UUID, which
+# the wire can carry (the shard's "null topic id" is only reachable from Java).
+UNKNOWN_TOPIC_ID, ZERO_TOPIC_ID = "nGUYA0v1Qj2-tvD3QkB2Lw", "AAAAAAAAAAAAAAAAAAAAAA"
+SHARE_STATE_APIS = (
+    "InitializeShareGroupState",
+    "ReadShareGroupState",
+    "WriteShareGroupState",
+    "DeleteShareGroupState",
+    "ReadShareGroupStateSummary",
+)
+
+
+def _topic_id(side: Side, topic: str, timeout_s: float = 30) -> str:
+    """The side's id of `topic` (the ids differ per cluster; answers show them as `<topicId:name>`),
+    once its broker's metadata has the new topic."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [tid for tid, name in side.names.topic_ids.items() if name == topic]
+        if found or time.monotonic() > deadline:
+            return found[0] if found else topic
+        time.sleep(0.2)
+        side.names.topic_ids = {v: k for k, v in side.metadata.topic_ids().items()}
+
+
+def _share_state(group: str, topic: str, partition: int = 0, **fields) -> Callable[[Side], dict]:
+    """A share-state request for one share-partition (what Kafka's persister sends: one coordinator's
+    share-partitions); `topic` is a name of the scenario or a literal topic id."""
+
+    def body(side: Side) -> dict:
+        tid = topic if topic in (UNKNOWN_TOPIC_ID, ZERO_TOPIC_ID) else _topic_id(side, topic)
+        return {"groupId": group, "topics": [{"topicId": tid, "partitions": [{"partition": partition, **fields}]}]}
+
+    return body
+
+
+def _batches(*spans: tuple[int, int, int, int]) -> list[dict]:
+    return [{"firstOffset": f, "lastOffset": la, "deliveryState": st, "deliveryCount": c} for f, la, st, c in spans]
+
+
+def share_coordinator(run: str) -> Scenario:
+    """InitializeShareGroupState, ReadShareGroupState, WriteShareGroupState v0-v1,
+    ReadShareGroupStateSummary v0-v1 and DeleteShareGroupState, sent to the share coordinator as a
+    partition leader would: epochs stale, fenced and negative, start offsets moving back and forth,
+    batches merging, writes before initialization, unknown topics and partitions, and enough writes
+    for snapshots (the run's snapshot.update.records.per.snapshot is SNAPSHOT_EVERY on both sides)."""
+    group, topic = f"diff-sharecoord-{run}", f"diff-sharecoord-{run}"
+
+    def state(api: str, version: int = 0, partition: int = 0, tid: str = topic, g: str = group, **fields):
+        return api, version, _share_state(g, tid, partition, **fields)
+
+    def init(state_epoch: int, start: int, partition: int = 0, tid: str = topic):
+        return state("InitializeShareGroupState", 0, partition, tid, stateEpoch=state_epoch, startOffset=start)
+
+    def read(leader_epoch: int, partition: int = 0, tid: str = topic):
+        return state("ReadShareGroupState", 0, partition, tid, leaderEpoch=leader_epoch)
+
+    def summary(version: int = 1, partition: int = 0, tid: str = topic):
+        return state("ReadShareGroupStateSummary", version, partition, tid, leaderEpoch=0)
+
+    def write(state_epoch, leader_epoch, start, batches=(), count=None, partition: int = 0, tid: str = topic):
+        fields = {"stateEpoch": state_epoch, "leaderEpoch": leader_epoch, "startOffset": start}
+        fields["stateBatches"] = _batches(*batches)
+        if count is not None:
+            fields["deliveryCompleteCount"] = count
+        return state("WriteShareGroupState", 0 if count is None else 1, partition, tid, **fields)
+
+    def delete(partition: int = 0, tid: str = topic):
+        return state("DeleteShareGroupState", 0, partition, tid)
+
+    def find(side: Side) -> dict:
+        return {"keyType": 2, "coordinatorKeys": [f"{group}:{_topic_id(side, topic)}:0"]}
+
+    steps = [
+        Step(
+            "find the share coordinator",
+            "FindCoordinator",
+            6,
+            find,
+            # A new broker creates __share_group_state at the first lookup: COORDINATOR_NOT_AVAILABLE.
+            until=lambda a, s: a["coordinators"][0]["errorCode"] not in (14, 15),
+            deviation={
+                "coordinators[*].errorCode": DOC_GATEWAY_SHARE_KEY,
+                "coordinators[*].errorMessage": DOC_GATEWAY_SHARE_KEY,
+            },
+        ),
+        Step(
+            "summary before initialization",
+            *summary(),
+            # Until the broker has loaded its __share_group_state partition (NOT_COORDINATOR meanwhile).
+            until=lambda a, s: a["results"][0]["partitions"][0]["errorCode"] not in (14, 15, 16),
+        ),
+        Step("read before initialization", *read(0)),
+        Step("write before initialization", *write(0, 0, 0, [(0, 9, 0, 1)])),
+        Step("delete before initialization", *delete()),
+        Step("initialize", *init(0, 10)),
+        Step("initialize the other partition at -1", *init(0, -1, partition=1)),
+        Step("initialize with a negative state epoch", *init(-1, 10)),
+        Step("initialize an unknown partition", *init(0, 0, partition=7)),
+        Step("initialize an unknown topic", *init(0, 0, tid=UNKNOWN_TOPIC_ID)),
+        Step("initialize the zero topic id", *init(0, 0, tid=ZERO_TOPIC_ID)),
+        Step("summary v0 after initialization", *summary(0)),
+        Step("summary v1 of the partition at -1", *summary(1, partition=1)),
+        Step("read with a new leader epoch", *read(1)),
+        Step("read with the same leader epoch", *read(1)),
+        Step("read with a negative leader epoch", *read(-1)),
+        Step("read with a stale leader epoch", *read(0)),
+        Step("write v0", *write(0, 1, 10, [(10, 19, 1, 1)])),
+        Step("write v1 moves the start offset", *write(0, 1, 15, [(15, 24, 2, 1), (30, 34, 0, 2)], count=3)),
+        Step("summary v1 after the writes", *summary()),
+        Step("write with a stale leader epoch", *write(0, 0, 15, [(25, 29, 1, 1)])),
+        Step("write with a higher leader epoch", *write(0, 5, 15, [(25, 29, 1, 1)], count=2)),
+        Step("write with the leader epoch the read recorded", *write(0, 2, 15, [], count=4)),
+        Step("write with a negative leader epoch", *write(0, -1, 15, [(35, 39, 1, 1)])),
+        Step("write with a negative state epoch", *write(-1, 1, 15, [(35, 39, 1, 1)])),
+        Step("write with a higher state epoch", *write(1, 1, 15, [(35, 39, 1, 1)])),
+        Step("write moves the start offset back", *write(0, 1, 12, [(12, 16, 4, 3)], count=9)),
+        Step("write with start offset -1", *write(0, 1, -1, [(16, 20, 2, 3)], count=1)),
+        Step("read the merged batches", *read(1)),
+        Step("summary v1 after the merges", *summary()),
+        Step("write to an uninitialized partition", *write(0, 1, 0, [], partition=7)),
+        Step("write to an unknown topic", *write(0, 1, 0, [], tid=UNKNOWN_TOPIC_ID)),
+        Step("read an unknown partition", *read(1, partition=7)),
+        Step("summary of an unknown partition", *summary(partition=7)),
+        Step("summary of an unknown topic", *summary(tid=UNKNOWN_TOPIC_ID)),
+        Step("summary of the zero topic id", *summary(tid=ZERO_TOPIC_ID)),
+    ]
+    # Snapshots: SNAPSHOT_EVERY updates, then a snapshot, over a few cycles; start offsets forward
+    # and back, overlapping batches of other delivery counts and states.
+    for i in range(3 * (SNAPSHOT_EVERY + 1)):
+        start = 40 + 5 * i if i % 3 else 30 + 5 * i
+        spans = [(start, start + 7, (0, 1, 2, 4)[i % 4], 1 + i % 3), (start + 3, start + 12, 2, 2 + i % 2)]
+        steps.append(Step(f"write {i + 1} of the snapshot cycles", *write(0, 1, start, spans, count=i)))
+        if i % SNAPSHOT_EVERY == SNAPSHOT_EVERY - 1:
+            steps.append(Step(f"read after write {i + 1}", *read(1)))
+            steps.append(Step(f"summary after write {i + 1}", *summary()))
+    steps += [
+        Step("read with a newer leader epoch after the snapshots", *read(3)),
+        Step("write with the leader epoch before it", *write(0, 2, 0, [])),
+        Step("initialize again (state epoch 2)", *init(2, 100)),
+        Step("read after initializing again", *read(3)),
+        Step("summary after initializing again", *summary()),
+        Step("write with the old state epoch", *write(1, 3, 100, [])),
+        Step("initialize with an older state epoch", *init(1, 100)),
+        Step("write after initializing again", *write(2, 3, 105, [(105, 110, 2, 1)], count=6)),
+        Step("delete", *delete()),
+        Step("read after delete", *read(3)),
+        Step("summary after delete", *summary()),
+        Step("write after delete", *write(2, 3, 105, [])),
+        Step("delete again", *delete()),
+        Step("delete the other partition", *delete(partition=1)),
+        Step("delete an unknown partition", *delete(partition=7)),
+        Step("delete an unknown topic", *delete(tid=UNKNOWN_TOPIC_ID)),
+        Step("initialize after delete", *init(0, 3)),
+        Step("read after initializing anew", *read(0)),
+        Step("an empty group id", *state("ReadShareGroupState", 0, g="", leaderEpoch=0)),
+        Step("a negative partition", *summary(partition=-1)),
+    ]
+    return Scenario(f"share-coordinator-{run}", {topic: 2}, steps)
+
+
 ALL: list[Callable[[str], Scenario]] = [
     classic,
     consumer,
@@ -1228,6 +1396,7 @@ ALL: list[Callable[[str], Scenario]] = [
     streams_static,
     share,
     share_expiry,
+    share_coordinator,
 ]
 
 
@@ -1257,7 +1426,8 @@ def _only(scenario: Scenario, names: list[str]) -> Scenario:
 
 def smoke(run: str) -> list[Scenario]:
     """The suite's smoke (tests/integration/test_differential_smoke.py): a classic group, a streams
-    group through its first configuration, a share group through initialization and the admin APIs."""
+    group through its first configuration, a share group through initialization and the admin APIs,
+    the share coordinator's epochs and start offsets (Kafka 4.4.0's write rules)."""
     return [
         _only(classic(run), ["join without member id", "join with member id", "sync as leader", "describe", "leave"]),
         _only(
@@ -1281,6 +1451,20 @@ def smoke(run: str) -> list[Scenario]:
                 "first member leaves",
                 "alter offsets of the empty group",
                 "describe altered offsets",
+            ],
+        ),
+        _only(
+            share_coordinator(run),
+            [
+                "find the share coordinator",
+                "summary before initialization",
+                "initialize",
+                "read with a new leader epoch",
+                "write with a higher leader epoch",
+                "write with the leader epoch the read recorded",
+                "write with a negative leader epoch",
+                "write moves the start offset back",
+                "read the merged batches",
             ],
         ),
     ]

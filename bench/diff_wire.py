@@ -77,7 +77,13 @@ def api_key(api: str) -> int:
 
 
 def routing_key(body: dict) -> str:
-    """The id a JSON request is routed by (the group, transactional id or config resource)."""
+    """The id a JSON request is routed by (the group, transactional id or config resource; a share
+    coordinator's request: its share-partition, `groupId:topicId:partition`)."""
+    topics = body.get("topics") or []
+    if body.get("groupId") and topics and "topicId" in topics[0] and topics[0].get("partitions"):
+        first = topics[0]["partitions"][0]
+        if isinstance(first, dict) and "partition" in first:
+            return f"{body['groupId']}:{topics[0]['topicId']}:{first['partition']}"
     for name in ("groupId", "transactionalId"):
         if body.get(name):
             return body[name]
@@ -175,6 +181,10 @@ def normalise(value: Any, names: Names, api: str = "", key: str | None = None) -
     if isinstance(value, str):
         if value in names.topic_ids:
             return f"<topicId:{names.topic_ids[value]}>"
+        group, _, rest = value.partition(":")
+        tid, _, partition = rest.partition(":")
+        if tid in names.topic_ids:  # a share-partition key, groupId:topicId:partition
+            return f"{group}:<topicId:{names.topic_ids[tid]}>:{partition}"
         return names.member(value)
     return value
 

@@ -77,7 +77,9 @@ def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
     }
     # As many __consumer_offsets partitions as the service has coordinator partitions: a group's
     # offsets partition (in DescribeTransactions' topics) is its coordinator partition on both.
-    partitions = {"offsets.topic.num.partitions": str(coordinator_config.get("coordinator.partitions", 50))}
+    # The same for __share_group_state (fewer to create and load when a run first looks one up).
+    count = str(coordinator_config.get("coordinator.partitions", 50))
+    partitions = {"offsets.topic.num.partitions": count, "share.coordinator.state.topic.num.partitions": count}
     return LocalKafka(
         workdir,
         free_port(),
@@ -168,7 +170,14 @@ class Clusters:
         from tests.integration.conftest import PLAIN
 
         self.workdir = workdir
-        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or PLAIN["coordinator"]}
+        from .diff_scenarios import SNAPSHOT_EVERY
+
+        coordinator = {
+            **PLAIN["coordinator"],
+            # Both sides (the reference takes the job's Kafka-named settings): snapshots within a scenario.
+            "share.coordinator.snapshot.update.records.per.snapshot": SNAPSHOT_EVERY,
+        }
+        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or coordinator}
         self.reference = reference_broker(workdir / "reference", self.config["coordinator"])
         self.broker = LocalKafka(workdir / "kafka", free_port(), free_port())
         self.job: Any = None

@@ -38,6 +38,9 @@ smallest form that keeps its guarantees:
   `share.auto.offset.reset`, default latest) and written with the first acquisition. A
   share-partition without any state (a coordinator without that step) is initialized here.
   Writes carry the state epoch read at the claim (FENCED_STATE_EPOCH once offsets were altered).
+  An acknowledgement is not fenced by a later claim: it carries the largest leader epoch (Kafka
+  4.4.0's coordinator only compares a write's leader epoch, records none, and refuses a negative
+  one, which 4.1.1 took for "unchecked"), and the largest state epoch if this consumer never claimed.
 
 Records are read with kafka-python (assign + seek), topics named by id in the protocol
 (`TopicNames`).
@@ -60,6 +63,7 @@ HEARTBEAT = "ShareGroupHeartbeat"
 INVALID_REQUEST, FENCED_LEADER_EPOCH = 42, 74
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = 0, 1, 2, 4
 ACCEPT, RELEASE, REJECT = "accept", "release", "reject"
+UNCHECKED_EPOCH = 2**31 - 1  # no recorded epoch is newer: the write is never fenced by it
 
 
 @dataclass(frozen=True)
@@ -370,8 +374,8 @@ class ShareConsumer(HeartbeatMember):
                 tid,
                 partition,
                 {
-                    "stateEpoch": self._state_epochs.get((tid, partition), -1),
-                    "leaderEpoch": -1,
+                    "stateEpoch": self._state_epochs.get((tid, partition), UNCHECKED_EPOCH),
+                    "leaderEpoch": UNCHECKED_EPOCH,
                     "startOffset": -1,
                     "stateBatches": batches,
                 },

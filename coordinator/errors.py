@@ -227,10 +227,7 @@ class Errors(Enum):
     INVALID_RECORD_STATE = (121, "The record state is invalid. The acknowledgement of delivery could not be completed.")
     SHARE_SESSION_NOT_FOUND = (122, "The share session was not found.")
     INVALID_SHARE_SESSION_EPOCH = (123, "The share session epoch is invalid.")
-    FENCED_STATE_EPOCH = (
-        124,
-        "The share coordinator rejected the request because the share-group state epoch did not match.",
-    )
+    FENCED_STATE_EPOCH = (124, "The coordinator rejected the request because the state epoch did not match.")  # 4.4.0
     INVALID_VOTER_KEY = (125, "The voter key doesn't match the receiving replica's key.")
     DUPLICATE_VOTER = (126, "The voter is already part of the set of voters.")
     VOTER_NOT_FOUND = (127, "The voter is not part of the set of voters.")

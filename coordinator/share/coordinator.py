@@ -18,10 +18,13 @@ per slot, the latest update, and an update older than the latest snapshot always
 log, so replay in log order gives the same state. Deleting a share-partition writes tombstones for
 its update slots and then its snapshot.
 
-Errors and epochs are ShareCoordinatorShard's: a write or read of a share-partition that was never
-initialized is INVALID_REQUEST, an older leader epoch FENCED_LEADER_EPOCH, an older state epoch
-FENCED_STATE_EPOCH, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (checked once the
-coordinator has topic metadata, as elsewhere in this service).
+Errors, epochs and records are Kafka 4.4.0's ShareCoordinatorShard's: a write or read of a
+share-partition that was never initialized is INVALID_REQUEST, so is a negative leader epoch (write,
+read) or state epoch (write, initialize); an older leader epoch FENCED_LEADER_EPOCH, an older state
+epoch FENCED_STATE_EPOCH, an unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION (checked once the
+coordinator has topic metadata, as elsewhere in this service). A write never moves the start offset
+back (the larger of the write's and the state's), the state epoch (only initialization sets it) or
+the leader epoch (only a read does); a snapshot replaces the updates once a cycle's are used up.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from ..chunks import EMPTY_SOURCE, UNCHANGED, LazyMap
 from ..component import Component, Partition
 from ..errors import Errors
 from ..messages import Request, StateRecord
-from ..metadata import ZERO_UUID, TopicMetadata
+from ..metadata import TopicMetadata
 from ..protocol.loader import shape
 from ..records import parse_record_key, record_key
 from ..result import CoordinatorResult
@@ -44,10 +47,11 @@ from .state_apis import partition_error
 R_SNAPSHOT = "ShareSnapshot"
 R_UPDATE = "ShareUpdate"
 
-NULL_TOPIC_ID = "The topic id cannot be null."
 NEGATIVE_PARTITION_ID = "The partition id cannot be a negative number."
 WRITE_UNINITIALIZED = "Write operation on uninitialized share partition not allowed."
 READ_UNINITIALIZED = "Read operation on uninitialized share partition not allowed."
+NEGATIVE_LEADER_EPOCH = "The leader epoch cannot be a negative number."
+NEGATIVE_STATE_EPOCH = "The state epoch cannot be a negative number."
 
 # PartitionFactory's defaults (ReadShareGroupStateSummary of a share-partition without state).
 UNINITIALIZED_START_OFFSET, DEFAULT_STATE_EPOCH, DEFAULT_LEADER_EPOCH = -1, 0, 0
@@ -95,7 +99,8 @@ class ShareCoordinator(Component):
         super().__init__(partition)
         self.metadata = metadata
         # key -> {"offset": ShareGroupOffset, "leaderEpoch", "stateEpoch" (Kafka's epoch maps),
-        #         "updateCount" (snapshotUpdateCount, absent before the first update), "slots"}
+        #         "updates" (snapshotUpdateCount, absent before the first update), "updateCount" (the
+        #         last update's slot), "slots" (how many slots have been used: the tombstones)}
         self.states: LazyMap[str, dict[str, Any]] = LazyMap(partition.chunks, "ShareState", _plain, _plain)
         # The group side's requests waiting for other partitions' answers (the persister's pending
         # futures: coordinator/group/share/offsets_admin.py); partition-wide, read only when needed.
@@ -123,7 +128,7 @@ class ShareCoordinator(Component):
         body = request.body
         group_id = body["groupId"]
         result = CoordinatorResult(response={"results": []})
-        if not body["topics"] or any(not t["partitions"] for t in body["topics"]) or not group_id.strip():
+        if not body["topics"] or any(not t["partitions"] for t in body["topics"]) or not group_id:
             return result
         staged = self.writes(result)
         results: dict[str, list] = {}
@@ -143,8 +148,8 @@ class ShareCoordinator(Component):
         return result
 
     def _common_error(self, tid: str, partition: int, api: str) -> dict | None:
-        if tid == ZERO_UUID:  # Kafka's null topic id (the JSON form has no null uuid)
-            return partition_error(Errors.INVALID_REQUEST, NULL_TOPIC_ID, partition, api)
+        """The shard's checks of any request. Its null topic id cannot come over the wire (a uuid
+        field is never null): the zero id is a topic id like any other, which no topic has."""
         if partition < 0:
             return partition_error(Errors.INVALID_REQUEST, NEGATIVE_PARTITION_ID, partition, api)
         return None
@@ -166,23 +171,19 @@ class ShareCoordinator(Component):
 
     def _write_one(self, staged: StagedStates, group_id: str, tid: str, partition: int, key: str, data: dict) -> dict:
         api = "WriteShareGroupState"
-        error = self._common_error(tid, partition, api)
+        error = (
+            self._common_error(tid, partition, api)
+            or _negative_epoch(data["leaderEpoch"], NEGATIVE_LEADER_EPOCH, partition, api)
+            or _negative_epoch(data["stateEpoch"], NEGATIVE_STATE_EPOCH, partition, api)
+        )
         if error:
             return error
         state = staged.get(key)
         if state is None:
             return partition_error(Errors.INVALID_REQUEST, WRITE_UNINITIALIZED, partition, api)
-        if (
-            data["leaderEpoch"] != -1
-            and state.get("leaderEpoch") is not None
-            and state["leaderEpoch"] > data["leaderEpoch"]
-        ):
+        if state.get("leaderEpoch") is not None and state["leaderEpoch"] > data["leaderEpoch"]:
             return partition_error(Errors.FENCED_LEADER_EPOCH, Errors.FENCED_LEADER_EPOCH.message, partition, api)
-        if (
-            data["stateEpoch"] != -1
-            and state.get("stateEpoch") is not None
-            and state["stateEpoch"] > data["stateEpoch"]
-        ):
+        if state.get("stateEpoch") is not None and state["stateEpoch"] > data["stateEpoch"]:
             return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
         error = self._unknown_partition(tid, partition, api)
         if error:
@@ -202,21 +203,26 @@ class ShareCoordinator(Component):
         )
         return {"partition": partition, "errorCode": 0, "errorMessage": None}
 
-    def _share_state_record(self, group_id: str, tid: str, partition: int, state: dict, data: dict):
-        """generateShareStateRecord: a snapshot when the cycle's updates are used up or the state
-        epoch grew, else an update."""
+    def _share_state_record(
+        self, group_id: str, tid: str, partition: int, state: dict, data: dict, update_leader_epoch: bool = False
+    ):
+        """Kafka 4.4.0's generateShareStateRecord: a snapshot once the cycle's updates are used up
+        (snapshotUpdateCount at the limit), else an update. The start offset only moves forward; the
+        leader epoch is the request's only for a read (`update_leader_epoch`), the state epoch the
+        state's."""
         now = self.p.clock_ms
         current = state["offset"]
+        leader_epoch = data["leaderEpoch"] if update_leader_epoch else current["leaderEpoch"]
+        start = max(data["startOffset"], current["startOffset"])
         count = _written_delivery_complete_count(current, data)
         batches = [batch_from_json(b) for b in data["stateBatches"]]
-        if state.get("updateCount", 0) >= self.updates_per_snapshot or data["stateEpoch"] > current["stateEpoch"]:
-            start = current["startOffset"] if data["startOffset"] == -1 else data["startOffset"]
+        if _snapshot_update_count(state) >= self.updates_per_snapshot:
             merged = combine([batch_from_json(b) for b in current["stateBatches"]], batches, start)
             value = {
                 "type": R_SNAPSHOT,
                 "snapshotEpoch": current["snapshotEpoch"] + 1,
-                "stateEpoch": current["stateEpoch"] if data["stateEpoch"] == -1 else data["stateEpoch"],
-                "leaderEpoch": current["leaderEpoch"] if data["leaderEpoch"] == -1 else data["leaderEpoch"],
+                "stateEpoch": current["stateEpoch"],
+                "leaderEpoch": leader_epoch,
                 "startOffset": start,
                 "deliveryCompleteCount": count,
                 "createTimestamp": now,
@@ -224,12 +230,12 @@ class ShareCoordinator(Component):
                 "stateBatches": [batch_to_json(b) for b in merged],
             }
             return record_key(R_SNAPSHOT, group_id, tid, partition), value
-        merged = combine([], batches, data["startOffset"])
+        merged = combine([], batches, start)
         value = {
             "type": R_UPDATE,
             "snapshotEpoch": current["snapshotEpoch"],
-            "leaderEpoch": data["leaderEpoch"],
-            "startOffset": data["startOffset"],
+            "leaderEpoch": leader_epoch,
+            "startOffset": start,
             "deliveryCompleteCount": count,
             "stateBatches": [batch_to_json(b) for b in merged],
         }
@@ -244,7 +250,9 @@ class ShareCoordinator(Component):
         """readStateAndMaybeUpdateLeaderEpoch: a newer leader epoch is recorded (a snapshot or
         update without batches)."""
         api = "ReadShareGroupState"
-        error = self._common_error(tid, partition, api)
+        error = self._common_error(tid, partition, api) or _negative_epoch(
+            data["leaderEpoch"], NEGATIVE_LEADER_EPOCH, partition, api
+        )
         if error:
             return error
         state = staged.get(key)
@@ -265,7 +273,7 @@ class ShareCoordinator(Component):
             "startOffset": offset["startOffset"],
             "stateBatches": [dict(b) for b in offset["stateBatches"]],
         }
-        if leader_epoch != -1 and state.get("leaderEpoch") != leader_epoch:
+        if state.get("leaderEpoch") != leader_epoch:
             staged.append(
                 *self._share_state_record(
                     group_id,
@@ -279,6 +287,7 @@ class ShareCoordinator(Component):
                         "deliveryCompleteCount": delivery_complete_count(offset),
                         "stateEpoch": offset["stateEpoch"],
                     },
+                    update_leader_epoch=True,
                 )
             )
         return out
@@ -323,16 +332,13 @@ class ShareCoordinator(Component):
     ) -> dict:
         """initializeState: a new snapshot (a fresh start: nothing of a previous state is kept)."""
         api = "InitializeShareGroupState"
-        error = self._common_error(tid, partition, api)
+        error = self._common_error(tid, partition, api) or _negative_epoch(
+            data["stateEpoch"], NEGATIVE_STATE_EPOCH, partition, api
+        )
         if error:
             return error
         state = staged.get(key)
-        if (
-            data["stateEpoch"] != -1
-            and state is not None
-            and state.get("stateEpoch") is not None
-            and state["stateEpoch"] > data["stateEpoch"]
-        ):
+        if state is not None and state.get("stateEpoch") is not None and state["stateEpoch"] > data["stateEpoch"]:
             return partition_error(Errors.FENCED_STATE_EPOCH, Errors.FENCED_STATE_EPOCH.message, partition, api)
         error = self._unknown_partition(tid, partition, api)
         if error:
@@ -545,8 +551,10 @@ def replayed_parsed(
         new["leaderEpoch"] = max(new.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
         new["stateEpoch"] = max(new.get("stateEpoch", value["stateEpoch"]), value["stateEpoch"])
         new["offset"] = _offset(value)
-        if "updateCount" in new and new["updateCount"] >= updates_per_snapshot:
-            new["updateCount"] = 0
+        if _has_updates(new) and _snapshot_update_count(new) >= updates_per_snapshot:
+            # The cycle's snapshot: the count starts again, and so do the slots.
+            new["updates"] = 0
+            new.pop("updateCount", None)
         return new
     if value is None:
         return state
@@ -554,9 +562,28 @@ def replayed_parsed(
     new = dict(state or {})
     new["leaderEpoch"] = max(new.get("leaderEpoch", value["leaderEpoch"]), value["leaderEpoch"])
     new["offset"] = _offset(value, state_epoch=0) if "offset" not in new else _merge(new["offset"], value)
+    new["updates"] = _snapshot_update_count(new) + 1
     new["updateCount"] = 0 if "updateCount" not in new else new["updateCount"] + 1
     new["slots"] = max(new.get("slots", 0), slot + 1)
     return new
+
+
+def _negative_epoch(epoch: int, message: str, partition: int, api: str) -> dict | None:
+    """Kafka 4.4.0: a negative leader or state epoch is INVALID_REQUEST (4.1.1: -1 meant unchanged)."""
+    return partition_error(Errors.INVALID_REQUEST, message, partition, api) if epoch < 0 else None
+
+
+def _has_updates(state: dict) -> bool:
+    return "updates" in state or "updateCount" in state
+
+
+def _snapshot_update_count(state: dict) -> int:
+    """Kafka 4.4.0's snapshotUpdateCount (getOrDefault 0): the updates since the snapshot that ended
+    the last cycle; an initialization's snapshot does not reset it. A state checkpointed before
+    `updates` was kept has only the last slot, which counted updates from 0."""
+    if "updates" in state:
+        return state["updates"]
+    return state["updateCount"] + 1 if "updateCount" in state else 0
 
 
 def _written_delivery_complete_count(current: dict, data: dict) -> int:

@@ -122,19 +122,24 @@ def test_write_state_success(shard):
     assert state["offset"]["stateBatches"] == [batch(0, 10, 0, 1)]
 
 
-def test_write_state_sequential_requests_with_higher_state_epoch_create_share_snapshots(shard):
-    """testWriteStateSequentialRequestsWithHigherStateEpochCreateShareSnapshots."""
+def test_write_state_sequential_requests_with_higher_state_epoch_are_updates(shard):
+    """Kafka 4.4.0's generateShareStateRecord (4.1.1's testWriteStateSequentialRequestsWithHigher
+    StateEpochCreateShareSnapshots no longer holds): a higher state epoch in a write neither makes a
+    snapshot nor changes the state epoch (only initialization sets it)."""
     shard.initialize(state_epoch=1)
     start = len(shard.records())
     shard.write(state_epoch=1, batches=[(0, 10, 0, 1)])
     shard.write(state_epoch=1, batches=[(11, 12, 0, 1)])
-    shard.write(state_epoch=2, batches=[(13, 14, 0, 1)])
+    assert shard.write(state_epoch=2, batches=[(13, 14, 0, 1)])["errorCode"] == 0
     kinds = [k.split(",")[0] for k in keys(shard.records(start))]
-    assert kinds == ['["ShareUpdate"', '["ShareUpdate"', '["ShareSnapshot"']
-    snapshot = shard.records(start)[-1][1]
-    assert (snapshot["snapshotEpoch"], snapshot["stateEpoch"]) == (1, 2)
-    assert snapshot["stateBatches"] == [batch(0, 14, 0, 1)]  # contiguous, same state: combined
-    assert shard.state()["stateEpoch"] == 2
+    assert kinds == ['["ShareUpdate"', '["ShareUpdate"', '["ShareUpdate"']
+    assert shard.state()["stateEpoch"] == 1 and shard.state()["offset"]["stateEpoch"] == 1
+    assert shard.state()["offset"]["stateBatches"] == [batch(0, 14, 0, 1)]  # contiguous, same state: combined
+    assert shard.read()["stateEpoch"] == 1
+    # The state epoch 1 is still not fenced, and initialization moves it.
+    assert shard.write(state_epoch=1, batches=[])["errorCode"] == 0
+    shard.initialize(state_epoch=2, start_offset=20)
+    assert shard.write(state_epoch=1, batches=[])["errorCode"] == Errors.FENCED_STATE_EPOCH.code
 
 
 def test_subsequent_write_state_snapshot_epoch_updates_successfully():
@@ -150,17 +155,38 @@ def test_subsequent_write_state_snapshot_epoch_updates_successfully():
 
 
 def test_write_state_invalid_request_data(shard):
-    """testWriteStateInvalidRequestData: a negative partition, a null (zero) topic id."""
+    """testWriteStateInvalidRequestData: a negative partition, a null (zero) topic id, and (Kafka
+    4.4.0's maybeGetWriteStateError, checked before the state exists) a negative leader or state
+    epoch: 4.1.1 took -1 for "unchanged"."""
     p = shard.write(partition=-1, batches=[(0, 10, 0, 1)])
     assert (p["errorCode"], p["errorMessage"]) == (
         Errors.INVALID_REQUEST.code,
         "The partition id cannot be a negative number.",
     )
+    # The zero id is no null over the wire (the differential test: Kafka 4.4.0 answers it as any id).
+    assert (
+        shard.write(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"]
+        == "Write operation on uninitialized share partition not allowed."
+    )
+    for kw, message in (
+        ({"leader_epoch": -1}, "The leader epoch cannot be a negative number."),
+        ({"state_epoch": -1}, "The state epoch cannot be a negative number."),
+        ({"leader_epoch": -2, "state_epoch": -1}, "The leader epoch cannot be a negative number."),
+    ):
+        for initialized in (False, True):
+            if initialized:
+                shard.initialize()
+            start = len(shard.records())
+            p = shard.write(batches=[(0, 10, 0, 1)], **kw)
+            assert (p["errorCode"], p["errorMessage"]) == (Errors.INVALID_REQUEST.code, message)
+            assert shard.records(start) == []
 
 
 def test_write_state_fenced_leader_epoch_error(shard):
-    """testWriteStateFencedLeaderEpochError."""
+    """testWriteStateFencedLeaderEpochError: the leader epoch a read recorded (Kafka 4.4.0: a write
+    does not record one) fences older writers."""
     shard.initialize()
+    assert shard.read(leader_epoch=5)["errorCode"] == Errors.NONE.code
     assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == Errors.NONE.code
     p = shard.write(leader_epoch=3, batches=[(11, 12, 0, 1)])
     assert (p["errorCode"], p["errorMessage"]) == (
@@ -221,6 +247,7 @@ def test_read_state_summary_success(shard):
         "startOffset": -1,
     }
     shard.initialize(state_epoch=2, start_offset=5)
+    shard.read(leader_epoch=3)
     shard.write(state_epoch=2, leader_epoch=3, start_offset=7, batches=[(7, 10, 0, 1)])
     assert shard.summary() == {
         "partition": 0,
@@ -233,14 +260,28 @@ def test_read_state_summary_success(shard):
 
 
 def test_read_state_invalid_request_data(shard):
-    """testReadStateInvalidRequestData / testReadStateSummaryInvalidRequestData."""
+    """testReadStateInvalidRequestData / testReadStateSummaryInvalidRequestData; a read with a
+    negative leader epoch is INVALID_REQUEST (Kafka 4.4.0's maybeGetReadStateError; 4.1.1 read
+    without recording one), a summary's leader epoch is not checked."""
     assert shard.read(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
     assert shard.summary(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
+    for initialized in (False, True):
+        if initialized:
+            shard.initialize()
+        start = len(shard.records())
+        p = shard.read(leader_epoch=-1)
+        assert (p["errorCode"], p["errorMessage"]) == (
+            Errors.INVALID_REQUEST.code,
+            "The leader epoch cannot be a negative number.",
+        )
+        assert shard.records(start) == []
+    assert shard.summary(leader_epoch=-1)["errorCode"] == Errors.NONE.code
 
 
 def test_read_state_fenced_leader_epoch_error(shard):
     """testReadStateFencedLeaderEpochError."""
     shard.initialize()
+    shard.read(leader_epoch=5)
     shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])
     assert shard.read(leader_epoch=3)["errorCode"] == Errors.FENCED_LEADER_EPOCH.code
 
@@ -270,7 +311,7 @@ def test_read_state_leader_epoch_update_success(shard):
 
 
 def test_read_state_leader_epoch_update_no_update(shard):
-    """testReadStateLeaderEpochUpdateNoUpdate: -1 or the same leader epoch writes nothing."""
+    """testReadStateLeaderEpochUpdateNoUpdate: the same leader epoch writes nothing."""
     shard.initialize()
     shard.read(leader_epoch=2)
     start = len(shard.records())
@@ -337,10 +378,24 @@ def test_initialize_state_invalid_request_data(shard):
     """testInitializeStateInvalidRequestData / ...TopicIdNonExistentInMetadataImage /
     ...PartitionIdNonExistentInMetadataImage, and a fenced state epoch."""
     assert shard.initialize(partition=-1)["errorCode"] == Errors.INVALID_REQUEST.code
-    assert shard.initialize(tid="AAAAAAAAAAAAAAAAAAAAAA")["errorMessage"] == "The topic id cannot be null."
+    zero = shard.initialize(tid="AAAAAAAAAAAAAAAAAAAAAA")  # no null over the wire: an unknown topic
+    assert (zero["errorCode"], zero["errorMessage"]) == (
+        Errors.UNKNOWN_TOPIC_OR_PARTITION.code,
+        "This server does not host this topic-partition.",
+    )
     assert shard.initialize(partition=3)["errorCode"] == Errors.UNKNOWN_TOPIC_OR_PARTITION.code
     shard.initialize(state_epoch=5)
-    assert shard.initialize(state_epoch=4)["errorCode"] == Errors.FENCED_STATE_EPOCH.code
+    fenced = shard.initialize(state_epoch=4)
+    assert (fenced["errorCode"], fenced["errorMessage"]) == (
+        Errors.FENCED_STATE_EPOCH.code,
+        "The coordinator rejected the request because the state epoch did not match.",  # Kafka 4.4.0's
+    )
+    # Kafka 4.4.0's maybeGetInitializeStateError: a negative state epoch.
+    p = shard.initialize(state_epoch=-1)
+    assert (p["errorCode"], p["errorMessage"]) == (
+        Errors.INVALID_REQUEST.code,
+        "The state epoch cannot be a negative number.",
+    )
 
 
 def test_replay_with_share_snapshot_and_updates(shard):
@@ -433,13 +488,13 @@ def test_write_state_v1_records_the_delivery_complete_count():
     shard.initialize(start_offset=0)
     assert shard.summary(version=1)["deliveryCompleteCount"] == 0
     start = len(shard.records())
-    for count, first in ((7, 0), (8, 11), (9, 13)):  # two updates, then the cycle's snapshot
+    for count, first in ((7, 0), (8, 11), (9, 13)):
         assert shard.write(version=1, deliveryCompleteCount=count, batches=[(first, first + 1, 2, 1)])["errorCode"] == 0
     written = shard.records(start)
     assert [(k.split(",")[0], v["deliveryCompleteCount"]) for k, v in written] == [
         ('["ShareUpdate"', 7),
-        ('["ShareUpdate"', 8),
-        ('["ShareSnapshot"', 9),
+        ('["ShareSnapshot"', 8),  # the cycle's one update used up
+        ('["ShareUpdate"', 9),
     ]
     p = shard.summary(version=1)
     assert (p["startOffset"], p["leaderEpoch"], p["deliveryCompleteCount"]) == (0, 0, 9)
@@ -453,6 +508,7 @@ def test_write_state_v1_records_the_delivery_complete_count():
     assert count_after(version=1, deliveryCompleteCount=4) == 9  # the larger at the same start offset
     assert count_after(version=1, start_offset=5, deliveryCompleteCount=2) == 2  # a new start offset
     assert count_after(version=1, start_offset=-1, deliveryCompleteCount=100) == 2  # start unchanged
+    assert count_after(version=1, start_offset=3, deliveryCompleteCount=100) == 2  # below it: unchanged too
     # The state rebuilt from the log has the same count.
     rebuilt = shard.rebuilt().component("share").states.get(KEY)
     assert rebuilt["offset"]["deliveryCompleteCount"] == 2 == shard.state()["offset"]["deliveryCompleteCount"]
@@ -498,3 +554,113 @@ def test_a_share_state_written_before_kip_1226_loads():
     assert shard.summary(version=1)["deliveryCompleteCount"] == -1
     assert shard.write(version=1, deliveryCompleteCount=11, batches=[(11, 12, 2, 1)])["errorCode"] == 0
     assert shard.summary(version=1)["deliveryCompleteCount"] == 11
+
+
+# ====================================================================== Kafka 4.4.0's write rules
+def test_write_state_start_offset_never_moves_back(shard):
+    """Kafka 4.4.0's generateShareStateRecord: the written start offset is the larger of the write's
+    and the state's (4.1.1 took the write's), in an update and in a snapshot alike; batches below it
+    are dropped."""
+    shard.initialize(start_offset=0)
+    shard.write(start_offset=10, batches=[(10, 19, 0, 1)])
+    start = len(shard.records())
+    shard.write(start_offset=5, batches=[(5, 12, 2, 2), (20, 25, 0, 1)])
+    [(_, update)] = shard.records(start)
+    assert update["startOffset"] == 10 and update["stateBatches"] == [batch(10, 12, 2, 2), batch(20, 25, 0, 1)]
+    p = shard.read()
+    assert p["startOffset"] == 10
+    assert p["stateBatches"] == [batch(10, 12, 2, 2), batch(13, 25, 0, 1)]  # contiguous, equal: joined
+    shard.write(start_offset=-1, batches=[])
+    assert shard.read()["startOffset"] == 10
+    shard.write(start_offset=13, batches=[])
+    assert shard.read()["startOffset"] == 13 and shard.read()["stateBatches"] == [batch(13, 25, 0, 1)]
+    # The same in the snapshot that ends a cycle.
+    every = Shard(share_coordinator_snapshot_update_records_per_snapshot=0)
+    every.initialize(start_offset=30)
+    start = len(every.records())
+    every.write(start_offset=20, batches=[(20, 40, 0, 1)])
+    [(key, snapshot)] = every.records(start)
+    assert key.startswith('["ShareSnapshot"') and snapshot["startOffset"] == 30
+    assert snapshot["stateBatches"] == [batch(30, 40, 0, 1)]
+
+
+def test_write_state_does_not_update_leader_epoch(shard):
+    """Kafka 4.4.0: a write records the state's leader epoch, not its own (only a read at a new
+    leader epoch records that, readStateAndMaybeUpdateLeaderEpoch); so a write with a higher epoch
+    does not fence the writers after it."""
+    shard.initialize()
+    start = len(shard.records())
+    assert shard.write(leader_epoch=5, batches=[(0, 10, 0, 1)])["errorCode"] == 0
+    [(_, update)] = shard.records(start)
+    assert update["leaderEpoch"] == 0
+    assert shard.state()["leaderEpoch"] == 0 and shard.summary()["leaderEpoch"] == 0
+    assert shard.write(leader_epoch=3, batches=[])["errorCode"] == 0
+    assert shard.read(leader_epoch=2)["errorCode"] == 0  # records 2
+    assert (shard.state()["leaderEpoch"], shard.summary()["leaderEpoch"]) == (2, 2)
+    assert shard.write(leader_epoch=1, batches=[])["errorCode"] == Errors.FENCED_LEADER_EPOCH.code
+    # A snapshot written by a write keeps the state's leader epoch too.
+    every = Shard(share_coordinator_snapshot_update_records_per_snapshot=0)
+    every.initialize()
+    every.read(leader_epoch=4)
+    every.write(leader_epoch=9, batches=[])
+    assert (every.state()["offset"]["leaderEpoch"], every.state()["leaderEpoch"]) == (4, 4)
+
+
+def test_snapshot_when_the_cycles_updates_are_used_up():
+    """Kafka 4.4.0's snapshotUpdateCount: an update adds one (the first makes it 1), a write finding
+    it at share.coordinator.snapshot.update.records.per.snapshot writes a snapshot instead, which
+    starts it again; an initialization's snapshot does not (it is not at the limit). Replaying the
+    log, compacted or not, gives the live state and count."""
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=2)
+    shard.initialize()
+    start = len(shard.records())
+    for i in range(6):
+        shard.write(start_offset=i, batches=[(i * 10, i * 10 + 9, 0, 1)])
+    kinds = [k.split(",")[0].strip('["') for k in keys(shard.records(start))]
+    assert kinds == ["ShareUpdate", "ShareUpdate", "ShareSnapshot"] * 2
+    assert shard.state()["offset"]["snapshotEpoch"] == 2
+    shard.write(batches=[])  # 1 update of the new cycle
+    shard.initialize(state_epoch=1, start_offset=100)
+    start = len(shard.records())
+    shard.write(state_epoch=1, start_offset=100, batches=[])
+    shard.write(state_epoch=1, start_offset=100, batches=[])
+    assert [k.split(",")[0].strip('["') for k in keys(shard.records(start))] == ["ShareUpdate", "ShareSnapshot"]
+    live = shard.state()
+    compacted: dict = {}
+    for k, v in shard.records():
+        compacted.pop(k, None)
+        compacted[k] = v
+    for records in (None, list(compacted.items())):
+        rebuilt = shard.rebuilt(records).component("share").states[KEY]
+        assert rebuilt["offset"] == live["offset"] and rebuilt["updates"] == live["updates"] == 0
+
+
+def test_a_share_state_checkpointed_before_updates_were_counted_loads():
+    """A state checkpointed when only the last update's slot was kept (`updateCount`, counting from
+    0): its count is the slot + 1, and the next update takes the next slot."""
+    import state
+
+    shard = Shard(share_coordinator_snapshot_update_records_per_snapshot=3)
+    shard.initialize()
+    shard.write(batches=[(0, 1, 0, 1)])
+    shard.write(batches=[(2, 3, 0, 1)])
+    snapshot = shard.d.partition.to_json()
+    [entry] = snapshot["components"]["share"]["states"].values()
+    assert (entry.pop("updates"), entry["updateCount"]) == (2, 1)
+    loaded = state.StoredState(*state.encode(snapshot)).load(shard.d.partition_id, shard.d.partition.config)
+    shard.d._continue_with(loaded)
+    start = len(shard.records())
+    shard.write(batches=[(4, 5, 0, 1)])
+    shard.write(batches=[(6, 7, 0, 1)])
+    assert keys(shard.records(start)) == [
+        record_key("ShareUpdate", GROUP_ID, TOPIC_ID, PARTITION, 2),
+        record_key("ShareSnapshot", GROUP_ID, TOPIC_ID, PARTITION),
+    ]
+    assert shard.read()["stateBatches"] == [batch(0, 7, 0, 1)]
+
+
+def test_a_blank_group_id_is_served():
+    """ShareCoordinatorService.isGroupIdEmpty: only an empty group id is answered empty."""
+    shard = Shard()
+    assert shard.initialize(group_id=" ")["errorCode"] == 0
+    assert shard.read(group_id=" ")["startOffset"] == 0

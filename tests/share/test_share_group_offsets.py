@@ -37,6 +37,8 @@ def describe(d: CoreDriver, topics=None, group=GROUP, version: int = 0) -> dict 
 
 
 def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int = 1) -> None:
+    """Initialized, then read by a leader at `leader_epoch` (only a read records it, Kafka 4.4.0) and
+    written."""
     key = share_partition_key(GROUP, TID, partition)
     d.send(
         "InitializeShareGroupState",
@@ -44,6 +46,15 @@ def init_and_write(d: CoreDriver, partition: int, start: int, leader_epoch: int 
         {
             "groupId": GROUP,
             "topics": [{"topicId": TID, "partitions": [{"partition": partition, "stateEpoch": 0, "startOffset": 0}]}],
+        },
+        key=key,
+    )
+    d.send(
+        "ReadShareGroupState",
+        0,
+        {
+            "groupId": GROUP,
+            "topics": [{"topicId": TID, "partitions": [{"partition": partition, "leaderEpoch": leader_epoch}]}],
         },
         key=key,
     )
