@@ -77,7 +77,9 @@ class Group:
     # ---------------------------------------------------------------- offsets
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
-    ) -> None:
+    ) -> Callable[[str, int], None] | None:
+        """Raises ApiError, or returns a validator of each committed (topic, partition) (Kafka's
+        CommitPartitionValidator; None: every partition passes)."""
         raise NotImplementedError
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:

@@ -81,7 +81,9 @@ class OffsetManager:
     # ================================================================ OffsetCommit
     def validate_offset_commit(self, request: Request, result: CoordinatorResult):
         """Raises ApiError before changing anything; then creates the simple group if needed (an
-        in-memory classic group) and puts the member's session timer into `result`."""
+        in-memory classic group) and puts the member's session timer into `result`. Returns the
+        group's validator of each committed partition (Kafka's CommitPartitionValidator; None:
+        every partition passes)."""
         body, version = request.body, request.api_version
         group_id, generation = body["groupId"], body["generationIdOrMemberEpoch"]
         group = self.c.groups.get(group_id)
@@ -90,8 +92,11 @@ class OffsetManager:
                 raise group_not_found(group_id) if version >= 9 else ApiError(Errors.ILLEGAL_GENERATION)
             # The admin client or a consumer without group management: a "simple" group (an empty
             # classic group accepts such a commit, so nothing below can fail).
-            return self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit", result=result)
-        group.validate_offset_commit(body["memberId"], body.get("groupInstanceId"), generation, False, version)
+            self.c.create_classic_group(group_id, reason="simple group created by OffsetCommit", result=result)
+            return None
+        validator = group.validate_offset_commit(
+            body["memberId"], body.get("groupInstanceId"), generation, False, version
+        )
         # Classic members keep their session alive by committing while Stable or PreparingRebalance.
         if isinstance(group, ClassicGroup) and group.state in (STABLE, PREPARING_REBALANCE):
             member = group.member(body["memberId"])
@@ -102,7 +107,7 @@ class OffsetManager:
                 T_SESSION,
                 {"groupId": group_id, "memberId": member.member_id},
             )
-        return group
+        return validator
 
     def _split_unknown_topics(self, topics: list) -> tuple[_ResponseBuilder, list]:
         """KafkaApis.handleOffsetCommitRequest / handleOffsetDeleteRequest: a topic the metadata
@@ -183,7 +188,7 @@ class OffsetManager:
 
     def _commit_valid_offsets(self, request: Request, valid: list, result: CoordinatorResult) -> list:
         body = request.body
-        self.validate_offset_commit(request, result)
+        validator = self.validate_offset_commit(request, result)
         now = self.p.clock_ms
         retention = body.get("retentionTimeMs", DEFAULT_RETENTION_TIME)
         expire = None if retention == DEFAULT_RETENTION_TIME else now + retention
@@ -197,6 +202,8 @@ class OffsetManager:
                         {"partitionIndex": part["partitionIndex"], "errorCode": Errors.OFFSET_METADATA_TOO_LARGE.code}
                     )
                     continue
+                if validator is not None:
+                    validator(topic["name"], part["partitionIndex"])  # raises: the whole commit fails
                 epoch = part.get("committedLeaderEpoch", -1)
                 value = OffsetAndMetadata(
                     part["committedOffset"],

@@ -524,19 +524,22 @@ def _commit_transactional_offsets(
     group = comp.groups.get(group_id)
     # OffsetMetadataManager.validateTransactionalOffsetCommit: v6 (KIP-1319) answers a missing group
     # and a consumer member's stale epoch as they are; older versions as ILLEGAL_GENERATION.
-    if group is None:
-        if generation >= 0:
-            if version >= 6:
-                raise group_not_found(group_id)
-            raise ApiError(Errors.ILLEGAL_GENERATION)
-    else:
+    if group is None and generation >= 0:
+        if version >= 6:
+            raise group_not_found(group_id)
+        raise ApiError(Errors.ILLEGAL_GENERATION)
+    accepted = [(name, part) for name, part in valid if not comp.is_offset_metadata_invalid(part["committedMetadata"])]
+    if group is not None:
         try:
-            group.validate_offset_commit(member_id, instance_id, generation, True, version)
+            validator = group.validate_offset_commit(member_id, instance_id, generation, True, version)
+            # Kafka 4.3+: each partition with valid metadata is validated (streams groups: the
+            # epoch its task was assigned at) before any record is written.
+            for name, part in accepted if validator is not None else ():
+                validator(name, part["partitionIndex"])
         except ApiError as e:
             if e.error is Errors.STALE_MEMBER_EPOCH and version < 6:
                 raise ApiError(Errors.ILLEGAL_GENERATION) from e
             raise
-    accepted = [(name, part) for name, part in valid if not comp.is_offset_metadata_invalid(part["committedMetadata"])]
     if accepted:
         # The log layer: an append with an epoch older than the producer's last one is fenced.
         current = producer_epoch(comp, producer_id)

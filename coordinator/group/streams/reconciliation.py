@@ -90,18 +90,39 @@ class _Builder:
         assigning = TasksTuple(a[2], s[2], w[2])
         unreleased = a[3] or s[3] or w[3]
         m = self.member
+
+        # Per-task epochs (computeAssignmentDifferenceWithEpoch): an active task the member keeps
+        # or must revoke keeps the epoch it was given at, a newly assigned one gets the target's.
+        def epochs(tasks) -> dict:
+            return {
+                (sid, p): m.active_task_epochs.get((sid, p), m.member_epoch)
+                for sid, parts in tasks.items()
+                for p in parts
+            }
+
+        kept = epochs(assigned.active)
         if not revoking.is_empty() and (self.owned is None or self.owned.contains_any(revoking)):
             return _with_epoch(m, member_epoch).replace(
-                state=MemberState.UNREVOKED_TASKS, assigned_tasks=assigned, tasks_pending_revocation=revoking
+                state=MemberState.UNREVOKED_TASKS,
+                assigned_tasks=assigned,
+                tasks_pending_revocation=revoking,
+                active_task_epochs={**kept, **epochs(revoking.active)},
             )
         if not assigning.is_empty():
             state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
+            granted = {(sid, p): self.target_epoch for sid, parts in assigning.active.items() for p in parts}
             return _with_epoch(m, self.target_epoch).replace(
-                state=state, assigned_tasks=assigned.merge(assigning), tasks_pending_revocation=TasksTuple({}, {}, {})
+                state=state,
+                assigned_tasks=assigned.merge(assigning),
+                tasks_pending_revocation=TasksTuple({}, {}, {}),
+                active_task_epochs={**kept, **granted},
             )
         state = MemberState.UNRELEASED_TASKS if unreleased else MemberState.STABLE
         return _with_epoch(m, self.target_epoch).replace(
-            state=state, assigned_tasks=assigned, tasks_pending_revocation=TasksTuple({}, {}, {})
+            state=state,
+            assigned_tasks=assigned,
+            tasks_pending_revocation=TasksTuple({}, {}, {}),
+            active_task_epochs=kept,
         )
 
 
