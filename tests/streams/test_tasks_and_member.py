@@ -106,7 +106,9 @@ def test_TasksTupleWithEpochsTest_testFromCurrentAssignmentRecordWithoutEpochs()
     member epoch, and the record written back carries them."""
     m = StreamsGroupMember("m").with_assignment_value(_record({"subtopologyId": S1, "partitions": [0, 1]}))
     assert (m.active_task_epoch(S1, 0), m.active_task_epoch(S1, 1)) == (7, 7)
-    assert m.assignment_value()["activeTasks"] == [{"subtopologyId": S1, "partitions": [0, 1], "assignmentEpochs": [7, 7]}]
+    assert m.assignment_value()["activeTasks"] == [
+        {"subtopologyId": S1, "partitions": [0, 1], "assignmentEpochs": [7, 7]}
+    ]
 
 
 def test_TasksTupleWithEpochsTest_testFromCurrentAssignmentRecordWithMismatchedEpochs():
