@@ -3,8 +3,9 @@
 Tasks move in two steps, as partitions do in consumer groups: the member first revokes what it
 must give up (UNREVOKED_TASKS, at its current epoch), and only once its heartbeat no longer lists
 them does it get the new epoch; a task still owned by another member (an active task anywhere, or
-a standby / warm-up of the same task on the member's own process) is withheld (UNRELEASED_TASKS)
-until it is released.
+a standby / warm-up of the same task held by another member of its process) is withheld
+(UNRELEASED_TASKS) until it is released. Kafka 4.4.0: a task the member has in one role and is
+given in another changes role at once (no revoke-then-assign round for it).
 """
 
 from __future__ import annotations
