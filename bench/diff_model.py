@@ -50,6 +50,9 @@ class Step:
     deviation: dict[str, str] = field(default_factory=dict)
     # An action on the side's cluster before each attempt (create a topic, keep a member alive)
     before: Callable[[Side], None] | None = None
+    # An action repeated, once the side's answer is in, until the other side's is too (keep a member
+    # alive while the slower side still waits, so its session does not expire meanwhile)
+    keep_alive: Callable[[Side], None] | None = None
     # What of the answer is compared (e.g. ListGroups: only the scenario's groups; the service's
     # job serves other clients too)
     view: Callable[[dict], dict] | None = None

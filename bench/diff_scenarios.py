@@ -752,10 +752,22 @@ def streams(run: str) -> Scenario:
     m2 = _streams_heartbeat(group, "diffstreamsmember2", "process-2", topology)
     describe = {"groupIds": [group], "includeAuthorizedOperations": False}
     both = {"0": [0, 1, 2, 3]}
+    session = {"name": "streams.session.timeout.ms", "configOperation": 0, "value": "60000"}
     return Scenario(
         f"streams-{run}",
         {topic: 4},
         [
+            # The first member is silent from its revocation to its leave: a long session keeps it on
+            # a slow run (a loaded machine once took the job over 20 s for those steps).
+            Step(
+                "a session long enough for the scenario",
+                "IncrementalAlterConfigs",
+                1,
+                {
+                    "resources": [{"resourceType": 32, "resourceName": group, "configs": [session]}],
+                    "validateOnly": False,
+                },
+            ),
             Step("first member joins", "StreamsGroupHeartbeat", 0, m1(0), save=_save_epoch("diffstreamsmember1")),
             Step("describe one member", "StreamsGroupDescribe", 0, describe),
             Step(
@@ -922,6 +934,10 @@ def streams_expiry(run: str) -> Scenario:
     m2 = _streams_heartbeat(group, "diffexpirymember2", "process-2", topology)
     describe = {"groupIds": [group], "includeAuthorizedOperations": False}
     resource = {"resourceType": 32, "resourceName": group}
+
+    def keep_first_alive(s: Side) -> None:
+        _save_epoch("diffexpirymember1")(s.target.call("StreamsGroupHeartbeat", 0, m1(None, owned="saved")(s)), s)
+
     return Scenario(
         f"streams-expiry-{run}",
         {topic: 2},
@@ -950,9 +966,8 @@ def streams_expiry(run: str) -> Scenario:
                 # the silent member is gone and the other one took its tasks (its heartbeat computes
                 # the new assignment: Assigning until then)
                 until=lambda a, s: len(a["groups"][0]["members"]) == 1 and a["groups"][0]["groupState"] == "Stable",
-                before=lambda s: _save_epoch("diffexpirymember1")(
-                    s.target.call("StreamsGroupHeartbeat", 0, m1(None, owned="saved")(s)), s
-                ),
+                before=keep_first_alive,
+                keep_alive=keep_first_alive,
                 timeout_s=60,
             ),
             Step("the expired member heartbeats", "StreamsGroupHeartbeat", 0, m2(None, owned="saved")),

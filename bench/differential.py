@@ -30,6 +30,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,8 @@ REFERENCE_CONFIG = {
     # Assignments computed at once: the service follows Kafka 4.3+'s assignment interval (1 s by
     # default) but the job's config (tests/integration/conftest.py) sets it to 0, as here, so that
     # answers do not depend on when each side's requests arrive; offloading is a setting 4.4.0
-    # reads nowhere. Kafka 4.2-4.4 behaviours the service does not follow yet (docs/protocol.md,
-    # *Kafka 4.4.0*), turned off on the reference so the rest compares: a streams group's first
-    # assignment not delayed (4.4.0: 3 s). Streams warm-ups stay at the job's value (Kafka's
+    # reads nowhere. A new streams group's initial rebalance delay is Kafka's default (3 s) on both
+    # sides (`Clusters` leaves the suite's 0 out). Streams warm-ups stay at the job's value (Kafka's
     # default, 2): 4.4.0's AssignmentRefiner hands out none, as the service.
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",
@@ -61,8 +61,10 @@ REFERENCE_CONFIG = {
     "group.share.assignor.offload.enable": "false",
     "group.streams.assignment.interval.ms": "0",
     "group.streams.assignor.offload.enable": "false",
-    "group.streams.initial.rebalance.delay.ms": "0",
 }
+# The suite's job turns a new streams group's initial rebalance delay off (its tests wait for
+# assignments); the differential runs both sides with Kafka's default.
+SUITE_ONLY_SETTINGS = ("group.streams.initial.rebalance.delay.ms",)
 # The service's job config keys that are not broker configs (the rest are Kafka's names).
 SERVICE_ONLY_PREFIXES = ("coordinator.", "share.admin.", "group.share.enable")
 
@@ -91,7 +93,9 @@ def reference_broker(workdir: Path, coordinator_config: dict) -> LocalKafka:
     )
 
 
-def run_step(step: Step, side: Side) -> dict:
+def run_step(step: Step, side: Side, finished: Callable[[], bool] | None = None) -> dict:
+    """The step's answer on one side (repeated `until` it holds); then, with `keep_alive`, that
+    action until `finished` says both sides have their answer."""
     deadline = time.monotonic() + step.timeout_s
     while True:
         if step.before is not None:
@@ -103,6 +107,10 @@ def run_step(step: Step, side: Side) -> dict:
         if step.until is None or step.until(answer, side) or time.monotonic() > deadline:
             break
         time.sleep(0.3)
+    if step.keep_alive is not None and finished is not None:
+        while not finished() and time.monotonic() < deadline:
+            step.keep_alive(side)
+            time.sleep(0.3)
     return step.view(answer) if step.view is not None else answer
 
 
@@ -140,8 +148,17 @@ def run_scenario(scenario: Scenario, ref: Side, svc: Side, out=print, answers: b
             side.names.topic_ids = {v: k for k, v in side.metadata.topic_ids().items()}
         # Both sides at once: a step that waits on one side (an expiry, a rebalance) must not let the
         # other side's members time out meanwhile.
+        answered: set[str] = set()
+
+        def on_side(side: Side, step: Step = step, answered: set[str] = answered) -> dict:
+            def finished() -> bool:
+                answered.add(side.name)
+                return len(answered) == 2
+
+            return run_step(step, side, finished)
+
         with ThreadPoolExecutor(2) as pool:
-            replies = list(pool.map(lambda side: run_step(step, side), (ref, svc)))
+            replies = list(pool.map(on_side, (ref, svc)))
         kind, detail = compare(step, replies[0], ref, replies[1], svc)
         if answers and kind == "match":  # what both answered (normalised), to read what a step checked
             detail = json.dumps(normalise(replies[0], ref.names, step.api))
@@ -172,12 +189,13 @@ class Clusters:
         self.workdir = workdir
         from .diff_scenarios import SNAPSHOT_EVERY
 
-        coordinator = {
-            **PLAIN["coordinator"],
-            # Both sides (the reference takes the job's Kafka-named settings): snapshots within a scenario.
-            "share.coordinator.snapshot.update.records.per.snapshot": SNAPSHOT_EVERY,
-        }
-        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config or coordinator}
+        if coordinator_config is None:
+            coordinator_config = {
+                **{k: v for k, v in PLAIN["coordinator"].items() if k not in SUITE_ONLY_SETTINGS},
+                # Both sides (the reference takes the job's Kafka-named settings): snapshots within a scenario.
+                "share.coordinator.snapshot.update.records.per.snapshot": SNAPSHOT_EVERY,
+            }
+        self.config = {"stream": PLAIN["stream"], "coordinator": coordinator_config}
         self.reference = reference_broker(workdir / "reference", self.config["coordinator"])
         self.broker = LocalKafka(workdir / "kafka", free_port(), free_port())
         self.job: Any = None

@@ -28,11 +28,12 @@ from coordinator.result import CoordinatorResult
 
 # Core tests compute every target assignment at once (as Kafka's own GroupMetadataManagerTest
 # mostly does, its groups built without an assignment time); tests of the assignment interval
-# (Kafka 4.3+, 1 s by default) set it.
+# (Kafka 4.3+, 1 s by default) and of a new streams group's initial rebalance delay (3 s) set them.
 CORE_TEST_SETTINGS = {
     "group.consumer.assignment.interval.ms": 0,
     "group.share.assignment.interval.ms": 0,
     "group.streams.assignment.interval.ms": 0,
+    "group.streams.initial.rebalance.delay.ms": 0,
 }
 
 

@@ -150,6 +150,7 @@ class GroupCoordinator(Component):
         share.T_SESSION: lambda g, timer: g.share.on_session_timeout(timer),
         streams.T_SESSION: lambda g, timer: g.streams.on_session_timeout(timer),
         streams.T_REBALANCE: lambda g, timer: g.streams.on_rebalance_timeout(timer),
+        streams.T_INITIAL_REBALANCE: lambda g, timer: g.streams.on_initial_rebalance_timeout(timer),
         txn_offsets.T_PRODUCER_EXPIRATION: lambda g, timer: g.txn_offsets.on_producer_expiration(timer),
         txn_offsets.T_VERIFICATION_TIMEOUT: lambda g, timer: g.txn_offsets.on_verification_timeout(timer),
         offsets_admin.T_ADMIN_TIMEOUT: lambda g, timer: g.share_offsets.on_timeout(timer),

@@ -28,14 +28,16 @@ _ids = itertools.count()
 
 @pytest.fixture
 def service():
-    # Target assignments at once (Kafka 4.3+ batches them, 1 s by default; each request here comes
-    # from a new client id, a member change that bumps the group epoch).
+    # Target assignments at once (Kafka 4.3+ batches them, 1 s by default, and delays a new streams
+    # group's first one by 3 s; each request here comes from a new client id, a member change that
+    # bumps the group epoch).
     s = LocalService(
         **{
             "coordinator.partitions": PARTITIONS,
             "group.consumer.assignment.interval.ms": 0,
             "group.share.assignment.interval.ms": 0,
             "group.streams.assignment.interval.ms": 0,
+            "group.streams.initial.rebalance.delay.ms": 0,
         }
     )
     body = {"topicStates": [{"topicName": t, "topicId": topic_id(t), "numPartitions": n} for t, n in TOPICS.items()]}

@@ -326,9 +326,12 @@ def test_set_then_delete_writes_the_record_and_its_tombstone():
     assert c.alter(delete_op(HEARTBEAT), delete_op("share.session.timeout.ms"))["errorCode"] == 0
     assert c.records(2) == [(f'["GroupConfig","{c.group_id}"]', None)]
     # Back to the coordinator's settings: DEFAULT_CONFIG, but STATIC_BROKER_CONFIG for the ones the
-    # core driver's configuration names (its "server.properties": the assignment intervals).
+    # core driver's configuration names (its "server.properties": the assignment intervals and the
+    # streams initial rebalance delay).
     static = {n for n, (_, source) in c.values().items() if source == 4}
-    assert static == {f"{t}.assignment.interval.ms" for t in ("consumer", "share", "streams")}
+    assert static == {f"{t}.assignment.interval.ms" for t in ("consumer", "share", "streams")} | {
+        "streams.initial.rebalance.delay.ms"
+    }
     assert all(source in (4, 5) for _, source in c.values().values())
     # Deleting what is not set changes nothing: no record.
     assert c.alter(delete_op(SESSION))["errorCode"] == 0

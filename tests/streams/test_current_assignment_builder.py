@@ -164,3 +164,48 @@ def test_testUnknownState(role):
     assert e.value.error is Errors.FENCED_MEMBER_EPOCH
     r = build(m, 12, tt(role, (3,), (6,)), active_owner=lambda s, p: PROCESS_ID, owned=TasksTuple.of())
     assert r == member(MemberState.STABLE, 12, tt(role, (3,), (6,)), previous=11)
+
+
+# ---------------------------------------------------------------------- Kafka 4.4.0's role changes
+# CurrentAssignmentBuilder's demoteActiveTasksToStandby, convertReplicaRole and
+# applyPromotionsToActive (read from 4.4.0's class files: it ships no test sources).
+def test_an_active_task_to_give_up_but_keep_as_standby_is_demoted_at_once():
+    m = member(MemberState.STABLE, 10, tt("active", (1,)))
+    r = build(
+        m,
+        11,
+        tt("standby", (1,)),
+        active_owner=lambda s, p: PROCESS_ID if (s, p) == (S1, 1) else None,
+        owned=tt("active", (1,)),
+    )
+    assert (r.state, r.member_epoch) == (MemberState.UNREVOKED_TASKS, 10)
+    assert (r.assigned_tasks, r.tasks_pending_revocation) == (tt("standby", (1,)), tt("active", (1,)))
+
+
+def test_a_standby_to_become_a_warmup_changes_role_without_a_revocation():
+    m = member(MemberState.STABLE, 10, tt("standby", (1,)))
+    mine = lambda s, p: {PROCESS_ID} if (s, p) == (S1, 1) else set()  # noqa: E731
+    r = build(m, 11, tt("warmup", (1,)), standby=mine, owned=tt("standby", (1,)))
+    assert r == member(MemberState.STABLE, 11, tt("warmup", (1,)), previous=10)
+
+
+def test_a_standby_the_target_makes_active_is_promoted_at_once():
+    m = member(MemberState.STABLE, 10, tt("standby", (1,)))
+    mine = lambda s, p: {PROCESS_ID} if (s, p) == (S1, 1) else set()  # noqa: E731
+    r = build(m, 11, tt("active", (1,)), standby=mine, owned=tt("standby", (1,)))
+    assert r == member(MemberState.STABLE, 11, tt("active", (1,)), previous=10)
+    assert r.active_task_epoch(S1, 1) == 11
+
+
+def test_a_standby_the_target_makes_active_stays_standby_until_the_active_is_released():
+    m = member(MemberState.STABLE, 10, tt("standby", (1,)))
+    mine = lambda s, p: {PROCESS_ID} if (s, p) == (S1, 1) else set()  # noqa: E731
+    r = build(
+        m,
+        11,
+        tt("active", (1,)),
+        active_owner=lambda s, p: "anotherProcess",
+        standby=mine,
+        owned=tt("standby", (1,)),
+    )
+    assert r == member(MemberState.UNRELEASED_TASKS, 11, tt("standby", (1,)), previous=10)

@@ -71,10 +71,10 @@ def test_testBuilderUpdateWithStreamsGroupMemberMetadataValue_and_CurrentMemberA
         "memberEpoch": 7,
         "previousMemberEpoch": 6,
         "state": 2,
-        "activeTasks": [{"subtopologyId": S1, "partitions": [1]}],
+        "activeTasks": [{"subtopologyId": S1, "partitions": [1], "assignmentEpochs": [5]}],
         "standbyTasks": [],
         "warmupTasks": [],
-        "activeTasksPendingRevocation": [{"subtopologyId": S1, "partitions": [2]}],
+        "activeTasksPendingRevocation": [{"subtopologyId": S1, "partitions": [2], "assignmentEpochs": [4]}],
         "standbyTasksPendingRevocation": [],
         "warmupTasksPendingRevocation": [],
     }
@@ -83,6 +83,39 @@ def test_testBuilderUpdateWithStreamsGroupMemberMetadataValue_and_CurrentMemberA
     assert m.state == MemberState.UNREVOKED_TASKS and m.tasks_pending_revocation.active == {S1: {2}}
     assert m.metadata_value() == meta and m.assignment_value() == assignment
     assert StreamsGroupMember.from_json(m.to_json()) == m
+    assert (m.active_task_epoch(S1, 1), m.active_task_epoch(S1, 2), m.active_task_epoch(S1, 3)) == (5, 4, None)
+    assert StreamsGroupMember.from_json(m.to_json()).active_task_epochs == m.active_task_epochs
+
+
+def _record(active: dict) -> dict:
+    return {
+        "memberEpoch": 7,
+        "previousMemberEpoch": 6,
+        "state": 1,
+        "activeTasks": [active],
+        "standbyTasks": [],
+        "warmupTasks": [],
+        "activeTasksPendingRevocation": [],
+        "standbyTasksPendingRevocation": [],
+        "warmupTasksPendingRevocation": [],
+    }
+
+
+def test_TasksTupleWithEpochsTest_testFromCurrentAssignmentRecordWithoutEpochs():
+    """A record written before 4.3 (no assignmentEpochs): every active task is at the record's
+    member epoch, and the record written back carries them."""
+    m = StreamsGroupMember("m").with_assignment_value(_record({"subtopologyId": S1, "partitions": [0, 1]}))
+    assert (m.active_task_epoch(S1, 0), m.active_task_epoch(S1, 1)) == (7, 7)
+    assert m.assignment_value()["activeTasks"] == [
+        {"subtopologyId": S1, "partitions": [0, 1], "assignmentEpochs": [7, 7]}
+    ]
+
+
+def test_TasksTupleWithEpochsTest_testFromCurrentAssignmentRecordWithMismatchedEpochs():
+    """Not one epoch per partition: Kafka logs an error and uses the member epoch for all."""
+    value = _record({"subtopologyId": S1, "partitions": [0, 1], "assignmentEpochs": [3]})
+    m = StreamsGroupMember("m").with_assignment_value(value)
+    assert (m.active_task_epoch(S1, 0), m.active_task_epoch(S1, 1)) == (7, 7)
 
 
 def test_unknown_state_value_is_UNKNOWN():

@@ -18,7 +18,7 @@ reported (Kafka 4.4.0's MemberTaskOffsets: `taskOffsets` and `taskEndOffsets`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ...errors import ApiError, Errors
 from ...records import record_key
@@ -27,7 +27,7 @@ from ..modern.group import ModernGroup
 from ..modern.records import RecordValues
 from .member import StreamsGroupMember
 from .tasks import EMPTY, TasksTuple
-from .topology import ConfiguredTopology, configured_from_json, configured_to_json
+from .topology import ConfiguredTopology, configured_from_json, configured_to_json, source_topic_map
 
 STREAMS_PROTOCOL_TYPE = "streams"
 EMPTY_STATE, NOT_READY, ASSIGNING, RECONCILING, STABLE, DEAD = (
@@ -80,6 +80,11 @@ def rebalance_timer_key(group_id: str, member_id: str) -> str:
     return record_key("streams-rebalance", group_id, member_id)
 
 
+def initial_rebalance_timer_key(group_id: str) -> str:
+    """StreamsGroup.initialRebalanceTimeoutKey: the group's first assignment, delayed."""
+    return record_key("streams-initial-rebalance", group_id)
+
+
 def unknown_member(member_id: str | None, group_id: str) -> ApiError:
     return ApiError(Errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}.")
 
@@ -88,9 +93,25 @@ def unknown_member(member_id: str | None, group_id: str) -> ApiError:
 _VALUES = RecordValues(R_GROUP, R_MEMBER, R_TARGET, R_TARGET_EPOCH, R_CURRENT, TasksTuple.to_wire)
 
 
-def group_epoch_value(epoch: int, metadata_hash: int, validated_topology_epoch: int) -> dict:
-    """StreamsGroupMetadataValue: Kafka 4.2+ keeps the validated topology epoch in it (-1: none)."""
-    return {**_VALUES.group_epoch(epoch, metadata_hash), "validatedTopologyEpoch": validated_topology_epoch}
+def group_epoch_value(
+    epoch: int,
+    metadata_hash: int,
+    validated_topology_epoch: int,
+    assignment_configs: Mapping[str, str],
+    stored_description_epoch: int = -1,
+    failed_description_epoch: int = -1,
+) -> dict:
+    """StreamsGroupMetadataValue (StreamsCoordinatorRecordHelpers.newStreamsGroupMetadataRecord):
+    Kafka 4.2+ keeps the validated topology epoch in it (-1: none), 4.3+ the assignment configs the
+    epoch was computed with (`lastAssignmentConfigs`, in key order), 4.4.0 the topology-description
+    epochs (-1 without a description plugin, as here)."""
+    return {
+        **_VALUES.group_epoch(epoch, metadata_hash),
+        "validatedTopologyEpoch": validated_topology_epoch,
+        "lastAssignmentConfigs": [{"key": k, "value": v} for k, v in sorted(assignment_configs.items())],
+        "storedDescriptionTopologyEpoch": stored_description_epoch,
+        "failedDescriptionTopologyEpoch": failed_description_epoch,
+    }
 
 
 member_value = _VALUES.member
@@ -114,6 +135,13 @@ class StreamsGroup(ModernGroup):
         # The topology epoch the last epoch bump found configured (StreamsGroupMetadata record;
         # 0 in a group no record made yet, as Kafka's TimelineInteger, -1 in a record without it).
         self.validated_topology_epoch = 0
+        # The assignment configs of the last epoch bump (StreamsGroupMetadata record, 4.3+: a
+        # change of them triggers a rebalance; none in a record written before 4.3).
+        self.last_assignment_configs: dict[str, str] = {}
+        # KIP-1331's topology-description epochs (StreamsGroupMetadata record, 4.4.0): kept as the
+        # records carry them; without a description plugin they stay -1.
+        self.stored_description_topology_epoch = -1
+        self.failed_description_topology_epoch = -1
         self.members: dict[str, StreamsGroupMember] = {}
         self.target_assignment: dict[str, TasksTuple] = {}
         # derived
@@ -233,19 +261,54 @@ class StreamsGroup(ModernGroup):
 
     def validate_offset_commit(
         self, member_id: str, instance_id: str | None, generation_id: int, is_transactional: bool, api_version: int
-    ) -> None:
-        """StreamsGroup.validateOffsetCommit (the member epoch comes as the generation id)."""
+    ) -> Callable[[str, int], None] | None:
+        """StreamsGroup.validateOffsetCommit (the member epoch comes as the generation id). Kafka
+        4.3+: an older epoch is no longer refused outright; the answer is a validator of each
+        committed partition (createAssignmentEpochValidator), None when every partition passes."""
         if generation_id < 0 and not self.members:
-            return
+            return None
         if is_transactional and generation_id == -1 and member_id == "" and instance_id is None:
-            return
+            return None
         member = self.get_member(member_id)
         if not is_transactional and api_version < 9:
             raise ApiError(
                 Errors.UNSUPPORTED_VERSION,
                 "OffsetCommit version 9 or above must be used by members using the streams group protocol",
             )
-        _validate_member_epoch(generation_id, member.member_epoch)
+        if generation_id == member.member_epoch:
+            return None
+        if generation_id > member.member_epoch:
+            raise ApiError(
+                Errors.STALE_MEMBER_EPOCH,
+                f"Received member epoch {generation_id} is newer than current member epoch {member.member_epoch}.",
+            )
+        return self._assignment_epoch_validator(member, generation_id)
+
+    def _assignment_epoch_validator(self, member: StreamsGroupMember, received: int) -> Callable[[str, int], None]:
+        """createAssignmentEpochValidator: a commit with an older epoch is accepted for a partition
+        of a source (or repartition source) topic whose task the member has, assigned or pending
+        revocation, since that epoch or earlier (a zombie's commit for a task given away is fenced)."""
+        if self.topology is None:
+            raise ApiError(Errors.STALE_MEMBER_EPOCH, "Topology is not available for offset commit validation.")
+        subtopology_of = source_topic_map(self.topology)
+
+        def validate(topic: str, partition: int) -> None:
+            sid = subtopology_of.get(topic)
+            if sid is None:
+                raise ApiError(Errors.STALE_MEMBER_EPOCH, f"Topic {topic} is not in the topology.")
+            epoch = member.active_task_epoch(sid, partition)
+            if epoch is None:
+                raise ApiError(
+                    Errors.STALE_MEMBER_EPOCH,
+                    f"Task {sid}-{partition} is not assigned or pending revocation for member.",
+                )
+            if received < epoch:
+                raise ApiError(
+                    Errors.STALE_MEMBER_EPOCH,
+                    f"Received member epoch {received} is older than assignment epoch {epoch} for task {sid}-{partition}.",
+                )
+
+        return validate
 
     def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
         if member_id is None and member_epoch < 0:
@@ -282,7 +345,7 @@ class StreamsGroup(ModernGroup):
         return keys
 
     def timer_keys(self) -> list[str]:
-        keys = []
+        keys = [initial_rebalance_timer_key(self.group_id)]  # StreamsGroup.cancelTimers
         for m in self.members:
             keys += [session_timer_key(self.group_id, m), rebalance_timer_key(self.group_id, m)]
         return keys
@@ -298,6 +361,9 @@ class StreamsGroup(ModernGroup):
             "assignmentTimestamp": self.assignment_timestamp,
             "topology": self.topology,
             "validatedTopologyEpoch": self.validated_topology_epoch,
+            "lastAssignmentConfigs": dict(sorted(self.last_assignment_configs.items())),
+            "storedDescriptionTopologyEpoch": self.stored_description_topology_epoch,
+            "failedDescriptionTopologyEpoch": self.failed_description_topology_epoch,
             "members": [self.members[m].to_json() for m in sorted(self.members)],
             "targetAssignment": {m: t.to_wire() for m, t in sorted(self.target_assignment.items())},
             "configuredTopology": configured_to_json(self.configured_topology),
@@ -318,6 +384,10 @@ class StreamsGroup(ModernGroup):
         g.assignment_timestamp = int(data.get("assignmentTimestamp", 0))
         g.topology = data.get("topology")
         g.validated_topology_epoch = int(data.get("validatedTopologyEpoch", -1))
+        # Snapshots written before these fields load as a 4.1 record does: no configs, no epochs.
+        g.last_assignment_configs = dict(data.get("lastAssignmentConfigs", {}))
+        g.stored_description_topology_epoch = int(data.get("storedDescriptionTopologyEpoch", -1))
+        g.failed_description_topology_epoch = int(data.get("failedDescriptionTopologyEpoch", -1))
         for m in data.get("members", []):
             g.update_member(StreamsGroupMember.from_json(m))
         g.target_assignment = {m: TasksTuple.from_wire(t) for m, t in data.get("targetAssignment", {}).items()}

@@ -56,6 +56,7 @@ from .group import (
     current_value,
     derive_state,
     group_epoch_value,
+    initial_rebalance_timer_key,
     member_value,
     rebalance_timer_key,
     session_timer_key,
@@ -79,6 +80,8 @@ from .topology import (
 )
 
 T_SESSION = "streams-session"
+T_INITIAL_REBALANCE = "streams-initial-rebalance"
+INITIAL_DELAY_DETAIL = "Assignment delayed due to the configured initial rebalance delay."
 TOPOLOGY_DESCRIPTION_NOT_STORED = 1  # StreamsGroupDescribeResponse.TopologyDescriptionStatus
 T_REBALANCE = "streams-rebalance"
 INT32_MAX = 2**31 - 1
@@ -187,8 +190,14 @@ class StreamsGroupManager(ModernGroupManager):
     def heartbeat_interval_ms(self, group_id: str) -> int:
         return self.c.configs.streams_heartbeat_interval_ms(group_id)
 
-    def num_standby_replicas(self, group_id: str) -> int:
-        return self.c.configs.streams_num_standby_replicas(group_id)
+    def assignment_configs(self, group_id: str) -> dict[str, str]:
+        """streamsGroupAssignmentConfigs: what the assignor is given, kept in the StreamsGroupMetadata
+        record (`lastAssignmentConfigs`) so that a change triggers a rebalance (4.3+)."""
+        configs = {"num.standby.replicas": str(self.c.configs.streams_num_standby_replicas(group_id))}
+        tags = self.c.configs.streams_rack_aware_assignment_tags(group_id)
+        if tags:
+            configs["rack.aware.assignment.tags"] = ",".join(tags)
+        return configs
 
     def assignor_name(self, group_id: str) -> str:
         """streamsGroupAssignor: the group's `streams.assignor.name` if the coordinator has that
@@ -281,6 +290,11 @@ class StreamsGroupManager(ModernGroupManager):
             group_task_offsets[member_id] = task_offsets
         if validated_topology_epoch != group.validated_topology_epoch:
             bump = True  # Kafka 4.2+
+        # Kafka 4.3+: the assignment configs (standby replicas, rack tags) changed since the last
+        # epoch bump (a record without them, written before 4.3, counts as a change).
+        assignment_configs = self.assignment_configs(group_id)
+        if not bump and assignment_configs != group.last_assignment_configs:
+            bump = True
 
         group_epoch = group.group_epoch
         validated_after = group.validated_topology_epoch
@@ -290,7 +304,14 @@ class StreamsGroupManager(ModernGroupManager):
             records.append(
                 (
                     record_key(R_GROUP, group_id),
-                    group_epoch_value(group_epoch, metadata_hash, validated_topology_epoch),
+                    group_epoch_value(
+                        group_epoch,
+                        metadata_hash,
+                        validated_topology_epoch,
+                        assignment_configs,
+                        group.stored_description_topology_epoch,
+                        group.failed_description_topology_epoch,
+                    ),
                 )
             )
             events.append(
@@ -307,10 +328,22 @@ class StreamsGroupManager(ModernGroupManager):
                 )
             )
 
+        # Kafka 4.3+: the first member of an empty group starts the initial rebalance delay, and
+        # while it runs no target assignment is computed (every member is given none, at the
+        # last assignment epoch); its timer computes the first one.
+        delay_key = initial_rebalance_timer_key(group_id)
+        schedule_delay = False
+        if group.is_empty() and delay_key not in self.p.timers:
+            schedule_delay = self.c.configs.streams_initial_rebalance_delay_ms(group_id) > 0
+
         # 4. A new target assignment if the group epoch is ahead of the assignment epoch and the
         # assignment interval allows it (else Kafka 4.3+ says so in a status); a static member
         # replacing another takes its place and its target (UpdatedMembersAndTargetAssignmentView).
-        if group_epoch > group.target_assignment_epoch and not self.can_compute_next_target_assignment(group):
+        if schedule_delay or delay_key in self.p.timers:
+            status.append({"statusCode": ASSIGNMENT_DELAYED, "statusDetail": INITIAL_DELAY_DETAIL})
+            target_epoch = group.target_assignment_epoch
+            target = EMPTY
+        elif group_epoch > group.target_assignment_epoch and not self.can_compute_next_target_assignment(group):
             status.append(
                 {
                     "statusCode": ASSIGNMENT_DELAYED,
@@ -321,8 +354,16 @@ class StreamsGroupManager(ModernGroupManager):
             target = group.target_assignment_of(member_id if replaced is None else replaced.member_id)
         elif group_epoch > group.target_assignment_epoch:
             target = self._update_target_assignment(
-                group, group_epoch, updated, replaced, configured, group_task_offsets, records, events
-            )
+                group,
+                group_epoch,
+                updated,
+                replaced,
+                configured,
+                group_task_offsets,
+                assignment_configs,
+                records,
+                events,
+            )[member_id]
             target_epoch = group_epoch
         else:
             target_epoch = group.target_assignment_epoch
@@ -367,6 +408,9 @@ class StreamsGroupManager(ModernGroupManager):
             else:
                 result.cancel(rebalance_timer_key(group_id, member_id))
         self._schedule_session_timeout(result, group_id, member_id)
+        if schedule_delay:
+            deadline = now + self.c.configs.streams_initial_rebalance_delay_ms(group_id)
+            result.schedule(delay_key, deadline, T_INITIAL_REBALANCE, {"groupId": group_id})
         if body["shutdownApplication"] and group.shutdown_request_member_id is None:
             group.shutdown_request_member_id = member_id
             events.append(("StreamsShutdownRequested", {"memberId": member_id}))
@@ -605,23 +649,26 @@ class StreamsGroupManager(ModernGroupManager):
         self,
         group: StreamsGroup,
         group_epoch: int,
-        updated: StreamsGroupMember,
+        updated: StreamsGroupMember | None,
         replaced: StreamsGroupMember | None,
         configured,
         task_offsets: dict,
+        assignment_configs: dict[str, str],
         records: list,
         events: list,
-    ) -> TasksTuple:
+    ) -> dict[str, TasksTuple]:
         """maybeUpdateStreamsTargetAssignment (TargetAssignmentBuilder): the assignor sees each
         member's process, its current (not target) active and standby tasks and the task offsets it
-        reported (Kafka 4.4.0); a topology that is not ready gives everyone nothing. A static
-        member replacing another takes its place and its target."""
+        reported (Kafka 4.4.0), and the standby replicas of `assignment_configs`; a topology that is
+        not ready gives everyone nothing. A static member replacing another takes its place and its
+        target. Returns the new target assignment by member."""
         members = dict(group.members)
         targets = dict(group.target_assignment)
-        if replaced is not None:
-            del members[replaced.member_id]
-            targets[updated.member_id] = targets.pop(replaced.member_id, EMPTY)
-        members[updated.member_id] = updated
+        if updated is not None:
+            if replaced is not None:
+                del members[replaced.member_id]
+                targets[updated.member_id] = targets.pop(replaced.member_id, EMPTY)
+            members[updated.member_id] = updated
         specs = {
             m: MemberSpec(
                 members[m].process_id,
@@ -637,7 +684,8 @@ class StreamsGroupManager(ModernGroupManager):
                 sid: SubtopologySpec(s.number_of_tasks, s.is_stateful()) for sid, s in configured.subtopologies.items()
             }
             try:
-                new = ASSIGNORS[assignor]().assign(specs, subs, self.num_standby_replicas(group.group_id))
+                standbys = int(assignment_configs.get("num.standby.replicas", "0"))
+                new = ASSIGNORS[assignor]().assign(specs, subs, standbys)
             except TaskAssignorError as e:
                 raise ApiError(
                     Errors.UNKNOWN_SERVER_ERROR,
@@ -666,7 +714,7 @@ class StreamsGroupManager(ModernGroupManager):
                 },
             )
         )
-        return new[updated.member_id]
+        return new
 
     def _endpoint_to_partitions(self, group: StreamsGroup, members: dict, updated: StreamsGroupMember) -> list | None:
         """StreamsGroup.buildEndpointToPartitions (EndpointToPartitionsManager): for each member
@@ -745,7 +793,9 @@ class StreamsGroupManager(ModernGroupManager):
         (none pending revocation) until it rejoins under a new member id or its session expires;
         the group epoch does not move."""
         gid = group.group_id
-        leaving = member.replace(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, tasks_pending_revocation=EMPTY)
+        leaving = member.replace(
+            member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, tasks_pending_revocation=EMPTY
+        ).with_assigned_task_epochs_reset()
         before = self._state(gid)
         result = CoordinatorResult(
             heartbeat_response(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
@@ -789,7 +839,14 @@ class StreamsGroupManager(ModernGroupManager):
         result.record(record_key(R_MEMBER, gid, mid), None)
         result.record(
             record_key(R_GROUP, gid),
-            group_epoch_value(group_epoch, group.metadata_hash, group.validated_topology_epoch),
+            group_epoch_value(
+                group_epoch,
+                group.metadata_hash,
+                group.validated_topology_epoch,
+                group.last_assignment_configs,
+                group.stored_description_topology_epoch,
+                group.failed_description_topology_epoch,
+            ),
         )
         remaining = [m for m_id, m in group.members.items() if m_id != mid]
         target_epoch = group.target_assignment_epoch
@@ -856,6 +913,40 @@ class StreamsGroupManager(ModernGroupManager):
             "MemberFenced",
             f"it failed to transition from epoch {payload['memberEpoch']} within {payload['rebalanceTimeoutMs']}ms",
         )
+
+    def on_initial_rebalance_timeout(self, timer: Timer) -> CoordinatorResult | None:
+        """computeDelayedTargetAssignment: the first target assignment of the group, at its epoch,
+        with the assignment configs of its last epoch bump. Nothing when the group is gone or empty,
+        or has no configured topology (a new group's first heartbeat does not keep it, as Kafka's
+        does not: its next heartbeat computes the assignment)."""
+        group = self.c.groups.get(timer.payload["groupId"])
+        if not isinstance(group, StreamsGroup) or group.is_empty():
+            return None
+        configured = group.configured_topology
+        if group.group_epoch <= group.target_assignment_epoch or configured is None:
+            return None  # Kafka: an IllegalStateException / a warning, and no records
+        if not self.can_compute_next_target_assignment(group):
+            return None
+        records: list[tuple[str, dict | None]] = []
+        events: list[tuple[str, dict]] = []
+        configs = group.last_assignment_configs or self.assignment_configs(group.group_id)
+        self._update_target_assignment(
+            group, group.group_epoch, None, None, configured, group.task_offsets, configs, records, events
+        )
+        result = CoordinatorResult()
+        for key, value in records:
+            result.record(key, value)
+        for name, fields in events:
+            self.event(result, group.group_id, name, **fields)
+        after = derive_state(
+            group.members.values(),
+            group.topology,
+            group.validated_topology_epoch,
+            group.group_epoch,
+            group.group_epoch,
+        )
+        self.state_changed_event(result, group.group_id, group.state, after, group.group_epoch, group.group_epoch)
+        return result
 
     def on_metadata_change(self, old: dict, new: dict) -> None:
         """onMetadataUpdate: streams groups recompute their metadata hash (and reconfigure their
@@ -946,6 +1037,9 @@ class StreamsGroupManager(ModernGroupManager):
             )
             if value is not None:
                 group.validated_topology_epoch = int(value.get("validatedTopologyEpoch", -1))
+                group.last_assignment_configs = {c["key"]: c["value"] for c in value.get("lastAssignmentConfigs") or []}
+                group.stored_description_topology_epoch = int(value.get("storedDescriptionTopologyEpoch", -1))
+                group.failed_description_topology_epoch = int(value.get("failedDescriptionTopologyEpoch", -1))
         elif kind == R_TOPOLOGY:
             group.topology = None if value is None else _stored(value)
             if value is None:

@@ -8,7 +8,7 @@ StreamsGroupCurrentMemberAssignment value (field names of the record JSON files)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ..modern.member import ModernGroupMember
@@ -45,6 +45,12 @@ class StreamsGroupMember(ModernGroupMember):
     client_tags: tuple = ()  # sorted (key, value) pairs
     assigned_tasks: TasksTuple = EMPTY
     tasks_pending_revocation: TasksTuple = EMPTY
+    # Kafka 4.3+'s TasksTupleWithEpochs: (subtopology, partition) -> the epoch at which the member
+    # was given that active task (assigned or pending revocation), read to fence a zombie's offset
+    # commit (StreamsGroup.createAssignmentEpochValidator). Entries of tasks the member no longer
+    # has are ignored; a task without one is at the member's epoch. Not part of equality: they
+    # change only with the tasks, and a missing entry means the member's epoch.
+    active_task_epochs: Mapping = field(default_factory=dict, compare=False)
 
     @classmethod
     def default(cls, member_id: str) -> StreamsGroupMember:
@@ -62,6 +68,21 @@ class StreamsGroupMember(ModernGroupMember):
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == target_epoch
+
+    def active_task_epoch(self, subtopology: str, partition: int) -> int | None:
+        """The assignment epoch of an active task the member has (assigned or pending
+        revocation), None if it has not."""
+        if partition in self.assigned_tasks.active.get(subtopology, ()) or partition in (
+            self.tasks_pending_revocation.active.get(subtopology, ())
+        ):
+            return self.active_task_epochs.get((subtopology, partition), self.member_epoch)
+        return None
+
+    def with_assigned_task_epochs_reset(self) -> StreamsGroupMember:
+        """Builder.resetAssignedTasksEpochsToZero (a static member leaving temporarily)."""
+        return self.replace(
+            active_task_epochs={(s, p): 0 for s, parts in self.assigned_tasks.active.items() for p in parts}
+        )
 
     # ---------------------------------------------------------------- records
     def metadata_value(self) -> dict:
@@ -100,20 +121,44 @@ class StreamsGroupMember(ModernGroupMember):
         }
 
     def assignment_value(self) -> dict:
-        return {
+        """StreamsGroupCurrentMemberAssignmentValue; active tasks with their `assignmentEpochs`
+        (4.3+, a tagged field: in partition order)."""
+        value = {
             "memberEpoch": self.member_epoch,
             "previousMemberEpoch": self.previous_member_epoch,
             "state": self.state.value,
             **self.assigned_tasks.to_wire(),
             **self.tasks_pending_revocation.to_wire("PendingRevocation"),
         }
+        for name in ("activeTasks", "activeTasksPendingRevocation"):
+            for t in value[name]:
+                t["assignmentEpochs"] = [
+                    self.active_task_epochs.get((t["subtopologyId"], p), self.member_epoch) for p in t["partitions"]
+                ]
+        return value
 
     @staticmethod
     def assignment_fields(v: Mapping) -> dict:
+        member_epoch = int(v["memberEpoch"])
         return {
-            "member_epoch": int(v["memberEpoch"]),
+            "member_epoch": member_epoch,
             "previous_member_epoch": int(v["previousMemberEpoch"]),
             "state": MemberState.from_value(int(v["state"])),
             "assigned_tasks": TasksTuple.from_wire(v),
             "tasks_pending_revocation": TasksTuple.from_wire(v, "PendingRevocation"),
+            "active_task_epochs": _active_task_epochs(v, member_epoch),
         }
+
+
+def _active_task_epochs(v: Mapping, member_epoch: int) -> dict:
+    """TasksTupleWithEpochs.parseActiveTasksWithEpochs: `assignmentEpochs` when it has one epoch per
+    partition, else (a record written before 4.3, or a mismatch) the record's member epoch."""
+    epochs: dict[tuple[str, int], int] = {}
+    for name in ("activeTasks", "activeTasksPendingRevocation"):
+        for t in v.get(name) or []:
+            partitions, assigned = t["partitions"], t.get("assignmentEpochs")
+            if assigned is None or len(assigned) != len(partitions):
+                assigned = [member_epoch] * len(partitions)
+            for p, e in zip(partitions, assigned, strict=True):
+                epochs[(t["subtopologyId"], int(p))] = int(e)
+    return epochs

@@ -89,6 +89,16 @@ def required_topics(topology: Mapping) -> set[str]:
     return out
 
 
+def source_topic_map(topology: Mapping) -> dict[str, str]:
+    """StreamsTopology.sourceTopicMap: each source and repartition source topic -> the id of the
+    subtopology reading it."""
+    out: dict[str, str] = {}
+    for s in topology["subtopologies"]:
+        for name in [*s["sourceTopics"], *(t["name"] for t in s["repartitionSourceTopics"])]:
+            out[name] = s["subtopologyId"]
+    return out
+
+
 @dataclass(frozen=True)
 class ConfiguredSubtopology:
     number_of_tasks: int
