@@ -7,7 +7,8 @@
 One broker, one coordinator job and one gateway (started here). Each path gets the same load, one
 after the other, `--rounds` times, in the same run: `--connections` connections each keeping
 `--in-flight` raw OffsetCommit v8 requests in flight (a simple group's commit, generation -1, one
-partition; the connection's requests cycle over 20 groups of its own), for `--seconds` after a
+partition; the connection's requests cycle over 20 groups of its own; the gateways' `max_in_flight`
+is raised to match), for `--seconds` after a
 warm-up of 3 s (not counted):
 - broker: Kafka's own group coordinator;
 - gateway: the gateway, i.e. the coordinator service behind it;
@@ -239,14 +240,14 @@ class EchoService:
         self.consumer.close()
 
 
-def echo_gateway(job: StreamJob, work: Path) -> Gateway:
+def echo_gateway(job: StreamJob, work: Path, settings: dict) -> Gateway:
     """A gateway of its own whose request topic the echo service serves."""
     config = work / "echo.toml"
     settings = tomllib.loads(job.config_file.read_text())
     # (the reply topic is "<responses>.gateway": one of its own, not the other gateway's)
     settings["topics"].update(requests=EchoService.TOPIC, responses="bench-echo-responses")
     config.write_text(_to_toml(settings))
-    return Gateway(config, work / "echo-gateway", client_id="bench-echo-gateway")
+    return Gateway(config, work / "echo-gateway", client_id="bench-echo-gateway", settings=settings)
 
 
 def main() -> None:
@@ -264,10 +265,13 @@ def main() -> None:
     try:
         job = StreamJob(broker.bootstrap, work / "job", "bench-gwt").start()
         wait_topics_known(job, {TOPIC: PARTITIONS})
-        gateway = Gateway(job.config_file, work / "gateway", client_id="bench-gateway")
+        # The gateway reads at most `max_in_flight` requests ahead per connection (100 by default):
+        # raised to the load's in-flight count, so that what is in flight is in flight at the gateway.
+        gw_settings = {"max_in_flight": max(100, args.in_flight)}
+        gateway = Gateway(job.config_file, work / "gateway", client_id="bench-gateway", settings=gw_settings)
         if "echo" in paths:
             echo = EchoService(broker.bootstrap)
-            echo_gw = echo_gateway(job, work)
+            echo_gw = echo_gateway(job, work, gw_settings)
         if "broker" in paths:
             asyncio.run(prime_broker(broker.bootstrap, args.connections))
         results: dict[str, list[tuple[float, Tally, float | None]]] = collections.defaultdict(list)

@@ -162,6 +162,8 @@ def burst(client: TimedClient, groups: list[str], n: int, cpu: CpuMeter) -> dict
     return {
         "rate": n / (last - t0),
         "send_rate": n / sent,
+        # from the last send to the last answer: how far behind the client the job ended the burst
+        "tail_s": last - t0 - sent,
         "errors": errors_in(responses),
         "cpu_ms": CpuMeter.per_request(before, cpu.read(), n),
     }
@@ -259,6 +261,7 @@ def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) 
         results[mode]["burst"] = {
             "rate": statistics.median(b["rate"] for b in bursts),
             "send_rate": statistics.median(b["send_rate"] for b in bursts),
+            "tail_s": statistics.median(b["tail_s"] for b in bursts),
             "errors": sum(b["errors"] for b in bursts),
             "cpu_ms": {k: statistics.median(b["cpu_ms"][k] for b in bursts) for k in bursts[0]["cpu_ms"]},
         }
@@ -469,6 +472,7 @@ def main() -> int:
         print(f"{name:34}{cells}{ratio}")
 
     line("burst (req/s)", [results[m]["burst"]["rate"] for m in steps])
+    line("burst: last send to last answer (s)", [results[m]["burst"]["tail_s"] for m in steps], "14.2f")
     for part in ("job", "broker", "client"):
         line(f"burst: CPU per request, {part} (ms)", [results[m]["burst"]["cpu_ms"][part] for m in steps], "14.3f")
     for rate in args.rates:

@@ -1,6 +1,9 @@
 """The coordinator bridge: JSON requests to the service, its answers back to the waiting callers.
 
-One producer writes request envelopes to the request topic; one consumer thread reads the
+One producer writes request envelopes to the request topic (librdkafka's, through confluent-kafka:
+kafka-python's `send` was a third of the event loop's time per request, and its network thread
+another core-fraction; librdkafka's partitioner is set to Java's murmur2, so that a key goes to the
+partition a Java or kafka-python client would write it to); one consumer thread reads the
 gateway's reply topic (every partition: the answers are keyed by each Kafka client's own clientId)
 and resolves the caller waiting for that correlation id. The gateway numbers its requests itself,
 so a correlation id is unique among its requests in flight; the service's sink is at-least-once,
@@ -17,9 +20,11 @@ import threading
 import time
 from typing import TypeVar
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from confluent_kafka import KafkaError as ProduceError
+from confluent_kafka import KafkaException, Producer
+from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
-from kafka.errors import KafkaError, MessageSizeTooLargeError, TopicAlreadyExistsError
+from kafka.errors import TopicAlreadyExistsError
 
 from coordinator.compact_json import compact_encoder
 from deploy.topics import wait_for_broker
@@ -72,10 +77,11 @@ class CoordinatorBridge:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[int, asyncio.Future[dict]] = {}
         self._next_cid = random.randrange(INT32_MAX)  # a restart does not reuse the last run's ids
-        self._producer: KafkaProducer | None = None
+        self._producer: Producer | None = None
         self._consumer: KafkaConsumer | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._reports: threading.Thread | None = None  # serves the producer's delivery reports
         self.ready = asyncio.Event()
         self.duplicates = 0
         self.security = UpstreamSecurity.from_config(cfg)
@@ -88,6 +94,8 @@ class CoordinatorBridge:
         await self._loop.run_in_executor(None, self._start_clients)
         self._thread = threading.Thread(target=self._poll, name="gateway-responses", daemon=True)
         self._thread.start()
+        self._reports = threading.Thread(target=self._serve_reports, name="gateway-delivery", daemon=True)
+        self._reports.start()
         self._probe_task = asyncio.create_task(self._probe())
 
     def _start_clients(self) -> None:
@@ -125,14 +133,20 @@ class CoordinatorBridge:
                     pass
         finally:
             admin.close()
-        self._producer = KafkaProducer(
-            bootstrap_servers=cfg.bootstrap_servers,
-            acks="all",
-            linger_ms=1,
-            client_id=f"{cfg.client_id}-producer",
-            # Every envelope the service takes fits (call() refuses larger ones before sending).
-            max_request_size=max(1 << 20, cfg.request_max_bytes + PRODUCE_OVERHEAD_BYTES),
-            **secured,
+        self._producer = Producer(
+            {
+                "bootstrap.servers": cfg.bootstrap_servers,
+                "acks": "all",
+                "linger.ms": 1,
+                "client.id": f"{cfg.client_id}-producer",
+                # Every envelope the service takes fits (call() refuses larger ones before sending).
+                "message.max.bytes": max(1 << 20, cfg.request_max_bytes + PRODUCE_OVERHEAD_BYTES),
+                "partitioner": "murmur2_random",  # Java's partition for a key (kafka-python's too)
+                "max.in.flight.requests.per.connection": 5,  # kafka-python's and Java's default
+                "message.timeout.ms": 120_000,  # Java's delivery.timeout.ms
+                "delivery.report.only.error": True,  # a report per failed request only
+                **self.security.librdkafka_config(cfg),
+            }
         )
         self._consumer = KafkaConsumer(
             bootstrap_servers=cfg.bootstrap_servers,
@@ -152,7 +166,7 @@ class CoordinatorBridge:
         self._consumer.seek_to_end(*tps)
         for tp in tps:
             self._consumer.position(tp)  # resolve "end" before the first request is sent
-        self._producer.partitions_for(cfg.requests_topic)  # metadata now, so send() never blocks on it
+        self._producer.list_topics(cfg.requests_topic, timeout=cfg.startup_timeout_s)  # its metadata now
 
     async def _probe(self) -> None:
         """Ready once the service answers on the reply topic (it accepts a replyTo only once its
@@ -183,8 +197,10 @@ class CoordinatorBridge:
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=5)
+        if self._reports:
+            self._reports.join(timeout=5)
         if self._producer:
-            self._producer.close(timeout=5)
+            self._producer.flush(5)
         if self._consumer:
             self._consumer.close()
 
@@ -227,7 +243,7 @@ class CoordinatorBridge:
         }
         if client_host is not None:
             envelope["clientHost"] = client_host
-        headers = []
+        headers: list[tuple[str, str | bytes | None]] = []
         if principal is not None and self._principal_key is not None:
             # The service takes the principal only from a record whose header verifies (a JSON
             # client writing the request topic has no key); the MAC covers the record's key and value.
@@ -240,18 +256,28 @@ class CoordinatorBridge:
         future: asyncio.Future[dict] = loop.create_future()
         self._pending[cid] = future
         try:
+            size = len(value)
+
+            def failed(error, _message) -> None:  # the producer's thread: a request not written
+                loop.call_soon_threadsafe(self._fail, cid, error, size)
+
             try:
-                sent = _started(self._producer).send(
-                    self.cfg.requests_topic, key=key.encode("utf-8"), value=value, headers=headers or None
+                _started(self._producer).produce(
+                    self.cfg.requests_topic,
+                    value=value,
+                    key=key.encode("utf-8"),
+                    headers=headers or None,
+                    on_delivery=failed,
                 )
-            except KafkaError as e:  # raised by send() itself: e.g. a key too large for a record
+            except KafkaException as e:  # raised by produce() itself: e.g. a key too large for a record
+                error = e.args[0] if e.args else None
                 raise (
                     BridgeRequestTooLarge(len(value) + len(key), self.cfg.request_max_bytes)
-                    if isinstance(e, MessageSizeTooLargeError)
+                    if isinstance(error, ProduceError) and error.code() == ProduceError.MSG_SIZE_TOO_LARGE
                     else BridgeTimeout(f"request not written: {e}")
                 ) from None
-            size = len(value)
-            sent.add_errback(lambda e: loop.call_soon_threadsafe(self._fail, cid, e, size))
+            except BufferError as e:  # the producer's queue is full
+                raise BridgeTimeout(f"request not written: {e}") from None
             # (a timer handle: asyncio.wait_for costs a task and more callbacks per request)
             timer = loop.call_at(deadline, _expire, future, f"no answer to {api} in {timeout_s:.1f}s")
             try:
@@ -262,14 +288,21 @@ class CoordinatorBridge:
             self._pending.pop(cid, None)
         return answer["response"]
 
-    def _fail(self, cid: int, error: Exception, size: int = 0) -> None:
+    def _fail(self, cid: int, error, size: int = 0) -> None:
         future = self._pending.get(cid)
         if future is not None and not future.done():
             log.warning("request %d not written: %s", cid, error)
-            if isinstance(error, MessageSizeTooLargeError):  # the broker's limit: retrying cannot help
+            too_large = isinstance(error, ProduceError) and error.code() == ProduceError.MSG_SIZE_TOO_LARGE
+            if too_large:  # the broker's limit: retrying cannot help
                 future.set_exception(BridgeRequestTooLarge(size, self.cfg.request_max_bytes))
             else:
                 future.set_exception(BridgeTimeout(f"request not written: {error}"))
+
+    def _serve_reports(self) -> None:
+        """The producer's delivery reports (failures only), handed to the event loop."""
+        producer = _started(self._producer)
+        while not self._stop.is_set():
+            producer.poll(0.2)
 
     def _deliver(self, answers: list[tuple[int, dict]]) -> None:
         for cid, envelope in answers:

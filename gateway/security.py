@@ -138,6 +138,21 @@ class UpstreamSecurity:
             )
         return out
 
+    def librdkafka_config(self, cfg: GatewayConfig) -> dict:
+        """The same settings for librdkafka (the bridge's producer, confluent-kafka)."""
+        out: dict = {"security.protocol": cfg.upstream_security_protocol}
+        if self.tls is not None:
+            if cfg.upstream_ssl_cafile:
+                out["ssl.ca.location"] = cfg.upstream_ssl_cafile
+            else:  # the system's CAs, as ssl.create_default_context loads them
+                out["ssl.ca.location"] = "probe"
+            out["ssl.endpoint.identification.algorithm"] = "https" if cfg.upstream_ssl_check_hostname else "none"
+        if self.mechanism is not None:
+            out.update(
+                {"sasl.mechanism": self.mechanism, "sasl.username": self.username, "sasl.password": self.password}
+            )
+        return out
+
 
 def request_caller(upstream: Upstream, client_id: str):
     """`await call(api_key, version, body)`: one request on `upstream` (correlation ids 1, 2, ...),

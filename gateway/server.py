@@ -285,26 +285,40 @@ class ClientConnection:
             serve.cancel()  # e.g. waiting for request memory: closed from outside (idle, shutdown)
 
     async def _write_loop(self) -> None:
+        """Writes the answers in the order their requests came. The answers already there when
+        one is written go with it, in one write: the bridge hands over a whole micro-batch of
+        answers at once, and a send per answer was the event loop's largest cost (a loopback send
+        is a system call that also wakes the reader)."""
+        loop = asyncio.get_running_loop()
+        waiting: asyncio.Future | None = None  # a slot taken off the queue, its answer not there yet
         try:
             while True:
-                slot = await self.slots.get()
+                slot = waiting if waiting is not None else await self.slots.get()
+                waiting = None
                 frame = await slot
-                self.in_flight -= 1
-                if frame is None:
-                    self.last_active = asyncio.get_running_loop().time()
-                    if slot is self._close_after:
+                out: list[bytes] = []
+                while True:
+                    self.in_flight -= 1
+                    if frame is not None:
+                        out.append(len(frame).to_bytes(4, "big"))
+                        out.append(frame)
+                    last = slot is self._close_after  # e.g. a failed authentication: answered, then closed
+                    if last or self.slots.empty():
                         break
-                    continue
-                if len(frame) < 1 << 16:  # one send for the usual small answer
-                    self.writer.write(len(frame).to_bytes(4, "big") + frame)
-                else:  # (no copy of a large Fetch answer)
-                    self.writer.write(len(frame).to_bytes(4, "big"))
-                    self.writer.write(frame)
-                await self.writer.drain()
-                self.last_active = asyncio.get_running_loop().time()
-                if slot is self._close_after:  # e.g. a failed authentication: answered, then closed
+                    slot = self.slots.get_nowait()
+                    if not slot.done():
+                        waiting = slot
+                        break
+                    frame = slot.result()
+                if out:
+                    self._send(out)
+                    await self.writer.drain()
+                self.last_active = loop.time()
+                if last:
                     break
         except asyncio.CancelledError:
+            if waiting is not None:  # as a cancelled task cancels the future it awaits
+                waiting.cancel()
             raise
         except (FrameError, UpstreamClosed, ConnectionError) as e:
             log.info("closing the connection from %s: %s", self.client_host, e)
@@ -313,6 +327,21 @@ class ClientConnection:
         self.writer.close()
         if self._serve_task is not None:
             self._serve_task.cancel()
+
+    def _send(self, parts: list[bytes]) -> None:
+        """One write for the small frames (length prefixes and answers); a large one (a Fetch
+        answer) is written on its own, not copied."""
+        small: list[bytes] = []
+        for part in parts:
+            if len(part) < 1 << 16:
+                small.append(part)
+                continue
+            if small:
+                self.writer.write(b"".join(small))
+                small = []
+            self.writer.write(part)
+        if small:
+            self.writer.write(b"".join(small))
 
     def _spawn(self, coro) -> None:
         task = asyncio.create_task(coro)

@@ -98,6 +98,33 @@ def test_answers_go_out_in_request_order_whatever_order_the_service_answers_in(r
     run(test)
 
 
+def test_answers_ready_together_go_out_in_one_write_and_in_request_order(run):
+    """The bridge hands over a micro-batch of answers at once: the answers there when one is
+    written go with it in one write (a send per answer was the event loop's largest cost), never
+    ahead of an earlier request's answer that is not there yet."""
+
+    async def test(gw, bridge, port):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"".join(frame(heartbeat(cid, f"group-{cid}")) for cid in range(5)))
+        await writer.drain()
+        await until(lambda: len(bridge.calls) == 5)
+        (conn,) = gw.connections
+        writes: list[int] = []
+        write = conn.writer.write
+        conn.writer.write = lambda data: (writes.append(len(data)), write(data))[1]
+        for i in (4, 3, 1, 0):  # request 2's answer is not there yet
+            bridge.calls[i][1].set_result({"throttleTimeMs": 0, "errorCode": i})
+        first = [await read_response(reader) for _ in range(2)]
+        assert [h["correlationId"] for h, _ in first] == [0, 1] and len(writes) == 1
+        bridge.calls[2][1].set_result({"throttleTimeMs": 0, "errorCode": 2})
+        rest = [await read_response(reader) for _ in range(3)]
+        assert [(h["correlationId"], b["errorCode"]) for h, b in rest] == [(2, 2), (3, 3), (4, 4)]
+        assert len(writes) == 2
+        writer.close()
+
+    run(test)
+
+
 def test_a_malformed_frame_closes_only_its_connection(run):
     async def test(gw, bridge, port):
         good_r, good_w = await asyncio.open_connection("127.0.0.1", port)
@@ -394,7 +421,7 @@ def test_an_oversized_bridged_request_is_refused_before_it_is_sent():
     class Producer:
         sent: list = []
 
-        def send(self, *a, **kw):
+        def produce(self, *a, **kw):
             self.sent.append(kw)
             raise AssertionError("an oversized request must not be sent")
 
