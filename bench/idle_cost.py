@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What an idle service costs, and how late its timers fire with no traffic.
 
-    .venv/bin/python bench/idle_cost.py [--settle 60] [--measure 30] [--timers 20]
+    .venv/bin/python bench/idle_cost.py [--settle 60] [--measure 30] [--late 0] [--timers 20]
                                         [--modes wakeups,spark-timeouts,identity]
 
 Each mode starts the whole service the way a user does, `deploy/run-local.sh --config <bench
@@ -18,7 +18,10 @@ checkpoint), one mode after the other (never together: the machine has 2 cores):
 
 1. **Idle**: once READY, `--settle` seconds without a request, then the CPU time of the service's
    whole process tree (driver, JVM, Python workers) over `--measure` seconds, in cores, and the
-   micro-batches that ran meanwhile.
+   micro-batches that ran meanwhile; and the Spark JVM's share by thread (Linux thread names): the JIT
+   compilers (still compiling what the idle loop runs, a cost that fades over minutes), the queries'
+   trigger loops (each trigger asks the broker for the sources' end offsets), the Kafka clients,
+   GC and the rest. With `--late S`, the same measure again S seconds later.
 2. **Timers** (coordinator modes): `--timers` transactions left open (InitProducerId with a 1-3 s
    timeout, AddPartitionsToTxn) and `--timers` classic members left pending (JoinGroup answered
    MEMBER_ID_REQUIRED, never joined again: 6 s sessions), then nothing: every TransactionAbortedByTimeout and MemberSessionExpired event,
@@ -100,6 +103,30 @@ def tree_cpu_s(root_pid: int) -> dict[int, tuple[str, float]]:
             else "other"
         )
         out[pid] = (kind, stats[pid])
+    return out
+
+
+# The Spark JVM's threads by what they do (Linux thread names, cut at 15 characters).
+JVM_THREADS = (
+    ("jit", ("C1 CompilerThre", "C2 CompilerThre")),
+    ("triggers", ("stream executio",)),  # each query's trigger loop: latestOffset, progress
+    ("kafka", ("kafka-",)),  # the sources' admin clients, the sink's producers
+    ("gc", ("GC Thread", "G1 ", "VM Thread")),
+)
+
+
+def jvm_threads_cpu(pids) -> dict[str, float]:
+    """CPU seconds of the JVMs' threads by `JVM_THREADS` kind ("other" for the rest), live threads only."""
+    out = {kind: 0.0 for kind, _ in JVM_THREADS} | {"other": 0.0}
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                raw, comm = (task / "stat").read_text(), (task / "comm").read_text()
+            except OSError:
+                continue
+            fields = raw[raw.rindex(")") + 2 :].split()
+            kind = next((k for k, prefixes in JVM_THREADS if comm.startswith(prefixes)), "other")
+            out[kind] += (int(fields[11]) + int(fields[12])) / TICKS
     return out
 
 
@@ -207,12 +234,28 @@ def run_mode(name: str, work: Path, port: int, args) -> dict:
         wait_line(log_file, b"COORDINATOR-READY", proc, timeout=300)
         time.sleep(args.settle)  # the idle window itself: no request is sent
         before, first_batch, t0 = tree_cpu_s(proc.pid), last_batch_id(cfg), time.monotonic()
+        jvms = [pid for pid, (kind, _) in before.items() if kind == "jvm"]
+        threads_before = jvm_threads_cpu(jvms)
         time.sleep(args.measure)
         after, elapsed = tree_cpu_s(proc.pid), time.monotonic() - t0
-        out["cores"] = cores_between(before, after, elapsed)
+        threads_after = jvm_threads_cpu(jvms)
+        out["cores"], out["load"] = cores_between(before, after, elapsed), os.getloadavg()[0]
+        out["jvm_threads"] = {k: max(0.0, threads_after[k] - threads_before[k]) / elapsed for k in threads_after}
         time.sleep(1.5)  # the status file is written every second
         out["idle_batches"] = len(batches_since(cfg, first_batch))
         out["idle_s"] = elapsed
+        if args.late:  # the same measure later on: what is left once the JIT compilers are done
+            time.sleep(args.late)
+            before, t0 = tree_cpu_s(proc.pid), time.monotonic()
+            threads_before = jvm_threads_cpu(jvms)
+            time.sleep(args.measure)
+            after, elapsed = tree_cpu_s(proc.pid), time.monotonic() - t0
+            threads_after = jvm_threads_cpu(jvms)
+            out["late"] = {
+                "cores": cores_between(before, after, elapsed),
+                "load": os.getloadavg()[0],
+                "jvm_threads": {k: max(0.0, threads_after[k] - threads_before[k]) / elapsed for k in threads_after},
+            }
         if step == "coordinator" and args.timers:
             bootstrap = f"127.0.0.1:{port}"
             data_topic = f"{prefix}-data"
@@ -256,6 +299,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settle", type=float, default=60.0, help="seconds idle before measuring (JIT warm-up)")
     ap.add_argument("--measure", type=float, default=30.0, help="seconds of CPU measured")
+    ap.add_argument(
+        "--late", type=float, default=0.0, help="measure again this many seconds after the first measure (0: not)"
+    )
     ap.add_argument("--timers", type=int, default=20, help="transactions and classic members left to time out")
     ap.add_argument("--modes", default="wakeups,spark-timeouts,identity")
     args = ap.parse_args()
@@ -271,12 +317,27 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)  # kept (with the jobs' logs) when a mode failed
     load = os.getloadavg()
     print(f"\nIdle service, {args.measure:.0f} s measured after {args.settle:.0f} s idle (load average {load[0]:.1f})")
-    print(f"{'mode':16}{'cores':>8}{'jvm':>8}{'driver':>8}{'workers':>9}{'batches':>9}")
+    print(f"{'mode':16}{'cores':>8}{'jvm':>8}{'driver':>8}{'workers':>9}{'batches':>9}{'load':>7}")
     for r in results:
         c = r["cores"]
         print(
-            f"{r['mode']:16}{c['total']:8.3f}{c['jvm']:8.3f}{c['driver']:8.3f}{c['workers']:9.3f}{r['idle_batches']:9d}"
+            f"{r['mode']:16}{c['total']:8.3f}{c['jvm']:8.3f}{c['driver']:8.3f}{c['workers']:9.3f}{r['idle_batches']:9d}{r['load']:7.1f}"
         )
+    print("\nThe JVM's cores by thread: the JIT compilers, the queries' trigger loops, Kafka clients, GC, the rest")
+    print(f"{'mode':16}" + "".join(f"{k:>9}" for k in results[0]["jvm_threads"]) if results else "")
+    for r in results:
+        print(f"{r['mode']:16}" + "".join(f"{v:9.3f}" for v in r["jvm_threads"].values()))
+    late = [r for r in results if "late" in r]
+    if late:
+        print(
+            f"\nThe same, {args.measure:.0f} s measured {args.late:.0f} s later (JIT compilers, trigger loops, ... as above)"
+        )
+        for r in late:
+            c, t = r["late"]["cores"], r["late"]["jvm_threads"]
+            print(
+                f"{r['mode']:16}{c['total']:8.3f}{c['jvm']:8.3f}{c['driver']:8.3f}{c['workers']:9.3f}"
+                f"{r['late']['load']:7.1f}   " + "".join(f"{v:9.3f}" for v in t.values())
+            )
     timed = [r for r in results if "timers" in r]
     if timed:
         print(

@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=1000, help="OffsetCommit requests a second")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--groups", type=int, default=20)
-    ap.add_argument("--trigger", default="500 milliseconds", help="the projector's trigger ([redis] trigger_interval)")
+    ap.add_argument("--trigger", default="1 second", help="the projector's trigger ([redis] trigger_interval)")
     args = ap.parse_args(argv)
 
     work = Path(tempfile.mkdtemp(prefix="projector-lag-"))

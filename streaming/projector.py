@@ -219,7 +219,7 @@ def start_projector(spark, cfg, projector: RedisProjector, query_name: str = "re
             rows.writeStream.foreachBatch(fold)
             .queryName(query_name)
             .option("checkpointLocation", str(cfg.projector_checkpoint))
-            .trigger(processingTime=cfg.redis.get("trigger_interval", "500 milliseconds"))
+            .trigger(processingTime=cfg.redis.get("trigger_interval", "1 second"))
             .start()
         )
     finally:

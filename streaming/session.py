@@ -52,16 +52,17 @@ def local_session(app_name: str, **conf: str) -> SparkSession:
     return spark
 
 
-def driver_java_options(archive_at_exit: Path | None = None) -> str:
+def driver_java_options(archive_at_exit: Path | None = None, extra: str = "") -> str:
     """The driver JVM's options: the log4j configuration, and the class-data archive to use (when
-    deploy/setup.sh made one) or to write at exit (deploy/jvm_archive.py). A JVM whose jars or JDK
-    differ from the archive's ignores it; its messages about that are off (-Xlog:cds)."""
+    deploy/setup.sh made one) or to write at exit (deploy/jvm_archive.py), then `extra` (`[spark]
+    driver_java_options`). A JVM whose jars or JDK differ from the archive's ignores it; its
+    messages about that are off (-Xlog:cds)."""
     options = [f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"]
     if archive_at_exit is not None:
         options += [f"-XX:ArchiveClassesAtExit={archive_at_exit}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
     elif JVM_ARCHIVE.exists():
         options += [f"-XX:SharedArchiveFile={JVM_ARCHIVE}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
-    return " ".join(options)
+    return " ".join(options + ([extra.strip()] if extra.strip() else []))  # Spark splits them, quotes kept
 
 
 def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> SparkSession:
@@ -104,7 +105,10 @@ def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> Spa
         .config("spark.python.daemon.module", "streaming.worker_daemon")
         # Quiet by default: no console progress bar, the JVM's log level WARN from its first line.
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", driver_java_options(archive_at_exit))
+        .config(
+            "spark.driver.extraJavaOptions",
+            driver_java_options(archive_at_exit, str(spark.get("driver_java_options", ""))),
+        )
         .config("spark.driver.extraClassPath", class_path)
     )
     if OWN_JAR.exists():
