@@ -90,16 +90,19 @@ def _classic_steps(run: str, v: int, topic: str) -> list[Step]:
         "groupId": group,
         "topics": [{"name": topic, "partitionIndexes": [0, 1]}],
         "groups": [
-            {"groupId": group, "memberId": None, "memberEpoch": -1, "topics": [{"name": topic, "partitionIndexes": [0, 1]}]}
+            {
+                "groupId": group,
+                "memberId": None,
+                "memberEpoch": -1,
+                "topics": [{"name": topic, "partitionIndexes": [0, 1]}],
+            }
         ],
         "requireStable": True,
     }
     sync_v, hb_v, leave_v, list_v, del_v, desc_v = min(v, 5), min(v, 4), min(v, 5), min(v, 5), min(v, 3), min(v, 6)
     steps = []
     if v >= MEMBER_ID_REQUIRED_SINCE:
-        steps.append(
-            Step(f"v{v} join without member id", "JoinGroup", v, {**join, "memberId": ""}, save=_saved(first))
-        )
+        steps.append(Step(f"v{v} join without member id", "JoinGroup", v, {**join, "memberId": ""}, save=_saved(first)))
         steps.append(
             Step(
                 f"v{v} join with member id",
@@ -202,7 +205,9 @@ def _find_coordinator_steps(run: str) -> list[Step]:
     steps = [Step("find a group's coordinator (FindCoordinator v0)", "FindCoordinator", 0, {"key": group})]
     for v in (1, 2, 3):
         steps += [
-            Step(f"find a group's coordinator (FindCoordinator v{v})", "FindCoordinator", v, {"key": group, "keyType": 0}),
+            Step(
+                f"find a group's coordinator (FindCoordinator v{v})", "FindCoordinator", v, {"key": group, "keyType": 0}
+            ),
             Step(
                 f"find a transaction's coordinator (FindCoordinator v{v})",
                 "FindCoordinator",
@@ -218,9 +223,19 @@ def _find_coordinator_steps(run: str) -> list[Step]:
             5,
             {"keyType": 0, "coordinatorKeys": [group, f"{group}-2"]},
         ),
-        Step("find a transaction's coordinator (FindCoordinator v5)", "FindCoordinator", 5, {"keyType": 1, "coordinatorKeys": [txn]}),
+        Step(
+            "find a transaction's coordinator (FindCoordinator v5)",
+            "FindCoordinator",
+            5,
+            {"keyType": 1, "coordinatorKeys": [txn]},
+        ),
         Step("an unknown key type (FindCoordinator v3)", "FindCoordinator", 3, {"key": group, "keyType": 9}),
-        Step("an unknown key type (FindCoordinator v6)", "FindCoordinator", 6, {"keyType": 9, "coordinatorKeys": [group, txn]}),
+        Step(
+            "an unknown key type (FindCoordinator v6)",
+            "FindCoordinator",
+            6,
+            {"keyType": 9, "coordinatorKeys": [group, txn]},
+        ),
     ]
     return steps
 
@@ -256,7 +271,9 @@ def _consumer_v0_steps(run: str, topic: str) -> list[Step]:
             save=_saved("v0-member"),
         ),
         Step("KIP-848 describe (ConsumerGroupDescribe v0)", "ConsumerGroupDescribe", 0, describe),
-        Step("KIP-848 an unknown member (ConsumerGroupHeartbeat v0)", "ConsumerGroupHeartbeat", 0, heartbeat(3, "nobody")),
+        Step(
+            "KIP-848 an unknown member (ConsumerGroupHeartbeat v0)", "ConsumerGroupHeartbeat", 0, heartbeat(3, "nobody")
+        ),
         Step("KIP-848 leave (ConsumerGroupHeartbeat v0)", "ConsumerGroupHeartbeat", 0, heartbeat(-1)),
         Step("KIP-848 describe empty (ConsumerGroupDescribe v0)", "ConsumerGroupDescribe", 0, describe),
     ]
@@ -296,7 +313,12 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
                 {
                     "name": topic,
                     "partitions": [
-                        {"partitionIndex": 0, "committedOffset": 20 + v, "committedLeaderEpoch": -1, "committedMetadata": None}
+                        {
+                            "partitionIndex": 0,
+                            "committedOffset": 20 + v,
+                            "committedLeaderEpoch": -1,
+                            "committedMetadata": None,
+                        }
                     ],
                 }
             ],
@@ -328,7 +350,12 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
             f"txn v{v} list ongoing (ListTransactions v{min(v, 2)})",
             "ListTransactions",
             min(v, 2),
-            {"stateFilters": ["Ongoing"], "producerIdFilters": [], "durationFilter": -1, "transactionalIdPattern": None},
+            {
+                "stateFilters": ["Ongoing"],
+                "producerIdFilters": [],
+                "durationFilter": -1,
+                "transactionalIdPattern": None,
+            },
             view=_only_transactions(txn),
         ),
         Step(f"txn v{v} commit (EndTxn v{v})", "EndTxn", v, lambda s: {**producer(s), "committed": True}),
@@ -354,7 +381,10 @@ def _config_steps(run: str) -> list[Step]:
             0,
             {
                 "resources": [
-                    {**resource, "configs": [{"name": "consumer.heartbeat.interval.ms", "configOperation": 0, "value": "3000"}]}
+                    {
+                        **resource,
+                        "configs": [{"name": "consumer.heartbeat.interval.ms", "configOperation": 0, "value": "3000"}],
+                    }
                 ],
                 "validateOnly": False,
             },
@@ -364,7 +394,9 @@ def _config_steps(run: str) -> list[Step]:
             "IncrementalAlterConfigs",
             0,
             {
-                "resources": [{**resource, "configs": [{"name": "consumer.no.such", "configOperation": 0, "value": "1"}]}],
+                "resources": [
+                    {**resource, "configs": [{"name": "consumer.no.such", "configOperation": 0, "value": "1"}]}
+                ],
                 "validateOnly": False,
             },
         ),
