@@ -86,6 +86,17 @@ def _classic_steps(run: str, v: int, topic: str) -> list[Step]:
 
         return body
 
+    def sync(generation_delta: int) -> Callable[[Side], dict]:
+        return lambda s: {
+            "groupId": group,
+            "generationId": generation(s) + generation_delta,
+            "memberId": member(s),
+            "groupInstanceId": None,
+            "protocolType": "consumer",
+            "protocolName": "range",
+            "assignments": [{"memberId": member(s), "assignment": ""}],
+        }
+
     fetch = {
         "groupId": group,
         "topics": [{"name": topic, "partitionIndexes": [0, 1]}],
@@ -115,20 +126,8 @@ def _classic_steps(run: str, v: int, topic: str) -> list[Step]:
     else:
         steps.append(Step(f"v{v} join", "JoinGroup", v, {**join, "memberId": ""}, save=_saved(joined)))
     steps += [
-        Step(
-            f"v{v} sync as leader (SyncGroup v{sync_v})",
-            "SyncGroup",
-            sync_v,
-            lambda s: {
-                "groupId": group,
-                "generationId": generation(s),
-                "memberId": member(s),
-                "groupInstanceId": None,
-                "protocolType": "consumer",
-                "protocolName": "range",
-                "assignments": [{"memberId": member(s), "assignment": ""}],
-            },
-        ),
+        Step(f"v{v} sync as leader (SyncGroup v{sync_v})", "SyncGroup", sync_v, sync(0)),
+        Step(f"v{v} sync at the next generation (SyncGroup v{sync_v})", "SyncGroup", sync_v, sync(1)),
         Step(
             f"v{v} heartbeat (Heartbeat v{hb_v})",
             "Heartbeat",
@@ -337,12 +336,24 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
             save=_saved(init),
             until=_not_loading,
         ),
+        Step(
+            f"txn v{v} a timeout above the maximum (InitProducerId v{init_v})",
+            "InitProducerId",
+            init_v,
+            lambda s: {**producer(s), "transactionTimeoutMs": 2_000_000_000},
+        ),
         Step(f"txn v{v} add partitions (AddPartitionsToTxn v{v})", "AddPartitionsToTxn", v, add_partitions),
         Step(
             f"txn v{v} add offsets (AddOffsetsToTxn v{offsets_v})",
             "AddOffsetsToTxn",
             offsets_v,
             lambda s: {**producer(s), "groupId": group},
+        ),
+        Step(
+            f"txn v{v} add offsets for another producer id (AddOffsetsToTxn v{offsets_v})",
+            "AddOffsetsToTxn",
+            offsets_v,
+            lambda s: {**producer(s), "producerId": producer(s)["producerId"] + 1000, "groupId": group},
         ),
         Step(f"txn v{v} offset commit (TxnOffsetCommit v{v})", "TxnOffsetCommit", v, txn_commit),
         Step(f"txn v{v} end with a wrong epoch (EndTxn v{v})", "EndTxn", v, fenced),
@@ -358,6 +369,7 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
             },
             view=_only_transactions(txn),
         ),
+        *(_list_by_pattern(txn, run) if v == TXN_VERSIONS[-1] else []),
         Step(f"txn v{v} commit (EndTxn v{v})", "EndTxn", v, lambda s: {**producer(s), "committed": True}),
         Step(
             f"txn v{v} describe complete",
@@ -366,6 +378,25 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
             {"transactionalIds": [txn]},
             until=lambda a, s: a["transactionStates"][0]["transactionState"] == "CompleteCommit",
         ),
+    ]
+
+
+def _list_by_pattern(txn: str, run: str) -> list[Step]:
+    """ListTransactions v2's transactionalIdPattern (KIP-1152): a regex the ids must match, and one
+    that does not compile."""
+
+    def body(pattern: str) -> dict:
+        return {"stateFilters": [], "producerIdFilters": [], "durationFilter": -1, "transactionalIdPattern": pattern}
+
+    return [
+        Step(
+            "list by a pattern (ListTransactions v2)",
+            "ListTransactions",
+            2,
+            body(f"diff-v[0-9]-txn-{run}"),
+            view=_only_transactions(txn),
+        ),
+        Step("list by a pattern that does not compile (ListTransactions v2)", "ListTransactions", 2, body("diff-[")),
     ]
 
 
