@@ -15,6 +15,7 @@ from collections.abc import Callable
 from coordinator.group.classic.consumer_protocol import encode_subscription
 
 from .diff_model import Scenario, Side, Step
+from .diff_versions import versions
 
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
 DOC_SHARE_ALTER = "docs/protocol.md#share-coordinator-deviations-from-kafka (AlterShareGroupOffsets in Kafka 4.1.1)"
@@ -1412,6 +1413,7 @@ ALL: list[Callable[[str], Scenario]] = [
     share,
     share_expiry,
     share_coordinator,
+    versions,
 ]
 
 

@@ -41,7 +41,9 @@ class FindCoordinator(Component):
         body, version = request.body, request.api_version
         key_type = body.get("keyType", GROUP)  # v0: a group id
         if key_type not in (GROUP, TRANSACTION, SHARE) or (key_type == SHARE and version < 6):
-            raise ApiError(Errors.INVALID_REQUEST, f"Unknown coordinator type received: {key_type}")
+            # KafkaApis: CoordinatorType.forId's InvalidRequestException becomes the error answer
+            # (getErrorResponse) with the error's default message, not the exception's.
+            raise ApiError(Errors.INVALID_REQUEST, Errors.INVALID_REQUEST.message)
         host = self.p.config["coordinator.endpoint.host"]
         port = self.p.config["coordinator.endpoint.port"]
         partitions = self.p.config["coordinator.partitions"]

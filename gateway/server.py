@@ -532,7 +532,8 @@ class ClientConnection:
                     "host": "",
                     "port": -1,
                     "errorCode": Errors.INVALID_REQUEST.code,
-                    "errorMessage": f"Unknown coordinator type received: {body.get('keyType')}",
+                    # KafkaApis answers getErrorResponse: the error's default message
+                    "errorMessage": Errors.INVALID_REQUEST.message,
                 }
             return {
                 "key": key,

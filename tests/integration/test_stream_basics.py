@@ -135,7 +135,7 @@ BAD_INPUTS = [
         907,
         _envelope(907, "FindCoordinator", 3, {"key": "g", "keyType": 9}),
         Errors.INVALID_REQUEST.code,
-        "Unknown coordinator type",
+        "request being malformed",  # Kafka's default message, as KafkaApis answers it
     ),
 ]
 

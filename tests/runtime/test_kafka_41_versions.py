@@ -63,3 +63,20 @@ def test_find_coordinator_v4_leaves_the_error_message_unset():
     cid, raw = c.d.envelope("FindCoordinator", 4, {"keyType": 0, "coordinatorKeys": ["some-group"]})
     c.d.send_raw(raw, key="some-group")
     assert [(k["errorCode"], k["errorMessage"]) for k in c.d.response(cid)["coordinators"]] == [(0, "")]
+
+
+@pytest.mark.parametrize("version", [1, 3, 4, 6])
+def test_find_coordinator_unknown_key_type(version):
+    """KafkaApis: CoordinatorType.forId's InvalidRequestException becomes FindCoordinatorRequest's
+    getErrorResponse, INVALID_REQUEST with the error's default message and no node (v4+: on every
+    key); the message of the exception is not sent (a 4.4.0 broker in bench/differential.py)."""
+    c = GroupTestClient()
+    body = {"key": "some-group", "keyType": 9} if version < 4 else {"keyType": 9, "coordinatorKeys": ["a", "b"]}
+    cid, raw = c.d.envelope("FindCoordinator", version, body)
+    c.d.send_raw(raw, key="some-group")
+    resp = c.d.response(cid)
+    answers = resp["coordinators"] if version >= 4 else [resp]
+    assert len(answers) == (2 if version >= 4 else 1)
+    for a in answers:
+        assert (a["errorCode"], a["errorMessage"]) == (Errors.INVALID_REQUEST.code, Errors.INVALID_REQUEST.message)
+        assert (a["nodeId"], a["host"], a["port"]) == (-1, "", -1)
