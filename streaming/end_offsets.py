@@ -38,6 +38,7 @@ from typing import Any
 from coordinator.group.share.offsets_admin import END_OFFSETS_KEY_PREFIX, END_OFFSETS_QUERY
 from coordinator.routing import key_for_partition
 
+from .topic_follower import FETCH_MAX_WAIT_MS
 from .trust import MAC_HEADER, STAMP_HEADER, Stamper, signed_headers, verify
 
 log = logging.getLogger(__name__)
@@ -218,8 +219,9 @@ class EndOffsetsResponder(threading.Thread):
             client_id=CLIENT_ID,
             enable_auto_commit=False,
             group_id=None,
-            # A fetch returns as soon as a record arrives: a long wait only spaces the idle fetches.
-            fetch_max_wait_ms=self.POLL_MS,
+            # A fetch returns as soon as a record arrives: a long wait only spaces the idle fetches
+            # (the followers' wait, streaming/topic_follower.py).
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         )
         parts = consumer.partitions_for_topic(self.internal_topic) or {0}
         tps = [TopicPartition(self.internal_topic, p) for p in sorted(parts)]
