@@ -38,7 +38,7 @@ from typing import Any
 from coordinator.group.share.offsets_admin import END_OFFSETS_KEY_PREFIX, END_OFFSETS_QUERY
 from coordinator.routing import key_for_partition
 
-from .topic_follower import FETCH_MAX_WAIT_MS
+from .topic_follower import FETCH_MAX_WAIT_MS, run_reconnecting
 from .trust import MAC_HEADER, STAMP_HEADER, Stamper, signed_headers, verify
 
 log = logging.getLogger(__name__)
@@ -322,22 +322,7 @@ class EndOffsetsResponder(threading.Thread):
         return self.answer(queries) if queries else 0
 
     def run(self) -> None:
-        failed = False
-        while not self._halt.is_set():
-            try:
-                if self._consumer is None:
-                    self._connect()
-                self.run_once()
-                if failed:
-                    log.info("end-offsets answers work again")
-                failed = False
-            except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
-                if not failed:
-                    log.warning("end-offsets answers failed (retried every second with new clients): %s", e)
-                failed = True
-                self._close()
-                self._halt.wait(1.0)
-        self._close()
+        run_reconnecting(self, "end-offsets answers")
 
     def stop(self) -> None:
         self._halt.set()

@@ -30,6 +30,7 @@ from typing import Any
 
 from coordinator.routing import key_for_partition
 
+from .topic_follower import run_reconnecting
 from .trust import MAC_HEADER, sign
 
 log = logging.getLogger(__name__)
@@ -209,22 +210,7 @@ class TimerWaker(threading.Thread):
             self._wake(due)
 
     def run(self) -> None:
-        failed = False
-        while not self._halt.is_set():
-            try:
-                if self._consumer is None:
-                    self._connect()
-                self.run_once()
-                if failed:
-                    log.info("timer wake-ups work again")
-                failed = False
-            except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
-                if not failed:
-                    log.warning("timer wake-ups failed (retried every second with new clients): %s", e)
-                failed = True
-                self._close()
-                self._halt.wait(1.0)
-        self._close()
+        run_reconnecting(self, "timer wake-ups")
 
     def stop(self) -> None:
         self._halt.set()

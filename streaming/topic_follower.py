@@ -66,3 +66,30 @@ def follow_topic(
             stop.wait(2.0)
     if consumer is not None:
         consumer.close()
+
+
+def run_reconnecting(worker, what: str) -> None:
+    """A driver thread's loop (the timer waker, the end-offsets responder): connect when it has no
+    clients, run one round, and after any failure close its clients and try again a second later,
+    logging once when `what` fails and once when it works again (a broker away must never kill it).
+    `worker` has `_halt` (an Event), `_consumer` (None: not connected), `_connect`, `run_once` and
+    `_close`."""
+    import logging
+
+    log = logging.getLogger(type(worker).__module__)
+    failed = False
+    while not worker._halt.is_set():
+        try:
+            if worker._consumer is None:
+                worker._connect()
+            worker.run_once()
+            if failed:
+                log.info("%s work again", what)
+            failed = False
+        except Exception as e:  # noqa: BLE001 - the broker may be unavailable for a while
+            if not failed:
+                log.warning("%s failed (retried every second with new clients): %s", what, e)
+            failed = True
+            worker._close()
+            worker._halt.wait(1.0)
+    worker._close()
