@@ -72,3 +72,26 @@ class Outcome:
     api: str
     kind: str  # "match", "deviation", "DIFFERENCE"
     detail: str = ""
+
+
+# ------------------------------------------------------------------ step helpers the scenarios share
+def saved(name: str) -> Callable[[dict, Side], None]:
+    def save(answer: dict, side: Side) -> None:
+        side.saved[name] = answer
+
+    return save
+
+
+def retried(answer: dict, side: Side) -> bool:
+    """Until an answer a client would not retry (the broker loads a coordinator partition at its first
+    use: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE)."""
+    return answer.get("errorCode") not in (14, 15)
+
+
+def only_groups(*groups: str) -> Callable[[dict], dict]:
+    """ListGroups: only these groups (the service's job lists the other clients' groups too)."""
+    return lambda a: {**a, "groups": [g for g in a["groups"] if g["groupId"] in groups]}
+
+
+def only_transactions(*ids: str) -> Callable[[dict], dict]:
+    return lambda a: {**a, "transactionStates": [t for t in a["transactionStates"] if t["transactionalId"] in ids]}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
 
-from .diff_model import Scenario, Side, Step
+from .diff_model import Scenario, Side, Step, only_groups, only_transactions, retried, saved
 from .diff_versions import versions
 
 DOC_STREAMS_COMMITTED = "docs/protocol.md#streams-groups-deviations-from-kafka (describe reads the latest state)"
@@ -42,28 +42,6 @@ SNAPSHOT_EVERY = 3
 # Errors
 MEMBER_ID_REQUIRED, UNKNOWN_MEMBER_ID, NON_EMPTY_GROUP = 79, 25, 68
 MISSING_INTERNAL_TOPICS = 3
-
-
-def saved(name: str) -> Callable[[dict, Side], None]:
-    def save(answer: dict, side: Side) -> None:
-        side.saved[name] = answer
-
-    return save
-
-
-def retried(answer: dict, side: Side) -> bool:
-    """Until an answer a client would not retry (the broker loads a coordinator partition at its first
-    use: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE)."""
-    return answer.get("errorCode") not in (14, 15)
-
-
-def only_groups(*groups: str) -> Callable[[dict], dict]:
-    """ListGroups: only these groups (the service's job lists the other clients' groups too)."""
-    return lambda a: {**a, "groups": [g for g in a["groups"] if g["groupId"] in groups]}
-
-
-def only_transactions(*ids: str) -> Callable[[dict], dict]:
-    return lambda a: {**a, "transactionStates": [t for t in a["transactionStates"] if t["transactionalId"] in ids]}
 
 
 # ------------------------------------------------------------------ classic groups and offsets
@@ -200,11 +178,6 @@ def _save_consumer_member(member: str) -> Callable[[dict, Side], None]:
 
 def _partitions(side: Side, member: str) -> list[int]:
     return sorted(p for t in side.saved.get(f"{member}-assigned") or [] for p in t["partitions"])
-
-
-def _topic_id(side: Side, topic: str) -> str:
-    """The side's own id of the topic (the two clusters give a topic different ids)."""
-    return next(tid for tid, name in side.names.topic_ids.items() if name == topic)
 
 
 def consumer(run: str) -> Scenario:

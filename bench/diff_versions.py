@@ -13,30 +13,11 @@ from collections.abc import Callable
 
 from coordinator.group.classic.consumer_protocol import encode_subscription
 
-from .diff_model import Scenario, Side, Step
+from .diff_model import Scenario, Side, Step, only_groups, only_transactions, retried, saved
 
 CLASSIC_JOIN_VERSIONS = range(0, 9)  # v9 is the classic scenario's
 TXN_VERSIONS = range(0, 6)
 MEMBER_ID_REQUIRED_SINCE = 4  # JoinGroup v4+: a first join without a member id gets one back
-
-
-def _saved(name: str) -> Callable[[dict, Side], None]:
-    def save(answer: dict, side: Side) -> None:
-        side.saved[name] = answer
-
-    return save
-
-
-def _not_loading(answer: dict, side: Side) -> bool:
-    return answer.get("errorCode") not in (14, 15)
-
-
-def _only_groups(*groups: str) -> Callable[[dict], dict]:
-    return lambda a: {**a, "groups": [g for g in a["groups"] if g["groupId"] in groups]}
-
-
-def _only_transactions(*ids: str) -> Callable[[dict], dict]:
-    return lambda a: {**a, "transactionStates": [t for t in a["transactionStates"] if t["transactionalId"] in ids]}
 
 
 # ------------------------------------------------------------------ classic groups and offsets
@@ -113,18 +94,18 @@ def _classic_steps(run: str, v: int, topic: str) -> list[Step]:
     sync_v, hb_v, leave_v, list_v, del_v, desc_v = min(v, 5), min(v, 4), min(v, 5), min(v, 5), min(v, 3), min(v, 6)
     steps = []
     if v >= MEMBER_ID_REQUIRED_SINCE:
-        steps.append(Step(f"v{v} join without member id", "JoinGroup", v, {**join, "memberId": ""}, save=_saved(first)))
+        steps.append(Step(f"v{v} join without member id", "JoinGroup", v, {**join, "memberId": ""}, save=saved(first)))
         steps.append(
             Step(
                 f"v{v} join with member id",
                 "JoinGroup",
                 v,
                 lambda s: {**join, "memberId": s.saved[first]["memberId"]},
-                save=_saved(joined),
+                save=saved(joined),
             )
         )
     else:
-        steps.append(Step(f"v{v} join", "JoinGroup", v, {**join, "memberId": ""}, save=_saved(joined)))
+        steps.append(Step(f"v{v} join", "JoinGroup", v, {**join, "memberId": ""}, save=saved(joined)))
     steps += [
         Step(f"v{v} sync as leader (SyncGroup v{sync_v})", "SyncGroup", sync_v, sync(0)),
         Step(f"v{v} sync at the next generation (SyncGroup v{sync_v})", "SyncGroup", sync_v, sync(1)),
@@ -151,7 +132,7 @@ def _classic_steps(run: str, v: int, topic: str) -> list[Step]:
             "ListGroups",
             list_v,
             {"statesFilter": [], "typesFilter": []},
-            view=_only_groups(group),
+            view=only_groups(group),
         ),
     ]
     if v >= 2:  # OffsetCommit 2-8 here, 9-10 elsewhere
@@ -212,7 +193,7 @@ def _find_coordinator_steps(run: str) -> list[Step]:
                 "FindCoordinator",
                 v,
                 {"key": txn, "keyType": 1},
-                until=_not_loading,
+                until=retried,
             ),
         ]
     steps += [
@@ -267,7 +248,7 @@ def _consumer_v0_steps(run: str, topic: str) -> list[Step]:
             0,
             heartbeat(0),
             until=lambda a, s: a["errorCode"] != 0 or bool(a["assignment"] and a["assignment"]["topicPartitions"]),
-            save=_saved("v0-member"),
+            save=saved("v0-member"),
         ),
         Step("KIP-848 describe (ConsumerGroupDescribe v0)", "ConsumerGroupDescribe", 0, describe),
         Step(
@@ -333,8 +314,8 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
             "InitProducerId",
             init_v,
             {"transactionalId": txn, "transactionTimeoutMs": 60000, "producerId": -1, "producerEpoch": -1},
-            save=_saved(init),
-            until=_not_loading,
+            save=saved(init),
+            until=retried,
         ),
         Step(
             f"txn v{v} a timeout above the maximum (InitProducerId v{init_v})",
@@ -367,7 +348,7 @@ def _txn_steps(run: str, v: int, topic: str) -> list[Step]:
                 "durationFilter": -1,
                 "transactionalIdPattern": None,
             },
-            view=_only_transactions(txn),
+            view=only_transactions(txn),
         ),
         *(_list_by_pattern(txn, run) if v == TXN_VERSIONS[-1] else []),
         Step(f"txn v{v} commit (EndTxn v{v})", "EndTxn", v, lambda s: {**producer(s), "committed": True}),
@@ -394,7 +375,7 @@ def _list_by_pattern(txn: str, run: str) -> list[Step]:
             "ListTransactions",
             2,
             body(f"diff-v[0-9]-txn-{run}"),
-            view=_only_transactions(txn),
+            view=only_transactions(txn),
         ),
         Step("list by a pattern that does not compile (ListTransactions v2)", "ListTransactions", 2, body("diff-[")),
     ]

@@ -89,15 +89,40 @@ class _Resume:
     outputs: Outputs
 
 
+def timer_horizon(partition: PartitionRuntime, batch_time_ms: int, read_until_ms: int | None) -> int:
+    """How far the batch may fire timers: up to a time before which every request is known to have
+    been read, so that a request appended before a deadline is applied before the timer fires.
+
+    - `batch_time_ms − grace`: Spark takes the batch time after it asked for the latest offsets, so
+      a request appended just before the batch time may only be read by the next batch;
+    - `read_until_ms − read margin`, where `read_until_ms` is the latest append time of the records
+      this partition's batch read (a wake record included): the batch's offsets were taken after
+      that record was readable, so every record appended before it, less the time a record may stay
+      unreadable, is in this batch or an earlier one.
+
+    Never past the batch time."""
+    horizon = batch_time_ms - partition.grace_ms
+    if read_until_ms is not None:
+        horizon = max(horizon, min(batch_time_ms, read_until_ms - partition.read_margin_ms))
+    return horizon
+
+
 def run_batch(
-    load: Callable[[], PartitionRuntime], records: list[InputRecord], batch_time_ms: int
+    load: Callable[[], PartitionRuntime],
+    records: list[InputRecord],
+    batch_time_ms: int,
+    read_until_ms: int | None = None,
 ) -> tuple[PartitionRuntime, Outputs]:
     """Apply `records` and the timers due by `batch_time_ms` to the partition `load()` returns.
+    `read_until_ms`: the latest append time of the records the batch read for this partition,
+    records it does not apply (wake records) included; by default, that of `records`.
 
     `load` must return a fresh partition from the same starting state each time it is called.
     Never raises because of input: only if the state cannot be decoded (`load` fails, or a chunk
     the batch touches is corrupt: `ChunkCorrupt`, which names it)."""
     ordered = order_records(records)
+    if read_until_ms is None and ordered:
+        read_until_ms = ordered[-1][0]
     poisoned: dict[object, str] = {}
     resume: _Resume | None = None
     capture_at: int | None = None
@@ -120,7 +145,12 @@ def run_batch(
 
         try:
             _apply(
-                partition, ordered, batch_time_ms, poisoned, start=resume.position if resume else None, capture=capture
+                partition,
+                ordered,
+                timer_horizon(partition, batch_time_ms, read_until_ms),
+                poisoned,
+                start=resume.position if resume else None,
+                capture=capture,
             )
             out = partition.drain()
             partition.component("channel").stamp(out.requests, batch_time_ms)
@@ -168,7 +198,7 @@ def _copy_outputs(out: Outputs) -> Outputs:
 def _apply(
     partition: PartitionRuntime,
     ordered,
-    batch_time_ms: int,
+    horizon: int,
     poisoned: dict,
     start: int | None,
     capture: Callable[[int], None],
@@ -177,8 +207,6 @@ def _apply(
 
     def skip_timer(timer: Timer) -> bool:
         return ("timer", timer.key, timer.deadline_ms) in poisoned
-
-    horizon = batch_time_ms - partition.grace_ms
 
     def advance(now_ms: int, position: int) -> None:
         try:

@@ -19,6 +19,12 @@ DEFAULTS: dict[str, Any] = {
     # appended just before a deadline but read in the next micro-batch is applied first. 0 in the
     # pure core (Kafka's exact timing); the stream sets it from [stream] timer_grace_ms.
     "coordinator.timer.grace.ms": 0,
+    # How long after its append a record may still be unreadable by a micro-batch (a replicated
+    # topic's high watermark follows its followers; brokers' clocks differ). A record the batch read
+    # proves that every record appended before its time, less this margin, was readable when the
+    # batch looked: timers due by then fire, with no grace. 0 in the pure core and on one broker;
+    # the stream sets it ([stream] timer_read_margin_ms).
+    "coordinator.timer.read.margin.ms": 0,
     # What FindCoordinator reports as the coordinator's endpoint.
     "coordinator.endpoint.host": "127.0.0.1",
     "coordinator.endpoint.port": 9092,

@@ -262,6 +262,10 @@ class PartitionRuntime:
     def grace_ms(self) -> int:
         return self.config["coordinator.timer.grace.ms"]
 
+    @property
+    def read_margin_ms(self) -> int:
+        return self.config["coordinator.timer.read.margin.ms"]
+
     def advance_to(
         self, now_ms: int, horizon_ms: int | None = None, skip: Callable[[Timer], bool] = lambda t: False
     ) -> None:
@@ -305,10 +309,12 @@ class PartitionRuntime:
         self.firing = None
 
     def next_deadline(self) -> int | None:
-        """When the partition next needs to run (the earliest deadline plus the grace)."""
+        """When the partition next needs to run: the earliest deadline plus the read margin. A
+        record appended then (the timer waker's wake) lets the batch that reads it fire the timer
+        (`batch.timer_horizon`)."""
         deadline = self.timers.next_deadline()
         if deadline is not None:
-            deadline += self.grace_ms
+            deadline += self.read_margin_ms
         if self.deferred:  # as soon as possible: the next batch
             deadline = self.clock_ms + 1 if deadline is None else min(deadline, self.clock_ms + 1)
         return deadline

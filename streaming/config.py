@@ -156,12 +156,22 @@ class StreamConfig:
         p = Path(self.stream["checkpoint"])
         return p if p.is_absolute() else ROOT / p
 
+    @property
+    def timer_read_margin_ms(self) -> int:
+        """[stream] timer_read_margin_ms; "auto": 0 when the service's topics have one replica (a
+        record is readable as soon as the broker appended it), else the timer grace."""
+        value = self.stream.get("timer_read_margin_ms", "auto")
+        if value == "auto":
+            return 0 if self.topic_durability[0] == 1 else int(self.stream["timer_grace_ms"])
+        return int(value)
+
     def coordinator_config(self) -> CoordinatorConfig:
         settings = dict(self.raw.get("coordinator", {}))
         host, _, port = self.bootstrap.split(",")[0].strip().rpartition(":")
         settings.setdefault("coordinator.endpoint.host", host or "127.0.0.1")
         settings.setdefault("coordinator.endpoint.port", int(port or 9092))
         settings.setdefault("coordinator.timer.grace.ms", int(self.stream["timer_grace_ms"]))
+        settings.setdefault("coordinator.timer.read.margin.ms", self.timer_read_margin_ms)
         settings.setdefault(
             "coordinator.internal.topics",
             [self.topics[t] for t in SERVICE_TOPICS],

@@ -19,8 +19,12 @@ from .trust import MAC_HEADER, PRINCIPAL_MAC_HEADER, STAMP_HEADER, header_sql, k
 
 def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSettings:
     t = cfg.topics
+    timeouts = spark_timeouts(cfg.checkpoint, bool(cfg.stream["timer_wakeups"]))
+    coordinator = cfg.coordinator_config().to_json()
+    if timeouts:  # no wake records: a due timer waits for a batch time past its deadline + grace
+        coordinator["coordinator.timer.read.margin.ms"] = coordinator["coordinator.timer.grace.ms"]
     return StepSettings(
-        coordinator=cfg.coordinator_config().to_json(),
+        coordinator=coordinator,
         responses_topic=t["responses"],
         events_topic=t["events"],
         state_log_topic=t["state_log"],
@@ -35,7 +39,7 @@ def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSett
         quarantined_topics=tuple(quarantined_topics),
         txn_markers=cfg.txn_markers,
         bootstrap=cfg.bootstrap,
-        spark_timeouts=spark_timeouts(cfg.checkpoint, bool(cfg.stream["timer_wakeups"])),
+        spark_timeouts=timeouts,
     )
 
 

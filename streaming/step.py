@@ -418,7 +418,7 @@ def _text_or_none(v) -> str | None:
     return None if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
 
 
-def run_isolated(load, records: list[InputRecord], batch_time: int):
+def run_isolated(load, records: list[InputRecord], batch_time: int, read_until: int | None = None):
     """`run_batch`, with a backstop for a failure of the runtime itself (the core isolates what
     fails inside a handler or timer). A failure to load the state is raised: a damaged state must
     stop the query loudly. Otherwise the records that make the batch fail on their own are found,
@@ -431,7 +431,7 @@ def run_isolated(load, records: list[InputRecord], batch_time: int):
         return p
 
     try:
-        partition, out = run_batch(tracked_load, records, batch_time)
+        partition, out = run_batch(tracked_load, records, batch_time, read_until)
         return partition, out, []
     except ChunkCorrupt:
         raise  # damaged state, not input: stop loudly, name the chunk
@@ -441,11 +441,11 @@ def run_isolated(load, records: list[InputRecord], batch_time: int):
     culprits = []
     for r in records:
         try:
-            run_batch(load, [r], batch_time)
+            run_batch(load, [r], batch_time, read_until)
         except Exception as e:  # noqa: BLE001 - reported as a dead letter
             culprits.append((r, f"{type(e).__name__}: {e}"[:500]))
     bad = {id(r) for r, _ in culprits}
-    partition, out = run_batch(load, [r for r in records if id(r) not in bad], batch_time)
+    partition, out = run_batch(load, [r for r in records if id(r) not in bad], batch_time, read_until)
     return partition, out, culprits
 
 
@@ -520,6 +520,8 @@ def make_step(settings: StepSettings):
         cp = int(key[0])
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs, settings, cp)
+        # The latest append time the batch read, the wakes' included: how far its timers may fire.
+        read_until = max((r.time_ms for r in records), default=None)
         # A wake record only starts the batch (its partition's timers are due): no request.
         if any(r.internal for r in records):
             records = [r for r in records if not is_wake(r.key, r.internal)]
@@ -534,7 +536,7 @@ def make_step(settings: StepSettings):
 
         perf.install(time.perf_counter_ns)  # wall-clock costs for the metrics, outside the state
         perf.take()
-        partition, out, culprits = run_isolated(load, records, batch_time)
+        partition, out, culprits = run_isolated(load, records, batch_time, read_until)
         new_blob = state_codec.encode_partition(partition)
         if stored is None or not stored.same(new_blob):
             gstate.update(new_blob)

@@ -7,7 +7,7 @@ core doing that. The session turns those batches off
 only when a record arrives. Timers must still fire without traffic, so:
 
 - after every call of the state function, the coordinator partition writes its next deadline (the
-  earliest timer plus the grace, `CoordinatorPartition.next_deadline`, or none) to the compacted
+  earliest timer plus the read margin, `CoordinatorPartition.next_deadline`, or none) to the compacted
   timers topic, keyed by coordinator partition (streaming/step.py, `deadline_row`);
 - this thread, in the driver, follows that topic and, when a partition's deadline is reached by the
   driver's clock (the clock Spark takes the batch time from), appends a signed wake record for that

@@ -154,12 +154,13 @@ def test_remaining_timers_fire_at_batch_end_and_only_when_due(probe):
 def test_request_appended_before_deadline_but_read_late_is_applied_first(probe):
     # A heartbeat appended before the session deadline can reach the stream only in the batch
     # after one that already ran past the deadline. The grace keeps that batch from firing it.
-    cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000})
+    # (A replicated request topic: a record may stay unreadable for a while, the read margin.)
+    cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000, "coordinator.timer.read.margin.ms": 1000})
     blob = state.encode(CoordinatorPartition(0, cfg).to_json())
     part, _ = run_batch(
         loader(blob, config=cfg), [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100
     )
-    assert part.next_deadline() == 1600  # deadline 600 + grace: when Spark must call again
+    assert part.next_deadline() == 1600  # deadline 600 + read margin: when a wake must be appended
     part, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 1550)
     assert out.events == []  # batch ran at 1550 > 600, but 1550 - grace < 600
     # The late-read request (appended at 550, re-arming the timer to 1050) comes first.
@@ -171,6 +172,56 @@ def test_request_appended_before_deadline_but_read_late_is_applied_first(probe):
     assert out.events == [] and part.timers.get("t-1").deadline_ms == 1050
     part, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 2051)
     assert [e.body["event"] for e in out.events] == ["ProbeExpired"]
+
+
+ONE_REPLICA = CoordinatorConfig({"coordinator.timer.grace.ms": 1000, "coordinator.timer.read.margin.ms": 0})
+
+
+def test_a_record_read_proves_time_complete_and_fires_timers_without_the_grace(probe):
+    # One replica: a record is readable once appended, and Spark asked for the batch's offsets
+    # after the newest record it read was appended. So a batch that read a record appended at 650
+    # has every request appended before 650: the timer due at 600 fires, before that record.
+    cfg = ONE_REPLICA
+    part, _ = run_batch(
+        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
+        100,
+    )
+    assert part.next_deadline() == 600  # the waker appends its wake at the deadline itself
+    blob = state.encode(part.to_json())
+    # Nothing read: the batch time (1550) less the grace is all that is known.
+    _, out = run_batch(loader(blob, config=cfg), [], 1550)
+    assert out.events == []
+    # A wake appended at 600, read by a batch at 700 (the step passes its time: wakes are not applied).
+    _, out = run_batch(loader(blob, config=cfg), [], 700, read_until_ms=600)
+    assert [e.body["event"] for e in out.events] == ["ProbeExpired"] and out.events[0].body["timeMs"] == 600
+    # A request appended at 650 (after the deadline): the timer fires first, as Kafka's would.
+    part, out = run_batch(
+        loader(blob, config=cfg), [InputRecord(None, env("Touch", 2, {"id": 1, "timerMs": 500}), 650)], 700
+    )
+    assert [e.body["event"] for e in out.events] == ["ProbeExpired"]
+    assert part.component("probe").log[-1] == ["touch", 1, 650]  # re-armed after the expiry
+    # A wake at 599 proves nothing about 600 yet.
+    _, out = run_batch(loader(blob, config=cfg), [], 700, read_until_ms=599)
+    assert out.events == []
+
+
+def test_the_read_margin_holds_back_what_a_replicated_topic_may_not_show_yet(probe):
+    cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000, "coordinator.timer.read.margin.ms": 300})
+    part, _ = run_batch(
+        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
+        100,
+    )
+    assert part.next_deadline() == 900
+    blob = state.encode(part.to_json())
+    _, out = run_batch(loader(blob, config=cfg), [], 1000, read_until_ms=899)
+    assert out.events == []
+    _, out = run_batch(loader(blob, config=cfg), [], 1000, read_until_ms=900)
+    assert [e.body["event"] for e in out.events] == ["ProbeExpired"]
+    # Never past the batch time, whatever a record's time says.
+    _, out = run_batch(loader(blob, config=cfg), [], 550, read_until_ms=5000)
+    assert out.events == []
 
 
 def test_without_grace_timers_fire_at_exact_deadlines(probe):
