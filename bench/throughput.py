@@ -151,21 +151,48 @@ def warm_up(client: TimedClient, groups: list[str]) -> None:
     client.wait_all(cids, timeout=300)
 
 
-def burst(client: TimedClient, groups: list[str], n: int, cpu: CpuMeter) -> dict:
+def burst_batches(job: StreamJob, since_wall: float, until_wall: float, timeout_s: float = 10) -> list[dict]:
+    """The job's micro-batches that started in [since, until] (its status file's progress reports,
+    written by the driver every few seconds): rows and milliseconds (whole, and addBatch: the tasks)."""
+    from streaming.status import iso_ms, read_status, status_path
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        doc = read_status(status_path(job.cfg.checkpoint)) or {}
+        batches = doc.get("batches") or []
+        if (batches and iso_ms(batches[-1]["timestamp"]) >= until_wall * 1000) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    return [
+        {
+            "rows": b["numInputRows"],
+            "ms": b["durationMs"].get("triggerExecution"),
+            "addBatch": b["durationMs"].get("addBatch"),
+        }
+        for b in batches
+        if since_wall * 1000 - 1000 <= iso_ms(b["timestamp"]) <= until_wall * 1000
+    ]
+
+
+def burst(client: TimedClient, groups: list[str], n: int, cpu: CpuMeter, job: StreamJob | None = None) -> dict:
     before = cpu.read()
+    wall0 = time.time()
     t0 = time.monotonic()
     cids = [client.send_commit(groups[i % len(groups)], i) for i in range(n)]
     client.flush()
     sent = time.monotonic() - t0
     responses = client.wait_all(cids, timeout=900)
     last = max(client.arrived[c] for c in cids)
+    cpu_ms = CpuMeter.per_request(before, cpu.read(), n)
+    batches = [] if job is None else burst_batches(job, wall0, wall0 + (last - t0))
     return {
+        "batches": [(b["rows"], b["ms"], b["addBatch"]) for b in batches],
         "rate": n / (last - t0),
         "send_rate": n / sent,
         # from the last send to the last answer: how far behind the client the job ended the burst
         "tail_s": last - t0 - sent,
         "errors": errors_in(responses),
-        "cpu_ms": CpuMeter.per_request(before, cpu.read(), n),
+        "cpu_ms": cpu_ms,
     }
 
 
@@ -240,7 +267,7 @@ def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) 
             warm_up(clients[mode], groups)
         for r in range(args.rounds):
             for mode in steps if r % 2 == 0 else steps[::-1]:
-                b = burst(clients[mode], groups, args.burst, CpuMeter(jobs[mode], broker))
+                b = burst(clients[mode], groups, args.burst, CpuMeter(jobs[mode], broker), jobs[mode])
                 results[mode]["bursts"].append(b)
                 print(f"round {r + 1} {mode}: burst {b}", file=sys.stderr, flush=True)
         for i, rate in enumerate(args.rates):
