@@ -112,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     waker = None
     if cfg.stream["timer_wakeups"]:  # micro-batches run only for records: this starts the ones timers need
         waker = TimerWaker(
-            cfg.bootstrap, cfg.topics["timers"], cfg.topics["internal"], cfg.coordinator_partitions, internal_key
+            cfg.bootstrap,
+            cfg.topics["timers"],
+            cfg.topics["internal"],
+            cfg.coordinator_partitions,
+            internal_key,
+            caught_up=status.caught_up,
         )
         waker.start()
     # DescribeShareGroupOffsets v1's lag: answers the coordinator partitions' end-offsets queries

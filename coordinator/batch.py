@@ -100,11 +100,15 @@ def timer_horizon(partition: PartitionRuntime, batch_time_ms: int, read_until_ms
       that record was readable, so every record appended before it, less the time a record may stay
       unreadable, is in this batch or an earlier one.
 
-    Never past the batch time."""
+    Never past the batch time. Without `coordinator.timer.batch.time.horizon` (the stream with the
+    timer waker) only what the batch read counts: a catch-up after downtime is read over several
+    batches, and the batch time would fire every timer due by now in the first of them, before
+    requests appended earlier that the next ones read."""
+    by_reading = None if read_until_ms is None else min(batch_time_ms, read_until_ms - partition.read_margin_ms)
+    if not partition.batch_time_horizon:
+        return partition.clock_ms if by_reading is None else by_reading
     horizon = batch_time_ms - partition.grace_ms
-    if read_until_ms is not None:
-        horizon = max(horizon, min(batch_time_ms, read_until_ms - partition.read_margin_ms))
-    return horizon
+    return horizon if by_reading is None else max(horizon, by_reading)
 
 
 def run_batch(

@@ -25,6 +25,11 @@ DEFAULTS: dict[str, Any] = {
     # batch looked: timers due by then fire, with no grace. 0 in the pure core and on one broker;
     # the stream sets it ([stream] timer_read_margin_ms).
     "coordinator.timer.read.margin.ms": 0,
+    # Whether a batch may fire timers by its batch time (less the grace) when what it read proves
+    # less. True in the pure core and with Spark's timeouts (a timed-out call reads nothing); the
+    # stream with the timer waker sets False: its wakes are records, and a catch-up read over
+    # several batches must not fire the timers due by now before the requests still unread.
+    "coordinator.timer.batch.time.horizon": True,
     # What FindCoordinator reports as the coordinator's endpoint.
     "coordinator.endpoint.host": "127.0.0.1",
     "coordinator.endpoint.port": 9092,

@@ -266,6 +266,10 @@ class PartitionRuntime:
     def read_margin_ms(self) -> int:
         return self.config["coordinator.timer.read.margin.ms"]
 
+    @property
+    def batch_time_horizon(self) -> bool:
+        return self.config["coordinator.timer.batch.time.horizon"]
+
     def advance_to(
         self, now_ms: int, horizon_ms: int | None = None, skip: Callable[[Timer], bool] = lambda t: False
     ) -> None:

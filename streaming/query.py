@@ -23,6 +23,8 @@ def step_settings(cfg: StreamConfig, quarantined_topics: tuple = ()) -> StepSett
     coordinator = cfg.coordinator_config().to_json()
     if timeouts:  # no wake records: a due timer waits for a batch time past its deadline + grace
         coordinator["coordinator.timer.read.margin.ms"] = coordinator["coordinator.timer.grace.ms"]
+    else:  # timers fire by what a batch read (a wake record at the latest): coordinator/batch.py
+        coordinator["coordinator.timer.batch.time.horizon"] = False
     return StepSettings(
         coordinator=coordinator,
         responses_topic=t["responses"],

@@ -83,6 +83,9 @@ class StatusReporter:
         self.polled_at: float | None = None
         self.batches: dict[int, dict] = {}
         self._seen = -1  # the newest batch of the attached query already collected
+        # Whether the attached query's newest batch read everything there was (the timer waker
+        # holds its wakes until then: streaming/timer_waker.py).
+        self._caught_up = False
         self._lock = threading.Lock()  # the supervisor, the self-check and the heartbeat all write
         self.write()
 
@@ -105,7 +108,14 @@ class StatusReporter:
         """The running query, whose progress every write includes."""
         with self._lock:
             self.query, self.query_id, self._seen = query, str(query.id), -1
+            self._caught_up = False
             self.polled_at = time.time()
+
+    def caught_up(self) -> bool:
+        """True once the running query's newest batch ended at the sources' latest offsets: not in a
+        catch-up read over several batches (`[stream] max_offsets_per_trigger`), nor before a new
+        query's first batch."""
+        return self._caught_up
 
     def lifecycle(self, state: str, detail: str = "") -> None:
         if state == "ready" and self.ready_at is None:
@@ -138,6 +148,8 @@ class StatusReporter:
                 return True  # a restarted query was attached meanwhile: its reports come next time
             for p in new:
                 self.batches.setdefault(p["batchId"], compact_progress(p))
+            if new:
+                self._caught_up = self.batches[new[-1]["batchId"]]["offsetsBehindLatest"] == 0
                 self._seen = max(self._seen, p["batchId"])
             for old in sorted(self.batches)[:-RECENT_BATCHES]:
                 del self.batches[old]

@@ -15,6 +15,10 @@ only when a record arrives. Timers must still fire without traffic, so:
   deadline: the partition runs (its record is data; Spark's own timeout is due too) and its timers
   fire. The state function drops wake records before the core sees them: they carry no request.
 
+The batch that reads a wake fires the timers due by the wake's append time (coordinator/batch.py,
+`timer_horizon`); while the query is catching up (its newest batch did not reach the latest offsets)
+the waker holds its wakes, since requests appended before those deadlines may still be unread.
+
 A wake record is only a trigger: losing one delays a timer until the next wake or request (a wake
 not followed by a new deadline from its partition is sent again after `REWAKE_MS`), and a replayed
 or duplicated one costs one micro-batch, nothing else.
@@ -26,6 +30,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.routing import key_for_partition
@@ -122,6 +127,8 @@ class TimerWaker(threading.Thread):
     # The consumer's fetch.max.wait.ms: the broker answers as soon as a deadline is written, so this
     # only sets how often an idle waker asks again (at 1 s: ~0.002 of a core of its I/O thread).
     FETCH_MAX_WAIT_MS = 5000
+    # How often a waker holding due wakes (the query catching up) asks whether it may send them.
+    HOLD_POLL_MS = 250
 
     def __init__(
         self,
@@ -131,10 +138,15 @@ class TimerWaker(threading.Thread):
         partitions: int,
         internal_key: bytes,
         clock=time.time,
+        caught_up: Callable[[], bool] = lambda: True,
     ):
         super().__init__(name="timer-waker", daemon=True)
         self.bootstrap, self.timers_topic, self.internal_topic = bootstrap, timers_topic, internal_topic
         self.partitions, self._key, self._clock = partitions, internal_key, clock
+        # A wake is a record appended now: the batch that reads it fires every timer due by now
+        # (coordinator/batch.py, timer_horizon). While the query catches up over several batches,
+        # requests appended earlier may still be unread, so wakes wait until it has caught up.
+        self._caught_up = caught_up
         self.deadlines = Deadlines()
         self.wakes_sent = 0
         self._keys = [wake_key(p, partitions) for p in range(partitions)]
@@ -203,10 +215,15 @@ class TimerWaker(threading.Thread):
         """Read what arrived (waiting at most until the next deadline), then wake what is due."""
         now = self._now_ms()
         nxt = self.deadlines.next_wake_ms(now)
-        wait = self.MAX_POLL_MS if nxt is None else min(self.MAX_POLL_MS, nxt - now)
+        if nxt is None:
+            wait = self.MAX_POLL_MS
+        elif nxt <= now and not self._caught_up():
+            wait = self.HOLD_POLL_MS
+        else:
+            wait = min(self.MAX_POLL_MS, nxt - now)
         self._read(wait)
         due = self.deadlines.due(self._now_ms())
-        if due:
+        if due and self._caught_up():
             self._wake(due)
 
     def run(self) -> None:

@@ -373,3 +373,42 @@ def test_deferred_work_runs_at_the_start_of_the_next_batch(probe):
         assert part.next_deadline() is None
     finally:
         unregister("Touch2")
+
+
+WAKES = CoordinatorConfig(
+    {
+        "coordinator.timer.grace.ms": 1000,
+        "coordinator.timer.read.margin.ms": 0,
+        "coordinator.timer.batch.time.horizon": False,
+    }
+)
+
+
+def test_with_wakes_only_what_a_batch_read_fires_timers_so_a_catch_up_fires_none_early(probe):
+    # After downtime, the backlog is read over several batches whose batch time is now. A timer due
+    # at 600 must not fire in the first of them if it read only records up to 500: a request
+    # appended at 550 (read by the next batch) re-arms it first.
+    cfg = WAKES
+    part, _ = run_batch(
+        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
+        100,
+    )
+    part, out = run_batch(
+        loader(state.encode(part.to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 2, {"id": 9, "timerMs": 500}), 500)],
+        1_000_000,
+    )
+    assert out.events == []  # batch time is far past 600, but the batch read only to 500
+    part, out = run_batch(
+        loader(state.encode(part.to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 3, {"id": 1, "timerMs": 500}), 550)],
+        1_000_100,
+    )
+    assert out.events == [] and part.timers.get("t-1").deadline_ms == 1050
+    # Nothing read at all (a batch of forged records only): nothing fires.
+    _, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 2_000_000)
+    assert out.events == []
+    # A wake appended at 1050 fires it (after id 9's, due at 1000).
+    _, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 2_000_000, read_until_ms=1050)
+    assert [(e.body["event"], e.body["id"]) for e in out.events] == [("ProbeExpired", 9), ("ProbeExpired", 1)]

@@ -188,3 +188,19 @@ def test_progress_reads_only_the_new_reports_one_json_each():
     assert last_batch_id(q) == 99 and last_progress(q)["batchId"] == 99
     q._jsq = JavaQuery([])
     assert progress_since(q, -1) == [] and last_batch_id(q) is None and last_progress(q) is None
+
+
+def test_caught_up_once_the_running_query_s_newest_batch_read_all_there_was(tmp_path):
+    r = StatusReporter(tmp_path / "cp.status.json")
+    assert not r.caught_up()  # no batch yet
+    behind = progress(1)  # maxOffsetsBehindLatest 4: a catch-up read over several batches
+    level = progress(2)
+    level["sources"][0]["metrics"] = {"maxOffsetsBehindLatest": "0"}
+    r.on_tick(FakeQuery([behind]))
+    assert not r.caught_up()
+    q = FakeQuery([behind, level])
+    r.attach(q)
+    r.on_tick(q)
+    assert r.caught_up()
+    r.attach(FakeQuery([]))  # a restarted query: not until its own first batch
+    assert not r.caught_up()

@@ -91,3 +91,38 @@ def test_deadlines_wake_each_due_partition_once_and_again_only_if_it_stays_silen
     d.report(1, None, 8_000)
     d.report(2, None, 8_000)
     assert d.due(10**12) == [] and d.next_wake_ms(0) is None
+
+
+class _Sent:
+    def __init__(self):
+        self.records: list[tuple] = []
+
+    def send(self, topic, key, value, headers):
+        self.records.append((topic, key, json.loads(value)))
+
+    def flush(self):
+        pass
+
+
+class _NoRecords:
+    def poll(self, timeout_ms):
+        return {}
+
+
+def test_the_waker_holds_due_wakes_while_the_query_catches_up():
+    # A wake appended now lets its batch fire every timer due by now: while a backlog is still being
+    # read over several batches, requests appended before those deadlines may be unread.
+    from streaming.timer_waker import TimerWaker
+
+    caught_up = [False]
+    waker = TimerWaker(
+        "unused:9092", "timers", "internal", 50, b"k" * 32, clock=lambda: 10.0, caught_up=lambda: caught_up[0]
+    )
+    waker._consumer, waker._producer = _NoRecords(), _Sent()
+    waker.deadlines.report(7, 9_000, 8_000)
+    waker.run_once()
+    assert waker._producer.records == [] and waker.wakes_sent == 0
+    caught_up[0] = True
+    waker.run_once()
+    [(topic, key, value)] = waker._producer.records
+    assert topic == "internal" and key == wake_key(7, 50).encode() and value["wake"] == 7
