@@ -15,9 +15,10 @@ STATIC_CONFIGS = "coordinator.static.configs"
 DEFAULTS: dict[str, Any] = {
     # Routing (offsets.topic.num.partitions / transaction.state.log.num.partitions in Kafka).
     "coordinator.partitions": 50,
-    # Timers fire only once the coordinator clock is this far past their deadline, so that a request
-    # appended just before a deadline but read in the next micro-batch is applied first. 0 in the
-    # pure core (Kafka's exact timing); the stream sets it from [stream] timer_grace_ms.
+    # With the batch-time horizon (below), timers fire only once the batch time is this far past
+    # their deadline, so that a request appended just before a deadline but read in the next
+    # micro-batch is applied first. 0 in the pure core (Kafka's exact timing); the stream sets it
+    # from [stream] timer_grace_ms.
     "coordinator.timer.grace.ms": 0,
     # How long after its append a record may still be unreadable by a micro-batch (a replicated
     # topic's high watermark follows its followers; brokers' clocks differ). A record the batch read
