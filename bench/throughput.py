@@ -196,8 +196,9 @@ def burst(client: TimedClient, groups: list[str], n: int, cpu: CpuMeter, job: St
     }
 
 
-def paced(client: TimedClient, groups: list[str], rate: int, seconds: float) -> dict:
+def paced(client: TimedClient, groups: list[str], rate: int, seconds: float, job: StreamJob | None = None) -> dict:
     sent: dict[int, float] = {}
+    wall0 = time.time()
     t0 = time.monotonic()
     i = 0
     while (now := time.monotonic()) < t0 + seconds:
@@ -211,7 +212,12 @@ def paced(client: TimedClient, groups: list[str], rate: int, seconds: float) -> 
     responses = client.wait_all(list(sent), timeout=900)
     rtts = [(client.arrived[c] - t) * 1000 for c, t in sent.items()]
     second_half = [(client.arrived[c] - t) * 1000 for c, t in sent.items() if t >= t0 + seconds / 2]
+    batches = [] if job is None else burst_batches(job, wall0 + seconds / 2, wall0 + seconds)
     return {
+        # the micro-batches of the window's second half: requests, ms, addBatch ms (medians)
+        "batches_2nd_half": {
+            k: statistics.median(b[k] or 0 for b in batches) if batches else None for k in ("rows", "ms", "addBatch")
+        },
         "rate": rate,
         "achieved": len(sent) / seconds,
         "p50": statistics.median(rtts),
@@ -272,7 +278,7 @@ def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) 
                 print(f"round {r + 1} {mode}: burst {b}", file=sys.stderr, flush=True)
         for i, rate in enumerate(args.rates):
             for mode in steps if i % 2 == 0 else steps[::-1]:
-                pr = paced(clients[mode], groups, rate, args.seconds)
+                pr = paced(clients[mode], groups, rate, args.seconds, jobs[mode])
                 pr["keeps_up"] = pr["late_p50"] <= args.max_rtt_ms
                 results[mode]["paced"].append(pr)
                 print(f"{mode}: paced {pr}", file=sys.stderr, flush=True)
