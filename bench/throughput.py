@@ -151,8 +151,9 @@ def warm_up(client: TimedClient, groups: list[str]) -> None:
     client.wait_all(cids, timeout=300)
 
 
-def burst_batches(job: StreamJob, since_wall: float, until_wall: float, timeout_s: float = 10) -> list[dict]:
-    """The job's micro-batches that started in [since, until] (its status file's progress reports,
+def batches_between(job: StreamJob, since_wall: float, until_wall: float, timeout_s: float = 10) -> list[dict]:
+    """The job's micro-batches that started in [since, until] (a burst, a paced window's second half;
+    its status file's progress reports,
     written by the driver every few seconds): rows and milliseconds (whole, and addBatch: the tasks)."""
     from streaming.status import iso_ms, read_status, status_path
 
@@ -184,7 +185,7 @@ def burst(client: TimedClient, groups: list[str], n: int, cpu: CpuMeter, job: St
     responses = client.wait_all(cids, timeout=900)
     last = max(client.arrived[c] for c in cids)
     cpu_ms = CpuMeter.per_request(before, cpu.read(), n)
-    batches = [] if job is None else burst_batches(job, wall0, wall0 + (last - t0))
+    batches = [] if job is None else batches_between(job, wall0, wall0 + (last - t0))
     return {
         "batches": [(b["rows"], b["ms"], b["addBatch"]) for b in batches],
         "rate": n / (last - t0),
@@ -212,7 +213,7 @@ def paced(client: TimedClient, groups: list[str], rate: int, seconds: float, job
     responses = client.wait_all(list(sent), timeout=900)
     rtts = [(client.arrived[c] - t) * 1000 for c, t in sent.items()]
     second_half = [(client.arrived[c] - t) * 1000 for c, t in sent.items() if t >= t0 + seconds / 2]
-    batches = [] if job is None else burst_batches(job, wall0 + seconds / 2, wall0 + seconds)
+    batches = [] if job is None else batches_between(job, wall0 + seconds / 2, wall0 + seconds)
     return {
         # the micro-batches of the window's second half: requests, ms, addBatch ms (medians)
         "batches_2nd_half": {

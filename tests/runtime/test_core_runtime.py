@@ -151,15 +151,22 @@ def test_remaining_timers_fire_at_batch_end_and_only_when_due(probe):
     assert part.next_deadline() is None
 
 
+def armed_at_100(cfg: CoordinatorConfig):
+    """A fresh partition under `cfg` whose timer t-1 was armed at 100 for 500 ms (due at 600)."""
+    part, _ = run_batch(
+        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
+        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
+        100,
+    )
+    return part
+
+
 def test_request_appended_before_deadline_but_read_late_is_applied_first(probe):
     # A heartbeat appended before the session deadline can reach the stream only in the batch
     # after one that already ran past the deadline. The grace keeps that batch from firing it.
     # (A replicated request topic: a record may stay unreadable for a while, the read margin.)
     cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000, "coordinator.timer.read.margin.ms": 1000})
-    blob = state.encode(CoordinatorPartition(0, cfg).to_json())
-    part, _ = run_batch(
-        loader(blob, config=cfg), [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)], 100
-    )
+    part = armed_at_100(cfg)
     assert part.next_deadline() == 1600  # deadline 600 + read margin: when a wake must be appended
     part, out = run_batch(loader(state.encode(part.to_json()), config=cfg), [], 1550)
     assert out.events == []  # batch ran at 1550 > 600, but 1550 - grace < 600
@@ -182,11 +189,7 @@ def test_a_record_read_proves_time_complete_and_fires_timers_without_the_grace(p
     # after the newest record it read was appended. So a batch that read a record appended at 650
     # has every request appended before 650: the timer due at 600 fires, before that record.
     cfg = ONE_REPLICA
-    part, _ = run_batch(
-        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
-        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
-        100,
-    )
+    part = armed_at_100(cfg)
     assert part.next_deadline() == 600  # the waker appends its wake at the deadline itself
     blob = state.encode(part.to_json())
     # Nothing read: the batch time (1550) less the grace is all that is known.
@@ -208,11 +211,7 @@ def test_a_record_read_proves_time_complete_and_fires_timers_without_the_grace(p
 
 def test_the_read_margin_holds_back_what_a_replicated_topic_may_not_show_yet(probe):
     cfg = CoordinatorConfig({"coordinator.timer.grace.ms": 1000, "coordinator.timer.read.margin.ms": 300})
-    part, _ = run_batch(
-        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
-        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
-        100,
-    )
+    part = armed_at_100(cfg)
     assert part.next_deadline() == 900
     blob = state.encode(part.to_json())
     _, out = run_batch(loader(blob, config=cfg), [], 1000, read_until_ms=899)
@@ -389,11 +388,7 @@ def test_with_wakes_only_what_a_batch_read_fires_timers_so_a_catch_up_fires_none
     # at 600 must not fire in the first of them if it read only records up to 500: a request
     # appended at 550 (read by the next batch) re-arms it first.
     cfg = WAKES
-    part, _ = run_batch(
-        loader(state.encode(CoordinatorPartition(0, cfg).to_json()), config=cfg),
-        [InputRecord(None, env("Touch", 1, {"id": 1, "timerMs": 500}), 100)],
-        100,
-    )
+    part = armed_at_100(cfg)
     part, out = run_batch(
         loader(state.encode(part.to_json()), config=cfg),
         [InputRecord(None, env("Touch", 2, {"id": 9, "timerMs": 500}), 500)],
