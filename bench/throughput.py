@@ -152,9 +152,9 @@ def warm_up(client: TimedClient, groups: list[str]) -> None:
 
 
 def batches_between(job: StreamJob, since_wall: float, until_wall: float, timeout_s: float = 10) -> list[dict]:
-    """The job's micro-batches that started in [since, until] (a burst, a paced window's second half;
-    its status file's progress reports,
-    written by the driver every few seconds): rows and milliseconds (whole, and addBatch: the tasks)."""
+    """The job's micro-batches that started in [since, until] (a burst, a paced window's second half),
+    from its status file's progress reports (written by the driver every few seconds): rows and
+    milliseconds (whole, and addBatch: the tasks)."""
     from streaming.status import iso_ms, read_status, status_path
 
     deadline = time.monotonic() + timeout_s
