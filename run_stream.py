@@ -71,6 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     status = StatusReporter(status_path(cfg.checkpoint))
     status.start_heartbeat()
     log.info("starting: checkpoint %s, broker %s, status file %s", cfg.checkpoint, cfg.bootstrap, status.path)
+    # The guard first, before anything writes into the checkpoint or starts Spark: a checkpoint it
+    # refuses is left untouched and the job exits at once, its reason the last thing it logged
+    # (start_query checks again before every start of the query).
+    try:
+        check_before_start(cfg.checkpoint, repair_damage=bool(cfg.stream["checkpoint_repair"]))
+    except CheckpointDamaged as e:
+        log.error("cannot start the query: %s", e)
+        status.lifecycle("failed", str(e)[:500])
+        return 1
     internal_key = load_or_create_key(cfg.checkpoint)
     # This driver's publishers stamp their internal records with a new epoch (streaming/trust.py).
     publisher_epoch = next_epoch(cfg.checkpoint)

@@ -8,6 +8,7 @@ with its own topics and checkpoint, so that it disturbs no other test.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,6 +24,8 @@ from client.drill.load import ensure_data_topics
 from deploy.kafka_local import SINGLE_BROKER_TOPICS, LocalKafka, free_port
 from deploy.topics import ensure_topics
 from streaming.config import ROOT, SERVICE_TOPICS, StreamConfig
+
+JVM_FRAME = re.compile(r"\s+(at |\.\.\. \d+ more)")
 
 
 @contextmanager
@@ -293,10 +296,13 @@ class StreamJob:
         raise TimeoutError(f"the job did not catch up with {end} in {timeout}s:\n{self.tail()}")
 
     def tail(self, n: int = 60) -> str:
+        """The log's last `n` lines but for JVM stack frames: a Spark being stopped prints pages of
+        them (its tasks cancelled) after the line that says why the job stopped."""
         try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-n:])
+            lines = self.log_file.read_text(errors="replace").splitlines()
         except OSError:
             return ""
+        return "\n".join([line for line in lines if not JVM_FRAME.match(line)][-n:])
 
     def client(self, client_id: str | None = None, **kw) -> CoordinatorClient:
         return CoordinatorClient(
