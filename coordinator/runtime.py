@@ -208,7 +208,7 @@ class PartitionRuntime:
         return coordinator_partition(key, self.config["coordinator.partitions"]) == self.partition_id
 
     def respond(self, reply: ReplyTo, body: dict) -> None:
-        if self.reply_target_problem(reply.reply_to) is not None:
+        if reply.reply_to is not None and self.reply_target_problem(reply.reply_to) is not None:
             # Checked when the request arrived; a parked answer whose topic has gone since then
             # goes to the service's response topic rather than nowhere (or into the wrong topic).
             reply = _default_target(reply)
@@ -333,10 +333,13 @@ class PartitionRuntime:
         request = item
         spec = lookup(request.api_key)
         assert spec is not None, "parse_request only lets registered APIs through"
-        problem = self.reply_target_problem(request.reply.reply_to)
-        if problem is not None:
-            self._reject(Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body))
-            return
+        if request.reply.reply_to is not None:  # (None: the service's own response topic)
+            problem = self.reply_target_problem(request.reply.reply_to)
+            if problem is not None:
+                self._reject(
+                    Rejection(Errors.INVALID_REQUEST, problem, _default_target(request.reply), spec, request.body)
+                )
+                return
         body, merge = request.body, None  # the request as sent: error answers are built from it
         authorizer = None
         if request.principal is not None and not spec.internal and self.authorizer is not None:
@@ -350,7 +353,11 @@ class PartitionRuntime:
                 if verdict.body is not None:
                     request.body = verdict.body
                 merge = verdict.merge
-        if spec.routing_field is not None and not self.owns(body.get(spec.routing_field)):
+        if (
+            spec.routing_field is not None
+            and coordinator_partition(body.get(spec.routing_field), self.config["coordinator.partitions"])
+            != self.partition_id
+        ):  # not self.owns(...), inlined: every request asks
             self.respond(request.reply, spec.error_response(request.api_version, body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))
@@ -401,20 +408,20 @@ class PartitionRuntime:
                 out.records.append(record)
                 if replay:
                     self.replay(record)
-        for op in result.timers:
-            if isinstance(op, Schedule):
-                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)
-            elif isinstance(op, Cancel):
-                self.timers.cancel(op.key)
-            elif isinstance(op, Defer):
-                self.deferred[op.key] = [op.kind, op.payload or {}]
-        for e in result.events:
-            self.emit_event(e.key, e.event, **e.fields)
-        for r in result.replies:
-            body = (
-                r.body if self.authorizer is None else self.components[self.authorizer].answer_parked(r.reply, r.body)
-            )
-            self.respond(r.reply, body)
+        # (Each list is tested before it is walked: most results fill one or two of them.)
+        if result.timers:
+            self._apply_timers(result.timers)
+        if result.events:
+            for e in result.events:
+                self.emit_event(e.key, e.event, **e.fields)
+        if result.replies:
+            for r in result.replies:
+                body = (
+                    r.body
+                    if self.authorizer is None
+                    else self.components[self.authorizer].answer_parked(r.reply, r.body)
+                )
+                self.respond(r.reply, body)
         if result.requests:
             out.requests.extend(result.requests)
         if result.data:
@@ -426,6 +433,15 @@ class PartitionRuntime:
             if reply is None:
                 raise ValueError("a timer's result cannot carry a response")
             self.respond(reply, result.response)
+
+    def _apply_timers(self, ops: list) -> None:
+        for op in ops:
+            if isinstance(op, Schedule):
+                self.timers.schedule(op.key, op.deadline_ms, op.kind, op.payload)
+            elif isinstance(op, Cancel):
+                self.timers.cancel(op.key)
+            elif isinstance(op, Defer):
+                self.deferred[op.key] = [op.kind, op.payload or {}]
 
     def replay(self, record: StateRecord) -> None:
         """Apply one state-log record to the state: the only way records change it. Its kind picks

@@ -76,7 +76,12 @@ class OffsetManager:
 
     def is_metadata_invalid(self, metadata: str | None) -> bool:
         """Metadata longer than offset.metadata.max.bytes (Kafka compares String.length())."""
-        return metadata is not None and java_utf16_length(metadata) > self.config["offset.metadata.max.bytes"]
+        if not metadata:
+            return False if metadata is None else self.config["offset.metadata.max.bytes"] < 0
+        limit = self.config["offset.metadata.max.bytes"]
+        # A string's UTF-16 length is at most twice its length in code points: short metadata (the
+        # usual "" or a few characters) needs no encoding to be measured.
+        return len(metadata) * 2 > limit and java_utf16_length(metadata) > limit
 
     # ================================================================ OffsetCommit
     def validate_offset_commit(self, request: Request, result: CoordinatorResult) -> CommitPartitionValidator | None:
@@ -115,6 +120,8 @@ class OffsetManager:
         the coordinator. Before the first UpdateMetadata every topic is taken to exist (see
         docs/protocol.md, *Internal requests*)."""
         metadata = self.c.metadata
+        # TopicMetadata.exists, read once: topic -> partition count, or None (anything exists).
+        known = metadata.topics if metadata.available else None
         answered = _ResponseBuilder()
         valid = []
         for topic in topics:
@@ -123,13 +130,17 @@ class OffsetManager:
                 for part in topic["partitions"]:
                     answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_ID)
                 continue
-            if not metadata.exists(name):
+            if known is None:
+                valid.append(topic)
+                continue
+            n = known.get(name)
+            if n is None:
                 for part in topic["partitions"]:
                     answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 continue
             parts = []
             for part in topic["partitions"]:
-                if metadata.exists(name, part["partitionIndex"]):
+                if 0 <= part["partitionIndex"] < n:
                     parts.append(part)
                 else:
                     answered.add(name, part["partitionIndex"], Errors.UNKNOWN_TOPIC_OR_PARTITION)
@@ -182,7 +193,9 @@ class OffsetManager:
                 }
                 for t in valid
             ]
-        result.response = offset_commit_response(version, _by_id(version, answered.merge(coordinator), ids))
+        if answered.topics or len(coordinator) > 1:
+            coordinator = answered.merge(coordinator)  # (else merging would copy the one topic)
+        result.response = offset_commit_response(version, _by_id(version, coordinator, ids))
         return result
 
     def _commit_valid_offsets(self, request: Request, valid: list, result: CoordinatorResult) -> list:
