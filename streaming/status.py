@@ -59,6 +59,11 @@ def compact_progress(p: dict) -> dict:
     }
 
 
+def _idle(batch: dict | None, absent: bool = False) -> bool:
+    """Whether a (compact) progress report is an idle trigger's: no batch ran (no addBatch)."""
+    return absent if batch is None else "addBatch" not in batch["durationMs"]
+
+
 def iso_ms(timestamp: str) -> int:
     """Spark's progress timestamp ("2026-11-25T06:01:02.345Z") as epoch milliseconds."""
     from datetime import datetime
@@ -139,6 +144,8 @@ class StatusReporter:
         query, seen = self.query, self._seen
         if query is None:
             return False
+        if _idle(self.batches.get(seen)):
+            seen -= 1  # the batch an idle trigger reported under the next id may have run since
         try:
             new = progress_since(query, seen)
         except Exception:  # noqa: BLE001 - the query may be stopping under us; try again next time
@@ -147,7 +154,10 @@ class StatusReporter:
             if query is not self.query:
                 return True  # a restarted query was attached meanwhile: its reports come next time
             for p in new:
-                self.batches.setdefault(p["batchId"], compact_progress(p))
+                # A trigger that found no data reports the id of the batch that runs next (every
+                # noDataProgressEventInterval while idle): that batch's own report replaces it.
+                if _idle(self.batches.get(p["batchId"]), True):
+                    self.batches[p["batchId"]] = compact_progress(p)
             if new:
                 self._caught_up = self.batches[new[-1]["batchId"]]["offsetsBehindLatest"] == 0
                 self._seen = max(self._seen, p["batchId"])

@@ -204,3 +204,24 @@ def test_caught_up_once_the_running_query_s_newest_batch_read_all_there_was(tmp_
     assert r.caught_up()
     r.attach(FakeQuery([]))  # a restarted query: not until its own first batch
     assert not r.caught_up()
+
+
+def test_a_batch_s_report_replaces_the_idle_trigger_s_report_spark_gave_its_id(tmp_path):
+    """While idle, Spark reports a trigger that found no data under the id of the batch that runs
+    next: that batch's own report, read later, is the one kept."""
+    r = StatusReporter(tmp_path / "cp.status.json")
+    idle = progress(8, ms=6)
+    idle["numInputRows"], idle["durationMs"] = 0, {"latestOffset": 5, "triggerExecution": 6}
+    q = FakeQuery([progress(7), idle])
+    r.attach(q)
+    r.on_tick(q)
+    assert [b["durationMs"] for b in read_status(r.path)["batches"]][-1] == idle["durationMs"]
+    ran = progress(8, ms=900)
+    q.recentProgress = [progress(7), idle, idle, ran]
+    r.on_tick(q)
+    batches = read_status(r.path)["batches"]
+    assert [b["batchId"] for b in batches] == [7, 8]
+    assert batches[-1]["durationMs"]["triggerExecution"] == 900 and batches[-1]["numInputRows"] == 3
+    q.recentProgress = [progress(7), idle, idle, ran, idle]  # a late idle report does not undo it
+    r.on_tick(q)
+    assert read_status(r.path)["batches"][-1]["durationMs"]["triggerExecution"] == 900
