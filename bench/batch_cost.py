@@ -184,7 +184,9 @@ def main() -> int:
     for mode in STEPS:
         points = [(b[0], b[1]) for n in sizes for batches in seen[mode][n] for b in batches if b[1] >= 0]
         lines[mode] = fit(points)
-        print(f"  {mode:12} fixed {lines[mode][0]:6.0f} ms, per request {lines[mode][1]:6.1f} us ({len(points)} batches)")
+        print(
+            f"  {mode:12} fixed {lines[mode][0]:6.0f} ms, per request {lines[mode][1]:6.1f} us ({len(points)} batches)"
+        )
     i_fixed, i_per = lines["identity"]
     c_fixed, c_per = lines["coordinator"]
     print(f"  coordinator / identity: fixed {c_fixed / i_fixed:.2f}x, per request {c_per / i_per:.2f}x")
