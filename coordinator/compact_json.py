@@ -30,3 +30,15 @@ def compact_encoder(ensure_ascii: bool) -> Callable[[Any], str]:
         return "".join(c_encode(value, 0))
 
     return encode
+
+
+def compact_chunks(ensure_ascii: bool) -> Callable[[Any, int], Any]:
+    """The function `compact_encoder`'s encode joins the output of, `chunks(value, 0)`: for a caller
+    that encodes many values in a loop and saves the call between (``"".join(chunks(value, 0))`` is
+    ``compact_encoder(ensure_ascii)(value)``, whatever the value)."""
+    reference = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii)
+    make = getattr(_json_encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: one chunk, json's own text
+        return lambda value, _level: (reference.encode(value),)
+    quote = _json_encoder.encode_basestring_ascii if ensure_ascii else _json_encoder.encode_basestring
+    return make(None, reference.default, quote, None, ":", ",", False, False, True)

@@ -14,7 +14,6 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from json import encoder as json_encoder
 
 import pandas as pd
 
@@ -22,8 +21,8 @@ import state as state_codec
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
-from coordinator.compact_json import compact_encoder
-from coordinator.messages import Outputs, ReplyTo, response_envelope
+from coordinator.compact_json import compact_chunks, compact_encoder
+from coordinator.messages import Outputs, response_envelope
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
@@ -93,20 +92,9 @@ def _json_bytes(obj) -> bytes:
     return _encode(obj).encode("utf-8", "backslashreplace")
 
 
-_quote = json_encoder.encode_basestring  # a JSON string as _encode writes it (ensure_ascii off)
-
-
-def _response_bytes(reply: ReplyTo, body: dict) -> bytes:
-    """_json_bytes(response_envelope(reply, body)), without building the envelope: its text is
-    put together around the body's (the same text, for the types a ReplyTo holds)."""
-    cid, api, version, client = reply.correlation_id, reply.api_key, reply.api_version, reply.client_id
-    if type(cid) is not int or type(version) is not int or type(api) is not str or type(client) is not str:
-        return _json_bytes(response_envelope(reply, body))
-    text = (
-        f'{{"correlationId":{cid},"apiKey":{_quote(api)},"apiVersion":{version},'
-        f'"clientId":{_quote(client)},"response":{_encode(body)}}}'
-    )
-    return text.encode("utf-8", "backslashreplace")
+# The C encoder _encode joins the text of: called directly where a loop encodes a value per output.
+_chunks = compact_chunks(ensure_ascii=False)
+_join = "".join
 
 
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
@@ -126,14 +114,18 @@ def output_rows(
     max_record = s.max_record_bytes
     topic_limit: dict[str | None, int] = {}  # by topic, computed once per call
 
-    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
-        """The limit `key` and `value` exceed, or None if they fit (the common case: nothing built)."""
+    def limit_of(topic: str | None) -> int:
         limit = topic_limit.get(topic)
         if limit is None:
             limit = max_record
             if topic in limits:
                 limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
             topic_limit[topic] = limit
+        return limit
+
+    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
+        """The limit `key` and `value` exceed, or None if they fit."""
+        limit = limit_of(topic)
         size = len(value or b"")
         if size + len(key or "") <= limit and (key is None or key.isascii()):
             return None  # an ASCII key is one byte per character
@@ -164,11 +156,17 @@ def output_rows(
             return False
         return True
 
+    # The loops over responses and state records take a row whose key is an ASCII str (safe_text
+    # keeps it, one byte a character) and that fits with one test; anything else goes through
+    # safe_text, too_big and fits.
     responses_topic = s.responses_topic
+    responses_limit = limit_of(responses_topic)
+    append = rows.append
     for r in out.responses:
-        reply = r.reply
-        client = safe_text(reply.client_id)
-        topic = reply.reply_to or responses_topic
+        api, version, cid, client_id, reply_to = reply = r.reply
+        ascii_key = type(client_id) is str and client_id.isascii()
+        client = client_id if ascii_key else safe_text(client_id)
+        topic = reply_to or responses_topic
         if topic != responses_topic and not _is_response_topic(
             topic, s
         ):  # the core checks replyTo; this is the last line
@@ -178,17 +176,25 @@ def output_rows(
                     {
                         "what": "response",
                         "reason": f"unsafe response topic {topic[:300]!r}",
-                        "apiKey": reply.api_key,
-                        "correlationId": reply.correlation_id,
+                        "apiKey": api,
+                        "correlationId": cid,
                     },
                 )
             )
             continue
-        value = _response_bytes(reply, r.body)
-        if too_big(client, value, topic) is not None and not fits(
+        # _json_bytes(response_envelope(reply, r.body)), the envelope's fields in its order.
+        value = _join(
+            _chunks(
+                {"correlationId": cid, "apiKey": api, "apiVersion": version, "clientId": client_id, "response": r.body},
+                0,
+            )
+        ).encode("utf-8", "backslashreplace")
+        if ascii_key and len(value) + len(client) <= (responses_limit if topic is responses_topic else limit_of(topic)):
+            pass
+        elif too_big(client, value, topic) is not None and not fits(
             client,
             value,
-            {"what": "response", "apiKey": reply.api_key, "correlationId": reply.correlation_id, "topic": topic},
+            {"what": "response", "apiKey": api, "correlationId": cid, "topic": topic},
             topic,
         ):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
@@ -202,23 +208,28 @@ def output_rows(
                     },
                 )
             )
-        if topic not in quarantined or writable(
-            topic, client, value, {"what": "response", "correlationId": reply.correlation_id}
-        ):
-            rows.append((topic, client, value, None, []))
+        if topic not in quarantined or writable(topic, client, value, {"what": "response", "correlationId": cid}):
+            append((topic, client, value, None, []))
     for e in out.events:
         key = safe_text(e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…")
         value = _json_bytes(e.body)
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
     state_log_topic = s.state_log_topic
+    log_limit = limit_of(None)
     for rec in out.records:
-        record_value = None if rec.value is None else _json_bytes(rec.value)  # None: a tombstone
-        key = safe_text(rec.key)
+        key, record = rec.key, rec.value
+        record_value = None  # a tombstone
+        if record is not None:
+            record_value = _join(_chunks(record, 0)).encode("utf-8", "backslashreplace")
+            if type(key) is str and key.isascii() and len(record_value) + len(key) <= log_limit:
+                append((state_log_topic, key, record_value, coordinator_partition, []))
+                continue
+        key = safe_text(key)
         if too_big(key, record_value) is None or fits(
             key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}
         ):
-            rows.append((state_log_topic, key, record_value, coordinator_partition, []))
+            append((state_log_topic, key, record_value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
