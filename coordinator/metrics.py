@@ -22,6 +22,10 @@ what the exporter serves. docs/operations.md, "Metrics", documents every series.
 
 from __future__ import annotations
 
+from collections import Counter
+from functools import partial
+from itertools import compress, repeat
+from operator import attrgetter, ge, is_not, itemgetter, methodcaller, truth
 from typing import TYPE_CHECKING, Any
 
 from .chunks import UNCHANGED, LazyMap
@@ -149,23 +153,20 @@ class Metrics(Component):
             self._on_event(event.body, gauges_from_scan)
         # Counted per batch, then added once per series (in the order each series first appears, as
         # adding them one request at a time would: the record's counters keep that order).
-        commits: dict[str, int] = {}
-        for record in out.records:
-            name = self._on_record(record)
-            if name is not None:
-                commits[name] = commits.get(name, 0) + 1
-        for name, n in commits.items():
+        for name, n in _offset_commits(out.records).items():
             self._add(name, n)
-        per_api: dict[str, list[int]] = {}
-        for api, time_ms in out.applied:
-            wait = max(0, batch_time_ms - time_ms)
-            totals = per_api.get(api)
-            if totals is None:
-                totals = per_api[api] = [0, 0]
-            totals[0] += 1
-            totals[1] += wait
-            if api in HEARTBEAT_APIS:
-                self._observe("group_heartbeat_latency_ms", wait, api=api)
+        per_api = _per_api(out.applied, batch_time_ms)
+        if per_api is None:  # heartbeats (a latency each), several APIs, or an unusual time
+            per_api = {}
+            for api, time_ms in out.applied:
+                wait = max(0, batch_time_ms - time_ms)
+                totals = per_api.get(api)
+                if totals is None:
+                    totals = per_api[api] = [0, 0]
+                totals[0] += 1
+                totals[1] += wait
+                if api in HEARTBEAT_APIS:
+                    self._observe("group_heartbeat_latency_ms", wait, api=api)
         for api, (n, waited) in per_api.items():
             self._add("requests_total", n, api=api)
             self._add("request_queue_time_ms_sum", waited, api=api)
@@ -378,16 +379,6 @@ class Metrics(Component):
     def _pid_block(self, e: dict, gauges: bool) -> None:
         self._add("txn_producer_id_block_allocated_total")
 
-    # ---------------------------------------------------------------- state-log records
-    @staticmethod
-    def _on_record(record) -> str | None:
-        """The counter a state-log record adds one to, if any."""
-        if not record.key.startswith('["OffsetCommit"') or record.value is None:
-            return None
-        if record.value.get("producerId", -1) >= 0:
-            return "group_txn_offset_commit_total"
-        return "group_offset_commit_total"
-
     # ---------------------------------------------------------------- first batch of an old state
     def _count_by_scan(self) -> None:
         """The gauges of a state that had no metrics: counted once, from every group and
@@ -403,6 +394,50 @@ class Metrics(Component):
                 self._gauge("txn_count", 1, state=state)
         for state in TXN_OPEN_STATES:
             gauges.setdefault(series("txn_count", state=state), 0)
+
+
+# ---------------------------------------------------------------- counted per batch
+# A batch holds a state-log record and an applied request per request: both are counted by json's
+# and operator's C functions over the whole batch rather than by a Python step per item.
+_KEY, _VALUE = attrgetter("key"), attrgetter("value")
+_OFFSET_COMMIT_KEY = methodcaller("startswith", '["OffsetCommit"')
+_NOT_NONE = partial(is_not, None)
+_PRODUCER_ID = methodcaller("get", "producerId", -1)
+_API, _TIME = itemgetter(0), itemgetter(1)
+TXN_OFFSET_COMMITS, OFFSET_COMMITS = "group_txn_offset_commit_total", "group_offset_commit_total"
+
+
+def _offset_commits(records: list) -> dict[str, int]:
+    """The commit counters the batch's state-log records add to, in the order each first appears:
+    one for each OffsetCommit record that is not a tombstone, transactional when it has a producer
+    id (>= 0)."""
+    values = list(filter(_NOT_NONE, map(_VALUE, compress(records, map(_OFFSET_COMMIT_KEY, map(_KEY, records))))))
+    if not values:
+        return {}
+    txn = list(map(truth, map(ge, map(_PRODUCER_ID, values), repeat(0))))
+    n_txn = txn.count(True)
+    counts = {TXN_OFFSET_COMMITS: n_txn, OFFSET_COMMITS: len(txn) - n_txn}
+    order = (TXN_OFFSET_COMMITS, OFFSET_COMMITS) if txn[0] else (OFFSET_COMMITS, TXN_OFFSET_COMMITS)
+    return {name: counts[name] for name in order if counts[name]}
+
+
+def _per_api(applied: list[tuple[str, int]], batch_time_ms: int) -> dict[str, list[int]] | None:
+    """{api: [requests, total queue time]} of a batch of one API other than a heartbeat, every
+    request appended at or before the batch time (int milliseconds: the sum is exact); None for any
+    other batch (counted request by request)."""
+    if not applied:
+        return {}
+    apis = Counter(map(_API, applied))
+    if len(apis) != 1 or type(batch_time_ms) is not int:
+        return None
+    [(api, n)] = apis.items()
+    times = list(map(_TIME, applied))
+    if api in HEARTBEAT_APIS or set(map(type, times)) != _INT or max(times) > batch_time_ms:
+        return None
+    return {api: [n, n * batch_time_ms - sum(times)]}  # the sum of max(0, batch time - time)
+
+
+_INT = {int}
 
 
 # The group type of events that only one type emits.
