@@ -14,6 +14,9 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from operator import attrgetter, is_
 
 import pandas as pd
 
@@ -97,6 +100,39 @@ _chunks = compact_chunks(ensure_ascii=False)
 _join = "".join
 
 
+# A batch's responses and state records, taken as whole columns by C functions (map, zip, the
+# json encoder) when every row is plainly fine: a response to the service's own topic, a record
+# that is no tombstone, every key an ASCII str (safe_text keeps it; one byte a character), and the
+# longest value with the longest key under the limit (then every row fits). Any other batch takes
+# the row-by-row path, whose rows these are exactly (tests/streaming/test_output_rows_equivalence.py).
+_REPLY, _BODY, _KEY, _VALUE = attrgetter("reply"), attrgetter("body"), attrgetter("key"), attrgetter("value")
+_ENVELOPE_FIELDS = ("correlationId", "apiKey", "apiVersion", "clientId", "response")  # response_envelope's
+_IS_NONE = partial(is_, None)
+_STR = {str}
+
+
+def _json_column(values) -> list[bytes]:
+    """`_json_bytes` of each value."""
+    return list(
+        map(str.encode, map(_join, map(_chunks, values, repeat(0))), repeat("utf-8"), repeat("backslashreplace"))
+    )
+
+
+def _plain_keys(keys) -> bool:
+    """Whether every key is an ASCII str."""
+    return set(map(type, keys)) <= _STR and _join(keys).isascii()
+
+
+def _all_fit(keys, values: list[bytes], limit: int) -> bool:
+    return max(map(len, values), default=0) + max(map(len, keys), default=0) <= limit
+
+
+def _column_rows(topic: str, keys, values: list[bytes], partition: int | None) -> Iterator[tuple]:
+    """(topic, key, value, partition, []) for each key and value (a list of headers of its own)."""
+    n = len(values)
+    return zip(repeat(topic, n), keys, values, repeat(partition, n), map(list, repeat((), n)), strict=True)
+
+
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 512
 
@@ -156,13 +192,22 @@ def output_rows(
             return False
         return True
 
-    # The loops over responses and state records take a row whose key is an ASCII str (safe_text
-    # keeps it, one byte a character) and that fits with one test; anything else goes through
-    # safe_text, too_big and fits.
+    # Responses and state records go as whole columns when they can (see _column_rows); else row by
+    # row, where a row whose key is an ASCII str and that fits takes one test, and anything else
+    # goes through safe_text, too_big and fits.
     responses_topic = s.responses_topic
     responses_limit = limit_of(responses_topic)
     append = rows.append
-    for r in out.responses:
+    responses = out.responses
+    if responses and responses_topic not in quarantined:
+        apis, versions, cids, clients, reply_tos = zip(*map(_REPLY, responses), strict=True)
+        if reply_tos.count(None) == len(reply_tos) and _plain_keys(clients):
+            fields = zip(cids, apis, versions, clients, map(_BODY, responses), strict=True)
+            values = _json_column(map(dict, map(zip, repeat(_ENVELOPE_FIELDS), fields)))
+            if _all_fit(clients, values, responses_limit):
+                rows.extend(_column_rows(responses_topic, clients, values, None))
+                responses = []
+    for r in responses:
         api, version, cid, client_id, reply_to = reply = r.reply
         ascii_key = type(client_id) is str and client_id.isascii()
         client = client_id if ascii_key else safe_text(client_id)
@@ -217,7 +262,15 @@ def output_rows(
             rows.append((s.events_topic, key, value, None, []))
     state_log_topic = s.state_log_topic
     log_limit = limit_of(None)
-    for rec in out.records:
+    records = out.records
+    if records:
+        keys, values = list(map(_KEY, records)), list(map(_VALUE, records))
+        if not any(map(_IS_NONE, values)) and _plain_keys(keys):
+            values = _json_column(values)
+            if _all_fit(keys, values, log_limit):
+                rows.extend(_column_rows(state_log_topic, keys, values, coordinator_partition))
+                records = []
+    for rec in records:
         key, record = rec.key, rec.value
         record_value = None  # a tombstone
         if record is not None:
@@ -509,6 +562,9 @@ def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettin
     return rows
 
 
+_TIME_MS, _INTERNAL = attrgetter("time_ms"), attrgetter("internal")
+
+
 def make_step(settings: StepSettings):
     config = CoordinatorConfig(settings.coordinator)
 
@@ -532,9 +588,9 @@ def make_step(settings: StepSettings):
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs, settings, cp)
         # The latest append time the batch read, the wakes' included: how far its timers may fire.
-        read_until = max((r.time_ms for r in records), default=None)
+        read_until = max(map(_TIME_MS, records), default=None)
         # A wake record only starts the batch (its partition's timers are due): no request.
-        if any(r.internal for r in records):
+        if any(map(_INTERNAL, records)):
             records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
         # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.

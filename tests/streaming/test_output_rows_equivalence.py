@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.messages import DataRecord, Event, InternalRequest, Outputs, ReplyTo, Response, StateRecord
+from streaming import step
 from streaming.step import StepSettings, output_rows
 from streaming.trust import key_path, load_or_create_key
 from tests.streaming.output_rows_reference import output_rows as reference_rows
@@ -45,19 +46,23 @@ def _body(rng: random.Random) -> dict:
 
 
 def _outputs(rng: random.Random) -> Outputs:
+    """Outputs of every kind; in about half the batches, plain responses and records (ASCII keys,
+    the service's own response topic, no tombstone: whole columns at once) save for a few."""
     out = Outputs()
+    plain = rng.random() < 0.5
+    keys = [k for k in KEYS if k.isascii() and len(k) < 100] if plain else KEYS
+    topics = [None] if plain else TOPICS
     for cid in range(rng.randint(0, 12)):
-        client = None if rng.random() < 0.01 else rng.choice(KEYS)
-        reply = ReplyTo(
-            rng.choice(["OffsetCommit", "Heartbeat", "é"]), rng.randint(0, 9), cid, client, rng.choice(TOPICS)
-        )
+        client = None if rng.random() < 0.01 else rng.choice(keys if rng.random() < 0.95 else KEYS)
+        topic = rng.choice(topics if rng.random() < 0.95 else TOPICS)
+        reply = ReplyTo(rng.choice(["OffsetCommit", "Heartbeat", "é"]), rng.randint(0, 9), cid, client, topic)
         out.responses.append(Response(reply, _body(rng)))
     for _ in range(rng.randint(0, 3)):
         key = rng.choice([*KEYS, "e" * 2000])
         out.events.append(Event(key, {"event": "GroupCreated", **_body(rng)}))
     for _ in range(rng.randint(0, 8)):
-        key = rng.choice(KEYS)
-        value = None if rng.random() < 0.2 else rng.choice([_body(rng), "a string", [1, 2]])
+        key = rng.choice(keys if rng.random() < 0.95 else KEYS)
+        value = None if rng.random() < (0.01 if plain else 0.2) else rng.choice([_body(rng), "a string", [1, 2]])
         out.records.append(StateRecord(key, value))
     for _ in range(rng.randint(0, 2)):
         stamp = None if rng.random() < 0.5 else ("p", 1, 2)
@@ -70,7 +75,10 @@ def _outputs(rng: random.Random) -> Outputs:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_output_rows_are_the_reference_rows_byte_for_byte(seed):
+def test_output_rows_are_the_reference_rows_byte_for_byte(seed, monkeypatch):
+    columns = []  # (topic, rows) of each batch of rows taken as whole columns
+    whole = step._column_rows
+    monkeypatch.setattr(step, "_column_rows", lambda topic, *a: columns.append(topic) or whole(topic, *a))
     rng = random.Random(seed)
     for _ in range(150):
         s = StepSettings(
@@ -83,6 +91,8 @@ def test_output_rows_are_the_reference_rows_byte_for_byte(seed):
         limits = rng.choice([None, {}, {"resp.small": 2000}, {"resp": 1600, "resp.small": 900, "log": 1000}])
         out = _outputs(rng)
         assert _rows_or_error(output_rows, out, s, limits) == _rows_or_error(reference_rows, out, s, limits)
+    # The columns were taken too, for both kinds of row.
+    assert columns.count("resp") >= 10 and columns.count("log") >= 10
 
 
 def _rows_or_error(build, out: Outputs, s: StepSettings, limits) -> object:
