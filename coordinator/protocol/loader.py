@@ -278,9 +278,12 @@ def shape(name: str, version: int, data: dict, path: tuple[str, ...] = ()) -> di
     """`data` as message `name` prints in `version`: exactly the version's fields, in the file's
     order, absent ones at their default. `path` names a nested struct (e.g. ("groups",) for one
     entry of DescribeGroupsResponse's `groups`) to shape just that entry."""
-    shaper = _SHAPERS.get((name, version, path))
-    if shaper is None:
-        shaper = _SHAPERS[(name, version, path)] = compiled_shaper(plan(name, version, path))
+    try:
+        return _SHAPERS[name, version, path](data)
+    except KeyError:
+        if (name, version, path) in _SHAPERS:
+            raise  # raised by the shaper itself (a bad body), not for want of one
+    shaper = _SHAPERS[name, version, path] = compiled_shaper(plan(name, version, path))
     return shaper(data)
 
 
