@@ -397,8 +397,8 @@ class Metrics(Component):
 
 
 # ---------------------------------------------------------------- counted per batch
-# A batch holds a state-log record and an applied request per request: both are counted by json's
-# and operator's C functions over the whole batch rather than by a Python step per item.
+# A batch holds a state-log record and an applied request per request: both are counted by C
+# functions (operator, itertools, collections) over the whole batch, not by a Python step per item.
 _KEY, _VALUE = attrgetter("key"), attrgetter("value")
 _OFFSET_COMMIT_KEY = methodcaller("startswith", '["OffsetCommit"')
 _NOT_NONE = partial(is_not, None)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
+from json import encoder as json_encoder
 from operator import attrgetter, is_
 
 import pandas as pd
@@ -100,22 +101,52 @@ _chunks = compact_chunks(ensure_ascii=False)
 _join = "".join
 
 
-# A batch's responses and state records, taken as whole columns by C functions (map, zip, the
-# json encoder) when every row is plainly fine: a response to the service's own topic, a record
-# that is no tombstone, every key an ASCII str (safe_text keeps it; one byte a character), and the
-# longest value with the longest key under the limit (then every row fits). Any other batch takes
-# the row-by-row path, whose rows these are exactly (tests/streaming/test_output_rows_equivalence.py).
+# A batch's responses and state records are encoded as whole columns by C functions (map, zip,
+# json's encoder), and become rows that way when every row is plainly fine: the responses all to
+# one topic they may go to, no tombstone among the records, every key an ASCII str (safe_text keeps
+# it; one byte a character), and the longest value with the longest key under the limit (then every
+# row fits). Any other batch is checked row by row; the rows are the same either way
+# (tests/streaming/test_output_rows_equivalence.py).
 _REPLY, _BODY, _KEY, _VALUE = attrgetter("reply"), attrgetter("body"), attrgetter("key"), attrgetter("value")
-_ENVELOPE_FIELDS = ("correlationId", "apiKey", "apiVersion", "clientId", "response")  # response_envelope's
 _IS_NONE = partial(is_, None)
-_STR = {str}
+_INT, _STR = {int}, {str}
+_quote = json_encoder.encode_basestring  # a JSON string as _chunks writes it (ensure_ascii off)
+# response_envelope's text around the values of its fields, in its order.
+_ENVELOPE_TEXT = ('{"correlationId":', ',"apiKey":', ',"apiVersion":', ',"clientId":', ',"response":', "}")
+
+
+def _utf8_column(texts) -> list[bytes]:
+    return list(map(str.encode, texts, repeat("utf-8"), repeat("backslashreplace")))
 
 
 def _json_column(values) -> list[bytes]:
     """`_json_bytes` of each value."""
-    return list(
-        map(str.encode, map(_join, map(_chunks, values, repeat(0))), repeat("utf-8"), repeat("backslashreplace"))
+    return _utf8_column(map(_join, map(_chunks, values, repeat(0))))
+
+
+def _response_column(responses: list, apis, versions, cids, clients) -> list[bytes]:
+    """`_json_bytes(response_envelope(r.reply, r.body))` of each response: when the correlation ids
+    and versions are ints and the API names and client ids strs (as parsed requests have them), the
+    envelope's text put together around each body's (json writes an int as str() does)."""
+    if set(map(type, cids + versions)) != _INT or set(map(type, apis + clients)) != _STR:
+        return [_json_bytes(response_envelope(r.reply, r.body)) for r in responses]
+    n = len(responses)
+    cid, api, version, client, response, end = _ENVELOPE_TEXT
+    pieces = zip(
+        repeat(cid, n),
+        map(str, cids),
+        repeat(api, n),
+        map(_quote, apis),
+        repeat(version, n),
+        map(str, versions),
+        repeat(client, n),
+        map(_quote, clients),
+        repeat(response, n),
+        map(_join, map(_chunks, map(_BODY, responses), repeat(0))),
+        repeat(end, n),
+        strict=True,
     )
+    return _utf8_column(map(_join, pieces))
 
 
 def _plain_keys(keys) -> bool:
@@ -198,16 +229,22 @@ def output_rows(
     responses_topic = s.responses_topic
     responses_limit = limit_of(responses_topic)
     append = rows.append
-    responses = out.responses
-    if responses and responses_topic not in quarantined:
+    responses: list = out.responses
+    values: list[bytes] = []
+    if responses:
         apis, versions, cids, clients, reply_tos = zip(*map(_REPLY, responses), strict=True)
-        if reply_tos.count(None) == len(reply_tos) and _plain_keys(clients):
-            fields = zip(cids, apis, versions, clients, map(_BODY, responses), strict=True)
-            values = _json_column(map(dict, map(zip, repeat(_ENVELOPE_FIELDS), fields)))
-            if _all_fit(clients, values, responses_limit):
-                rows.extend(_column_rows(responses_topic, clients, values, None))
+        values = _response_column(responses, apis, versions, cids, clients)
+        targets = set(reply_tos)
+        if len(targets) == 1 and _plain_keys(clients):
+            topic = next(iter(targets)) or responses_topic
+            if (
+                (topic == responses_topic or _is_response_topic(topic, s))
+                and topic not in quarantined
+                and _all_fit(clients, values, limit_of(topic))
+            ):
+                rows.extend(_column_rows(topic, clients, values, None))
                 responses = []
-    for r in responses:
+    for r, value in zip(responses, values, strict=False):  # (none left when the columns were taken)
         api, version, cid, client_id, reply_to = reply = r.reply
         ascii_key = type(client_id) is str and client_id.isascii()
         client = client_id if ascii_key else safe_text(client_id)
@@ -227,13 +264,6 @@ def output_rows(
                 )
             )
             continue
-        # _json_bytes(response_envelope(reply, r.body)), the envelope's fields in its order.
-        value = _join(
-            _chunks(
-                {"correlationId": cid, "apiKey": api, "apiVersion": version, "clientId": client_id, "response": r.body},
-                0,
-            )
-        ).encode("utf-8", "backslashreplace")
         if ascii_key and len(value) + len(client) <= (responses_limit if topic is responses_topic else limit_of(topic)):
             pass
         elif too_big(client, value, topic) is not None and not fits(

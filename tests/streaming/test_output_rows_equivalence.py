@@ -40,8 +40,8 @@ def _text(rng: random.Random, n: int) -> str:
     return rng.choice(["x", "é", "\u2028", "\ud800", '"', "\\", "日"]) * n
 
 
-def _body(rng: random.Random) -> dict:
-    size = rng.choice([0, 1, 10, 200, 700, 1400])
+def _body(rng: random.Random, small: bool = False) -> dict:
+    size = rng.choice([0, 1, 10, 200] if small else [0, 1, 10, 200, 700, 1400])
     return {"throttleTimeMs": 0, "errorCode": rng.choice([0, 15, 16]), "blob": _text(rng, size), "n": rng.random()}
 
 
@@ -51,12 +51,15 @@ def _outputs(rng: random.Random) -> Outputs:
     out = Outputs()
     plain = rng.random() < 0.5
     keys = [k for k in KEYS if k.isascii() and len(k) < 100] if plain else KEYS
-    topics = [None] if plain else TOPICS
-    for cid in range(rng.randint(0, 12)):
+    topics = [rng.choice(TOPICS)] if plain else TOPICS  # one reply topic (or none) for the batch
+    for i in range(rng.randint(0, 12)):
         client = None if rng.random() < 0.01 else rng.choice(keys if rng.random() < 0.95 else KEYS)
         topic = rng.choice(topics if rng.random() < 0.95 else TOPICS)
-        reply = ReplyTo(rng.choice(["OffsetCommit", "Heartbeat", "é"]), rng.randint(0, 9), cid, client, topic)
-        out.responses.append(Response(reply, _body(rng)))
+        # Now and then a correlation id, version or API name of a type no parsed request has.
+        cid = i if rng.random() < 0.97 else rng.choice([True, 2.5, "7", None])
+        version = rng.randint(0, 9) if rng.random() < 0.99 else rng.choice([False, 1.0])
+        api = rng.choice(["OffsetCommit", "Heartbeat", "é"]) if rng.random() < 0.99 else rng.choice([None, 3])
+        out.responses.append(Response(ReplyTo(api, version, cid, client, topic), _body(rng, plain)))
     for _ in range(rng.randint(0, 3)):
         key = rng.choice([*KEYS, "e" * 2000])
         out.events.append(Event(key, {"event": "GroupCreated", **_body(rng)}))
@@ -91,8 +94,8 @@ def test_output_rows_are_the_reference_rows_byte_for_byte(seed, monkeypatch):
         limits = rng.choice([None, {}, {"resp.small": 2000}, {"resp": 1600, "resp.small": 900, "log": 1000}])
         out = _outputs(rng)
         assert _rows_or_error(output_rows, out, s, limits) == _rows_or_error(reference_rows, out, s, limits)
-    # The columns were taken too, for both kinds of row.
-    assert columns.count("resp") >= 10 and columns.count("log") >= 10
+    # The columns were taken too, for both kinds of row, the responses to more than one topic.
+    assert columns.count("resp") >= 3 and columns.count("resp.team-a") >= 1 and columns.count("log") >= 10
 
 
 def _rows_or_error(build, out: Outputs, s: StepSettings, limits) -> object:
