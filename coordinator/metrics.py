@@ -23,9 +23,7 @@ what the exporter serves. docs/operations.md, "Metrics", documents every series.
 from __future__ import annotations
 
 from collections import Counter
-from functools import partial
-from itertools import compress, repeat
-from operator import attrgetter, ge, is_not, itemgetter, methodcaller, truth
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from .chunks import UNCHANGED, LazyMap
@@ -397,13 +395,11 @@ class Metrics(Component):
 
 
 # ---------------------------------------------------------------- counted per batch
-# A batch holds a state-log record and an applied request per request: both are counted by C
-# functions (operator, itertools, collections) over the whole batch, not by a Python step per item.
-_KEY, _VALUE = attrgetter("key"), attrgetter("value")
-_OFFSET_COMMIT_KEY = methodcaller("startswith", '["OffsetCommit"')
-_NOT_NONE = partial(is_not, None)
-_PRODUCER_ID = methodcaller("get", "producerId", -1)
+# A batch holds a state-log record and an applied request per request. The applied requests of a
+# batch of one API are counted by C functions over the whole batch (twice as fast as a Python step
+# per request); the records by a plain loop (C functions were slower there: a test per record).
 _API, _TIME = itemgetter(0), itemgetter(1)
+_OFFSET_COMMIT_KEY = '["OffsetCommit"'
 TXN_OFFSET_COMMITS, OFFSET_COMMITS = "group_txn_offset_commit_total", "group_offset_commit_total"
 
 
@@ -411,14 +407,12 @@ def _offset_commits(records: list) -> dict[str, int]:
     """The commit counters the batch's state-log records add to, in the order each first appears:
     one for each OffsetCommit record that is not a tombstone, transactional when it has a producer
     id (>= 0)."""
-    values = list(filter(_NOT_NONE, map(_VALUE, compress(records, map(_OFFSET_COMMIT_KEY, map(_KEY, records))))))
-    if not values:
-        return {}
-    txn = list(map(truth, map(ge, map(_PRODUCER_ID, values), repeat(0))))
-    n_txn = txn.count(True)
-    counts = {TXN_OFFSET_COMMITS: n_txn, OFFSET_COMMITS: len(txn) - n_txn}
-    order = (TXN_OFFSET_COMMITS, OFFSET_COMMITS) if txn[0] else (OFFSET_COMMITS, TXN_OFFSET_COMMITS)
-    return {name: counts[name] for name in order if counts[name]}
+    commits: dict[str, int] = {}
+    for record in records:
+        if record.key.startswith(_OFFSET_COMMIT_KEY) and (value := record.value) is not None:
+            name = TXN_OFFSET_COMMITS if value.get("producerId", -1) >= 0 else OFFSET_COMMITS
+            commits[name] = commits.get(name, 0) + 1
+    return commits
 
 
 def _per_api(applied: list[tuple[str, int]], batch_time_ms: int) -> dict[str, list[int]] | None:
