@@ -96,7 +96,7 @@ def _json_bytes(obj) -> bytes:
     return _encode(obj).encode("utf-8", "backslashreplace")
 
 
-# The C encoder _encode joins the text of: called directly where a loop encodes a value per output.
+# json's C encoder behind _encode, called directly where a loop encodes a value per output.
 _chunks = compact_chunks(ensure_ascii=False)
 _join = "".join
 
