@@ -16,17 +16,22 @@ from typing import Any
 
 
 def compact_encoder(ensure_ascii: bool) -> Callable[[Any], str]:
-    reference = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii)
-    make = getattr(_json_encoder, "c_make_encoder", None)
-    if make is None:  # no C accelerator: json's own path
-        return reference.encode
-    quote = _json_encoder.encode_basestring_ascii if ensure_ascii else _json_encoder.encode_basestring
-    # The arguments JSONEncoder.iterencode passes (markers None: see the module's docstring).
-    c_encode = make(None, reference.default, quote, None, ":", ",", False, False, True)
+    chunks = compact_chunks(ensure_ascii)
 
     def encode(value: Any) -> str:
-        if isinstance(value, str):
-            return quote(value)
-        return "".join(c_encode(value, 0))
+        return "".join(chunks(value, 0))
 
     return encode
+
+
+def compact_chunks(ensure_ascii: bool) -> Callable[[Any, int], Any]:
+    """The text of `value` in pieces, `chunks(value, 0)` (json's C encoder, called as
+    JSONEncoder.iterencode calls it), for a caller that joins them itself: ``"".join(chunks(value,
+    0))`` is ``compact_encoder(ensure_ascii)(value)``, a str at the top included."""
+    reference = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii)
+    make = getattr(_json_encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: one chunk, json's own text
+        return lambda value, _level: (reference.encode(value),)
+    quote = _json_encoder.encode_basestring_ascii if ensure_ascii else _json_encoder.encode_basestring
+    # The arguments JSONEncoder.iterencode passes (markers None: see the module's docstring).
+    return make(None, reference.default, quote, None, ":", ",", False, False, True)

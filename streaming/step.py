@@ -14,7 +14,10 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
 from json import encoder as json_encoder
+from operator import attrgetter, is_
 
 import pandas as pd
 
@@ -22,8 +25,8 @@ import state as state_codec
 from coordinator import CoordinatorConfig, CoordinatorPartition, Errors, perf
 from coordinator.batch import InputRecord, run_batch
 from coordinator.chunks import ChunkCorrupt
-from coordinator.compact_json import compact_encoder
-from coordinator.messages import Outputs, ReplyTo, response_envelope
+from coordinator.compact_json import compact_chunks, compact_encoder
+from coordinator.messages import Outputs, response_envelope
 from coordinator.routing import coordinator_partition
 from coordinator.txn.markers import parse_marker
 from coordinator.txn.metadata import KAFKA_CLIENT
@@ -93,20 +96,72 @@ def _json_bytes(obj) -> bytes:
     return _encode(obj).encode("utf-8", "backslashreplace")
 
 
-_quote = json_encoder.encode_basestring  # a JSON string as _encode writes it (ensure_ascii off)
+# json's C encoder behind _encode, called directly where a loop encodes a value per output.
+_chunks = compact_chunks(ensure_ascii=False)
+_join = "".join
 
 
-def _response_bytes(reply: ReplyTo, body: dict) -> bytes:
-    """_json_bytes(response_envelope(reply, body)), without building the envelope: its text is
-    put together around the body's (the same text, for the types a ReplyTo holds)."""
-    cid, api, version, client = reply.correlation_id, reply.api_key, reply.api_version, reply.client_id
-    if type(cid) is not int or type(version) is not int or type(api) is not str or type(client) is not str:
-        return _json_bytes(response_envelope(reply, body))
-    text = (
-        f'{{"correlationId":{cid},"apiKey":{_quote(api)},"apiVersion":{version},'
-        f'"clientId":{_quote(client)},"response":{_encode(body)}}}'
+# A batch's responses and state records are encoded as whole columns by C functions (map, zip,
+# json's encoder), and become rows that way when every row is plainly fine: the responses all to
+# one topic they may go to, no tombstone among the records, every key an ASCII str (safe_text keeps
+# it; one byte a character), and the longest value with the longest key under the limit (then every
+# row fits). Any other batch is checked row by row; the rows are the same either way
+# (tests/streaming/test_output_rows_equivalence.py).
+_REPLY, _BODY, _KEY, _VALUE = attrgetter("reply"), attrgetter("body"), attrgetter("key"), attrgetter("value")
+_IS_NONE = partial(is_, None)
+_INT, _STR = {int}, {str}
+_quote = json_encoder.encode_basestring  # a JSON string as _chunks writes it (ensure_ascii off)
+# response_envelope's text around the values of its fields, in its order.
+_ENVELOPE_TEXT = ('{"correlationId":', ',"apiKey":', ',"apiVersion":', ',"clientId":', ',"response":', "}")
+
+
+def _utf8_column(texts) -> list[bytes]:
+    return list(map(str.encode, texts, repeat("utf-8"), repeat("backslashreplace")))
+
+
+def _json_column(values) -> list[bytes]:
+    """`_json_bytes` of each value."""
+    return _utf8_column(map(_join, map(_chunks, values, repeat(0))))
+
+
+def _response_column(responses: list, apis, versions, cids, clients) -> list[bytes]:
+    """`_json_bytes(response_envelope(r.reply, r.body))` of each response: when the correlation ids
+    and versions are ints and the API names and client ids strs (as parsed requests have them), the
+    envelope's text put together around each body's (json writes an int as str() does)."""
+    if set(map(type, cids + versions)) != _INT or set(map(type, apis + clients)) != _STR:
+        return [_json_bytes(response_envelope(r.reply, r.body)) for r in responses]
+    n = len(responses)
+    cid, api, version, client, response, end = _ENVELOPE_TEXT
+    pieces = zip(
+        repeat(cid, n),
+        map(str, cids),
+        repeat(api, n),
+        map(_quote, apis),
+        repeat(version, n),
+        map(str, versions),
+        repeat(client, n),
+        map(_quote, clients),
+        repeat(response, n),
+        map(_join, map(_chunks, map(_BODY, responses), repeat(0))),
+        repeat(end, n),
+        strict=True,
     )
-    return text.encode("utf-8", "backslashreplace")
+    return _utf8_column(map(_join, pieces))
+
+
+def _plain_keys(keys) -> bool:
+    """Whether every key is an ASCII str."""
+    return set(map(type, keys)) <= _STR and _join(keys).isascii()
+
+
+def _all_fit(keys, values: list[bytes], limit: int) -> bool:
+    return max(map(len, values), default=0) + max(map(len, keys), default=0) <= limit
+
+
+def _column_rows(topic: str, keys, values: list[bytes], partition: int | None) -> Iterator[tuple]:
+    """(topic, key, value, partition, []) for each key and value (a list of headers of its own)."""
+    n = len(values)
+    return zip(repeat(topic, n), keys, values, repeat(partition, n), map(list, repeat((), n)), strict=True)
 
 
 # Room for a record's framing in a batch, under a topic's max.message.bytes.
@@ -126,14 +181,18 @@ def output_rows(
     max_record = s.max_record_bytes
     topic_limit: dict[str | None, int] = {}  # by topic, computed once per call
 
-    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
-        """The limit `key` and `value` exceed, or None if they fit (the common case: nothing built)."""
+    def limit_of(topic: str | None) -> int:
         limit = topic_limit.get(topic)
         if limit is None:
             limit = max_record
             if topic in limits:
                 limit = min(limit, max(limits[topic] - RECORD_OVERHEAD_BYTES, 1024))
             topic_limit[topic] = limit
+        return limit
+
+    def too_big(key: str | None, value: bytes | None, topic: str | None = None) -> int | None:
+        """The limit `key` and `value` exceed, or None if they fit."""
+        limit = limit_of(topic)
         size = len(value or b"")
         if size + len(key or "") <= limit and (key is None or key.isascii()):
             return None  # an ASCII key is one byte per character
@@ -164,11 +223,32 @@ def output_rows(
             return False
         return True
 
+    # Responses and state records go as whole columns when they can (see _column_rows); else row by
+    # row, where a row whose key is an ASCII str and that fits takes one test, and anything else
+    # goes through safe_text, too_big and fits.
     responses_topic = s.responses_topic
-    for r in out.responses:
-        reply = r.reply
-        client = safe_text(reply.client_id)
-        topic = reply.reply_to or responses_topic
+    responses_limit = limit_of(responses_topic)
+    append = rows.append
+    responses: list = out.responses
+    values: list[bytes] = []
+    if responses:
+        apis, versions, cids, clients, reply_tos = zip(*map(_REPLY, responses), strict=True)
+        values = _response_column(responses, apis, versions, cids, clients)
+        targets = set(reply_tos)
+        if len(targets) == 1 and _plain_keys(clients):
+            topic = next(iter(targets)) or responses_topic
+            if (
+                (topic == responses_topic or _is_response_topic(topic, s))
+                and topic not in quarantined
+                and _all_fit(clients, values, limit_of(topic))
+            ):
+                rows.extend(_column_rows(topic, clients, values, None))
+                responses = []
+    for r, value in zip(responses, values, strict=False):  # (none left when the columns were taken)
+        api, version, cid, client_id, reply_to = reply = r.reply
+        ascii_key = type(client_id) is str and client_id.isascii()
+        client = client_id if ascii_key else safe_text(client_id)
+        topic = reply_to or responses_topic
         if topic != responses_topic and not _is_response_topic(
             topic, s
         ):  # the core checks replyTo; this is the last line
@@ -178,17 +258,18 @@ def output_rows(
                     {
                         "what": "response",
                         "reason": f"unsafe response topic {topic[:300]!r}",
-                        "apiKey": reply.api_key,
-                        "correlationId": reply.correlation_id,
+                        "apiKey": api,
+                        "correlationId": cid,
                     },
                 )
             )
             continue
-        value = _response_bytes(reply, r.body)
-        if too_big(client, value, topic) is not None and not fits(
+        if ascii_key and len(value) + len(client) <= (responses_limit if topic is responses_topic else limit_of(topic)):
+            pass
+        elif too_big(client, value, topic) is not None and not fits(
             client,
             value,
-            {"what": "response", "apiKey": reply.api_key, "correlationId": reply.correlation_id, "topic": topic},
+            {"what": "response", "apiKey": api, "correlationId": cid, "topic": topic},
             topic,
         ):
             # Kafka has no such limit on responses; answer with an error rather than stop the query.
@@ -202,23 +283,36 @@ def output_rows(
                     },
                 )
             )
-        if topic not in quarantined or writable(
-            topic, client, value, {"what": "response", "correlationId": reply.correlation_id}
-        ):
-            rows.append((topic, client, value, None, []))
+        if topic not in quarantined or writable(topic, client, value, {"what": "response", "correlationId": cid}):
+            append((topic, client, value, None, []))
     for e in out.events:
         key = safe_text(e.key if len(e.key) <= MAX_EVENT_KEY_CHARS else e.key[:MAX_EVENT_KEY_CHARS] + "…")
         value = _json_bytes(e.body)
         if fits(key, value, {"what": "event", "name": e.body.get("event")}):
             rows.append((s.events_topic, key, value, None, []))
     state_log_topic = s.state_log_topic
-    for rec in out.records:
-        record_value = None if rec.value is None else _json_bytes(rec.value)  # None: a tombstone
-        key = safe_text(rec.key)
+    log_limit = limit_of(None)
+    records = out.records
+    if records:
+        keys, values = list(map(_KEY, records)), list(map(_VALUE, records))
+        if not any(map(_IS_NONE, values)) and _plain_keys(keys):
+            values = _json_column(values)
+            if _all_fit(keys, values, log_limit):
+                rows.extend(_column_rows(state_log_topic, keys, values, coordinator_partition))
+                records = []
+    for rec in records:
+        key, record = rec.key, rec.value
+        record_value = None  # a tombstone
+        if record is not None:
+            record_value = _join(_chunks(record, 0)).encode("utf-8", "backslashreplace")
+            if type(key) is str and key.isascii() and len(record_value) + len(key) <= log_limit:
+                append((state_log_topic, key, record_value, coordinator_partition, []))
+                continue
+        key = safe_text(key)
         if too_big(key, record_value) is None or fits(
             key, record_value, {"what": "state record", "recordKey": key[:MAX_EVENT_KEY_CHARS]}
         ):
-            rows.append((state_log_topic, key, record_value, coordinator_partition, []))
+            append((state_log_topic, key, record_value, coordinator_partition, []))
     for q in out.requests:
         value = _json_bytes(q.envelope)
         key = safe_text(q.key)
@@ -498,6 +592,9 @@ def write_broker_markers(out: Outputs, coordinator_partition: int, s: StepSettin
     return rows
 
 
+_TIME_MS, _INTERNAL = attrgetter("time_ms"), attrgetter("internal")
+
+
 def make_step(settings: StepSettings):
     config = CoordinatorConfig(settings.coordinator)
 
@@ -521,9 +618,9 @@ def make_step(settings: StepSettings):
         batch_time = int(gstate.getCurrentProcessingTimeMs())
         records, forged = records_from_frames(pdfs, settings, cp)
         # The latest append time the batch read, the wakes' included: how far its timers may fire.
-        read_until = max((r.time_ms for r in records), default=None)
+        read_until = max(map(_TIME_MS, records), default=None)
         # A wake record only starts the batch (its partition's timers are due): no request.
-        if any(r.internal for r in records):
+        if any(map(_INTERNAL, records)):
             records = [r for r in records if not is_wake(r.key, r.internal)]
         blob = tuple(gstate.get) if gstate.exists else None
         # Parsed once per batch (header only, for format 3) and shared by every re-run: immutable.

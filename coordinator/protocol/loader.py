@@ -203,7 +203,7 @@ def zero(t: Any) -> Any:
 
 
 class _Plan:
-    """How to shape one struct in one version (compiled once)."""
+    """How to shape one struct in one version (compiled once; hashed by identity)."""
 
     __slots__ = ("fields", "names", "nested")
 
@@ -278,18 +278,52 @@ def shape(name: str, version: int, data: dict, path: tuple[str, ...] = ()) -> di
     """`data` as message `name` prints in `version`: exactly the version's fields, in the file's
     order, absent ones at their default. `path` names a nested struct (e.g. ("groups",) for one
     entry of DescribeGroupsResponse's `groups`) to shape just that entry."""
-    compiled = _PLANS.get((name, version, path))
-    if compiled is None:
-        compiled = _PLANS[(name, version, path)] = plan(name, version, path)
-    return _shape(compiled, data)
+    try:
+        return _SHAPERS[name, version, path](data)
+    except KeyError:
+        if (name, version, path) in _SHAPERS:
+            raise  # raised by the shaper itself (a bad body), not for want of one
+    shaper = _SHAPERS[name, version, path] = compiled_shaper(plan(name, version, path))
+    return shaper(data)
 
 
-_PLANS: dict[tuple, _Plan] = {}
+_SHAPERS: dict[tuple, Any] = {}
 
 
 def shape_message(message: Message, version: int, data: dict) -> dict:
     """`shape` for a `Message` at hand (one not in messages/)."""
     return _shape(_plan(message.body, version), data)
+
+
+@cache
+def compiled_shaper(p: _Plan):
+    """`_shape(p, data)` as a function of `data` written for `p` (compiled once per plan): the
+    common case, a body already in the version's fields and order (what most handlers build), in one
+    pass without `_shape`'s walk over the plan; anything else it hands to `_shape`. The result is
+    `_shape`'s, object for object (tests/runtime/test_shape_compiled.py holds them equal)."""
+    env: dict[str, Any] = {"_shape": _shape, "PLAN": p, "NAMES": p.names}
+    lines = ["def shaper(data):", "    if tuple(data) != NAMES:", "        return _shape(PLAN, data)"]
+    if not p.nested:
+        lines.append("    return data")
+    else:
+        lines.append("    out = dict(data)")
+        for i, (name, sub, item) in enumerate(p.nested):
+            lines.append(f"    value = out[{name!r}]")
+            lines.append("    if value is not None:")
+            if sub is not None:  # a struct: shaped as _shape does
+                env[f"SUB{i}"] = compiled_shaper(sub)
+                shaped = f"SUB{i}(value)"
+            elif item.nested:  # _shape_list: items with nested fields, each shaped
+                env[f"ITEM{i}"] = compiled_shaper(item)
+                shaped = f"[ITEM{i}(x) for x in value]"
+            else:  # _shape_list: flat items, those already in shape kept as they are
+                env[f"ITEM{i}"], env[f"NAMES{i}"] = item, item.names
+                shaped = f"[x if tuple(x) == NAMES{i} else _shape(ITEM{i}, x) for x in value]"
+            lines.append(f"        out[{name!r}] = {shaped}")
+        lines.append("    return out")
+    # The source is built above from the plan alone (field names from the message files).
+    exec(compile("\n".join(lines), "<compiled_shaper>", "exec"), env)
+    return env["shaper"]
 
 
 @cache

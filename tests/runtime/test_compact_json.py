@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from coordinator.compact_json import compact_encoder
+from coordinator.compact_json import compact_chunks, compact_encoder
 
 _STRINGS = ["a", "é", "\ud800", '"', "\\", "\n", "\x00", "\u2028", "😀", "\x7f", "plain"]
 
@@ -42,6 +42,15 @@ def test_the_same_text_as_json_for_random_values(ensure_ascii):
     for _ in range(3000):
         value = _value(rnd)
         assert encode(value) == reference.encode(value), value
+
+
+@pytest.mark.parametrize("ensure_ascii", [False, True])
+def test_the_chunks_join_into_the_encoders_text(ensure_ascii):
+    encode, chunks = compact_encoder(ensure_ascii), compact_chunks(ensure_ascii)
+    rnd = random.Random(25)
+    for _ in range(2000):
+        value = _value(rnd)
+        assert "".join(chunks(value, 0)) == encode(value), value
 
 
 @pytest.mark.parametrize("bad", [{"a": object()}, [1, {2}], {(1, 2): 3}])
