@@ -200,8 +200,8 @@ def parse_record(
     send it (`_untrusted`)."""
     if raw is None:
         return _reject(key, source, Errors.INVALID_REQUEST, "request record has no value", None)
-    size = len(raw) if value_size is None else value_size
-    if size > max_bytes:
+    if (len(raw) if value_size is None else value_size) > max_bytes:
+        size = len(raw) if value_size is None else value_size
         return _reject(
             key,
             source,
@@ -214,11 +214,12 @@ def parse_record(
     except (ValueError, RecursionError) as e:
         reason = "request nesting is too deep" if isinstance(e, RecursionError) else f"malformed JSON: {e}"
         return _reject(key, source, Errors.INVALID_REQUEST, reason, scan_reply(raw))
-    if not isinstance(envelope, dict):
+    try:  # (JSON that is not an object has no .get)
+        cid, client_id, api_name, version, reply_to, client_host, kafka_client, principal, request = map(
+            envelope.get, _ENVELOPE_FIELDS
+        )
+    except AttributeError:
         return _reject(key, source, Errors.INVALID_REQUEST, "request envelope must be a JSON object", None)
-    cid, client_id, api_name, version, reply_to, client_host, kafka_client, principal, request = map(
-        envelope.get, _ENVELOPE_FIELDS
-    )
     if type(cid) is not int or not INT32_MIN <= cid <= INT32_MAX:
         return _reject(key, source, Errors.INVALID_REQUEST, "envelope field 'correlationId' must be an int32", None)
     if client_id is None:

@@ -260,3 +260,10 @@ def test_a_request_too_deeply_nested_is_rejected_not_raised():
     raw = json.dumps(envelope).encode()[:-1] + b', "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     rejection = parse_request(raw, **kw)
     assert isinstance(rejection, Rejection) and rejection.message == "request nesting is too deep"
+
+
+@pytest.mark.parametrize("raw", [b"[]", b"null", b"5", b'"x"', b"true", b'[{"correlationId": 1}]'])
+def test_json_that_is_not_an_object_is_rejected_without_a_reply(raw):
+    rejection = parse_request(raw, key="g", time_ms=1)
+    assert isinstance(rejection, Rejection) and rejection.reply is None
+    assert (rejection.error, rejection.message) == (INVALID, "request envelope must be a JSON object")
