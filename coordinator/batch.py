@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .api import registered
 from .chunks import ChunkCorrupt, ChunkSource
-from .envelope import parse_request, scan_reply
+from .envelope import parse_record, scan_reply
 from .errors import Errors
 from .messages import Event, Outputs, Request
 from .runtime import PartitionRuntime
@@ -257,16 +257,16 @@ def _apply(
 
 def _parse(rec: InputRecord, time_ms: int, max_bytes: int):
     """The record's request (or its rejection), as parse_request reads it."""
-    return parse_request(
+    return parse_record(
         rec.value,
-        key=rec.key,
-        time_ms=time_ms,
-        source=(rec.partition, rec.offset),
-        max_bytes=max_bytes,
-        value_size=rec.value_size,
-        internal=rec.internal,
-        key_valid=rec.key_valid,
-        principal_verified=rec.principal_verified,
+        rec.key,
+        time_ms,
+        (rec.partition, rec.offset),
+        max_bytes,
+        rec.value_size,
+        rec.internal,
+        rec.key_valid,
+        rec.principal_verified,
     )
 
 

@@ -14,8 +14,9 @@ import ipaddress
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 
-from .api import ApiSpec, lookup, registered
+from .api import ApiSpec, lookup
 from .errors import Error, Errors
 from .messages import ReplyTo, Request
 from .schema import MAX_STRING_BYTES, SchemaError
@@ -87,6 +88,23 @@ _scan_envelope = _ENVELOPE_DECODER.scan_once  # type: ignore[attr-defined]
 
 def _loads_envelope(raw: bytes | bytearray | str):
     """json.loads(raw, parse_constant=_reject_constant), with the same errors."""
+    # The usual record: UTF-8 text of one object and nothing after it, decoded by the decoder's C
+    # scanner, called directly (JSONDecoder.decode spends as much in its Python layers, two
+    # whitespace matches and raw_decode, as the scanner spends parsing). Anything else (a str is
+    # never equal to b"{"; UTF-16/32, whose second byte is zero, fails the scan) takes the exact path
+    # below, for its answer or its error message.
+    if raw[:1] == b"{":
+        try:
+            text = raw.decode("utf-8", "surrogatepass")  # type: ignore[union-attr] # (not a str)
+            value, end = _scan_envelope(text, 0)
+            if end == len(text):
+                return value
+        except (StopIteration, ValueError):
+            pass
+    return _loads_in_full(raw)
+
+
+def _loads_in_full(raw: bytes | bytearray | str):
     if isinstance(raw, str):
         if raw.startswith("\ufeff"):
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", raw, 0)
@@ -94,18 +112,7 @@ def _loads_envelope(raw: bytes | bytearray | str):
     # A JSON object's first byte "{" is neither a BOM nor a zero byte of UTF-16/32: json.loads would
     # pick UTF-8 for it unless the second byte is zero (detect_encoding, asked only then).
     if raw[:1] == b"{" and raw[1:2] != b"\x00":
-        text = raw.decode("utf-8", "surrogatepass")
-        # The decoder's C scanner, called directly: JSONDecoder.decode spends as much in its Python
-        # layers (two whitespace matches, raw_decode) as the scanner spends parsing. A text that
-        # starts with "{" and ends where the object ends decodes the same; anything else (trailing
-        # whitespace or data, an error) goes through decode for its exact answer or message.
-        try:
-            value, end = _scan_envelope(text, 0)
-        except (StopIteration, ValueError):
-            end = -1
-        if end == len(text):
-            return value
-        return _ENVELOPE_DECODER.decode(text)
+        return _ENVELOPE_DECODER.decode(raw.decode("utf-8", "surrogatepass"))
     return _ENVELOPE_DECODER.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
 
 
@@ -160,164 +167,210 @@ def parse_request(
     authenticated channel: only such records may use internal APIs or the broadcast key.
     `principal_verified`: the record's principal MAC verified under the gateway's key; only then (or
     on the internal channel) may the envelope name a `principal`."""
-    result = _parse(raw, key, time_ms, source, max_bytes, value_size, internal or principal_verified)
-    if isinstance(result, Request):
-        result = _check_trust(result, internal, key_valid)
-    if isinstance(result, Rejection):
-        result.key, result.source = key, source
-    return result
+    return parse_record(raw, key, time_ms, source, max_bytes, value_size, internal, key_valid, principal_verified)
 
 
-def _check_trust(request: Request, internal: bool, key_valid: bool) -> Request | Rejection:
-    spec = registered(request.api_key)  # _parse accepted it: a known API
-    if not key_valid:
-        return Rejection(
-            Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8", request.reply, spec, request.body
-        )
-    if internal:
-        return request
-    if request.key == BROADCAST_KEY:
-        return Rejection(
-            Errors.INVALID_REQUEST,
-            f"the record key {BROADCAST_KEY!r} is reserved for the coordinator's own broadcasts",
-            request.reply,
-            spec,
-            request.body,
-        )
-    if spec.internal:
-        # Kafka answers inter-broker APIs from a principal without ClusterAction this way.
-        return Rejection(
-            Errors.CLUSTER_AUTHORIZATION_FAILED,
-            f"{spec.name} is sent only by the coordinator itself, on its internal channel",
-            request.reply,
-            spec,
-            request.body,
-        )
-    return request
+# The envelope's fields, read in one pass (`map(envelope.get, ...)`); an absent one reads as None.
+_ENVELOPE_FIELDS = (
+    "correlationId",
+    "clientId",
+    "apiKey",
+    "apiVersion",
+    "replyTo",
+    "clientHost",
+    "kafkaClient",
+    "principal",
+    "request",
+)
 
 
-def _parse(raw, key, time_ms, source, max_bytes, value_size, principal_trusted=False) -> Request | Rejection:
-    size = value_size if value_size is not None else (len(raw) if raw is not None else 0)
+def parse_record(
+    raw: bytes | None,
+    key: str | None,
+    time_ms: int,
+    source: tuple[int, int],
+    max_bytes: int,
+    value_size: int | None,
+    internal: bool,
+    key_valid: bool,
+    principal_verified: bool,
+) -> Request | Rejection:
+    """`parse_request` with every argument positional: the batch's call, once per record. The checks
+    run in the order of their precedence: the envelope's, the body's, then whether the record may
+    send it (`_untrusted`)."""
     if raw is None:
-        return Rejection(Errors.INVALID_REQUEST, "request record has no value", None)
-    if size > max_bytes:
-        return Rejection(
-            Errors.INVALID_REQUEST, f"request of {size} bytes exceeds the limit of {max_bytes} bytes", scan_reply(raw)
+        return _reject(key, source, Errors.INVALID_REQUEST, "request record has no value", None)
+    if (len(raw) if value_size is None else value_size) > max_bytes:
+        size = len(raw) if value_size is None else value_size
+        return _reject(
+            key,
+            source,
+            Errors.INVALID_REQUEST,
+            f"request of {size} bytes exceeds the limit of {max_bytes} bytes",
+            scan_reply(raw),
         )
     try:
         envelope = _loads_envelope(raw)
     except (ValueError, RecursionError) as e:
         reason = "request nesting is too deep" if isinstance(e, RecursionError) else f"malformed JSON: {e}"
-        return Rejection(Errors.INVALID_REQUEST, reason, scan_reply(raw))
-    if not isinstance(envelope, dict):
-        return Rejection(Errors.INVALID_REQUEST, "request envelope must be a JSON object", None)
-
-    cid = envelope.get("correlationId")
+        return _reject(key, source, Errors.INVALID_REQUEST, reason, scan_reply(raw))
+    try:  # (JSON that is not an object has no .get)
+        cid, client_id, api_name, version, reply_to, client_host, kafka_client, principal, request = map(
+            envelope.get, _ENVELOPE_FIELDS
+        )
+    except AttributeError:
+        return _reject(key, source, Errors.INVALID_REQUEST, "request envelope must be a JSON object", None)
     if type(cid) is not int or not INT32_MIN <= cid <= INT32_MAX:
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'correlationId' must be an int32", None)
-    client_id = envelope.get("clientId", "")
+        return _reject(key, source, Errors.INVALID_REQUEST, "envelope field 'correlationId' must be an int32", None)
     if client_id is None:
         client_id = ""
     # (an ASCII string of at most the limit is valid: checked inline, the usual case)
-    if not (type(client_id) is str and client_id.isascii() and len(client_id) <= MAX_CLIENT_ID_BYTES) and not (
+    elif not (type(client_id) is str and client_id.isascii() and len(client_id) <= MAX_CLIENT_ID_BYTES) and not (
         _is_valid_string(client_id)
     ):
-        return Rejection(
+        return _reject(
+            key,
+            source,
             Errors.INVALID_REQUEST,
             f"envelope field 'clientId' must be a string of at most {MAX_CLIENT_ID_BYTES} UTF-8 bytes",
             ReplyTo("", -1, cid, ""),
         )
-    api_name = envelope.get("apiKey")
-    version = envelope.get("apiVersion")
-    reply_to = envelope.get("replyTo")
     if reply_to is not None and not _is_valid_string(reply_to):
-        reply_to = 0  # rejected below
-    reply = ReplyTo(
-        api_name if isinstance(api_name, str) else "",
-        version if type(version) is int else -1,
-        cid,
-        client_id,
-        reply_to if isinstance(reply_to, str) else None,
-    )
-    if reply_to is not None and not isinstance(reply_to, str):
-        return Rejection(
+        return _reject(
+            key,
+            source,
             Errors.INVALID_REQUEST,
             "envelope field 'replyTo' must be a string or null",
-            ReplyTo(reply.api_key, reply.api_version, cid, client_id),
+            ReplyTo(
+                api_name if isinstance(api_name, str) else "", version if type(version) is int else -1, cid, client_id
+            ),
         )
     if not isinstance(api_name, str):
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiKey' must be an API name", reply)
+        reply = ReplyTo("", version if type(version) is int else -1, cid, client_id, reply_to)
+        return _reject(key, source, Errors.INVALID_REQUEST, "envelope field 'apiKey' must be an API name", reply)
     spec = lookup(api_name)
-    if spec is None:
-        return Rejection(Errors.INVALID_REQUEST, f"unknown apiKey {api_name[:64]!r}", reply)
     if type(version) is not int:
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'apiVersion' must be an integer", reply)
+        reply = ReplyTo(api_name, -1, cid, client_id, reply_to)
+        if spec is None:
+            return _reject(key, source, Errors.INVALID_REQUEST, f"unknown apiKey {api_name[:64]!r}", reply)
+        return _reject(key, source, Errors.INVALID_REQUEST, "envelope field 'apiVersion' must be an integer", reply)
+    reply = _new_reply((api_name, version, cid, client_id, reply_to))
+    if spec is None:
+        return _reject(key, source, Errors.INVALID_REQUEST, f"unknown apiKey {api_name[:64]!r}", reply)
     if not spec.min_version <= version <= spec.max_version:
-        return Rejection(
+        return _reject(
+            key,
+            source,
             Errors.UNSUPPORTED_VERSION,
             f"{api_name} version {version} is not supported (supported: {spec.min_version}-{spec.max_version})",
             reply,
             spec,
         )
-    client_host = envelope.get("clientHost")
     if client_host is None:
         client_host = ""
     elif not _is_valid_string(client_host, MAX_CLIENT_HOST_BYTES):
-        return Rejection(
+        return _reject(
+            key,
+            source,
             Errors.INVALID_REQUEST,
             f"envelope field 'clientHost' must be a string of at most {MAX_CLIENT_HOST_BYTES} UTF-8 bytes",
             reply,
             spec,
         )
-    if client_host and not is_socket_address(client_host):
-        return Rejection(
+    elif client_host and not is_socket_address(client_host):
+        return _reject(
+            key,
+            source,
             Errors.INVALID_REQUEST,
             "envelope field 'clientHost' must be an address as Kafka prints a client's: '/' and an IP "
             'address, optionally after a host name ("/10.0.0.7", "host/10.0.0.7")',
             reply,
             spec,
         )
-    kafka_client = envelope.get("kafkaClient", False)
     if kafka_client is None:
         kafka_client = False
-    if type(kafka_client) is not bool:
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean", reply, spec)
-    principal = envelope.get("principal")
+    elif type(kafka_client) is not bool:
+        return _reject(
+            key, source, Errors.INVALID_REQUEST, "envelope field 'kafkaClient' must be a boolean", reply, spec
+        )
     if principal is not None:
         if not _is_valid_string(principal):
-            return Rejection(Errors.INVALID_REQUEST, "envelope field 'principal' must be a string", reply, spec)
-        if not principal_trusted:
+            return _reject(
+                key, source, Errors.INVALID_REQUEST, "envelope field 'principal' must be a string", reply, spec
+            )
+        if not (internal or principal_verified):
             # A JSON client cannot name who it is: the field is a gateway's, signed with its key.
-            return Rejection(
+            return _reject(
+                key,
+                source,
                 Errors.INVALID_REQUEST,
                 "envelope field 'principal' is accepted only from a gateway's signed record "
                 f"(header {PRINCIPAL_MAC_HEADER!r})",
                 reply,
                 spec,
             )
-    if "request" not in envelope:
-        return Rejection(Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
-    request = envelope["request"]
-    renamed = RENAMED_REQUEST_FIELDS.get(spec.name)
-    if renamed and isinstance(request, dict):
-        for old, new in renamed:
+    if request is None and "request" not in envelope:
+        return _reject(key, source, Errors.INVALID_REQUEST, "envelope field 'request' is missing", reply, spec)
+    if api_name in RENAMED_REQUEST_FIELDS and isinstance(request, dict):
+        for old, new in RENAMED_REQUEST_FIELDS[api_name]:
             if old in request and new not in request:
                 request = {**request, new: request[old]}
     try:
         body = spec.request.validate(request, version)
     except SchemaError as e:
-        return Rejection(Errors.INVALID_REQUEST, str(e), reply, spec)
+        return _reject(key, source, Errors.INVALID_REQUEST, str(e), reply, spec)
     except RecursionError:
-        return Rejection(Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
-    return Request(
-        reply=reply,
-        body=body,
-        time_ms=time_ms,
-        key=key,
-        source=source,
-        client_host=client_host,
-        kafka_client=kafka_client,
-        principal=principal,
+        return _reject(key, source, Errors.INVALID_REQUEST, "request nesting is too deep", reply, spec)
+    if not key_valid or (not internal and (key == BROADCAST_KEY or spec.internal)):
+        return _untrusted(spec, reply, body, key, source, key_valid)
+    return Request(reply, body, time_ms, key, source, client_host, kafka_client, principal)
+
+
+def _reject(
+    key: str | None,
+    source: tuple[int, int],
+    error: Error,
+    message: str,
+    reply: ReplyTo | None,
+    spec: ApiSpec | None = None,
+    body: dict | None = None,
+) -> Rejection:
+    return Rejection(error, message, reply, spec, body, key, source)
+
+
+# ReplyTo's own __new__ (a named tuple's) with its tuple of fields built by the caller: one frame less
+# on every request.
+_new_reply = partial(tuple.__new__, ReplyTo)
+
+
+def _untrusted(
+    spec: ApiSpec, reply: ReplyTo, body: dict, key: str | None, source: tuple[int, int], key_valid: bool
+) -> Rejection:
+    """Why a valid request may not come from its record: a key that is not UTF-8, then (off the
+    internal channel) the broadcast key, then an internal API."""
+    if not key_valid:
+        return _reject(
+            key, source, Errors.INVALID_REQUEST, "the request record's key is not valid UTF-8", reply, spec, body
+        )
+    if key == BROADCAST_KEY:
+        return _reject(
+            key,
+            source,
+            Errors.INVALID_REQUEST,
+            f"the record key {BROADCAST_KEY!r} is reserved for the coordinator's own broadcasts",
+            reply,
+            spec,
+            body,
+        )
+    # Kafka answers inter-broker APIs from a principal without ClusterAction this way.
+    return _reject(
+        key,
+        source,
+        Errors.CLUSTER_AUTHORIZATION_FAILED,
+        f"{spec.name} is sent only by the coordinator itself, on its internal channel",
+        reply,
+        spec,
+        body,
     )
 
 

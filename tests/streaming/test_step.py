@@ -387,14 +387,14 @@ def test_a_record_that_breaks_the_runtime_itself_becomes_a_dead_letter(monkeypat
     that fail on their own are left out and dead-lettered, the rest applied, the same on replay."""
     import coordinator.batch as batch
 
-    real = batch.parse_request
+    real = batch.parse_record
 
-    def parse(raw, **kw):
+    def parse(raw, *args):
         if raw and b"poison" in raw:
             raise SystemError("runtime bug")  # a bug in parsing: isolated per item
-        return real(raw, **kw)
+        return real(raw, *args)
 
-    monkeypatch.setattr(batch, "parse_request", parse)
+    monkeypatch.setattr(batch, "parse_record", parse)
     monkeypatch.setattr(batch, "_answer_crashed", lambda *a: (_ for _ in ()).throw(SystemError("also broken")))
     step = make_step(TRUSTED)
     frames = [
