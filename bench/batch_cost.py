@@ -93,7 +93,8 @@ def batches_for(job: StreamJob, target: dict, since: int, timeout_s: float = 120
     ids = [b for b in done if b > since]
     while True:  # the driver writes its progress reports every few seconds
         reports = {b["batchId"]: b for b in (read_status(status_path(ckpt)) or {}).get("batches") or []}
-        if all(b in reports for b in ids) or time.monotonic() > deadline:
+        # (an idle trigger's report, filed under the next batch's id, stands until that batch's own)
+        if all("addBatch" in reports.get(b, {}).get("durationMs", {}) for b in ids) or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     out = []
