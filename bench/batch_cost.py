@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.throughput import TOPIC, TOPIC_PARTITIONS, CpuMeter, TimedClient, burst, warm_up  # noqa: E402
+from bench.throughput import TOPIC, TOPIC_PARTITIONS, CpuMeter, TimedClient, burst, start_jobs, warm_up  # noqa: E402
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from streaming.status import read_status, status_path  # noqa: E402
 from tests.integration.harness import StreamJob, create_data_topics, simple_commit  # noqa: E402
@@ -136,14 +136,7 @@ def main() -> int:
     seen: dict[str, dict[int, list[list[tuple[int, int, int]]]]] = {m: {n: [] for n in sizes} for m in STEPS}
     try:
         create_data_topics(broker.bootstrap, {TOPIC: TOPIC_PARTITIONS})
-        for mode in STEPS:
-            jobs[mode] = StreamJob(broker.bootstrap, work / mode, f"bc-{mode}", stream={"step": mode}).start()
-            clients[mode] = TimedClient(
-                broker.bootstrap,
-                f"bench-batch-cost-{mode}",
-                requests_topic=jobs[mode].topics["requests"],
-                responses_topic=jobs[mode].topics["responses"],
-            )
+        jobs, clients = start_jobs(broker, work, STEPS, "bc", "bench-batch-cost")
         for mode in STEPS:  # the JIT and the Python workers warm, every group's state created
             warm_up(clients[mode], groups)
             for _ in range(2):

@@ -58,6 +58,8 @@ def measure(kind: str) -> tuple[float, float]:
     recs = records(kind, 2000)
     for r in recs[:10]:  # warm up (the validators are compiled on first use)
         assert isinstance(batch._parse(r, 1000, 1 << 20), Request)
+    # (bench/core_cpu.py counts bytecodes the same way; this file cannot import it: it runs with an
+    # older tree's packages first on the path, to measure that tree.)
     ops = [0]
 
     def tracer(frame, event, arg):

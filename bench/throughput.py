@@ -254,22 +254,32 @@ def measure(broker: LocalKafka, work: Path, mode: str, args) -> dict:
         job.stop()
 
 
+def start_jobs(
+    broker: LocalKafka, work: Path, steps, prefix: str, client_prefix: str
+) -> tuple[dict[str, StreamJob], dict[str, TimedClient]]:
+    """A job per step (`[stream] step`), all up at once, each with a client of its own."""
+    jobs, clients = {}, {}
+    for mode in steps:
+        jobs[mode] = StreamJob(broker.bootstrap, work / mode, f"{prefix}-{mode}", stream={"step": mode}).start()
+        clients[mode] = TimedClient(
+            broker.bootstrap,
+            f"{client_prefix}-{mode}",
+            requests_topic=jobs[mode].topics["requests"],
+            responses_topic=jobs[mode].topics["responses"],
+        )
+    return jobs, clients
+
+
 def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) -> dict:
     """Both jobs started at once (an idle job costs almost nothing: no micro-batch without a
     record), then `--rounds` rounds of one burst on each, the order alternating (ABBA), and the
     paced rates the same way: a machine whose load drifts weighs on both steps alike."""
-    jobs, clients = {}, {}
+    jobs: dict[str, StreamJob] = {}
+    clients: dict[str, TimedClient] = {}
     groups = [f"throughput-group-{i}" for i in range(args.groups)]
     results: dict[str, dict] = {m: {"bursts": [], "paced": []} for m in steps}
     try:
-        for mode in steps:
-            jobs[mode] = StreamJob(broker.bootstrap, work / mode, f"tp-{mode}", stream={"step": mode}).start()
-            clients[mode] = TimedClient(
-                broker.bootstrap,
-                f"bench-throughput-{mode}",
-                requests_topic=jobs[mode].topics["requests"],
-                responses_topic=jobs[mode].topics["responses"],
-            )
+        jobs, clients = start_jobs(broker, work, steps, "tp", "bench-throughput")
         for mode in steps:
             warm_up(clients[mode], groups)
         for r in range(args.rounds):

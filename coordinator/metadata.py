@@ -96,11 +96,16 @@ class TopicMetadata(Component):
             self._names_by_id = (ids, {tid: name for name, tid in ids.items() if tid != ZERO_UUID})
         return self._names_by_id[1].get(topic_id)
 
+    def known_partitions(self) -> dict[str, int] | None:
+        """Topic -> number of partitions; None while no metadata has arrived (anything exists)."""
+        return self.topics if self.available else None
+
     def exists(self, topic: str, partition: int | None = None) -> bool:
         """Whether a topic (partition) exists; True for anything while no metadata has arrived."""
-        if not self.available:
+        known = self.known_partitions()
+        if known is None:
             return True
-        n = self.topics.get(topic)
+        n = known.get(topic)
         return n is not None and (partition is None or 0 <= partition < n)
 
     # ------------------------------------------------------------------ API

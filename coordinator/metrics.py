@@ -399,6 +399,7 @@ class Metrics(Component):
 # batch of one API are counted by C functions over the whole batch (twice as fast as a Python step
 # per request); the records by a plain loop (C functions were slower there: a test per record).
 _API, _TIME = itemgetter(0), itemgetter(1)
+_INT = {int}
 _OFFSET_COMMIT_KEY = '["OffsetCommit"'
 TXN_OFFSET_COMMITS, OFFSET_COMMITS = "group_txn_offset_commit_total", "group_offset_commit_total"
 
@@ -429,9 +430,6 @@ def _per_api(applied: list[tuple[str, int]], batch_time_ms: int) -> dict[str, li
     if api in HEARTBEAT_APIS or set(map(type, times)) != _INT or max(times) > batch_time_ms:
         return None
     return {api: [n, n * batch_time_ms - sum(times)]}  # the sum of max(0, batch time - time)
-
-
-_INT = {int}
 
 
 # The group type of events that only one type emits.

@@ -353,11 +353,7 @@ class PartitionRuntime:
                 if verdict.body is not None:
                     request.body = verdict.body
                 merge = verdict.merge
-        if (
-            spec.routing_field is not None
-            and coordinator_partition(body.get(spec.routing_field), self.config["coordinator.partitions"])
-            != self.partition_id
-        ):  # not self.owns(...), inlined: every request asks
+        if spec.routing_field is not None and not self.owns(body.get(spec.routing_field)):
             self.respond(request.reply, spec.error_response(request.api_version, body, Errors.NOT_COORDINATOR, None))
             return
         self.out.applied.append((spec.name, request.time_ms))

@@ -293,18 +293,19 @@ def output_rows(
     state_log_topic = s.state_log_topic
     log_limit = limit_of(None)
     records = out.records
+    encoded: list[bytes] | None = None  # every record's value, when none is a tombstone
     if records:
         keys, values = list(map(_KEY, records)), list(map(_VALUE, records))
         if not any(map(_IS_NONE, values)) and _plain_keys(keys):
-            values = _json_column(values)
-            if _all_fit(keys, values, log_limit):
-                rows.extend(_column_rows(state_log_topic, keys, values, coordinator_partition))
+            encoded = _json_column(values)
+            if _all_fit(keys, encoded, log_limit):
+                rows.extend(_column_rows(state_log_topic, keys, encoded, coordinator_partition))
                 records = []
-    for rec in records:
+    for i, rec in enumerate(records):
         key, record = rec.key, rec.value
         record_value = None  # a tombstone
         if record is not None:
-            record_value = _join(_chunks(record, 0)).encode("utf-8", "backslashreplace")
+            record_value = encoded[i] if encoded is not None else _json_bytes(record)
             if type(key) is str and key.isascii() and len(record_value) + len(key) <= log_limit:
                 append((state_log_topic, key, record_value, coordinator_partition, []))
                 continue

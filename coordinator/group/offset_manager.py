@@ -119,9 +119,7 @@ class OffsetManager:
         topic does not have gets it for itself; the rest (topics with their valid partitions) go to
         the coordinator. Before the first UpdateMetadata every topic is taken to exist (see
         docs/protocol.md, *Internal requests*)."""
-        metadata = self.c.metadata
-        # TopicMetadata.exists, read once: topic -> partition count, or None (anything exists).
-        known = metadata.topics if metadata.available else None
+        known = self.c.metadata.known_partitions()  # (read once for the request, not per partition)
         answered = _ResponseBuilder()
         valid = []
         for topic in topics:
