@@ -1,7 +1,7 @@
 """The Python worker daemon of the coordinator job (`spark.python.daemon.module`).
 
 Spark starts one daemon per executor; it forks a worker per Python task and reuses it. This module
-runs PySpark's own daemon after two changes, both measured (docs/operations.md, *Latency*):
+runs PySpark's own daemon after three changes, all measured (docs/operations.md, *Latency*):
 
 - **No archives on the import path that it does not need.** Spark puts spark-core's jar (37 MB,
   5,000 entries, no Python in it), `pyspark.zip` and the py4j zip on the workers' PYTHONPATH, and
@@ -12,10 +12,17 @@ runs PySpark's own daemon after two changes, both measured (docs/operations.md, 
 - **Warm imports.** pandas, pyarrow and the coordinator core are imported once here, before any
   fork, so a new worker starts with them loaded (copy-on-write) instead of importing them on its
   first task, which made the stream's first micro-batches slow.
+- **Frozen imports.** What was imported then lives as long as the workers. It is moved to the
+  garbage collector's permanent generation (`gc.freeze()`, as Python's documentation advises before
+  a fork), so a worker's full collections no longer walk its ~80,000 objects. Measured in the
+  workers before this: ~18 full collections in a two-burst run, ~37 ms of CPU each, a quarter of the
+  identity step's worker CPU and an eighth of the coordinator's. It also keeps those pages shared
+  with the daemon: a collection no longer writes to them.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -58,7 +65,8 @@ def warm_imports() -> None:
     import streaming.step  # noqa: F401  (coordinator core, state codec)
 
 
-def main() -> None:
+def prepare() -> None:
+    """Everything done before PySpark's daemon starts forking workers."""
     kept = drop_redundant_archives(sys.path)
     dropped = tuple(set(sys.path) - set(kept))
     for entry in [e for e in sys.path_importer_cache if dropped and e.startswith(dropped)]:
@@ -69,6 +77,12 @@ def main() -> None:
         warm_imports()
     except Exception:  # noqa: BLE001 - a worker imports what it needs anyway; never block start-up
         pass
+    gc.collect()  # no garbage cycle of the imports kept for ever
+    gc.freeze()
+
+
+def main() -> None:
+    prepare()
     from pyspark import daemon  # reads the worker module from sys.argv[1], as when run with -m
 
     daemon.manager()

@@ -32,3 +32,30 @@ def test_an_unreadable_archive_leaves_the_path_alone(tmp_path):
     broken.write_bytes(b"not a zip")
     path = [str(broken), *sys.path]
     assert drop_redundant_archives(path) == path
+
+
+def test_the_imports_are_frozen_before_any_worker_is_forked():
+    """A worker's full collections must not walk what the daemon imported (pandas, pyarrow, the
+    core): prepare() leaves it in the collector's permanent generation, and a fork inherits that."""
+    import subprocess
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import gc, os, sys
+        from streaming.worker_daemon import prepare
+        prepare()
+        import pandas, streaming.step
+        frozen = gc.get_freeze_count()
+        tracked = sum(len(gc.get_objects(g)) for g in range(3))
+        pid = os.fork()
+        if pid == 0:
+            # (a few frozen objects die in the fork's own handlers)
+            os._exit(0 if gc.get_freeze_count() > frozen * 0.99 else 1)
+        _, status = os.waitpid(pid, 0)
+        print(frozen, tracked, os.waitstatus_to_exitcode(status))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    frozen, tracked, child = (int(x) for x in out.split())
+    assert frozen > 50_000 and tracked < frozen // 10 and child == 0
