@@ -537,6 +537,12 @@ def main() -> int:
     line("burst: last send to last answer (s)", [results[m]["burst"]["tail_s"] for m in steps], "14.2f")
     for part, name in CPU_LINES:
         line(name, [results[m]["burst"]["cpu_ms"][part] for m in steps], "14.3f")
+    # Both cores are busy through a burst: its rate follows this sum (docs/operations.md, *Throughput*).
+    line(
+        "burst: CPU, job + broker (ms)",
+        [results[m]["burst"]["cpu_ms"]["job"] + results[m]["burst"]["cpu_ms"]["broker"] for m in steps],
+        "14.3f",
+    )
     for rate in args.rates:
         rows = [next((r for r in results[m]["paced"] if r["rate"] == rate), None) for m in steps]
         if all(r is None for r in rows):
