@@ -101,9 +101,10 @@ fetch_jars() {  # pom, output dir
 fetch_jars deploy/kafka-broker.pom.xml .cache/jars/kafka
 fetch_jars deploy/spark-kafka.pom.xml .cache/jars/spark
 
-# --- The service's own JVM classes (deploy/java): compiled against the installed Spark's Hadoop --
+# --- The service's own JVM classes (deploy/java): compiled against the installed Spark's jars ---
 # NoForkLocalFileSystem: Hadoop's local file system without a chmod process per created file
-# (streaming/session.py uses it for file: checkpoints).
+# (streaming/session.py uses it for file: checkpoints); CoordinatorPartition: Kafka's routing as a
+# Spark SQL function (streaming/routing.py).
 build_own_jar() {
   local out=.cache/jars/own/coordinator-jvm.jar stamp=.cache/jars/own.stamp
   local jars; jars="$(pyspark_jars)"
@@ -112,7 +113,8 @@ build_own_jar() {
   echo "setup: compiling deploy/java into $out" >&2
   local classes=.cache/jars/own.classes
   rm -rf "$classes" && mkdir -p "$classes" "$(dirname "$out")"
-  javac -nowarn -d "$classes" -cp "$(ls "$jars"/hadoop-client-api-*.jar)" $(find deploy/java -name '*.java')
+  javac -nowarn -d "$classes" -cp "$(ls "$jars"/hadoop-client-api-*.jar):$(ls "$jars"/spark-sql-api_*.jar)" \
+    $(find deploy/java -name '*.java')
   jar cf "$out" -C "$classes" .
   echo "$want" > "$stamp"
 }

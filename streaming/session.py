@@ -43,7 +43,8 @@ def local_session(app_name: str, **conf: str) -> SparkSession:
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.jars", ",".join(connector_jars()))
+        # The service's own jar too when built (Kafka's routing as a Java function: streaming/routing.py).
+        .config("spark.jars", ",".join(connector_jars() + ([str(OWN_JAR)] if OWN_JAR.exists() else [])))
     )
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -30,15 +30,32 @@ def random_key(rng: random.Random) -> str:
     return "".join(chr(rng.randint(*rng.choice(alphabet))) for _ in range(n))
 
 
-def test_sql_routing_equals_kafkas_on_random_keys(spark):
+@pytest.mark.parametrize("use_java", [True, False], ids=["java-function", "sql-expression"])
+def test_sql_routing_equals_kafkas_on_random_keys(spark, use_java):
+    """Both expressions: the service's Java function (deploy/setup.sh builds its jar, so it must be
+    there) and the SQL one used without the jar."""
     from streaming.routing import with_coordinator_partition
 
     rng = random.Random(848)
     keys = [random_key(rng) for _ in range(2000)] + ["k" * 32767, "😀" * 16383, "my-group", "test-group"]
+    # A key whose Java hash is Integer.MIN_VALUE (Kafka's Utils.abs makes it 0), and a null key (as "").
+    keys += ["polygenelubricants"]
+    assert coordinator_partition("polygenelubricants", 50) == 0
     for partitions in (50, 7):
-        df = spark.createDataFrame([(k,) for k in keys], "key string")
-        got = {r.key: r.cp for r in with_coordinator_partition(df, "key", partitions).collect()}
-        assert got == {k: coordinator_partition(k, partitions) for k in keys}
+        df = spark.createDataFrame([(k,) for k in keys] + [(None,)], "key string")
+        got = {r.key: r.cp for r in with_coordinator_partition(df, "key", partitions, use_java=use_java).collect()}
+        assert got == {**{k: coordinator_partition(k, partitions) for k in keys}, None: 0}
+
+
+def test_the_coordinator_query_routes_with_the_java_function(spark, tmp_path):
+    """The query uses the Java function whenever the jar is built (it always is by deploy/setup.sh):
+    a missing jar would fall back to the SQL expression silently, at several times the JVM's cost."""
+    from streaming.config import StreamConfig
+    from streaming.query import coordinator_outputs, step_settings
+
+    cfg = StreamConfig.load(overrides={"stream": {"checkpoint": str(tmp_path / "cp")}})
+    plan = coordinator_outputs(spark, cfg, step_settings(cfg))._jdf.queryExecution().toString()
+    assert "coordinator_partition(" in plan and "regexp_extract_all" not in plan
 
 
 def test_the_internal_key_is_in_no_plan_of_the_coordinator_query(spark, tmp_path):
