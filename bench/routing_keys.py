@@ -4,8 +4,9 @@ hostile one is as long as a Kafka string allows: 32767 UTF-16 units).
 
     .venv/bin/python bench/routing_keys.py
 
-Prints the seconds to route a batch of 20 keys of each length with the stream's expression
-(streaming/routing.py), and, for comparison, with the per-unit substring() indexing it replaced.
+Prints the seconds to route a batch of 20 keys of each length with the stream's SQL expression
+(streaming/routing.py: used when the service's jar, with its Java function, is not built), and, for
+comparison, with the per-unit substring() indexing it replaced.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from pyspark.sql import SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from streaming.routing import with_coordinator_partition  # noqa: E402
+from streaming.routing import sql_coordinator_partition  # noqa: E402
 
 
 def quadratic(df, partitions: int = 50):
@@ -50,7 +51,7 @@ def main() -> int:
     for n in (16, 1024, 8192, 32767):
         df = spark.createDataFrame([("é" * n,)] * 20, "key string").cache()
         df.count()
-        linear = timed(lambda d: with_coordinator_partition(d, "key", 50), df)
+        linear = timed(lambda d: sql_coordinator_partition(d, "key", 50), df)
         old = timed(quadratic, df) if n <= 8192 else float("nan")  # 32767 takes minutes
         print(f"{n:>9} {linear:>9.3f} {old:>12.3f}")
     spark.stop()
