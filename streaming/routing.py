@@ -10,7 +10,8 @@ equivalent expressions:
 - Without the jar, the same in SQL: over the key's UTF-16 code units (hex of its UTF-16BE bytes,
   4 hex digits per unit), h = 31·h + unit mod 2^32, then signed, then Kafka's Utils.abs
   (Integer.MIN_VALUE → 0), then % partitions. JFR put this expression at a fifth to two fifths of
-  the JVM's samples in a burst (bench/jvm_profile.py).
+  the JVM's samples in a burst (bench/jvm_profile.py); the Java function costs the job ~10% less CPU
+  per request (docs/operations.md, *Throughput*).
 
 A null key routes like "" (partition 0). `coordinator/routing.py` is the reference; the tests compare
 both expressions with it.
