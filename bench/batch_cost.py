@@ -29,7 +29,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.throughput import TOPIC, TOPIC_PARTITIONS, CpuMeter, TimedClient, burst, start_jobs, warm_up  # noqa: E402
+from bench.throughput import (  # noqa: E402
+    TOPIC,
+    TOPIC_PARTITIONS,
+    CpuMeter,
+    TimedClient,
+    burst,
+    start_jobs,
+    stop_jobs,
+    warm_up,
+)
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from streaming.status import read_status, status_path  # noqa: E402
 from tests.integration.harness import StreamJob, create_data_topics, simple_commit  # noqa: E402
@@ -156,10 +165,7 @@ def main() -> int:
                     seen[mode][n].append(batches)
                     print(f"round {r + 1} {mode} {n}: batches (requests, ms, addBatch ms) {batches}", file=sys.stderr)
     finally:
-        for c in clients.values():
-            c.close()
-        for j in jobs.values():
-            j.stop()
+        stop_jobs(jobs, clients)
         broker.stop(timeout=3)
 
     print(f"\nN OffsetCommits produced at once ({args.groups} simple groups), {args.rounds} rounds, ABBA; local[2]")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.throughput import TOPIC, TOPIC_PARTITIONS, CpuMeter, burst, start_jobs, warm_up  # noqa: E402
+from bench.throughput import TOPIC, TOPIC_PARTITIONS, CpuMeter, burst, start_jobs, stop_jobs, warm_up  # noqa: E402
 from deploy.kafka_local import LocalKafka, free_port  # noqa: E402
 from tests.integration.harness import create_data_topics  # noqa: E402
 
@@ -118,10 +118,7 @@ def main() -> int:
                 recordings[mode].append(path)
                 print(f"burst {r + 1} {mode}: {result['rate']:.0f} req/s", file=sys.stderr)
     finally:
-        for c in clients.values():
-            c.close()
-        for j in jobs.values():
-            j.stop()
+        stop_jobs(jobs, clients)
         broker.stop(timeout=3)
 
     counts = {m: collections.Counter(category(s) for p in recordings[m] for s in samples(p)) for m in STEPS}

@@ -288,6 +288,14 @@ def start_jobs(
     return jobs, clients
 
 
+def stop_jobs(jobs: dict[str, StreamJob], clients: dict[str, TimedClient]) -> None:
+    """The clients and jobs `start_jobs` started."""
+    for c in clients.values():
+        c.close()
+    for j in jobs.values():
+        j.stop()
+
+
 def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) -> dict:
     """Both jobs started at once (an idle job costs almost nothing: no micro-batch without a
     record), then `--rounds` rounds of one burst on each, the order alternating (ABBA), and the
@@ -314,10 +322,7 @@ def measure_interleaved(broker: LocalKafka, work: Path, steps: list[str], args) 
             if not any(results[m]["paced"][-1]["keeps_up"] for m in steps):
                 break
     finally:
-        for c in clients.values():
-            c.close()
-        for j in jobs.values():
-            j.stop()
+        stop_jobs(jobs, clients)
     for mode in steps:  # the figures the one-round table prints: each burst's median
         bursts = results[mode]["bursts"]
         results[mode]["burst"] = {
