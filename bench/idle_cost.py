@@ -2,7 +2,7 @@
 """What an idle service costs, and how late its timers fire with no traffic.
 
     .venv/bin/python bench/idle_cost.py [--settle 60] [--measure 30] [--late 0] [--timers 20]
-                                        [--modes wakeups,spark-timeouts,identity]
+                                        [--modes wakeups,spark-timeouts,hotspot-jit,identity]
 
 Each mode starts the whole service the way a user does, `deploy/run-local.sh --config <bench
 config> --no-gateway` (the coordinator query, the read-model projector with its own local Redis,
@@ -13,6 +13,8 @@ checkpoint), one mode after the other (never together: the machine has 2 cores):
   when a record arrives; the driver wakes the partitions whose timers fall due);
 - `spark-timeouts`: `timer_wakeups = false`, Spark's own way (a micro-batch at every trigger to look
   for timed-out state): how the service ran before;
+- `hotspot-jit`: `wakeups` with HotSpot's own C2 thresholds (`[spark] driver_java_options` without
+  the defaults' `-XX:Tier4*`): how the JIT ran before;
 - `identity`: the identity pipeline (`[stream] step = "identity"`, the same Spark machinery with a
   state function that echoes) under the default settings: the reference.
 
@@ -59,6 +61,7 @@ from tests.integration.harness import new_member_join, wait_topics_known  # noqa
 MODES = {
     "wakeups": ("coordinator", ""),
     "spark-timeouts": ("coordinator", "[stream]\ntimer_wakeups = false\n"),
+    "hotspot-jit": ("coordinator", '[spark]\ndriver_java_options = "-XX:-UsePerfData"\n'),
     "identity": ("identity", ""),
 }
 TICKS = os.sysconf("SC_CLK_TCK")

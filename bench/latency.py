@@ -75,6 +75,7 @@ VARIANTS = {
     "pyspark's daemon": '[spark.conf]\n"spark.python.daemon.module" = "pyspark.daemon"\n',
     "1 shuffle partition": "[stream]\nshuffle_partitions = 1\n",
     "trigger 50 ms": '[stream]\ntrigger_interval = "50 milliseconds"\n',
+    "hotspot JIT": '[spark]\ndriver_java_options = "-XX:-UsePerfData"\n',  # C2's own thresholds
     "hdfs state store": '[stream]\nstate_store = "hdfs"\n',
     "no changelog ckpt": (
         '[spark.conf]\n"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" = "false"\n'
