@@ -8,7 +8,9 @@ Served by the metrics exporter's HTTP server (streaming/metrics_exporter.py) nex
 Where the data comes from: groups, members, assignments, committed offsets and transactions from
 the Redis read model (client/read_model.py); log end offsets from the broker (lag = end − committed,
 cached for a moment); rebalances from the events topic (a background consumer keeps the recent
-RebalanceStarted / GroupEpochBumped events with their reasons); the stream's figures from the metrics
+RebalanceStarted / GroupEpochBumped events with their reasons, while someone looks: it starts with a
+view, reading back `history_s`, and stops `events_idle_s` after the last one, so that an unwatched
+service does not read every event it writes); the stream's figures from the metrics
 records and the job's status file. A sampler thread keeps short in-memory histories (lag per
 partition, batch duration, request rate, request lag, state bytes) for the charts: a restarted
 exporter starts its charts again. The builders below are pure functions over read-model dicts and
@@ -39,6 +41,7 @@ DEFAULTS = {
     "sample_interval_ms": 2000,
     "history_s": 600,
     "end_offsets_cache_ms": 2000,
+    "events_idle_s": 300,
 }
 PAGE = Path(__file__).with_name("dashboard.html")
 
@@ -353,6 +356,7 @@ class Dashboard:
         self.sample_s = int(s["sample_interval_ms"]) / 1000
         self.window_ms = int(s["history_s"]) * 1000
         self.ends_ttl_s = int(s["end_offsets_cache_ms"]) / 1000
+        self.events_idle_s = float(s["events_idle_s"])
         self.history = History(int(s["history_s"]))
         self.rebalances: deque = deque(maxlen=5000)
         self._rebalance_lock = threading.Lock()
@@ -365,17 +369,26 @@ class Dashboard:
         self._events_error: str | None = None  # the events consumer's last failure (the broker away)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # The events follower of the moment (None: not following) and what stops it; the last view.
+        self._events_lock = threading.Lock()
+        self._events_halt: threading.Event | None = None
+        self._events_thread: threading.Thread | None = None
+        self._last_view = 0.0
 
     def start(self) -> Dashboard:
-        for target, name in ((self._consume_events, "dashboard-events"), (self._sample_loop, "dashboard-sampler")):
-            t = threading.Thread(target=target, name=name, daemon=True)
-            t.start()
-            self._threads.append(t)
+        """The sampler; the events follower waits for a view (`_viewed`)."""
+        t = threading.Thread(target=self._sample_loop, name="dashboard-sampler", daemon=True)
+        t.start()
+        self._threads.append(t)
         return self
 
     def stop(self, timeout: float = 10) -> None:
         self._stop.set()
-        for t in self._threads:
+        with self._events_lock:
+            if self._events_halt is not None:
+                self._events_halt.set()
+            follower = self._events_thread
+        for t in self._threads + ([follower] if follower is not None else []):
             t.join(timeout=timeout)
         with self._kafka_lock:
             if self._kafka is not None:
@@ -498,6 +511,7 @@ class Dashboard:
         return view, problems
 
     def rebalance_list(self) -> list[dict]:
+        self._viewed()
         cutoff = int(time.time() * 1000) - self.window_ms
         with self._rebalance_lock:
             return [e for e in self.rebalances if e["timeMs"] >= cutoff]
@@ -596,11 +610,33 @@ class Dashboard:
                 log.warning("dashboard sample: %s", e)
             self._stop.wait(self.sample_s)
 
-    def _consume_events(self) -> None:
-        """Rebalance events of the last `history_s` seconds and on, from the events topic."""
+    def _viewed(self) -> None:
+        """A page or its data was asked for: follow the events topic if no follower is running."""
+        with self._events_lock:
+            self._last_view = time.monotonic()
+            if self._stop.is_set() or (self._events_halt is not None and not self._events_halt.is_set()):
+                return
+            halt = self._events_halt = threading.Event()
+            self._events_thread = threading.Thread(
+                target=self._consume_events, args=(halt,), name="dashboard-events", daemon=True
+            )
+            self._events_thread.start()
+
+    def _unwatched(self, halt: threading.Event) -> None:
+        """After each poll: stop following once nobody has looked for `events_idle_s`."""
+        with self._events_lock:
+            if time.monotonic() - self._last_view > self.events_idle_s:
+                halt.set()
+
+    def _consume_events(self, halt: threading.Event) -> None:
+        """Rebalance events of the last `history_s` seconds and on, from the events topic, until
+        `halt` is set (by `_unwatched` or `stop`)."""
         from .topic_follower import follow_topic
 
         def position(consumer, partitions) -> None:
+            with self._rebalance_lock:  # read back again: what an earlier follower kept is re-read
+                if halt is self._events_halt:
+                    self.rebalances.clear()
             since = int(time.time() * 1000) - self.window_ms
             for tp, found in consumer.offsets_for_times({tp: since for tp in partitions}).items():
                 if found is None:
@@ -614,19 +650,20 @@ class Dashboard:
 
         def polled() -> None:
             self._events_error = None
+            self._unwatched(halt)
 
         follow_topic(
             self.bootstrap,
             self.events_topic,
-            self._stop,
+            halt,
             position,
-            lambda r: self._on_event(r.value),
+            lambda r: self._on_event(r.value, halt),
             after_poll=polled,
             on_error=failed,
             missing_topic_wait_s=2.0,
         )
 
-    def _on_event(self, raw: bytes | None) -> None:
+    def _on_event(self, raw: bytes | None, halt: threading.Event | None = None) -> None:
         if not raw or b"Rebalance" not in raw and b"GroupEpochBumped" not in raw:
             return  # most events are not rebalances: skip the parse
         try:
@@ -635,4 +672,5 @@ class Dashboard:
             return
         if e is not None:
             with self._rebalance_lock:
-                self.rebalances.append(e)
+                if halt is None or halt is self._events_halt:  # not a follower that was replaced
+                    self.rebalances.append(e)

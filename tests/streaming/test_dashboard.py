@@ -4,6 +4,7 @@ HTTP routes, without a broker: a Redis nobody listens on, a metrics store filled
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 
@@ -23,7 +24,7 @@ from streaming.dashboard import (
     stream_problems,
     transactions_in_flight,
 )
-from streaming.metrics_exporter import MetricsExporter
+from streaming.metrics_exporter import MetricsExporter, MetricsStore
 
 NOW = 1_800_000_000_000
 T = "orders"
@@ -381,3 +382,70 @@ def test_rebalances_of_share_and_streams_groups_are_bucketed_by_their_type():
     assert [e["type"] for e in events] == ["share", "streams", "consumer"]
     [bucket] = rebalance_buckets(events, NOW, 30000, 30000)
     assert (bucket["share"], bucket["streams"], bucket["consumer"], bucket["classic"]) == (1, 1, 1, 0)
+
+
+# ================================================================== the events follower runs while someone looks
+class FakeEventsTopic:
+    """Stands in for topic_follower.follow_topic: every follower it runs is positioned, then gets
+    the topic's records once and polls (empty) until its stop is set."""
+
+    def __init__(self, records: list[bytes]):
+        self.records, self.started = records, 0
+
+    def follow(self, bootstrap, topic, stop, position, on_record, *, after_poll=None, **_kw):
+        self.started += 1
+        position(FakeConsumer(), ["p0"])
+        for value in self.records:
+            on_record(type("Record", (), {"value": value})())
+        while not stop.is_set():
+            if after_poll is not None:
+                after_poll()
+            stop.wait(0.01)
+
+
+class FakeConsumer:
+    def offsets_for_times(self, times: dict) -> dict:
+        return dict.fromkeys(times)
+
+    def seek_to_end(self, tp) -> None:
+        pass
+
+
+def _follower(board) -> threading.Thread | None:
+    t = board._events_thread
+    return t if t is not None and t.is_alive() else None
+
+
+def test_the_events_topic_is_followed_only_while_the_dashboard_is_viewed(monkeypatch):
+    import time
+
+    from streaming import topic_follower
+    from streaming.dashboard import Dashboard
+
+    now = int(time.time() * 1000)
+    event = {"event": "RebalanceStarted", "timeMs": now, "groupId": "g", "reason": "r", "generationId": 1}
+    topic = FakeEventsTopic([json.dumps(event).encode(), b'{"event": "MemberJoined"}'])
+    monkeypatch.setattr(topic_follower, "follow_topic", topic.follow)
+    board = Dashboard(
+        "127.0.0.1:1", events_topic="ev", metrics_topic="m", store=MetricsStore(), settings={"events_idle_s": 0.3}
+    ).start()
+    try:
+        assert _follower(board) is None and topic.started == 0  # nobody has looked: no consumer
+
+        def until(what, check, timeout=10.0):
+            deadline = time.monotonic() + timeout
+            while not check():
+                assert time.monotonic() < deadline, what
+                time.sleep(0.01)
+
+        until("a view starts the follower", lambda: [e["groupId"] for e in board.rebalance_list()] == ["g"])
+        assert topic.started == 1
+        board.rebalance_list()
+        assert topic.started == 1  # one follower while viewed
+        until("the follower stops once nobody looks", lambda: _follower(board) is None)
+        # Viewed again: a new follower reads the window back, without keeping the old copy twice.
+        until("it follows again", lambda: len(board.rebalance_list()) == 1 and topic.started == 2)
+        assert [e["groupId"] for e in board.rebalance_list()] == ["g"]
+    finally:
+        board.stop(timeout=5)
+    assert _follower(board) is None
