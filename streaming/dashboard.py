@@ -647,6 +647,7 @@ class Dashboard:
         def failed(e: Exception) -> None:
             self._events_error = f"The broker at {self.bootstrap} is not reachable: {e}"
             log.warning("dashboard events consumer: %s; reconnecting", e)
+            self._unwatched(halt)  # a broker away: the retries stop with the views too
 
         def polled() -> None:
             self._events_error = None

@@ -449,3 +449,29 @@ def test_the_events_topic_is_followed_only_while_the_dashboard_is_viewed(monkeyp
     finally:
         board.stop(timeout=5)
     assert _follower(board) is None
+
+
+def test_a_follower_that_cannot_reach_the_broker_stops_with_the_views_too(monkeypatch):
+    import time
+
+    from streaming import topic_follower
+    from streaming.dashboard import Dashboard
+
+    def unreachable(bootstrap, topic, stop, position, on_record, *, on_error=None, **_kw):
+        while not stop.is_set():  # follow_topic's loop when every connection fails
+            on_error(ConnectionError("refused"))
+            stop.wait(0.01)
+
+    monkeypatch.setattr(topic_follower, "follow_topic", unreachable)
+    board = Dashboard(
+        "127.0.0.1:1", events_topic="ev", metrics_topic="m", store=MetricsStore(), settings={"events_idle_s": 0.3}
+    ).start()
+    try:
+        assert board.rebalance_list() == []
+        deadline = time.monotonic() + 10
+        while _follower(board) is not None:
+            assert time.monotonic() < deadline, "the follower still retries with nobody looking"
+            time.sleep(0.01)
+        assert "is not reachable" in (board._events_error or "")
+    finally:
+        board.stop(timeout=5)
