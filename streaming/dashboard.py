@@ -664,7 +664,7 @@ class Dashboard:
             missing_topic_wait_s=2.0,
         )
 
-    def _on_event(self, raw: bytes | None, halt: threading.Event | None = None) -> None:
+    def _on_event(self, raw: bytes | None, halt: threading.Event) -> None:
         if not raw or b"Rebalance" not in raw and b"GroupEpochBumped" not in raw:
             return  # most events are not rebalances: skip the parse
         try:
@@ -673,5 +673,5 @@ class Dashboard:
             return
         if e is not None:
             with self._rebalance_lock:
-                if halt is None or halt is self._events_halt:  # not a follower that was replaced
+                if halt is self._events_halt:  # not a follower that was replaced
                     self.rebalances.append(e)
