@@ -292,6 +292,9 @@ class MetricsExporter:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=timeout)
+        close_lag = getattr(self._lag, "close", None)  # a RequestLag's consumer, once its thread is done
+        if close_lag is not None and (self._thread is None or not self._thread.is_alive()):
+            close_lag()
         if self.dashboard is not None:
             self.dashboard.stop(timeout)
 
@@ -389,7 +392,7 @@ def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
     port = int(cfg.metrics.get("port", 0) or 0)
     if port == 0:
         return None
-    from .status import request_lag
+    from .status import RequestLag
 
     return MetricsExporter(
         cfg.bootstrap,
@@ -397,7 +400,7 @@ def start_for_job(cfg, status_file: Path | None) -> MetricsExporter | None:
         port,
         str(cfg.metrics.get("host", "0.0.0.0")),
         status_file=status_file,
-        lag=lambda: request_lag(cfg),
+        lag=RequestLag(cfg),
         dashboard=dashboard_settings(cfg) if cfg.dashboard.get("enabled", True) else None,
     ).start()
 
@@ -452,7 +455,7 @@ HELP = {
 
 def main(argv: list[str] | None = None) -> int:
     from .config import StreamConfig
-    from .status import request_lag, status_path
+    from .status import RequestLag, status_path
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", help="TOML file overriding conf/defaults.toml")
@@ -478,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         port,
         host,
         status_file=status_file if local else None,
-        lag=(lambda: request_lag(cfg)) if local else None,
+        lag=RequestLag(cfg) if local else None,
         dashboard=dashboard_settings(cfg, args.redis) if cfg.dashboard.get("enabled", True) else None,
     ).start()
     log.info(

@@ -36,16 +36,43 @@ def last_batch_id(query) -> int | None:
     return None if report is None else int(report.batchId())
 
 
-def progress_since(query, after_batch_id: int, limit: int | None = None) -> list[dict]:
-    """The retained reports of batches after `after_batch_id` (at most the `limit` newest), oldest first."""
+def newest_report(query) -> tuple[int, str] | None:
+    """Which report is the newest, as (batchId, timestamp), or None before the first: three round
+    trips, no report built. A new report (a batch's, or an idle trigger's) changes it."""
     jsq = _java(query)
     if jsq is None:
-        return [p for p in query.recentProgress if p["batchId"] > after_batch_id][-limit if limit else None :]
-    reports = jsq.recentProgress()
+        report = query.lastProgress
+        return None if report is None else (report["batchId"], report["timestamp"])
+    report = jsq.lastProgress()
+    return None if report is None else (int(report.batchId()), str(report.timestamp()))
+
+
+def progress_since(
+    query, after_batch_id: int, limit: int | None = None, after_report: tuple[int, str] | None = None
+) -> list[dict]:
+    """The retained reports of batches after `after_batch_id` (at most the `limit` newest), oldest
+    first; with `after_report` (a report's `newest_report` key), only those newer than that report.
+    While idle, Spark adds a report under the next batch's id every 10 s
+    (`noDataProgressEventInterval`), up to the 100 it retains: `after_report` keeps those already
+    read from being read again."""
+    jsq = _java(query)
     newer: list[dict] = []
+    if jsq is None:
+        for p in reversed(query.recentProgress):
+            if p["batchId"] <= after_batch_id or (limit is not None and len(newer) >= limit):
+                break
+            if after_report is not None and (p["batchId"], p["timestamp"]) == tuple(after_report):
+                break
+            newer.append(p)
+        newer.reverse()
+        return newer
+    reports = jsq.recentProgress()
     for i in range(len(reports) - 1, -1, -1):  # newest first: stop at the first one already seen
         report = reports[i]
-        if int(report.batchId()) <= after_batch_id or (limit is not None and len(newer) >= limit):
+        batch_id = int(report.batchId())
+        if batch_id <= after_batch_id or (limit is not None and len(newer) >= limit):
+            break
+        if after_report is not None and batch_id == after_report[0] and str(report.timestamp()) == after_report[1]:
             break
         newer.append(json.loads(report.json()))
     newer.reverse()

@@ -20,10 +20,11 @@ from streaming.status import (
 )
 
 
-def progress(batch_id: int, ms: int = 300, at: str = "2026-11-25T06:00:00.000Z") -> dict:
+def progress(batch_id: int, ms: int = 300, at: str | None = None) -> dict:
+    """A report as Spark's JSON has it; by default each (id, duration) gets a timestamp of its own."""
     return {
         "batchId": batch_id,
-        "timestamp": at,
+        "timestamp": at or f"2026-11-25T06:{batch_id // 60 % 60:02d}:{batch_id % 60:02d}.{ms % 1000:03d}Z",
         "numInputRows": 3,
         "durationMs": {"triggerExecution": ms, "addBatch": ms - 50, "latestOffset": 10},
         "stateOperators": [
@@ -48,7 +49,10 @@ def progress(batch_id: int, ms: int = 300, at: str = "2026-11-25T06:00:00.000Z")
 class FakeQuery:
     def __init__(self, batches):
         self.id, self.recentProgress = "q-1", batches
-        self.lastProgress = batches[-1] if batches else None
+
+    @property
+    def lastProgress(self):
+        return self.recentProgress[-1] if self.recentProgress else None
 
 
 def test_compact_progress_keeps_phases_state_times_offsets_and_lag():
@@ -154,12 +158,16 @@ class JavaReport:
 
     calls = 0
 
-    def __init__(self, batch_id: int):
-        self.doc = progress(batch_id)
+    def __init__(self, batch_id: int, doc: dict | None = None):
+        self.doc = doc or progress(batch_id)
 
     def batchId(self):
         JavaReport.calls += 1
         return self.doc["batchId"]
+
+    def timestamp(self):
+        JavaReport.calls += 1
+        return self.doc["timestamp"]
 
     def json(self):
         JavaReport.calls += 1
@@ -171,9 +179,11 @@ class JavaQuery:
         self._reports = [JavaReport(i) for i in ids]
 
     def recentProgress(self):
+        JavaReport.calls += 1
         return self._reports
 
     def lastProgress(self):
+        JavaReport.calls += 1
         return self._reports[-1] if self._reports else None
 
 
@@ -183,7 +193,7 @@ def test_progress_reads_only_the_new_reports_one_json_each():
     JavaReport.calls = 0
     new = progress_since(q, 96)
     assert [p["batchId"] for p in new] == [97, 98, 99] and new[0]["durationMs"]["triggerExecution"] == 300
-    assert JavaReport.calls == 3 * 2 + 1  # each new report's id and JSON, and the first seen one's id
+    assert JavaReport.calls == 1 + 3 * 2 + 1  # the buffer, each new report's id and JSON, the first seen one's id
     assert [p["batchId"] for p in progress_since(q, -1, limit=20)] == list(range(80, 100))
     assert last_batch_id(q) == 99 and last_progress(q)["batchId"] == 99
     q._jsq = JavaQuery([])
@@ -225,3 +235,94 @@ def test_a_batch_s_report_replaces_the_idle_trigger_s_report_spark_gave_its_id(t
     q.recentProgress = [progress(7), idle, idle, ran, idle]  # a late idle report does not undo it
     r.on_tick(q)
     assert read_status(r.path)["batches"][-1]["durationMs"]["triggerExecution"] == 900
+
+
+def idle_report(batch_id: int, n: int) -> dict:
+    """The nth report of an idle trigger (no data, no batch): Spark gives it the next batch's id."""
+    doc = progress(batch_id, at=f"2026-11-25T07:{n // 60 % 60:02d}:{n % 60:02d}.000Z")
+    doc["numInputRows"], doc["durationMs"] = 0, {"latestOffset": 2, "triggerExecution": 3}
+    return doc
+
+
+def test_an_idle_query_costs_a_tick_three_round_trips_however_many_idle_reports_spark_keeps(tmp_path):
+    """Idle, Spark adds a report under the next batch's id every 10 s, up to the 100 it keeps. The
+    status used to read all of them again at every tick (their id is above the last real batch):
+    300 round trips and 100 JSON reports a second after a quarter of an hour idle."""
+    q = type("Q", (), {"id": "q-1"})()
+    jq = q._jsq = JavaQuery([])
+    jq._reports = [JavaReport(7)] + [JavaReport(8, idle_report(8, n)) for n in range(99)]
+    r = StatusReporter(tmp_path / "cp.status.json")
+    r.attach(q)
+    r.on_tick(q)
+    assert [b["batchId"] for b in read_status(r.path)["batches"]] == [7, 8]
+    JavaReport.calls = 0
+    for _ in range(5):
+        r.on_tick(q)
+    assert JavaReport.calls == 5 * 3  # the newest report, its id and its timestamp: nothing read
+    jq._reports = jq._reports[1:] + [JavaReport(8, idle_report(8, 99))]  # 10 s later, still idle
+    JavaReport.calls = 0
+    r.on_tick(q)
+    # The newest's key; the buffer; the new report's id, timestamp (its id is the known one's) and
+    # JSON; the one read before: its id and timestamp, where reading stops.
+    assert JavaReport.calls == 3 + 1 + 3 + 2
+    ran = JavaReport(8)  # batch 8 runs at last
+    jq._reports = jq._reports[1:] + [ran]
+    JavaReport.calls = 0
+    r.on_tick(q)
+    assert JavaReport.calls == 3 + 1 + 3 + 2
+    batches = read_status(r.path)["batches"]
+    assert [b["batchId"] for b in batches] == [7, 8] and batches[-1]["durationMs"]["triggerExecution"] == 300
+    assert r.caught_up() is False  # the batch's report says 4 records behind
+
+
+def test_a_restarted_query_s_reports_are_read_from_its_first(tmp_path):
+    r = StatusReporter(tmp_path / "cp.status.json")
+    first = FakeQuery([progress(1), progress(2)])
+    r.attach(first)
+    r.on_tick(first)
+    again = FakeQuery([progress(2)])  # the same checkpoint: its first batch may reuse the last id and time
+    r.attach(again)
+    r.on_tick(again)
+    assert [b["batchId"] for b in read_status(r.path)["batches"]] == [1, 2]
+    again.recentProgress = [progress(2), progress(3)]
+    r.on_tick(again)
+    assert [b["batchId"] for b in read_status(r.path)["batches"]] == [1, 2, 3]
+
+
+def test_the_exporter_s_request_lag_keeps_one_consumer_and_makes_a_new_one_after_a_failure(tmp_path, monkeypatch):
+    """A consumer made for each look (every 10 s) cost a broker connection and ~9 ms of CPU."""
+    import kafka
+
+    from streaming.config import StreamConfig
+    from streaming.status import RequestLag
+
+    made, fail = [], [False]
+
+    class Consumer:
+        DEFAULT_CONFIG = kafka.KafkaConsumer.DEFAULT_CONFIG
+
+        def __init__(self, **config):
+            self.closed = False
+            made.append(self)
+
+        def partitions_for_topic(self, topic):
+            return {0, 1} if topic == cfg.topics["requests"] else {0}
+
+        def end_offsets(self, tps):
+            if fail[0]:
+                raise kafka.errors.KafkaTimeoutError("broker away")
+            return {tp: 10 for tp in tps}
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(kafka, "KafkaConsumer", Consumer)
+    cfg = StreamConfig.load(None, {"stream": {"checkpoint": str(tmp_path / "cp")}})
+    lag = RequestLag(cfg)
+    assert lag() == 30 and lag() == 30 and len(made) == 1  # nothing committed yet: everything is lag
+    fail[0] = True
+    assert lag() is None and made[0].closed
+    fail[0] = False
+    assert lag() == 30 and len(made) == 2 and not made[1].closed
+    lag.close()
+    assert made[1].closed
