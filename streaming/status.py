@@ -142,9 +142,9 @@ class StatusReporter:
 
     def _collect(self) -> bool:
         """Adds the query's new progress reports; False when the query could not be asked. Spark
-        is asked outside the lock, so that a slow answer never holds the heartbeat back. The
-        newest report's key comes first: while the query idles (and at most ticks between
-        batches) nothing more is asked."""
+        is asked outside the lock, so that a slow answer never holds the heartbeat back. Which
+        report is the newest is asked first: when it is the one read last (an idle query, or a
+        tick between two batches), nothing more is asked."""
         query, seen, known = self.query, self._seen, self._newest
         if query is None:
             return False
