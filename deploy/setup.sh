@@ -3,8 +3,9 @@
 # packages (.venv) and the Kafka broker and Spark-Kafka connector jars from Maven Central
 # (.cache/jars). Idempotent: each step is skipped when its inputs have not changed.
 #   deploy/setup.sh                  everything
-#   deploy/setup.sh --no-archive     everything but the Spark driver's class-data archive (last step)
-#   deploy/setup.sh --archive-only   only that archive (deploy/test.sh makes it while lint runs)
+#   deploy/setup.sh --no-archive     everything but the class-data archives (the Spark driver's and
+#                                    the Kafka broker's: the last step)
+#   deploy/setup.sh --archive-only   only those archives (deploy/test.sh makes them while lint runs)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -34,9 +35,32 @@ build_jvm_archive() {
     echo "setup: no class-data archive (see .cache/jvm/archive.log); Spark starts without it" >&2
   fi
 }
+# --- The Kafka broker's class-data archive (deploy/kafka_archive.py): every broker (and its storage
+# tool) starts with the classes already parsed and verified. Remade when a jar, the JDK, the training
+# or the broker's launch changes; a failure only costs the speed-up.
+build_kafka_archive() {
+  local stamp=.cache/jvm/kafka-broker.stamp
+  local want; want="$( (stat -c '%n %s %Y' .cache/jars/kafka/*.jar; java -version 2>&1; \
+    cat deploy/kafka_archive.py deploy/kafka_local.py) | sha256sum | cut -d' ' -f1)"
+  if [ -f .cache/jvm/kafka-broker.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: writing the Kafka broker's class-data archive into .cache/jvm (once, ~10 s)" >&2
+  mkdir -p .cache/jvm
+  rm -f .cache/jvm/kafka-broker.jsa
+  if .venv/bin/python -m deploy.kafka_archive > .cache/jvm/kafka-archive.log 2>&1; then
+    echo "$want" > "$stamp"
+  else
+    echo "setup: no Kafka class-data archive (see .cache/jvm/kafka-archive.log); brokers start without it" >&2
+  fi
+}
+build_archives() {  # the two at once: each is mostly one JVM's single-threaded start-up
+  build_kafka_archive &
+  local kafka=$!
+  build_jvm_archive
+  wait "$kafka" || true
+}
 case "$STEPS" in
   all | --no-archive) ;;
-  --archive-only) build_jvm_archive; exit 0 ;;
+  --archive-only) build_archives; exit 0 ;;
   *) echo "usage: deploy/setup.sh [--no-archive | --archive-only]" >&2; exit 2 ;;
 esac
 
@@ -121,4 +145,4 @@ build_own_jar() {
 need javac; need jar
 build_own_jar
 
-[ "$STEPS" = --no-archive ] || build_jvm_archive
+[ "$STEPS" = --no-archive ] || build_archives
