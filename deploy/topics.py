@@ -149,15 +149,27 @@ def _check_brokers(admin: KafkaAdminClient, cfg: StreamConfig, missing: list[New
         )
 
 
-def _topic_configs(admin: KafkaAdminClient, names: list[str], keys: list[str]) -> dict[str, dict[str, str]]:
-    """name -> {key: effective value} (a topic's own setting or the broker's default)."""
-    result = admin.describe_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, name, dict.fromkeys(keys)) for name in names], config_filter="all"
-    )
-    return {
-        name: {k: v.get("value") for k, v in result.get("topic", {}).get(name, {}).items() if k in keys}
-        for name in names
-    }
+def _topic_configs(
+    admin: KafkaAdminClient, names: list[str], keys: list[str], wait_s: float = 15.0
+) -> dict[str, dict[str, str]]:
+    """name -> {key: effective value} (a topic's own setting or the broker's default). A broker that
+    does not know a topic yet (one just created: a cluster's metadata reaches each broker in turn)
+    answers it with an error and no configs, which kafka-python passes on as an empty dict: such
+    topics are asked again, for up to `wait_s`, before their configs count as absent."""
+    out: dict[str, dict[str, str]] = {}
+    deadline = time.monotonic() + wait_s
+    while True:
+        pending = [name for name in names if name not in out]
+        result = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, dict.fromkeys(keys)) for name in pending],
+            config_filter="all",
+        )
+        for name, values in result.get("topic", {}).items():
+            if name in pending and values:
+                out[name] = {k: v.get("value") for k, v in values.items() if k in keys}
+        if len(out) == len(names) or time.monotonic() >= deadline:
+            return {name: out.get(name, {}) for name in names}
+        time.sleep(0.2)
 
 
 def _check(admin: KafkaAdminClient, cfg: StreamConfig, meta: dict) -> None:

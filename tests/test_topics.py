@@ -21,6 +21,9 @@ class FakeCluster:
         self.created: list[str] = []
         self.reassigned: dict = {}
         self.altered: list = []
+        # DescribeConfigs answered by a broker the new topics' metadata has not reached yet, this
+        # many times: an error and no configs for them (kafka-python passes that on as {}).
+        self.configs_lag = 0
 
     def add(self, name: str, partitions: int, rf: int, configs: dict | None = None) -> None:
         ids = [b["broker_id"] for b in self.brokers]
@@ -64,6 +67,9 @@ class FakeAdmin:
 
     def describe_configs(self, resources, config_filter="modified"):
         assert config_filter == "all", "effective values: a topic without its own setting has the broker's"
+        if self.c.configs_lag > 0:
+            self.c.configs_lag -= 1
+            return {"topic": {r.name: {} for r in resources}}
         return {
             "topic": {
                 r.name: {k: {"value": v} for k, v in self.c.topics[r.name]["configs"].items() if k in r.configs}
@@ -127,6 +133,16 @@ def test_three_brokers_get_replicated_topics_that_pass_the_check(cluster):
     assert all(len(p["replica_nodes"]) == 3 for t in c.topics.values() for p in t["partitions"])
     ensure_topics(config())  # existing and as durable as configured: accepted, nothing created again
     assert len(c.created) == 8
+
+
+def test_new_topics_configs_are_asked_again_until_the_answering_broker_knows_them(cluster):
+    """A cluster's metadata reaches its brokers in turn: right after the topics were created, the
+    broker that answers DescribeConfigs may not know them yet. Their configs were then taken as
+    absent (min.insync.replicas 1: "less durable than configured")."""
+    c = cluster(3)
+    c.configs_lag = 2
+    ensure_topics(config())
+    assert len(c.created) == 8 and c.configs_lag == 0
 
 
 def test_a_cluster_with_fewer_brokers_than_replicas_is_refused_saying_what_to_set(cluster):
