@@ -16,13 +16,13 @@ streaming/session.py then starts every driver with `-XX:SharedArchiveFile` (docs
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from deploy.class_archive import write_archive
 from streaming.config import StreamConfig
 from streaming.session import JVM_ARCHIVE, build_session
 
@@ -104,17 +104,12 @@ def train(cfg: StreamConfig, archive: Path, seconds: float = 120) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    JVM_ARCHIVE.parent.mkdir(parents=True, exist_ok=True)
-    partial = JVM_ARCHIVE.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="jvm-archive-run-") as run:
-        cfg = StreamConfig.load(None, {"stream": {"checkpoint": str(Path(run) / "checkpoint")}})
-        train(cfg, partial)
-    if not partial.exists():
-        print("jvm_archive: the JVM wrote no archive; drivers start without one", file=sys.stderr)
-        return 1
-    os.replace(partial, JVM_ARCHIVE)  # a running JVM keeps the file it mapped
-    return 0
+
+    def run(partial: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="jvm-archive-run-") as work:
+            train(StreamConfig.load(None, {"stream": {"checkpoint": str(Path(work) / "checkpoint")}}), partial)
+
+    return write_archive(JVM_ARCHIVE, run, "jvm_archive", "drivers")
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ that cannot use the archive (other jars, another JDK) runs without it.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from deploy.class_archive import write_archive
 from deploy.kafka_local import KAFKA_ARCHIVE, KAFKA_JARS, QUIET_CDS, LocalKafka, free_port
 
 
@@ -89,19 +89,7 @@ def usable(archive: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args(argv)
-    KAFKA_ARCHIVE.parent.mkdir(parents=True, exist_ok=True)
-    partial = KAFKA_ARCHIVE.with_suffix(".partial")
-    partial.unlink(missing_ok=True)
-    train(partial)
-    if not partial.exists():
-        print("kafka_archive: the broker wrote no archive; brokers start without one", file=sys.stderr)
-        return 1
-    if not usable(partial):
-        partial.unlink()
-        print("kafka_archive: a JVM cannot use the archive written; brokers start without one", file=sys.stderr)
-        return 1
-    os.replace(partial, KAFKA_ARCHIVE)  # a running broker keeps the file it mapped
-    return 0
+    return write_archive(KAFKA_ARCHIVE, train, "kafka_archive", "brokers", usable)
 
 
 if __name__ == "__main__":
