@@ -354,30 +354,38 @@ def topic_exists(bootstrap: str, topic: str) -> bool | None:
 
 class ProgressLog:
     """A line every `every_s` seconds: micro-batches, input rows and batch durations since the
-    last line (from Spark's progress reports)."""
+    last line (from Spark's progress reports). While idle, Spark files a report every 10 s under
+    the id of the batch that runs next, with no batch run (no `addBatch`): those are neither
+    logged nor taken as seen, so that batch's own report is logged when it runs."""
 
     def __init__(self, log, every_s: float):
         import time
 
         self.log, self.every_s, self._time = log, every_s, time.monotonic
         self.last_at, self.last_batch = self._time(), -1
+        self.last_report: tuple[int, str] | None = None  # the newest report read (`newest_report`)
 
     def maybe_log(self, query) -> None:
         if self._time() - self.last_at < self.every_s:
             return
         self.last_at = self._time()
-        from streaming.progress import progress_since
+        from streaming.progress import newest_report, progress_since
 
-        new = progress_since(query, self.last_batch)
-        if not new:
+        head = newest_report(query)
+        if head is None or head == self.last_report:
+            return  # nothing new: an idle query's reports are not read again
+        new = progress_since(query, self.last_batch, after_report=self.last_report)
+        self.last_report = (new[-1]["batchId"], new[-1]["timestamp"]) if new else head
+        ran = [p for p in new if "addBatch" in p["durationMs"]]
+        if not ran:
             return
-        self.last_batch = new[-1]["batchId"]
-        durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in new)
-        rows = sum(p["numInputRows"] for p in new)
+        self.last_batch = ran[-1]["batchId"]
+        durations = sorted(p["durationMs"].get("triggerExecution", 0) for p in ran)
+        rows = sum(p["numInputRows"] for p in ran)
         self.log.info(
             "progress: batches %d-%d, %d input rows, batch ms p50 %d max %d",
-            new[0]["batchId"],
-            new[-1]["batchId"],
+            ran[0]["batchId"],
+            ran[-1]["batchId"],
             rows,
             durations[len(durations) // 2],
             durations[-1],
