@@ -76,6 +76,7 @@ VARIANTS = {
     "1 shuffle partition": "[stream]\nshuffle_partitions = 1\n",
     "trigger 50 ms": '[stream]\ntrigger_interval = "50 milliseconds"\n',
     "hotspot JIT": '[spark]\ndriver_java_options = "-XX:-UsePerfData"\n',  # C2's own thresholds
+    "whole-stage codegen": '[spark.conf]\n"spark.sql.codegen.wholeStage" = "true"\n',  # Spark's default
     "hdfs state store": '[stream]\nstate_store = "hdfs"\n',
     "no changelog ckpt": (
         '[spark.conf]\n"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled" = "false"\n'

@@ -66,64 +66,74 @@ def driver_java_options(archive_at_exit: Path | None = None, extra: str = "") ->
     return " ".join(options + ([extra.strip()] if extra.strip() else []))  # Spark splits them, quotes kept
 
 
-def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> SparkSession:
-    # Spark's Python workers must use this interpreter (and its packages), not the system one.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+def session_conf(cfg: StreamConfig, archive_at_exit: Path | None = None) -> dict[str, str]:
+    """The coordinator job's Spark settings, `[spark.conf]` last (a user's setting wins)."""
     stream, spark = cfg.stream, cfg.spark
     provider = {"rocksdb": ROCKSDB_PROVIDER, "hdfs": HDFS_PROVIDER}[stream["state_store"]]
     jars = connector_jars()
     if OWN_JAR.exists():
         jars.append(str(OWN_JAR))
-    # Also on the driver's class path (local mode runs the tasks there): classes loaded by the
-    # application class loader can be archived, those of spark.jars' loader cannot.
-    class_path = ":".join(jars)
-    builder = (
-        SparkSession.builder.master(spark["master"])
-        .appName(spark["app_name"])
-        .config("spark.jars", ",".join(jars))
-        .config("spark.driver.memory", spark["driver_memory"])
-        .config("spark.sql.shuffle.partitions", str(stream["shuffle_partitions"]))
-        .config("spark.sql.streaming.stateStore.providerClass", provider)
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        .config("spark.sql.streaming.minBatchesToRetain", "20")
+    conf = {
+        "spark.master": spark["master"],
+        "spark.app.name": spark["app_name"],
+        "spark.jars": ",".join(jars),
+        "spark.driver.memory": spark["driver_memory"],
+        "spark.sql.shuffle.partitions": str(stream["shuffle_partitions"]),
+        "spark.sql.streaming.stateStore.providerClass": provider,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.streaming.minBatchesToRetain": "20",
         # No micro-batch without a new record: processing-time timeouts would otherwise make Spark
         # run one at every trigger (~1 core when idle). Timers are started by the driver's timer
         # waker instead (streaming/timer_waker.py).
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "false" if stream["timer_wakeups"] else "true")
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false" if stream["timer_wakeups"] else "true",
+        "spark.sql.adaptive.enabled": "false",
+        # No whole-stage code generation: Spark plans every micro-batch anew and generated the Java
+        # source of each of its stages again on the driver, every batch (WholeStageCodegenExec's
+        # doCodeGen, the largest part of the stream thread's samples with one request per batch).
+        # The JVM's per-row work here is small next to the Python step. Measured: a batch p50 of
+        # 238-246 ms against 274-276, READY 1.5 s sooner (docs/operations.md, *Latency*).
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         # Hadoop's local file system forks `readlink` on every rename through FileContext (no native
         # Hadoop library here), and a micro-batch renames several checkpoint files: the FileSystem
         # API renames without forking. Same atomic temp-file-then-rename protocol.
-        .config(
-            "spark.sql.streaming.checkpointFileManagerClass",
-            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",
-        )
+        "spark.sql.streaming.checkpointFileManagerClass": (
+            "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+        ),
         # The Python workers' daemon: no re-reading of pyspark.zip on every task, warm imports
         # (streaming/worker_daemon.py).
-        .config("spark.python.daemon.module", "streaming.worker_daemon")
+        "spark.python.daemon.module": "streaming.worker_daemon",
         # Quiet by default: no console progress bar, the JVM's log level WARN from its first line.
-        .config("spark.ui.showConsoleProgress", "false")
-        .config(
-            "spark.driver.extraJavaOptions",
-            driver_java_options(archive_at_exit, str(spark.get("driver_java_options", ""))),
-        )
-        .config("spark.driver.extraClassPath", class_path)
-    )
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.extraJavaOptions": driver_java_options(
+            archive_at_exit, str(spark.get("driver_java_options", ""))
+        ),
+        # Also on the driver's class path (local mode runs the tasks there): classes loaded by the
+        # application class loader can be archived, those of spark.jars' loader cannot.
+        "spark.driver.extraClassPath": ":".join(jars),
+    }
     if OWN_JAR.exists():
         # Local checkpoints without a chmod process per file (deploy/java); the jar is on the
         # driver's class path because Hadoop resolves file systems with its own loader.
-        builder = builder.config("spark.hadoop.fs.file.impl", NO_FORK_LOCAL_FS)
+        conf["spark.hadoop.fs.file.impl"] = NO_FORK_LOCAL_FS
     if cfg.raw.get("redis", {}).get("enabled"):
         # The read-model projector runs its jobs in a pool of its own (streaming/projector.py):
         # pools share the executors' slots, so neither query's jobs wait for all of the other's.
-        builder = builder.config("spark.scheduler.mode", "FAIR")
-    for key, value in spark.get("conf", {}).items():
-        builder = builder.config(key, str(value))
+        conf["spark.scheduler.mode"] = "FAIR"
+    conf.update({key: str(value) for key, value in spark.get("conf", {}).items()})
+    return conf
+
+
+def build_session(cfg: StreamConfig, archive_at_exit: Path | None = None) -> SparkSession:
+    # Spark's Python workers must use this interpreter (and its packages), not the system one.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in session_conf(cfg, archive_at_exit).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(spark.get("log_level", "WARN"))
+    session.sparkContext.setLogLevel(cfg.spark.get("log_level", "WARN"))
     warm_up(session)
     return session
 
