@@ -87,11 +87,12 @@ def session_conf(cfg: StreamConfig, archive_at_exit: Path | None = None) -> dict
         # waker instead (streaming/timer_waker.py).
         "spark.sql.streaming.noDataMicroBatches.enabled": "false" if stream["timer_wakeups"] else "true",
         "spark.sql.adaptive.enabled": "false",
-        # No whole-stage code generation: Spark plans every micro-batch anew and generated the Java
+        # No whole-stage code generation: Spark plans every micro-batch anew and writes the Java
         # source of each of its stages again on the driver, every batch (WholeStageCodegenExec's
-        # doCodeGen, the largest part of the stream thread's samples with one request per batch).
-        # The JVM's per-row work here is small next to the Python step. Measured: a batch p50 of
-        # 238-246 ms against 274-276, READY 1.5 s sooner (docs/operations.md, *Latency*).
+        # doCodeGen, the largest part of the stream thread's samples with one request per batch),
+        # and a new job compiles them in its first batches. The JVM's per-row work is small next
+        # to the Python step here. Measured: READY 1-3 s sooner, a lightly loaded batch 6-35 ms
+        # shorter, bursts at the same rate (docs/operations.md, *Whole-stage code generation, off*).
         "spark.sql.codegen.wholeStage": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
