@@ -369,14 +369,14 @@ class ProgressLog:
         if self._time() - self.last_at < self.every_s:
             return
         self.last_at = self._time()
-        from streaming.progress import newest_report, progress_since
+        from streaming.progress import newest_report, progress_since, ran_a_batch
 
         head = newest_report(query)
         if head is None or head == self.last_report:
             return  # nothing new: an idle query's reports are not read again
         new = progress_since(query, self.last_batch, after_report=self.last_report)
         self.last_report = (new[-1]["batchId"], new[-1]["timestamp"]) if new else head
-        ran = [p for p in new if "addBatch" in p["durationMs"]]
+        ran = [p for p in new if ran_a_batch(p)]
         if not ran:
             return
         self.last_batch = ran[-1]["batchId"]

@@ -18,39 +18,41 @@ need "$PYTHON"; need java; need mvn
 # The installed pyspark's jars, found without importing pyspark (a second of CPU on every run).
 pyspark_jars() { ls -d "$ROOT"/.venv/lib/python3*/site-packages/pyspark/jars | head -n 1; }
 
-# --- The Spark driver's class-data archive (deploy/jvm_archive.py): every job's JVM starts with the
-# classes already parsed and verified. Remade when a jar, the JDK or the training changes; a failure
-# only costs the speed-up (drivers run without the archive).
-build_jvm_archive() {
-  local stamp=.cache/jvm/spark-driver.stamp
-  local want; want="$( (stat -c '%n %s %Y' "$(pyspark_jars)"/*.jar .cache/jars/spark/*.jar .cache/jars/own/*.jar; \
-    java -version 2>&1; cat deploy/jvm_archive.py) | sha256sum | cut -d' ' -f1)"
-  if [ -f .cache/jvm/spark-driver.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
-  echo "setup: writing the Spark driver's class-data archive into .cache/jvm (once, ~1 min)" >&2
+# --- The class-data archives (JDK CDS): every Spark driver (deploy/jvm_archive.py) and every Kafka
+# broker and its storage tool (deploy/kafka_archive.py) start with the classes already parsed and
+# verified. Each is remade when what it was written from changes (its inputs below: the jars, the
+# JDK, its training, for the broker its launch too); a failure only costs the speed-up.
+spark_driver_inputs() {
+  stat -c '%n %s %Y' "$(pyspark_jars)"/*.jar .cache/jars/spark/*.jar .cache/jars/own/*.jar
+  java -version 2>&1; cat deploy/jvm_archive.py
+}
+kafka_broker_inputs() {
+  stat -c '%n %s %Y' .cache/jars/kafka/*.jar
+  java -version 2>&1; cat deploy/kafka_archive.py deploy/kafka_local.py
+}
+# build_archive NAME INPUTS MODULE LOG WRITING FAILED WITHOUT: .cache/jvm/NAME.jsa, by `python -m MODULE`.
+build_archive() {
+  local stamp=".cache/jvm/$1.stamp" jsa=".cache/jvm/$1.jsa"
+  local want; want="$("$2" | sha256sum | cut -d' ' -f1)"
+  if [ -f "$jsa" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
+  echo "setup: $5" >&2
   mkdir -p .cache/jvm
-  rm -f .cache/jvm/spark-driver.jsa
-  if .venv/bin/python -m deploy.jvm_archive > .cache/jvm/archive.log 2>&1; then
+  rm -f "$jsa"
+  if .venv/bin/python -m "$3" > ".cache/jvm/$4" 2>&1; then
     echo "$want" > "$stamp"
   else
-    echo "setup: no class-data archive (see .cache/jvm/archive.log); Spark starts without it" >&2
+    echo "setup: $6 (see .cache/jvm/$4); $7" >&2
   fi
 }
-# --- The Kafka broker's class-data archive (deploy/kafka_archive.py): every broker (and its storage
-# tool) starts with the classes already parsed and verified. Remade when a jar, the JDK, the training
-# or the broker's launch changes; a failure only costs the speed-up.
+build_jvm_archive() {
+  build_archive spark-driver spark_driver_inputs deploy.jvm_archive archive.log \
+    "writing the Spark driver's class-data archive into .cache/jvm (once, ~1 min)" \
+    "no class-data archive" "Spark starts without it"
+}
 build_kafka_archive() {
-  local stamp=.cache/jvm/kafka-broker.stamp
-  local want; want="$( (stat -c '%n %s %Y' .cache/jars/kafka/*.jar; java -version 2>&1; \
-    cat deploy/kafka_archive.py deploy/kafka_local.py) | sha256sum | cut -d' ' -f1)"
-  if [ -f .cache/jvm/kafka-broker.jsa ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return; fi
-  echo "setup: writing the Kafka broker's class-data archive into .cache/jvm (once, ~10 s)" >&2
-  mkdir -p .cache/jvm
-  rm -f .cache/jvm/kafka-broker.jsa
-  if .venv/bin/python -m deploy.kafka_archive > .cache/jvm/kafka-archive.log 2>&1; then
-    echo "$want" > "$stamp"
-  else
-    echo "setup: no Kafka class-data archive (see .cache/jvm/kafka-archive.log); brokers start without it" >&2
-  fi
+  build_archive kafka-broker kafka_broker_inputs deploy.kafka_archive kafka-archive.log \
+    "writing the Kafka broker's class-data archive into .cache/jvm (once, ~10 s)" \
+    "no Kafka class-data archive" "brokers start without it"
 }
 build_archives() {  # the two at once: each is mostly one JVM's single-threaded start-up
   build_kafka_archive &

@@ -12,6 +12,13 @@ from __future__ import annotations
 import json
 
 
+def ran_a_batch(report: dict) -> bool:
+    """Whether a progress report (or its compact form) is a batch's: while idle, Spark files a report
+    every 10 s (`noDataProgressEventInterval`) under the id of the batch that runs next, with no
+    batch run, so no `addBatch`."""
+    return "addBatch" in report["durationMs"]
+
+
 def _java(query):
     """The JVM StreamingQuery behind a pyspark query, or None (a query stand-in in tests)."""
     return getattr(query, "_jsq", None)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import StreamConfig
-from .progress import newest_report, progress_since
+from .progress import newest_report, progress_since, ran_a_batch
 
 RECENT_BATCHES = 120  # kept in the file (about a minute of batches at the micro-batch floor)
 STALE_AFTER_S = 10.0  # a file not rewritten for this long belongs to a job that is not running
@@ -62,7 +62,7 @@ def compact_progress(p: dict) -> dict:
 
 def _idle(batch: dict | None, absent: bool = False) -> bool:
     """Whether a (compact) progress report is an idle trigger's: no batch ran (no addBatch)."""
-    return absent if batch is None else "addBatch" not in batch["durationMs"]
+    return absent if batch is None else not ran_a_batch(batch)
 
 
 def iso_ms(timestamp: str) -> int:
